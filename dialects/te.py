@@ -1,0 +1,196 @@
+"""The `te` dialect: operators as tensor expressions (T10 §3.2, seed 003 §3.2).
+
+`te.op` carries its meaning as text in the expression language of `te_expr`
+(grammar in `te.lark`); passes read the parsed form through `TensorOp.bound()`.
+`te.opaque` holds an operator no tensor expression can state (sort, top-k): it keeps
+the source operator's name and attributes and is executed by a named kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import NoMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
+
+
+# Parsed forms are immutable and expressions repeat across a model: parse each once.
+_parse_cached = lru_cache(maxsize=4096)(parse_expression)
+
+
+def _tensor_types(types: Sequence[Attribute], what: str) -> list[TensorType]:
+    for index, type_ in enumerate(types):
+        if not isinstance(type_, TensorType):
+            raise VerifyException(f"{what} #{index} must be a ranked tensor, got {type_}")
+    return list(types)  # type: ignore[return-value]
+
+
+@irdl_op_definition
+class TensorOp(IRDLOperation):
+    """One operator stated as a tensor expression.
+
+    `expression` is the text ``OUT[axes] <combiner> body [where axis in N, ...]``.
+    The operands bind, in order, to the input tensors in the order the body first
+    reads them, and the single result is the output tensor; axis extents come from
+    those types. Example: ``%c = te.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) :
+    (tensor<32x64xf16>, tensor<64x16xf16>) -> tensor<32x16xf16>`` is a matmul whose
+    reduction axis `k` has extent 64.
+    """
+
+    name = "te.op"
+
+    expression = prop_def(StringAttr)
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self,
+        expression: str | StringAttr,
+        inputs: Sequence[SSAValue],
+        result_type: Attribute,
+        attributes: dict[str, Attribute] | None = None,
+    ):
+        if isinstance(expression, str):
+            expression = StringAttr(expression)
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_type],
+            properties={"expression": expression},
+            attributes=attributes,
+        )
+
+    def parsed(self) -> TensorExpr:
+        """The parsed expression (raises `ExprError` when malformed)."""
+        return _parse_cached(self.expression.data)
+
+    def bound(self) -> BoundExpr:
+        """The expression with axis extents inferred from operand/result types."""
+        input_types = _tensor_types([v.type for v in self.inputs], "operand")
+        (output_type,) = _tensor_types([self.output.type], "result")
+        return self.parsed().bind(
+            [tuple(t.get_shape()) for t in input_types], tuple(output_type.get_shape())
+        )
+
+    def verify_(self) -> None:
+        try:
+            expr = self.parsed()
+            self.bound()
+        except ExprError as error:
+            raise VerifyException(f"'{self.expression.data}': {error.message}") from None
+        element_types = {self.output.type.get_element_type()}  # type: ignore[union-attr]
+        for name, value in zip(expr.inputs, self.inputs):
+            element_type = value.type.get_element_type()  # type: ignore[union-attr]
+            if element_type not in element_types:
+                raise VerifyException(
+                    f"element type mismatch: {name} is {element_type} but the result "
+                    f"is {self.output.type.get_element_type()}"  # type: ignore[union-attr]
+                )
+        for value in (*self.inputs, self.output):
+            if any(d < 0 for d in value.type.get_shape()):  # type: ignore[union-attr]
+                raise VerifyException(
+                    f"dynamic shapes are not supported: {value.type}; fix them first"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TensorOp:
+        start = parser.pos
+        text = parser.parse_str_literal("tensor expression")
+        try:
+            _parse_cached(text)
+        except ExprError as error:
+            # Point into the string literal (past its opening quote) when we can.
+            column = 0 if error.column is None else error.column + 1
+            position = min(start + column, parser.pos - 1)
+            parser.raise_error(error.message, position, position + 1)
+        operands: list[UnresolvedOperand] = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_pos = parser.pos
+        function_type = parser.parse_function_type()
+        if len(function_type.inputs) != len(operands):
+            parser.raise_error(
+                f"expected {len(operands)} operand type(s), got "
+                f"{len(function_type.inputs)}",
+                type_pos,
+                parser.pos,
+            )
+        if len(function_type.outputs) != 1:
+            parser.raise_error("te.op has exactly one result type", type_pos, parser.pos)
+        inputs = parser.resolve_operands(operands, function_type.inputs.data, type_pos)
+        return cls(text, inputs, function_type.outputs.data[0], attributes)
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_attribute(self.expression)
+        printer.print_string(" (")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list((v.type for v in self.inputs), printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.output.type)
+
+
+@irdl_op_definition
+class OpaqueOp(IRDLOperation):
+    """An operator that no tensor expression can state (sort, top-k, ...).
+
+    `kind` names the operator in its source's terms (an ONNX op type such as
+    ``"TopK"``); its attributes carry the source attributes. It is executed by the
+    kernel registered under that name and costed as a fixed vendor kernel (T10 §4.2:
+    "the few operators that cannot be expressed use vendor kernels").
+    """
+
+    name = "te.opaque"
+
+    kind = prop_def(StringAttr)
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+
+    assembly_format = (
+        "$kind `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)"
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        attributes: dict[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_types],
+            properties={"kind": StringAttr(kind)},
+            attributes=attributes,
+        )
+
+    def verify_(self) -> None:
+        if not self.kind.data:
+            raise VerifyException("te.opaque needs a non-empty kind")
+        if not self.outputs:
+            raise VerifyException(f"te.opaque \"{self.kind.data}\" has no results")
+
+
+TE = Dialect("te", [TensorOp, OpaqueOp], [])

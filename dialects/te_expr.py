@@ -1,0 +1,482 @@
+"""The tensor-expression language of the `te` dialect and its parsed form.
+
+A tensor expression states one operator as a loop nest over named axes (T10 §3.2,
+seed 003 §3.2), e.g. ``C[m,n] += A[m,k] * B[k,n]``: every point of the iteration
+space evaluates the scalar body and combines it into the output element the output
+access names. Axes that index the output are *spatial*; the others are *reduction*
+axes, whose values the combiner (``+=`` sums, ``max=``/``min=`` keep the extreme)
+folds together. ``=`` has no reduction axes. Output elements that no iteration point
+writes keep the combiner's identity (0 for ``=`` and ``+=``), which is how padding is
+stated (``P[h+1] = X[h]``).
+
+`parse_expression` turns text into a `TensorExpr` (plain, frozen Python data) and
+`TensorExpr.bind` infers axis extents from operand and result shapes, giving the
+`BoundExpr` that passes, the planner and the interpreter use.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from lark import Lark, Transformer, v_args
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
+
+COMBINERS = ("=", "+=", "max=", "min=")
+"""Combiners; every one but ``=`` folds over the reduction axes."""
+
+UNARY_FUNCTIONS = (
+    "relu",
+    "exp",
+    "tanh",
+    "gelu",
+    "erf",
+    "sqrt",
+    "rsqrt",
+    "neg",
+    "sigmoid",
+    "abs",
+    "log",
+)
+BINARY_FUNCTIONS = ("max", "min", "pow")
+FUNCTION_ARITY = {**{f: 1 for f in UNARY_FUNCTIONS}, **{f: 2 for f in BINARY_FUNCTIONS}}
+
+
+class ExprError(ValueError):
+    """A malformed or inconsistent tensor expression.
+
+    `column` is the 0-based offset in the expression text where the problem is,
+    when it is known, so callers can point a diagnostic at it.
+    """
+
+    def __init__(self, message: str, column: int | None = None, culprit: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.column = column
+        self.culprit = culprit
+        """Source text of the culprit, used to find a column when none is known."""
+
+
+# ---------------------------------------------------------------------------
+# Parsed form
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AffineIndex:
+    """``sum(coeff * axis) + constant``; terms keep source order, no zero coeffs."""
+
+    terms: tuple[tuple[str, int], ...]
+    constant: int = 0
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return tuple(axis for axis, _ in self.terms)
+
+    @property
+    def simple_axis(self) -> str | None:
+        """The axis when the index is exactly one axis (``k``), else None."""
+        if len(self.terms) == 1 and self.terms[0][1] == 1 and self.constant == 0:
+            return self.terms[0][0]
+        return None
+
+    def value_range(self, extents: dict[str, int]) -> tuple[int, int]:
+        low = high = self.constant
+        for axis, coeff in self.terms:
+            span = coeff * (extents[axis] - 1)
+            low += min(0, span)
+            high += max(0, span)
+        return low, high
+
+    def __str__(self) -> str:
+        parts: list[str] = []
+        for axis, coeff in self.terms:
+            magnitude = abs(coeff)
+            text = axis if magnitude == 1 else f"{magnitude}*{axis}"
+            if not parts:
+                parts.append(text if coeff > 0 else f"-{text}")
+            else:
+                parts.append(("+" if coeff > 0 else "-") + text)
+        if self.constant or not parts:
+            if not parts:
+                parts.append(str(self.constant))
+            else:
+                parts.append(("+" if self.constant > 0 else "-") + str(abs(self.constant)))
+        return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Access:
+    """``tensor[index, ...]``: a read in the body or the output write."""
+
+    tensor: str
+    indices: tuple[AffineIndex, ...]
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """Axes in first-appearance order over all indices."""
+        return tuple(dict.fromkeys(a for index in self.indices for a in index.axes))
+
+    def __str__(self) -> str:
+        return f"{self.tensor}[{','.join(str(i) for i in self.indices)}]"
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float
+
+    def __str__(self) -> str:
+        if float(self.value).is_integer() and abs(self.value) < 1e15:
+            return str(int(self.value))
+        return repr(float(self.value))
+
+
+@dataclass(frozen=True)
+class Call:
+    function: str
+    args: tuple[Expr, ...]
+
+    def __str__(self) -> str:
+        return f"{self.function}({', '.join(str(a) for a in self.args)})"
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # one of + - * /
+    lhs: Expr
+    rhs: Expr
+
+    def __str__(self) -> str:
+        return f"{_operand_text(self.lhs, self.op, False)} {self.op} " + _operand_text(
+            self.rhs, self.op, True
+        )
+
+
+Expr = Access | Const | Call | Binary
+
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
+def _operand_text(expr: Expr, parent_op: str, is_rhs: bool) -> str:
+    # Parenthesise only where precedence or left-associativity needs it, so that
+    # printing is a fixed point of parse -> print.
+    if isinstance(expr, Binary):
+        mine, parent = _PRECEDENCE[expr.op], _PRECEDENCE[parent_op]
+        if mine < parent or (is_rhs and mine == parent):
+            return f"({expr})"
+    if isinstance(expr, Const) and expr.value < 0:
+        return f"({expr})"
+    return str(expr)
+
+
+def walk_accesses(expr: Expr):
+    """Yield every `Access` of a body, left to right."""
+    if isinstance(expr, Access):
+        yield expr
+    elif isinstance(expr, Call):
+        for arg in expr.args:
+            yield from walk_accesses(arg)
+    elif isinstance(expr, Binary):
+        yield from walk_accesses(expr.lhs)
+        yield from walk_accesses(expr.rhs)
+
+
+@dataclass(frozen=True)
+class TensorExpr:
+    """A parsed tensor expression, before extents are known."""
+
+    output: Access
+    combiner: str
+    body: Expr
+    bindings: tuple[tuple[str, int], ...] = ()
+    """Extents fixed by ``where axis in N``."""
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Input tensor names in order of first appearance: the operand order."""
+        return tuple(dict.fromkeys(a.tensor for a in walk_accesses(self.body)))
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """All axes: output axes first, then reduction axes in appearance order."""
+        names = list(self.output.axes)
+        for access in walk_accesses(self.body):
+            names.extend(access.axes)
+        names.extend(axis for axis, _ in self.bindings)
+        return tuple(dict.fromkeys(names))
+
+    @property
+    def reduction_axes(self) -> tuple[str, ...]:
+        spatial = set(self.output.axes)
+        return tuple(a for a in self.axes if a not in spatial)
+
+    def accesses_of(self, tensor: str) -> tuple[Access, ...]:
+        return tuple(a for a in walk_accesses(self.body) if a.tensor == tensor)
+
+    def __str__(self) -> str:
+        text = f"{self.output} {self.combiner} {self.body}"
+        if self.bindings:
+            text += " where " + ", ".join(f"{a} in {n}" for a, n in self.bindings)
+        return text
+
+    def bind(
+        self, input_shapes: list[tuple[int, ...]], output_shape: tuple[int, ...]
+    ) -> BoundExpr:
+        """Infer every axis extent from the operand and result shapes.
+
+        Raises `ExprError` naming the culprit for a rank mismatch, an axis whose
+        extents disagree, an axis with no extent, or an affine index that leaves
+        its tensor's range.
+        """
+        inputs = self.inputs
+        if len(input_shapes) != len(inputs):
+            names = ", ".join(inputs) if inputs else "no tensors"
+            raise ExprError(
+                f"expression reads {len(inputs)} tensor(s) ({names}) but the op has "
+                f"{len(input_shapes)} operand(s)"
+            )
+        shapes = {self.output.tensor: tuple(output_shape)}
+        for name, shape in zip(inputs, input_shapes):
+            shapes[name] = tuple(shape)
+        if self.output.tensor in inputs:
+            raise ExprError(
+                f"output tensor '{self.output.tensor}' is also read by the body"
+            )
+        all_accesses = (self.output, *walk_accesses(self.body))
+        extents: dict[str, int] = {}
+        origin: dict[str, str] = {}
+        for axis, extent in self.bindings:
+            if extent <= 0:
+                raise ExprError(f"axis '{axis}' is bound to a non-positive extent {extent}")
+            if axis in extents and extents[axis] != extent:
+                raise ExprError(f"axis '{axis}' is bound twice ({extents[axis]} and {extent})")
+            extents[axis], origin[axis] = extent, "the where clause"
+        for access in all_accesses:
+            shape = shapes[access.tensor]
+            if len(access.indices) != len(shape):
+                raise ExprError(
+                    f"tensor '{access.tensor}' is indexed with {len(access.indices)} "
+                    f"indices but has rank {len(shape)}"
+                )
+            for dim, index in enumerate(access.indices):
+                axis = index.simple_axis
+                if axis is None:
+                    continue
+                where = f"{access.tensor} (dim {dim})"
+                if axis in extents and extents[axis] != shape[dim]:
+                    raise ExprError(
+                        f"axis '{axis}' has extent {extents[axis]} in {origin[axis]} "
+                        f"but {shape[dim]} in {where}"
+                    )
+                extents.setdefault(axis, shape[dim])
+                origin.setdefault(axis, where)
+        for axis in self.axes:
+            if axis not in extents:
+                raise ExprError(
+                    f"the extent of axis '{axis}' cannot be inferred; "
+                    f"bind it with 'where {axis} in N'"
+                )
+        for access in all_accesses:
+            shape = shapes[access.tensor]
+            for dim, index in enumerate(access.indices):
+                if index.simple_axis is not None:
+                    continue
+                low, high = index.value_range(extents)
+                if low < 0 or high >= shape[dim]:
+                    raise ExprError(
+                        f"index '{index}' of {access.tensor} (dim {dim}) ranges over "
+                        f"[{low}, {high}] but the dimension has size {shape[dim]}"
+                    )
+        return BoundExpr(self, tuple((a, extents[a]) for a in self.axes), shapes)
+
+    def check(self) -> None:
+        """Checks that need no shapes: functions, combiner vs reduction axes."""
+        for node in _walk_nodes(self.body):
+            if isinstance(node, Call):
+                arity = FUNCTION_ARITY.get(node.function)
+                if arity is None:
+                    known = ", ".join(sorted(FUNCTION_ARITY))
+                    raise ExprError(
+                        f"unknown function '{node.function}' (known: {known})",
+                        culprit=f"{node.function}(",
+                    )
+                if arity != len(node.args):
+                    raise ExprError(
+                        f"function '{node.function}' takes {arity} argument(s), "
+                        f"got {len(node.args)}",
+                        culprit=f"{node.function}(",
+                    )
+        reductions = self.reduction_axes
+        if self.combiner != "=" and not reductions:
+            raise ExprError(
+                f"combiner '{self.combiner}' folds over reduction axes but the "
+                f"expression has none; use '='"
+            )
+        if self.combiner == "=" and reductions:
+            raise ExprError(
+                f"combiner '=' cannot fold reduction axes ({', '.join(reductions)}); "
+                f"use '+=', 'max=' or 'min='"
+            )
+        for index in self.output.indices:
+            for axis, coeff in index.terms:
+                if coeff != 1:
+                    raise ExprError(
+                        f"output index '{index}' scales axis '{axis}'; output indices "
+                        f"may only shift axes"
+                    )
+        bound = [axis for axis, _ in self.bindings]
+        if len(set(bound)) != len(bound):
+            raise ExprError("an axis is bound twice in the where clause")
+
+
+def _walk_nodes(expr: Expr):
+    yield expr
+    if isinstance(expr, Call):
+        for arg in expr.args:
+            yield from _walk_nodes(arg)
+    elif isinstance(expr, Binary):
+        yield from _walk_nodes(expr.lhs)
+        yield from _walk_nodes(expr.rhs)
+
+
+@dataclass(frozen=True)
+class BoundExpr:
+    """A `TensorExpr` with every axis extent known."""
+
+    expr: TensorExpr
+    extents: tuple[tuple[str, int], ...]
+    shapes: dict[str, tuple[int, ...]] = field(compare=False)
+
+    @property
+    def extent(self) -> dict[str, int]:
+        return dict(self.extents)
+
+    @property
+    def reduction_axes(self) -> tuple[str, ...]:
+        return self.expr.reduction_axes
+
+    @property
+    def iteration_points(self) -> int:
+        return math.prod(e for _, e in self.extents)
+
+
+# ---------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------
+
+
+@cache
+def _parser() -> Lark:
+    grammar = (Path(__file__).with_name("te.lark")).read_text()
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+@v_args(inline=True)
+class _ToTensorExpr(Transformer):
+    def statement(self, output, combiner, body, bindings=None):
+        return TensorExpr(output, str(combiner), body, tuple(bindings or ()))
+
+    def where_clause(self, *bindings):
+        return list(bindings)
+
+    def binding(self, name, extent):
+        return (str(name), int(extent))
+
+    def access(self, tensor, *indices):
+        if indices == (None,):
+            indices = ()
+        return Access(str(tensor), tuple(indices))
+
+    def index(self, first, *rest):
+        terms: dict[str, int] = {}
+        constant = 0
+
+        def add(term, sign):
+            nonlocal constant
+            axis, coeff = term
+            if axis is None:
+                constant += sign * coeff
+            else:
+                terms[axis] = terms.get(axis, 0) + sign * coeff
+
+        add(first, 1)
+        for op, term in zip(rest[::2], rest[1::2]):
+            add(term, 1 if op == "+" else -1)
+        return AffineIndex(tuple((a, c) for a, c in terms.items() if c != 0), constant)
+
+    def signed_term(self, sign, term):
+        axis, coeff = term
+        return (axis, -coeff if sign is not None else coeff)
+
+    def axis_term(self, name):
+        return (str(name), 1)
+
+    def scaled_axis_term(self, coeff, name):
+        return (str(name), int(coeff))
+
+    def axis_scaled_term(self, name, coeff):
+        return (str(name), int(coeff))
+
+    def const_term(self, value):
+        return (None, int(value))
+
+    def binary(self, lhs, op, rhs):
+        return Binary(str(op), lhs, rhs)
+
+    def negate(self, _sign, operand):
+        if isinstance(operand, Const):
+            return Const(-operand.value)
+        return Call("neg", (operand,))
+
+    def number(self, token):
+        return Const(float(token))
+
+    def call(self, name, *args):
+        return Call(str(name), tuple(args))
+
+
+def parse_expression(text: str) -> TensorExpr:
+    """Parse and check the shape-free rules of a tensor expression.
+
+    Raises `ExprError` with the column of the problem when the text does not parse.
+    """
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as error:
+        column = max(error.column - 1, 0) if error.column not in (None, -1) else None
+        if isinstance(error, UnexpectedCharacters):
+            what = f"unexpected character {text[error.pos_in_stream]!r}"
+        elif getattr(error, "token", None) is not None and error.token.type == "$END":
+            what = "unexpected end of expression"
+            column = len(text)
+        else:
+            token = getattr(error, "token", None)
+            what = f"unexpected {str(token)!r}" if token is not None else "syntax error"
+        raise ExprError(f"malformed tensor expression: {what}", column) from None
+    except LarkError as error:  # pragma: no cover - lark internal
+        raise ExprError(f"malformed tensor expression: {error}") from None
+    expr = _ToTensorExpr().transform(tree)
+    try:
+        expr.check()
+    except ExprError as error:
+        if error.column is None and error.culprit and error.culprit in text:
+            error.column = text.index(error.culprit)
+        raise
+    return expr
+
+
+__all__ = [
+    "Access",
+    "AffineIndex",
+    "Binary",
+    "BoundExpr",
+    "Call",
+    "Const",
+    "Expr",
+    "ExprError",
+    "TensorExpr",
+    "parse_expression",
+    "walk_accesses",
+]

@@ -1,0 +1,39 @@
+"""Element types of the IR and the numpy dtypes that store them."""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+)
+from xdsl.ir import Attribute
+
+
+class UnsupportedTypeError(ValueError):
+    pass
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The numpy dtype that stores `element_type` (bf16 has none in numpy)."""
+    if isinstance(element_type, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(element_type, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(element_type, Float64Type):
+        return np.dtype(np.float64)
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        if width in (8, 16, 32, 64):
+            unsigned = element_type.signedness.data == Signedness.UNSIGNED
+            return np.dtype(f"{'u' if unsigned else ''}int{width}")
+    raise UnsupportedTypeError(f"element type {element_type} has no numpy storage here")
+
+
+def byte_width(element_type: Attribute) -> int:
+    return numpy_dtype(element_type).itemsize

@@ -1,0 +1,25 @@
+"""Interpreter implementations of the `te` dialect: one `@impl` per op."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+
+from dialects.te import OpaqueOp, TensorOp
+from irc.interpreter.dtypes import numpy_dtype
+from irc.interpreter.kernels import run_kernel
+from irc.interpreter.te_eval import evaluate
+
+
+@register_impls
+class TeFunctions(InterpreterFunctions):
+    @impl(TensorOp)
+    def run_op(self, interpreter: Interpreter, op: TensorOp, args: tuple[Any, ...]):
+        out_dtype = numpy_dtype(op.output.type.get_element_type())
+        return (evaluate(op.bound(), [np.asarray(a) for a in args], out_dtype),)
+
+    @impl(OpaqueOp)
+    def run_opaque(self, interpreter: Interpreter, op: OpaqueOp, args: tuple[Any, ...]):
+        return tuple(run_kernel(op, [np.asarray(a) for a in args]))

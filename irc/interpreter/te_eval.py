@@ -1,0 +1,252 @@
+"""Reference semantics of a bound tensor expression, computed with numpy.
+
+Two paths compute the same thing:
+
+* **einsum** when the body is a product of reads (times constants) indexed by plain
+  axes and the combiner sums (or is ``=``): one `np.einsum` call;
+* **general** otherwise: the iteration space is materialised with broadcast index
+  grids (affine indices become integer arithmetic on them), the body is evaluated
+  elementwise, then combined into the output with the combiner. The space is cut into
+  chunks along the output's first axis so memory stays bounded.
+
+Numerics: f16 inputs are computed and accumulated in f32 and rounded to f16 once at
+the end (as the IPU's AMP units accumulate f16 products in f32); f32 in f32, f64 in
+f64, integers in int64, booleans as integers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dialects.te_expr import Access, Binary, BoundExpr, Call, Const, Expr, walk_accesses
+
+# Elements of the iteration space materialised at once by the general path.
+_CHUNK_POINTS = 1 << 22
+
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype arithmetic happens in for a tensor stored as `dtype`."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float16 or dtype == np.float32:
+        return np.dtype(np.float32)
+    if dtype.kind == "f":
+        return np.dtype(np.float64)
+    return np.dtype(np.int64)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Error function, |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit).
+
+    numpy has no erf and scipy is not a dependency; this fit is accurate to f32
+    rounding, which is what every consumer of it computes in.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    z = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (
+        1.00002368
+        + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807
+        + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))
+    )
+    erfc = t * np.exp(poly)
+    return np.where(x >= 0, 1.0 - erfc, erfc - 1.0)
+
+
+def _apply(function: str, args: list[np.ndarray]) -> np.ndarray:
+    (x, *rest) = args
+    match function:
+        case "relu":
+            return np.maximum(x, 0)
+        case "exp":
+            return np.exp(x)
+        case "log":
+            return np.log(x)
+        case "tanh":
+            return np.tanh(x)
+        case "sigmoid":
+            return 1.0 / (1.0 + np.exp(-x))
+        case "erf":
+            return erf(x).astype(np.result_type(x, np.float32))
+        case "gelu":
+            return (0.5 * x * (1.0 + erf(x * _SQRT_HALF))).astype(np.result_type(x, np.float32))
+        case "sqrt":
+            return np.sqrt(x)
+        case "rsqrt":
+            return 1.0 / np.sqrt(x)
+        case "neg":
+            return -x
+        case "abs":
+            return np.abs(x)
+        case "max":
+            return np.maximum(x, rest[0])
+        case "min":
+            return np.minimum(x, rest[0])
+        case "pow":
+            return np.power(x, rest[0])
+    raise ValueError(f"unknown function '{function}'")  # the verifier rejects it first
+
+
+def _einsum_factors(body: Expr) -> list[Expr] | None:
+    """The factors of a pure product body, or None if it is anything else."""
+    if isinstance(body, Binary) and body.op == "*":
+        left, right = _einsum_factors(body.lhs), _einsum_factors(body.rhs)
+        return None if left is None or right is None else left + right
+    if isinstance(body, Access) and all(i.simple_axis for i in body.indices):
+        return [body]
+    if isinstance(body, Const):
+        return [body]
+    return None
+
+
+def evaluate(
+    bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype
+) -> np.ndarray:
+    """The output tensor of `bound` applied to `inputs` (in operand order)."""
+    expr = bound.expr
+    work = compute_dtype(out_dtype)
+    arrays = {
+        name: np.asarray(a).astype(compute_dtype(np.asarray(a).dtype), copy=False)
+        for name, a in zip(expr.inputs, inputs)
+    }
+    out_shape = bound.shapes[expr.output.tensor]
+    factors = _einsum_factors(expr.body)
+    if (
+        factors is not None
+        and expr.combiner in ("=", "+=")
+        and all(i.simple_axis for i in expr.output.indices)
+        and any(isinstance(f, Access) for f in factors)
+    ):
+        result = _evaluate_einsum(bound, factors, arrays, work)
+    else:
+        result = _evaluate_general(bound, arrays, work, out_shape)
+    return result.astype(out_dtype)
+
+
+def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
+    letters = {axis: chr(ord("a") + i) for i, (axis, _) in enumerate(bound.extents)}
+    if len(letters) > 52:
+        raise ValueError("too many axes for einsum")
+    scale = 1.0
+    operands, subscripts = [], []
+    for factor in factors:
+        if isinstance(factor, Const):
+            scale *= factor.value
+            continue
+        operands.append(arrays[factor.tensor])
+        subscripts.append("".join(letters[i.simple_axis] for i in factor.indices))
+    out = "".join(letters[i.simple_axis] for i in bound.expr.output.indices)
+    # Axes read by no tensor still count iterations (e.g. `Y[i] += X[i] where j in 3`).
+    unread = [a for a, _ in bound.extents if letters[a] not in "".join(subscripts) + out]
+    result = np.einsum(f"{','.join(subscripts)}->{out}", *operands, optimize=len(operands) > 2)
+    multiplicity = math.prod(bound.extent[a] for a in unread)
+    result = np.asarray(result, dtype=work)
+    if scale != 1.0 or multiplicity != 1:
+        result = result * work.type(scale * multiplicity)
+    return result
+
+
+def _evaluate_general(bound, arrays, work, out_shape) -> np.ndarray:
+    expr = bound.expr
+    axes = [a for a, _ in bound.extents]
+    extents = [e for _, e in bound.extents]
+    combiner = expr.combiner
+    if combiner in ("max=", "min="):
+        identity = -np.inf if combiner == "max=" else np.inf
+        if work.kind != "f":
+            info = np.iinfo(work)
+            identity = info.min if combiner == "max=" else info.max
+    else:
+        identity = 0
+    output = np.full(out_shape, identity, dtype=work)
+    touched = np.zeros(out_shape, dtype=bool) if combiner in ("max=", "min=") else None
+
+    output_axes = [i.simple_axis for i in expr.output.indices]
+    plain_output = all(output_axes) and output_axes == axes[: len(output_axes)]
+    # Chunk along the first axis so that one chunk holds at most _CHUNK_POINTS points.
+    rest = math.prod(extents[1:]) if len(extents) > 1 else 1
+    step = max(1, _CHUNK_POINTS // max(rest, 1)) if axes else 1
+    first_extent = extents[0] if axes else 1
+    for start in range(0, first_extent, step):
+        stop = min(first_extent, start + step)
+        grids = {}
+        for position, (axis, extent) in enumerate(zip(axes, extents)):
+            shape = [1] * len(axes)
+            values = np.arange(start, stop) if position == 0 else np.arange(extent)
+            shape[position] = len(values)
+            grids[axis] = values.reshape(shape)
+        space = tuple(stop - start if i == 0 else e for i, e in enumerate(extents))
+        values = np.broadcast_to(_eval_body(expr.body, grids, arrays, work), space)
+        if plain_output:
+            # Output axes lead the iteration space in output order: reduce the rest.
+            rank = len(out_shape)
+            reduced = values
+            if rank < len(axes):
+                reduce = {"=": np.sum, "+=": np.sum, "max=": np.max, "min=": np.min}[combiner]
+                reduced = reduce(values, axis=tuple(range(rank, len(axes))))
+            window = output[start:stop] if rank else output
+            if combiner == "max=":
+                np.maximum(window, reduced, out=window)
+            elif combiner == "min=":
+                np.minimum(window, reduced, out=window)
+            elif combiner == "+=":
+                window += reduced
+            else:
+                window[...] = reduced
+            if touched is not None:
+                (touched[start:stop] if rank else touched)[...] = True
+            continue
+        out_index = tuple(
+            np.broadcast_to(_index_values(index, grids), space)
+            for index in expr.output.indices
+        )
+        if combiner == "=":
+            output[out_index] = values
+        elif combiner == "+=":
+            np.add.at(output, out_index, values)
+        elif combiner == "max=":
+            np.maximum.at(output, out_index, values)
+            touched[out_index] = True
+        else:
+            np.minimum.at(output, out_index, values)
+            touched[out_index] = True
+    if touched is not None:
+        # Elements no iteration point reached hold 0, like the other combiners.
+        output[~touched] = 0
+    return output
+
+
+def _index_values(index, grids) -> np.ndarray:
+    value = np.asarray(index.constant)
+    for axis, coeff in index.terms:
+        value = value + coeff * grids[axis]
+    return value
+
+
+def _eval_body(expr: Expr, grids, arrays, work) -> np.ndarray:
+    if isinstance(expr, Const):
+        return np.asarray(expr.value, dtype=work if work.kind == "f" else np.float64)
+    if isinstance(expr, Access):
+        index = tuple(_index_values(i, grids) for i in expr.indices)
+        return arrays[expr.tensor][index] if index else arrays[expr.tensor][()]
+    if isinstance(expr, Call):
+        return _apply(expr.function, [_eval_body(a, grids, arrays, work) for a in expr.args])
+    lhs = _eval_body(expr.lhs, grids, arrays, work)
+    rhs = _eval_body(expr.rhs, grids, arrays, work)
+    match expr.op:
+        case "+":
+            return lhs + rhs
+        case "-":
+            return lhs - rhs
+        case "*":
+            return lhs * rhs
+        case _:
+            if work.kind != "f":
+                return np.floor_divide(lhs, rhs)
+            return lhs / rhs
+
+
+__all__ = ["evaluate", "compute_dtype", "erf", "walk_accesses"]

@@ -1,0 +1,132 @@
+"""Run a function of an irc module on the reference interpreter, by name.
+
+Arguments and results are keyed by name: the ``irc.name`` argument/result attribute
+of the function (an imported model carries its ONNX input and output names there),
+else ``arg0``, ``arg1``, ... and ``result0``, ``result1``, ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.interpreters.builtin import BuiltinFunctions
+from xdsl.interpreters.func import FuncFunctions
+
+from irc import universe
+from irc.diagnostics import LocatingParser, verify_located
+from irc.interpreter.dtypes import numpy_dtype
+from irc.interpreter.te import TeFunctions
+
+NAME_ATTR = "irc.name"
+
+
+class RunError(Exception):
+    """A problem with what the user asked to run (missing input, wrong shape, ...)."""
+
+
+def make_context() -> Context:
+    ctx = Context()
+    for name, factory in universe.all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def parse_module(text: str, filename: str, ctx: Context | None = None) -> ModuleOp:
+    module = LocatingParser(ctx or make_context(), text, filename).parse_module()
+    verify_located(module)
+    return module
+
+
+def _names(attrs, count: int, prefix: str) -> list[str]:
+    names = []
+    for index in range(count):
+        name = None
+        if attrs is not None:
+            entry = attrs.data[index].data.get(NAME_ATTR)
+            if isinstance(entry, StringAttr):
+                name = entry.data
+        names.append(name or f"{prefix}{index}")
+    return names
+
+
+@dataclass
+class Signature:
+    function: FuncOp
+    arg_names: list[str]
+    result_names: list[str]
+
+
+def find_function(module: ModuleOp, entry: str | None) -> Signature:
+    functions = [op for op in module.walk() if isinstance(op, FuncOp) and op.body.blocks]
+    by_name = {f.sym_name.data: f for f in functions}
+    if entry is None:
+        entry = "main" if "main" in by_name or len(functions) != 1 else functions[0].sym_name.data
+    if entry not in by_name:
+        known = ", ".join(by_name) or "none"
+        raise RunError(f"no function '@{entry}' to run (functions: {known}); use --entry")
+    function = by_name[entry]
+    kind = function.function_type
+    return Signature(
+        function,
+        _names(function.arg_attrs, len(kind.inputs), "arg"),
+        _names(function.res_attrs, len(kind.outputs), "result"),
+    )
+
+
+def random_inputs(signature: Signature, seed: int = 0) -> dict[str, np.ndarray]:
+    """Reproducible inputs: normal floats, small non-negative integers, booleans."""
+    rng = np.random.default_rng(seed)
+    inputs = {}
+    for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
+        if not isinstance(type_, TensorType):
+            raise RunError(f"argument '{name}' has type {type_}; only tensors can be inputs")
+        shape = tuple(type_.get_shape())
+        dtype = numpy_dtype(type_.get_element_type())
+        if dtype.kind == "f":
+            value = rng.standard_normal(shape).astype(dtype)
+        elif dtype.kind == "b":
+            value = rng.integers(0, 2, shape).astype(bool)
+        else:
+            value = rng.integers(0, 4, shape).astype(dtype)
+        inputs[name] = value
+    return inputs
+
+
+def check_inputs(signature: Signature, given: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    args = []
+    for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
+        if name not in given:
+            have = ", ".join(given) or "none"
+            raise RunError(f"input '{name}' is missing (inputs given: {have})")
+        value = np.asarray(given[name])
+        shape = tuple(type_.get_shape())
+        if value.shape != shape:
+            raise RunError(f"input '{name}' has shape {value.shape} but the function expects {shape}")
+        args.append(value.astype(numpy_dtype(type_.get_element_type()), copy=False))
+    return args
+
+
+def interpreter_for(module: ModuleOp) -> Interpreter:
+    interpreter = Interpreter(module)
+    for functions in (FuncFunctions(), ArithFunctions(), BuiltinFunctions(), TeFunctions()):
+        interpreter.register_implementations(functions)
+    return interpreter
+
+
+def run_function(
+    module: ModuleOp, inputs: Mapping[str, np.ndarray] | None = None, entry: str | None = None,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """Run `entry` with named `inputs` (random when None); results by name."""
+    signature = find_function(module, entry)
+    given = random_inputs(signature, seed) if inputs is None else inputs
+    args = check_inputs(signature, given)
+    results = interpreter_for(module).call_op(signature.function, tuple(args))
+    return {name: np.asarray(v) for name, v in zip(signature.result_names, results)}

@@ -1,0 +1,94 @@
+"""`irc-run`: execute a function of an irc program on the reference interpreter.
+
+    irc-run prog.mlir [--inputs in.npz] [--output out.npz] [--entry main] [--seed 0]
+
+Inputs are read by name from `--inputs` (random, reproducible ones when absent);
+results are printed, or saved by name to `--output`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import zipfile
+
+import numpy as np
+from xdsl.interpreter import InterpretationError
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from irc.diagnostics import format_parse_error
+from irc.interpreter.dtypes import UnsupportedTypeError
+from irc.interpreter.kernels import KernelError
+from irc.runner import RunError, parse_module, run_function
+
+
+def _arguments(argv):
+    parser = argparse.ArgumentParser(prog="irc-run", description=__doc__.splitlines()[0])
+    parser.add_argument("input_file", help="program to run (.mlir), '-' for stdin")
+    parser.add_argument("--inputs", help=".npz with one array per function argument, by name")
+    parser.add_argument("--output", help="write results by name to this .npz instead of printing")
+    parser.add_argument("--entry", help="function to run (default: main, or the only function)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    return parser.parse_args(argv)
+
+
+def _print_result(name: str, value: np.ndarray) -> None:
+    print(f"{name}: tensor<{'x'.join(map(str, value.shape)) or 'scalar'}, {value.dtype}>")
+    with np.printoptions(precision=4, suppress=True, threshold=64, edgeitems=3):
+        print(value)
+
+
+def run(argv=None) -> int:
+    args = _arguments(argv)
+    try:
+        if args.input_file == "-":
+            text, filename = sys.stdin.read(), "stdin"
+        else:
+            if not os.path.isfile(args.input_file):
+                raise RunError(f"no such file: {args.input_file}")
+            with open(args.input_file) as stream:
+                text, filename = stream.read(), args.input_file
+        module = parse_module(text, filename)
+        inputs = None
+        if args.inputs:
+            if not os.path.isfile(args.inputs):
+                raise RunError(f"no such file: {args.inputs}")
+            try:
+                with np.load(args.inputs) as archive:
+                    inputs = {k: archive[k] for k in archive.files}
+            except (ValueError, OSError, zipfile.BadZipFile) as error:
+                raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
+        if args.output and args.inputs and os.path.abspath(args.output) == os.path.abspath(args.inputs):
+            raise RunError("--output would overwrite the --inputs file; choose another path")
+        results = run_function(module, inputs, args.entry, args.seed)
+    except ParseError as error:
+        print(format_parse_error(error), file=sys.stderr)
+        return 1
+    except DiagnosticException as error:
+        print(str(error) if ": error: " in str(error) else f"error: {error}", file=sys.stderr)
+        return 1
+    except (RunError, KernelError, UnsupportedTypeError, InterpretationError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.output:
+        np.savez(args.output, **results)
+        print(f"wrote {', '.join(results)} to {args.output}")
+    else:
+        for name, value in results.items():
+            _print_result(name, value)
+    return 0
+
+
+def main() -> None:
+    try:
+        status = run()
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into `head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 1
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""The command-line tools: results, names, and bad input as one diagnostic."""
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from irc.tools.irc_opt import IrcOptMain, run_tool
+from irc.tools.irc_run import run as irc_run
+
+BIN = Path(sys.executable).parent
+
+PROGRAM = """\
+func.func @main(%x: tensor<2x3xf32> {irc.name = "x"}, %w: tensor<3x4xf32>) -> (tensor<2x4xf32> {irc.name = "y"}) {
+  %h = te.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %y = te.op "Y[m,n] = relu(H[m,n])" (%h) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  func.return %y : tensor<2x4xf32>
+}
+"""
+
+
+def _tool(name, *args, stdin=None):
+    return subprocess.run(
+        [str(BIN / name), *args], input=stdin, capture_output=True, text=True,
+        env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"),
+    )
+
+
+def _assert_one_diagnostic(done):
+    assert done.returncode == 1, done
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
+    assert done.stderr.count("error:") == 1, done.stderr
+
+
+def test_garbage_is_one_diagnostic():
+    done = _tool("irc-opt", stdin="garbage\n")
+    _assert_one_diagnostic(done)
+    assert done.stderr.startswith("stdin:1:1: error: unknown operation 'garbage'")
+
+
+def test_bad_expression_points_into_the_string(tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(PROGRAM.replace("relu(", "relux("))
+    done = _tool("irc-opt", str(path))
+    _assert_one_diagnostic(done)
+    assert done.stderr.startswith(f"{path}:3:")
+    assert "unknown function 'relux'" in done.stderr
+
+
+def test_verifier_error_has_location(tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(PROGRAM.replace("tensor<3x4xf32>, tensor", "tensor<3x4xf32>, tensor", 1).replace(
+        '"H[m,n] += X[m,k] * W[k,n]"', '"H[m,n] += X[m,k] * W[n,k]"'))
+    done = _tool("irc-opt", str(path))
+    _assert_one_diagnostic(done)
+    assert done.stderr.startswith(f"{path}:2:3: error: 'te.op' op")
+    assert "axis 'n'" in done.stderr
+
+
+def test_missing_file_is_one_line():
+    for tool in ("irc-opt", "irc-run"):
+        done = _tool(tool, "/no/such/file.mlir")
+        _assert_one_diagnostic(done)
+        assert done.stderr.strip() == "error: no such file: /no/such/file.mlir"
+
+
+def test_plugin_pass_runs_through_irc_opt(tmp_path):
+    path = tmp_path / "p.mlir"
+    path.write_text(PROGRAM)
+    done = _tool("irc-opt", str(path), "-p", "example-annotate-points")
+    assert done.returncode == 0, done.stderr
+    assert "example.points = 24 : i64" in done.stdout  # 2 x 4 x 3 matmul points
+    assert "example.points = 8 : i64" in done.stdout
+
+
+def test_irc_run_reads_and_writes_by_name(tmp_path):
+    program = tmp_path / "p.mlir"
+    program.write_text(PROGRAM)
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x, arg1=w)
+    done = _tool("irc-run", str(program), "--inputs", str(tmp_path / "in.npz"), "--output", str(tmp_path / "out.npz"))
+    assert done.returncode == 0, done.stderr
+    with np.load(tmp_path / "out.npz") as out:
+        assert out.files == ["y"]
+        np.testing.assert_allclose(out["y"], np.maximum(x @ w, 0), rtol=1e-6)
+
+
+def test_irc_run_bad_inputs(tmp_path):
+    program = tmp_path / "p.mlir"
+    program.write_text(PROGRAM)
+    np.savez(tmp_path / "in.npz", x=np.zeros((2, 3), np.float32))
+    done = _tool("irc-run", str(program), "--inputs", str(tmp_path / "in.npz"))
+    _assert_one_diagnostic(done)
+    assert "input 'arg1' is missing" in done.stderr
+    np.savez(tmp_path / "in.npz", x=np.zeros((3, 3), np.float32), arg1=np.zeros((3, 4)))
+    done = _tool("irc-run", str(program), "--inputs", str(tmp_path / "in.npz"))
+    _assert_one_diagnostic(done)
+    assert "input 'x' has shape (3, 3) but the function expects (2, 3)" in done.stderr
+    done = _tool("irc-run", str(program), "--inputs", str(tmp_path / "in.npz"), "--output", str(tmp_path / "in.npz"))
+    _assert_one_diagnostic(done)
+    assert "overwrite" in done.stderr
+
+
+def test_irc_run_random_inputs_are_reproducible(tmp_path, capsys):
+    program = tmp_path / "p.mlir"
+    program.write_text(PROGRAM)
+    assert irc_run([str(program), "--seed", "7"]) == 0
+    first = capsys.readouterr().out
+    assert irc_run([str(program), "--seed", "7"]) == 0
+    assert capsys.readouterr().out == first and first.startswith("y: tensor<2x4, float32>")
+
+
+def _irc_opt_in_process(text: str, tmp_path, *flags) -> int:
+    path = tmp_path / "fuzz.mlir"
+    path.write_text(text)
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        status = run_tool(IrcOptMain, [str(path), *flags])
+    assert "Traceback" not in err.getvalue()
+    if status:
+        assert "error" in err.getvalue()
+    return status
+
+
+@given(st.data())
+def test_mutated_programs_never_escape(tmp_path_factory, data):
+    tmp_path = tmp_path_factory.mktemp("fuzz")
+    position = data.draw(st.integers(0, len(PROGRAM)))
+    insert = data.draw(st.sampled_from(['"', "%", "(", ")", "{", "}", "x", "[", "]", "<", ">", ":", ",", "9", "-", "te.op", "\n", "="]))
+    cut = data.draw(st.integers(0, 5))
+    _irc_opt_in_process(PROGRAM[:position] + insert + PROGRAM[position + cut :], tmp_path)
+
+
+@given(st.text(max_size=80))
+def test_random_text_never_escapes(tmp_path_factory, text):
+    _irc_opt_in_process(text, tmp_path_factory.mktemp("fuzz"))
