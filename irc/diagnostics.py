@@ -17,6 +17,15 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRLexer
+
+# xDSL 0.74's string-literal regex nests `+` inside `*`, which backtracks
+# exponentially on an unterminated literal (`"aaaa...` with no closing quote takes
+# seconds at 28 characters, forever at 60). This one accepts the same language with
+# disjoint alternatives, so a failed match is linear.
+MLIRLexer._unescaped_characters_regex = re.compile(
+    r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+)
 
 
 class MlirParseError(ParseError):

@@ -141,3 +141,9 @@ def test_mutated_programs_never_escape(tmp_path_factory, data):
 @given(st.text(max_size=80))
 def test_random_text_never_escapes(tmp_path_factory, text):
     _irc_opt_in_process(text, tmp_path_factory.mktemp("fuzz"))
+
+
+def test_unterminated_string_is_a_quick_diagnostic(tmp_path):
+    # xDSL 0.74's lexer regex backtracks exponentially here; irc patches it.
+    text = PROGRAM.replace('"H[m,n]', '"' + "a" * 200 + " H[m,n]").replace("W[k,n]\"", "W[k,n]")
+    assert _irc_opt_in_process(text, tmp_path) == 1
