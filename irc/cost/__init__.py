@@ -1,0 +1,31 @@
+"""Cost models: pure functions of a device and a sub-task (DESIGN.md section 4).
+
+``t10`` prices plans with the IPU Mk2 costs measured by the T10 artifact
+(IPU_COST_FACTS.md); ``seed003`` with the T10 benchmark problem's simpler statement
+(padded systolic matmul + bytes at 5.5 GB/s). Both implement ``CostModel``.
+"""
+
+from irc.cost.model import (
+    KINDS,
+    CostBreakdown,
+    CostModel,
+    CostModelError,
+    OpWork,
+    SubTask,
+)
+from irc.cost.registry import get_cost_model, known_cost_models
+from irc.cost.seed003 import Seed003CostModel
+from irc.cost.t10 import T10CostModel
+
+__all__ = [
+    "KINDS",
+    "CostBreakdown",
+    "CostModel",
+    "CostModelError",
+    "OpWork",
+    "Seed003CostModel",
+    "SubTask",
+    "T10CostModel",
+    "get_cost_model",
+    "known_cost_models",
+]

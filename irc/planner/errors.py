@@ -1,0 +1,12 @@
+"""Errors raised by the planner."""
+
+
+class SpecError(ValueError):
+    """An ``OpSpec`` that does not describe a well-formed tensor expression."""
+
+
+class PlanError(ValueError):
+    """A plan that breaks a T10 constraint, or an operator no plan can fit.
+
+    The message names the constraint and the numbers involved.
+    """

@@ -1,0 +1,225 @@
+"""Exact check and score of one plan: ``check_plan`` (T10 sections 4.2, 4.4, 5).
+
+Plain Python over one plan; the search uses a numpy version of the same geometry
+(``irc.planner.vector_score``) and asks this module for the final plans' full scores.
+"""
+
+from __future__ import annotations
+
+import math
+
+from irc.cost import CostModel, OpWork, SubTask, get_cost_model
+from irc.devices import Device, load_device
+from irc.planner.constraints import PADDING_TOLERANCE, is_chain, minimum_cores
+from irc.planner.errors import PlanError
+from irc.planner.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
+from irc.planner.roles import compute_roles
+from irc.planner.spec import OpSpec
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _check_shape(spec: OpSpec, plan: Plan) -> None:
+    axes = spec.axis_names
+    if tuple(plan.axes) != axes:
+        raise PlanError(f"plan axes {tuple(plan.axes)} differ from the operator's axes {axes}")
+    if len(plan.op_factors) != len(axes) or any(
+        not isinstance(f, int) or f < 1 for f in plan.op_factors
+    ):
+        raise PlanError(f"F_op must be {len(axes)} positive integers, got {list(plan.op_factors)}")
+    names = {t.name for t in spec.tensors}
+    for name in plan.temporal_factors:
+        if name not in names:
+            raise PlanError(f"temporal factors given for unknown tensor {name!r}")
+    for tensor in spec.tensors:
+        factors = plan.temporal_factors.get(tensor.name)
+        if factors is None:
+            raise PlanError(f"no temporal factors for tensor {tensor.name!r}")
+        if len(factors) != len(axes) or any(not isinstance(f, int) or f < 1 for f in factors):
+            raise PlanError(
+                f"f_t of {tensor.name} must be {len(axes)} positive integers (one per op axis), got {list(factors)}"
+            )
+        for axis, factor in zip(axes, factors):
+            if factor != 1 and not tensor.indexed_by(axis):
+                raise PlanError(
+                    f"f_t of {tensor.name} on axis {axis} is {factor}, but {tensor.name} is not indexed by {axis}"
+                )
+
+
+def check_plan(
+    spec: OpSpec,
+    plan: Plan,
+    device: Device | str,
+    cost: CostModel | str,
+    *,
+    min_utilization: float = 0.0,
+    max_padding: float | None = None,
+) -> PlanScore:
+    """Check ``plan`` against every T10 constraint and return its score.
+
+    Raises ``PlanError`` naming the first constraint that fails, with its numbers.
+    ``min_utilization`` and ``max_padding`` are the search's optional pruning constraints
+    (T10 s4.3.1); by default only the hard constraints are checked.
+    """
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    _check_shape(spec, plan)
+    axes = spec.axis_names
+    extents = spec.extents
+    op_factors = plan.op_factors
+    tensors = spec.tensors
+    b = spec.dtype_bytes
+
+    for axis, extent, factor in zip(axes, extents, op_factors):
+        if factor > extent:
+            raise PlanError(
+                f"F_op on axis {axis} is {factor}, more than its extent {extent}: some cores would get no work"
+            )
+    cores = math.prod(op_factors)
+    if cores > device.cores:
+        raise PlanError(f"plan uses {cores} cores, device {device.name} has {device.cores}")
+    floor = minimum_cores(spec, device, min_utilization)
+    if cores < floor:
+        raise PlanError(
+            f"plan uses {cores} cores, fewer than the parallelism constraint's {floor} "
+            f"(min_utilization={min_utilization:g})"
+        )
+
+    # sharing: the cores holding the same sub-tensor differ only along axes not indexing it
+    sharing = {
+        t.name: math.prod(f for axis, f in zip(axes, op_factors) if not t.indexed_by(axis)) for t in tensors
+    }
+    for tensor in tensors:
+        factors = plan.temporal_factors[tensor.name]
+        total = math.prod(factors)
+        if sharing[tensor.name] % total:
+            raise PlanError(
+                f"prod(f_t of {tensor.name})={total} does not divide the {sharing[tensor.name]} "
+                f"cores sharing {tensor.name}'s partition"
+            )
+    for d, axis in enumerate(axes):
+        paces = {t.name: plan.temporal_factors[t.name][d] for t in tensors if t.indexed_by(axis)}
+        if not is_chain(paces.values()):
+            listing = ", ".join(f"{name} has {pace}" for name, pace in paces.items())
+            raise PlanError(
+                f"temporal factors on axis {axis} must divide one another, but {listing}"
+            )
+
+    per_core = [_ceil_div(extent, f) for extent, f in zip(extents, op_factors)]
+    steps_per_axis = [max(plan.temporal_factors[t.name][d] for t in tensors) for d in range(len(axes))]
+    for axis, extent, steps in zip(axes, per_core, steps_per_axis):
+        if steps > extent:
+            raise PlanError(
+                f"axis {axis} is split into {steps} temporal partitions but has only {extent} elements per core"
+            )
+    step_tiles = [_ceil_div(extent, steps) for extent, steps in zip(per_core, steps_per_axis)]
+    spans = [steps * tile for steps, tile in zip(steps_per_axis, step_tiles)]
+    padded = tuple(f * span for f, span in zip(op_factors, spans))
+    if max_padding is not None:
+        ratio = math.prod(p / e for p, e in zip(padded, extents))
+        if ratio > max_padding * (1 + PADDING_TOLERANCE):
+            raise PlanError(
+                f"padded volume is {ratio:.4f}x the original, more than the padding constraint's {max_padding:.4f}x"
+            )
+
+    # resident partition of each tensor, T10 s4.1; compound dims overlap by (terms - 1)
+    resident: dict[str, int] = {}
+    for tensor in tensors:
+        factors = plan.temporal_factors[tensor.name]
+        elements = 1
+        for dim in tensor.dims:
+            terms = [spans[axes.index(a)] // factors[axes.index(a)] for a in dim]
+            elements *= sum(terms) - (len(terms) - 1)
+        resident[tensor.name] = elements
+    rotating = {t.name: any(f > 1 for f in plan.temporal_factors[t.name]) for t in tensors}
+    memory = MemoryBreakdown(
+        partitions={name: b * e for name, e in resident.items()},
+        rotation_buffers={name: (b * resident[name] if rotating[name] else 0) for name in resident},
+    )
+    if memory.total > device.sram_bytes:
+        raise PlanError(
+            f"memory per core is {memory.total} bytes, more than the {device.sram_bytes} bytes of SRAM "
+            f"on {device.name}"
+        )
+
+    levels = _shift_levels(spec, plan, resident, b)
+    levels = _order_loops(levels, cost, device)
+    shifted_bytes = 0
+    events = 0
+    executions = 1
+    for level in levels:
+        shifted_bytes += executions * level.steps * level.bytes_per_step
+        events += executions * level.steps * len(level.tensors)
+        executions *= level.steps + 1
+
+    step_volume = math.prod(step_tiles)
+    roles = {role: math.prod(step_tiles[i] for i in idx) for role, idx in compute_roles(spec).items()}
+    output = spec.output
+    out_step = math.prod(step_tiles[d] for d, axis in enumerate(axes) if output.indexed_by(axis))
+    replicas = {t.name: sharing[t.name] // math.prod(plan.temporal_factors[t.name]) for t in tensors}
+    work = OpWork(
+        subtask=SubTask(spec.kind, b, step_volume, roles),
+        steps=math.prod(steps_per_axis),
+        shifted_bytes=shifted_bytes,
+        shift_events=events,
+        partial_copies=replicas[output.name],
+        out_step_elems=out_step,
+        out_resident_elems=resident[output.name],
+        cores=cores,
+    )
+    breakdown = cost.op_time(device, work)
+    breakdown = type(breakdown)(*(float(x) for x in (breakdown.compute, breakdown.shift, breakdown.sync, breakdown.reduction)))
+    if not math.isfinite(breakdown.total):
+        raise PlanError(f"cost model {cost.name} gives no finite time for this plan")
+    return PlanScore(
+        device=device.name,
+        cost_model=cost.name,
+        cores=cores,
+        spatial_factors={
+            t.name: tuple(f if t.indexed_by(axis) else 1 for axis, f in zip(axes, op_factors)) for t in tensors
+        },
+        sharing_cores=sharing,
+        replicas=replicas,
+        padded_extents=padded,
+        steps_per_axis=tuple(steps_per_axis),
+        step_tiles=tuple(step_tiles),
+        steps=math.prod(steps_per_axis),
+        loop_order=tuple(levels),
+        memory=memory,
+        cost=breakdown,
+        seconds=breakdown.total / device.clock_hz,
+    )
+
+
+def _shift_levels(spec: OpSpec, plan: Plan, resident: dict[str, int], b: int) -> list[ShiftLevel]:
+    """Per axis, peel the temporal factors by their gcd (IPU_COST_FACTS s3): each distinct
+    pace is one loop level whose shifted set is every tensor split at least that finely."""
+    levels = []
+    for d, axis in enumerate(spec.axis_names):
+        remaining = {t.name: plan.temporal_factors[t.name][d] for t in spec.tensors}
+        while any(v > 1 for v in remaining.values()):
+            moving = [name for name, v in remaining.items() if v > 1]
+            g = math.gcd(*(remaining[name] for name in moving))
+            levels.append(
+                ShiftLevel(axis, g - 1, tuple(moving), b * sum(resident[name] for name in moving))
+            )
+            for name in moving:
+                remaining[name] //= g
+    return levels
+
+
+def _order_loops(levels: list[ShiftLevel], cost: CostModel, device: Device) -> list[ShiftLevel]:
+    """T10 s4.4: the smaller tensor's loop goes inside, as inner loops run more often.
+
+    Generalised to "costlier shift step outside": a level run inside the others is
+    repeated prod(outer steps + 1) times, and swapping two adjacent levels a, b changes
+    the total by n_a * n_b * (c_b - c_a), so sorting by per-step cost c (shift time of its
+    bytes plus its barriers) descending minimises the exchange time exactly.
+    """
+
+    def step_cost(level: ShiftLevel) -> float:
+        return float(cost.shift_cycles(device, level.bytes_per_step)) + cost.sync_cycles(device) * len(level.tensors)
+
+    return sorted(levels, key=step_cost, reverse=True)

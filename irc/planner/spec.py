@@ -1,0 +1,151 @@
+"""Operator specifications: what the planner needs to know about one tensor expression.
+
+T10 section 4.2 represents an operator as a tensor expression such as
+``C[m,n] += A[m,k] * B[k,n]``: a set of axes with extents, and per tensor the axes that
+index each of its dimensions. A dimension indexed by an affine combination (a conv input
+``X[n, c, h+r, w+s]``) lists every axis of the combination; T10 section 5 ("compound
+axis") partitions each basic axis individually.
+
+The te dialect's adapter builds ``OpSpec`` values; ``matmul_spec`` and ``conv2d_spec``
+build the common ones directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from irc.cost import KINDS
+from irc.planner.errors import SpecError
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One operand: its name and, per dimension, the axes in that dimension's index."""
+
+    name: str
+    dims: tuple[tuple[str, ...], ...]
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The distinct axes indexing this tensor, in order of first appearance."""
+        seen: list[str] = []
+        for dim in self.dims:
+            for axis in dim:
+                if axis not in seen:
+                    seen.append(axis)
+        return tuple(seen)
+
+    def indexed_by(self, axis: str) -> bool:
+        return any(axis in dim for dim in self.dims)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """A tensor-expression operator: axes, operands (output first), reduction axes, kind."""
+
+    axes: tuple[tuple[str, int], ...]
+    tensors: tuple[TensorSpec, ...]
+    reduction_axes: tuple[str, ...]
+    kind: str
+    dtype_bytes: int = 2
+
+    def __post_init__(self) -> None:
+        names = [name for name, _ in self.axes]
+        if len(set(names)) != len(names):
+            raise SpecError(f"axis names must be distinct, got {names}")
+        for name, extent in self.axes:
+            if not isinstance(extent, int) or extent < 1:
+                raise SpecError(f"axis {name!r} must have a positive integer extent, got {extent!r}")
+        if self.kind not in KINDS:
+            raise SpecError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.dtype_bytes < 1:
+            raise SpecError(f"dtype_bytes must be positive, got {self.dtype_bytes}")
+        if len(self.tensors) < 1:
+            raise SpecError("an operator needs at least an output tensor")
+        tensor_names = [t.name for t in self.tensors]
+        if len(set(tensor_names)) != len(tensor_names):
+            raise SpecError(f"tensor names must be distinct, got {tensor_names}")
+        for tensor in self.tensors:
+            for dim in tensor.dims:
+                if not dim:
+                    raise SpecError(f"tensor {tensor.name!r} has a dimension indexed by no axis")
+                for axis in dim:
+                    if axis not in names:
+                        raise SpecError(f"tensor {tensor.name!r} uses unknown axis {axis!r}")
+        used = {axis for tensor in self.tensors for axis in tensor.axes}
+        for axis in names:
+            if axis not in used:
+                raise SpecError(f"axis {axis!r} indexes no tensor")
+        for axis in self.reduction_axes:
+            if axis not in names:
+                raise SpecError(f"reduction axis {axis!r} is not an axis of the operator")
+            if self.output.indexed_by(axis):
+                raise SpecError(f"reduction axis {axis!r} indexes the output {self.output.name!r}")
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.axes)
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return tuple(extent for _, extent in self.axes)
+
+    @property
+    def output(self) -> TensorSpec:
+        return self.tensors[0]
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self.tensors[1:]
+
+    @property
+    def iteration_volume(self) -> int:
+        """Points of the iteration space (multiply-accumulates for a matmul)."""
+        return prod(self.extents)
+
+    def axis_index(self, axis: str) -> int:
+        return self.axis_names.index(axis)
+
+    def tensor(self, name: str) -> TensorSpec:
+        for tensor in self.tensors:
+            if tensor.name == name:
+                return tensor
+        raise SpecError(f"no tensor named {name!r}; tensors are {[t.name for t in self.tensors]}")
+
+    def tensor_index(self, name: str) -> int:
+        return [t.name for t in self.tensors].index(self.tensor(name).name)
+
+
+def matmul_spec(m: int, k: int, n: int, dtype_bytes: int = 2) -> OpSpec:
+    """``C[m,n] += A[m,k] * B[k,n]`` with axes in the seeds/003 order (m, k, n)."""
+    return OpSpec(
+        axes=(("m", m), ("k", k), ("n", n)),
+        tensors=(
+            TensorSpec("C", (("m",), ("n",))),
+            TensorSpec("A", (("m",), ("k",))),
+            TensorSpec("B", (("k",), ("n",))),
+        ),
+        reduction_axes=("k",),
+        kind="matmul",
+        dtype_bytes=dtype_bytes,
+    )
+
+
+def conv2d_spec(
+    batch: int, out_channels: int, in_channels: int, height: int, width: int,
+    kernel_h: int, kernel_w: int, dtype_bytes: int = 2,
+) -> OpSpec:
+    """``O[b,f,h,w] += I[b,c,h+kh,w+kw] * W[f,c,kh,kw]`` (T10 equation 2), stride 1."""
+    return OpSpec(
+        axes=(("b", batch), ("f", out_channels), ("c", in_channels), ("h", height),
+              ("w", width), ("kh", kernel_h), ("kw", kernel_w)),
+        tensors=(
+            TensorSpec("O", (("b",), ("f",), ("h",), ("w",))),
+            TensorSpec("I", (("b",), ("c",), ("h", "kh"), ("w", "kw"))),
+            TensorSpec("W", (("f",), ("c",), ("kh",), ("kw",))),
+        ),
+        reduction_axes=("c", "kh", "kw"),
+        kind="conv",
+        dtype_bytes=dtype_bytes,
+    )

@@ -1,0 +1,121 @@
+"""The vectorised search is exact: it finds the same optimum and the same Pareto frontier
+as brute-force enumeration of every plan (small shapes, tiny devices)."""
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from irc.devices import load_device
+from irc.planner import OpSpec, PlanError, TensorSpec, conv2d_spec, matmul_spec, search
+from irc.planner.brute_force import brute_force_plans
+
+
+def batched_matmul(b, m, k, n):
+    return OpSpec(
+        axes=(("b", b), ("m", m), ("k", k), ("n", n)),
+        tensors=(
+            TensorSpec("C", (("b",), ("m",), ("n",))),
+            TensorSpec("A", (("b",), ("m",), ("k",))),
+            TensorSpec("B", (("b",), ("k",), ("n",))),
+        ),
+        reduction_axes=("k",),
+        kind="matmul",
+    )
+
+
+def row_sum(m, n):
+    return OpSpec(
+        axes=(("m", m), ("n", n)),
+        tensors=(TensorSpec("Y", (("m",),)), TensorSpec("X", (("m",), ("n",)))),
+        reduction_axes=("n",),
+        kind="reduce",
+    )
+
+
+def add(m, n):
+    return OpSpec(
+        axes=(("m", m), ("n", n)),
+        tensors=(TensorSpec("Z", (("m",), ("n",))), TensorSpec("X", (("m",), ("n",))), TensorSpec("Y", (("n",),))),
+        reduction_axes=(),
+        kind="elementwise",
+    )
+
+
+def frontier(points):
+    """O(n^2) reference: (memory, time) pairs no other pair dominates."""
+    points = set(points)
+    return sorted(
+        p for p in points
+        if not any(q != p and q[0] <= p[0] and q[1] <= p[1] for q in points)
+    )
+
+
+def assert_same_optimum(spec, device, cost, min_utilization, max_padding):
+    reference = brute_force_plans(spec, device, cost, min_utilization=min_utilization, max_padding=max_padding)
+    try:
+        result = search(spec, device, cost, min_utilization=min_utilization, max_padding=max_padding)
+    except PlanError:
+        assert reference == []
+        return
+    assert reference, "search found a plan brute force did not"
+    best = min(p.cycles for p in reference)
+    assert math.isclose(result.best.cycles, best, rel_tol=1e-9)
+    expected = frontier((p.memory_per_core, round(p.cycles, 6)) for p in reference)
+    found = [(p.memory_per_core, round(p.cycles, 6)) for p in result.pareto]
+    assert found == expected
+    assert result.plans_scored >= len(reference)
+
+
+sizes = st.integers(min_value=1, max_value=16)
+# tiny chips, some with SRAM so small that only rotating plans fit
+devices = st.builds(
+    lambda name, sram: replace(load_device(name), sram_bytes=sram) if sram else load_device(name),
+    st.sampled_from(["tiny4", "tiny8"]),
+    st.sampled_from([None, 96, 200, 512]),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    m=sizes, k=sizes, n=sizes,
+    device=devices,
+    cost=st.sampled_from(["t10", "seed003"]),
+    min_utilization=st.sampled_from([0.0, 0.5, 1.0]),
+    max_padding=st.sampled_from([1.0, 1.25, 2.0]),
+)
+def test_matmul_search_matches_brute_force(m, k, n, device, cost, min_utilization, max_padding):
+    assert_same_optimum(matmul_spec(m, k, n), device, cost, min_utilization, max_padding)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(1, 6), st.integers(1, 6)),
+    kind=st.sampled_from(["batched", "reduce", "add"]),
+    device=devices,
+    max_padding=st.sampled_from([1.0, 1.5]),
+)
+def test_other_ops_match_brute_force(shape, kind, device, max_padding):
+    b, m, k, n = shape
+    spec = {"batched": lambda: batched_matmul(b, m, k, n), "reduce": lambda: row_sum(m * b, n),
+            "add": lambda: add(m, n * k)}[kind]()
+    assert_same_optimum(spec, device, "t10", 0.0, max_padding)
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 2, 3, 3, 2, 2), (2, 4, 1, 4, 2, 3, 1)])
+def test_conv_with_compound_dims_matches_brute_force(shape):
+    assert_same_optimum(conv2d_spec(*shape), "tiny4", "t10", 0.0, 1.5)
+
+
+@pytest.mark.parametrize("cost", ["t10", "seed003"])
+def test_tight_sram_forces_rotation_and_still_matches(cost):
+    spec = matmul_spec(16, 64, 16)
+    device = replace(load_device("tiny8"), sram_bytes=800)
+    assert_same_optimum(spec, device, cost, 0.0, 1.25)
+    best = search(spec, device, cost, min_utilization=0.0, max_padding=1.25).best
+    assert any(f > 1 for factors in best.temporal_factors.values() for f in factors)
+    # without rotation nothing fits
+    with pytest.raises(PlanError, match="no plan fits"):
+        search(spec, device, cost, min_utilization=0.0, max_padding=1.25, rotation=False)
