@@ -15,14 +15,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
-from xdsl.interpreters.arith import ArithFunctions
-from xdsl.interpreters.builtin import BuiltinFunctions
-from xdsl.interpreters.func import FuncFunctions
 
 from irc import universe
 from irc.diagnostics import LocatingParser, verify_located
 from irc.interpreter.dtypes import numpy_dtype
-from irc.interpreter.te import TeFunctions
+from irc.interpreter.registry import all_interpreter_functions
 
 NAME_ATTR = "irc.name"
 
@@ -115,7 +112,7 @@ def check_inputs(signature: Signature, given: Mapping[str, np.ndarray]) -> list[
 
 def interpreter_for(module: ModuleOp) -> Interpreter:
     interpreter = Interpreter(module)
-    for functions in (FuncFunctions(), ArithFunctions(), BuiltinFunctions(), TeFunctions()):
+    for functions in all_interpreter_functions():
         interpreter.register_implementations(functions)
     return interpreter
 

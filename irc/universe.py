@@ -21,17 +21,37 @@ from xdsl.universe import Universe
 PLUGIN_GROUP = "irc.plugins"
 
 
-def _te() -> Dialect:
-    from dialects.te import TE
+def _lazy(path: str) -> Callable[[], object]:
+    """A factory importing ``module:attribute`` on first use, as xDSL expects."""
+    module_name, attribute = path.split(":")
 
-    return TE
+    def load():
+        from importlib import import_module
+
+        return getattr(import_module(module_name), attribute)
+
+    return load
 
 
 IRC_UNIVERSE = Universe(
     all_dialects={
-        "te": _te,
+        "te": _lazy("dialects.te:TE"),
+        "rtensor": _lazy("dialects.rtensor:RTENSOR"),
+        "shift": _lazy("dialects.shift:SHIFT"),
+        "device": _lazy("dialects.device:DEVICE"),
     },
-    all_passes={},
+    all_passes={
+        # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
+        "rtensor-partition": _lazy("lowering.te_to_rtensor:RTensorPartition"),
+        # rtensor -> shift: rings, paces, loop order (T10 §3.2, §4.4)
+        "rtensor-to-shift": _lazy("lowering.rtensor_to_shift:RTensorToShift"),
+        "rotation-align": _lazy("passes.rotation_align:RotationAlign"),
+        # shift -> device: SPMD per-core code, then SRAM offsets
+        "shift-to-device": _lazy("lowering.shift_to_device:ShiftToDevice"),
+        "device-alloc": _lazy("passes.device_alloc:DeviceAlloc"),
+        # named pipelines
+        "inference": _lazy("passes.pipelines:InferencePipeline"),
+    },
 )
 
 

@@ -1,0 +1,36 @@
+"""The interpreter implementations of every irc level, in one list.
+
+`irc.runner` registers all of them, so a program runs the same way at `te`,
+`rtensor`, `shift` or `device` level.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from xdsl.interpreter import InterpreterFunctions
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.interpreters.builtin import BuiltinFunctions
+from xdsl.interpreters.func import FuncFunctions
+
+# module:class of each level's InterpreterFunctions.
+LEVELS = (
+    "irc.interpreter.te:TeFunctions",
+    "irc.interpreter.rtensor:RTensorFunctions",
+    "irc.interpreter.shift:ShiftFunctions",
+    "irc.interpreter.device:DeviceFunctions",
+)
+
+
+def all_interpreter_functions() -> list[InterpreterFunctions]:
+    functions: list[InterpreterFunctions] = [FuncFunctions(), ArithFunctions(), BuiltinFunctions()]
+    for path in LEVELS:
+        module_name, class_name = path.split(":")
+        try:
+            module = import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:  # that level is not built yet
+                continue
+            raise
+        functions.append(getattr(module, class_name)())
+    return functions
