@@ -19,6 +19,7 @@ import time
 
 from irc.devices import load_device
 from irc.planner import PlanError, baselines, format_plan_seed003, matmul_spec, search
+from irc.progress import track
 
 SEED003 = ("seed003 problem", 32, 5120, 15360)
 
@@ -52,16 +53,6 @@ def compact(plan) -> str:
     )
 
 
-def progress(done: int, total: int, name: str) -> None:
-    if sys.stderr.isatty():
-        width = 30
-        filled = width * done // total
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name[:40]:<40}")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cost", default="t10", choices=["t10", "seed003"])
@@ -90,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     print("-" * len(header))
     rows = gemm_table()
-    for done, (name, m, k, n) in enumerate(rows):
-        progress(done, len(rows), name)
+    for name, m, k, n in track(rows, len(rows), "gemm shapes", label=lambda row: row[0]):
         spec = matmul_spec(m, k, n)
         try:
             result = search(spec, device, args.cost)
@@ -110,7 +100,6 @@ def main(argv: list[str] | None = None) -> int:
             f" {best.seconds / refs.roofline_seconds:7.2f} {result.seconds:8.2f} {result.plans_scored:8d}"
         )
         sys.stdout.flush()
-    progress(len(rows), len(rows), "done")
     print()
     print("x no-rot, x 1-D: baseline time / chosen plan time ('none': no such plan fits);")
     print("x roof: chosen plan time / compute roofline. Baselines search with no parallelism floor.")
