@@ -45,3 +45,49 @@ __all__ = [
     "roofline_seconds",
     "search",
 ]
+
+# Model-wide planning (T10 s4.3.2): idle/active plans, setup and relayout costs, baselines.
+from irc.planner.baselines_model import BaselinePlan, fastest_bound, roller_plan, vgm_plan  # noqa: E402
+from irc.planner.bert import bert_layer_ops, bert_model, stack_layers  # noqa: E402
+from irc.planner.idle import IdlePlan, idle_plans, setup_cycles  # noqa: E402
+from irc.planner.model import (  # noqa: E402
+    ModelFitError,
+    ModelOp,
+    ModelPlan,
+    ModelSpec,
+    ModelSpecError,
+    PlannedOp,
+    check_fits,
+    exhaustive_idle_search,
+    max_batch,
+    plan_model,
+)
+from irc.planner.op_table import FrontierCache  # noqa: E402
+from irc.planner.relayout import TensorLayout, relayout_cost, tensor_layout  # noqa: E402
+
+__all__ += [
+    "BaselinePlan",
+    "FrontierCache",
+    "IdlePlan",
+    "ModelFitError",
+    "ModelOp",
+    "ModelPlan",
+    "ModelSpec",
+    "ModelSpecError",
+    "PlannedOp",
+    "TensorLayout",
+    "bert_layer_ops",
+    "bert_model",
+    "check_fits",
+    "exhaustive_idle_search",
+    "fastest_bound",
+    "idle_plans",
+    "max_batch",
+    "plan_model",
+    "relayout_cost",
+    "roller_plan",
+    "setup_cycles",
+    "stack_layers",
+    "tensor_layout",
+    "vgm_plan",
+]

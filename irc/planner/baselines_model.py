@@ -1,0 +1,240 @@
+"""Model-wide baselines in the same cost model as T10's plan (T10 s2.2, s6.2-6.4).
+
+- ``vgm_plan``: the virtual global memory of PopART-style compilers (T10 s2.2, Figure 2a).
+  Every tensor used by more than one op - weights and activations - lives in a VGM spread
+  evenly over all cores. Each op runs load-compute-store: every core loads its whole
+  input sub-tensors from the VGM over the exchange (no rotation: all f_t = 1), computes,
+  and stores its output partition back. The op's sub-operator memory must fit in what the
+  VGM leaves of a core's SRAM. Per op we take the fastest such plan (an ideal per-op
+  partitioner), so this is the strongest VGM baseline the cost model admits. Load
+  imbalance and bandwidth contention on VGM-serving cores (T10 s2.2) are not modelled: the
+  baseline is optimistic.
+- ``roller_plan``: Roller-style (T10 s6.2): the same VGM load-compute-store scheme, with
+  one tile per op aligned to the core's systolic array (matmul/conv tiles whose m and k
+  extents are multiples of its rows and n extents of its columns, unless the tile spans
+  the whole axis); the fastest aligned plan that fits, any number of cores (Roller does
+  not apply T10's parallelism constraint).
+- ``fastest_bound``: every op at its fastest plan with the whole SRAM to itself, no setup,
+  relayout or VGM traffic: a lower bound for all of the above and for T10's plan.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from irc.cost import CostModel
+from irc.devices import Device
+from irc.planner.enumerate import candidate_set
+from irc.planner.errors import PlanError
+from irc.planner.evaluate import check_plan
+from irc.planner.model import ModelFitError, ModelSpec, _cache_for, resting_activation_bytes
+from irc.planner.op_table import FrontierCache, canonical_spec
+from irc.planner.plan import Plan
+from irc.planner.relayout import tensor_elements
+from irc.planner.roles import compute_roles
+from irc.planner.spec import OpSpec
+from irc.planner.vector_score import score_candidates
+
+
+@dataclass(frozen=True)
+class BaselineOp:
+    """One op under a baseline: its plan (None for the bound's table lookups), compute
+    time, VGM load/store time, and bytes per core (sub-operator memory, VGM share)."""
+
+    name: str
+    plan: Plan | None
+    compute_seconds: float
+    transfer_seconds: float
+    active_bytes: int
+    vgm_bytes: int
+
+    @property
+    def seconds(self) -> float:
+        return self.compute_seconds + self.transfer_seconds
+
+
+@dataclass(frozen=True)
+class BaselinePlan:
+    """A baseline's per-op times and total."""
+
+    name: str
+    model: str
+    ops: tuple[BaselineOp, ...]
+    planning_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        return sum(op.seconds for op in self.ops)
+
+    @property
+    def transfer_seconds(self) -> float:
+        return sum(op.transfer_seconds for op in self.ops)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "model": self.model,
+            "seconds": self.seconds,
+            "transfer_seconds": self.transfer_seconds,
+            "planning_seconds": self.planning_seconds,
+            "ops": [
+                {"name": op.name, "seconds": op.seconds, "compute_seconds": op.compute_seconds,
+                 "transfer_seconds": op.transfer_seconds, "active_bytes": op.active_bytes,
+                 "vgm_bytes": op.vgm_bytes}
+                for op in self.ops
+            ],
+        }
+
+
+def fastest_bound(
+    model: ModelSpec, device: Device | str, cost: CostModel | str = "t10", *, cache: FrontierCache | None = None
+) -> BaselinePlan:
+    """Every op at its fastest plan, memory of the other ops ignored (a lower bound)."""
+    started = time.perf_counter()
+    cache = _cache_for(cache, device, cost)
+    ops = []
+    for op in model.ops:
+        try:
+            table = cache.table(op.spec, op.weights)
+        except PlanError as error:
+            raise ModelFitError(f"op {op.name} has no plan: {error}", cache.device.sram_bytes + 1,
+                                cache.device.sram_bytes) from None
+        j = int(np.argmin(table.active_cycles))
+        ops.append(BaselineOp(op.name, None, table.active_cycles[j] / cache.device.clock_hz, 0.0, int(table.hot[j]), 0))
+    return BaselinePlan("fastest", model.name, tuple(ops), time.perf_counter() - started)
+
+
+def systolic_aligned(spec: OpSpec, per_core: np.ndarray, systolic: tuple[int, int]) -> np.ndarray:
+    """Which candidates' per-core tiles ([N, axes]) suit the systolic array: for matmul
+    roles m, k (rows) and n (columns), conv in_channels (rows) and out_channels (columns),
+    the role's tile is a multiple of the array side or spans the whole role extent."""
+    rows, cols = systolic
+    sides = {"matmul": {"m": rows, "k": rows, "n": cols},
+             "conv": {"in_channels": rows, "out_channels": cols}}.get(spec.kind, {})
+    ok = np.ones(len(per_core), dtype=bool)
+    extents = np.asarray(spec.extents)
+    for role, axes in compute_roles(spec).items():
+        side = sides.get(role)
+        if side is None or not axes:
+            continue
+        tile = per_core[:, list(axes)].prod(axis=1)
+        whole = int(np.prod(extents[list(axes)]))
+        ok &= (tile % side == 0) | (tile >= whole)
+    return ok
+
+
+class _NoRotationSpace:
+    """All f_t = 1 plans of one op signature, scored once; best plan under a budget."""
+
+    def __init__(self, spec: OpSpec, cache: FrontierCache, aligned: bool, min_utilization: float) -> None:
+        self.spec = canonical_spec(spec)
+        self.cache = cache
+        candidates = candidate_set(self.spec, cache.device, min_utilization, cache.max_padding, rotation=False)
+        self.candidates = candidates
+        if len(candidates):
+            scores = score_candidates(self.spec, candidates, cache.device, cache.cost)
+            self.memory = scores.memory.astype(np.float64)
+            self.cycles = scores.cycles
+            if aligned:
+                per_core = -(-np.asarray(self.spec.extents)[None, :] // candidates.op_factors)
+                keep = systolic_aligned(self.spec, per_core, cache.device.systolic)
+                self.cycles = np.where(keep, self.cycles, np.inf)
+        else:
+            self.memory = self.cycles = np.zeros(0)
+        self._best: dict[int, Plan | None] = {}
+
+    def best(self, budget: float) -> Plan | None:
+        key = int(budget)
+        if key not in self._best:
+            usable = np.flatnonzero((self.memory <= budget) & np.isfinite(self.cycles))
+            if len(usable) == 0:
+                self._best[key] = None
+            else:
+                i = int(usable[np.argmin(self.cycles[usable])])
+                plan = Plan(
+                    self.spec.axis_names,
+                    tuple(int(f) for f in self.candidates.op_factors[i]),
+                    {t.name: tuple(int(f) for f in self.candidates.temporal_factors[i, v])
+                     for v, t in enumerate(self.spec.tensors)},
+                )
+                score = check_plan(self.spec, plan, self.cache.device, self.cache.cost)
+                self._best[key] = Plan(plan.axes, plan.op_factors, plan.temporal_factors, score)
+        return self._best[key]
+
+
+def _vgm_baseline(
+    name: str, model: ModelSpec, device, cost, cache: FrontierCache | None, aligned: bool,
+    min_utilization: float | None,
+) -> BaselinePlan:
+    started = time.perf_counter()
+    cache = _cache_for(cache, device, cost)
+    device, cost = cache.device, cache.cost
+    cores = device.cores
+    weights = -(-model.weight_bytes() // cores)
+    resting = resting_activation_bytes(model, device)
+    if min_utilization is None:
+        min_utilization = cache.min_utilization
+    spaces: dict[tuple, _NoRotationSpace] = {}
+    ops = []
+    for i, op in enumerate(model.ops):
+        spec = op.spec
+        key = (canonical_spec(spec), aligned)
+        space = spaces.get(key)
+        if space is None:
+            space = spaces[key] = _NoRotationSpace(spec, cache, aligned, min_utilization)
+        activations = [t.name for t in spec.tensors if t.name not in op.weights]
+        operand_share = sum(-(-spec.dtype_bytes * tensor_elements(spec, t) // cores) for t in activations)
+        vgm = weights + resting[i] + operand_share
+        budget = device.sram_bytes - vgm
+        plan = space.best(budget)
+        if plan is None:
+            raise ModelFitError(
+                f"{name} baseline: op {i} ({op.name}) has no {'aligned ' if aligned else ''}plan without rotation "
+                f"within the {max(budget, 0)} bytes per core the VGM ({vgm} bytes) leaves of {device.sram_bytes}",
+                needed=vgm + int(space.memory.min()) if len(space.memory) else device.sram_bytes + 1,
+                available=device.sram_bytes,
+            )
+        partitions = plan.score.memory.partitions
+        load = sum(partitions[t.name] for t in space.spec.inputs)
+        store = partitions[space.spec.output.name]
+        transfer = 0.0
+        for nbytes in (load, store):
+            if nbytes:
+                transfer += float(cost.shift_cycles(device, nbytes)) + float(cost.sync_cycles(device))
+        ops.append(BaselineOp(op.name, plan, plan.cycles / device.clock_hz, transfer / device.clock_hz,
+                              plan.memory_per_core, vgm))
+    return BaselinePlan(name, model.name, tuple(ops), time.perf_counter() - started)
+
+
+def vgm_plan(
+    model: ModelSpec,
+    device: Device | str,
+    cost: CostModel | str = "t10",
+    *,
+    cache: FrontierCache | None = None,
+    min_utilization: float | None = None,
+) -> BaselinePlan:
+    """PopART-style virtual global memory, load-compute-store, fastest no-rotation plan per
+    op; ``min_utilization`` defaults to the cache's (T10's parallelism constraint)."""
+    return _vgm_baseline("vgm", model, device, cost, cache, False, min_utilization)
+
+
+def roller_plan(
+    model: ModelSpec,
+    device: Device | str,
+    cost: CostModel | str = "t10",
+    *,
+    cache: FrontierCache | None = None,
+    min_utilization: float = 0.0,
+) -> BaselinePlan:
+    """Roller-style: VGM load-compute-store with one systolic-aligned tile per op.
+
+    Roller sizes tiles for the memory hierarchy, not for T10's parallelism constraint, so by
+    default any core count is allowed (aligned tiles rarely multiply to >= 90% of 1,472)."""
+    return _vgm_baseline("roller", model, device, cost, cache, True, min_utilization)
+
+
+__all__ = ["BaselineOp", "BaselinePlan", "fastest_bound", "roller_plan", "systolic_aligned", "vgm_plan"]

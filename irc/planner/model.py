@@ -1,0 +1,570 @@
+"""Model-wide planning: T10's inter-operator memory reconciliation (T10 s4.3.2, Algorithm 1).
+
+Input: a ``ModelSpec``, a sequence of ``ModelOp`` (an ``OpSpec``, which inputs are weights
+resting on chip between uses, and which inputs are produced by an earlier op, by index).
+Every weight-carrying op gets an *idle* plan (how its weights rest: ``irc.planner.idle``)
+and an *active* plan (how it executes: a point of its Pareto frontier, T10 s4.3.1); turning
+idle into active costs a setup over the exchange. Activations flowing from a producer to a
+consumer whose plan wants another layout pay a relayout (``irc.planner.relayout``).
+
+Memory while op i executes, per core: the idle bytes of every other op, the activations
+resting between their producer and a later consumer (spread evenly over all cores: a lower
+bound), and op i's active plan. So op i's active budget is
+``SRAM - (idle total - idle_i) - resting_i``, and its time is the fastest active plan within
+that budget compatible with its idle plan, plus setup, plus the relayout of its inputs.
+
+Algorithm 1 (``direction="paper"``): start every op at its smallest idle plan; repeatedly
+record the end-to-end time with every op at its fastest fitting active plan, then grow the
+idle plan of the op whose next idle plan saves the most of its time per extra idle byte
+(-dT_S / dM_I), as long as every other op still fits; return the best recorded state.
+``direction="artifact"`` walks the other way like the T10 artifact's
+``search_optimal_global_config_heuristic`` (IPU_COST_FACTS s5): from the largest idle plans,
+shrink the op losing the least time per byte saved. ``exhaustive_idle_search`` tries every
+combination of idle sizes (small models only), the reference for both.
+
+Operators with the same signature (identical layers) share one frontier search and one
+idle/active table (``irc.planner.op_table.FrontierCache``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from irc.cost import CostModel, CostModelError, get_cost_model
+from irc.devices import Device, load_device
+from irc.planner.errors import PlanError, SpecError
+from irc.planner.idle import IdlePlan
+from irc.planner.op_table import FrontierCache, OpTable
+from irc.planner.plan import Plan
+from irc.planner.relayout import dim_extents, relayout_cost, tensor_elements
+from irc.planner.serialize import plan_to_dict
+from irc.planner.spec import OpSpec
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+class ModelSpecError(SpecError):
+    """A ``ModelSpec`` whose producer links or weight flags are inconsistent."""
+
+
+class ModelFitError(PlanError):
+    """The model cannot be placed on the device; ``needed`` and ``available`` in bytes per core."""
+
+    def __init__(self, message: str, needed: int, available: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.available = available
+
+
+@dataclass(frozen=True)
+class ModelOp:
+    """One operator of a model: its ``OpSpec``, the names of its inputs that are weights
+    (resting on chip between uses), and per activation input the index of the earlier op
+    producing it (``producers``: input name -> op index). Inputs that are neither come
+    from outside the model."""
+
+    name: str
+    spec: OpSpec
+    weights: tuple[str, ...] = ()
+    producers: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model as an ordered sequence of operators (execution order)."""
+
+    name: str
+    ops: tuple[ModelOp, ...]
+
+    def __post_init__(self) -> None:
+        if not self.ops:
+            raise ModelSpecError(f"model {self.name!r} has no operators")
+        for i, op in enumerate(self.ops):
+            inputs = {t.name for t in op.spec.inputs}
+            for w in op.weights:
+                if w not in inputs:
+                    raise ModelSpecError(f"op {i} ({op.name}): weight {w!r} is not an input; inputs are {sorted(inputs)}")
+            for tensor, producer in op.producers.items():
+                if tensor not in inputs:
+                    raise ModelSpecError(
+                        f"op {i} ({op.name}): produced tensor {tensor!r} is not an input; inputs are {sorted(inputs)}"
+                    )
+                if tensor in op.weights:
+                    raise ModelSpecError(f"op {i} ({op.name}): {tensor!r} is both a weight and produced by op {producer}")
+                if not (isinstance(producer, int) and 0 <= producer < i):
+                    raise ModelSpecError(
+                        f"op {i} ({op.name}): {tensor!r} must be produced by an earlier op (index 0..{i - 1}), "
+                        f"got {producer!r}"
+                    )
+                source = self.ops[producer].spec
+                produced = tensor_elements(source, source.output.name)
+                consumed = tensor_elements(op.spec, tensor)
+                if produced != consumed:
+                    raise ModelSpecError(
+                        f"op {i} ({op.name}) reads {tensor!r} with {consumed} elements "
+                        f"{dim_extents(op.spec, tensor)}, but op {producer} ({self.ops[producer].name}) "
+                        f"produces {produced} elements {dim_extents(source, source.output.name)}"
+                    )
+
+    def weight_bytes(self) -> int:
+        """Bytes of all weights of the model (whole chip)."""
+        return sum(op.spec.dtype_bytes * tensor_elements(op.spec, w) for op in self.ops for w in op.weights)
+
+    def consumers(self) -> dict[int, list[int]]:
+        """Producer index -> indices of the ops reading its output."""
+        readers: dict[int, list[int]] = {}
+        for i, op in enumerate(self.ops):
+            for producer in op.producers.values():
+                readers.setdefault(producer, []).append(i)
+        return readers
+
+
+def resting_activation_bytes(model: ModelSpec, device: Device) -> list[int]:
+    """Per op position: bytes per core of activations produced earlier and read later but
+    not by this op, spread evenly over all cores."""
+    resting = [0] * len(model.ops)
+    for producer, readers in model.consumers().items():
+        spec = model.ops[producer].spec
+        per_core = -(-spec.dtype_bytes * tensor_elements(spec, spec.output.name) // device.cores)
+        for i in range(producer + 1, max(readers)):
+            if i not in readers:
+                resting[i] += per_core
+    return resting
+
+
+@dataclass(frozen=True)
+class PlannedOp:
+    """One operator's decisions and costs in a ``ModelPlan`` (seconds, bytes per core)."""
+
+    name: str
+    signature: int
+    active: Plan
+    idle: IdlePlan
+    active_seconds: float
+    setup_seconds: float
+    relayout_seconds: float
+    relayout_bytes: int
+    idle_bytes: int
+    active_bytes: int
+    seconds: float
+    share: float
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "signature": self.signature,
+            "active_plan": plan_to_dict(self.active),
+            "idle_plan": self.idle.to_dict(),
+            "active_seconds": self.active_seconds,
+            "setup_seconds": self.setup_seconds,
+            "relayout_seconds": self.relayout_seconds,
+            "relayout_bytes": self.relayout_bytes,
+            "idle_bytes": self.idle_bytes,
+            "active_bytes": self.active_bytes,
+            "seconds": self.seconds,
+            "share": self.share,
+        }
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """A model-wide plan: per-op plans and times, and the totals."""
+
+    model: str
+    device: str
+    cost_model: str
+    direction: str
+    ops: tuple[PlannedOp, ...]
+    seconds: float
+    idle_bytes: int                  # sum of every op's idle bytes per core
+    peak_bytes: int                  # most bytes per core while any op executes
+    sram_bytes: int
+    trajectory: tuple[tuple[int, float], ...]   # (idle bytes, seconds) of every state explored
+    unique_signatures: int
+    searches: int
+    planning_seconds: float
+
+    @property
+    def active_seconds(self) -> float:
+        return sum(op.active_seconds for op in self.ops)
+
+    @property
+    def setup_seconds(self) -> float:
+        return sum(op.setup_seconds for op in self.ops)
+
+    @property
+    def relayout_seconds(self) -> float:
+        return sum(op.relayout_seconds for op in self.ops)
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "device": self.device,
+            "cost_model": self.cost_model,
+            "direction": self.direction,
+            "seconds": self.seconds,
+            "active_seconds": self.active_seconds,
+            "setup_seconds": self.setup_seconds,
+            "relayout_seconds": self.relayout_seconds,
+            "idle_bytes": self.idle_bytes,
+            "peak_bytes": self.peak_bytes,
+            "sram_bytes": self.sram_bytes,
+            "unique_signatures": self.unique_signatures,
+            "searches": self.searches,
+            "planning_seconds": self.planning_seconds,
+            "trajectory": [[m, t if math.isfinite(t) else None] for m, t in self.trajectory],
+            "ops": [op.to_dict() for op in self.ops],
+        }
+
+
+class _ModelProblem:
+    """The tables, budgets and objective shared by the greedy and exhaustive searches."""
+
+    def __init__(self, model: ModelSpec, cache: FrontierCache, progress: ProgressCallback | None) -> None:
+        self.model = model
+        self.cache = cache
+        self.device = cache.device
+        self.cost = cache.cost
+        self.sram = self.device.sram_bytes
+        self.tables: list[OpTable] = []
+        ids: dict[int, int] = {}
+        self.signature_ids: list[int] = []
+        total = len(model.ops)
+        for i, op in enumerate(model.ops):
+            try:
+                table = cache.table(op.spec, op.weights)
+            except PlanError as error:
+                raise ModelFitError(
+                    f"op {i} ({op.name}) has no plan on {self.device.name}: {error}",
+                    needed=self.sram + 1, available=self.sram,
+                ) from None
+            except CostModelError as error:
+                raise CostModelError(f"op {i} ({op.name}): {error}") from None
+            self.tables.append(table)
+            self.signature_ids.append(ids.setdefault(id(table), len(ids)))
+            if progress is not None:
+                progress(i + 1, total, op.name)
+        self.resting = resting_activation_bytes(model, self.device)
+        self.least_hot = [t.least_hot() for t in self.tables]
+        # activation edges: (consumer, canonical input name, producer)
+        self.edges = [
+            (i, f"t{op.spec.tensor_index(tensor)}", producer)
+            for i, op in enumerate(model.ops)
+            for tensor, producer in op.producers.items()
+        ]
+        self._relayout: dict[tuple, tuple[int, float]] = {}
+
+    # ----------------------------------------------------------------- objective
+    def budgets(self, rows: Sequence[int]) -> np.ndarray:
+        colds = np.array([t.cold[r] for t, r in zip(self.tables, rows)])
+        return self.sram - (colds.sum() - colds) - np.array(self.resting, dtype=np.float64)
+
+    def relayout(self, consumer: int, tensor: str, producer: int, j_consumer: int, j_producer: int):
+        tc, tp = self.tables[consumer], self.tables[producer]
+        key = (id(tp), j_producer, id(tc), j_consumer, tensor)
+        hit = self._relayout.get(key)
+        if hit is None:
+            hit = relayout_cost(
+                tp.spec, tp.active[j_producer], tc.spec, tc.active[j_consumer], tensor, self.device, self.cost
+            )
+            self._relayout[key] = hit
+        return hit
+
+    def evaluate(self, rows: Sequence[int]):
+        """Total cycles with every op at its fastest fitting active plan, the chosen plan
+        indices and the budgets; total is inf when some op fits no active plan."""
+        budgets = self.budgets(rows)
+        total = 0.0
+        choice = []
+        for table, row, budget in zip(self.tables, rows, budgets):
+            times, picks = table.best_at(budget)
+            if picks[row] < 0:
+                return math.inf, None, budgets
+            total += times[row]
+            choice.append(int(picks[row]))
+        for consumer, tensor, producer in self.edges:
+            total += self.relayout(consumer, tensor, producer, choice[consumer], choice[producer])[1]
+        return total, choice, budgets
+
+    def idle_total(self, rows: Sequence[int]) -> int:
+        return int(sum(t.cold[r] for t, r in zip(self.tables, rows)))
+
+    # ----------------------------------------------------------------- fit check
+    def check_fits(self) -> None:
+        """Raise ``ModelFitError`` when the smallest idle plans leave some op no room."""
+        least_idle = self.idle_total([0] * len(self.tables))
+        if least_idle > self.sram:
+            raise ModelFitError(
+                f"model {self.model.name!r} does not fit on {self.device.name}: its weights need "
+                f"{least_idle} bytes per core at rest even in their smallest idle plans "
+                f"({least_idle * self.device.cores} bytes on {self.device.cores} cores), but a core has "
+                f"{self.sram} bytes of SRAM ({self.sram * self.device.cores} bytes in all)",
+                needed=least_idle, available=self.sram,
+            )
+        budgets = self.budgets([0] * len(self.tables))
+        for i, (budget, least) in enumerate(zip(budgets, self.least_hot)):
+            if least[0] > budget:
+                op = self.model.ops[i]
+                others = least_idle - int(self.tables[i].cold[0])
+                needed = others + self.resting[i] + int(least[0])
+                raise ModelFitError(
+                    f"model {self.model.name!r} does not fit on {self.device.name}: op {i} ({op.name}) needs "
+                    f"{int(least[0])} bytes per core to execute, but only {int(budget)} of the {self.sram} bytes "
+                    f"of SRAM are left after the other ops' idle weights ({others} bytes) and resting "
+                    f"activations ({self.resting[i]} bytes): {needed} bytes needed",
+                    needed=needed, available=self.sram,
+                )
+
+    # ----------------------------------------------------------------- searches
+    def greedy_paper(self):
+        """Algorithm 1: grow idle memory from the smallest idle plans (module docstring)."""
+        rows = [0] * len(self.tables)
+        best = (math.inf, list(rows))
+        trajectory = []
+        while True:
+            total, _, budgets = self.evaluate(rows)
+            trajectory.append((self.idle_total(rows), total))
+            if total < best[0]:
+                best = (total, list(rows))
+            slack = np.array(
+                [b - least[r] for b, least, r in zip(budgets, self.least_hot, rows)], dtype=np.float64
+            )
+            order = np.argsort(slack, kind="stable")
+            first = int(order[0])
+            second = slack[order[1]] if len(order) > 1 else math.inf
+            pick = None            # (ratio, op, row)
+            memo: dict[tuple, tuple[float, int] | None] = {}
+            for i, (table, row, budget) in enumerate(zip(self.tables, rows, budgets)):
+                if row + 1 >= len(table.cold):
+                    continue
+                cap = second if i == first else slack[first]
+                key = (id(table), row, int(budget), cap)
+                if key not in memo:
+                    times, _ = table.best_at(budget)
+                    grow = table.cold[row + 1:] - table.cold[row]
+                    saved = times[row] - times[row + 1:]        # times[row] is finite: the state fits
+                    ratio = np.where((grow <= cap) & (saved > 0), saved / grow, -np.inf)
+                    k = int(np.argmax(ratio))
+                    memo[key] = (float(ratio[k]), row + 1 + k) if ratio[k] > -np.inf else None
+                hit = memo[key]
+                if hit is not None and (pick is None or hit[0] > pick[0]):
+                    pick = (hit[0], i, hit[1])
+            if pick is None:
+                break
+            rows[pick[1]] = pick[2]
+        return best, trajectory
+
+    def greedy_artifact(self):
+        """The T10 artifact's walk: from the largest idle plans, shrink the op losing the
+        least time per byte saved (IPU_COST_FACTS s5 steps 1-5)."""
+        rows = [len(t.cold) - 1 for t in self.tables]
+        best = (math.inf, list(rows))
+        trajectory = []
+        big = 1e30
+        while True:
+            total, _, budgets = self.evaluate(rows)
+            trajectory.append((self.idle_total(rows), total))
+            if total < best[0]:
+                best = (total, list(rows))
+            pick = None            # (ratio, op)
+            for i, (table, row, budget) in enumerate(zip(self.tables, rows, budgets)):
+                if row == 0:
+                    continue
+                times = np.minimum(table.best_at(budget)[0], big)
+                ratio = (times[row - 1] - times[row]) / (table.cold[row] - table.cold[row - 1])
+                if ratio <= 0:
+                    pick = (ratio, i)
+                    break
+                if pick is None or ratio < pick[0]:
+                    pick = (ratio, i)
+            if pick is None:
+                break
+            rows[pick[1]] -= 1
+        return best, trajectory
+
+    def exhaustive(self):
+        """Every combination of idle sizes (product of the row counts)."""
+        best = (math.inf, [0] * len(self.tables))
+        trajectory = []
+        for rows in itertools.product(*(range(len(t.cold)) for t in self.tables)):
+            total, _, _ = self.evaluate(rows)
+            trajectory.append((self.idle_total(rows), total))
+            if total < best[0]:
+                best = (total, list(rows))
+        return best, trajectory
+
+    # ----------------------------------------------------------------- result
+    def result(self, rows, direction: str, trajectory, started: float) -> ModelPlan:
+        total, choice, budgets = self.evaluate(rows)
+        if choice is None:
+            raise ModelFitError(
+                f"model {self.model.name!r}: no combination of idle plans lets every op execute on "
+                f"{self.device.name}", needed=self.sram + 1, available=self.sram,
+            )
+        clock = self.device.clock_hz
+        relayout_cycles = [0.0] * len(rows)
+        relayout_bytes = [0] * len(rows)
+        for consumer, tensor, producer in self.edges:
+            nbytes, cycles = self.relayout(consumer, tensor, producer, choice[consumer], choice[producer])
+            relayout_cycles[consumer] += cycles
+            relayout_bytes[consumer] += nbytes
+        idle_total = self.idle_total(rows)
+        planned = []
+        peak = 0
+        for i, (op, table, row, j) in enumerate(zip(self.model.ops, self.tables, rows, choice)):
+            active = self.cache.named_plan(op.spec, table.active[j])
+            idle = _named_idle(op.spec, table.idle[table.idle_index[row, j]])
+            active_s = table.active_cycles[j] / clock
+            setup_s = table.setup[row, j] / clock
+            relayout_s = relayout_cycles[i] / clock
+            seconds = active_s + setup_s + relayout_s
+            peak = max(peak, idle_total - int(table.cold[row]) + self.resting[i] + int(table.hot[j]))
+            planned.append(
+                PlannedOp(
+                    name=op.name, signature=self.signature_ids[i], active=active, idle=idle,
+                    active_seconds=active_s, setup_seconds=setup_s, relayout_seconds=relayout_s,
+                    relayout_bytes=relayout_bytes[i], idle_bytes=int(table.cold[row]),
+                    active_bytes=int(table.hot[j]), seconds=seconds, share=0.0,
+                )
+            )
+        seconds = sum(p.seconds for p in planned)
+        planned = [
+            PlannedOp(**{**p.__dict__, "share": (p.seconds / seconds if seconds > 0 else 0.0)}) for p in planned
+        ]
+        return ModelPlan(
+            model=self.model.name,
+            device=self.device.name,
+            cost_model=self.cost.name,
+            direction=direction,
+            ops=tuple(planned),
+            seconds=seconds,
+            idle_bytes=idle_total,
+            peak_bytes=peak,
+            sram_bytes=self.sram,
+            trajectory=tuple((int(m), float(t) / clock) for m, t in trajectory),
+            unique_signatures=len(set(self.signature_ids)),
+            searches=self.cache.searches,
+            planning_seconds=time.perf_counter() - started,
+        )
+
+
+def _named_idle(spec: OpSpec, idle: IdlePlan) -> IdlePlan:
+    names = {f"t{i}": t.name for i, t in enumerate(spec.tensors)}
+    return IdlePlan(
+        idle.op_factors,
+        {names[k]: v for k, v in idle.weight_factors.items()},
+        {names[k]: v for k, v in idle.weight_bytes.items()},
+    )
+
+
+DIRECTIONS = ("paper", "artifact", "exhaustive")
+
+
+def plan_model(
+    model: ModelSpec,
+    device: Device | str,
+    cost: CostModel | str = "t10",
+    *,
+    direction: str = "paper",
+    cache: FrontierCache | None = None,
+    progress: ProgressCallback | None = None,
+) -> ModelPlan:
+    """Plan ``model`` end to end (module docstring).
+
+    ``direction``: "paper" (T10 Algorithm 1, the default), "artifact" (the T10 artifact's
+    reverse walk) or "exhaustive" (every idle combination; small models only).
+    ``cache``: a ``FrontierCache`` to reuse op tables across calls (it must be for the same
+    device and cost model). ``progress(done, total, op_name)`` is called once per op planned.
+    Raises ``ModelFitError`` (bytes needed and available) when the model cannot fit.
+    """
+    started = time.perf_counter()
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
+    cache = _cache_for(cache, device, cost)
+    problem = _ModelProblem(model, cache, progress)
+    problem.check_fits()
+    search = {"paper": problem.greedy_paper, "artifact": problem.greedy_artifact,
+              "exhaustive": problem.exhaustive}[direction]
+    (total, rows), trajectory = search()
+    if not math.isfinite(total):
+        raise ModelFitError(
+            f"model {model.name!r}: no explored combination of idle plans lets every op execute on "
+            f"{cache.device.name}", needed=cache.device.sram_bytes + 1, available=cache.device.sram_bytes,
+        )
+    return problem.result(rows, direction, trajectory, started)
+
+
+def exhaustive_idle_search(
+    model: ModelSpec, device: Device | str, cost: CostModel | str = "t10", *, cache: FrontierCache | None = None
+) -> ModelPlan:
+    """The best idle combination by trying all of them (the reference for Algorithm 1)."""
+    return plan_model(model, device, cost, direction="exhaustive", cache=cache)
+
+
+def _cache_for(cache: FrontierCache | None, device, cost) -> FrontierCache:
+    if cache is None:
+        return FrontierCache(device, cost)
+    device, cost = load_device(device), get_cost_model(cost)
+    if device != cache.device or cost.name != cache.cost.name:
+        raise ValueError(
+            f"the frontier cache is for {cache.device.name} / {cache.cost.name}, "
+            f"not {device.name} / {cost.name}"
+        )
+    return cache
+
+
+def check_fits(
+    model: ModelSpec, device: Device | str, cost: CostModel | str = "t10", *, cache: FrontierCache | None = None
+) -> None:
+    """Raise ``ModelFitError`` unless the model fits with every op at its smallest idle plan."""
+    problem = _ModelProblem(model, _cache_for(cache, device, cost), None)
+    problem.check_fits()
+
+
+def max_batch(
+    build: Callable[[int], ModelSpec],
+    device: Device | str,
+    cost: CostModel | str = "t10",
+    *,
+    limit: int = 4096,
+    cache: FrontierCache | None = None,
+) -> int:
+    """The largest batch b <= ``limit`` for which ``build(b)`` fits (``check_fits``).
+
+    Doubles the batch until it no longer fits (T10 s6.1), then bisects between the last
+    fitting and the first failing size; assumes a larger batch never needs less memory.
+    Raises ``ModelFitError`` when batch 1 does not fit.
+    """
+    cache = _cache_for(cache, device, cost)
+
+    def fits(batch: int) -> bool:
+        try:
+            check_fits(build(batch), cache.device, cache.cost, cache=cache)
+        except ModelFitError:
+            return False
+        return True
+
+    if not fits(1):
+        check_fits(build(1), cache.device, cache.cost, cache=cache)   # raises with the numbers
+    good, bad = 1, None
+    while bad is None:
+        nxt = min(good * 2, limit)
+        if nxt == good:
+            return good
+        if fits(nxt):
+            good = nxt
+        else:
+            bad = nxt
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        if fits(middle):
+            good = middle
+        else:
+            bad = middle
+    return good

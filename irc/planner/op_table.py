@@ -1,0 +1,188 @@
+"""Per-operator idle/active tables for model-wide planning (T10 s4.3.1-4.3.2).
+
+For one operator (and which of its inputs are weights) an ``OpTable`` holds:
+- the active plans: the (memory per core, time) Pareto frontier from ``irc.planner.search``;
+- the idle plans: every refinement of an active plan's weight partitions (``irc.planner.idle``);
+- ``table[r, j]``: the cycles of running active plan j after setting it up from the best
+  idle plan of idle size ``cold[r]`` (inf when none is compatible), i.e. IPU_COST_FACTS s5's
+  (cold, hot) table. Rows are distinct idle sizes, ascending, with rows dominated by a
+  smaller one (no faster for any active plan) dropped.
+
+``FrontierCache`` builds tables once per operator signature (the op with tensors renamed by
+position, plus the weight positions), so identical layers are searched once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from irc.cost import CostModel, get_cost_model
+from irc.devices import Device, load_device
+from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
+from irc.planner.evaluate import check_plan
+from irc.planner.idle import IdlePlan, idle_plans, setup_cycles
+from irc.planner.plan import Plan
+from irc.planner.search import search
+from irc.planner.spec import OpSpec, TensorSpec
+
+
+def canonical_spec(spec: OpSpec) -> OpSpec:
+    """``spec`` with its tensors renamed t0 (output), t1, ... : equal for identical layers."""
+    return replace(spec, tensors=tuple(TensorSpec(f"t{i}", t.dims) for i, t in enumerate(spec.tensors)))
+
+
+def signature(spec: OpSpec, weights) -> tuple:
+    """What makes two operators plan alike: canonical spec and the weight positions."""
+    positions = tuple(sorted(spec.tensor_index(w) for w in weights))
+    return (canonical_spec(spec), positions)
+
+
+@dataclass
+class OpTable:
+    """Idle sizes x active plans of one operator signature (module docstring)."""
+
+    spec: OpSpec                      # canonical spec (tensors t0, t1, ...)
+    weights: tuple[str, ...]          # canonical weight names
+    active: tuple[Plan, ...]          # Pareto frontier, memory ascending
+    hot: np.ndarray                   # [J] bytes per core of each active plan
+    active_cycles: np.ndarray         # [J]
+    cold: np.ndarray                  # [R] idle bytes per core of each row, ascending
+    table: np.ndarray                 # [R, J] active + setup cycles, inf if incompatible
+    setup: np.ndarray                 # [R, J] setup cycles of the chosen idle plan
+    idle_index: np.ndarray            # [R, J] index into ``idle`` of the chosen idle plan
+    idle: tuple[IdlePlan, ...]
+    search_seconds: float = 0.0
+    _memo: dict = field(default_factory=dict, repr=False)
+
+    def best_at(self, budget: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: least cycles of an active plan with hot bytes <= ``budget`` (inf if
+        none), and that plan's index (-1 if none)."""
+        key = int(budget)
+        hit = self._memo.get(key)
+        if hit is None:
+            usable = self.hot <= budget
+            if not usable.any():
+                times = np.full(len(self.cold), np.inf)
+                choice = np.full(len(self.cold), -1)
+            else:
+                masked = np.where(usable[None, :], self.table, np.inf)
+                choice = masked.argmin(axis=1)
+                times = masked[np.arange(len(self.cold)), choice]
+                choice = np.where(np.isfinite(times), choice, -1)
+            hit = (times, choice)
+            self._memo[key] = hit
+        return hit
+
+    def least_hot(self) -> np.ndarray:
+        """Per row: the fewest active bytes any compatible active plan needs."""
+        return np.where(np.isfinite(self.table), self.hot[None, :], np.inf).min(axis=1)
+
+
+def build_op_table(
+    spec: OpSpec,
+    weights,
+    device: Device,
+    cost: CostModel,
+    *,
+    min_utilization: float = DEFAULT_MIN_UTILIZATION,
+    max_padding: float = DEFAULT_MAX_PADDING,
+) -> OpTable:
+    """Search ``spec``'s frontier and tabulate its idle plans (raises ``PlanError`` when no
+    plan fits)."""
+    started = time.perf_counter()
+    canon = canonical_spec(spec)
+    names = [t.name for t in spec.tensors]
+    cweights = tuple(f"t{names.index(w)}" for w in weights)
+    result = search(canon, device, cost, min_utilization=min_utilization, max_padding=max_padding)
+    active = result.pareto
+    idle: dict[tuple, IdlePlan] = {}
+    for plan in active:
+        for candidate in idle_plans(canon, cweights, plan):
+            idle.setdefault(candidate.key(), candidate)
+    idle_list = list(idle.values())
+    hot = np.array([p.memory_per_core for p in active], dtype=np.float64)
+    cycles = np.array([p.cycles for p in active], dtype=np.float64)
+    raw = np.full((len(idle_list), len(active)), np.inf)
+    raw_setup = np.full_like(raw, np.inf)
+    for c, candidate in enumerate(idle_list):
+        for j, plan in enumerate(active):
+            setup = setup_cycles(candidate, plan, device, cost)
+            if setup is not None:
+                raw[c, j] = cycles[j] + setup
+                raw_setup[c, j] = setup
+    colds = np.array([c.cold_bytes for c in idle_list], dtype=np.float64)
+    rows, row_setup, row_index, row_cold = [], [], [], []
+    for value in np.unique(colds):
+        members = np.flatnonzero(colds == value)
+        best = members[raw[members].argmin(axis=0)]                   # [J]
+        times = raw[best, np.arange(len(active))]
+        if not np.isfinite(times).any():
+            continue
+        if any(np.all(times >= kept) for kept in rows):
+            continue                                                   # a smaller idle size is never slower
+        rows.append(times)
+        row_setup.append(raw_setup[best, np.arange(len(active))])
+        row_index.append(best)
+        row_cold.append(value)
+    return OpTable(
+        spec=canon,
+        weights=cweights,
+        active=active,
+        hot=hot,
+        active_cycles=cycles,
+        cold=np.array(row_cold),
+        table=np.array(rows),
+        setup=np.array(row_setup),
+        idle_index=np.array(row_index, dtype=np.int64),
+        idle=tuple(idle_list),
+        search_seconds=time.perf_counter() - started,
+    )
+
+
+class FrontierCache:
+    """Op tables by signature for one device, cost model and search constraints.
+
+    ``searches`` counts the plan searches actually run (one per distinct signature)."""
+
+    def __init__(
+        self,
+        device: Device | str,
+        cost: CostModel | str = "t10",
+        *,
+        min_utilization: float = DEFAULT_MIN_UTILIZATION,
+        max_padding: float = DEFAULT_MAX_PADDING,
+    ) -> None:
+        self.device = load_device(device)
+        self.cost = get_cost_model(cost)
+        self.min_utilization = min_utilization
+        self.max_padding = max_padding
+        self.tables: dict[tuple, OpTable] = {}
+        self.searches = 0
+        self._rescored: dict[tuple, Plan] = {}
+
+    def table(self, spec: OpSpec, weights) -> OpTable:
+        key = signature(spec, weights)
+        table = self.tables.get(key)
+        if table is None:
+            table = build_op_table(
+                spec, weights, self.device, self.cost,
+                min_utilization=self.min_utilization, max_padding=self.max_padding,
+            )
+            self.searches += 1
+            self.tables[key] = table
+        return table
+
+    def named_plan(self, spec: OpSpec, plan: Plan) -> Plan:
+        """A canonical plan restated with ``spec``'s own tensor names, scored."""
+        key = (spec, plan.op_factors, tuple(sorted(plan.temporal_factors.items())))
+        hit = self._rescored.get(key)
+        if hit is None:
+            names = {f"t{i}": t.name for i, t in enumerate(spec.tensors)}
+            unscored = Plan(plan.axes, plan.op_factors, {names[k]: v for k, v in plan.temporal_factors.items()})
+            score = check_plan(spec, unscored, self.device, self.cost)
+            hit = Plan(unscored.axes, unscored.op_factors, unscored.temporal_factors, score)
+            self._rescored[key] = hit
+        return hit

@@ -1,0 +1,131 @@
+"""Relayout of an activation between the op that produces it and the op that consumes it.
+
+A compute-shift plan leaves its output partitioned as its plan says; the next operator's
+plan may want that tensor partitioned differently (T10 s5: "Once an operator finishes,
+the program may rearrange the data on cores if necessary, before launching the next
+one"). The relayout is priced as the bytes the worst core must receive over the exchange,
+through the cost model's shift time, plus one shift event's barriers.
+
+Layout of a tensor under a plan, per tensor dimension indexed by a single axis a: the
+dimension is cut into ``blocks = F_op[a] * f_t[v][a]`` blocks of ``span_a / f_t[v][a]``
+elements (span = padded per-core extent); every block tuple is held by ``replicas`` cores.
+
+Bytes a consumer core must receive, with the best matching of consumer to producer cores:
+- if, on every dim, the block sizes divide one another (nested blocks), the cores split
+  into groups in which every consumer block overlaps every producer block by
+  ``prod_d min(block_p, block_c)`` elements; when each group has at least as many producer
+  cores as consumer cores, every consumer core finds that overlap locally and receives the
+  rest of its partition; otherwise some core finds nothing and receives all of it;
+- otherwise (misaligned blocks, a compound conv/pool dim, or the consumer seeing the tensor
+  through a reshape), the worst core receives its whole partition (an upper bound).
+
+The ``t10`` cost model already charges every op a shift of its resident output (the
+output shuffle, IPU_COST_FACTS s5); this relayout is the extra exchange a layout mismatch
+costs on top, which the artifact does not model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from irc.cost import CostModel, get_cost_model
+from irc.devices import Device, load_device
+from irc.planner.plan import Plan
+from irc.planner.spec import OpSpec
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    """A tensor as one plan places it: per dim (block count, block size), or None for a
+    dim no single axis indexes; ``replicas`` cores hold each block tuple; ``elements`` per core."""
+
+    dims: tuple[tuple[int, int] | None, ...]
+    replicas: int
+    elements: int
+    dtype_bytes: int
+
+    @property
+    def bytes_per_core(self) -> int:
+        return self.elements * self.dtype_bytes
+
+
+def tensor_layout(spec: OpSpec, plan: Plan, tensor: str) -> TensorLayout:
+    """The layout of ``tensor`` (an operand of ``spec``) under the scored ``plan``."""
+    score = plan._scored()
+    axes = spec.axis_names
+    factors = plan.temporal_factors[tensor]
+    dims = []
+    for dim in spec.tensor(tensor).dims:
+        if len(dim) != 1:
+            dims.append(None)
+            continue
+        d = axes.index(dim[0])
+        span = score.steps_per_axis[d] * score.step_tiles[d]
+        dims.append((plan.op_factors[d] * factors[d], span // factors[d]))
+    elements = score.memory.partitions[tensor] // spec.dtype_bytes
+    return TensorLayout(tuple(dims), score.replicas[tensor], elements, spec.dtype_bytes)
+
+
+def relayout_elements(producer: TensorLayout, consumer: TensorLayout) -> int:
+    """Elements the worst consumer core must receive (module docstring)."""
+    if len(producer.dims) != len(consumer.dims) or None in producer.dims or None in consumer.dims:
+        return consumer.elements
+    overlap = 1
+    producer_cores = producer.replicas
+    consumer_cores = consumer.replicas
+    for (_, size_p), (_, size_c) in zip(producer.dims, consumer.dims):
+        if size_p % size_c == 0:        # consumer blocks nest inside producer blocks
+            consumer_cores *= size_p // size_c
+            overlap *= size_c
+        elif size_c % size_p == 0:      # producer blocks nest inside consumer blocks
+            producer_cores *= size_c // size_p
+            overlap *= size_p
+        else:
+            return consumer.elements
+    if consumer_cores > producer_cores:
+        return consumer.elements
+    return max(0, consumer.elements - overlap)
+
+
+def relayout_cost(
+    producer_spec: OpSpec,
+    producer_plan: Plan,
+    consumer_spec: OpSpec,
+    consumer_plan: Plan,
+    tensor: str,
+    device: Device | str,
+    cost: CostModel | str = "t10",
+    *,
+    producer_tensor: str | None = None,
+) -> tuple[int, float]:
+    """(bytes per core received, cycles) to move the producer's output into the layout the
+    consumer's plan wants for its input ``tensor``.
+
+    ``producer_tensor`` names the tensor in the producer (default: its output). When the two
+    ops see the tensor with different dimension extents (a reshape), the consumer's whole
+    partition is received.
+    """
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    producer_tensor = producer_tensor or producer_spec.output.name
+    produced = tensor_layout(producer_spec, producer_plan, producer_tensor)
+    consumed = tensor_layout(consumer_spec, consumer_plan, tensor)
+    if dim_extents(producer_spec, producer_tensor) != dim_extents(consumer_spec, tensor):
+        elements = consumed.elements
+    else:
+        elements = relayout_elements(produced, consumed)
+    nbytes = elements * consumer_spec.dtype_bytes
+    if nbytes == 0:
+        return 0, 0.0
+    return nbytes, float(cost.shift_cycles(device, nbytes)) + float(cost.sync_cycles(device))
+
+
+def dim_extents(spec: OpSpec, tensor: str) -> tuple[int, ...]:
+    """Extent of each dimension of ``tensor`` (compound dims: sum of terms minus overlap)."""
+    extent = dict(spec.axes)
+    return tuple(sum(extent[a] for a in dim) - (len(dim) - 1) for dim in spec.tensor(tensor).dims)
+
+
+def tensor_elements(spec: OpSpec, tensor: str) -> int:
+    return math.prod(dim_extents(spec, tensor))
