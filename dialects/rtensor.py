@@ -1,0 +1,666 @@
+"""The `rtensor` dialect: operators with compute-shift plans (T10 §3.2, §4.1-4.2).
+
+T10's rTensor abstraction attaches a partition plan to every tensor of an operator.
+The op carries the operator partition factors ``F_op`` (one per axis of its tensor
+expression); each tensor's *type* carries its layout on the chip: the spatial factors
+``fs`` (how many core groups split each dimension), the temporal factors ``ft`` (how
+many rotating sub-partitions each core group's share is cut into), the replica count
+(how many rings hold a copy) and the padded shape. A dimension indexed by a compound
+index such as ``h+r`` is partitioned per basic axis (T10 §5, "compound axis"), so its
+factors are written per term: ``fs=[1,1,2+1,2+1]``.
+
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [1, 4, 368]
+           on "ipu-mk2" cost "t10"
+           : (!rtensor.tensor<32x5120xf16, fs=[1,4], ft=[1,4], replicas=368>,
+              !rtensor.tensor<5120x15360xf16, fs=[4,368], ft=[1,1]>)
+           -> !rtensor.tensor<32x15360xf16, fs=[1,368], ft=[1,1], replicas=4>
+
+The verifier of `rtensor.op` maps the op back to an `irc.planner.OpSpec` and `Plan`
+and checks it with `irc.planner.check_plan`, so IR and planner agree on every T10
+constraint. `rtensor.relayout` changes a tensor's layout (or moves it between the host
+and the chip) and has a cost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, TensorType
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import NoMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr, parse_expression
+
+_parse_cached = lru_cache(maxsize=4096)(parse_expression)
+
+DEFAULT_DEVICE = "ipu-mk2"
+DEFAULT_COST = "t10"
+
+
+def element_bytes(element_type: Attribute) -> int:
+    """Bytes per element of a builtin element type (booleans take one byte)."""
+    width = getattr(element_type, "bitwidth", None)
+    if width is None:
+        width = getattr(element_type, "width", None)
+        width = getattr(width, "data", width)
+    if not isinstance(width, int) or width < 1:
+        raise VerifyException(f"element type {element_type} has no known size in bytes")
+    return max(1, (width + 7) // 8)
+
+
+def _ints(values: Sequence[int]) -> ArrayAttr[IntAttr]:
+    return ArrayAttr([IntAttr(int(v)) for v in values])
+
+
+def _nested(values: Sequence[Sequence[int]]) -> ArrayAttr[ArrayAttr[IntAttr]]:
+    return ArrayAttr([_ints(v) for v in values])
+
+
+# ---------------------------------------------------------------------------
+# The distributed tensor type
+# ---------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class RTensorType(ParametrizedAttribute, TypeAttribute):
+    """A tensor laid out over the cores of a chip (T10's rTensor, §4.1).
+
+    ``shape`` and ``element_type`` are the global tensor's. Per dimension and per term
+    of the index that dimension is read with, ``spatial`` gives the spatial factor
+    f_s (the dimension is cut into that many core groups) and ``temporal`` the
+    temporal factor f_t (each core's share is cut into that many sub-partitions that
+    rotate around a ring, T10 §4.2). ``replicas`` counts the rings holding a full
+    copy (cores sharing a partition / prod f_t); ``padded`` is the shape after
+    padding every axis up to a multiple of its factors.
+    """
+
+    name = "rtensor.tensor"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    spatial: ArrayAttr[ArrayAttr[IntAttr]]
+    temporal: ArrayAttr[ArrayAttr[IntAttr]]
+    replicas: IntAttr
+    padded: ArrayAttr[IntAttr]
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        element_type: Attribute,
+        spatial: Sequence[Sequence[int]] | None = None,
+        temporal: Sequence[Sequence[int]] | None = None,
+        replicas: int = 1,
+        padded: Sequence[int] | None = None,
+    ):
+        ones = [[1] for _ in shape]
+        super().__init__(
+            _ints(shape),
+            element_type,
+            _nested(ones if spatial is None else spatial),
+            _nested(ones if temporal is None else temporal),
+            IntAttr(int(replicas)),
+            _ints(shape if padded is None else padded),
+        )
+
+    # -- accessors ---------------------------------------------------------
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    def get_element_type(self) -> Attribute:
+        return self.element_type
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape.data)
+
+    @property
+    def spatial_factors(self) -> tuple[tuple[int, ...], ...]:
+        """f_s per dimension, per term of the dimension's index."""
+        return tuple(tuple(f.data for f in dim.data) for dim in self.spatial.data)
+
+    @property
+    def temporal_factors(self) -> tuple[tuple[int, ...], ...]:
+        """f_t per dimension, per term of the dimension's index."""
+        return tuple(tuple(f.data for f in dim.data) for dim in self.temporal.data)
+
+    @property
+    def replica_count(self) -> int:
+        return self.replicas.data
+
+    @property
+    def padded_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.padded.data)
+
+    @property
+    def element_bytes(self) -> int:
+        return element_bytes(self.element_type)
+
+    def dim_spatial(self, dim: int) -> int:
+        """Core groups along one dimension (product over its index terms)."""
+        return math.prod(self.spatial_factors[dim])
+
+    def dim_temporal(self, dim: int) -> int:
+        """Rotating sub-partitions along one dimension (product over its index terms)."""
+        return math.prod(self.temporal_factors[dim])
+
+    @property
+    def cores(self) -> int:
+        """Cores holding a piece of this tensor: spatial groups times replicas."""
+        return math.prod(self.dim_spatial(d) for d in range(self.rank)) * self.replica_count
+
+    def partition_shape(self) -> tuple[int, ...]:
+        """Elements per dimension of the sub-partition resident on one core.
+
+        The padded dimension is cut by its spatial and temporal factors; a compound
+        dimension's halo (T10 §5) is not counted here (the op's `scored_plan()` has
+        the exact figure).
+        """
+        return tuple(
+            -(-size // (self.dim_spatial(d) * self.dim_temporal(d)))
+            for d, size in enumerate(self.padded_shape)
+        )
+
+    def partition_bytes(self) -> int:
+        """Bytes of the sub-partition resident on one core."""
+        return math.prod(self.partition_shape()) * self.element_bytes
+
+    def with_global(self) -> TensorType:
+        """The builtin tensor type of the same global tensor."""
+        return TensorType(self.element_type, self.get_shape())
+
+    # -- syntax ------------------------------------------------------------
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        start = parser.pos
+        shape, element_type = parser.parse_ranked_shape()
+        rank = len(shape)
+        fields: dict[str, object] = {}
+        while parser.parse_optional_punctuation(",") is not None:
+            pos = parser.pos
+            key = parser.parse_identifier("rtensor.tensor field (fs, ft, replicas, padded)")
+            if key in fields:
+                parser.raise_error(f"field '{key}' given twice", pos, parser.pos)
+            parser.parse_punctuation("=")
+            if key in ("fs", "ft"):
+                fields[key] = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: _parse_terms(parser)
+                )
+            elif key == "replicas":
+                fields[key] = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            elif key == "padded":
+                fields[key] = parser.parse_dimension_list()
+            else:
+                parser.raise_error(
+                    f"unknown rtensor.tensor field '{key}' (expected fs, ft, replicas or padded)",
+                    pos,
+                    parser.pos,
+                )
+        end = parser.pos
+        parser.parse_punctuation(">")
+        ones = [[1]] * rank
+        parameters = (
+            _ints(shape),
+            element_type,
+            _nested(fields.get("fs", ones)),  # type: ignore[arg-type]
+            _nested(fields.get("ft", ones)),  # type: ignore[arg-type]
+            IntAttr(fields.get("replicas", 1)),  # type: ignore[arg-type]
+            _ints(fields.get("padded", shape)),  # type: ignore[arg-type]
+        )
+        try:
+            cls.new(parameters)
+        except VerifyException as error:
+            parser.raise_error(f"invalid !rtensor.tensor: {error}", start, end)
+        return parameters
+
+    def print_parameters(self, printer: Printer) -> None:
+        shape = self.get_shape()
+        dims = "".join(f"{d}x" for d in shape)
+        printer.print_string(f"<{dims}")
+        printer.print_attribute(self.element_type)
+        printer.print_string(f", fs={_terms_text(self.spatial_factors)}")
+        printer.print_string(f", ft={_terms_text(self.temporal_factors)}")
+        if self.replica_count != 1:
+            printer.print_string(f", replicas={self.replica_count}")
+        if self.padded_shape != shape:
+            printer.print_string(f", padded={'x'.join(str(d) for d in self.padded_shape)}")
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        shape = self.get_shape()
+        rank = len(shape)
+        if any(d < 0 for d in shape):
+            raise VerifyException(f"rtensor.tensor needs a static shape, got {list(shape)}")
+        for key, factors in (("fs", self.spatial_factors), ("ft", self.temporal_factors)):
+            if len(factors) != rank:
+                raise VerifyException(
+                    f"{key} has {len(factors)} entries but the tensor has rank {rank}"
+                )
+            for dim, terms in enumerate(factors):
+                if not terms or any(f < 1 for f in terms):
+                    raise VerifyException(
+                        f"{key} of dimension {dim} must be positive integers, got {list(terms)}"
+                    )
+        for dim, (fs, ft) in enumerate(zip(self.spatial_factors, self.temporal_factors)):
+            if len(fs) != len(ft):
+                raise VerifyException(
+                    f"dimension {dim} has {len(fs)} index term(s) in fs but {len(ft)} in ft"
+                )
+        if self.replica_count < 1:
+            raise VerifyException(f"replicas must be positive, got {self.replica_count}")
+        padded = self.padded_shape
+        if len(padded) != rank:
+            raise VerifyException(f"padded shape {list(padded)} has rank {len(padded)}, not {rank}")
+        for dim, (size, pad) in enumerate(zip(shape, padded)):
+            if pad < size:
+                raise VerifyException(
+                    f"padded size {pad} of dimension {dim} is smaller than its size {size}"
+                )
+
+
+def _parse_terms(parser: AttrParser) -> list[int]:
+    """``4`` or ``2+1``: a dimension's factors, one per term of its index."""
+    terms = [parser.parse_integer(allow_boolean=False, allow_negative=False)]
+    while parser.parse_optional_punctuation("+") is not None:
+        terms.append(parser.parse_integer(allow_boolean=False, allow_negative=False))
+    return terms
+
+
+def _terms_text(factors: tuple[tuple[int, ...], ...]) -> str:
+    return "[" + ",".join("+".join(str(f) for f in dim) for dim in factors) + "]"
+
+
+def _tensor_like(type_: Attribute, what: str) -> tuple[tuple[int, ...], Attribute]:
+    if isinstance(type_, RTensorType):
+        return type_.get_shape(), type_.element_type
+    if isinstance(type_, TensorType):
+        return tuple(type_.get_shape()), type_.get_element_type()
+    raise VerifyException(f"{what} must be a tensor or !rtensor.tensor, got {type_}")
+
+
+# ---------------------------------------------------------------------------
+# Layout <-> plan mapping shared by the op and the partition pass
+# ---------------------------------------------------------------------------
+
+
+def _index_terms(bound: BoundExpr, tensor: str) -> tuple[AffineIndex, ...]:
+    expr = bound.expr
+    if tensor == expr.output.tensor:
+        return expr.output.indices
+    accesses = expr.accesses_of(tensor)
+    return accesses[0].indices
+
+
+def layout_types(bound: BoundExpr, plan, element_type: Attribute) -> dict[str, RTensorType]:
+    """The `RTensorType` of every tensor of `bound` under a scored `irc.planner.Plan`."""
+    score = plan.score
+    if score is None:
+        raise ValueError("layout_types needs a scored plan (irc.planner.check_plan)")
+    axes = list(plan.axes)
+    padded_extent = dict(zip(axes, score.padded_extents))
+    types = {}
+    for tensor, shape in bound.shapes.items():
+        indices = _index_terms(bound, tensor)
+        spatial, temporal, padded = [], [], []
+        for size, index in zip(shape, indices):
+            spatial.append([plan.op_factors[axes.index(a)] for a in index.axes])
+            temporal.append([plan.temporal_factors[tensor][axes.index(a)] for a in index.axes])
+            _, high = index.value_range(padded_extent)
+            padded.append(max(size, high + 1))
+        types[tensor] = RTensorType(
+            shape, element_type, spatial, temporal, score.replicas[tensor], padded
+        )
+    return types
+
+
+# ---------------------------------------------------------------------------
+# Ops
+# ---------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _device(name: str):
+    from irc.devices import load_device
+
+    return load_device(name)
+
+
+@lru_cache(maxsize=16)
+def _cost(name: str):
+    from irc.cost import get_cost_model
+
+    return get_cost_model(name)
+
+
+@irdl_op_definition
+class RTensorOp(IRDLOperation):
+    """One operator of a tensor expression, executed compute-shift under a plan.
+
+    ``expression`` is the te expression (as on `te.op`); ``F_op`` gives the operator
+    partition factor of each axis of the expression, in the order
+    `TensorExpr.axes` lists them (output axes first, then reduction axes); each
+    operand's and the result's `!rtensor.tensor` type gives that tensor's spatial and
+    temporal factors, replicas and padding. ``device`` and ``cost`` name the chip and
+    the cost model the plan was made for; the verifier checks the plan against every
+    T10 constraint on that chip.
+    """
+
+    name = "rtensor.op"
+
+    expression = prop_def(StringAttr)
+    op_factors = prop_def(ArrayAttr[IntAttr], prop_name="F_op")
+    device = prop_def(StringAttr)
+    cost = prop_def(StringAttr)
+    inputs = var_operand_def(RTensorType)
+    output = result_def(RTensorType)
+
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self,
+        expression: str,
+        inputs: Sequence[SSAValue],
+        result_type: RTensorType,
+        op_factors: Sequence[int],
+        device: str = DEFAULT_DEVICE,
+        cost: str = DEFAULT_COST,
+        attributes: dict[str, Attribute] | None = None,
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_type],
+            properties={
+                "expression": StringAttr(expression),
+                "F_op": _ints(op_factors),
+                "device": StringAttr(device),
+                "cost": StringAttr(cost),
+            },
+            attributes=attributes,
+        )
+
+    # -- the contract used by the lowering to shift -----------------------
+    @property
+    def factors(self) -> tuple[int, ...]:
+        """F_op, one per axis of `bound().extents`."""
+        return tuple(f.data for f in self.op_factors.data)
+
+    @property
+    def device_name(self) -> str:
+        return self.device.data
+
+    @property
+    def cost_name(self) -> str:
+        return self.cost.data
+
+    def parsed(self) -> TensorExpr:
+        return _parse_cached(self.expression.data)
+
+    def tensor_types(self) -> dict[str, RTensorType]:
+        """The layout of each tensor of the expression, by tensor name."""
+        expr = self.parsed()
+        types = {expr.output.tensor: self.output.type}
+        for name, value in zip(expr.inputs, self.inputs):
+            types[name] = value.type
+        return types  # type: ignore[return-value]
+
+    def bound(self) -> BoundExpr:
+        """The expression with axis extents from the global shapes of the types."""
+        return self.parsed().bind(
+            [tuple(v.type.get_shape()) for v in self.inputs],  # type: ignore[union-attr]
+            tuple(self.output.type.get_shape()),  # type: ignore[union-attr]
+        )
+
+    def op_spec(self):
+        """The `irc.planner.OpSpec` of this operator (raises `SpecError`)."""
+        from irc.planner.from_te import op_spec_from_expr
+
+        return op_spec_from_expr(self.bound(), self.output.type.element_bytes)  # type: ignore[union-attr]
+
+    def plan(self):
+        """The unscored `irc.planner.Plan`: F_op and, per tensor, f_t per op axis.
+
+        Raises `VerifyException` when the types' factors cannot be read as one plan.
+        """
+        from irc.planner import Plan
+
+        bound = self.bound()
+        axes = tuple(axis for axis, _ in bound.extents)
+        factors = self.factors
+        if len(factors) != len(axes):
+            raise VerifyException(
+                f"F_op has {len(factors)} entries but the expression has {len(axes)} axes "
+                f"({', '.join(axes)})"
+            )
+        temporal = {}
+        for tensor, type_ in self.tensor_types().items():
+            indices = _index_terms(bound, tensor)
+            per_axis = dict.fromkeys(axes, None)
+            for dim, index in enumerate(indices):
+                terms = index.axes
+                fs, ft = type_.spatial_factors[dim], type_.temporal_factors[dim]
+                if len(fs) != len(terms):
+                    raise VerifyException(
+                        f"{tensor} dimension {dim} is indexed by '{index}' ({len(terms)} term(s)) "
+                        f"but its type gives {len(fs)} factor(s): {type_}"
+                    )
+                for axis, s, t in zip(terms, fs, ft):
+                    expected = factors[axes.index(axis)]
+                    if s != expected:
+                        raise VerifyException(
+                            f"fs of {tensor} on axis {axis} (dimension {dim}) is {s}, "
+                            f"but F_op on {axis} is {expected}"
+                        )
+                    if per_axis[axis] is not None and per_axis[axis] != t:
+                        raise VerifyException(
+                            f"ft of {tensor} on axis {axis} is both {per_axis[axis]} and {t}"
+                        )
+                    per_axis[axis] = t
+            temporal[tensor] = tuple(1 if v is None else v for v in per_axis.values())
+        return Plan(axes, factors, temporal)
+
+    def scored_plan(self):
+        """The plan checked and scored by `irc.planner.check_plan` on its device/cost.
+
+        Raises `VerifyException` naming the broken constraint.
+        """
+        from irc.cost import CostModelError
+        from irc.devices import DeviceError
+        from irc.planner import Plan, PlanError, SpecError, check_plan
+
+        try:
+            device = _device(self.device_name)
+            cost = _cost(self.cost_name)
+        except (DeviceError, CostModelError) as error:
+            raise VerifyException(str(error)) from None
+        plan = self.plan()
+        try:
+            spec = self.op_spec()
+        except SpecError as error:
+            raise VerifyException(f"the planner cannot describe this operator: {error}") from None
+        try:
+            score = check_plan(spec, plan, device, cost)
+        except PlanError as error:
+            raise VerifyException(f"plan breaks a T10 constraint: {error}") from None
+        return Plan(plan.axes, plan.op_factors, plan.temporal_factors, score)
+
+    def verify_(self) -> None:
+        try:
+            expr = self.parsed()
+            bound = self.bound()
+        except ExprError as error:
+            raise VerifyException(f"'{self.expression.data}': {error.message}") from None
+        types = self.tensor_types()
+        element = self.output.type.element_type  # type: ignore[union-attr]
+        for name, type_ in types.items():
+            if type_.element_type != element:
+                raise VerifyException(
+                    f"element type mismatch: {name} is {type_.element_type} but the result "
+                    f"({expr.output.tensor}) is {element}"
+                )
+        plan = self.scored_plan()
+        expected = layout_types(bound, plan, element)
+        for name, type_ in types.items():
+            want = expected[name]
+            if type_.replica_count != want.replica_count:
+                raise VerifyException(
+                    f"{name} has replicas={type_.replica_count}, but the plan gives "
+                    f"{want.replica_count} (cores sharing {name}'s partition / prod(f_t))"
+                )
+            if type_.padded_shape != want.padded_shape:
+                raise VerifyException(
+                    f"{name} has padded shape {'x'.join(map(str, type_.padded_shape))}, but the "
+                    f"plan pads it to {'x'.join(map(str, want.padded_shape))}"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> RTensorOp:
+        text = parser.parse_str_literal("tensor expression")
+        operands: list[UnresolvedOperand] = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        parser.parse_keyword("F_op")
+        parser.parse_punctuation("=")
+        factors = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE,
+            lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
+        )
+        parser.parse_keyword("on")
+        device = parser.parse_str_literal("device name")
+        parser.parse_keyword("cost")
+        cost = parser.parse_str_literal("cost model name")
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_pos = parser.pos
+        function_type = parser.parse_function_type()
+        if len(function_type.inputs) != len(operands):
+            parser.raise_error(
+                f"expected {len(operands)} operand type(s), got {len(function_type.inputs)}",
+                type_pos,
+                parser.pos,
+            )
+        if len(function_type.outputs) != 1:
+            parser.raise_error("rtensor.op has exactly one result type", type_pos, parser.pos)
+        inputs = parser.resolve_operands(operands, function_type.inputs.data, type_pos)
+        op = cls.create(
+            operands=inputs,
+            result_types=[function_type.outputs.data[0]],
+            properties={
+                "expression": StringAttr(text),
+                "F_op": _ints(factors),
+                "device": StringAttr(device),
+                "cost": StringAttr(cost),
+            },
+            attributes=attributes,
+        )
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_attribute(self.expression)
+        printer.print_string(" (")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(f") F_op = [{', '.join(str(f) for f in self.factors)}] on ")
+        printer.print_attribute(self.device)
+        printer.print_string(" cost ")
+        printer.print_attribute(self.cost)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list((v.type for v in self.inputs), printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.output.type)
+
+
+@irdl_op_definition
+class RelayoutOp(IRDLOperation):
+    """Changes where a tensor lives: the same global tensor in another layout.
+
+    Between two `!rtensor.tensor` types it is an on-chip exchange that moves every
+    core's data into the layout the consumer's plan wants (T10 §4.3.2: the cost of
+    changing layouts between operators). From a builtin ``tensor`` to an
+    `!rtensor.tensor` it distributes a host (off-chip) tensor onto the chip, and back
+    it gathers the tensor off the chip; the partition pass uses these at function
+    boundaries. The global shape and element type never change.
+    """
+
+    name = "rtensor.relayout"
+
+    source = operand_def(Attribute)
+    result = result_def(Attribute)
+
+    traits = traits_def(NoMemoryEffect())
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, result_type: Attribute):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        source, result = self.source.type, self.result.type
+        source_shape, source_element = _tensor_like(source, "the source")
+        result_shape, result_element = _tensor_like(result, "the result")
+        if not isinstance(source, RTensorType) and not isinstance(result, RTensorType):
+            raise VerifyException(
+                "relayout between two builtin tensors moves nothing; one side must be an "
+                "!rtensor.tensor"
+            )
+        if source_shape != result_shape:
+            raise VerifyException(
+                f"relayout keeps the global shape, but the source is "
+                f"{'x'.join(map(str, source_shape))} and the result "
+                f"{'x'.join(map(str, result_shape))}"
+            )
+        if source_element != result_element:
+            raise VerifyException(
+                f"relayout keeps the element type, but the source has {source_element} "
+                f"and the result {result_element}"
+            )
+
+    # -- cost -------------------------------------------------------------
+    @property
+    def is_host_transfer(self) -> bool:
+        """True when one side is a builtin (host / off-chip) tensor."""
+        return not (
+            isinstance(self.source.type, RTensorType) and isinstance(self.result.type, RTensorType)
+        )
+
+    def bytes_per_core(self) -> int:
+        """Bytes each core receives (or sends off the chip).
+
+        Onto the chip or between layouts: the destination's resident per-core
+        partition (T10 §4.1: one temporal sub-partition per core); zero when both
+        layouts are the same. Off the chip: the source's per-core partition.
+        """
+        source, result = self.source.type, self.result.type
+        if source == result:
+            return 0
+        side = result if isinstance(result, RTensorType) else source
+        assert isinstance(side, RTensorType)
+        return side.partition_bytes()
+
+    def cycles(self, device=DEFAULT_DEVICE, cost=DEFAULT_COST) -> float:
+        """Cycles of the exchange under a cost model: shifting `bytes_per_core()` from
+        every core plus one barrier (all cores move their data at once)."""
+        device = _device(device) if isinstance(device, str) else device
+        model = _cost(cost) if isinstance(cost, str) else cost
+        moved = self.bytes_per_core()
+        if moved == 0:
+            return 0.0
+        return float(model.shift_cycles(device, moved)) + float(model.sync_cycles(device))
+
+
+RTENSOR = Dialect("rtensor", [RTensorOp, RelayoutOp], [RTensorType])
