@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import AnyFloat, IntegerType, StringAttr, TensorType, i1
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -27,7 +27,13 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
+from dialects.te_expr import (
+    BoundExpr,
+    ExprError,
+    TensorExpr,
+    check_element_types,
+    parse_expression,
+)
 
 
 # Parsed forms are immutable and expressions repeat across a model: parse each once.
@@ -50,7 +56,9 @@ class TensorOp(IRDLOperation):
     reads them, and the single result is the output tensor; axis extents come from
     those types. Example: ``%c = te.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) :
     (tensor<32x64xf16>, tensor<64x16xf16>) -> tensor<32x16xf16>`` is a matmul whose
-    reduction axis `k` has extent 64.
+    reduction axis `k` has extent 64. Element types agree except where the
+    expression converts (comparisons yield i1, ``cast``, ``select``'s condition,
+    indirect indices read integers; see `check_element_types`).
     """
 
     name = "te.op"
@@ -95,14 +103,17 @@ class TensorOp(IRDLOperation):
             self.bound()
         except ExprError as error:
             raise VerifyException(f"'{self.expression.data}': {error.message}") from None
-        element_types = {self.output.type.get_element_type()}  # type: ignore[union-attr]
-        for name, value in zip(expr.inputs, self.inputs):
-            element_type = value.type.get_element_type()  # type: ignore[union-attr]
-            if element_type not in element_types:
-                raise VerifyException(
-                    f"element type mismatch: {name} is {element_type} but the result "
-                    f"is {self.output.type.get_element_type()}"  # type: ignore[union-attr]
-                )
+        try:
+            check_element_types(
+                expr,
+                {n: v.type.get_element_type() for n, v in zip(expr.inputs, self.inputs)},  # type: ignore[union-attr]
+                self.output.type.get_element_type(),  # type: ignore[union-attr]
+                i1,
+                lambda t: isinstance(t, IntegerType) and t.width.data > 1,
+                lambda t: isinstance(t, AnyFloat),
+            )
+        except ExprError as error:
+            raise VerifyException(error.message) from None
         for value in (*self.inputs, self.output):
             if any(d < 0 for d in value.type.get_shape()):  # type: ignore[union-attr]
                 raise VerifyException(

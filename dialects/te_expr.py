@@ -40,8 +40,25 @@ UNARY_FUNCTIONS = (
     "abs",
     "log",
 )
-BINARY_FUNCTIONS = ("max", "min", "pow")
-FUNCTION_ARITY = {**{f: 1 for f in UNARY_FUNCTIONS}, **{f: 2 for f in BINARY_FUNCTIONS}}
+BINARY_FUNCTIONS = ("max", "min", "pow", "mod", "fmod")
+ROUNDING_FUNCTIONS = ("floor", "ceil", "round", "sign")
+"""Float -> same float type: ``round`` rounds half to even (ONNX Round)."""
+PREDICATE_FUNCTIONS = ("isnan", "isinf")
+"""Any float -> i1."""
+BOOLEAN_FUNCTIONS = {"not": 1, "and": 2, "or": 2, "xor": 2}
+"""i1 operands -> i1."""
+CONVERTING_FUNCTIONS = {"cast": 1, "select": 3}
+"""``cast(x)`` converts x to the op's result element type (ONNX Cast: floats
+truncate toward zero into integers, non-zero becomes true in i1); ``select(c, a, b)``
+is `a` where `c` is non-zero, else `b` (ONNX Where)."""
+FUNCTION_ARITY = {
+    **{f: 1 for f in UNARY_FUNCTIONS + ROUNDING_FUNCTIONS + PREDICATE_FUNCTIONS},
+    **{f: 2 for f in BINARY_FUNCTIONS},
+    **BOOLEAN_FUNCTIONS,
+    **CONVERTING_FUNCTIONS,
+}
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+"""Comparison operators: operands of one element type, the result is i1 (0/1)."""
 
 
 class ExprError(ValueError):
@@ -108,11 +125,38 @@ class AffineIndex:
 
 
 @dataclass(frozen=True)
+class IndirectIndex:
+    """An index read from another tensor: ``I[i]`` in ``E[I[i],j]`` (ONNX Gather).
+
+    The index tensor must have an integer element type and is itself read with
+    affine indices; its value must lie in the indexed dimension at run time (the
+    evaluator checks). It is not affine, so it fixes no axis extent and has no
+    static range; it has no `terms`/`constant` so affine-only consumers notice it.
+    """
+
+    access: Access
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return self.access.axes
+
+    @property
+    def simple_axis(self) -> None:
+        return None
+
+    def __str__(self) -> str:
+        return str(self.access)
+
+
+Index = AffineIndex | IndirectIndex
+
+
+@dataclass(frozen=True)
 class Access:
     """``tensor[index, ...]``: a read in the body or the output write."""
 
     tensor: str
-    indices: tuple[AffineIndex, ...]
+    indices: tuple[Index, ...]
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -144,7 +188,7 @@ class Call:
 
 @dataclass(frozen=True)
 class Binary:
-    op: str  # one of + - * /
+    op: str  # one of + - * / or a comparison (< <= > >= == !=)
     lhs: Expr
     rhs: Expr
 
@@ -156,7 +200,7 @@ class Binary:
 
 Expr = Access | Const | Call | Binary
 
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, **{op: 0 for op in COMPARISONS}}
 
 
 def _operand_text(expr: Expr, parent_op: str, is_rhs: bool) -> str:
@@ -172,9 +216,13 @@ def _operand_text(expr: Expr, parent_op: str, is_rhs: bool) -> str:
 
 
 def walk_accesses(expr: Expr):
-    """Yield every `Access` of a body, left to right."""
+    """Yield every `Access` of a body, left to right; an access comes before the
+    accesses of its indirect indices (``E[I[i],j]`` yields E, then I)."""
     if isinstance(expr, Access):
         yield expr
+        for index in expr.indices:
+            if isinstance(index, IndirectIndex):
+                yield from walk_accesses(index.access)
     elif isinstance(expr, Call):
         for arg in expr.args:
             yield from walk_accesses(arg)
@@ -191,7 +239,9 @@ class TensorExpr:
     combiner: str
     body: Expr
     bindings: tuple[tuple[str, int], ...] = ()
-    """Extents fixed by ``where axis in N``."""
+    """Extents fixed by ``where axis in N``. A dimension indexed by a bound axis
+    alone may be larger than N: the access covers its first N elements (a slice,
+    ``Y[i] = X[i] where i in 2`` reads X[0:2])."""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -247,6 +297,7 @@ class TensorExpr:
         all_accesses = (self.output, *walk_accesses(self.body))
         extents: dict[str, int] = {}
         origin: dict[str, str] = {}
+        bound_axes = {axis for axis, _ in self.bindings}
         for axis, extent in self.bindings:
             if extent <= 0:
                 raise ExprError(f"axis '{axis}' is bound to a non-positive extent {extent}")
@@ -265,6 +316,8 @@ class TensorExpr:
                 if axis is None:
                     continue
                 where = f"{access.tensor} (dim {dim})"
+                if axis in bound_axes and shape[dim] >= extents[axis]:
+                    continue  # a where-bound axis may read a window of a larger dim
                 if axis in extents and extents[axis] != shape[dim]:
                     raise ExprError(
                         f"axis '{axis}' has extent {extents[axis]} in {origin[axis]} "
@@ -281,14 +334,16 @@ class TensorExpr:
         for access in all_accesses:
             shape = shapes[access.tensor]
             for dim, index in enumerate(access.indices):
-                if index.simple_axis is not None:
-                    continue
+                if index.simple_axis is not None or isinstance(index, IndirectIndex):
+                    continue  # indirect indices are checked when evaluated
                 low, high = index.value_range(extents)
                 if low < 0 or high >= shape[dim]:
                     raise ExprError(
                         f"index '{index}' of {access.tensor} (dim {dim}) ranges over "
                         f"[{low}, {high}] but the dimension has size {shape[dim]}"
                     )
+        for index in self.output.indices:
+            _check_merge(index, extents)
         return BoundExpr(self, tuple((a, extents[a]) for a in self.axes), shapes)
 
     def check(self) -> None:
@@ -320,15 +375,137 @@ class TensorExpr:
                 f"use '+=', 'max=' or 'min='"
             )
         for index in self.output.indices:
+            if isinstance(index, IndirectIndex):
+                raise ExprError(
+                    f"output index '{index}' reads a tensor; output indices must be affine",
+                    culprit=str(index),
+                )
             for axis, coeff in index.terms:
-                if coeff != 1:
+                if coeff != 1 and (len(index.terms) < 2 or coeff < 1):
                     raise ExprError(
                         f"output index '{index}' scales axis '{axis}'; output indices "
-                        f"may only shift axes"
+                        f"may only shift axes or merge them row-major (4*i+j)"
                     )
         bound = [axis for axis, _ in self.bindings]
         if len(set(bound)) != len(bound):
             raise ExprError("an axis is bound twice in the where clause")
+
+
+def _check_merge(index: AffineIndex, extents: dict[str, int]) -> None:
+    """An output index that scales axes must merge them row-major: ordered by
+    coefficient, the first is 1 and each next is the previous times the previous
+    axis's extent (``4*i+j`` with j in 4), so every output element is written once."""
+    if all(coeff == 1 for _, coeff in index.terms):
+        return  # a shift (or a sum of axes, as in a transposed convolution)
+    # An axis of extent 1 only takes the value 0: its coefficient does not matter.
+    ordered = sorted((t for t in index.terms if extents[t[0]] > 1), key=lambda term: term[1])
+    expected = 1
+    for axis, coeff in ordered:
+        if coeff != expected:
+            raise ExprError(
+                f"output index '{index}' is not a row-major merge: axis '{axis}' has "
+                f"coefficient {coeff} where {expected} is needed"
+            )
+        expected = coeff * extents[axis]
+
+
+FLOAT_FUNCTIONS = frozenset(
+    ("exp", "log", "tanh", "gelu", "erf", "sqrt", "rsqrt", "sigmoid", "floor", "ceil", "round")
+)
+"""Functions that only make sense on floats (relu, abs, neg, sign, max, min also
+take integers)."""
+
+
+def check_element_types(
+    expr: TensorExpr,
+    tensor_types: dict[str, object],
+    result_type: object,
+    bool_type: object,
+    is_integer,
+    is_float,
+) -> None:
+    """Check the element-type rule of a tensor expression; raise `ExprError`.
+
+    Types are opaque values compared with ``==`` (the dialect passes xDSL types).
+    The rule: every operand of an arithmetic operator or of ``max``/``min``/``mod``
+    has one element type, which is also the operator's type; the body's type is the
+    result's. Where the expression converts, types may differ: a comparison's
+    operands share a type and it yields i1; ``and``/``or``/``xor``/``not`` take and
+    yield i1; ``isnan``/``isinf`` take a float and yield i1; ``select(c, a, b)``
+    takes any `c`; ``cast(x)`` takes any `x` and yields the result type; the
+    exponent of ``pow`` may have any numeric type; an indirect index reads an
+    integer tensor. Constants take the type their context expects.
+    """
+
+    def fail(message, culprit=None):
+        raise ExprError(f"element type mismatch: {message}", culprit=culprit)
+
+    def visit(node, expected, context):
+        # Returns the type of `node`, or None for a constant-only subtree.
+        if isinstance(node, Const):
+            return expected
+        if isinstance(node, Access):
+            for index in node.indices:
+                if isinstance(index, IndirectIndex):
+                    index_type = visit(index.access, None, "")
+                    if not is_integer(index_type):
+                        fail(
+                            f"index tensor {index.access.tensor} is {index_type} but "
+                            f"indirect indices must be integers",
+                            str(index.access),
+                        )
+            type_ = tensor_types[node.tensor]
+            if expected is not None and type_ != expected:
+                fail(f"{node.tensor} is {type_} but {context} is {expected}", str(node))
+            return type_
+        if isinstance(node, Binary):
+            if node.op in COMPARISONS:
+                if expected is not None and expected != bool_type:
+                    fail(f"'{node.op}' yields {bool_type} but {context} is {expected}")
+                lhs = visit(node.lhs, None, "")
+                visit(node.rhs, lhs, f"the other operand of '{node.op}'")
+                return bool_type
+            lhs = visit(node.lhs, expected, context)
+            if expected is None and lhs is not None:
+                expected, context = lhs, f"the other operand of '{node.op}'"
+            rhs = visit(node.rhs, expected, context)
+            return lhs if lhs is not None else rhs
+        function = node.function
+        if function in BOOLEAN_FUNCTIONS or function in PREDICATE_FUNCTIONS:
+            if expected is not None and expected != bool_type:
+                fail(f"'{function}' yields {bool_type} but {context} is {expected}")
+            for arg in node.args:
+                if function in BOOLEAN_FUNCTIONS:
+                    visit(arg, bool_type, f"an operand of '{function}'")
+                else:
+                    arg_type = visit(arg, None, "")
+                    if arg_type is not None and not is_float(arg_type):
+                        fail(f"'{function}' takes a float but its operand is {arg_type}")
+            return bool_type
+        if function == "cast":
+            visit(node.args[0], None, "")
+            if expected is not None and expected != result_type:
+                fail(f"'cast' yields {result_type} but {context} is {expected}")
+            return result_type
+        if function == "select":
+            visit(node.args[0], None, "")
+            args = node.args[1:]
+        elif function == "pow":
+            visit(node.args[1], None, "")
+            args = node.args[:1]
+        else:
+            args = node.args
+        type_ = None
+        for arg in args:
+            arg_type = visit(arg, expected, context)
+            if expected is None and arg_type is not None:
+                expected, context = arg_type, f"the other operand of '{function}'"
+            type_ = type_ or arg_type
+        if function in FLOAT_FUNCTIONS and type_ is not None and not is_float(type_):
+            fail(f"'{function}' takes a float but its operand is {type_}")
+        return type_
+
+    visit(expr.body, result_type, "the result")
 
 
 def _walk_nodes(expr: Expr):
@@ -406,6 +583,9 @@ class _ToTensorExpr(Transformer):
             add(term, 1 if op == "+" else -1)
         return AffineIndex(tuple((a, c) for a, c in terms.items() if c != 0), constant)
 
+    def indirect_index(self, access):
+        return IndirectIndex(access)
+
     def signed_term(self, sign, term):
         axis, coeff = term
         return (axis, -coeff if sign is not None else coeff)
@@ -474,8 +654,11 @@ __all__ = [
     "BoundExpr",
     "Call",
     "Const",
+    "COMPARISONS",
     "Expr",
     "ExprError",
+    "IndirectIndex",
+    "check_element_types",
     "TensorExpr",
     "parse_expression",
     "walk_accesses",

@@ -3,10 +3,16 @@
 Arguments and results are keyed by name: the ``irc.name`` argument/result attribute
 of the function (an imported model carries its ONNX input and output names there),
 else ``arg0``, ``arg1``, ... and ``result0``, ``result1``, ...
+
+Weights (arguments marked ``irc.weight``) that the caller does not pass are read
+from the module's side file (``irc.weights``, see `irc.frontend.weights`), resolved
+relative to the file the module was parsed from.
 """
 
 from __future__ import annotations
 
+import os
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,6 +28,10 @@ from irc.interpreter.dtypes import numpy_dtype
 from irc.interpreter.registry import all_interpreter_functions
 
 NAME_ATTR = "irc.name"
+WEIGHT_ATTR = "irc.weight"
+
+# The directory each parsed module came from, to resolve its relative weights file.
+_SOURCE_DIRS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class RunError(Exception):
@@ -38,6 +48,8 @@ def make_context() -> Context:
 def parse_module(text: str, filename: str, ctx: Context | None = None) -> ModuleOp:
     module = LocatingParser(ctx or make_context(), text, filename).parse_module()
     verify_located(module)
+    if os.path.isfile(filename):
+        _SOURCE_DIRS[module] = os.path.dirname(os.path.abspath(filename))
     return module
 
 
@@ -58,6 +70,8 @@ class Signature:
     function: FuncOp
     arg_names: list[str]
     result_names: list[str]
+    weight_names: tuple[str, ...] = ()
+    """Names of the arguments marked ``irc.weight``."""
 
 
 def find_function(module: ModuleOp, entry: str | None) -> Signature:
@@ -70,10 +84,15 @@ def find_function(module: ModuleOp, entry: str | None) -> Signature:
         raise RunError(f"no function '@{entry}' to run (functions: {known}); use --entry")
     function = by_name[entry]
     kind = function.function_type
+    arg_names = _names(function.arg_attrs, len(kind.inputs), "arg")
+    weights = ()
+    if function.arg_attrs is not None:
+        weights = tuple(
+            name for name, attrs in zip(arg_names, function.arg_attrs.data)
+            if WEIGHT_ATTR in attrs.data
+        )
     return Signature(
-        function,
-        _names(function.arg_attrs, len(kind.inputs), "arg"),
-        _names(function.res_attrs, len(kind.outputs), "result"),
+        function, arg_names, _names(function.res_attrs, len(kind.outputs), "result"), weights
     )
 
 
@@ -82,6 +101,8 @@ def random_inputs(signature: Signature, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     inputs = {}
     for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
+        if name in signature.weight_names:
+            continue  # weights come from the module's weights file
         if not isinstance(type_, TensorType):
             raise RunError(f"argument '{name}' has type {type_}; only tensors can be inputs")
         shape = tuple(type_.get_shape())
@@ -123,7 +144,29 @@ def run_function(
 ) -> dict[str, np.ndarray]:
     """Run `entry` with named `inputs` (random when None); results by name."""
     signature = find_function(module, entry)
-    given = random_inputs(signature, seed) if inputs is None else inputs
+    given = dict(random_inputs(signature, seed) if inputs is None else inputs)
+    missing = [name for name in signature.weight_names if name not in given]
+    if missing:
+        given.update(_module_weights(module, missing))
     args = check_inputs(signature, given)
     results = interpreter_for(module).call_op(signature.function, tuple(args))
     return {name: np.asarray(v) for name, v in zip(signature.result_names, results)}
+
+
+def _module_weights(module: ModuleOp, names: list[str]) -> dict[str, np.ndarray]:
+    from irc.frontend.weights import WeightsError, load_weights, module_weights_file
+
+    path = module_weights_file(module, _SOURCE_DIRS.get(module))
+    if path is None:
+        raise RunError(
+            f"weight '{names[0]}' is not given and the module names no weights file "
+            f"(irc.weights)"
+        )
+    try:
+        weights = load_weights(path)
+    except WeightsError as error:
+        raise RunError(str(error)) from None
+    absent = [name for name in names if name not in weights]
+    if absent:
+        raise RunError(f"weight '{absent[0]}' is not in {path}")
+    return {name: weights[name] for name in names}

@@ -6,9 +6,11 @@ from dialects.te_expr import (
     Access,
     AffineIndex,
     Binary,
+    COMPARISONS,
     Call,
     Const,
     FUNCTION_ARITY,
+    IndirectIndex,
     TensorExpr,
 )
 
@@ -26,10 +28,19 @@ def affine_indices(draw):
 
 
 @st.composite
+def indices(draw):
+    """Mostly affine; sometimes an indirect index `I[...]` (a Gather)."""
+    if draw(st.integers(0, 5)) == 0:
+        rank = draw(st.integers(0, 2))
+        return IndirectIndex(Access("I", tuple(draw(affine_indices()) for _ in range(rank))))
+    return draw(affine_indices())
+
+
+@st.composite
 def accesses(draw, tensor=None):
     name = tensor or draw(st.sampled_from(TENSORS))
     rank = draw(st.integers(0, 3))
-    return Access(name, tuple(draw(affine_indices()) for _ in range(rank)))
+    return Access(name, tuple(draw(indices()) for _ in range(rank)))
 
 
 def bodies():
@@ -40,12 +51,13 @@ def bodies():
 
     def extend(children):
         return st.one_of(
-            st.builds(Binary, st.sampled_from(["+", "-", "*", "/"]), children, children),
-            st.sampled_from(sorted(f for f, n in FUNCTION_ARITY.items() if n == 1)).flatmap(
-                lambda f: st.builds(lambda a: Call(f, (a,)), children)
+            st.builds(
+                Binary, st.sampled_from(["+", "-", "*", "/", *COMPARISONS]), children, children
             ),
-            st.sampled_from(sorted(f for f, n in FUNCTION_ARITY.items() if n == 2)).flatmap(
-                lambda f: st.builds(lambda a, b: Call(f, (a, b)), children, children)
+            st.sampled_from(sorted(FUNCTION_ARITY)).flatmap(
+                lambda f: st.lists(
+                    children, min_size=FUNCTION_ARITY[f], max_size=FUNCTION_ARITY[f]
+                ).map(lambda args: Call(f, tuple(args)))
             ),
         )
 

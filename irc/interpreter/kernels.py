@@ -64,7 +64,52 @@ def _top_k(op, x, k=None):
     count = int(np.asarray(k).reshape(-1)[0]) if k is not None else _int_attr(op, "k", 1)
     axis = _int_attr(op, "axis", -1)
     largest = bool(_int_attr(op, "largest", 1))
-    keys = -x if largest else x
+    if not largest:
+        keys = x
+    elif x.dtype.kind == "u":
+        keys = np.iinfo(x.dtype).max - x  # negation would wrap around
+    else:
+        keys = -x
     order = np.argsort(keys, axis=axis, kind="stable")
     indices = np.take(order, np.arange(count), axis=axis)
     return [np.take_along_axis(x, indices, axis=axis), indices.astype(np.int64)]
+
+
+@kernel("CumSum")
+def _cumsum(op, x):
+    # ONNX CumSum: `exclusive` shifts by one (first element 0), `reverse` sums from the end.
+    axis = _int_attr(op, "axis", 0)
+    values = np.flip(x, axis) if _int_attr(op, "reverse", 0) else x
+    total = np.cumsum(values, axis=axis, dtype=values.dtype)
+    if _int_attr(op, "exclusive", 0):
+        total = total - values
+    return [np.flip(total, axis) if _int_attr(op, "reverse", 0) else total]
+
+
+def _arg_extreme(op, x, pick):
+    axis = _int_attr(op, "axis", 0)
+    keepdims = bool(_int_attr(op, "keepdims", 1))
+    if _int_attr(op, "select_last_index", 0):
+        flipped = pick(np.flip(x, axis), axis=axis)
+        index = x.shape[axis] - 1 - flipped
+    else:
+        index = pick(x, axis=axis)
+    if keepdims:
+        index = np.expand_dims(index, axis)
+    return [index.astype(np.int64)]
+
+
+@kernel("ArgMax")
+def _argmax(op, x):
+    return _arg_extreme(op, x, np.argmax)
+
+
+@kernel("ArgMin")
+def _argmin(op, x):
+    return _arg_extreme(op, x, np.argmin)
+
+
+@kernel("Trilu")
+def _trilu(op, x):
+    k = _int_attr(op, "k", 0)
+    return [np.triu(x, k) if _int_attr(op, "upper", 1) else np.tril(x, k)]

@@ -11,7 +11,9 @@ Two paths compute the same thing:
 
 Numerics: f16 inputs are computed and accumulated in f32 and rounded to f16 once at
 the end (as the IPU's AMP units accumulate f16 products in f32); f32 in f32, f64 in
-f64, integers in int64, booleans as integers.
+f64, integers in int64, booleans as integers. Comparisons yield booleans, integer
+division truncates toward zero (C, ONNX), ``cast(x)`` rounds x through the result's
+storage type. An indirect index outside its dimension is an `InterpretationError`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,18 @@ import math
 
 import numpy as np
 
-from dialects.te_expr import Access, Binary, BoundExpr, Call, Const, Expr, walk_accesses
+from xdsl.interpreter import InterpretationError
+
+from dialects.te_expr import (
+    Access,
+    Binary,
+    BoundExpr,
+    Call,
+    Const,
+    Expr,
+    IndirectIndex,
+    walk_accesses,
+)
 
 # Elements of the iteration space materialised at once by the general path.
 _CHUNK_POINTS = 1 << 22
@@ -87,6 +100,32 @@ def _apply(function: str, args: list[np.ndarray]) -> np.ndarray:
             return np.minimum(x, rest[0])
         case "pow":
             return np.power(x, rest[0])
+        case "mod":
+            return np.mod(x, rest[0])
+        case "fmod":
+            return np.fmod(x, rest[0])
+        case "floor":
+            return np.floor(x)
+        case "ceil":
+            return np.ceil(x)
+        case "round":
+            return np.round(x)
+        case "sign":
+            return np.sign(x)
+        case "isnan":
+            return np.isnan(x)
+        case "isinf":
+            return np.isinf(x)
+        case "not":
+            return np.logical_not(x)
+        case "and":
+            return np.logical_and(x, rest[0])
+        case "or":
+            return np.logical_or(x, rest[0])
+        case "xor":
+            return np.logical_xor(x, rest[0])
+        case "select":
+            return np.where(np.asarray(x) != 0, rest[0], rest[1])
     raise ValueError(f"unknown function '{function}'")  # the verifier rejects it first
 
 
@@ -114,15 +153,23 @@ def evaluate(
     }
     out_shape = bound.shapes[expr.output.tensor]
     factors = _einsum_factors(expr.body)
+    extent = bound.extent
     if (
         factors is not None
+        # einsum needs every dimension to be its axis's whole extent (no windows)
+        and all(
+            bound.shapes[access.tensor][d] == extent[index.simple_axis]
+            for access in (expr.output, *(f for f in factors if isinstance(f, Access)))
+            for d, index in enumerate(access.indices)
+            if index.simple_axis
+        )
         and expr.combiner in ("=", "+=")
         and all(i.simple_axis for i in expr.output.indices)
         and any(isinstance(f, Access) for f in factors)
     ):
         result = _evaluate_einsum(bound, factors, arrays, work)
     else:
-        result = _evaluate_general(bound, arrays, work, out_shape)
+        result = _evaluate_general(bound, arrays, work, out_shape, np.dtype(out_dtype))
     return result.astype(out_dtype)
 
 
@@ -149,7 +196,7 @@ def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
     return result
 
 
-def _evaluate_general(bound, arrays, work, out_shape) -> np.ndarray:
+def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
     expr = bound.expr
     axes = [a for a, _ in bound.extents]
     extents = [e for _, e in bound.extents]
@@ -165,7 +212,11 @@ def _evaluate_general(bound, arrays, work, out_shape) -> np.ndarray:
     touched = np.zeros(out_shape, dtype=bool) if combiner in ("max=", "min=") else None
 
     output_axes = [i.simple_axis for i in expr.output.indices]
-    plain_output = all(output_axes) and output_axes == axes[: len(output_axes)]
+    plain_output = (
+        all(output_axes)
+        and output_axes == axes[: len(output_axes)]
+        and tuple(out_shape) == tuple(extents[: len(output_axes)])  # no window writes
+    )
     # Chunk along the first axis so that one chunk holds at most _CHUNK_POINTS points.
     rest = math.prod(extents[1:]) if len(extents) > 1 else 1
     step = max(1, _CHUNK_POINTS // max(rest, 1)) if axes else 1
@@ -179,7 +230,8 @@ def _evaluate_general(bound, arrays, work, out_shape) -> np.ndarray:
             shape[position] = len(values)
             grids[axis] = values.reshape(shape)
         space = tuple(stop - start if i == 0 else e for i, e in enumerate(extents))
-        values = np.broadcast_to(_eval_body(expr.body, grids, arrays, work), space)
+        body = _eval_body(expr.body, grids, arrays, work, out_dtype, bound.shapes)
+        values = np.broadcast_to(body, space)
         if plain_output:
             # Output axes lead the iteration space in output order: reduce the rest.
             rank = len(out_shape)
@@ -200,7 +252,7 @@ def _evaluate_general(bound, arrays, work, out_shape) -> np.ndarray:
                 (touched[start:stop] if rank else touched)[...] = True
             continue
         out_index = tuple(
-            np.broadcast_to(_index_values(index, grids), space)
+            np.broadcast_to(_index_values(index, grids, arrays, bound.shapes, None, 0), space)
             for index in expr.output.indices
         )
         if combiner == "=":
@@ -219,23 +271,57 @@ def _evaluate_general(bound, arrays, work, out_shape) -> np.ndarray:
     return output
 
 
-def _index_values(index, grids) -> np.ndarray:
+def _index_values(index, grids, arrays, shapes, tensor, dim) -> np.ndarray:
+    if isinstance(index, IndirectIndex):
+        inner = index.access
+        positions = tuple(
+            _index_values(i, grids, arrays, shapes, inner.tensor, d)
+            for d, i in enumerate(inner.indices)
+        )
+        value = np.asarray(arrays[inner.tensor][positions] if positions else arrays[inner.tensor][()])
+        size = shapes[tensor][dim]
+        if value.size and (value.min() < 0 or value.max() >= size):
+            bad = value[(value < 0) | (value >= size)].flat[0]
+            raise InterpretationError(
+                f"indirect index {inner} of {tensor} (dim {dim}) is {bad}, outside [0, {size})"
+            )
+        return value
     value = np.asarray(index.constant)
     for axis, coeff in index.terms:
         value = value + coeff * grids[axis]
     return value
 
 
-def _eval_body(expr: Expr, grids, arrays, work) -> np.ndarray:
+def _divide(lhs, rhs, work):
+    if lhs.dtype.kind in "iub" and rhs.dtype.kind in "iub":
+        # C/ONNX integer division truncates toward zero.
+        quotient = np.floor_divide(lhs, rhs)
+        inexact = (np.mod(lhs, rhs) != 0) & ((lhs < 0) != (rhs < 0))
+        return quotient + inexact
+    return lhs / rhs
+
+
+def _eval_body(expr: Expr, grids, arrays, work, out_dtype, shapes) -> np.ndarray:
     if isinstance(expr, Const):
+        if work.kind != "f" and float(expr.value).is_integer():
+            return np.asarray(int(expr.value), dtype=np.int64)
         return np.asarray(expr.value, dtype=work if work.kind == "f" else np.float64)
     if isinstance(expr, Access):
-        index = tuple(_index_values(i, grids) for i in expr.indices)
+        index = tuple(
+            _index_values(i, grids, arrays, shapes, expr.tensor, d)
+            for d, i in enumerate(expr.indices)
+        )
         return arrays[expr.tensor][index] if index else arrays[expr.tensor][()]
+
+    def operand(node):
+        return np.asarray(_eval_body(node, grids, arrays, work, out_dtype, shapes))
+
     if isinstance(expr, Call):
-        return _apply(expr.function, [_eval_body(a, grids, arrays, work) for a in expr.args])
-    lhs = _eval_body(expr.lhs, grids, arrays, work)
-    rhs = _eval_body(expr.rhs, grids, arrays, work)
+        args = [operand(a) for a in expr.args]
+        if expr.function == "cast":
+            return args[0].astype(out_dtype).astype(compute_dtype(out_dtype))
+        return _apply(expr.function, args)
+    lhs, rhs = operand(expr.lhs), operand(expr.rhs)
     match expr.op:
         case "+":
             return lhs + rhs
@@ -243,10 +329,21 @@ def _eval_body(expr: Expr, grids, arrays, work) -> np.ndarray:
             return lhs - rhs
         case "*":
             return lhs * rhs
-        case _:
-            if work.kind != "f":
-                return np.floor_divide(lhs, rhs)
-            return lhs / rhs
+        case "/":
+            return _divide(lhs, rhs, work)
+        case "<":
+            return lhs < rhs
+        case "<=":
+            return lhs <= rhs
+        case ">":
+            return lhs > rhs
+        case ">=":
+            return lhs >= rhs
+        case "==":
+            return lhs == rhs
+        case "!=":
+            return lhs != rhs
+    raise ValueError(f"unknown operator '{expr.op}'")  # the parser admits no other
 
 
 __all__ = ["evaluate", "compute_dtype", "erf", "walk_accesses"]

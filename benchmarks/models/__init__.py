@@ -1,0 +1,34 @@
+"""Real models built with `onnx.helper` and random weights (no downloads), each
+parametrised so tests can build scaled-down configurations:
+
+* `build_bert_layer(BertConfig)`: a BERT-base encoder layer;
+* `build_vit_block(ViTConfig)`: a ViT-base block;
+* `build_resnet_stage(ResNetStageConfig)`: a ResNet-50 bottleneck stage;
+* `build_gpt2_block(GPT2Config)`: a GPT-2-style decoder block with embeddings.
+
+``cd benchmarks && python -m models OUT_DIR`` writes the full-size models as .onnx files.
+"""
+
+from .bert import BertConfig, build_bert_layer
+from .gpt2 import GPT2Config, build_gpt2_block
+from .resnet import ResNetStageConfig, build_resnet_stage
+from .vit import ViTConfig, build_vit_block
+
+MODELS = {
+    "bert_layer": (build_bert_layer, BertConfig),
+    "vit_block": (build_vit_block, ViTConfig),
+    "resnet50_stage": (build_resnet_stage, ResNetStageConfig),
+    "gpt2_block": (build_gpt2_block, GPT2Config),
+}
+
+__all__ = [
+    "MODELS",
+    "BertConfig",
+    "GPT2Config",
+    "ResNetStageConfig",
+    "ViTConfig",
+    "build_bert_layer",
+    "build_gpt2_block",
+    "build_resnet_stage",
+    "build_vit_block",
+]

@@ -1,0 +1,45 @@
+"""A BERT-base encoder layer (post-LN, erf GELU, additive attention mask), as
+PyTorch exports it: the head split's target shape is computed from Shape nodes and
+the mask goes through Unsqueeze/Cast/Sub/Mul."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from .graph import GraphBuilder
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    batch: int = 1
+    seq: int = 128
+    hidden: int = 768
+    heads: int = 12
+    intermediate: int = 3072
+    seed: int = 0
+
+
+def build_bert_layer(config: BertConfig = BertConfig()) -> onnx.ModelProto:
+    c = config
+    g = GraphBuilder("bert_encoder_layer", c.seed)
+    x = g.input("hidden_states", TensorProto.FLOAT, [c.batch, c.seq, c.hidden])
+    mask = g.input("attention_mask", TensorProto.INT64, [c.batch, c.seq])
+    # (B, S) -> (B, 1, 1, S); 0 where attended, -10000 where masked.
+    extended = g.op("Unsqueeze", [g.op("Unsqueeze", [mask, g.const([1])]), g.const([2])])
+    extended = g.op("Cast", [extended], to=TensorProto.FLOAT)
+    bias = g.op("Mul", [g.op("Sub", [g.const(1.0, np.float32), extended]), g.const(-10000.0, np.float32)])
+    q = g.linear(x, c.hidden, c.hidden, "attention.self.query")
+    k = g.linear(x, c.hidden, c.hidden, "attention.self.key")
+    v = g.linear(x, c.hidden, c.hidden, "attention.self.value")
+    context = g.attention(q, k, v, c.heads, c.hidden, bias)
+    attn = g.linear(context, c.hidden, c.hidden, "attention.output.dense")
+    attn = g.layer_norm(g.op("Add", [attn, x]), c.hidden, "attention.output.LayerNorm", 1e-12)
+    inter = g.gelu_erf(g.linear(attn, c.hidden, c.intermediate, "intermediate.dense"))
+    out = g.linear(inter, c.intermediate, c.hidden, "output.dense")
+    out = g.layer_norm(g.op("Add", [out, attn]), c.hidden, "output.LayerNorm", 1e-12)
+    g.output("last_hidden_state", out, [c.batch, c.seq, c.hidden])
+    return g.model()

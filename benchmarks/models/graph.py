@@ -1,0 +1,119 @@
+"""A small `onnx.helper` wrapper for building the benchmark models node by node."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+
+
+class GraphBuilder:
+    """Accumulates nodes, initializers and graph inputs/outputs; names are unique."""
+
+    def __init__(self, name: str, seed: int = 0, opset: int = OPSET):
+        self.name = name
+        self.opset = opset
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
+        self.outputs: list[onnx.ValueInfoProto] = []
+        self.rng = np.random.default_rng(seed)
+        self._count = 0
+
+    def fresh(self, hint: str) -> str:
+        self._count += 1
+        return f"{hint}_{self._count}"
+
+    def input(self, name: str, elem_type: int, shape) -> str:
+        self.inputs.append(helper.make_tensor_value_info(name, elem_type, shape))
+        return name
+
+    def output(self, name: str, value: str, shape, elem_type: int = TensorProto.FLOAT) -> None:
+        self.op("Identity", [value], outputs=[name])
+        self.outputs.append(helper.make_tensor_value_info(name, elem_type, list(shape)))
+
+    def weight(self, name: str, shape, scale: float = 0.02) -> str:
+        array = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        return self.initializer(name, array)
+
+    def initializer(self, name: str, array: np.ndarray) -> str:
+        self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def const(self, value, dtype=np.int64) -> str:
+        """A Constant node (as PyTorch exports emit them)."""
+        name = self.fresh("const")
+        tensor = numpy_helper.from_array(np.asarray(value, dtype=dtype), name + "_value")
+        self.nodes.append(helper.make_node("Constant", [], [name], value=tensor))
+        return name
+
+    def op(self, op_type: str, inputs, outputs=None, **attrs) -> str:
+        outputs = outputs or [self.fresh(op_type.lower())]
+        self.nodes.append(
+            helper.make_node(op_type, list(inputs), list(outputs), name=self.fresh(op_type), **attrs)
+        )
+        return outputs[0]
+
+    def ops(self, op_type: str, inputs, count: int, **attrs) -> list[str]:
+        outputs = [self.fresh(op_type.lower()) for _ in range(count)]
+        self.op(op_type, inputs, outputs, **attrs)
+        return outputs
+
+    def model(self) -> onnx.ModelProto:
+        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.initializers)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+        model.producer_name = "irc-benchmarks"
+        onnx.checker.check_model(model)
+        return model
+
+    # -- layers shared by the models ------------------------------------------
+
+    def linear(self, x: str, d_in: int, d_out: int, prefix: str) -> str:
+        w = self.weight(f"{prefix}.weight", (d_in, d_out))
+        b = self.weight(f"{prefix}.bias", (d_out,))
+        return self.op("Add", [self.op("MatMul", [x, w]), b])
+
+    def layer_norm(self, x: str, hidden: int, prefix: str, eps: float = 1e-5) -> str:
+        scale = self.initializer(f"{prefix}.weight", 1 + self.rng.standard_normal(hidden).astype(np.float32) * 0.1)
+        bias = self.weight(f"{prefix}.bias", (hidden,), 0.1)
+        return self.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=eps)
+
+    def dynamic_dim(self, x: str, index: int) -> str:
+        """Shape(x)[index] as a 1-element tensor: the shape arithmetic exporters emit."""
+        shape = self.op("Shape", [x])
+        dim = self.op("Gather", [shape, self.const(index)], axis=0)
+        return self.op("Unsqueeze", [dim, self.const([0])])
+
+    def split_heads(self, x: str, heads: int, head_dim: int) -> str:
+        """(B, S, H) -> (B, heads, S, head_dim), the target shape computed from Shape."""
+        shape = self.op("Concat", [
+            self.dynamic_dim(x, 0), self.dynamic_dim(x, 1),
+            self.const([heads]), self.const([head_dim]),
+        ], axis=0)
+        return self.op("Transpose", [self.op("Reshape", [x, shape])], perm=[0, 2, 1, 3])
+
+    def merge_heads(self, x: str, hidden: int) -> str:
+        """(B, heads, S, head_dim) -> (B, S, H)."""
+        merged = self.op("Transpose", [x], perm=[0, 2, 1, 3])
+        shape = self.op("Concat", [
+            self.dynamic_dim(merged, 0), self.dynamic_dim(merged, 1), self.const([hidden]),
+        ], axis=0)
+        return self.op("Reshape", [merged, shape])
+
+    def attention(self, q: str, k: str, v: str, heads: int, hidden: int, bias: str | None) -> str:
+        head_dim = hidden // heads
+        qh, kh, vh = (self.split_heads(t, heads, head_dim) for t in (q, k, v))
+        scores = self.op("MatMul", [qh, self.op("Transpose", [kh], perm=[0, 1, 3, 2])])
+        scores = self.op("Div", [scores, self.const(np.sqrt(head_dim), np.float32)])
+        if bias is not None:
+            scores = self.op("Add", [scores, bias])
+        probs = self.op("Softmax", [scores], axis=-1)
+        return self.merge_heads(self.op("MatMul", [probs, vh]), hidden)
+
+    def gelu_erf(self, x: str) -> str:
+        """PyTorch's exported exact GELU: x * 0.5 * (1 + erf(x / sqrt(2)))."""
+        erf = self.op("Erf", [self.op("Div", [x, self.const(np.sqrt(2.0), np.float32)])])
+        one_plus = self.op("Add", [erf, self.const(1.0, np.float32)])
+        return self.op("Mul", [self.op("Mul", [x, one_plus]), self.const(0.5, np.float32)])

@@ -1,0 +1,1225 @@
+"""ONNX operators as tensor expressions: one converter per op type.
+
+A converter receives the importer, the node and its input values (a `Tensor` for a
+run-time value, a numpy array for a constant, None for an omitted optional input)
+and returns the node's output values. Most emit `te.op`s (T10 §3.2: "operators as
+tensor expressions"); the few that no expression can state emit `te.opaque` with a
+kernel in `irc.interpreter.kernels` (T10 §4.2). Nodes whose inputs are all constant
+are folded with ``onnx.reference`` before any converter runs, which removes shape
+arithmetic (Shape -> Gather -> Concat -> Reshape chains) from exported graphs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+from onnx import helper
+from xdsl.dialects.builtin import IntegerAttr, i64
+
+from irc.frontend.onnx_import import (
+    Body,
+    Importer,
+    NodeError,
+    Tensor,
+    Value,
+    axes,
+    broadcast_shapes,
+    dtype_of,
+    onnx_dtype,
+    shape_of,
+)
+
+CONVERTERS = {}
+
+NOT_FOLDABLE = {
+    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+    "Multinomial", "Bernoulli",
+}
+
+
+def converter(*op_types):
+    def register(function):
+        for op_type in op_types:
+            CONVERTERS[op_type] = function
+        return function
+
+    return register
+
+
+def supported_ops() -> list[str]:
+    return sorted(CONVERTERS)
+
+
+# ---------------------------------------------------------------------------
+# Dispatch and folding
+# ---------------------------------------------------------------------------
+
+
+def attr(node, name, default=None):
+    for attribute in node.attribute:
+        if attribute.name == name:
+            return helper.get_attribute_value(attribute)
+    return default
+
+
+def convert_node(im: Importer, node) -> None:
+    inputs = []
+    for name in node.input:
+        if name not in im.values:
+            raise NodeError(f"input '{name}' is produced by no earlier node")
+        inputs.append(im.values[name])
+    for attribute in node.attribute:
+        if attribute.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            raise NodeError(f"attribute '{attribute.name}' holds a subgraph; control flow is not supported")
+    present = [v for v in inputs if v is not None]
+    if node.op_type not in NOT_FOLDABLE and all(isinstance(v, np.ndarray) for v in present):
+        outputs = fold(im, node, inputs)
+    else:
+        function = CONVERTERS.get(node.op_type)
+        if function is None:
+            raise NodeError("unsupported operator")
+        outputs = function(im, node, inputs)
+    for name, value in zip(node.output, outputs):
+        if name:
+            im.values[name] = value
+
+
+def fold(im: Importer, node, inputs) -> list[np.ndarray]:
+    """Evaluate a node with constant inputs at import time (onnx.reference)."""
+    from onnx.reference import ReferenceEvaluator
+
+    feeds = {name: value for name, value in zip(node.input, inputs) if name}
+    graph = helper.make_graph(
+        [node], "fold",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in feeds.items()],
+        [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in node.output if n],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", im.opset)])
+    try:
+        results = ReferenceEvaluator(model).run(None, feeds)
+    except Exception as error:
+        raise NodeError(f"cannot fold constant node: {type(error).__name__}: {error}") from None
+    outputs = []
+    for value in results:
+        array = np.asarray(value)
+        outputs.append(array)
+    return outputs
+
+
+def out_info(im: Importer, node, index: int = 0):
+    info = im.inferred(node.output[index])
+    if info is None:
+        raise NodeError(f"shape inference gives no static shape for output '{node.output[index]}'")
+    return info
+
+
+class NeedsConstant(NodeError):
+    """An input that the op treats as a parameter (a shape, axes, ...) is computed
+    at run time. `input_name` names it, so a caller may bind it to a value."""
+
+    def __init__(self, message: str, input_name: str | None):
+        super().__init__(message)
+        self.input_name = input_name
+
+
+def constant(node, value, what: str) -> np.ndarray:
+    if value is None:
+        return None
+    if not isinstance(value, np.ndarray):
+        raise NeedsConstant(
+            f"{what} must be a constant (it is computed at run time); "
+            f"fold it or bind it with --constant",
+            getattr(value, "onnx_name", None),
+        )
+    return value
+
+
+def ints(value) -> list[int]:
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def axis_index(axis: int, rank: int, node) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise NodeError(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def join(items) -> str:
+    return ",".join(str(i) for i in items)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise
+# ---------------------------------------------------------------------------
+
+
+def elementwise(im, inputs, make_body, dtype=None) -> Tensor:
+    shape = broadcast_shapes(*[shape_of(v) for v in inputs])
+    out = axes(len(shape))
+    body = Body(im)
+    reads = [body.broadcast_read(v, out) for v in inputs]
+    text = f"Y[{join(out)}] = {make_body(*reads)}"
+    return im.emit(body, text, shape, dtype or dtype_of(inputs[0]))
+
+
+UNARY = {
+    "Relu": "relu({0})", "Tanh": "tanh({0})", "Sigmoid": "sigmoid({0})", "Erf": "erf({0})",
+    "Sqrt": "sqrt({0})", "Exp": "exp({0})", "Log": "log({0})", "Abs": "abs({0})",
+    "Neg": "neg({0})", "Reciprocal": "1 / {0}", "Floor": "floor({0})", "Ceil": "ceil({0})",
+    "Round": "round({0})", "Sign": "sign({0})", "Not": "not({0})",
+    "Softsign": "{0} / (1 + abs({0}))", "Softplus": "log(exp({0}) + 1)",
+    "HardSwish": "{0} * max(0, min(1, {0} / 6 + 0.5))",
+}
+
+
+@converter(*UNARY)
+def _unary(im, node, inputs):
+    return [elementwise(im, inputs[:1], UNARY[node.op_type].format)]
+
+
+@converter("IsNaN")
+def _isnan(im, node, inputs):
+    return [elementwise(im, inputs[:1], "isnan({0})".format, np.dtype(bool))]
+
+
+@converter("IsInf")
+def _isinf(im, node, inputs):
+    positive, negative = attr(node, "detect_positive", 1), attr(node, "detect_negative", 1)
+    if positive and negative:
+        text = "isinf({0})"
+    elif positive:
+        text = "and(isinf({0}), {0} > 0)"
+    elif negative:
+        text = "and(isinf({0}), {0} < 0)"
+    else:
+        text = "{0} != {0} == ({0} == {0})"  # always false
+    return [elementwise(im, inputs[:1], text.format, np.dtype(bool))]
+
+
+@converter("Identity", "Dropout")
+def _identity(im, node, inputs):
+    if node.op_type == "Dropout":
+        if len(inputs) > 2 and inputs[2] is not None:
+            training = constant(node, inputs[2], "training_mode")
+            if bool(np.asarray(training).reshape(-1)[0]):
+                raise NodeError("training_mode=1 is not supported (inference only)")
+        if len(node.output) > 1 and node.output[1]:
+            mask = np.ones(shape_of(inputs[0]), dtype=bool)
+            return [inputs[0], mask]
+    return [inputs[0]]
+
+
+@converter("Cast", "CastLike")
+def _cast(im, node, inputs):
+    if node.op_type == "Cast":
+        dtype = onnx_dtype(attr(node, "to"))
+    else:
+        dtype = dtype_of(inputs[1])
+    source = dtype_of(inputs[0])
+    onnx_dtype(helper.np_dtype_to_tensor_dtype(source))  # rejects unsupported sources
+    if source == dtype:
+        return [inputs[0]]
+    return [elementwise(im, inputs[:1], "cast({0})".format, dtype)]
+
+
+@converter("Gelu")
+def _gelu(im, node, inputs):
+    approximate = attr(node, "approximate", b"none")
+    approximate = approximate.decode() if isinstance(approximate, bytes) else approximate
+    if approximate == "none":
+        text = "gelu({0})"
+    elif approximate == "tanh":
+        text = "0.5 * {0} * (1 + tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))"
+    else:
+        raise NodeError(f"attribute approximate='{approximate}' is not supported")
+    return [elementwise(im, inputs[:1], text.format)]
+
+
+def _float_attr(node, name, default):
+    return repr(float(np.float32(attr(node, name, default))))
+
+
+@converter("LeakyRelu")
+def _leaky_relu(im, node, inputs):
+    alpha = _float_attr(node, "alpha", 0.01)
+    return [elementwise(im, inputs[:1], lambda x: f"select({x} < 0, {x} * {alpha}, {x})")]
+
+
+@converter("PRelu")
+def _prelu(im, node, inputs):
+    return [elementwise(im, inputs[:2], lambda x, s: f"select({x} < 0, {x} * {s}, {x})")]
+
+
+@converter("Elu")
+def _elu(im, node, inputs):
+    alpha = _float_attr(node, "alpha", 1.0)
+    return [elementwise(im, inputs[:1], lambda x: f"select({x} < 0, {alpha} * (exp({x}) - 1), {x})")]
+
+
+@converter("Selu")
+def _selu(im, node, inputs):
+    alpha = _float_attr(node, "alpha", 1.67326319217681884765625)
+    gamma = _float_attr(node, "gamma", 1.05070102214813232421875)
+    return [elementwise(
+        im, inputs[:1], lambda x: f"select({x} <= 0, {gamma} * ({alpha} * exp({x}) - {alpha}), {gamma} * {x})"
+    )]
+
+
+@converter("HardSigmoid")
+def _hard_sigmoid(im, node, inputs):
+    alpha, beta = _float_attr(node, "alpha", 0.2), _float_attr(node, "beta", 0.5)
+    return [elementwise(im, inputs[:1], lambda x: f"max(0, min(1, {alpha} * {x} + {beta}))")]
+
+
+@converter("Clip")
+def _clip(im, node, inputs):
+    x, low, high = (inputs + [None, None])[:3]
+    operands, text = [x], "{0}"
+    if low is not None:
+        operands.append(low)
+        text = f"max({text}, {{{len(operands) - 1}}})"
+    if high is not None:
+        operands.append(high)
+        text = f"min({text}, {{{len(operands) - 1}}})"
+    if len(operands) == 1:
+        return [x]
+    return [elementwise(im, operands, text.format)]
+
+
+BINARY = {
+    "Add": "{0} + {1}", "Sub": "{0} - {1}", "Mul": "{0} * {1}", "Div": "{0} / {1}",
+    "Pow": "pow({0}, {1})", "And": "and({0}, {1})", "Or": "or({0}, {1})", "Xor": "xor({0}, {1})",
+}
+COMPARE = {
+    "Equal": "==", "Less": "<", "LessOrEqual": "<=", "Greater": ">", "GreaterOrEqual": ">=",
+}
+
+
+@converter(*BINARY)
+def _binary(im, node, inputs):
+    return [elementwise(im, inputs[:2], BINARY[node.op_type].format)]
+
+
+@converter(*COMPARE)
+def _compare(im, node, inputs):
+    op = COMPARE[node.op_type]
+    return [elementwise(im, inputs[:2], lambda a, b: f"{a} {op} {b}", np.dtype(bool))]
+
+
+@converter("Mod")
+def _mod(im, node, inputs):
+    function = "fmod" if attr(node, "fmod", 0) else "mod"
+    return [elementwise(im, inputs[:2], lambda a, b: f"{function}({a}, {b})")]
+
+
+@converter("Max", "Min", "Sum", "Mean")
+def _variadic(im, node, inputs):
+    if len(inputs) == 1:
+        return [inputs[0]]
+    count = len(inputs)
+
+    def make(*reads):
+        if node.op_type in ("Max", "Min"):
+            text = reads[0]
+            for read in reads[1:]:
+                text = f"{node.op_type.lower()}({text}, {read})"
+            return text
+        text = " + ".join(reads)
+        return f"({text}) / {count}" if node.op_type == "Mean" else text
+
+    return [elementwise(im, inputs, make)]
+
+
+@converter("Where")
+def _where(im, node, inputs):
+    condition, a, b = inputs
+    shape = broadcast_shapes(shape_of(condition), shape_of(a), shape_of(b))
+    out = axes(len(shape))
+    body = Body(im)
+    text = (
+        f"Y[{join(out)}] = select({body.broadcast_read(condition, out)}, "
+        f"{body.broadcast_read(a, out)}, {body.broadcast_read(b, out)})"
+    )
+    dtype = dtype_of(a)
+    return [im.emit(body, text, shape, dtype)]
+
+
+# ---------------------------------------------------------------------------
+# Contractions
+# ---------------------------------------------------------------------------
+
+
+def _broadcast_index(shape, out_axes):
+    offset = len(out_axes) - len(shape)
+    return ["0" if size == 1 and out_axes else out_axes[offset + d] for d, size in enumerate(shape)]
+
+
+def matmul(im, a: Value, b: Value, scale: str = "") -> Tensor:
+    sa, sb = shape_of(a), shape_of(b)
+    if not sa or not sb:
+        raise NodeError("MatMul operands must have rank >= 1")
+    batch_a = sa[:-2] if len(sa) >= 2 else ()
+    batch_b = sb[:-2] if len(sb) >= 2 else ()
+    batch = broadcast_shapes(batch_a, batch_b)
+    batch_axes = axes(len(batch), "b")
+    k_a, k_b = sa[-1], sb[-2] if len(sb) >= 2 else sb[0]
+    if k_a != k_b:
+        raise NodeError(f"MatMul contracts {k_a} with {k_b} (shapes {sa} and {sb})")
+    a_idx = _bcast(batch_a, batch_axes) + (["m"] if len(sa) >= 2 else []) + ["k"]
+    b_idx = _bcast(batch_b, batch_axes) + ["k"] + (["n"] if len(sb) >= 2 else [])
+    out_idx = batch_axes + (["m"] if len(sa) >= 2 else []) + (["n"] if len(sb) >= 2 else [])
+    shape = batch + ((sa[-2],) if len(sa) >= 2 else ()) + ((sb[-1],) if len(sb) >= 2 else ())
+    body = Body(im)
+    text = f"Y[{join(out_idx)}] += {body.read(a, a_idx)} * {body.read(b, b_idx)}{scale}"
+    return im.emit(body, text, shape, dtype_of(a))
+
+
+def _bcast(shape, out_axes):
+    offset = len(out_axes) - len(shape)
+    return ["0" if size == 1 else out_axes[offset + d] for d, size in enumerate(shape)]
+
+
+@converter("MatMul")
+def _matmul(im, node, inputs):
+    return [matmul(im, inputs[0], inputs[1])]
+
+
+@converter("Gemm")
+def _gemm(im, node, inputs):
+    a, b = inputs[0], inputs[1]
+    c = inputs[2] if len(inputs) > 2 else None
+    alpha, beta = float(attr(node, "alpha", 1.0)), float(attr(node, "beta", 1.0))
+    a_idx = "k,m" if attr(node, "transA", 0) else "m,k"
+    b_idx = "n,k" if attr(node, "transB", 0) else "k,n"
+    sa, sb = shape_of(a), shape_of(b)
+    m = sa[1] if attr(node, "transA", 0) else sa[0]
+    n = sb[0] if attr(node, "transB", 0) else sb[1]
+    body = Body(im)
+    scale = "" if alpha == 1.0 else f" * {repr(float(np.float32(alpha)))}"
+    text = f"Y[m,n] += {body.read(a, a_idx.split(','))} * {body.read(b, b_idx.split(','))}{scale}"
+    y = im.emit(body, text, (m, n), dtype_of(a))
+    if c is None or beta == 0.0:
+        return [y]
+    beta_text = "" if beta == 1.0 else f" * {repr(float(np.float32(beta)))}"
+    return [elementwise(im, [y, c], lambda p, q: f"{p} + {q}{beta_text}")]
+
+
+@converter("Einsum")
+def _einsum(im, node, inputs):
+    equation = attr(node, "equation").decode().replace(" ", "")
+    if "..." in equation:
+        raise NodeError(f"equation '{equation}' is not supported (no '...' broadcasting)")
+    if "->" not in equation:  # implicit output: letters used once, alphabetically
+        letters = equation.replace(",", "")
+        equation += "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    lhs, out = equation.split("->")
+    terms = lhs.split(",")
+    if len(terms) != len(inputs):
+        raise NodeError(f"equation '{equation}' names {len(terms)} operands, node has {len(inputs)}")
+    extent = {}
+    for term, value in zip(terms, inputs):
+        if len(term) != len(shape_of(value)):
+            raise NodeError(f"operand '{term}' of '{equation}' has rank {len(shape_of(value))}")
+        for letter, size in zip(term, shape_of(value)):
+            extent[letter] = size
+    body = Body(im)
+    reads = [body.read(v, [f"x{c}" for c in t]) for t, v in zip(terms, inputs)]
+    combiner = "+=" if set("".join(terms)) - set(out) else "="
+    text = f"Y[{join(f'x{c}' for c in out)}] {combiner} {' * '.join(reads)}"
+    return [im.emit(body, text, tuple(extent[c] for c in out), dtype_of(inputs[0]))]
+
+
+# ---------------------------------------------------------------------------
+# Convolution and pooling
+# ---------------------------------------------------------------------------
+
+
+def _auto_pads(node, in_spatial, out_spatial, kernel, strides, dilations):
+    auto_pad = attr(node, "auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    rank = len(in_spatial)
+    if auto_pad == "NOTSET":
+        pads = list(attr(node, "pads", [0] * (2 * rank)))
+        return pads[:rank], pads[rank:]
+    if auto_pad == "VALID":
+        return [0] * rank, [0] * rank
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise NodeError(f"attribute auto_pad='{auto_pad}' is not supported")
+    begin, end = [], []
+    for size, out, k, s, d in zip(in_spatial, out_spatial, kernel, strides, dilations):
+        total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
+        small = total // 2
+        if auto_pad == "SAME_UPPER":
+            begin.append(small)
+            end.append(total - small)
+        else:
+            begin.append(total - small)
+            end.append(small)
+    return begin, end
+
+
+def pad_write(im, x: Value, begin, end, value=0.0) -> Value:
+    """`x` with `begin`/`end` elements added per dim (all dims), filled with `value`."""
+    shape = shape_of(x)
+    if not any(begin) and not any(end):
+        return x
+    if any(b < 0 for b in begin) or any(e < 0 for e in end):
+        crop_begin = [max(-b, 0) for b in begin]
+        crop_end = [max(-e, 0) for e in end]
+        x = slice_read(im, x, crop_begin, [s - e for s, e in zip(shape, crop_end)], [1] * len(shape))
+        begin = [max(b, 0) for b in begin]
+        end = [max(e, 0) for e in end]
+        shape = shape_of(x)
+        if not any(begin) and not any(end):
+            return x
+    out_shape = tuple(s + b + e for s, b, e in zip(shape, begin, end))
+    names = axes(len(shape))
+    body = Body(im)
+    text = f"P[{join(f'{a}+{b}' if b else a for a, b in zip(names, begin))}] = {body.read(x, names)}"
+    # An axis written unshifted into a longer dimension is bound by the where clause.
+    windows = [f"{a} in {s}" for a, b, e, s in zip(names, begin, end, shape) if not b and e]
+    if windows:
+        text += " where " + ", ".join(windows)
+    padded = im.emit(body, text, out_shape, dtype_of(x))
+    if float(value) == 0.0:
+        return padded
+    mask = np.zeros(out_shape, dtype=bool)
+    mask[tuple(slice(b, b + s) for b, s in zip(begin, shape))] = True
+    fill = np.asarray(value, dtype=dtype_of(x))
+    return elementwise(im, [mask, padded, fill], lambda m, p, f: f"select({m}, {p}, {f})", dtype_of(x))
+
+
+def slice_read(im, x, starts, stops, steps) -> Value:
+    shape = shape_of(x)
+    names = axes(len(shape))
+    out_shape, indices, bindings = [], [], []
+    for name, size, start, stop, step in zip(names, shape, starts, stops, steps):
+        positions = range(*slice(start, stop, step).indices(size))
+        out_shape.append(len(positions))
+        first = positions[0] if len(positions) else 0
+        if len(positions) == size and step == 1:
+            indices.append(name)
+        elif first == 0 and step == 1:
+            indices.append(name)  # a prefix: the where clause gives the extent
+            bindings.append(f"{name} in {len(positions)}")
+        else:
+            term = name if step == 1 else f"{step}*{name}" if step > 0 else f"-{-step}*{name}"
+            indices.append(f"{term}+{first}" if first else term)
+    if tuple(out_shape) == shape and all(i == n for i, n in zip(indices, names)):
+        return x
+    if 0 in out_shape:
+        raise NodeError(f"the slice is empty (shape {tuple(out_shape)}); empty tensors are not supported")
+    if isinstance(x, np.ndarray):
+        return x[tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))]
+    body = Body(im)
+    text = f"Y[{join(names)}] = {body.read(x, indices)}"
+    if bindings:
+        text += " where " + ", ".join(bindings)
+    return im.emit(body, text, out_shape, dtype_of(x))
+
+
+def _affine(parts) -> str:
+    text = ""
+    for coeff, name in parts:
+        if coeff == 0:
+            continue
+        term = name if coeff == 1 else f"{coeff}*{name}"
+        text = term if not text else f"{text}+{term}"
+    return text or "0"
+
+
+@converter("Conv")
+def _conv(im, node, inputs):
+    x, w = inputs[0], inputs[1]
+    bias = inputs[2] if len(inputs) > 2 else None
+    sx, sw = shape_of(x), shape_of(w)
+    rank = len(sx) - 2
+    out_shape, dtype = out_info(im, node)
+    kernel = list(attr(node, "kernel_shape", sw[2:]))
+    strides = list(attr(node, "strides", [1] * rank))
+    dilations = list(attr(node, "dilations", [1] * rank))
+    group = int(attr(node, "group", 1))
+    begin, end = _auto_pads(node, sx[2:], out_shape[2:], kernel, strides, dilations)
+    needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape[2:], strides, kernel, dilations)]
+    end = [max(0, n - (size + b)) if n > size + b + e else e for n, size, b, e in zip(needed, sx[2:], begin, end)]
+    padded = pad_write(im, x, [0, 0, *begin], [0, 0, *end])
+    channels, features = sw[1], sw[0]
+    if sx[1] != channels * group or features % group:
+        raise NodeError(f"group={group} does not divide the channels ({sx[1]} in, {features} out)")
+    per_group = features // group
+    space, window = axes(rank, "h"), axes(rank, "r")
+    reads = [_affine([(s, h), (d, r)]) for h, r, s, d in zip(space, window, strides, dilations)]
+    if group == 1:
+        f_out, f_w, c_x = "f", "f", "c"
+    else:
+        f_out = f"{per_group}*g+f" if per_group > 1 else "g"
+        f_w = f_out
+        c_x = f"{channels}*g+c" if channels > 1 else "g"
+    body = Body(im)
+    text = (
+        f"Y[n,{f_out},{join(space)}] += {body.read(padded, ['n', c_x, *reads])} * "
+        f"{body.read(w, [f_w, 'c', *window])}"
+    )
+    if group > 1:
+        bindings = [f"g in {group}"] + ([f"f in {per_group}"] if per_group > 1 else [])
+        text += " where " + ", ".join(bindings)
+    y = im.emit(body, text, out_shape, dtype)
+    if bias is None:
+        return [y]
+    column = reshape(im, bias, (shape_of(bias)[0], *[1] * rank))
+    return [elementwise(im, [y, column], lambda a, b: f"{a} + {b}")]
+
+
+def _pool_geometry(im, node, x):
+    sx = shape_of(x)
+    rank = len(sx) - 2
+    out_shape, dtype = out_info(im, node)
+    kernel = list(attr(node, "kernel_shape"))
+    strides = list(attr(node, "strides", [1] * rank))
+    dilations = list(attr(node, "dilations", [1] * rank))
+    begin, end = _auto_pads(node, sx[2:], out_shape[2:], kernel, strides, dilations)
+    needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape[2:], strides, kernel, dilations)]
+    extra = [max(0, n - (size + b + e)) for n, size, b, e in zip(needed, sx[2:], begin, end)]
+    return out_shape, dtype, kernel, strides, dilations, begin, end, extra
+
+
+@converter("MaxPool")
+def _max_pool(im, node, inputs):
+    x = inputs[0]
+    if len(node.output) > 1 and node.output[1]:
+        raise NodeError("the Indices output is not supported")
+    if attr(node, "storage_order", 0):
+        raise NodeError("attribute storage_order=1 is not supported")
+    out_shape, dtype, kernel, strides, dilations, begin, end, extra = _pool_geometry(im, node, x)
+    lowest = np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min
+    padded = pad_write(im, x, [0, 0, *begin], [0, 0, *(e + x_ for e, x_ in zip(end, extra))], lowest)
+    rank = len(kernel)
+    space, window = axes(rank, "h"), axes(rank, "r")
+    reads = [_affine([(s, h), (d, r)]) for h, r, s, d in zip(space, window, strides, dilations)]
+    body = Body(im)
+    text = (
+        f"Y[n,c,{join(space)}] max= {body.read(padded, ['n', 'c', *reads])} where "
+        + ", ".join(f"{r} in {k}" for r, k in zip(window, kernel))
+    )
+    return [im.emit(body, text, out_shape, dtype)]
+
+
+@converter("AveragePool")
+def _average_pool(im, node, inputs):
+    x = inputs[0]
+    out_shape, dtype, kernel, strides, dilations, begin, end, extra = _pool_geometry(im, node, x)
+    include_pad = bool(attr(node, "count_include_pad", 0))
+    spatial = shape_of(x)[2:]
+    padded = pad_write(im, x, [0, 0, *begin], [0, 0, *(e + x_ for e, x_ in zip(end, extra))])
+    rank = len(kernel)
+    # How many elements each window averages: real ones (and explicit pads if counted).
+    full = tuple(s + b + e + x_ for s, b, e, x_ in zip(spatial, begin, end, extra))
+    mask = np.zeros(full)
+    if include_pad:
+        mask[tuple(slice(0, s + b + e) for s, b, e in zip(spatial, begin, end))] = 1
+    else:
+        mask[tuple(slice(b, b + s) for s, b in zip(spatial, begin))] = 1
+    counts = np.zeros(out_shape[2:])
+    for offsets in np.ndindex(*kernel):
+        index = tuple(
+            slice(o * d, o * d + (n - 1) * s + 1, s)
+            for o, d, n, s in zip(offsets, dilations, out_shape[2:], strides)
+        )
+        counts += mask[index]
+    space, window = axes(rank, "h"), axes(rank, "r")
+    reads = [_affine([(s, h), (d, r)]) for h, r, s, d in zip(space, window, strides, dilations)]
+    body = Body(im)
+    where = ", ".join(f"{r} in {k}" for r, k in zip(window, kernel))
+    uniform = np.all(counts == counts.reshape(-1)[0])
+    scale = f" * {repr(float(1.0 / counts.reshape(-1)[0]))}" if uniform else ""
+    text = f"Y[n,c,{join(space)}] += {body.read(padded, ['n', 'c', *reads])}{scale} where {where}"
+    total = im.emit(body, text, out_shape, dtype)
+    if uniform:
+        return [total]
+    return [elementwise(im, [total, counts.astype(dtype)], lambda a, b: f"{a} / {b}")]
+
+
+@converter("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(im, node, inputs):
+    x = inputs[0]
+    sx = shape_of(x)
+    rank = len(sx) - 2
+    space = axes(rank, "h")
+    count = math.prod(sx[2:])
+    body = Body(im)
+    read = body.read(x, ["n", "c", *space])
+    if node.op_type == "GlobalAveragePool":
+        text = f"Y[n,c,{join(['0'] * rank)}] += {read} * {repr(1.0 / count)}"
+    else:
+        text = f"Y[n,c,{join(['0'] * rank)}] max= {read}"
+    return [im.emit(body, text, (*sx[:2], *[1] * rank), dtype_of(x))]
+
+
+# ---------------------------------------------------------------------------
+# Reductions and normalisations
+# ---------------------------------------------------------------------------
+
+
+def _reduce_axes(node, inputs, rank, opset) -> list[int] | None:
+    from_input = node.op_type == "ReduceSum" or opset >= 18
+    if from_input:
+        value = inputs[1] if len(inputs) > 1 else None
+        values = None if value is None else ints(constant(node, value, "the axes input"))
+    else:
+        values = attr(node, "axes")
+        values = None if values is None else list(values)
+    if not values:
+        if attr(node, "noop_with_empty_axes", 0):
+            return []
+        return list(range(rank))
+    return sorted({axis_index(a, rank, node) for a in values})
+
+
+def reduce(im, x: Value, reduced: list[int], keepdims: bool, combiner: str, make_read, dtype=None) -> Tensor:
+    shape = shape_of(x)
+    names = axes(len(shape))
+    out_idx, out_shape = [], []
+    for dim, (name, size) in enumerate(zip(names, shape)):
+        if dim in reduced:
+            if keepdims:
+                out_idx.append("0")
+                out_shape.append(1)
+        else:
+            out_idx.append(name)
+            out_shape.append(size)
+    body = Body(im)
+    read = make_read(body.read(x, names))
+    # A reduction over unit dims only has no axis to fold: state it with `=`.
+    if all(shape[d] == 1 for d in reduced) and combiner != "=":
+        combiner = "="
+        read = make_read(body.read(x, ["0" if d in reduced else n for d, n in enumerate(names)]))
+    text = f"Y[{join(out_idx)}] {combiner} {read}"
+    return im.emit(body, text, out_shape, dtype or dtype_of(x))
+
+
+REDUCTIONS = {
+    "ReduceSum": ("+=", "{0}"), "ReduceMax": ("max=", "{0}"), "ReduceMin": ("min=", "{0}"),
+    "ReduceSumSquare": ("+=", "{0} * {0}"), "ReduceL1": ("+=", "abs({0})"),
+    "ReduceMean": ("+=", "{0}"), "ReduceL2": ("+=", "{0} * {0}"),
+    "ReduceLogSum": ("+=", "{0}"), "ReduceLogSumExp": ("+=", "exp({0})"),
+}
+
+
+@converter(*REDUCTIONS)
+def _reduce(im, node, inputs):
+    x = inputs[0]
+    shape = shape_of(x)
+    reduced = _reduce_axes(node, inputs, len(shape), im.opset)
+    keepdims = bool(attr(node, "keepdims", 1))
+    if 0 in shape:
+        raise NodeError(f"reducing an empty tensor (shape {shape}) is not supported")
+    if not reduced:
+        return [x]
+    combiner, read = REDUCTIONS[node.op_type]
+    count = math.prod(shape[d] for d in reduced)
+    if node.op_type == "ReduceMean":
+        read = "{0} * " + repr(1.0 / count)
+    y = reduce(im, x, reduced, keepdims, combiner, read.format)
+    finish = {"ReduceL2": "sqrt({0})", "ReduceLogSum": "log({0})", "ReduceLogSumExp": "log({0})"}
+    if node.op_type in finish:
+        y = elementwise(im, [y], finish[node.op_type].format)
+    return [y]
+
+
+@converter("Softmax", "LogSoftmax")
+def _softmax(im, node, inputs):
+    x = inputs[0]
+    shape = shape_of(x)
+    axis = axis_index(int(attr(node, "axis", -1)), len(shape), node)
+    names = axes(len(shape))
+    kept = [n for d, n in enumerate(names) if d != axis]
+    kept_shape = [s for d, s in enumerate(shape) if d != axis]
+    dtype = dtype_of(x)
+    body = Body(im)
+    m = im.emit(body, f"M[{join(kept)}] max= {body.read(x, names)}" if shape[axis] > 1 else f"M[{join(kept)}] = {body.read(x, [n if d != axis else '0' for d, n in enumerate(names)])}", kept_shape, dtype)
+    body = Body(im)
+    if node.op_type == "Softmax":
+        e = im.emit(body, f"E[{join(names)}] = exp({body.read(x, names)} - {body.read(m, kept)})", shape, dtype)
+        s = reduce(im, e, [axis], False, "+=", "{0}".format)
+        body = Body(im)
+        text = f"Y[{join(names)}] = {body.read(e, names)} / {body.read(s, kept)}"
+        return [im.emit(body, text, shape, dtype)]
+    read = body.read(x, names)
+    combiner = "+=" if shape[axis] > 1 else "="
+    if combiner == "=":
+        read = body.read(x, [n if d != axis else "0" for d, n in enumerate(names)])
+        text = f"S[{join(kept)}] = exp({read} - {body.read(m, kept)})"
+    else:
+        text = f"S[{join(kept)}] += exp({read} - {body.read(m, kept)})"
+    s = im.emit(body, text, kept_shape, dtype)
+    body = Body(im)
+    text = f"Y[{join(names)}] = {body.read(x, names)} - {body.read(m, kept)} - log({body.read(s, kept)})"
+    return [im.emit(body, text, shape, dtype)]
+
+
+@converter("LayerNormalization")
+def _layer_norm(im, node, inputs):
+    x, scale = inputs[0], inputs[1]
+    bias = inputs[2] if len(inputs) > 2 else None
+    shape = shape_of(x)
+    axis = axis_index(int(attr(node, "axis", -1)), len(shape), node)
+    epsilon = repr(float(np.float32(attr(node, "epsilon", 1e-5))))
+    stash = onnx_dtype(attr(node, "stash_type", 1))
+    dtype = dtype_of(x)
+    names = axes(len(shape))
+    outer, inner = names[:axis], names[axis:]
+    outer_shape = shape[:axis]
+    count = math.prod(shape[axis:])
+    convert = (lambda t: f"cast({t})") if stash != dtype else (lambda t: t)
+    body = Body(im)
+    read = convert(body.read(x, names))
+    combiner = "+=" if count > 1 else "="
+    if count == 1:
+        read = convert(body.read(x, outer + ["0"] * len(inner)))
+    mean = im.emit(body, f"M[{join(outer)}] {combiner} {read} * {repr(1.0 / count)}", outer_shape, stash)
+    body = Body(im)
+    centred = im.emit(body, f"D[{join(names)}] = {convert(body.read(x, names))} - {body.read(mean, outer)}", shape, stash)
+    body = Body(im)
+    read = body.read(centred, names) if count > 1 else body.read(centred, outer + ["0"] * len(inner))
+    variance = im.emit(body, f"V[{join(outer)}] {combiner} {read} * {read} * {repr(1.0 / count)}", outer_shape, stash)
+    body = Body(im)
+    inv = im.emit(body, f"R[{join(outer)}] = rsqrt({body.read(variance, outer)} + {epsilon})", outer_shape, stash)
+    body = Body(im)
+    normal = f"{body.read(centred, names)} * {body.read(inv, outer)}"
+    if stash != dtype:
+        normal = f"cast({normal})"
+    text = f"Y[{join(names)}] = {normal} * {body.broadcast_read(scale, names)}"
+    if bias is not None:
+        text += f" + {body.broadcast_read(bias, names)}"
+    y = im.emit(body, text, shape, dtype)
+    results = [y]
+    keep_shape = (*outer_shape, *[1] * len(inner))
+    for value, index in ((mean, 1), (inv, 2)):
+        if len(node.output) > index and node.output[index]:
+            results.append(reshape(im, value, keep_shape))
+    return results
+
+
+@converter("BatchNormalization")
+def _batch_norm(im, node, inputs):
+    if attr(node, "training_mode", 0):
+        raise NodeError("attribute training_mode=1 is not supported (inference only)")
+    x, scale, bias, mean, var = inputs[:5]
+    epsilon = repr(float(np.float32(attr(node, "epsilon", 1e-5))))
+    shape = shape_of(x)
+    names = axes(len(shape))
+    channel = [names[1]] if len(shape) > 1 else [names[0]]
+    body = Body(im)
+    text = (
+        f"Y[{join(names)}] = ({body.read(x, names)} - {body.read(mean, channel)}) * "
+        f"rsqrt({body.read(var, channel)} + {epsilon}) * {body.read(scale, channel)} + "
+        f"{body.read(bias, channel)}"
+    )
+    return [im.emit(body, text, shape, dtype_of(x))]
+
+
+# ---------------------------------------------------------------------------
+# Data movement
+# ---------------------------------------------------------------------------
+
+
+@converter("Transpose")
+def _transpose(im, node, inputs):
+    x = inputs[0]
+    shape = shape_of(x)
+    perm = list(attr(node, "perm", list(range(len(shape)))[::-1]))
+    names = axes(len(shape))
+    out = [names[p] for p in perm]
+    body = Body(im)
+    text = f"Y[{join(out)}] = {body.read(x, names)}"
+    return [im.emit(body, text, [shape[p] for p in perm], dtype_of(x))]
+
+
+def _groups(in_shape, out_shape):
+    """Partition non-unit dims into groups of equal products, or None."""
+    ins = [d for d, s in enumerate(in_shape) if s != 1]
+    outs = [d for d, s in enumerate(out_shape) if s != 1]
+    groups, i, j = [], 0, 0
+    while i < len(ins) or j < len(outs):
+        if i >= len(ins) or j >= len(outs):
+            return None
+        gi, gj = [ins[i]], [outs[j]]
+        pi, pj = in_shape[ins[i]], out_shape[outs[j]]
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj:
+                if i >= len(ins):
+                    return None
+                gi.append(ins[i])
+                pi *= in_shape[ins[i]]
+                i += 1
+            else:
+                if j >= len(outs):
+                    return None
+                gj.append(outs[j])
+                pj *= out_shape[outs[j]]
+                j += 1
+        groups.append((gi, gj))
+    return groups
+
+
+def reshape(im, x: Value, shape) -> Value:
+    """`x` viewed with `shape` (row-major): splits read affinely, merges write
+    row-major; a regrouping that is neither goes through a flat intermediate."""
+    shape = tuple(int(s) for s in shape)
+    in_shape = shape_of(x)
+    if math.prod(in_shape) != math.prod(shape):
+        raise NodeError(f"cannot reshape {in_shape} into {shape}")
+    if isinstance(x, np.ndarray):
+        return x.reshape(shape)
+    if in_shape == shape:
+        return x
+    groups = _groups(in_shape, shape)
+    if groups is None or any(len(gi) > 1 and len(gj) > 1 for gi, gj in groups):
+        flat = reshape(im, x, (math.prod(in_shape),))
+        return reshape(im, flat, shape)
+    x_idx = ["0"] * len(in_shape)
+    y_idx = ["0"] * len(shape)
+    for gi, gj in groups:
+        if len(gi) == 1:  # split (or plain copy): read the input affinely
+            stride, parts = 1, []
+            for d in reversed(gj):
+                parts.append((stride, f"o{d}"))
+                stride *= shape[d]
+                y_idx[d] = f"o{d}"
+            x_idx[gi[0]] = _affine(list(reversed(parts)))
+        else:  # merge: write the output row-major
+            stride, parts = 1, []
+            for d in reversed(gi):
+                parts.append((stride, f"i{d}"))
+                stride *= in_shape[d]
+                x_idx[d] = f"i{d}"
+            y_idx[gj[0]] = _affine(list(reversed(parts)))
+    body = Body(im)
+    text = f"Y[{join(y_idx)}] = {body.read(x, x_idx)}"
+    return im.emit(body, text, shape, dtype_of(x))
+
+
+@converter("Reshape")
+def _reshape(im, node, inputs):
+    x = inputs[0]
+    target = ints(constant(node, inputs[1], "the shape input"))
+    allow_zero = attr(node, "allowzero", 0)
+    in_shape = shape_of(x)
+    shape = []
+    for dim, size in enumerate(target):
+        if size == 0 and not allow_zero:
+            size = in_shape[dim]
+        shape.append(size)
+    if shape.count(-1) > 1:
+        raise NodeError(f"shape {target} has more than one -1")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        shape[shape.index(-1)] = math.prod(in_shape) // known if known else 0
+    return [reshape(im, x, shape)]
+
+
+@converter("Flatten")
+def _flatten(im, node, inputs):
+    x = inputs[0]
+    shape = shape_of(x)
+    axis = int(attr(node, "axis", 1))
+    axis = axis + len(shape) if axis < 0 else axis
+    return [reshape(im, x, (math.prod(shape[:axis]), math.prod(shape[axis:])))]
+
+
+@converter("Squeeze")
+def _squeeze(im, node, inputs):
+    x = inputs[0]
+    shape = shape_of(x)
+    value = inputs[1] if len(inputs) > 1 else None
+    if value is None:
+        dims = [d for d, s in enumerate(shape) if s == 1]
+    else:
+        dims = [axis_index(a, len(shape), node) for a in ints(constant(node, value, "the axes input"))]
+    for d in dims:
+        if shape[d] != 1:
+            raise NodeError(f"cannot squeeze dim {d} of size {shape[d]}")
+    return [reshape(im, x, [s for d, s in enumerate(shape) if d not in dims])]
+
+
+@converter("Unsqueeze")
+def _unsqueeze(im, node, inputs):
+    x = inputs[0]
+    shape = list(shape_of(x))
+    dims = ints(constant(node, inputs[1], "the axes input"))
+    rank = len(shape) + len(dims)
+    dims = sorted(axis_index(a, rank, node) for a in dims)
+    for d in dims:
+        shape.insert(d, 1)
+    return [reshape(im, x, shape)]
+
+
+@converter("Expand")
+def _expand(im, node, inputs):
+    x = inputs[0]
+    target = ints(constant(node, inputs[1], "the shape input"))
+    shape = broadcast_shapes(shape_of(x), tuple(target))
+    if shape == shape_of(x):
+        return [x]
+    out = axes(len(shape))
+    body = Body(im)
+    text = f"Y[{join(out)}] = {body.broadcast_read(x, out)}"
+    return [im.emit(body, text, shape, dtype_of(x))]
+
+
+@converter("Tile")
+def _tile(im, node, inputs):
+    x = inputs[0]
+    repeats = ints(constant(node, inputs[1], "the repeats input"))
+    shape = shape_of(x)
+    names = axes(len(shape))
+    y_idx, bindings, out_shape = [], [], []
+    for name, size, repeat in zip(names, shape, repeats):
+        out_shape.append(size * repeat)
+        if repeat == 1:
+            y_idx.append(name)
+        else:
+            y_idx.append(f"{size}*t{name}+{name}" if size > 1 else f"t{name}")
+            bindings.append(f"t{name} in {repeat}")
+    body = Body(im)
+    text = f"Y[{join(y_idx)}] = {body.read(x, names)}"
+    if bindings:
+        text += " where " + ", ".join(bindings)
+    return [im.emit(body, text, out_shape, dtype_of(x))]
+
+
+@converter("Concat")
+def _concat(im, node, inputs):
+    parts = [v for v in inputs if 0 not in shape_of(v)]
+    if not parts:
+        raise NodeError("all inputs are empty; empty tensors are not supported")
+    rank = len(shape_of(parts[0]))
+    axis = axis_index(int(attr(node, "axis")), rank, node)
+    if len(parts) == 1:
+        return [parts[0]]
+    total = sum(shape_of(v)[axis] for v in parts)
+    padded, offset = [], 0
+    for value in parts:
+        size = shape_of(value)[axis]
+        begin = [0] * rank
+        end = [0] * rank
+        begin[axis], end[axis] = offset, total - offset - size
+        padded.append(pad_write(im, value, begin, end))
+        offset += size
+    # Each part is zero outside its own slab, so the slabs add up to the concatenation.
+    dtype = dtype_of(parts[0])
+    if dtype == np.bool_:
+        make = lambda *reads: reads[0] if len(reads) == 1 else _nested("or", reads)  # noqa: E731
+    else:
+        make = lambda *reads: " + ".join(reads)  # noqa: E731
+    return [elementwise(im, padded, make, dtype)]
+
+
+def _nested(function, reads):
+    text = reads[0]
+    for read in reads[1:]:
+        text = f"{function}({text}, {read})"
+    return text
+
+
+@converter("Split")
+def _split(im, node, inputs):
+    x = inputs[0]
+    shape = shape_of(x)
+    axis = axis_index(int(attr(node, "axis", 0)), len(shape), node)
+    outputs = len(node.output)
+    given = inputs[1] if len(inputs) > 1 else None
+    if given is not None:
+        sizes = ints(constant(node, given, "the split input"))
+    elif attr(node, "split") is not None:
+        sizes = list(attr(node, "split"))
+    else:
+        count = int(attr(node, "num_outputs", outputs))
+        chunk = -(-shape[axis] // count)
+        sizes = [min(chunk, shape[axis] - i * chunk) for i in range(count)]
+    results, offset = [], 0
+    for size in sizes:
+        starts = [0] * len(shape)
+        stops = list(shape)
+        starts[axis], stops[axis] = offset, offset + size
+        results.append(slice_read(im, x, starts, stops, [1] * len(shape)))
+        offset += size
+    return results
+
+
+@converter("Slice")
+def _slice(im, node, inputs):
+    x = inputs[0]
+    shape = shape_of(x)
+    starts = ints(constant(node, inputs[1], "starts"))
+    ends = ints(constant(node, inputs[2], "ends"))
+    dims = ints(constant(node, inputs[3], "axes")) if len(inputs) > 3 and inputs[3] is not None else list(range(len(starts)))
+    steps = ints(constant(node, inputs[4], "steps")) if len(inputs) > 4 and inputs[4] is not None else [1] * len(starts)
+    lo, hi, st = [0] * len(shape), list(shape), [1] * len(shape)
+    for dim, start, end, step in zip(dims, starts, ends, steps):
+        dim = axis_index(dim, len(shape), node)
+        if step == 0:
+            raise NodeError("a slice step is 0")
+        lo[dim], hi[dim], st[dim] = start, end, step
+    # Python slicing clamps like ONNX; ends beyond the int64 range mean "to the end".
+    hi = [None if (s < 0 and h < -d) else h for h, s, d in zip(hi, st, shape)]
+    return [slice_read(im, x, lo, hi, st)]
+
+
+def _normalised_indices(im, indices: Value, size: int) -> Value:
+    if isinstance(indices, np.ndarray):
+        indices = indices.astype(np.int64)
+        if np.any(indices < -size) or np.any(indices >= size):
+            raise NodeError(f"an index is outside [-{size}, {size})")
+        return np.where(indices < 0, indices + size, indices)
+    return elementwise(im, [indices], lambda i: f"select({i} < 0, {i} + {size}, {i})")
+
+
+@converter("Gather")
+def _gather(im, node, inputs):
+    x, indices = inputs
+    shape = shape_of(x)
+    axis = axis_index(int(attr(node, "axis", 0)), len(shape), node)
+    indices = _normalised_indices(im, indices, shape[axis])
+    names = axes(len(shape))
+    index_shape = shape_of(indices)
+    q = axes(len(index_shape), "q")
+    out_idx = names[:axis] + q + names[axis + 1:]
+    out_shape = shape[:axis] + index_shape + shape[axis + 1:]
+    body = Body(im)
+    if isinstance(indices, np.ndarray) and indices.size == 1:
+        selector = str(int(indices.reshape(-1)[0]))
+    elif isinstance(indices, np.ndarray) and indices.ndim == 1 and _progression(indices):
+        first, step = int(indices[0]), int(indices[1] - indices[0])
+        selector = _affine([(step, q[0])]) if step >= 0 else f"-{-step}*{q[0]}"
+        selector = f"{selector}+{first}" if first else selector
+    else:
+        selector = None
+    if selector is None:
+        # The data tensor must be read first, so name it before the index tensor.
+        data_name = body.read(x, ["0"] * len(shape))
+        index_text = body.read(indices, q)
+        read = data_name.split("[")[0] + "[" + join(names[:axis] + [index_text] + names[axis + 1:]) + "]"
+    else:
+        read = body.read(x, names[:axis] + [selector] + names[axis + 1:])
+    text = f"Y[{join(out_idx)}] = {read}"
+    return [im.emit(body, text, out_shape, dtype_of(x))]
+
+
+def _progression(values) -> bool:
+    if len(values) < 2:
+        return False
+    steps = np.diff(values)
+    return bool(np.all(steps == steps[0])) and steps[0] != 0
+
+
+@converter("GatherElements")
+def _gather_elements(im, node, inputs):
+    x, indices = inputs
+    shape = shape_of(x)
+    axis = axis_index(int(attr(node, "axis", 0)), len(shape), node)
+    indices = _normalised_indices(im, indices, shape[axis])
+    index_shape = shape_of(indices)
+    names = axes(len(shape))
+    body = Body(im)
+    data_name = body.read(x, ["0"] * len(shape)).split("[")[0]
+    index_text = body.read(indices, names)
+    read = f"{data_name}[{join(names[:axis] + [index_text] + names[axis + 1:])}]"
+    return [im.emit(body, f"Y[{join(names)}] = {read}", index_shape, dtype_of(x))]
+
+
+@converter("Pad")
+def _pad(im, node, inputs):
+    mode = attr(node, "mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode != "constant":
+        raise NodeError(f"attribute mode='{mode}' is not supported (only 'constant')")
+    x = inputs[0]
+    shape = shape_of(x)
+    pads = ints(constant(node, inputs[1], "the pads input"))
+    value = inputs[2] if len(inputs) > 2 and inputs[2] is not None else np.zeros((), dtype_of(x))
+    dims = list(range(len(shape)))
+    if len(inputs) > 3 and inputs[3] is not None:
+        dims = [axis_index(a, len(shape), node) for a in ints(constant(node, inputs[3], "the axes input"))]
+    begin, end = [0] * len(shape), [0] * len(shape)
+    for k, d in enumerate(dims):
+        begin[d], end[d] = pads[k], pads[k + len(dims)]
+    if isinstance(value, Tensor):  # a fill value computed at run time
+        padded = pad_write(im, x, begin, end)
+        if padded is x:
+            return [x]
+        mask = np.zeros(shape_of(padded), dtype=bool)
+        mask[tuple(slice(max(b, 0), max(b, 0) + s + min(b, 0) + min(e, 0)) for b, e, s in zip(begin, end, shape))] = True
+        scalar = reshape(im, value, ())
+        return [elementwise(im, [mask, padded, scalar], lambda m, p, f: f"select({m}, {p}, {f})", dtype_of(x))]
+    fill = float(np.asarray(value).reshape(-1)[0]) if np.asarray(value).size else 0.0
+    return [pad_write(im, x, begin, end, fill)]
+
+
+@converter("Shape")
+def _shape(im, node, inputs):
+    shape = np.asarray(shape_of(inputs[0]), dtype=np.int64)
+    start, end = attr(node, "start", 0), attr(node, "end", None)
+    return [shape[start:end]]
+
+
+@converter("Size")
+def _size(im, node, inputs):
+    return [np.asarray(math.prod(shape_of(inputs[0])), dtype=np.int64)]
+
+
+@converter("ConstantOfShape", "Range", "Constant")
+def _must_fold(im, node, inputs):
+    for value in inputs:
+        constant(node, value, "every input")
+    raise NodeError("cannot fold")  # unreachable: constant inputs fold before dispatch
+
+
+# ---------------------------------------------------------------------------
+# Vendor kernels (te.opaque)
+# ---------------------------------------------------------------------------
+
+
+def _opaque(im, node, inputs, attributes, outputs=None):
+    infos = [out_info(im, node, i) for i in range(len(node.output))] if outputs is None else outputs
+    attrs = {k: IntegerAttr(int(v), i64) for k, v in attributes.items()}
+    return im.emit_opaque(node.op_type, inputs, infos, attrs)
+
+
+@converter("CumSum")
+def _cumsum(im, node, inputs):
+    x = inputs[0]
+    axis = axis_index(ints(constant(node, inputs[1], "the axis input"))[0], len(shape_of(x)), node)
+    return _opaque(im, node, [x], {
+        "axis": axis, "exclusive": attr(node, "exclusive", 0), "reverse": attr(node, "reverse", 0)
+    }, [(shape_of(x), dtype_of(x))])
+
+
+@converter("ArgMax", "ArgMin")
+def _arg(im, node, inputs):
+    x = inputs[0]
+    axis = axis_index(int(attr(node, "axis", 0)), len(shape_of(x)), node)
+    return _opaque(im, node, [x], {
+        "axis": axis, "keepdims": attr(node, "keepdims", 1),
+        "select_last_index": attr(node, "select_last_index", 0),
+    })
+
+
+@converter("Trilu")
+def _trilu(im, node, inputs):
+    x = inputs[0]
+    k = ints(constant(node, inputs[1], "k"))[0] if len(inputs) > 1 and inputs[1] is not None else 0
+    return _opaque(im, node, [x], {"k": k, "upper": attr(node, "upper", 1)}, [(shape_of(x), dtype_of(x))])
+
+
+@converter("TopK")
+def _topk(im, node, inputs):
+    x = inputs[0]
+    k = ints(constant(node, inputs[1], "k"))[0]
+    axis = axis_index(int(attr(node, "axis", -1)), len(shape_of(x)), node)
+    if not attr(node, "sorted", 1):
+        raise NodeError("attribute sorted=0 is not supported")
+    return _opaque(im, node, [x], {"k": k, "axis": axis, "largest": attr(node, "largest", 1)})

@@ -1,0 +1,123 @@
+"""`irc-translate`: translate models from other formats into irc IR.
+
+    irc-translate --import-onnx model.onnx [-o out.mlir] [--shape NAME=1x128 ...]
+                  [--constant NAME=value.npy ...] [--weights out.weights.npz]
+
+The ONNX graph becomes one `func.func @main` of `te` ops (`irc.frontend`). Its
+constants are weight arguments stored in a side ``.npz`` (by default
+``out.weights.npz`` beside ``-o out.mlir``, or ``model.weights.npz`` beside the
+model when the IR goes to stdout), which `irc-run` loads by itself. Every problem is
+one ``error:`` line and exit status 1; the input file is never written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+from xdsl.printer import Printer
+
+from irc.frontend.onnx_import import OnnxImportError, import_onnx, parse_shape_overrides
+from irc.frontend.weights import attach_weights, save_weights, weights_path_for
+
+
+class TranslateError(Exception):
+    pass
+
+
+def _arguments(argv):
+    parser = argparse.ArgumentParser(prog="irc-translate", description=__doc__.splitlines()[0])
+    parser.add_argument("--import-onnx", metavar="MODEL", required=True, help="the .onnx model to import")
+    parser.add_argument("-o", "--output", help="write the IR here instead of stdout")
+    parser.add_argument(
+        "--shape", action="append", default=[], metavar="NAME=DIMS",
+        help="fix the shape of a graph input, e.g. input_ids=1x128 (repeatable)",
+    )
+    parser.add_argument(
+        "--constant", action="append", default=[], metavar="NAME=FILE.npy",
+        help="bind a graph input to a constant value, which folds (repeatable)",
+    )
+    parser.add_argument("--weights", help="where to write the weights .npz (default: beside the IR)")
+    return parser.parse_args(argv)
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b) or (
+        os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+    )
+
+
+def _constants(items) -> dict[str, np.ndarray]:
+    constants = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise TranslateError(f"--constant '{item}' must look like NAME=value.npy")
+        try:
+            constants[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise TranslateError(f"--constant {name}: cannot read {path} ({error})") from None
+    return constants
+
+
+def run(argv=None) -> int:
+    args = _arguments(argv)
+    model_path = args.import_onnx
+    try:
+        if not os.path.isfile(model_path):
+            raise TranslateError(f"no such file: {model_path}")
+        if args.output and _same_file(args.output, model_path):
+            raise TranslateError("-o would overwrite the input model; choose another path")
+        shapes = parse_shape_overrides(args.shape)
+        result = import_onnx(model_path, shapes, _constants(args.constant))
+        if result.weights:
+            if args.weights:
+                weights_file = args.weights
+            elif args.output:
+                weights_file = weights_path_for(args.output)
+            else:
+                weights_file = weights_path_for(os.path.splitext(model_path)[0] + ".mlir")
+            if _same_file(weights_file, model_path):
+                raise TranslateError("the weights file would overwrite the input model; use --weights")
+            save_weights(weights_file, result.weights)
+            ir_dir = os.path.dirname(os.path.abspath(args.output)) if args.output else None
+            reference = (
+                os.path.relpath(os.path.abspath(weights_file), ir_dir) if ir_dir
+                else os.path.abspath(weights_file)
+            )
+            attach_weights(result.module, reference)
+    except (OnnxImportError, TranslateError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except Exception as error:  # last resort: still one line, never a traceback
+        if os.environ.get("IRC_TRACEBACK"):
+            raise
+        print(f"error: internal error: {type(error).__name__}: {error} "
+              f"(set IRC_TRACEBACK=1 for details)", file=sys.stderr)
+        return 1
+    if args.output:
+        with open(args.output, "w") as stream:
+            Printer(stream=stream).print_op(result.module)
+            stream.write("\n")
+    else:
+        Printer(stream=sys.stdout).print_op(result.module)
+        print()
+    return 0
+
+
+def main() -> None:
+    try:
+        status = run()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 1
+    except KeyboardInterrupt:
+        status = 1
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
