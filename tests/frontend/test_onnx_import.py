@@ -250,6 +250,8 @@ def reshapes(draw):
         factor = draw(st.sampled_from(choices))
         factors.append(factor)
         rest //= factor
+    if rest > 1:  # at most four factors: fold what is left into the last one
+        factors[-1] *= rest
     target = factors or [1]
     target = draw(st.permutations(target))
     ones = draw(st.integers(0, 2))
