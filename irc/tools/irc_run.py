@@ -1,9 +1,12 @@
 """`irc-run`: execute a function of an irc program on the reference interpreter.
 
     irc-run prog.mlir [--inputs in.npz] [--output out.npz] [--entry main] [--seed 0]
+                      [--report] [--trace out.json]
 
 Inputs are read by name from `--inputs` (random, reproducible ones when absent);
-results are printed, or saved by name to `--output`.
+results are printed, or saved by name to `--output`. A program at `shift` or `device`
+level runs on the reference chip: `--report` prints its chip time breakdown, peak SRAM
+and utilisation, `--trace out.json` writes the timeline as a Chrome/Perfetto trace.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ def _arguments(argv):
     parser.add_argument("--output", help="write results by name to this .npz instead of printing")
     parser.add_argument("--entry", help="function to run (default: main, or the only function)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    parser.add_argument("--report", action="store_true",
+                        help="print the chip time breakdown, peak SRAM and utilisation (shift/device level)")
+    parser.add_argument("--trace", help="write the chip timeline as a Chrome/Perfetto trace (.json)")
     return parser.parse_args(argv)
 
 
@@ -61,7 +67,12 @@ def run(argv=None) -> int:
                 raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
         if args.output and args.inputs and os.path.abspath(args.output) == os.path.abspath(args.inputs):
             raise RunError("--output would overwrite the --inputs file; choose another path")
-        results = run_function(module, inputs, args.entry, args.seed)
+        if args.report or args.trace:
+            from irc.interpreter.session import run_with_report
+
+            results, report = run_with_report(module, inputs, args.entry, args.seed)
+        else:
+            results, report = run_function(module, inputs, args.entry, args.seed), None
     except ParseError as error:
         print(format_parse_error(error), file=sys.stderr)
         return 1
@@ -71,6 +82,14 @@ def run(argv=None) -> int:
     except (RunError, KernelError, UnsupportedTypeError, InterpretationError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    if (args.report or args.trace) and report is None:
+        print("note: the program has no shift or device operations; there is no chip timeline",
+              file=sys.stderr)
+    if report is not None and args.trace:
+        report.write_trace(args.trace)
+        print(f"wrote the chip timeline to {args.trace}", file=sys.stderr)
+    if report is not None and args.report:
+        print(report)
     if args.output:
         np.savez(args.output, **results)
         print(f"wrote {', '.join(results)} to {args.output}")

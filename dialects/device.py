@@ -1,0 +1,521 @@
+"""The `device` dialect: SPMD assembly for a bulk-synchronous inter-core chip.
+
+DESIGN.md s3, T10 s4.4 ("allocate", "compute", "shift") and s5. Every instruction acts
+on the core set ``[0, cores)`` at once; what differs between cores (where a tile starts,
+which neighbour a ring receives from) is a table indexed by the core id, written as a
+dense ``array<i64: ...>`` of ``cores`` rows (or a single row shared by every core).
+Buffers are SSA values of type ``!device.buffer<shape x dtype>``: the same-shaped
+region of every core's SRAM. Host memory is builtin tensors. The enclosing function
+names its target with ``device.target`` / ``device.cost`` attributes.
+
+    %A = device.alloc {name = "A", cores = 16 : i64, bytes = 64 : i64, offset = 0 : i64}
+           : !device.buffer<4x8xf16>
+    device.load %a into %A {origins = array<i64: 0, 0>} : tensor<8x8xf16>, !device.buffer<4x8xf16>
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    ParsePropInAttrDict,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.te_expr import ExprError, parse_expression
+
+
+def element_bytes(element_type: Attribute) -> int:
+    width = getattr(element_type, "bitwidth", None)
+    if width is None:
+        width = getattr(getattr(element_type, "width", None), "data", 8)
+    return max(1, int(width) // 8)
+
+
+@irdl_attr_definition
+class BufferType(ParametrizedAttribute, TypeAttribute):
+    """A buffer of ``shape`` elements of ``element_type`` in the SRAM of each core of a
+    core set (the per-core partition of a tensor, or its receive buffer)."""
+
+    name = "device.buffer"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+
+    def __init__(self, shape: Sequence[int], element_type: Attribute):
+        super().__init__(ArrayAttr([IntAttr(int(d)) for d in shape]), element_type)
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    def get_element_type(self) -> Attribute:
+        return self.element_type
+
+    @property
+    def bytes(self) -> int:
+        return math.prod(self.get_shape()) * element_bytes(self.element_type)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        shape, element_type = parser.parse_ranked_shape()
+        parser.parse_punctuation(">")
+        return (ArrayAttr([IntAttr(d) for d in shape]), element_type)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + "".join(f"{d}x" for d in self.get_shape()))
+        printer.print_attribute(self.element_type)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        if any(d.data < 1 for d in self.shape.data):
+            raise VerifyException(f"buffer dimensions must be positive, got {list(self.get_shape())}")
+
+
+def i64_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def i64_array(values) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in np.asarray(values).reshape(-1).tolist()])
+
+
+def array_values(attr: DenseArrayBase) -> np.ndarray:
+    return np.asarray(attr.get_values(), dtype=np.int64)
+
+
+def _int(attr: IntegerAttr) -> int:
+    return int(attr.value.data)
+
+
+def core_table(attr: DenseArrayBase, columns: int, cores: int, what: str) -> np.ndarray:
+    """A per-core table of ``columns`` entries per row: one row for every core, or one shared row."""
+    values = array_values(attr)
+    if columns == 0:
+        return np.zeros((cores, 0), dtype=np.int64)
+    if values.size == columns:
+        return np.broadcast_to(values, (cores, columns))
+    if values.size != columns * cores:
+        raise VerifyException(
+            f"{what} has {values.size} entries; expected {columns} (one row for all cores) or "
+            f"{columns} x {cores} cores = {columns * cores}"
+        )
+    return values.reshape(cores, columns)
+
+
+def _buffer(value: SSAValue, what: str) -> BufferType:
+    if not isinstance(value.type, BufferType):
+        raise VerifyException(f"{what} must be a !device.buffer, got {value.type}")
+    return value.type
+
+
+def _defining_cores(value: SSAValue) -> int | None:
+    owner = value.owner
+    return _int(owner.cores) if isinstance(owner, AllocOp) else None
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """Reserve ``bytes`` of SRAM at byte ``offset`` on every core of ``[0, cores)`` for a
+    buffer named ``name`` (T10 s4.4 "allocate"). ``offset = -1`` means not yet placed;
+    the `device-alloc` pass assigns offsets and checks that every core's SRAM holds its
+    live buffers."""
+
+    name = "device.alloc"
+
+    buffer_name = prop_def(StringAttr, prop_name="name")
+    cores = prop_def(IntegerAttr[I64])
+    bytes = prop_def(IntegerAttr[I64])
+    offset = prop_def(IntegerAttr[I64])
+    buffer = result_def(BufferType)
+
+    assembly_format = "attr-dict `:` type($buffer)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, name: str, buffer_type: BufferType, cores: int, offset: int = -1):
+        super().__init__(
+            result_types=[buffer_type],
+            properties={
+                "name": StringAttr(name), "cores": i64_attr(cores),
+                "bytes": i64_attr(buffer_type.bytes), "offset": i64_attr(offset),
+            },
+        )
+
+    def verify_(self) -> None:
+        type_ = _buffer(self.buffer, "the result")
+        if _int(self.cores) < 1:
+            raise VerifyException(f"buffer {self.buffer_name.data} is allocated on {_int(self.cores)} cores")
+        if _int(self.bytes) != type_.bytes:
+            raise VerifyException(
+                f"buffer {self.buffer_name.data} declares {_int(self.bytes)} bytes but "
+                f"{type_} takes {type_.bytes}"
+            )
+        if _int(self.offset) < -1:
+            raise VerifyException(f"buffer {self.buffer_name.data} has negative SRAM offset {_int(self.offset)}")
+
+
+@irdl_op_definition
+class FreeOp(IRDLOperation):
+    """Release a buffer's SRAM on every core that holds it; it must not be used after."""
+
+    name = "device.free"
+
+    buffer = operand_def(BufferType)
+
+    assembly_format = "$buffer attr-dict `:` type($buffer)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, buffer: SSAValue):
+        super().__init__(operands=[buffer])
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """Copy from a host tensor into a buffer: core ``c`` receives the tile of the tensor
+    starting at row ``c`` of ``origins`` (one element index per dimension) with the
+    buffer's shape; elements outside the tensor read as zero (padding)."""
+
+    name = "device.load"
+
+    source = operand_def(TensorType)
+    buffer = operand_def(BufferType)
+    origins = prop_def(DenseArrayBase)
+
+    assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, source: SSAValue, buffer: SSAValue, origins):
+        super().__init__(operands=[source, buffer], properties={"origins": i64_array(origins)})
+
+    def verify_(self) -> None:
+        type_ = _buffer(self.buffer, "the destination")
+        rank = len(self.source.type.get_shape())
+        if rank != len(type_.get_shape()):
+            raise VerifyException(
+                f"cannot load a rank-{rank} tensor into a rank-{len(type_.get_shape())} buffer"
+            )
+        if self.source.type.get_element_type() != type_.element_type:
+            raise VerifyException(
+                f"element type mismatch: tensor of {self.source.type.get_element_type()} "
+                f"into a buffer of {type_.element_type}"
+            )
+        cores = _defining_cores(self.buffer)
+        if cores is not None:
+            core_table(self.origins, rank, cores, "origins")
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """Assemble a host tensor from the tiles of the cores listed in ``from_cores``: core
+    ``c``'s tile goes to row ``c`` of ``origins``; parts outside the tensor (padding)
+    are dropped and elements no tile covers hold ``fill``."""
+
+    name = "device.store"
+
+    buffer = operand_def(BufferType)
+    result = result_def(TensorType)
+    origins = prop_def(DenseArrayBase)
+    from_cores = prop_def(DenseArrayBase)
+    fill = prop_def(FloatAttr)
+
+    assembly_format = "$buffer attr-dict `:` type($buffer) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, buffer: SSAValue, result_type: Attribute, origins, cores, fill: float = 0.0):
+        super().__init__(
+            operands=[buffer], result_types=[result_type],
+            properties={"origins": i64_array(origins), "from_cores": i64_array(cores),
+                        "fill": FloatAttr(float(fill), 64)},
+        )
+
+    def verify_(self) -> None:
+        type_ = _buffer(self.buffer, "the source")
+        rank = len(self.result.type.get_shape())
+        if rank != len(type_.get_shape()):
+            raise VerifyException(f"cannot store a rank-{len(type_.get_shape())} buffer as a rank-{rank} tensor")
+        cores = _defining_cores(self.buffer)
+        if cores is not None:
+            core_table(self.origins, rank, cores, "origins")
+            listed = array_values(self.from_cores)
+            if listed.size and (listed.min() < 0 or listed.max() >= cores):
+                raise VerifyException(
+                    f"from_cores lists core {int(listed.max() if listed.max() >= cores else listed.min())}, "
+                    f"but the buffer lives on cores 0..{cores - 1}"
+                )
+
+
+@irdl_op_definition
+class FillOp(IRDLOperation):
+    """Set every element of a buffer on every core to ``value`` (an accumulator's
+    identity before the first step)."""
+
+    name = "device.fill"
+
+    buffer = operand_def(BufferType)
+    value = prop_def(FloatAttr)
+
+    assembly_format = "$buffer attr-dict `:` type($buffer)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, buffer: SSAValue, value: float):
+        super().__init__(operands=[buffer], properties={"value": FloatAttr(float(value), 64)})
+
+
+class ComputeOpBase(IRDLOperation):
+    """Shared structure of `device.mma` and `device.vector`."""
+
+    output = operand_def(BufferType)
+    inputs = var_operand_def(BufferType)
+    expression = prop_def(StringAttr)
+    tiles = prop_def(DenseArrayBase)
+    cores = prop_def(IntegerAttr[I64])
+    windows = prop_def(ArrayAttr[DenseArrayBase])
+    kind = prop_def(StringAttr)
+    roles = prop_def(DictionaryAttr)
+    step = prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$expression $output `,` `(` $inputs `)` attr-dict `:` type($output) `,` `(` type($inputs) `)`"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, expression: str, output: SSAValue, inputs: Sequence[SSAValue], tiles, cores: int,
+                 windows, kind: str, roles: dict[str, int], step: int):
+        super().__init__(
+            operands=[output, list(inputs)],
+            properties={
+                "expression": StringAttr(expression), "tiles": i64_array(tiles),
+                "cores": i64_attr(cores), "windows": ArrayAttr([i64_array(w) for w in windows]),
+                "kind": StringAttr(kind),
+                "roles": DictionaryAttr({k: i64_attr(v) for k, v in roles.items()}),
+                "step": i64_attr(step),
+            },
+        )
+
+    def parsed(self):
+        return parse_expression(self.expression.data)
+
+    def tile_map(self) -> dict[str, int]:
+        expr = self.parsed()
+        return dict(zip(expr.axes, array_values(self.tiles).tolist()))
+
+    def window_tables(self) -> list[np.ndarray]:
+        cores = _int(self.cores)
+        operands = [self.output, *self.inputs]
+        return [
+            core_table(w, len(v.type.get_shape()), cores, f"window #{i}")
+            for i, (w, v) in enumerate(zip(self.windows.data, operands))
+        ]
+
+    def verify_(self) -> None:
+        try:
+            expr = self.parsed()
+        except ExprError as error:
+            raise VerifyException(f"'{self.expression.data}': {error.message}") from None
+        tiles = array_values(self.tiles)
+        if len(tiles) != len(expr.axes):
+            raise VerifyException(
+                f"tiles has {len(tiles)} entries but '{self.expression.data}' has {len(expr.axes)} axes "
+                f"({', '.join(expr.axes)})"
+            )
+        if (tiles < 1).any():
+            raise VerifyException(f"tiles must be positive, got {tiles.tolist()}")
+        if len(self.inputs) != len(expr.inputs):
+            raise VerifyException(
+                f"'{self.expression.data}' reads {len(expr.inputs)} tensor(s) but the op has "
+                f"{len(self.inputs)} input buffer(s)"
+            )
+        if len(self.windows.data) != 1 + len(self.inputs):
+            raise VerifyException(
+                f"windows must give one table per buffer (output first): expected "
+                f"{1 + len(self.inputs)}, got {len(self.windows.data)}"
+            )
+        tile = dict(zip(expr.axes, tiles.tolist()))
+        accesses = [expr.output] + [expr.accesses_of(name)[0] for name in expr.inputs]
+        names = [expr.output.tensor, *expr.inputs]
+        for name, access, value, table in zip(names, accesses, [self.output, *self.inputs], self.window_tables()):
+            shape = _buffer(value, f"buffer of {name}").get_shape()
+            if len(shape) != len(access.indices):
+                raise VerifyException(f"{name} has rank {len(access.indices)} but its buffer has rank {len(shape)}")
+            need = [sum(abs(c) * (tile[a] - 1) for a, c in getattr(i, "terms", ())) + 1 for i in access.indices]
+            end = table + np.array(need)
+            if (table < 0).any() or (end > np.array(shape)).any():
+                core = int(np.argwhere((table < 0) | (end > np.array(shape)))[0][0])
+                raise VerifyException(
+                    f"core {core}: the window of {name} at {table[core].tolist()} with extent {need} "
+                    f"lies outside its buffer of shape {list(shape)}"
+                )
+        if _int(self.cores) < 1:
+            raise VerifyException(f"a compute needs at least one core, got {_int(self.cores)}")
+
+
+@irdl_op_definition
+class MmaOp(ComputeOpBase):
+    """One compute step of a contraction ``OUT[...] += X[...] * Y[...]`` on the systolic
+    array of every core (T10 s4.4 "compute"): each core multiplies the windows of its
+    input buffers starting at its rows of ``windows`` (step tiles ``tiles`` per axis)
+    and accumulates into its output window, in f32 for f16 data. ``kind`` and ``roles``
+    are the sub-task the cost model prices."""
+
+    name = "device.mma"
+
+    def verify_(self) -> None:
+        super().verify_()
+        from irc.interpreter.chip import _product_reads
+
+        expr = self.parsed()
+        if expr.combiner not in ("=", "+=") or _product_reads(expr) is None:
+            raise VerifyException(
+                f"device.mma computes a product of two plainly indexed reads with '+=' or '=', "
+                f"not '{self.expression.data}'; use device.vector"
+            )
+
+
+@irdl_op_definition
+class VectorOp(ComputeOpBase):
+    """One compute step of any other tensor expression (elementwise, reductions, windows
+    such as convolution or pooling) on the vector units of every core: as `device.mma`,
+    each core evaluates the expression over its windows and combines into its output."""
+
+    name = "device.vector"
+
+
+@irdl_op_definition
+class ShiftOp(IRDLOperation):
+    """Rotate a buffer around its rings (T10 s4.4 "shift"): core ``c`` receives the
+    buffer of core ``source[c]`` through ``receive`` (a same-shaped buffer, T10 s5
+    "multi-copy shift with buffer"); afterwards ``buffer`` holds the received data."""
+
+    name = "device.shift"
+
+    buffer = operand_def(BufferType)
+    receive = operand_def(BufferType)
+    source = prop_def(DenseArrayBase)
+
+    assembly_format = "$buffer `through` $receive attr-dict `:` type($buffer) `,` type($receive)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, buffer: SSAValue, receive: SSAValue, source):
+        super().__init__(operands=[buffer, receive], properties={"source": i64_array(source)})
+
+    def verify_(self) -> None:
+        if self.buffer.type != self.receive.type:
+            raise VerifyException(
+                f"the receive buffer has type {self.receive.type} but the shifted buffer {self.buffer.type}"
+            )
+        if self.receive.type != self.buffer.type:
+            return
+        source = array_values(self.source)
+        if source.size and sorted(source.tolist()) != list(range(source.size)):
+            missing = sorted(set(range(source.size)) - set(source.tolist()))
+            raise VerifyException(
+                f"source is not a permutation of the cores 0..{source.size - 1}: core "
+                f"{missing[0] if missing else int(source.max())}'s buffer is sent to no core"
+            )
+        cores = _defining_cores(self.buffer)
+        if cores is not None and source.size > cores:
+            raise VerifyException(
+                f"the shift moves data on {source.size} cores but buffer lives on cores 0..{cores - 1}: "
+                f"core {cores} has no buffer"
+            )
+
+
+@irdl_op_definition
+class SyncOp(IRDLOperation):
+    """A barrier over ``[0, cores)``: the exchange after a shift completes on every core
+    before any core computes again (priced as the cost model's per-shift sync)."""
+
+    name = "device.sync"
+
+    cores = prop_def(IntegerAttr[I64])
+
+    assembly_format = "attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, cores: int):
+        super().__init__(properties={"cores": i64_attr(cores)})
+
+
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """Combine the partial copies of an output buffer: ``groups`` lists ``replicas`` cores
+    per row holding the same output partition; the first core of each row receives their
+    combination (sum for ``+=``). Priced as the cost model's output shuffle and
+    partial-sum reduction (IPU_COST_FACTS s5) for sub-task ``kind``."""
+
+    name = "device.reduce"
+
+    buffer = operand_def(BufferType)
+    groups = prop_def(DenseArrayBase)
+    replicas = prop_def(IntegerAttr[I64])
+    combiner = prop_def(StringAttr)
+    kind = prop_def(StringAttr)
+    roles = prop_def(DictionaryAttr)
+    out_step_elems = prop_def(IntegerAttr[I64])
+    out_resident_elems = prop_def(IntegerAttr[I64])
+    cores = prop_def(IntegerAttr[I64])
+
+    assembly_format = "$buffer attr-dict `:` type($buffer)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, buffer: SSAValue, groups, replicas: int, combiner: str, kind: str,
+                 roles: dict[str, int], out_step_elems: int, out_resident_elems: int, cores: int):
+        super().__init__(
+            operands=[buffer],
+            properties={
+                "groups": i64_array(groups), "replicas": i64_attr(replicas),
+                "combiner": StringAttr(combiner), "kind": StringAttr(kind),
+                "roles": DictionaryAttr({k: i64_attr(v) for k, v in roles.items()}),
+                "out_step_elems": i64_attr(out_step_elems),
+                "out_resident_elems": i64_attr(out_resident_elems), "cores": i64_attr(cores),
+            },
+        )
+
+    def group_table(self) -> np.ndarray:
+        return array_values(self.groups).reshape(-1, _int(self.replicas))
+
+    def verify_(self) -> None:
+        replicas = _int(self.replicas)
+        groups = array_values(self.groups)
+        if replicas < 1 or groups.size % replicas:
+            raise VerifyException(
+                f"groups has {groups.size} entries, not a multiple of replicas={replicas}"
+            )
+        if self.combiner.data not in ("=", "+=", "max=", "min="):
+            raise VerifyException(f"unknown combiner '{self.combiner.data}'")
+        cores = _defining_cores(self.buffer)
+        if cores is not None and groups.size and groups.max() >= cores:
+            raise VerifyException(
+                f"groups name core {int(groups.max())}, but the buffer lives on cores 0..{cores - 1}"
+            )
+
+
+DEVICE = Dialect(
+    "device",
+    [AllocOp, FreeOp, LoadOp, StoreOp, FillOp, MmaOp, VectorOp, ShiftOp, SyncOp, ReduceOp],
+    [BufferType],
+)

@@ -1,0 +1,233 @@
+"""The `shift` dialect: the compute-shift program of each operator (T10 s4.2, s4.4).
+
+A `shift.kernel` is one operator mapped onto ``prod(grid)`` cores: its tensor expression,
+the operator partition factors ``F_op`` (``grid``), one `shift.ring` per tensor (its
+temporal factors ``f_t`` per op axis: how its rings are cut), and - once `rotation-align`
+has run - the loop nest of `shift.loop`s around one `shift.compute`:
+
+    %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]" (%a, %b)
+           {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"}
+           : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+      shift.ring "C" {temporal = array<i64: 1, 1, 1>}
+      shift.ring "A" {temporal = array<i64: 1, 1, 4>}
+      shift.ring "B" {temporal = array<i64: 1, 1, 2>}
+      shift.loop "k" {trips = 2, stride = 2, rotating = ["A", "B"], start = array<i64: ...>} {
+        shift.loop "k" {trips = 2, stride = 1, rotating = ["A"], start = array<i64: ...>} {
+          shift.compute
+        }
+      }
+    }
+
+A loop of ``trips`` runs its body ``trips`` times and, between two runs, rotates each
+``rotating`` tensor one partition along its rings; it does not rewind, so every run of
+an inner loop visits all its values starting where the previous run stopped. ``start``
+is the per-core initial value of the loop's digit (the initial placement, T10 s4.4).
+The kernel reads and writes host tensors: between operators data goes through the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.irdl import (
+    ParsePropInAttrDict,
+    IRDLOperation,
+    irdl_op_definition,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.device import array_values, i64_array, i64_attr
+from dialects.te_expr import ExprError, parse_expression
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """One operator as a compute-shift program on ``prod(grid)`` cores of ``device``:
+    its expression, ``F_op`` per axis (``grid``), the rings of each tensor and the loop
+    nest that computes one sub-task per step and rotates tensors between steps. Reads
+    its inputs from and writes its result to host tensors."""
+
+    name = "shift.kernel"
+
+    expression = prop_def(StringAttr)
+    grid = prop_def(DenseArrayBase)
+    device = prop_def(StringAttr)
+    cost = prop_def(StringAttr)
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    assembly_format = "$expression `(` $inputs `)` attr-dict `:` functional-type($inputs, $output) $body"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, expression: str, inputs: Sequence[SSAValue], result_type: Attribute,
+                 grid: Sequence[int], device: str, cost: str, body: Region | None = None):
+        super().__init__(
+            operands=[list(inputs)], result_types=[result_type],
+            properties={"expression": StringAttr(expression), "grid": i64_array(grid),
+                        "device": StringAttr(device), "cost": StringAttr(cost)},
+            regions=[body or Region(Block())],
+        )
+
+    def rings(self) -> list["RingOp"]:
+        return [op for op in self.body.block.ops if isinstance(op, RingOp)]
+
+    def loops(self) -> list["LoopOp"]:
+        """The loop nest, outermost first (empty before `rotation-align`)."""
+        nest, block = [], self.body.block
+        while True:
+            loop = next((op for op in block.ops if isinstance(op, LoopOp)), None)
+            if loop is None:
+                return nest
+            nest.append(loop)
+            block = loop.body.block
+
+    def has_compute(self) -> bool:
+        return any(isinstance(op, ComputeOp) for op in self.walk())
+
+    def bound(self):
+        expr = parse_expression(self.expression.data)
+        return expr.bind([tuple(v.type.get_shape()) for v in self.inputs], tuple(self.output.type.get_shape()))
+
+    def verify_(self) -> None:
+        try:
+            expr = parse_expression(self.expression.data)
+            bound = self.bound()
+        except ExprError as error:
+            raise VerifyException(f"'{self.expression.data}': {error.message}") from None
+        axes = [a for a, _ in bound.extents]
+        grid = array_values(self.grid)
+        if len(grid) != len(axes):
+            raise VerifyException(
+                f"grid has {len(grid)} factors but '{self.expression.data}' has {len(axes)} axes ({', '.join(axes)})"
+            )
+        if (grid < 1).any():
+            raise VerifyException(f"grid factors must be positive, got {grid.tolist()}")
+        tensors = [expr.output.tensor, *expr.inputs]
+        rings = {}
+        for ring in self.rings():
+            if ring.tensor.data not in tensors:
+                raise VerifyException(f"ring of unknown tensor {ring.tensor.data}; tensors are {', '.join(tensors)}")
+            if ring.tensor.data in rings:
+                raise VerifyException(f"tensor {ring.tensor.data} has two rings")
+            temporal = array_values(ring.temporal)
+            if len(temporal) != len(axes):
+                raise VerifyException(
+                    f"ring of {ring.tensor.data} has {len(temporal)} temporal factors but the kernel has "
+                    f"{len(axes)} axes ({', '.join(axes)})"
+                )
+            rings[ring.tensor.data] = temporal
+        missing = [t for t in tensors if t not in rings]
+        if missing:
+            raise VerifyException(f"no shift.ring for tensor {', '.join(missing)}")
+        loops = self.loops()
+        if loops or self.has_compute():
+            # an aligned kernel: its loops must be the aligned schedule of its rings
+            from irc.schedule.shift_ir import KernelIRError, kernel_of
+
+            try:
+                kernel_of(self)
+            except KernelIRError as error:
+                raise VerifyException(str(error)) from None
+
+
+@irdl_op_definition
+class RingOp(IRDLOperation):
+    """The rings of one tensor: its sub-tensor on each core group is cut into
+    ``prod(temporal)`` partitions (``temporal`` = f_t per op axis of the kernel) that
+    rotate around rings of that many cores; cores sharing the sub-tensor form
+    sharing / prod(temporal) replica rings."""
+
+    name = "shift.ring"
+
+    tensor = prop_def(StringAttr)
+    temporal = prop_def(DenseArrayBase)
+
+    assembly_format = "$tensor attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, tensor: str, temporal: Sequence[int]):
+        super().__init__(properties={"tensor": StringAttr(tensor), "temporal": i64_array(temporal)})
+
+    def verify_(self) -> None:
+        temporal = array_values(self.temporal)
+        if (temporal < 1).any():
+            raise VerifyException(f"temporal factors of {self.tensor.data} must be positive, got {temporal.tolist()}")
+
+
+@irdl_op_definition
+class LoopOp(IRDLOperation):
+    """One level of the compute-shift loop nest along ``axis``: ``trips`` runs of the
+    body, rotating every ``rotating`` tensor by one partition between runs; the loop's
+    digit weighs ``stride`` step tiles of the axis and starts at ``start[core]``."""
+
+    name = "shift.loop"
+
+    axis = prop_def(StringAttr)
+    trips = prop_def(IntegerAttr[I64])
+    stride = prop_def(IntegerAttr[I64])
+    rotating = prop_def(ArrayAttr[StringAttr])
+    start = prop_def(DenseArrayBase)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    assembly_format = "$axis attr-dict-with-keyword $body"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, axis: str, trips: int, stride: int, rotating: Sequence[str], start, body: Region):
+        super().__init__(
+            properties={"axis": StringAttr(axis), "trips": i64_attr(trips), "stride": i64_attr(stride),
+                        "rotating": ArrayAttr([StringAttr(t) for t in rotating]), "start": i64_array(start)},
+            regions=[body],
+        )
+
+    def verify_(self) -> None:
+        trips = int(self.trips.value.data)
+        if trips < 2:
+            raise VerifyException(f"a loop on axis {self.axis.data} needs at least 2 trips, got {trips}")
+        start = array_values(self.start)
+        if start.size and (start.min() < 0 or start.max() >= trips):
+            raise VerifyException(
+                f"start digits of the loop on axis {self.axis.data} must lie in [0, {trips}), "
+                f"got {int(start.min() if start.min() < 0 else start.max())}"
+            )
+        if not self.rotating.data:
+            raise VerifyException(f"the loop on axis {self.axis.data} rotates no tensor")
+        inner = [op for op in self.body.block.ops]
+        if len(inner) != 1 or not isinstance(inner[0], (LoopOp, ComputeOp)):
+            raise VerifyException("a shift.loop body holds exactly one shift.loop or shift.compute")
+
+
+@irdl_op_definition
+class ComputeOp(IRDLOperation):
+    """The sub-task of the current step on every core: the kernel's expression over one
+    step tile per axis, on the partitions each core holds now (T10 s4.2 "sub-task")."""
+
+    name = "shift.compute"
+
+    assembly_format = "attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self):
+        super().__init__()
+
+
+SHIFT = Dialect("shift", [KernelOp, RingOp, LoopOp, ComputeOp], [])

@@ -1,0 +1,691 @@
+"""The reference chip: every core's SRAM as numpy state, and a timeline (DESIGN.md s5).
+
+State is vectorised across cores: a buffer is one array whose leading axis is the core
+(``(cores, *partition_shape)``), so every instruction is a handful of numpy calls over
+all cores at once, never a Python loop over cores. Each instruction acts on the core set
+``[0, n)``; per-core differences (where a tile starts, which ring neighbour to receive
+from) are tables indexed by the core id.
+
+Numerics: buffers store the tensor's dtype. A sub-task computes in f32 for f16 and f32
+data (in f64 for f64), adds into the stored partial result in that precision and rounds
+back to the dtype once per step, as the IPU's AMP units accumulate f16 products in f32
+and write f16 partial sums back to SRAM.
+
+Checks (``ChipFault`` names the instruction, its source location, the core and the
+buffer): SRAM bounds and overlapping live buffers, capacity, a window outside its buffer,
+a shift from or to a core without the buffer, reading a buffer a core never wrote.
+
+Time: the chip is bulk synchronous, so chip time is the sum of its instructions' times.
+Each instruction is timed with the same ``irc.cost`` functions the planner used
+(``compute_cycles``, ``shift_cycles``, ``sync_cycles``, and ``op_time(...).reduction``
+for the output shuffle), so a kernel's interpreted time equals its planned time. Host
+transfers (``load``/``store``) are priced at the device's link bandwidth and reported
+separately: the planner prices kernels, not the host round trips between them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Const, TensorExpr
+from xdsl.interpreter import InterpretationError
+
+from irc.cost import CostModel, OpWork, SubTask, get_cost_model
+from irc.devices import Device, load_device
+from irc.interpreter.te_eval import compute_dtype, evaluate
+
+CORE_AXIS = "__core__"
+CATEGORIES = ("compute", "shift", "sync", "reduction", "host_io")
+
+
+class ChipFault(InterpretationError):
+    """An illegal access during execution, in IR terms."""
+
+
+@dataclass
+class Buffer:
+    """One SRAM buffer allocated at the same offset on cores ``[0, cores)``."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    cores: int
+    offset: int
+    data: np.ndarray
+    written: np.ndarray           # (cores,) bool
+    tags: np.ndarray | None = None  # (cores,) content ids: equal ids hold equal data
+    live: bool = True
+    version: int = 0                # bumped by every write
+    shadow: np.ndarray | None = None  # the data in the compute dtype, for ``shadow_version``
+    shadow_version: int = -1
+    last_read_version: int = -1
+
+    def touch(self) -> None:
+        self.version += 1
+        self.shadow = None
+
+    def computed(self, work: np.dtype) -> np.ndarray | None:
+        """The data converted to ``work``, cached while unchanged: built on the second read
+        of one version (a buffer read once per write is converted window by window)."""
+        if self.dtype == work:
+            return self.data
+        if self.shadow is not None and self.shadow_version == self.version and self.shadow.dtype == work:
+            return self.shadow
+        if self.last_read_version == self.version:
+            self.shadow, self.shadow_version = self.data.astype(work), self.version
+            return self.shadow
+        self.last_read_version = self.version
+        return None
+
+    @property
+    def bytes(self) -> int:
+        return int(math.prod(self.shape)) * self.dtype.itemsize
+
+
+@dataclass
+class Event:
+    category: str
+    name: str
+    start: float
+    cycles: float
+    cores: int
+    where: str
+
+
+@dataclass
+class Report:
+    """Chip time and its breakdown, peak SRAM per core and utilisation."""
+
+    device: str
+    cost_model: str
+    clock_hz: float
+    cycles: dict[str, float]
+    peak_sram_bytes: int
+    sram_bytes: int
+    cores_used: int
+    device_cores: int
+    steps: int
+    events: list[Event] = field(default_factory=list, repr=False)
+
+    @property
+    def total_cycles(self) -> float:
+        return float(sum(self.cycles.values()))
+
+    @property
+    def kernel_cycles(self) -> float:
+        """Chip time without the host round trips (what the planner predicts)."""
+        return self.total_cycles - self.cycles.get("host_io", 0.0)
+
+    @property
+    def seconds(self) -> float:
+        return self.total_cycles / self.clock_hz
+
+    @property
+    def compute_utilisation(self) -> float:
+        total = self.total_cycles
+        return self.cycles.get("compute", 0.0) / total if total else 0.0
+
+    @property
+    def core_utilisation(self) -> float:
+        return self.cores_used / self.device_cores if self.device_cores else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "device": self.device,
+            "cost_model": self.cost_model,
+            "cycles": dict(self.cycles),
+            "total_cycles": self.total_cycles,
+            "kernel_cycles": self.kernel_cycles,
+            "seconds": self.seconds,
+            "peak_sram_bytes": self.peak_sram_bytes,
+            "sram_bytes": self.sram_bytes,
+            "cores_used": self.cores_used,
+            "device_cores": self.device_cores,
+            "compute_utilisation": self.compute_utilisation,
+            "core_utilisation": self.core_utilisation,
+            "steps": self.steps,
+        }
+
+    def __str__(self) -> str:
+        total = self.total_cycles or 1.0
+        lines = [
+            f"chip time on {self.device} ({self.cost_model} cost model): "
+            f"{self.total_cycles:,.0f} cycles = {self.seconds * 1e3:.4f} ms",
+        ]
+        for name in CATEGORIES:
+            value = self.cycles.get(name, 0.0)
+            lines.append(f"  {name:<10} {value:>14,.0f} cycles  {100 * value / total:5.1f}%")
+        lines.append(f"  kernels without host I/O: {self.kernel_cycles:,.0f} cycles")
+        lines.append(
+            f"peak SRAM per core: {self.peak_sram_bytes:,} of {self.sram_bytes:,} bytes "
+            f"({100 * self.peak_sram_bytes / max(self.sram_bytes, 1):.1f}%)"
+        )
+        lines.append(
+            f"utilisation: {self.cores_used} of {self.device_cores} cores, "
+            f"compute {100 * self.compute_utilisation:.1f}% of chip time, {self.steps} compute steps"
+        )
+        return "\n".join(lines)
+
+    def chrome_trace(self) -> dict:
+        """Chrome/Perfetto trace: one track per category, microseconds."""
+        tids = {name: i for i, name in enumerate(CATEGORIES)}
+        scale = 1e6 / self.clock_hz
+        events = [
+            {"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": name}}
+            for name, tid in tids.items()
+        ]
+        events.append({"name": "process_name", "ph": "M", "pid": 0, "args": {"name": self.device}})
+        for event in self.events:
+            events.append({
+                "name": event.name, "cat": event.category, "ph": "X", "pid": 0,
+                "tid": tids[event.category], "ts": event.start * scale,
+                "dur": event.cycles * scale,
+                "args": {"cycles": event.cycles, "cores": event.cores, "at": event.where},
+            })
+        return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": self.as_dict()}
+
+    def write_trace(self, path: str) -> None:
+        with open(path, "w") as stream:
+            json.dump(self.chrome_trace(), stream)
+
+
+def _identity(combiner: str, dtype: np.dtype):
+    if combiner in ("max=", "min="):
+        if dtype.kind == "f":
+            return -np.inf if combiner == "max=" else np.inf
+        info = np.iinfo(dtype)
+        return info.min if combiner == "max=" else info.max
+    return 0
+
+
+def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int) -> BoundExpr:
+    """The sub-task of one step on every core at once: ``expr`` over step tiles, with a
+    leading core axis on every tensor and indices relative to each window's origin."""
+
+    def localise(access: Access) -> Access:
+        indices = [AffineIndex(((CORE_AXIS, 1),), 0)]
+        for index in access.indices:
+            constant = sum(-c * (tiles[a] - 1) for a, c in index.terms if c < 0)
+            indices.append(AffineIndex(index.terms, constant))
+        return Access(access.tensor, tuple(indices))
+
+    def rewrite(node):
+        if isinstance(node, Access):
+            return localise(node)
+        if isinstance(node, Binary):
+            return Binary(node.op, rewrite(node.lhs), rewrite(node.rhs))
+        if hasattr(node, "args"):
+            return type(node)(node.function, tuple(rewrite(a) for a in node.args))
+        return node
+
+    local = TensorExpr(
+        localise(expr.output), expr.combiner, rewrite(expr.body),
+        ((CORE_AXIS, cores), *((a, tiles[a]) for a in expr.axes)),
+    )
+
+    def shape(access: Access):
+        return tuple(
+            cores if i == 0 else sum(abs(c) * (tiles[a] - 1) for a, c in index.terms) + 1
+            for i, index in enumerate(access.indices)
+        )
+
+    inputs = [shape(local.accesses_of(name)[0]) for name in local.inputs]
+    return local.bind(inputs, shape(local.output))
+
+
+def _product_reads(expr: TensorExpr):
+    """(scale, [Access, Access]) when the body is c * X[...] * Y[...] with plain indices."""
+    factors, stack = [], [expr.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Binary) and node.op == "*":
+            stack += [node.rhs, node.lhs]
+        elif isinstance(node, (Access, Const)):
+            factors.append(node)
+        else:
+            return None
+    reads = [f for f in factors if isinstance(f, Access)]
+    if len(reads) != 2 or any(i.simple_axis is None for r in reads for i in r.indices):
+        return None
+    if any(i.simple_axis is None for i in expr.output.indices):
+        return None
+    scale = math.prod(f.value for f in factors if isinstance(f, Const))
+    return scale, reads
+
+
+def contract(bound: BoundExpr, arrays: dict[str, np.ndarray], work: np.dtype,
+             classes: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
+    """A batched-BLAS evaluation of a two-read product (``np.matmul`` on stacked
+    (batch, m, k) x (batch, k, n)); None when the expression is not one."""
+    expr = bound.expr
+    found = _product_reads(expr)
+    if found is None or expr.combiner not in ("=", "+="):
+        return None
+    scale, (left, right) = found
+    la = [i.simple_axis for i in left.indices]
+    ra = [i.simple_axis for i in right.indices]
+    oa = [i.simple_axis for i in expr.output.indices]
+    if len(set(la)) != len(la) or len(set(ra)) != len(ra) or len(set(oa)) != len(oa):
+        return None
+    if any(a not in la and a not in ra for a in oa):
+        return None
+    if left.tensor == right.tensor:
+        return None
+    ext = bound.extent
+    batch = [a for a in oa if a in la and a in ra]
+    m = [a for a in oa if a in la and a not in ra]
+    n = [a for a in oa if a in ra and a not in la]
+    k = [a for a in la if a in ra and a not in oa]
+    x = arrays[left.tensor]
+    y = arrays[right.tensor]
+    if (classes is not None and not only_sum(la, ra, oa) and batch == [CORE_AXIS]
+            and x.ndim == len(la) and y.ndim == len(ra)):
+        grouped = _grouped_contract(x, y, la, ra, oa, m, n, k, ext, classes[left.tensor],
+                                    classes[right.tensor], work)
+        if grouped is not None:
+            return grouped * work.type(scale) if scale != 1 else grouped
+    x = np.asarray(x, dtype=work)
+    y = np.asarray(y, dtype=work)
+    only_l = [a for a in la if a not in ra and a not in oa]
+    only_r = [a for a in ra if a not in la and a not in oa]
+    if only_l:
+        x = x.sum(axis=tuple(la.index(a) for a in only_l))
+        la = [a for a in la if a not in only_l]
+    if only_r:
+        y = y.sum(axis=tuple(ra.index(a) for a in only_r))
+        ra = [a for a in ra if a not in only_r]
+    size = lambda axes: int(math.prod(ext[a] for a in axes))  # noqa: E731
+    x = x.transpose([la.index(a) for a in batch + m + k]).reshape(size(batch), size(m), size(k))
+    y = y.transpose([ra.index(a) for a in batch + k + n]).reshape(size(batch), size(k), size(n))
+    z = np.matmul(x, y).reshape([ext[a] for a in batch + m + n])
+    z = z.transpose([(batch + m + n).index(a) for a in oa])
+    unread = [a for a, _ in bound.extents if a not in la + ra + oa and a not in only_l + only_r]
+    factor = scale * math.prod(ext[a] for a in unread)
+    return z * work.type(factor) if factor != 1 else z
+
+
+def only_sum(la, ra, oa) -> bool:
+    """True when an axis is read by one operand only and summed (pre-reduced first)."""
+    return any(a not in oa and (a not in la or a not in ra) for a in la + ra)
+
+
+def _components(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
+    """Connected components of the bipartite graph core = edge (x class, y class)."""
+    comp = cx.copy()
+    while True:
+        by_y = np.full(cy.max() + 1, np.iinfo(np.int64).max)
+        np.minimum.at(by_y, cy, comp)
+        new = by_y[cy]
+        by_x = np.full(cx.max() + 1, np.iinfo(np.int64).max)
+        np.minimum.at(by_x, cx, new)
+        new = np.minimum(new, by_x[cx])
+        if (new == comp).all():
+            return comp
+        comp = new
+
+
+def _grouped_contract(x, y, la, ra, oa, m, n, k, ext, cx, cy, work):
+    """Cores whose operand windows hold equal data (same content ids and offsets) share
+    work: in each group of cores forming a complete grid of distinct left x right
+    operands, one wide gemm (stacked lefts x concatenated rights) computes exactly their
+    products, converting each distinct operand to the compute dtype once. None when the
+    cores do not group (the batched path is used)."""
+    cores = x.shape[0]
+    comp = _components(cx, cy)
+    labels, comp = np.unique(comp, return_inverse=True)
+    if len(labels) > max(1, cores // 8):
+        return None
+    size = lambda axes: int(math.prod(ext[a] for a in axes))  # noqa: E731
+    M, N, K = size(m), size(n), size(k)
+    xl = x.transpose([0] + [la.index(a) for a in m + k]).reshape(cores, M, K)
+    yl = y.transpose([0] + [ra.index(a) for a in k + n]).reshape(cores, K, N)
+    out = np.empty((cores, M, N), dtype=work)
+    order = np.argsort(comp, kind="stable")
+    bounds = np.searchsorted(comp[order], np.arange(len(labels) + 1))
+    for g in range(len(labels)):
+        members = order[bounds[g]:bounds[g + 1]]
+        ux, ix = np.unique(cx[members], return_inverse=True)
+        uy, iy = np.unique(cy[members], return_inverse=True)
+        if len(ux) * len(uy) != len(members):
+            return None
+        rep_x = members[np.unique(ix, return_index=True)[1]]
+        rep_y = members[np.unique(iy, return_index=True)[1]]
+        left = np.empty((len(rep_x), M, K), dtype=work)
+        np.copyto(left, xl[rep_x], casting="unsafe")
+        right = np.empty((K, len(rep_y), N), dtype=work)
+        for j, core in enumerate(rep_y.tolist()):  # one cast-copy per distinct operand
+            right[:, j, :] = yl[core]
+        product = (left.reshape(-1, K) @ right.reshape(K, -1)).reshape(len(rep_x), M, len(rep_y), N)
+        out[members] = product[ix.reshape(-1), :, iy.reshape(-1), :]
+    z = out.reshape([cores] + [ext[a] for a in m + n])
+    return z.transpose([([CORE_AXIS] + m + n).index(a) for a in oa])
+
+
+class Chip:
+    """All cores of one device: buffers, live SRAM and the timeline."""
+
+    def __init__(self, device: Device | str, cost: CostModel | str = "t10"):
+        self.device = load_device(device)
+        self.cost = get_cost_model(cost)
+        self.now = 0.0
+        self.cycles = {name: 0.0 for name in CATEGORIES}
+        self.events: list[Event] = []
+        self.live: dict[int, Buffer] = {}
+        self.live_bytes = np.zeros(self.device.cores, dtype=np.int64)
+        self.peak = 0
+        self.cores_used = 0
+        self.steps = 0
+
+    # -- bookkeeping ---------------------------------------------------------------------
+    def _fresh_tags(self, cores: int) -> np.ndarray:
+        """New content ids, distinct from every id handed out before."""
+        base = getattr(self, "_next_tag", 0)
+        self._next_tag = base + cores
+        return np.arange(base, base + cores, dtype=np.int64)
+
+    def _record(self, category: str, name: str, cycles: float, cores: int, where: str) -> None:
+        cycles = float(cycles)
+        self.events.append(Event(category, name, self.now, cycles, cores, where))
+        self.cycles[category] += cycles
+        self.now += cycles
+        self.cores_used = max(self.cores_used, cores)
+
+    def _overhead(self, cores: int) -> float:
+        return self.device.inter_chip_overhead if cores > self.device.cores_per_chip else 1.0
+
+    def report(self) -> Report:
+        return Report(
+            device=self.device.name, cost_model=self.cost.name, clock_hz=self.device.clock_hz,
+            cycles=dict(self.cycles), peak_sram_bytes=int(self.peak),
+            sram_bytes=self.device.sram_bytes, cores_used=self.cores_used,
+            device_cores=self.device.cores, steps=self.steps, events=list(self.events),
+        )
+
+    @staticmethod
+    def fault(where: str, message: str) -> ChipFault:
+        return ChipFault(f"{where} {message}")
+
+    def _check_readable(self, buffer: Buffer, cores: int, where: str, what: str) -> None:
+        if not buffer.live:
+            raise self.fault(where, f"{what} reads buffer {buffer.name} after it was freed")
+        if cores > buffer.cores:
+            raise self.fault(
+                where, f"core {buffer.cores} has no buffer {buffer.name} (allocated on cores 0..{buffer.cores - 1})"
+            )
+        unwritten = np.flatnonzero(~buffer.written[:cores])
+        if unwritten.size:
+            raise self.fault(
+                where, f"core {int(unwritten[0])} reads buffer {buffer.name} before anything wrote it"
+            )
+
+    # -- instructions --------------------------------------------------------------------
+    def alloc(self, name: str, shape, dtype, cores: int, offset: int, where: str) -> Buffer:
+        dtype = np.dtype(dtype)
+        shape = tuple(int(s) for s in shape)
+        size = int(math.prod(shape)) * dtype.itemsize
+        if cores > self.device.cores:
+            raise self.fault(where, f"buffer {name} is allocated on {cores} cores, {self.device.name} has {self.device.cores}")
+        if offset < 0 or offset + size > self.device.sram_bytes:
+            raise self.fault(
+                where, f"core 0: buffer {name} at SRAM offset {offset} with {size} bytes ends at byte "
+                f"{offset + size}, beyond the {self.device.sram_bytes} bytes of SRAM"
+            )
+        for other in self.live.values():
+            overlap = min(other.cores, cores) > 0 and offset < other.offset + other.bytes and other.offset < offset + size
+            if overlap and size and other.bytes:
+                raise self.fault(
+                    where, f"core 0: buffer {name} [{offset}, {offset + size}) overlaps live buffer "
+                    f"{other.name} [{other.offset}, {other.offset + other.bytes})"
+                )
+        buffer = Buffer(
+            name, shape, dtype, cores, offset, np.zeros((cores, *shape), dtype=dtype),
+            np.zeros(cores, dtype=bool), self._fresh_tags(cores),
+        )
+        self.live[id(buffer)] = buffer
+        self.live_bytes[:cores] += size
+        self.peak = max(self.peak, int(self.live_bytes.max()))
+        self._record("compute", f"alloc {name}", 0.0, cores, where)
+        return buffer
+
+    def free(self, buffer: Buffer, where: str) -> None:
+        if not buffer.live:
+            raise self.fault(where, f"buffer {buffer.name} is freed twice")
+        buffer.live = False
+        self.live.pop(id(buffer), None)
+        self.live_bytes[: buffer.cores] -= buffer.bytes
+        buffer.data = np.zeros((0,), dtype=buffer.dtype)
+
+    def fill(self, buffer: Buffer, value: float, where: str) -> None:
+        buffer.data[...] = value
+        buffer.written[:] = True
+        buffer.touch()
+        buffer.tags = np.full(buffer.cores, self._fresh_tags(1)[0], dtype=np.int64)
+        self._record("compute", f"fill {buffer.name}", 0.0, buffer.cores, where)
+
+    def load(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str) -> None:
+        host = np.asarray(host).astype(buffer.dtype, copy=False)
+        tiles = gather_tiles(host, origins, buffer.shape, buffer.cores)
+        if tiles.flags.c_contiguous and tiles.base is None and tiles.shape == buffer.data.shape:
+            buffer.data = tiles          # freshly gathered: take it instead of copying it
+        else:
+            buffer.data[...] = tiles
+        buffer.written[:] = True
+        buffer.touch()
+        # cores loading the same tile hold the same data
+        origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (buffer.cores, len(buffer.shape)))
+        _, inverse = np.unique(origins, axis=0, return_inverse=True)
+        buffer.tags = self._fresh_tags(int(inverse.max()) + 1 if inverse.size else 0)[inverse.reshape(-1)]
+        cycles = buffer.bytes * self.device.link_cycles_per_byte
+        self._record("host_io", f"load {buffer.name}", cycles, buffer.cores, where)
+
+    def store(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, cores: np.ndarray,
+              where: str) -> None:
+        """Write the tiles of ``cores`` into ``host`` (in place), clipped to its shape."""
+        if len(cores):
+            self._check_readable(buffer, int(cores.max()) + 1, where, "store")
+        scatter_tiles(host, buffer.data[cores], origins[cores], buffer.shape)
+        cycles = buffer.bytes * self.device.link_cycles_per_byte
+        self._record("host_io", f"store {buffer.name}", cycles, buffer.cores, where)
+
+    def compute(
+        self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,
+        out_offsets: np.ndarray, inputs: list[tuple[Buffer, np.ndarray]], subtask: SubTask,
+        where: str, name: str,
+    ) -> None:
+        bound = local_expression(expression, tiles, cores)
+        work = compute_dtype(output.dtype)
+        arrays, classes = {}, {}
+        for (buffer, offsets), tensor in zip(inputs, expression.inputs):
+            self._check_readable(buffer, cores, where, name)
+            shape = bound.shapes[tensor][1:]
+            arrays[tensor] = read_window(buffer, offsets, shape, cores, where, buffer.computed(work))
+            offsets = np.broadcast_to(np.asarray(offsets, dtype=np.int64), (cores, len(shape)))
+            key = np.concatenate([buffer.tags[:cores, None], offsets], axis=1)
+            classes[tensor] = np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
+        self._check_readable(output, cores, where, name)
+        out_shape = bound.shapes[expression.output.tensor][1:]
+        result = contract(bound, arrays, work, classes)
+        if result is None:
+            result = evaluate(bound, [arrays[t] for t in expression.inputs], work)
+        current = read_window(output, out_offsets, out_shape, cores, where).astype(work)
+        combiner = expression.combiner
+        if combiner == "+=":
+            result = current + result
+        elif combiner == "max=":
+            result = np.maximum(current, result)
+        elif combiner == "min=":
+            result = np.minimum(current, result)
+        write_window(output, out_offsets, result.astype(output.dtype), cores)
+        output.tags = self._fresh_tags(output.cores)
+        output.touch()
+        self.steps += 1
+        self._record("compute", name, self.cost.compute_cycles(self.device, subtask), cores, where)
+
+    def shift(self, buffer: Buffer, receive: Buffer, source: np.ndarray, where: str) -> None:
+        cores = len(source)
+        for b in (buffer, receive):
+            if cores > b.cores:
+                raise self.fault(
+                    where, f"core {b.cores}: the shift's destination has no buffer {b.name} "
+                    f"(allocated on cores 0..{b.cores - 1})"
+                )
+        if source.size and (source.min() < 0 or source.max() >= buffer.cores):
+            bad = int(np.flatnonzero((source < 0) | (source >= buffer.cores))[0])
+            raise self.fault(where, f"core {bad} receives {buffer.name} from core {int(source[bad])}, which has no such buffer")
+        self._check_readable(buffer, cores, where, "shift")
+        receive.data[:cores] = buffer.data[source]
+        receive.written[:cores] = True
+        receive.tags = receive.tags.copy()
+        receive.tags[:cores] = buffer.tags[source]
+        buffer.data, receive.data = receive.data, buffer.data
+        buffer.tags, receive.tags = receive.tags, buffer.tags
+        buffer.touch()
+        receive.touch()
+        buffer.written, receive.written = receive.written, buffer.written
+        cycles = self.cost.shift_cycles(self.device, buffer.bytes) * self._overhead(cores)
+        self._record("shift", f"shift {buffer.name}", cycles, cores, where)
+
+    def sync(self, cores: int, where: str) -> None:
+        cycles = self.cost.sync_cycles(self.device) * self._overhead(cores)
+        self._record("sync", "sync", cycles, cores, where)
+
+    def reduce(self, buffer: Buffer, groups: np.ndarray, combiner: str, work: OpWork, where: str) -> None:
+        if groups.size:
+            self._check_readable(buffer, int(groups.max()) + 1, where, "reduce")
+        if groups.ndim == 2 and groups.shape[1] > 1:
+            stacked = buffer.data[groups].astype(compute_dtype(buffer.dtype))
+            if combiner == "max=":
+                combined = stacked.max(axis=1)
+            elif combiner == "min=":
+                combined = stacked.min(axis=1)
+            else:
+                combined = stacked.sum(axis=1)
+            buffer.data[groups[:, 0]] = combined.astype(buffer.dtype)
+            buffer.tags = self._fresh_tags(buffer.cores)
+            buffer.touch()
+        cycles = float(self.cost.op_time(self.device, work).reduction)
+        self._record("reduction", f"reduce {buffer.name}", cycles, int(work.cores), where)
+
+
+# -- tiles and windows (vectorised over cores) ---------------------------------------------
+
+def _pad_for(host: np.ndarray, origins: np.ndarray, shape) -> tuple[np.ndarray, np.ndarray]:
+    """``host`` zero-padded so every tile lies inside, and the origins shifted to match."""
+    if origins.size == 0:
+        return host, origins
+    low = np.maximum(0, -origins.min(axis=0))
+    high = np.maximum(0, origins.max(axis=0) + np.array(shape) - np.array(host.shape))
+    if low.any() or high.any():
+        host = np.pad(host, list(zip(low.tolist(), high.tolist())))
+    return host, origins + low
+
+
+def gather_tiles(host: np.ndarray, origins: np.ndarray, shape, cores: int) -> np.ndarray:
+    """(cores, *shape): the tile of ``host`` at each core's origin, zeros outside."""
+    origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (cores, len(shape)))
+    host, origins = _pad_for(host, origins, shape)
+    shape = tuple(shape)
+    if shape and all(s > 0 for s in shape) and not (origins % np.array(shape)).any():
+        # tiles on a block grid: reshape into blocks and pick whole blocks (memcpy speed)
+        blocks = [-(-h // s) for h, s in zip(host.shape, shape)]
+        grown = [b * s for b, s in zip(blocks, shape)]
+        if grown != list(host.shape):
+            host = np.pad(host, [(0, g - h) for g, h in zip(grown, host.shape)])
+        inter = [x for b, s in zip(blocks, shape) for x in (b, s)]
+        view = host.reshape(inter).transpose(list(range(0, 2 * len(shape), 2)) + list(range(1, 2 * len(shape), 2)))
+        return view[tuple((origins // np.array(shape)).T)]
+    index = [
+        origins[:, d].reshape((cores,) + (1,) * len(shape))
+        + np.arange(s).reshape((1,) * (d + 1) + (s,) + (1,) * (len(shape) - d - 1))
+        for d, s in enumerate(shape)
+    ]
+    return host[tuple(index)] if shape else np.broadcast_to(host, (cores,)).copy()
+
+
+def scatter_tiles(host: np.ndarray, tiles: np.ndarray, origins: np.ndarray, shape) -> None:
+    """Write each tile into ``host`` at its origin; parts outside ``host`` are dropped."""
+    cores = tiles.shape[0]
+    if cores == 0:
+        return
+    origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (cores, len(shape)))
+    index, mask = [], np.ones(tiles.shape, dtype=bool)
+    for d, s in enumerate(shape):
+        idx = origins[:, d].reshape((cores,) + (1,) * len(shape)) + np.arange(s).reshape(
+            (1,) * (d + 1) + (s,) + (1,) * (len(shape) - d - 1)
+        )
+        mask &= (idx >= 0) & (idx < host.shape[d])
+        index.append(np.broadcast_to(idx, tiles.shape))
+    if mask.all():
+        host[tuple(index)] = tiles
+    else:
+        host[tuple(i[mask] for i in index)] = tiles[mask]
+
+
+_INDEX_CACHE: dict = {}
+
+
+def _flat_window_index(buffer: Buffer, offsets: np.ndarray, shape, cores: int) -> np.ndarray:
+    """(cores, window elements) indices into the flattened buffer state: one 1-D take
+    or put per instruction instead of a multi-array fancy index. Loop nests repeat
+    their window tables, so indices are cached by table."""
+    key = (buffer.shape, tuple(shape), cores, np.ascontiguousarray(offsets).tobytes())
+    found = _INDEX_CACHE.get(key)
+    if found is not None:
+        return found
+    if len(_INDEX_CACHE) > 64:
+        _INDEX_CACHE.clear()
+    _INDEX_CACHE[key] = index = _build_window_index(buffer, offsets, shape, cores)
+    return index
+
+
+def _build_window_index(buffer: Buffer, offsets: np.ndarray, shape, cores: int) -> np.ndarray:
+    strides = np.array([int(math.prod(buffer.shape[d + 1:])) for d in range(len(shape))], dtype=np.int64)
+    size = int(math.prod(buffer.shape))
+    pattern = np.zeros(1, dtype=np.int64)
+    for d, s in enumerate(shape):
+        pattern = (pattern[:, None] + np.arange(s, dtype=np.int64)[None, :] * strides[d]).reshape(-1)
+    base = np.arange(cores, dtype=np.int64) * size + offsets @ strides
+    return base[:, None] + pattern[None, :]
+
+
+def read_window(buffer: Buffer, offsets: np.ndarray, shape, cores: int, where: str,
+                source: np.ndarray | None = None) -> np.ndarray:
+    """Each core's window of ``buffer`` (from ``source``, a same-shaped copy, if given)."""
+    offsets = np.broadcast_to(np.asarray(offsets, dtype=np.int64), (cores, len(shape)))
+    _check_window(buffer, offsets, shape, where)
+    full = buffer.data if source is None else source
+    data = full[:cores]
+    if cores == 0 or (offsets == offsets[0]).all():
+        first = offsets[0] if cores else np.zeros(len(shape), dtype=np.int64)
+        return data[(slice(None),) + tuple(slice(o, o + s) for o, s in zip(first.tolist(), shape))]
+    index = _flat_window_index(buffer, offsets, shape, cores)
+    return full.reshape(-1).take(index).reshape((cores, *shape))
+
+
+def write_window(buffer: Buffer, offsets: np.ndarray, values: np.ndarray, cores: int) -> None:
+    shape = values.shape[1:]
+    offsets = np.broadcast_to(np.asarray(offsets, dtype=np.int64), (cores, len(shape)))
+    if cores == 0:
+        return
+    if (offsets == offsets[0]).all():
+        buffer.data[(slice(0, cores),) + tuple(slice(o, o + s) for o, s in zip(offsets[0].tolist(), shape))] = values
+        return
+    index = _flat_window_index(buffer, offsets, shape, cores)
+    flat = buffer.data.reshape(-1)
+    flat[index.reshape(-1)] = values.reshape(-1)
+
+
+def _check_window(buffer: Buffer, offsets: np.ndarray, shape, where: str) -> None:
+    if offsets.size == 0:
+        return
+    bad = (offsets < 0) | (offsets + np.array(shape, dtype=np.int64) > np.array(buffer.shape, dtype=np.int64))
+    if bad.any():
+        core, dim = (int(x) for x in np.argwhere(bad)[0])
+        raise Chip.fault(
+            where, f"core {core}: window {list(offsets[core])}+{list(shape)} lies outside buffer "
+            f"{buffer.name} of shape {list(buffer.shape)} (dimension {dim})"
+        )

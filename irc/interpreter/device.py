@@ -1,0 +1,147 @@
+"""Interpreter implementations of the `device` dialect: one `@impl` per instruction.
+
+Each instruction is executed on all cores of its core set at once by ``Chip``
+(``irc.interpreter.chip``), which holds the SRAM state and the timeline. The chip is
+created on the first instruction of a function from the function's ``device.target``
+and ``device.cost`` attributes; ``DeviceFunctions.chip`` is the last one used, for its
+report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.func import FuncOp
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+
+from dialects.device import (
+    AllocOp,
+    FillOp,
+    FreeOp,
+    LoadOp,
+    MmaOp,
+    ReduceOp,
+    ShiftOp,
+    StoreOp,
+    SyncOp,
+    VectorOp,
+    array_values,
+    core_table,
+)
+from irc.cost import OpWork, SubTask
+from irc.diagnostics import location_of
+from irc.interpreter.chip import Chip, ChipFault
+from irc.interpreter.dtypes import numpy_dtype
+
+
+def where(op) -> str:
+    return f"{location_of(op)}: error: '{op.name}' op"
+
+
+def _int(attr) -> int:
+    return int(attr.value.data)
+
+
+@register_impls
+class DeviceFunctions(InterpreterFunctions):
+    def __init__(self):
+        super().__init__()
+        self.chips: dict[tuple[str, str], Chip] = {}
+        self.chip: Chip | None = None
+
+    def chip_for(self, op) -> Chip:
+        func = op.parent_op()
+        while func is not None and not isinstance(func, FuncOp):
+            func = func.parent_op()
+        attrs = func.attributes if func is not None else {}
+        device = getattr(attrs.get("device.target"), "data", None)
+        cost = getattr(attrs.get("device.cost"), "data", "t10")
+        if device is None:
+            raise ChipFault(f"{where(op)} the enclosing function has no device.target attribute naming the chip")
+        key = (device, cost)
+        if key not in self.chips:
+            self.chips[key] = Chip(device, cost)
+        self.chip = self.chips[key]
+        return self.chip
+
+    @impl(AllocOp)
+    def run_alloc(self, interpreter: Interpreter, op: AllocOp, args: tuple[Any, ...]):
+        chip = self.chip_for(op)
+        offset = _int(op.offset)
+        if offset < 0:
+            raise ChipFault(f"{where(op)} buffer {op.buffer_name.data} has no SRAM offset; run device-alloc")
+        type_ = op.buffer.type
+        return (chip.alloc(op.buffer_name.data, type_.get_shape(), numpy_dtype(type_.element_type),
+                           _int(op.cores), offset, where(op)),)
+
+    @impl(FreeOp)
+    def run_free(self, interpreter: Interpreter, op: FreeOp, args: tuple[Any, ...]):
+        self.chip_for(op).free(args[0], where(op))
+        return ()
+
+    @impl(LoadOp)
+    def run_load(self, interpreter: Interpreter, op: LoadOp, args: tuple[Any, ...]):
+        host, buffer = args
+        origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
+        self.chip_for(op).load(buffer, np.asarray(host), origins, where(op))
+        return ()
+
+    @impl(StoreOp)
+    def run_store(self, interpreter: Interpreter, op: StoreOp, args: tuple[Any, ...]):
+        (buffer,) = args
+        type_ = op.result.type
+        host = np.full(tuple(type_.get_shape()), op.fill.value.data, dtype=numpy_dtype(type_.get_element_type()))
+        origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
+        self.chip_for(op).store(buffer, host, origins, array_values(op.from_cores), where(op))
+        return (host,)
+
+    @impl(FillOp)
+    def run_fill(self, interpreter: Interpreter, op: FillOp, args: tuple[Any, ...]):
+        self.chip_for(op).fill(args[0], op.value.value.data, where(op))
+        return ()
+
+    def _compute(self, op, args):
+        output, *inputs = args
+        expr = op.parsed()
+        tables = op.window_tables()
+        roles = {k: _int(v) for k, v in op.roles.data.items()}
+        tiles = op.tile_map()
+        volume = int(np.prod(list(tiles.values()))) if tiles else 1
+        subtask = SubTask(op.kind.data, output.dtype.itemsize, volume, roles)
+        self.chip_for(op).compute(
+            expr, tiles, _int(op.cores), output, tables[0], list(zip(inputs, tables[1:])), subtask,
+            where(op), f"{op.name} step {_int(op.step)}",
+        )
+        return ()
+
+    @impl(MmaOp)
+    def run_mma(self, interpreter: Interpreter, op: MmaOp, args: tuple[Any, ...]):
+        return self._compute(op, args)
+
+    @impl(VectorOp)
+    def run_vector(self, interpreter: Interpreter, op: VectorOp, args: tuple[Any, ...]):
+        return self._compute(op, args)
+
+    @impl(ShiftOp)
+    def run_shift(self, interpreter: Interpreter, op: ShiftOp, args: tuple[Any, ...]):
+        buffer, receive = args
+        self.chip_for(op).shift(buffer, receive, array_values(op.source), where(op))
+        return ()
+
+    @impl(SyncOp)
+    def run_sync(self, interpreter: Interpreter, op: SyncOp, args: tuple[Any, ...]):
+        self.chip_for(op).sync(_int(op.cores), where(op))
+        return ()
+
+    @impl(ReduceOp)
+    def run_reduce(self, interpreter: Interpreter, op: ReduceOp, args: tuple[Any, ...]):
+        (buffer,) = args
+        replicas = _int(op.replicas)
+        work = OpWork(
+            SubTask(op.kind.data, buffer.dtype.itemsize, 1, {k: _int(v) for k, v in op.roles.data.items()}),
+            0, 0, 0, replicas,
+            _int(op.out_step_elems), _int(op.out_resident_elems), _int(op.cores),
+        )
+        self.chip_for(op).reduce(buffer, op.group_table(), op.combiner.data, work, where(op))
+        return ()

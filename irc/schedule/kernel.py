@@ -1,0 +1,504 @@
+"""The compute-shift program of one operator: rings, paces, loop order, placement.
+
+Spec: seed 003 s3.2 ("Aligning the rotations", "Alignment constraints", "Sub-operator
+scheduling"), T10 s4.2 and s4.4 ("Sub-tensor placement"). ``build_shift_kernel`` turns a
+bound tensor expression and a plan (``F_op`` and ``f_t``, scored by ``irc.planner``) into a
+``ShiftKernel``, which every lower level reads: the ``shift`` dialect prints it, the
+``device`` lowering emits its instructions, the interpreters execute it.
+
+Geometry (``irc.planner.plan``): core ``c`` has grid coordinates ``c_d`` over ``F_op``;
+along axis ``d`` it owns the padded range ``[c_d*T_d*tau_d, (c_d+1)*T_d*tau_d)`` and
+computes ``T_d`` step tiles of ``tau_d``. Tensor ``v`` split by ``f_t[v][d]`` along ``d``
+holds partitions of ``g_{v,d} = T_d / f_t[v][d]`` step tiles.
+
+Paces. Per axis, the temporal factors must form a divisibility chain (seed 003 s3.2). They
+are peeled into *levels* (IPU_COST_FACTS s3): the coarsest level rotates every tensor split
+on the axis, each finer one only the tensors split finer. A level is one digit of the step
+index along its axis; a tensor with a smaller factor shifts only at the coarser levels,
+i.e. every ``steps / f_t`` steps. Levels nest in the planner's loop order (T10 s4.4: the
+costlier, bigger tensor's shift outside; the smaller tensor's inside, as it runs more).
+A loop of ``n`` trips shifts its tensors ``n - 1`` times per execution and does not
+rewind: the next execution continues from where the digit stands, so every execution
+still visits all ``n`` values (this is what the cost model counts).
+
+Placement (T10 s4.4). Each level ``l`` has a per-core start digit ``o_l(c)``. Cores that
+share a sub-tensor of ``v`` differ only along the axes that do not index ``v`` (its
+*free* axes); numbering them row-major gives ``phi_v(c)``, rings are consecutive groups of
+``R_v = prod f_t[v]`` and ``q_v = phi_v mod R_v`` is the position in the ring, written in
+the mixed radix of ``v``'s levels. ``o_l = sum over tensors u of level l of digit_l(q_u)
+mod trips_l``. Within a ring of ``v`` the other tensors' terms are constant whenever their
+free axes are disjoint from ``v``'s (true for any two-input operator), so the ring's
+cores hold distinct partitions, and at every step core ``c`` holds exactly the partitions
+its sub-task reads: they meet. ``build_shift_kernel`` verifies this bijection for every
+ring and raises ``AlignError`` naming the axis and the factors when it fails.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from dialects.te_expr import Access, AffineIndex, BoundExpr, Const
+from irc.cost import CostModel, OpWork, SubTask, get_cost_model
+from irc.devices import Device, load_device
+from irc.planner import OpSpec, Plan, PlanError, check_plan
+from irc.planner.roles import compute_roles
+from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
+
+
+class AlignError(ValueError):
+    """A plan whose rotations cannot be aligned into a compute-shift program."""
+
+
+@dataclass(frozen=True)
+class Level:
+    """One loop of the nest: ``trips`` values of one digit of the step index on ``axis``.
+
+    Between two trips every tensor in ``tensors`` shifts one partition along its ring.
+    ``stride`` is the digit's weight in step tiles (1 for the finest level of an axis).
+    """
+
+    axis: str
+    trips: int
+    tensors: tuple[str, ...]
+    stride: int
+    bytes_per_step: int
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    """How one tensor of the operator lives on the cores."""
+
+    name: str
+    is_output: bool
+    indices: tuple[AffineIndex, ...]
+    temporal: tuple[int, ...]          # f_t per op axis
+    ring_size: int                     # prod f_t: partitions per ring
+    rings: int                         # replicas of each sub-tensor (P / prod f_t)
+    sharing: int                       # cores sharing one sub-tensor (P)
+    partition_shape: tuple[int, ...]   # elements of the resident partition, per dim
+    window_shape: tuple[int, ...]      # elements one step's sub-task reads, per dim
+    levels: tuple[int, ...]            # indices of the levels it rotates at (radix order)
+
+    @property
+    def rotating(self) -> bool:
+        return self.ring_size > 1
+
+    @property
+    def partition_elements(self) -> int:
+        return math.prod(self.partition_shape)
+
+
+@dataclass
+class ShiftKernel:
+    """An aligned compute-shift program for one operator on one device."""
+
+    bound: BoundExpr
+    spec: OpSpec
+    plan: Plan
+    device: Device
+    cost: CostModel
+    dtype: np.dtype
+    axes: tuple[str, ...]
+    extents: tuple[int, ...]
+    grid: tuple[int, ...]              # F_op
+    steps_per_axis: tuple[int, ...]    # T_d
+    tiles: tuple[int, ...]             # tau_d
+    levels: tuple[Level, ...]          # loop nest, outermost first
+    start: np.ndarray                  # (levels, cores): initial digit of each level
+    tensors: dict[str, TensorLayout]
+    coords: np.ndarray = field(repr=False)  # (cores, axes) grid coordinates
+
+    # -- sizes -------------------------------------------------------------------------
+    @property
+    def cores(self) -> int:
+        return int(math.prod(self.grid))
+
+    @property
+    def steps(self) -> int:
+        return int(math.prod(self.steps_per_axis))
+
+    @property
+    def dtype_bytes(self) -> int:
+        return int(self.dtype.itemsize)
+
+    @property
+    def output(self) -> TensorLayout:
+        return self.tensors[self.spec.output.name]
+
+    @property
+    def inputs(self) -> list[TensorLayout]:
+        return [self.tensors[t.name] for t in self.spec.inputs]
+
+    def axis_index(self, axis: str) -> int:
+        return self.axes.index(axis)
+
+    def span(self, tensor: TensorLayout, d: int) -> int:
+        """Step tiles along axis ``d`` in one partition of ``tensor`` (g_{v,d})."""
+        return self.steps_per_axis[d] // tensor.temporal[d]
+
+    # -- costs (the same functions the planner used) -------------------------------------
+    def subtask(self) -> SubTask:
+        roles = {
+            role: math.prod(self.tiles[i] for i in idx) for role, idx in compute_roles(self.spec).items()
+        }
+        return SubTask(self.spec.kind, self.spec.dtype_bytes, math.prod(self.tiles), roles)
+
+    def op_work(self) -> OpWork:
+        """The planner's ``OpWork`` for this program (irc.planner.evaluate)."""
+        shifted = 0
+        events = 0
+        executions = 1
+        for level in self.levels:
+            shifted += executions * (level.trips - 1) * level.bytes_per_step
+            events += executions * (level.trips - 1) * len(level.tensors)
+            executions *= level.trips
+        out = self.output
+        out_step = math.prod(
+            self.tiles[d] for d, axis in enumerate(self.axes) if self.spec.output.indexed_by(axis)
+        )
+        return OpWork(
+            subtask=self.subtask(),
+            steps=self.steps,
+            shifted_bytes=shifted,
+            shift_events=events,
+            partial_copies=out.rings,
+            out_step_elems=out_step,
+            out_resident_elems=self.planner_resident(out),
+            cores=self.cores,
+        )
+
+    def shifted_bytes_beyond_plan(self) -> int:
+        """Bytes all shifts move beyond what the planner counts. The planner sizes a
+        compound dimension ``a*h+r`` as if its stride were 1 (IPU_COST_FACTS s4); a strided
+        window's partition is larger, and shifting it costs more. 0 without strides."""
+        extra = 0
+        executions = 1
+        for level in self.levels:
+            per_step = sum(
+                (self.tensors[n].partition_elements - self.planner_resident(self.tensors[n])) * self.dtype_bytes
+                for n in level.tensors
+            )
+            extra += executions * (level.trips - 1) * per_step
+            executions *= level.trips
+        return extra
+
+    def planner_resident(self, tensor: TensorLayout) -> int:
+        """Resident elements as the planner counts them (unit-stride compound dims)."""
+        if self.plan.score is not None:
+            return self.plan.score.memory.partitions[tensor.name] // self.spec.dtype_bytes
+        return tensor.partition_elements
+
+    # -- per-core geometry -------------------------------------------------------------
+    def step_index(self, digits: np.ndarray) -> np.ndarray:
+        """(cores, axes) step-tile index j_d of every core, from (levels, cores) digits."""
+        j = np.zeros((self.cores, len(self.axes)), dtype=np.int64)
+        for l, level in enumerate(self.levels):
+            j[:, self.axis_index(level.axis)] += digits[l] * level.stride
+        return j
+
+    def _axis_ranges(self, tensor: TensorLayout, j: np.ndarray, window: bool):
+        """Per axis: (cores,) start of the range and its length, for the partition held
+        (or, with ``window``, for the step's sub-task)."""
+        ranges = []
+        for d in range(len(self.axes)):
+            tile = self.tiles[d]
+            g = self.span(tensor, d)
+            base = self.coords[:, d] * self.steps_per_axis[d] * tile
+            if window:
+                ranges.append((base + j[:, d] * tile, tile))
+            else:
+                ranges.append((base + (j[:, d] // g) * g * tile, g * tile))
+        return ranges
+
+    def _origins(self, tensor: TensorLayout, ranges) -> np.ndarray:
+        origin = np.zeros((self.cores, len(tensor.indices)), dtype=np.int64)
+        for dim, index in enumerate(tensor.indices):
+            value = np.full(self.cores, index.constant, dtype=np.int64)
+            for axis, coeff in index.terms:
+                low, length = ranges[self.axis_index(axis)]
+                value += np.minimum(coeff * low, coeff * (low + length - 1))
+            origin[:, dim] = value
+        return origin
+
+    def partition_origin(self, tensor: TensorLayout, digits: np.ndarray) -> np.ndarray:
+        """(cores, rank) global element origin of the partition each core holds."""
+        return self._origins(tensor, self._axis_ranges(tensor, self.step_index(digits), False))
+
+    def window_offset(self, tensor: TensorLayout, digits: np.ndarray) -> np.ndarray:
+        """(cores, rank) offset, inside the held partition, of the step's window."""
+        j = self.step_index(digits)
+        held = self._origins(tensor, self._axis_ranges(tensor, j, False))
+        window = self._origins(tensor, self._axis_ranges(tensor, j, True))
+        return window - held
+
+    def _ring_keys(self, tensor: TensorLayout, digits: np.ndarray) -> np.ndarray:
+        """A key per core naming (sub-tensor, ring, partition held); unique iff aligned."""
+        key = np.zeros(self.cores, dtype=np.int64)
+        for d in range(len(self.axes)):
+            if self.spec.tensor(tensor.name).indexed_by(self.axes[d]):
+                key = key * self.grid[d] + self.coords[:, d]
+        key = key * tensor.rings + self._free_index(tensor) // tensor.ring_size
+        pid = np.zeros(self.cores, dtype=np.int64)
+        for l in tensor.levels:
+            pid = pid * self.levels[l].trips + digits[l]
+        return key * tensor.ring_size + pid
+
+    def _free_index(self, tensor: TensorLayout) -> np.ndarray:
+        phi = np.zeros(self.cores, dtype=np.int64)
+        for d in range(len(self.axes)):
+            if not self.spec.tensor(tensor.name).indexed_by(self.axes[d]):
+                phi = phi * self.grid[d] + self.coords[:, d]
+        return phi
+
+    def source(self, tensor: TensorLayout, level: int) -> np.ndarray:
+        """(cores,) the core each core receives ``tensor``'s partition from when ``level``
+        advances: the ring neighbour holding the partition one digit further."""
+        keys = self._ring_keys(tensor, self.start)
+        advanced = self.start.copy()
+        advanced[level] = (advanced[level] + 1) % self.levels[level].trips
+        wanted = self._ring_keys(tensor, advanced)
+        order = np.argsort(keys)
+        found = order[np.searchsorted(keys, wanted, sorter=order)]
+        return found.astype(np.int64)
+
+    def schedule(self) -> Iterator[tuple[str, object]]:
+        """The loop nest unrolled: ("compute", (levels, cores) digits) and ("shift", level)."""
+        counters = [0] * len(self.levels)
+
+        def nest(depth: int):
+            if depth == len(self.levels):
+                offsets = np.array(counters, dtype=np.int64)[:, None]
+                trips = np.array([lv.trips for lv in self.levels], dtype=np.int64)[:, None]
+                yield "compute", (self.start + offsets) % trips if self.levels else self.start
+                return
+            for trip in range(self.levels[depth].trips):
+                if trip:
+                    counters[depth] += 1
+                    yield "shift", depth
+                yield from nest(depth + 1)
+
+        yield from nest(0)
+
+    def final_digits(self) -> np.ndarray:
+        digits = self.start.copy()
+        for event, value in self.schedule():
+            if event == "shift":
+                digits[value] = (digits[value] + 1) % self.levels[value].trips
+        return digits
+
+    def replica_groups(self) -> np.ndarray:
+        """(groups, rings) core ids holding the same output partition after the loop; the
+        first of each row keeps the reduced sum (the output's partial copies)."""
+        keys = self._ring_keys(self.output, self.final_digits())
+        out = self.output
+        # drop the ring number: cores in different rings with equal (block, pid) match
+        block = keys // (out.rings * out.ring_size)
+        pid = keys % out.ring_size
+        group_key = block * out.ring_size + pid
+        order = np.lexsort((np.arange(self.cores), group_key))
+        return order.reshape(-1, out.rings).astype(np.int64)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _extent(index: AffineIndex, spans: dict[str, int]) -> int:
+    return sum(abs(c) * (spans[a] - 1) for a, c in index.terms) + 1
+
+
+def _peel_levels(spec: OpSpec, plan: Plan) -> list[tuple[str, int, tuple[str, ...]]]:
+    """Per axis, coarse to fine: (axis, trips, tensors) as IPU_COST_FACTS s3 peels them."""
+    levels = []
+    for d, axis in enumerate(spec.axis_names):
+        remaining = {t.name: plan.temporal_factors[t.name][d] for t in spec.tensors}
+        values = [v for v in remaining.values() if v > 1]
+        for a in values:
+            for b in values:
+                if a % b and b % a:
+                    listing = ", ".join(
+                        f"{name} has f_t={remaining[name]}" for name in remaining if remaining[name] > 1
+                    )
+                    raise AlignError(
+                        f"cannot align the rotations on axis {axis}: temporal factors must divide "
+                        f"one another, but {listing}"
+                    )
+        while any(v > 1 for v in remaining.values()):
+            moving = tuple(name for name, v in remaining.items() if v > 1)
+            g = math.gcd(*(remaining[name] for name in moving))
+            levels.append((axis, g, moving))
+            for name in moving:
+                remaining[name] //= g
+    return levels
+
+
+def build_shift_kernel(
+    bound: BoundExpr,
+    plan: Plan,
+    device: Device | str,
+    cost: CostModel | str = "t10",
+    dtype=np.float16,
+    spec: OpSpec | None = None,
+) -> ShiftKernel:
+    """The aligned compute-shift program of ``bound`` under ``plan``.
+
+    Raises ``AlignError`` (paces that cannot be aligned, naming the axis and factors),
+    ``PlanError`` (a plan violating a T10 constraint) or ``UnsupportedExpression``.
+    """
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    dtype = np.dtype(dtype)
+    spec = spec or op_spec_from_bound(bound, dtype.itemsize)
+    if tuple(plan.axes) != spec.axis_names:
+        raise PlanError(f"plan axes {tuple(plan.axes)} differ from the operator's axes {spec.axis_names}")
+    peeled = _peel_levels(spec, plan)   # AlignError first: it names the axis and factors
+    score = check_plan(spec, plan.unscored(), device, cost)
+    plan = Plan(plan.axes, plan.op_factors, dict(plan.temporal_factors), score)
+
+    axes = spec.axis_names
+    _check_reduction_padding(bound, spec, score.padded_extents)
+    grid = tuple(plan.op_factors)
+    steps_per_axis = score.steps_per_axis
+    tiles = score.step_tiles
+    cores = math.prod(grid)
+    coords = np.stack(np.unravel_index(np.arange(cores), grid), axis=1).astype(np.int64) if axes else \
+        np.zeros((1, 0), dtype=np.int64)
+
+    # levels with strides; order them as the planner's loop order (outermost first)
+    by_axis: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+    for axis, trips, moving in peeled:
+        by_axis.setdefault(axis, []).append((trips, moving))
+    level_list: list[Level] = []
+    b = dtype.itemsize
+    resident_planner = {name: score.memory.partitions[name] for name in score.memory.partitions}
+    for axis, chain in by_axis.items():
+        stride = math.prod(t for t, _ in chain)
+        for trips, moving in chain:
+            stride //= trips
+            level_list.append(Level(axis, trips, moving, stride, sum(resident_planner[n] for n in moving)))
+    rank = {(lv.axis, lv.tensors): i for i, lv in enumerate(score.loop_order)}
+    level_list.sort(key=lambda lv: rank[(lv.axis, lv.tensors)])
+    levels = tuple(level_list)
+
+    expr = bound.expr
+    accesses = {expr.output.tensor: expr.output}
+    for name in expr.inputs:
+        accesses[name] = expr.accesses_of(name)[0]
+    tensors: dict[str, TensorLayout] = {}
+    for t in spec.tensors:
+        temporal = tuple(plan.temporal_factors[t.name])
+        spans = {a: (steps_per_axis[d] // temporal[d]) * tiles[d] for d, a in enumerate(axes)}
+        indices = accesses[t.name].indices
+        own_levels = sorted(
+            (i for i, lv in enumerate(levels) if t.name in lv.tensors),
+            key=lambda i: (axes.index(levels[i].axis), -levels[i].stride),
+        )
+        tensors[t.name] = TensorLayout(
+            name=t.name,
+            is_output=t.name == spec.output.name,
+            indices=indices,
+            temporal=temporal,
+            ring_size=math.prod(temporal),
+            rings=score.replicas[t.name],
+            sharing=score.sharing_cores[t.name],
+            partition_shape=tuple(_extent(i, spans) for i in indices),
+            window_shape=tuple(_extent(i, dict(zip(axes, tiles))) for i in indices),
+            levels=tuple(own_levels),
+        )
+
+    kernel = ShiftKernel(
+        bound=bound, spec=spec, plan=plan, device=device, cost=cost, dtype=dtype, axes=axes,
+        extents=spec.extents, grid=grid, steps_per_axis=steps_per_axis, tiles=tiles,
+        levels=levels, start=np.zeros((len(levels), cores), dtype=np.int64), tensors=tensors,
+        coords=coords,
+    )
+    kernel.start = initial_placement(kernel)
+    check_alignment(kernel)
+    return kernel
+
+
+def _check_reduction_padding(bound: BoundExpr, spec: OpSpec, padded: tuple[int, ...]) -> None:
+    """Padded points of a reduction axis read zeros; they must add nothing. That holds
+    for a ``+=`` product with a factor indexed by the axis alone in some dimension (its
+    padded reads are zero); any other fold over a padded axis is rejected."""
+    expr = bound.expr
+    factors, stack = [], [expr.body]
+    while stack:
+        node = stack.pop()
+        if getattr(node, "op", None) == "*" and hasattr(node, "lhs"):
+            stack += [node.lhs, node.rhs]
+        else:
+            factors.append(node)
+    for axis, extent, size in zip(spec.axis_names, spec.extents, padded):
+        if size == extent or axis not in spec.reduction_axes:
+            continue
+        zeroing = expr.combiner == "+=" and any(
+            isinstance(f, Access) and any(getattr(i, "simple_axis", None) == axis for i in f.indices)
+            for f in factors
+        ) and all(isinstance(f, (Access, Const)) for f in factors)
+        if not zeroing:
+            raise UnsupportedExpression(
+                f"the plan pads reduction axis {axis} from {extent} to {size}, and the padded points "
+                f"would change '{expr}'; choose F_op and f_t whose product on {axis} divides {extent}"
+            )
+
+
+def initial_placement(kernel: ShiftKernel) -> np.ndarray:
+    """Start digit of every level on every core (module docstring, "Placement")."""
+    start = np.zeros((len(kernel.levels), kernel.cores), dtype=np.int64)
+    for tensor in kernel.tensors.values():
+        if not tensor.levels:
+            continue
+        position = kernel._free_index(tensor) % tensor.ring_size
+        for l in reversed(tensor.levels):  # least significant digit last in radix order
+            trips = kernel.levels[l].trips
+            start[l] += position % trips
+            position //= trips
+    for l, level in enumerate(kernel.levels):
+        start[l] %= level.trips
+    return start
+
+
+def check_alignment(kernel: ShiftKernel) -> None:
+    """Every ring's cores hold distinct partitions (so each step's partitions meet)."""
+    for tensor in kernel.tensors.values():
+        if not tensor.levels:
+            continue
+        keys = kernel._ring_keys(tensor, kernel.start)
+        if len(np.unique(keys)) == kernel.cores:
+            continue
+        free = {a for a in kernel.axes if not kernel.spec.tensor(tensor.name).indexed_by(a)}
+        for l in tensor.levels:
+            level = kernel.levels[l]
+            d = kernel.axis_index(level.axis)
+            for other in level.tensors:
+                if other == tensor.name:
+                    continue
+                shared = free & {a for a in kernel.axes if not kernel.spec.tensor(other).indexed_by(a)}
+                if shared:
+                    raise AlignError(
+                        f"cannot align the rotations on axis {level.axis}: {tensor.name} (f_t="
+                        f"{tensor.temporal[d]}) and {other} (f_t={kernel.tensors[other].temporal[d]}) "
+                        f"are both shared across axis {', '.join(sorted(shared))}, so no initial "
+                        f"placement makes their partitions meet on every core"
+                    )
+        raise AlignError(
+            f"cannot align the rotations of {tensor.name} (f_t={list(tensor.temporal)} on "
+            f"{list(kernel.axes)}): two cores of one ring would hold the same partition"
+        )
+
+
+__all__ = [
+    "AlignError",
+    "Level",
+    "ShiftKernel",
+    "TensorLayout",
+    "UnsupportedExpression",
+    "build_shift_kernel",
+    "check_alignment",
+    "initial_placement",
+]

@@ -1,0 +1,110 @@
+"""`rtensor-to-shift`: each planned `rtensor.op` becomes a `shift.kernel` with its rings.
+
+Seed 003 s3.2 / T10 s4.2: an rTensor plan (``F_op`` on the op, ``f_t`` in each tensor's
+``!rtensor.tensor`` type) is a compute-shift program once its rings are stated. This pass
+rewrites
+
+    %a1 = rtensor.relayout %a : tensor<...> -> !rtensor.tensor<...>
+    %c1 = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a1, %b1) F_op = [...] on "tiny16" cost "t10" : ...
+    %c  = rtensor.relayout %c1 : !rtensor.tensor<...> -> tensor<...>
+
+into
+
+    %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]" (%a, %b) {grid = array<i64: ...>, ...} : ... {
+      shift.ring "C" {temporal = array<i64: ...>}   // f_t per op axis, one ring op per tensor
+      ...
+    }
+
+`rotation-align` then adds the loop nest. Data moves between operators through host
+memory in this first version: a relayout between two on-chip layouts becomes the
+producer's store and the consumer's load (priced as host I/O by the interpreter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import DiagnosticException
+
+from dialects.shift import KernelOp, RingOp
+from irc.diagnostics import location_of
+
+
+def kernel_op_for(expression: str, inputs, result_type, plan, device: str, cost: str) -> KernelOp:
+    """A `shift.kernel` stating ``plan``'s rings (F_op as grid, one ring per tensor)."""
+    kernel = KernelOp(expression, inputs, result_type, plan.op_factors, device, cost)
+    for name, factors in plan.temporal_factors.items():
+        kernel.body.block.add_op(RingOp(name, factors))
+    return kernel
+
+
+@dataclass
+class LowerToHost(RewritePattern):
+    """Walking in program order: relayouts resolve to the host tensor holding their data;
+    an rtensor.op becomes a shift.kernel reading and writing host tensors."""
+
+    host: dict = field(default_factory=dict)
+
+    def host_of(self, value, op):
+        if isinstance(value.type, TensorType):
+            return value
+        if value in self.host:
+            return self.host[value]
+        raise DiagnosticException(
+            f"{location_of(op)}: error: '{op.name}' op operand of type {value.type} comes from "
+            "neither a relayout nor a planned operator"
+        )
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        from dialects.rtensor import RelayoutOp, RTensorOp
+
+        if isinstance(op, RelayoutOp):
+            host = self.host_of(op.source, op)
+            if isinstance(op.result.type, TensorType):
+                rewriter.replace(op, [], [host])
+            else:
+                self.host[op.result] = host
+                if not op.result.uses:
+                    rewriter.erase(op)
+        elif isinstance(op, RTensorOp):
+            plan = op.plan()
+            expr = op.bound().expr
+            plan = type(plan)(plan.axes, plan.op_factors,
+                              {t: plan.temporal_factors[t] for t in (expr.output.tensor, *expr.inputs)})
+            kernel = kernel_op_for(
+                op.expression.data, [self.host_of(v, op) for v in op.inputs],
+                op.output.type.with_global(), plan, op.device_name, op.cost_name,
+            )
+            kernel.location = op.location
+            kernel.output.name_hint = op.output.name_hint
+            rewriter.insert(kernel, InsertPoint.before(op))
+            self.host[op.output] = kernel.output
+
+
+class EraseDeadRTensor(RewritePattern):
+    """An rtensor.op or on-chip relayout left without users once everything reads host tensors."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        from dialects.rtensor import RelayoutOp, RTensorOp
+
+        if isinstance(op, (RelayoutOp, RTensorOp)) and all(not r.uses for r in op.results):
+            rewriter.erase(op)
+
+
+@dataclass(frozen=True)
+class RTensorToShift(ModulePass):
+    """``rtensor-to-shift``: rtensor.op -> shift.kernel (rings); relayouts -> host tensors."""
+
+    name = "rtensor-to-shift"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(LowerToHost(), apply_recursively=False, walk_reverse=False).rewrite_module(op)
+        PatternRewriteWalker(EraseDeadRTensor(), walk_reverse=True).rewrite_module(op)

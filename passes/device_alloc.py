@@ -1,0 +1,82 @@
+"""`device-alloc`: assign SRAM offsets to device buffers and check capacity (T10 s4.4).
+
+T10 s4.4 "Sub-tensor placement": allocate every partition in each core's local memory
+and reuse the memory of buffers that are dead. Walking each block in program order, a
+``device.alloc`` takes the lowest offset where it fits among the buffers live at that
+point (first fit) and a ``device.free`` releases its range; the same offset is used on
+every core of the buffer's core set (SPMD). A program whose live buffers exceed a core's
+SRAM is an error naming the core, the live buffers with their bytes, and the total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from dialects.device import AllocOp, FreeOp, i64_attr
+from irc.diagnostics import location_of
+
+
+from irc.schedule.program import first_fit as _first_fit
+
+
+@dataclass(frozen=True)
+class DeviceAlloc(ModulePass):
+    """``device-alloc{device=...}``: SRAM offsets for every buffer; overflow is an error.
+    ``device`` defaults to each function's ``device.target`` attribute."""
+
+    name = "device-alloc"
+
+    device: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from xdsl.dialects.func import FuncOp
+
+        from irc.devices import DeviceError, load_device
+
+        for func in op.walk():
+            if not isinstance(func, FuncOp) or not func.body.blocks:
+                continue
+            name = self.device or getattr(func.attributes.get("device.target"), "data", "")
+            if not any(isinstance(o, AllocOp) for o in func.walk()):
+                continue
+            if not name:
+                raise DiagnosticException(
+                    f"{location_of(func)}: error: device-alloc: @{func.sym_name.data} names no device; "
+                    "give device-alloc{device=...} or a device.target attribute"
+                )
+            try:
+                device = load_device(name)
+            except DeviceError as error:
+                raise DiagnosticException(f"device-alloc: {error}") from None
+            live: dict[AllocOp, tuple[int, int]] = {}
+            for inner in func.walk():
+                if isinstance(inner, AllocOp):
+                    size = int(inner.bytes.value.data)
+                    offset = _first_fit(list(live.values()), size)
+                    cores = int(inner.cores.value.data)
+                    if cores > device.cores:
+                        raise DiagnosticException(
+                            f"{location_of(inner)}: error: 'device.alloc' op buffer {inner.buffer_name.data} "
+                            f"is placed on {cores} cores but {device.name} has {device.cores}"
+                        )
+                    if offset + size > device.sram_bytes:
+                        listing = ", ".join(
+                            f"{a.buffer_name.data} ({e - s} B)" for a, (s, e) in sorted(live.items(), key=lambda x: x[1])
+                        )
+                        need = sum(e - s for s, e in live.values()) + size
+                        raise DiagnosticException(
+                            f"{location_of(inner)}: error: 'device.alloc' op SRAM overflow on core 0: "
+                            f"buffer {inner.buffer_name.data} ({size} B) does not fit next to the live buffers "
+                            f"{listing or 'none'}: {need} bytes needed (first free offset {offset}), "
+                            f"core has {device.sram_bytes} bytes on {device.name}"
+                        )
+                    inner.properties["offset"] = i64_attr(offset)
+                    live[inner] = (offset, offset + size)
+                elif isinstance(inner, FreeOp):
+                    owner = inner.buffer.owner
+                    live.pop(owner, None)

@@ -1,0 +1,71 @@
+// RUN: irc-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @grid(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+    shift.ring "C" {temporal = array<i64: 1, 1, 1>}
+    shift.ring "A" {temporal = array<i64: 1, 1, 1>}
+    shift.ring "B" {temporal = array<i64: 1, 1, 1>}
+  }
+  func.return %c : tensor<8x16xf32>
+}
+// CHECK: invalid.mlir:4:3: error: 'shift.kernel' op grid has 2 factors but 'C[m,n] += A[m,k] * B[k,n]' has 3 axes (m, n, k)
+
+// -----
+
+func.func @missing(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+    shift.ring "C" {temporal = array<i64: 1, 1, 1>}
+    shift.ring "A" {temporal = array<i64: 1, 1, 1>}
+  }
+  func.return %c : tensor<8x16xf32>
+}
+// CHECK: error: 'shift.kernel' op no shift.ring for tensor B
+
+// -----
+
+// a loop whose pace does not match the rings (B has f_t=2, not 4)
+func.func @pace(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+    shift.ring "C" {temporal = array<i64: 1, 1, 1>}
+    shift.ring "A" {temporal = array<i64: 1, 1, 4>}
+    shift.ring "B" {temporal = array<i64: 1, 1, 2>}
+    shift.loop "k" attributes {trips = 4 : i64, stride = 1 : i64, rotating = ["A", "B"], start = array<i64: 0>} {
+      shift.compute
+    }
+  }
+  func.return %c : tensor<8x16xf32>
+}
+// CHECK: error: 'shift.kernel' op loop on axis k (trips 4, stride 1, rotating A, B) does not match the rings' paces; expected levels: axis k trips 2 stride 2 rotating A, B; axis k trips 2 stride 1 rotating A
+
+// -----
+
+// start digits that put the same partition of A on two cores of one ring
+func.func @placement(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+    shift.ring "C" {temporal = array<i64: 1, 1, 1>}
+    shift.ring "A" {temporal = array<i64: 1, 1, 4>}
+    shift.ring "B" {temporal = array<i64: 1, 1, 2>}
+    shift.loop "k" attributes {trips = 2 : i64, stride = 2 : i64, rotating = ["A", "B"], start = array<i64: 0>} {
+      shift.loop "k" attributes {trips = 2 : i64, stride = 1 : i64, rotating = ["A"], start = array<i64: 0>} {
+        shift.compute
+      }
+    }
+  }
+  func.return %c : tensor<8x16xf32>
+}
+// CHECK: error: 'shift.kernel' op the loops' start digits do not align the rings: cannot align the rotations of A (f_t=[1, 1, 4] on ['m', 'n', 'k']): two cores of one ring would hold the same partition
+
+// -----
+
+func.func @trips(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+    shift.ring "C" {temporal = array<i64: 1, 1, 1>}
+    shift.ring "A" {temporal = array<i64: 1, 1, 2>}
+    shift.ring "B" {temporal = array<i64: 1, 1, 1>}
+    shift.loop "k" attributes {trips = 2 : i64, stride = 1 : i64, rotating = ["A"], start = array<i64: 0, 1, 0, 1, 0, 1, 0, 7>} {
+      shift.compute
+    }
+  }
+  func.return %c : tensor<8x16xf32>
+}
+// CHECK: error: 'shift.loop' op start digits of the loop on axis k must lie in [0, 2), got 7
