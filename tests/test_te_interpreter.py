@@ -140,3 +140,10 @@ def test_f16_accumulates_in_f32():
 def test_erf_accuracy():
     xs = np.linspace(-5, 5, 2001)
     np.testing.assert_allclose(erf(xs), [math.erf(x) for x in xs], atol=2e-7)
+
+
+def test_every_function_of_the_language_has_semantics():
+    from dialects.te_expr import FUNCTION_ARITY
+    from irc.interpreter.te_eval import _FUNCTIONS
+
+    assert set(FUNCTION_ARITY) - {"cast"} == set(_FUNCTIONS)

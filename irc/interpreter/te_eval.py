@@ -69,64 +69,46 @@ def erf(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0 - erfc, erfc - 1.0)
 
 
+def _float_result(x: np.ndarray, value: np.ndarray) -> np.ndarray:
+    return value.astype(np.result_type(x, np.float32))
+
+
+# Every function of the expression language, as numpy on already-evaluated arguments.
+_FUNCTIONS = {
+    "relu": lambda x: np.maximum(x, 0),
+    "exp": np.exp,
+    "log": np.log,
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "erf": lambda x: _float_result(x, erf(x)),
+    "gelu": lambda x: _float_result(x, 0.5 * x * (1.0 + erf(x * _SQRT_HALF))),
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "neg": np.negative,
+    "abs": np.abs,
+    "max": np.maximum,
+    "min": np.minimum,
+    "pow": np.power,
+    "mod": np.mod,
+    "fmod": np.fmod,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.round,
+    "sign": np.sign,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "not": np.logical_not,
+    "and": np.logical_and,
+    "or": np.logical_or,
+    "xor": np.logical_xor,
+    "select": lambda condition, a, b: np.where(np.asarray(condition) != 0, a, b),
+}
+
+
 def _apply(function: str, args: list[np.ndarray]) -> np.ndarray:
-    (x, *rest) = args
-    match function:
-        case "relu":
-            return np.maximum(x, 0)
-        case "exp":
-            return np.exp(x)
-        case "log":
-            return np.log(x)
-        case "tanh":
-            return np.tanh(x)
-        case "sigmoid":
-            return 1.0 / (1.0 + np.exp(-x))
-        case "erf":
-            return erf(x).astype(np.result_type(x, np.float32))
-        case "gelu":
-            return (0.5 * x * (1.0 + erf(x * _SQRT_HALF))).astype(np.result_type(x, np.float32))
-        case "sqrt":
-            return np.sqrt(x)
-        case "rsqrt":
-            return 1.0 / np.sqrt(x)
-        case "neg":
-            return -x
-        case "abs":
-            return np.abs(x)
-        case "max":
-            return np.maximum(x, rest[0])
-        case "min":
-            return np.minimum(x, rest[0])
-        case "pow":
-            return np.power(x, rest[0])
-        case "mod":
-            return np.mod(x, rest[0])
-        case "fmod":
-            return np.fmod(x, rest[0])
-        case "floor":
-            return np.floor(x)
-        case "ceil":
-            return np.ceil(x)
-        case "round":
-            return np.round(x)
-        case "sign":
-            return np.sign(x)
-        case "isnan":
-            return np.isnan(x)
-        case "isinf":
-            return np.isinf(x)
-        case "not":
-            return np.logical_not(x)
-        case "and":
-            return np.logical_and(x, rest[0])
-        case "or":
-            return np.logical_or(x, rest[0])
-        case "xor":
-            return np.logical_xor(x, rest[0])
-        case "select":
-            return np.where(np.asarray(x) != 0, rest[0], rest[1])
-    raise ValueError(f"unknown function '{function}'")  # the verifier rejects it first
+    if function not in _FUNCTIONS:
+        raise ValueError(f"unknown function '{function}'")  # the verifier rejects it first
+    return _FUNCTIONS[function](*args)
 
 
 def _einsum_factors(body: Expr) -> list[Expr] | None:
