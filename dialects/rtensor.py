@@ -18,7 +18,10 @@ factors are written per term: ``fs=[1,1,2+1,2+1]``.
 The verifier of `rtensor.op` maps the op back to an `irc.planner.OpSpec` and `Plan`
 and checks it with `irc.planner.check_plan`, so IR and planner agree on every T10
 constraint. `rtensor.relayout` changes a tensor's layout (or moves it between the host
-and the chip) and has a cost.
+and the chip) and has a cost. Model-wide planning (T10 §4.3.2) records on a
+weight-carrying `rtensor.op` the idle plan its weights rest in between uses and the
+setup cycles of turning it active (``idle = #rtensor.idle<...>``, `IdlePlanAttr`),
+also checked against the plan by the verifier.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ _parse_cached = lru_cache(maxsize=4096)(parse_expression)
 
 DEFAULT_DEVICE = "ipu-mk2"
 DEFAULT_COST = "t10"
+IDLE_ATTR = "idle"
+"""The attribute of a weight-carrying `rtensor.op` holding its `IdlePlanAttr`."""
 
 
 def element_bytes(element_type: Attribute) -> int:
@@ -273,6 +278,121 @@ class RTensorType(ParametrizedAttribute, TypeAttribute):
                 )
 
 
+# ---------------------------------------------------------------------------
+# The idle plan of a weight-carrying operator (model-wide planning)
+# ---------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class IdlePlanAttr(ParametrizedAttribute):
+    """How an operator's weights rest on chip between its uses (T10 §4.3.2, Figure 9).
+
+    Model-wide planning (``rtensor-partition{mode=model}``) puts it on a weight-carrying
+    ``rtensor.op`` as the attribute ``idle``. Per weight (an input tensor of the
+    expression, by name) it gives the idle temporal factors, per dimension and per term
+    of the index as in the tensor's type: each a multiple of the active ``ft`` of the
+    operand's type, under the same ``F_op``, so every core keeps only a slice of the
+    partition it needs when the op runs. ``bytes`` is what all the op's weights take
+    per core at rest; ``setup`` is the cycles of gathering the missing slices into the
+    active layout when the op starts (`irc.planner.idle.setup_cycles`, rounded up).
+
+        #rtensor.idle<{B = [2,4]}, bytes = 512, setup = 1180>
+    """
+
+    name = "rtensor.idle"
+
+    weights: ArrayAttr[StringAttr]
+    temporal: ArrayAttr[ArrayAttr[ArrayAttr[IntAttr]]]
+    idle_bytes: IntAttr
+    setup: IntAttr
+
+    def __init__(
+        self, temporal: dict[str, Sequence[Sequence[int]]], idle_bytes: int, setup_cycles: int
+    ):
+        super().__init__(
+            ArrayAttr([StringAttr(name) for name in temporal]),
+            ArrayAttr([_nested(factors) for factors in temporal.values()]),
+            IntAttr(int(idle_bytes)),
+            IntAttr(int(setup_cycles)),
+        )
+
+    @property
+    def weight_names(self) -> tuple[str, ...]:
+        return tuple(w.data for w in self.weights.data)
+
+    @property
+    def temporal_factors(self) -> dict[str, tuple[tuple[int, ...], ...]]:
+        """Idle f_t per weight, per dimension, per term of the dimension's index."""
+        return {
+            name: tuple(tuple(f.data for f in dim.data) for dim in factors.data)
+            for name, factors in zip(self.weight_names, self.temporal.data)
+        }
+
+    @property
+    def bytes_per_core(self) -> int:
+        return self.idle_bytes.data
+
+    @property
+    def setup_cycles(self) -> int:
+        return self.setup.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        temporal: dict[str, list[list[int]]] = {}
+
+        def entry() -> None:
+            pos = parser.pos
+            name = parser.parse_identifier("weight tensor name")
+            if name in temporal:
+                parser.raise_error(f"weight '{name}' given twice", pos, parser.pos)
+            parser.parse_punctuation("=")
+            temporal[name] = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: _parse_terms(parser)
+            )
+
+        parser.parse_comma_separated_list(parser.Delimiter.BRACES, entry)
+        values = {}
+        for key in ("bytes", "setup"):
+            parser.parse_punctuation(",")
+            pos = parser.pos
+            found = parser.parse_identifier(f"'{key}'")
+            if found != key:
+                parser.raise_error(f"expected '{key}' in #rtensor.idle, got '{found}'", pos, parser.pos)
+            parser.parse_punctuation("=")
+            values[key] = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation(">")
+        return (
+            ArrayAttr([StringAttr(name) for name in temporal]),
+            ArrayAttr([_nested(f) for f in temporal.values()]),
+            IntAttr(values["bytes"]),
+            IntAttr(values["setup"]),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        entries = ", ".join(
+            f"{name} = {_terms_text(factors)}" for name, factors in self.temporal_factors.items()
+        )
+        printer.print_string(
+            f"<{{{entries}}}, bytes = {self.bytes_per_core}, setup = {self.setup_cycles}>"
+        )
+
+    def verify(self) -> None:
+        if not self.weights.data:
+            raise VerifyException("#rtensor.idle needs at least one weight")
+        if len(self.weights.data) != len(self.temporal.data):
+            raise VerifyException(
+                f"#rtensor.idle names {len(self.weights.data)} weight(s) but gives "
+                f"{len(self.temporal.data)} factor list(s)"
+            )
+        for name, factors in self.temporal_factors.items():
+            for dim, terms in enumerate(factors):
+                if not terms or any(f < 1 for f in terms):
+                    raise VerifyException(
+                        f"idle ft of {name} dimension {dim} must be positive integers, got {list(terms)}"
+                    )
+
+
 def _parse_terms(parser: AttrParser) -> list[int]:
     """``4`` or ``2+1``: a dimension's factors, one per term of its index."""
     terms = [parser.parse_integer(allow_boolean=False, allow_negative=False)]
@@ -318,8 +438,9 @@ def layout_types(bound: BoundExpr, plan, element_type: Attribute) -> dict[str, R
         indices = _index_terms(bound, tensor)
         spatial, temporal, padded = [], [], []
         for size, index in zip(shape, indices):
-            spatial.append([plan.op_factors[axes.index(a)] for a in index.axes])
-            temporal.append([plan.temporal_factors[tensor][axes.index(a)] for a in index.axes])
+            # a dimension read at a constant index is not partitioned: fs = ft = [1]
+            spatial.append([plan.op_factors[axes.index(a)] for a in index.axes] or [1])
+            temporal.append([plan.temporal_factors[tensor][axes.index(a)] for a in index.axes] or [1])
             _, high = index.value_range(padded_extent)
             padded.append(max(size, high + 1))
         types[tensor] = RTensorType(
@@ -453,6 +574,13 @@ class RTensorOp(IRDLOperation):
             for dim, index in enumerate(indices):
                 terms = index.axes
                 fs, ft = type_.spatial_factors[dim], type_.temporal_factors[dim]
+                if not terms:  # read at a constant index: the dimension is not partitioned
+                    if fs != (1,) or ft != (1,):
+                        raise VerifyException(
+                            f"{tensor} dimension {dim} is read at the constant index '{index}', so it "
+                            f"is not partitioned: fs and ft must be [1], got fs={list(fs)} ft={list(ft)}"
+                        )
+                    continue
                 if len(fs) != len(terms):
                     raise VerifyException(
                         f"{tensor} dimension {dim} is indexed by '{index}' ({len(terms)} term(s)) "
@@ -526,6 +654,92 @@ class RTensorOp(IRDLOperation):
                     f"{name} has padded shape {'x'.join(map(str, type_.padded_shape))}, but the "
                     f"plan pads it to {'x'.join(map(str, want.padded_shape))}"
                 )
+        if IDLE_ATTR in self.attributes:
+            self._verify_idle(self.attributes[IDLE_ATTR], bound, plan)
+
+    # -- the idle plan of model-wide planning ------------------------------
+    def idle_plan(self):
+        """The `irc.planner.idle.IdlePlan` of the ``idle`` attribute (f_t per op axis,
+        bytes per core per weight), or None when the op has none."""
+        attr = self.attributes.get(IDLE_ATTR)
+        if not isinstance(attr, IdlePlanAttr):
+            return None
+        return self._idle_plan(attr, self.bound(), self.scored_plan())
+
+    def _idle_plan(self, attr: IdlePlanAttr, bound: BoundExpr, plan):
+        from irc.planner.idle import IdlePlan, partition_elements
+
+        expr = bound.expr
+        axes = list(plan.axes)
+        spans = [s * t for s, t in zip(plan.score.steps_per_axis, plan.score.step_tiles)]
+        spec = self.op_spec()
+        factors, nbytes = {}, {}
+        for name, dims in attr.temporal_factors.items():
+            if name not in expr.inputs:
+                raise VerifyException(
+                    f"idle plan names '{name}', which is not an input of the expression "
+                    f"(inputs: {', '.join(expr.inputs)})"
+                )
+            indices = _index_terms(bound, name)
+            if len(dims) != len(indices):
+                raise VerifyException(
+                    f"idle ft of {name} has {len(dims)} dimension(s) but {name} has {len(indices)}"
+                )
+            per_axis = dict.fromkeys(axes, 1)
+            seen: dict[str, int] = {}
+            for dim, (terms, index) in enumerate(zip(dims, indices)):
+                if not index.axes:  # a constant index: not partitioned, idle or active
+                    if tuple(terms) != (1,):
+                        raise VerifyException(
+                            f"idle ft of {name} dimension {dim} must be [1]: it is read at the "
+                            f"constant index '{index}'"
+                        )
+                    continue
+                if len(terms) != len(index.axes):
+                    raise VerifyException(
+                        f"idle ft of {name} dimension {dim} gives {len(terms)} factor(s) but its index "
+                        f"'{index}' has {len(index.axes)} term(s)"
+                    )
+                for axis, factor in zip(index.axes, terms):
+                    if seen.setdefault(axis, factor) != factor:
+                        raise VerifyException(
+                            f"idle ft of {name} on axis {axis} is both {seen[axis]} and {factor}"
+                        )
+                    active = plan.temporal_factors[name][axes.index(axis)]
+                    if factor % active:
+                        raise VerifyException(
+                            f"idle ft of {name} on axis {axis} is {factor}, not a multiple of its "
+                            f"active ft {active}: an idle plan only cuts the active partition finer"
+                        )
+                    per_axis[axis] = factor
+            factors[name] = tuple(per_axis.values())
+            nbytes[name] = spec.dtype_bytes * partition_elements(spec, name, factors[name], spans)
+        return IdlePlan(tuple(plan.op_factors), factors, nbytes)
+
+    def _verify_idle(self, attr: Attribute, bound: BoundExpr, plan) -> None:
+        from irc.planner.idle import setup_cycles
+
+        if not isinstance(attr, IdlePlanAttr):
+            raise VerifyException(f"attribute '{IDLE_ATTR}' must be a #rtensor.idle, got {attr}")
+        idle = self._idle_plan(attr, bound, plan)
+        if idle.cold_bytes != attr.bytes_per_core:
+            raise VerifyException(
+                f"idle plan says bytes = {attr.bytes_per_core}, but its weights take "
+                f"{idle.cold_bytes} bytes per core at rest"
+            )
+        if idle.cold_bytes > plan.memory_per_core:
+            raise VerifyException(
+                f"idle plan takes {idle.cold_bytes} bytes per core, more than the active plan's "
+                f"{plan.memory_per_core}"
+            )
+        setup = setup_cycles(idle, plan, _device(self.device_name), _cost(self.cost_name))
+        if setup is None:
+            raise VerifyException("the idle plan cannot be set up into the active plan")
+        if math.ceil(setup) != attr.setup_cycles:
+            raise VerifyException(
+                f"idle plan says setup = {attr.setup_cycles} cycles, but gathering its slices "
+                f"costs {math.ceil(setup)} cycles on {self.device_name} under {self.cost_name}"
+            )
 
     @classmethod
     def parse(cls, parser: Parser) -> RTensorOp:
@@ -663,4 +877,4 @@ class RelayoutOp(IRDLOperation):
         return float(model.shift_cycles(device, moved)) + float(model.sync_cycles(device))
 
 
-RTENSOR = Dialect("rtensor", [RTensorOp, RelayoutOp], [RTensorType])
+RTENSOR = Dialect("rtensor", [RTensorOp, RelayoutOp], [RTensorType, IdlePlanAttr])

@@ -68,8 +68,9 @@ def device_ops(kernel, op: KernelOp, prefix: str) -> tuple[list[Operation], Oper
 
     program = build_program(kernel)
     expr = kernel.bound.expr
-    element = op.output.type.get_element_type()
     operands = {name: value for name, value in zip(expr.inputs, op.inputs)}
+    elements = {name: value.type.get_element_type() for name, value in operands.items()}
+    elements[expr.output.tensor] = op.output.type.get_element_type()
     buffers = {}
     ops: list[Operation] = []
     subtask = kernel.subtask()
@@ -80,7 +81,7 @@ def device_ops(kernel, op: KernelOp, prefix: str) -> tuple[list[Operation], Oper
     store = None
     for ins in program.instructions:
         if isinstance(ins, Alloc):
-            alloc = AllocOp(f"{prefix}{ins.buffer}", BufferType(ins.shape, element), ins.cores)
+            alloc = AllocOp(f"{prefix}{ins.buffer}", BufferType(ins.shape, elements[ins.tensor]), ins.cores)
             alloc.buffer.name_hint = ins.buffer.replace(".", "_")
             buffers[ins.buffer] = alloc.buffer
             ops.append(alloc)

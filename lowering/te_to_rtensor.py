@@ -1,10 +1,9 @@
-"""`rtensor-partition`: give every `te.op` a compute-shift plan (T10 §4.3, §4.3.1).
+"""`rtensor-partition`: give every `te.op` a compute-shift plan (T10 §4.3).
 
 Rewrites each ``te.op`` into an ``rtensor.op`` whose ``F_op`` and operand/result
-layouts (``!rtensor.tensor`` types) are the fastest plan that fits on the device
-under the cost model (``irc.planner.search``: the intra-operator search of T10
-§4.3.1 over the constrained space of §4.2). Data enters and leaves the chip through
-``rtensor.relayout`` ops, so function signatures keep builtin tensor types:
+layouts (``!rtensor.tensor`` types) are its plan on the device under the cost model.
+Data enters and leaves the chip through ``rtensor.relayout`` ops, so function
+signatures keep builtin tensor types:
 
     %c = te.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) : (...) -> tensor<...>
 
@@ -17,19 +16,34 @@ becomes
 
 A value produced by one ``rtensor.op`` and consumed by another goes straight from
 one to the other when their layouts agree, and through one on-chip
-``rtensor.relayout`` when they differ (T10 §4.3.2's layout change between operators).
+``rtensor.relayout`` exactly where they differ (T10 §4.3.2's layout change between
+operators, priced by `irc.planner.relayout` under the same cost model).
 
-``mode=op`` (the default) plans each operator on its own; the model-wide trade-off of
-T10 §4.3.2 (Algorithm 1) is ``mode=model``, not available yet. An operator no plan
-fits is an error naming the op and the least memory per core any plan needs.
+``mode=model`` (the default) is T10 §4.3.2's model-wide trade-off, per function: each
+op's Pareto frontier (§4.3.1), for every op reading a weight (a function argument
+marked ``irc.weight``) its idle plans and the setup cost of each active plan, and
+Algorithm 1's greedy search over idle memory (`irc.planner.model_from_ir`). Identical
+operators share one frontier search. A weight-carrying ``rtensor.op`` records the
+idle plan its weights rest in and the setup cycles as ``idle = #rtensor.idle<...>``.
+A model whose weights cannot all rest in SRAM is an error giving the bytes needed
+and available. ``mode=op`` plans each operator on its own (its fastest plan).
+
+In both modes an op the planner cannot describe (a gather, a constant index, one
+tensor read at two index patterns) stays a ``te.op`` for the host/vendor fallback,
+with the reason in its ``irc.remark`` attribute; ``strict=true`` makes it an error.
+An operator no plan fits is an error naming the op and the least memory per core any
+plan needs.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -42,28 +56,46 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from dialects.rtensor import RelayoutOp, RTensorOp, RTensorType, element_bytes, layout_types
+from dialects.rtensor import (
+    IDLE_ATTR,
+    IdlePlanAttr,
+    RelayoutOp,
+    RTensorOp,
+    RTensorType,
+    element_bytes,
+    layout_types,
+)
 from dialects.te import TensorOp
 from dialects.te_expr import ExprError
 from irc.diagnostics import location_of
 
-MODES = ("op",)
-"""Planning modes implemented so far (``model`` is T10 §4.3.2's model-wide trade-off)."""
+MODES = ("model", "op")
+"""Planning modes: T10 §4.3.2's model-wide trade-off, or every operator on its own."""
+
+REMARK_ATTR = "irc.remark"
+"""String attribute on a te.op the pass left unplanned, saying why."""
 
 
 def _error(op: Operation, message: str) -> DiagnosticException:
     return DiagnosticException(f"{location_of(op)}: error: '{op.name}' op {message}")
 
 
-def plan_tensor_op(op: TensorOp, device, cost, cache: dict):
-    """The bound expression of `op` and its fastest fitting scored plan.
+def fallback_remark(reason: str) -> StringAttr:
+    return StringAttr(f"not planned: {reason}; left for the host/vendor fallback")
 
-    Raises a located `DiagnosticException` when the planner cannot describe the op or
-    no plan fits (naming the least memory per core any plan needs). `cache` maps
-    `OpSpec`s to results: a model repeats its operators.
+
+def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True):
+    """The bound expression of `op` and its fastest fitting scored plan, or
+    ``(None, reason)`` when the planner cannot describe the op and `strict` is off.
+
+    Raises a located `DiagnosticException` when the expression does not bind, when no
+    plan fits (naming the least memory per core any plan needs), and with `strict`
+    when the planner cannot describe the op. `cache` maps `OpSpec`s to results: a
+    model repeats its operators.
     """
     from irc.planner import PlanError, SpecError, search
     from irc.planner.from_te import op_spec_from_expr
+    from irc.planner.model_from_ir import element_type_mismatch
 
     text = op.expression.data
     try:
@@ -73,7 +105,12 @@ def plan_tensor_op(op: TensorOp, device, cost, cache: dict):
     element = op.output.type.get_element_type()  # type: ignore[union-attr]
     try:
         spec = op_spec_from_expr(bound, element_bytes(element))
+        mismatch = element_type_mismatch(op)
+        if mismatch is not None:
+            raise SpecError(mismatch)
     except (SpecError, VerifyException) as error:
+        if not strict:
+            return None, f"the planner cannot describe it ({error})"
         raise _error(op, f'"{text}": the planner cannot describe it: {error}') from None
     if spec not in cache:
         try:
@@ -86,6 +123,19 @@ def plan_tensor_op(op: TensorOp, device, cost, cache: dict):
     return bound, found
 
 
+def idle_attribute(bound, decision, device, cost) -> IdlePlanAttr | None:
+    """The ``#rtensor.idle`` of one op's model-wide decision (None without weights)."""
+    idle = decision.idle
+    if idle is None or not idle.weight_factors:
+        return None
+    axes = list(decision.active.axes)
+    temporal = {}
+    for name, factors in idle.weight_factors.items():
+        indices = bound.expr.accesses_of(name)[0].indices
+        temporal[name] = [[factors[axes.index(a)] for a in index.axes] or [1] for index in indices]
+    return IdlePlanAttr(temporal, idle.cold_bytes, math.ceil(decision.setup_cycles))
+
+
 @dataclass
 class PartitionTensorOp(RewritePattern):
     """One ``te.op`` -> relayouts onto the chip + ``rtensor.op`` + a relayout back."""
@@ -94,6 +144,10 @@ class PartitionTensorOp(RewritePattern):
     cost: object
     plans: dict[TensorOp, tuple] = field(default_factory=dict)
     """The bound expression and plan of each te.op, found before rewriting."""
+    idle: dict[TensorOp, IdlePlanAttr] = field(default_factory=dict)
+    """The idle plan of each weight-carrying te.op (model-wide planning)."""
+    device_label: str | None = None
+    """What ``rtensor.op`` names the device by: its name, or the path of its .toml file."""
 
     @staticmethod
     def _on_chip(value: SSAValue, want: RTensorType, op: Operation, rewriter: PatternRewriter) -> SSAValue:
@@ -121,14 +175,17 @@ class PartitionTensorOp(RewritePattern):
             self._on_chip(value, layouts[name], op, rewriter)
             for name, value in zip(expr.inputs, op.inputs)
         ]
+        attributes = dict(op.attributes)
+        if op in self.idle:
+            attributes[IDLE_ATTR] = self.idle[op]
         planned = RTensorOp(
             op.expression.data,
             inputs,
             layouts[expr.output.tensor],
             plan.op_factors,
-            self.device.name,
+            self.device_label or self.device.name,
             self.cost.name,
-            attributes=dict(op.attributes),
+            attributes=attributes,
         )
         back = RelayoutOp(planned.output, result_type)
         rewriter.replace(op, [planned, back], [back.result])
@@ -143,15 +200,21 @@ class EraseUnusedRelayout(RewritePattern):
             rewriter.erase(op)
 
 
+def _functions(module: ModuleOp) -> list[Operation]:
+    """Every function of the module (te ops outside any function are planned per block)."""
+    return [op for op in module.walk() if isinstance(op, FuncOp)]
+
+
 @dataclass(frozen=True)
 class RTensorPartition(ModulePass):
-    """Plan every te.op: ``rtensor-partition{device=ipu-mk2 cost=t10 mode=op}``."""
+    """Plan every te.op: ``rtensor-partition{device=ipu-mk2 cost=t10 mode=model strict=false}``."""
 
     name = "rtensor-partition"
 
     device: str = "ipu-mk2"
     cost: str = "t10"
-    mode: str = "op"
+    mode: str = "model"
+    strict: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from irc.cost import CostModelError, get_cost_model
@@ -159,23 +222,101 @@ class RTensorPartition(ModulePass):
 
         if self.mode not in MODES:
             raise DiagnosticException(
-                f"rtensor-partition: mode={self.mode} is not available yet; "
-                f"known modes: {', '.join(MODES)} (model-wide planning, T10 §4.3.2, is future work)"
+                f"rtensor-partition: unknown mode={self.mode}; known modes: {', '.join(MODES)} "
+                f"(model: T10 §4.3.2's model-wide planning; op: every operator on its own)"
             )
         try:
             device = load_device(self.device)
             cost = get_cost_model(self.cost)
         except (DeviceError, CostModelError) as error:
             raise DiagnosticException(f"rtensor-partition: {error}") from None
-        # Plan every op first, so that a failure is one diagnostic on untouched IR.
-        cache: dict = {}
-        plans = {
-            te_op: plan_tensor_op(te_op, device, cost, cache)
-            for te_op in op.walk()
-            if isinstance(te_op, TensorOp)
-        }
+        # Plan everything first, so that a failure is one diagnostic on untouched IR.
+        if self.mode == "op":
+            plans, idle, fallbacks = self._plan_each_op(op, device, cost)
+        else:
+            plans, idle, fallbacks = self._plan_model(op, device, cost)
+        for te_op, reason in fallbacks.items():
+            te_op.attributes[REMARK_ATTR] = fallback_remark(reason)
+        # A device given as a .toml file is named by its path, so the IR verifies anywhere
+        # the file is (rtensor.op loads its device by name or path).
+        label = device.name if self.device == device.name else os.path.abspath(self.device)
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [PartitionTensorOp(device, cost, plans), EraseUnusedRelayout()]
+                [PartitionTensorOp(device, cost, plans, idle, label), EraseUnusedRelayout()]
             ),
         ).rewrite_module(op)
+
+    def _plan_each_op(self, module: ModuleOp, device, cost):
+        return self._plan_each_op_list(
+            [te_op for te_op in module.walk() if isinstance(te_op, TensorOp)], device, cost
+        )
+
+    def _plan_model(self, module: ModuleOp, device, cost):
+        from irc.cost import CostModelError
+        from irc.planner.model import ModelFitError
+        from irc.planner.model_from_ir import ModelIRError, function_model, plan_function
+        from irc.planner.op_table import FrontierCache
+        from irc.progress import Progress
+
+        cache = FrontierCache(device, cost)
+        searched: dict = {}
+        plans, idle, fallbacks = {}, {}, {}
+        functions = _functions(module)
+        covered = {te_op for f in functions for te_op in f.walk() if isinstance(te_op, TensorOp)}
+        stray = [o for o in module.walk() if isinstance(o, TensorOp) and o not in covered]
+        if stray:  # te ops outside any function: planned on their own
+            p, _, f = self._plan_each_op_list(stray, device, cost)
+            plans.update(p)
+            fallbacks.update(f)
+        for function in functions:
+            try:
+                found = function_model(function, strict=self.strict)
+            except ModelIRError as error:
+                raise _error(error.op, error.message) from None
+            fallbacks.update(found.fallbacks)
+            if found.model is None:
+                continue
+            total = len(found.model.ops)
+            with Progress(total, f"rtensor-partition @{found.name}") as bar:
+                try:
+                    decision = plan_function(
+                        found.model, cache, per_op_plans=searched,
+                        progress=lambda done, _total, label: bar.advance(label),
+                    )
+                except ModelFitError as error:
+                    self._raise_unplaceable_op(found, cache)
+                    raise _error(function, self._fit_message(found, error, device)) from None
+                except CostModelError as error:
+                    raise _error(function, str(error)) from None
+            for te_op, bound, chosen in zip(found.ops, found.bounds, decision.ops):
+                plans[te_op] = (bound, chosen.active)
+                attr = idle_attribute(bound, chosen, device, cost)
+                if attr is not None:
+                    idle[te_op] = attr
+        return plans, idle, fallbacks
+
+    def _plan_each_op_list(self, ops, device, cost):
+        cache: dict = {}
+        plans, fallbacks = {}, {}
+        for te_op in ops:
+            bound, found = plan_tensor_op(te_op, device, cost, cache, self.strict)
+            if bound is None:
+                fallbacks[te_op] = found
+            else:
+                plans[te_op] = (bound, found)
+        return plans, {}, fallbacks
+
+    @staticmethod
+    def _raise_unplaceable_op(found, cache) -> None:
+        """An op no plan fits even alone is that op's error (as in ``mode=op``)."""
+        from irc.planner import PlanError
+
+        for te_op, model_op in zip(found.ops, found.model.ops):
+            try:
+                cache.table(model_op.spec, model_op.weights)
+            except PlanError as error:
+                raise _error(te_op, f'"{te_op.expression.data}" on {cache.device.name}: {error}') from None
+
+    @staticmethod
+    def _fit_message(found, error, device) -> str:
+        return f"@{found.name} cannot be planned model-wide: {error}"

@@ -237,8 +237,13 @@ def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int) -> Bou
     return local.bind(inputs, shape(local.output))
 
 
+def _is_constant(index) -> bool:
+    return isinstance(index, AffineIndex) and not index.terms
+
+
 def _product_reads(expr: TensorExpr):
-    """(scale, [Access, Access]) when the body is c * X[...] * Y[...] with plain indices."""
+    """(scale, [Access, Access]) when the body is c * X[...] * Y[...] with plain indices:
+    each index one axis or a constant (``A[0,m,k]``, a slice of a size-1 batch)."""
     factors, stack = [], [expr.body]
     while stack:
         node = stack.pop()
@@ -249,39 +254,63 @@ def _product_reads(expr: TensorExpr):
         else:
             return None
     reads = [f for f in factors if isinstance(f, Access)]
-    if len(reads) != 2 or any(i.simple_axis is None for r in reads for i in r.indices):
+    plain = lambda i: i.simple_axis is not None or _is_constant(i)  # noqa: E731
+    if len(reads) != 2 or not all(plain(i) for r in reads for i in r.indices):
         return None
-    if any(i.simple_axis is None for i in expr.output.indices):
+    if not all(plain(i) for i in expr.output.indices):
         return None
     scale = math.prod(f.value for f in factors if isinstance(f, Const))
     return scale, reads
 
 
+def _slice_constants(array: np.ndarray, access: Access) -> tuple[np.ndarray, list[str]]:
+    """``array`` with its constant-indexed dimensions indexed away, and the axes of the rest."""
+    if not any(_is_constant(i) for i in access.indices):
+        return array, [i.simple_axis for i in access.indices]
+    picked = tuple(i.constant if _is_constant(i) else slice(None) for i in access.indices)
+    return array[picked], [i.simple_axis for i in access.indices if not _is_constant(i)]
+
+
 def contract(bound: BoundExpr, arrays: dict[str, np.ndarray], work: np.dtype,
              classes: dict[str, np.ndarray] | None = None) -> np.ndarray | None:
     """A batched-BLAS evaluation of a two-read product (``np.matmul`` on stacked
-    (batch, m, k) x (batch, k, n)); None when the expression is not one."""
+    (batch, m, k) x (batch, k, n)); None when the expression is not one.
+
+    Constant read indices select their slice first; an output dimension at a constant
+    (index 0 of a window, as every local expression has) and output axes no input
+    reads (the product repeats along them) are put back around the product."""
     expr = bound.expr
     found = _product_reads(expr)
     if found is None or expr.combiner not in ("=", "+="):
         return None
     scale, (left, right) = found
-    la = [i.simple_axis for i in left.indices]
-    ra = [i.simple_axis for i in right.indices]
-    oa = [i.simple_axis for i in expr.output.indices]
-    if len(set(la)) != len(la) or len(set(ra)) != len(ra) or len(set(oa)) != len(oa):
-        return None
-    if any(a not in la and a not in ra for a in oa):
-        return None
     if left.tensor == right.tensor:
         return None
+    if any(_is_constant(i) and i.constant != 0 for i in expr.output.indices):
+        return None
+    x, la = _slice_constants(arrays[left.tensor], left)
+    y, ra = _slice_constants(arrays[right.tensor], right)
+    written = [i.simple_axis for i in expr.output.indices if not _is_constant(i)]
+    if len(set(la)) != len(la) or len(set(ra)) != len(ra) or len(set(written)) != len(written):
+        return None
+    ext = bound.extent
+    spread = [a for a in written if a not in la and a not in ra]
+    oa = [a for a in written if a not in spread]
+    z = _contract_axes(x, y, la, ra, oa, spread, scale, bound, work, classes, left, right)
+    if spread:
+        z = z.reshape(z.shape + (1,) * len(spread)).transpose([(oa + spread).index(a) for a in written])
+        z = np.broadcast_to(z, [ext[a] for a in written])
+    constants = [d for d, i in enumerate(expr.output.indices) if _is_constant(i)]
+    return np.expand_dims(z, tuple(constants)) if constants else z
+
+
+def _contract_axes(x, y, la, ra, oa, spread, scale, bound, work, classes, left, right) -> np.ndarray:
+    """The product over plain axes: ``oa`` the output axes the inputs read."""
     ext = bound.extent
     batch = [a for a in oa if a in la and a in ra]
     m = [a for a in oa if a in la and a not in ra]
     n = [a for a in oa if a in ra and a not in la]
     k = [a for a in la if a in ra and a not in oa]
-    x = arrays[left.tensor]
-    y = arrays[right.tensor]
     if (classes is not None and not only_sum(la, ra, oa) and batch == [CORE_AXIS]
             and x.ndim == len(la) and y.ndim == len(ra)):
         grouped = _grouped_contract(x, y, la, ra, oa, m, n, k, ext, classes[left.tensor],
@@ -303,7 +332,7 @@ def contract(bound: BoundExpr, arrays: dict[str, np.ndarray], work: np.dtype,
     y = y.transpose([ra.index(a) for a in batch + k + n]).reshape(size(batch), size(k), size(n))
     z = np.matmul(x, y).reshape([ext[a] for a in batch + m + n])
     z = z.transpose([(batch + m + n).index(a) for a in oa])
-    unread = [a for a, _ in bound.extents if a not in la + ra + oa and a not in only_l + only_r]
+    unread = [a for a, _ in bound.extents if a not in la + ra + oa + spread and a not in only_l + only_r]
     factor = scale * math.prod(ext[a] for a in unread)
     return z * work.type(factor) if factor != 1 else z
 
@@ -502,13 +531,17 @@ class Chip:
         for (buffer, offsets), tensor in zip(inputs, expression.inputs):
             self._check_readable(buffer, cores, where, name)
             shape = bound.shapes[tensor][1:]
-            arrays[tensor] = read_window(buffer, offsets, shape, cores, where, buffer.computed(work))
+            # each input computes in its own dtype's precision (a comparison reads floats
+            # and writes i1), as te_eval.evaluate does
+            arrays[tensor] = read_window(buffer, offsets, shape, cores, where,
+                                         buffer.computed(compute_dtype(buffer.dtype)))
             offsets = np.broadcast_to(np.asarray(offsets, dtype=np.int64), (cores, len(shape)))
             key = np.concatenate([buffer.tags[:cores, None], offsets], axis=1)
             classes[tensor] = np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
         self._check_readable(output, cores, where, name)
         out_shape = bound.shapes[expression.output.tensor][1:]
-        result = contract(bound, arrays, work, classes)
+        uniform = all(compute_dtype(buffer.dtype) == work for buffer, _ in inputs)
+        result = contract(bound, arrays, work, classes) if uniform else None
         if result is None:
             result = evaluate(bound, [arrays[t] for t in expression.inputs], work)
         current = read_window(output, out_offsets, out_shape, cores, where).astype(work)

@@ -6,13 +6,32 @@ IPU_COST_FACTS §2). `op_spec_from_expr` reads all three off a `BoundExpr`:
 
 - axes and extents in `BoundExpr.extents` order (output axes first, then reduction
   axes), tensors output first and then the inputs in operand order;
-- each dimension lists the axes of its affine index (``h+r`` gives ``("h", "r")``,
-  T10 §5 "compound axis"; coefficients and offsets only change the halo);
+- each dimension lists the axes of its affine index; an axis with coefficient ``c``
+  is listed ``|c|`` times (once when its extent is 1: it only takes the value 0).
+  The planner sizes a dimension as "sum of its listed axes' spans minus (listed - 1)",
+  which with this multiset reading is exactly the contiguous range the index covers,
+  ``sum |c| * (span - 1) + 1``: ``h+r`` gives ``("h", "r")`` (T10 §5 "compound
+  axis"), the strided window ``2*h+r`` gives ``("h", "h", "r")`` and the row-major
+  merged read ``16*o2+o3`` (ONNX Reshape) gives ``("o2",) * 16 + ("o3",)``, so the
+  planner's memory, shift bytes and relayout sizes are the partition the compute-shift
+  kernel really holds (`irc.schedule.kernel`: a partition of a dimension is the
+  contiguous range of its index over the partition's axis ranges);
+- a dimension indexed by a constant (``A[0,m,k]``, a broadcast ``B[0,0,d]``) is no
+  dimension of the plan: every partition holds the one slice at that constant, so
+  it is dropped from the `TensorSpec` (a tensor indexed only by constants has no
+  dims: every core holds the same elements);
+- a window ``Y[i] = X[i+2] where i in 4`` (an axis bound by ``where`` reading part of
+  a larger dimension) needs nothing special: the axis' extent is the binding and the
+  partitions are ranges of the index, offset by its constant;
 - the kind from the expression's structure (see `classify`).
 
-Anything the planner cannot describe - a dimension indexed by a constant, a tensor
-read with two different index patterns, or an expression node this adapter does not
-know (the expression language grows) - raises `SpecError` with the reason.
+What the planner or the compute-shift lowering cannot describe raises `SpecError`
+with the reason (the op then runs on the host): an index read from another tensor
+(a gather ``E[I[i],j]``), an output dimension whose index combines several axes
+of extent > 1 (a merged ``Y[4*i+j]`` or summed ``Y[h+r]`` write: one core's
+partition of it is not a block that its store can write without overwriting the
+neighbours' elements), a tensor read with two different index patterns, or an
+expression node this adapter does not know (the expression language grows).
 """
 
 from __future__ import annotations
@@ -59,7 +78,11 @@ def _product_factors(node) -> list | None:
     return None
 
 
-def _dims(access: Access) -> tuple[tuple[str, ...], ...]:
+def _dims(
+    access: Access, extents: dict[str, int], is_output: bool = False
+) -> tuple[tuple[str, ...], ...]:
+    """The planner dims of one access (module docstring): constant dims dropped, an axis
+    listed once per unit of its coefficient."""
     dims = []
     for position, index in enumerate(access.indices):
         if not isinstance(index, AffineIndex):
@@ -68,28 +91,46 @@ def _dims(access: Access) -> tuple[tuple[str, ...], ...]:
                 f"an affine index of axes; the planner cannot partition it"
             )
         if not index.axes:
+            continue  # the slice at a constant: not a dimension of the plan
+        varying = [(axis, coeff) for axis, coeff in index.terms if extents[axis] > 1]
+        if is_output and (len(varying) > 1 or any(coeff != 1 for _, coeff in varying)):
+            axes = ", ".join(f"{axis} (extent {extents[axis]})" for axis, _ in varying)
             raise SpecError(
-                f"dimension {position} of {access.tensor} is indexed by the constant {index}; "
-                f"the planner needs every dimension indexed by an axis"
+                f"output dimension {position} of {access.tensor} is indexed by '{index}', which "
+                f"combines the axes {axes}: a core's partition of it is not a block of "
+                f"{access.tensor}, so storing it would overwrite other cores' elements"
             )
-        dims.append(index.axes)
+        dim: list[str] = []
+        for axis, coeff in index.terms:
+            dim.extend([axis] * (abs(coeff) if extents[axis] > 1 else 1))
+        dims.append(tuple(dim))
     return tuple(dims)
 
 
+def _is_plain(index) -> bool:
+    """An index that is one axis (``k``) or a constant (``0``): a plain or sliced read."""
+    return isinstance(index, AffineIndex) and (index.simple_axis is not None or not index.terms)
+
+
 def _is_simple(access: Access) -> bool:
-    return all(isinstance(i, AffineIndex) and i.simple_axis is not None for i in access.indices)
+    """Every index of ``access`` is plain (`_is_plain`)."""
+    return all(_is_plain(i) for i in access.indices)
 
 
 def _compound_reduction(access: Access, reductions: set[str]) -> bool:
-    """True when a dimension mixes several axes, one of them a reduction axis (a window)."""
-    return any(len(index.axes) > 1 and reductions & set(index.axes) for index in access.indices)
+    """True when a dimension mixes a reduction axis with an output axis (a window,
+    ``h+r``); a merge of reduction axes alone (``16*k1+k2``) is no window."""
+    return any(
+        len(index.axes) > 1 and reductions & set(index.axes) and set(index.axes) - reductions
+        for index in access.indices
+    )
 
 
 def classify(bound: BoundExpr) -> str:
     """The operator kind of `irc.cost.KINDS` that prices this expression.
 
     - ``matmul``: ``+=`` of a product of two plainly indexed tensors (and constants)
-      whose reduction axes index both;
+      whose reduction axes index both (a plain index is one axis or a constant);
     - ``conv``: ``+=`` of a product of two tensors where a dimension of one mixes a
       reduction axis into a spatial index (``X[n,c,h+r,w+s] * W[f,c,r,s]``);
     - ``pool``: a fold (``+=``/``max=``/``min=``) over one tensor with such a window;
@@ -149,7 +190,7 @@ def op_spec_from_expr(
                 f"axis order {list(order)} is not a permutation of the axes {list(extents)}"
             )
         accesses = [node for node in _walk(expr.body) if isinstance(node, Access)]
-        tensors = [TensorSpec(expr.output.tensor, _dims(expr.output))]
+        tensors = [TensorSpec(expr.output.tensor, _dims(expr.output, extents, is_output=True))]
         for name in expr.inputs:
             reads = [a for a in accesses if a.tensor == name]
             patterns = {a.indices for a in reads}
@@ -159,7 +200,7 @@ def op_spec_from_expr(
                     f"tensor {name} is read with {len(patterns)} different index patterns "
                     f"({listing}); the planner gives each tensor one layout"
                 )
-            tensors.append(TensorSpec(name, _dims(reads[0])))
+            tensors.append(TensorSpec(name, _dims(reads[0], extents)))
         return OpSpec(
             axes=tuple((axis, int(extents[axis])) for axis in order),
             tensors=tuple(tensors),

@@ -29,12 +29,15 @@ from irc.planner.vector_score import score_candidates
 @dataclass(frozen=True)
 class SearchResult:
     """``best``: fastest plan that fits; ``pareto``: frontier by memory ascending (its last
-    entry is ``best``); ``plans_scored``: candidates costed; ``seconds``: search wall time."""
+    entry is ``best``); ``plans_scored``: candidates costed; ``seconds``: search wall time;
+    ``relaxed_utilization``: no plan met ``min_utilization`` (or none of those fitted in
+    SRAM), so the result comes from a retry with any core count (``min_utilization=0``)."""
 
     best: Plan
     pareto: tuple[Plan, ...]
     plans_scored: int
     seconds: float
+    relaxed_utilization: bool = False
 
 
 def _plan_at(spec: OpSpec, candidates: CandidateSet, i: int) -> Plan:
@@ -66,11 +69,48 @@ def search(
     1 (each core holds whole sub-tensors: no compute-shift). ``max_partitioned_axes``
     bounds the number of axes with F_op > 1 (1 gives 1-D partitions).
 
-    Raises ``PlanError`` when no admissible plan exists or none fits in SRAM.
+    The utilisation floor only prunes the search (IPU_COST_FACTS s4), it is no correctness
+    constraint: when no plan meets it (small operators on a small device, whose admissible
+    core counts skip the floor) or none of those fits in SRAM, the search is repeated with
+    ``min_utilization=0`` and the result says so (``relaxed_utilization``).
+
+    Raises ``PlanError`` when no admissible plan exists or none fits in SRAM, even with
+    any core count.
     """
     started = time.perf_counter()
     device = load_device(device)
     cost = get_cost_model(cost)
+    try:
+        return _search(spec, device, cost, started, min_utilization, max_padding, rotation,
+                       max_partitioned_axes)
+    except PlanError:
+        if min_utilization <= 0:
+            raise
+        relaxed = _search(spec, device, cost, started, 0.0, max_padding, rotation, max_partitioned_axes)
+        return SearchResult(relaxed.best, relaxed.pareto, relaxed.plans_scored,
+                            time.perf_counter() - started, relaxed_utilization=True)
+
+
+def _snapped(cycles: np.ndarray) -> np.ndarray:
+    """Cycle counts rounded to 12 significant digits: the same cost summed in another
+    order differs in the last bits (77.00909090909092 vs 77.0090909090909), and such
+    twins must tie on the Pareto frontier (the one with less memory dominates)."""
+    magnitude = np.floor(np.log10(np.maximum(np.abs(cycles), 1e-300)))
+    scale = 10.0 ** (magnitude - 11)
+    return np.where(np.isfinite(cycles), np.round(cycles / scale) * scale, cycles)
+
+
+def _search(
+    spec: OpSpec,
+    device: Device,
+    cost: CostModel,
+    started: float,
+    min_utilization: float,
+    max_padding: float,
+    rotation: bool,
+    max_partitioned_axes: int | None,
+) -> SearchResult:
+    """One exhaustive search under fixed constraints (raises ``PlanError``)."""
     candidates = candidate_set(spec, device, min_utilization, max_padding, rotation, max_partitioned_axes)
     if len(candidates) == 0:
         raise PlanError(
@@ -87,7 +127,7 @@ def search(
             f"but {device.name} has {device.sram_bytes} bytes of SRAM per core"
         )
     fitting = np.flatnonzero(fits)
-    frontier = fitting[pareto_indices(scores.memory[fitting], scores.cycles[fitting])]
+    frontier = fitting[pareto_indices(scores.memory[fitting], _snapped(scores.cycles[fitting]))]
     pareto = []
     for i in frontier:
         plan = _plan_at(spec, candidates, int(i))

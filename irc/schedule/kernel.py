@@ -11,6 +11,22 @@ along axis ``d`` it owns the padded range ``[c_d*T_d*tau_d, (c_d+1)*T_d*tau_d)``
 computes ``T_d`` step tiles of ``tau_d``. Tensor ``v`` split by ``f_t[v][d]`` along ``d``
 holds partitions of ``g_{v,d} = T_d / f_t[v][d]`` step tiles.
 
+Partitions of a tensor dimension follow its affine index ``sum c_a * a + c0``: the
+partition is the contiguous range the index covers over the partition's axis ranges
+(origin ``c0 + sum min(c_a * low_a, c_a * high_a)``, extent ``sum |c_a| * (span_a - 1) + 1``).
+So a constant index (``A[0,m,k]``, a broadcast ``B[0,0,d]``) is the one-element slice at
+the constant, a shifted or where-bound window (``X[i+2] where i in 4``) starts at its
+offset inside a larger dimension, and a row-major merged read (``A[0,o1,16*o2+o3]``)
+holds the block of the flat dimension its axis ranges cover (with the elements between
+the rows when o3 is split: they are loaded, never read). ``irc.planner.from_te``
+describes each dimension to the planner with the same extent, so every resident
+partition, shift and output reduction is priced exactly as it is held and moved.
+
+Padding a reduction axis is harmless when its padded points read zeros into a ``+=``
+product; for ``max=``/``min=`` the last core's range on the axis is moved back inside
+the extent instead (``ShiftKernel.clamped``: idempotent folds may repeat points);
+anything else is refused (``_check_reduction_padding``).
+
 Paces. Per axis, the temporal factors must form a divisibility chain (seed 003 s3.2). They
 are peeled into *levels* (IPU_COST_FACTS s3): the coarsest level rotates every tensor split
 on the axis, each finer one only the tensors split finer. A level is one digit of the step
@@ -82,6 +98,8 @@ class TensorLayout:
     partition_shape: tuple[int, ...]   # elements of the resident partition, per dim
     window_shape: tuple[int, ...]      # elements one step's sub-task reads, per dim
     levels: tuple[int, ...]            # indices of the levels it rotates at (radix order)
+    dtype: np.dtype = np.dtype(np.float16)  # element type of its buffers (a comparison reads
+                                            # f32 and writes i1: each tensor keeps its own)
 
     @property
     def rotating(self) -> bool:
@@ -101,7 +119,7 @@ class ShiftKernel:
     plan: Plan
     device: Device
     cost: CostModel
-    dtype: np.dtype
+    dtype: np.dtype                    # the output's element type
     axes: tuple[str, ...]
     extents: tuple[int, ...]
     grid: tuple[int, ...]              # F_op
@@ -111,6 +129,8 @@ class ShiftKernel:
     start: np.ndarray                  # (levels, cores): initial digit of each level
     tensors: dict[str, TensorLayout]
     coords: np.ndarray = field(repr=False)  # (cores, axes) grid coordinates
+    clamped: tuple[int, ...] = ()      # reduction axes of max=/min= whose last range is
+                                       # moved back inside the extent instead of padded
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -172,14 +192,17 @@ class ShiftKernel:
         )
 
     def shifted_bytes_beyond_plan(self) -> int:
-        """Bytes all shifts move beyond what the planner counts. The planner sizes a
-        compound dimension ``a*h+r`` as if its stride were 1 (IPU_COST_FACTS s4); a strided
-        window's partition is larger, and shifting it costs more. 0 without strides."""
+        """Bytes all shifts move beyond what the planner counts: 0 whenever the planner
+        sized every dimension by the range its index covers (``irc.planner.from_te``
+        lists an axis once per unit of its coefficient, so strided windows ``2*h+r`` and
+        merged reads ``16*o2+o3`` are exact). A hand-built ``OpSpec`` that sizes such a
+        dimension as if unit-stride (IPU_COST_FACTS s4) leaves a positive difference."""
         extra = 0
         executions = 1
         for level in self.levels:
             per_step = sum(
-                (self.tensors[n].partition_elements - self.planner_resident(self.tensors[n])) * self.dtype_bytes
+                (self.tensors[n].partition_elements - self.planner_resident(self.tensors[n]))
+                * self.tensors[n].dtype.itemsize
                 for n in level.tensors
             )
             extra += executions * (level.trips - 1) * per_step
@@ -187,7 +210,8 @@ class ShiftKernel:
         return extra
 
     def planner_resident(self, tensor: TensorLayout) -> int:
-        """Resident elements as the planner counts them (unit-stride compound dims)."""
+        """Resident elements as the planner counts them (equal to the partition held
+        for every spec ``irc.planner.from_te`` builds)."""
         if self.plan.score is not None:
             return self.plan.score.memory.partitions[tensor.name] // self.spec.dtype_bytes
         return tensor.partition_elements
@@ -208,6 +232,8 @@ class ShiftKernel:
             tile = self.tiles[d]
             g = self.span(tensor, d)
             base = self.coords[:, d] * self.steps_per_axis[d] * tile
+            if d in self.clamped:
+                base = np.minimum(base, self.extents[d] - self.steps_per_axis[d] * tile)
             if window:
                 ranges.append((base + j[:, d] * tile, tile))
             else:
@@ -343,8 +369,13 @@ def build_shift_kernel(
     cost: CostModel | str = "t10",
     dtype=np.float16,
     spec: OpSpec | None = None,
+    dtypes: dict[str, np.dtype] | None = None,
 ) -> ShiftKernel:
     """The aligned compute-shift program of ``bound`` under ``plan``.
+
+    ``dtype`` is the output's element type; ``dtypes`` gives any tensor's own (by name;
+    the rest default to ``dtype``): the inputs of a comparison or a cast differ from
+    its output.
 
     Raises ``AlignError`` (paces that cannot be aligned, naming the axis and factors),
     ``PlanError`` (a plan violating a T10 constraint) or ``UnsupportedExpression``.
@@ -360,10 +391,12 @@ def build_shift_kernel(
     plan = Plan(plan.axes, plan.op_factors, dict(plan.temporal_factors), score)
 
     axes = spec.axis_names
-    _check_reduction_padding(bound, spec, score.padded_extents)
-    grid = tuple(plan.op_factors)
     steps_per_axis = score.steps_per_axis
     tiles = score.step_tiles
+    clamped = _check_reduction_padding(
+        bound, spec, score.padded_extents, tuple(t * tau for t, tau in zip(steps_per_axis, tiles))
+    )
+    grid = tuple(plan.op_factors)
     cores = math.prod(grid)
     coords = np.stack(np.unravel_index(np.arange(cores), grid), axis=1).astype(np.int64) if axes else \
         np.zeros((1, 0), dtype=np.int64)
@@ -408,23 +441,35 @@ def build_shift_kernel(
             partition_shape=tuple(_extent(i, spans) for i in indices),
             window_shape=tuple(_extent(i, dict(zip(axes, tiles))) for i in indices),
             levels=tuple(own_levels),
+            dtype=np.dtype((dtypes or {}).get(t.name, dtype)),
         )
 
     kernel = ShiftKernel(
         bound=bound, spec=spec, plan=plan, device=device, cost=cost, dtype=dtype, axes=axes,
         extents=spec.extents, grid=grid, steps_per_axis=steps_per_axis, tiles=tiles,
         levels=levels, start=np.zeros((len(levels), cores), dtype=np.int64), tensors=tensors,
-        coords=coords,
+        coords=coords, clamped=clamped,
     )
     kernel.start = initial_placement(kernel)
     check_alignment(kernel)
     return kernel
 
 
-def _check_reduction_padding(bound: BoundExpr, spec: OpSpec, padded: tuple[int, ...]) -> None:
-    """Padded points of a reduction axis read zeros; they must add nothing. That holds
-    for a ``+=`` product with a factor indexed by the axis alone in some dimension (its
-    padded reads are zero); any other fold over a padded axis is rejected."""
+def _check_reduction_padding(
+    bound: BoundExpr, spec: OpSpec, padded: tuple[int, ...], spans: tuple[int, ...]
+) -> tuple[int, ...]:
+    """Padded points of a reduction axis must not change the fold; returns the axes whose
+    ranges are *clamped* instead of padded.
+
+    - ``+=`` of a product with a factor indexed by the axis alone in a dimension of
+      exactly the axis' extent: the padded points read zeros (loads pad with zeros)
+      and add nothing;
+    - ``max=``/``min=``: the fold is idempotent, so the last core's range along the axis
+      is moved back inside the extent (``[extent - span, extent)``): it repeats points
+      its neighbour folds too, which changes nothing (needs span <= extent);
+    - anything else (``+=`` of ``exp(X)``, a window of a larger dimension) is rejected
+      with the axis and the extents.
+    """
     expr = bound.expr
     factors, stack = [], [expr.body]
     while stack:
@@ -433,18 +478,27 @@ def _check_reduction_padding(bound: BoundExpr, spec: OpSpec, padded: tuple[int, 
             stack += [node.lhs, node.rhs]
         else:
             factors.append(node)
-    for axis, extent, size in zip(spec.axis_names, spec.extents, padded):
+    clamped = []
+    for d, (axis, extent, size) in enumerate(zip(spec.axis_names, spec.extents, padded)):
         if size == extent or axis not in spec.reduction_axes:
             continue
         zeroing = expr.combiner == "+=" and any(
-            isinstance(f, Access) and any(getattr(i, "simple_axis", None) == axis for i in f.indices)
+            isinstance(f, Access) and any(
+                getattr(i, "simple_axis", None) == axis and bound.shapes[f.tensor][position] == extent
+                for position, i in enumerate(f.indices)
+            )
             for f in factors
         ) and all(isinstance(f, (Access, Const)) for f in factors)
-        if not zeroing:
-            raise UnsupportedExpression(
-                f"the plan pads reduction axis {axis} from {extent} to {size}, and the padded points "
-                f"would change '{expr}'; choose F_op and f_t whose product on {axis} divides {extent}"
-            )
+        if zeroing:
+            continue
+        if expr.combiner in ("max=", "min=") and spans[d] <= extent:
+            clamped.append(d)
+            continue
+        raise UnsupportedExpression(
+            f"the plan pads reduction axis {axis} from {extent} to {size}, and the padded points "
+            f"would change '{expr}'; choose F_op and f_t whose product on {axis} divides {extent}"
+        )
+    return tuple(clamped)
 
 
 def initial_placement(kernel: ShiftKernel) -> np.ndarray:

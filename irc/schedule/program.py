@@ -27,6 +27,8 @@ class Alloc:
     buffer: str
     shape: tuple[int, ...]
     cores: int
+    dtype: np.dtype
+    tensor: str                 # the tensor whose partition (or receive twin) it holds
 
 
 @dataclass
@@ -117,9 +119,9 @@ def build_program(kernel: ShiftKernel) -> Program:
     emit = program.instructions.append
     cores = kernel.cores
     for tensor in kernel.tensors.values():
-        emit(Alloc(tensor.name, tensor.partition_shape, cores))
+        emit(Alloc(tensor.name, tensor.partition_shape, cores, tensor.dtype, tensor.name))
         if tensor.rotating:
-            emit(Alloc(receive_name(tensor.name), tensor.partition_shape, cores))
+            emit(Alloc(receive_name(tensor.name), tensor.partition_shape, cores, tensor.dtype, tensor.name))
     for tensor in kernel.inputs:
         emit(Load(tensor.name, tensor.name, compress(kernel.partition_origin(tensor, kernel.start))))
     emit(Fill(kernel.output.name, 0.0))
@@ -168,9 +170,9 @@ def run_program(program: Program, inputs: dict[str, np.ndarray], chip, where: st
     subtask = kernel.subtask()
     for ins in program.instructions:
         if isinstance(ins, Alloc):
-            size = int(np.prod(ins.shape)) * kernel.dtype.itemsize
+            size = int(np.prod(ins.shape)) * ins.dtype.itemsize
             offset = first_fit([(b.offset, b.offset + b.bytes) for b in chip.live.values()], size)
-            buffers[ins.buffer] = chip.alloc(ins.buffer, ins.shape, kernel.dtype, ins.cores, offset, where)
+            buffers[ins.buffer] = chip.alloc(ins.buffer, ins.shape, ins.dtype, ins.cores, offset, where)
         elif isinstance(ins, Load):
             chip.load(buffers[ins.buffer], inputs[ins.tensor], ins.origins, where)
         elif isinstance(ins, Fill):

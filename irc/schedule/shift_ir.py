@@ -32,8 +32,12 @@ def build_for(op: KernelOp) -> ShiftKernel:
     """The aligned kernel the planner's loop order and placement give for ``op``'s rings."""
     bound, plan = plan_of(op)
     dtype = numpy_dtype(op.output.type.get_element_type())
+    dtypes = {
+        name: numpy_dtype(value.type.get_element_type())
+        for name, value in zip(bound.expr.inputs, op.inputs)
+    }
     try:
-        return build_shift_kernel(bound, plan, op.device.data, op.cost.data, dtype)
+        return build_shift_kernel(bound, plan, op.device.data, op.cost.data, dtype, dtypes=dtypes)
     except (AlignError, PlanError, UnsupportedExpression, DeviceError, CostModelError) as error:
         raise KernelIRError(str(error)) from None
 

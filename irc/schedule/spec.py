@@ -2,8 +2,11 @@
 
 The kind classification and the axis/tensor structure are the planner's own
 (``irc.planner.from_te.op_spec_from_expr``), so the compute-shift program is costed
-exactly as the plan it implements. This module adds what the lowering cannot do:
-indices read from another tensor (gathers) are rejected with ``UnsupportedExpression``.
+exactly as the plan it implements: constant indices, windows and merged read indices
+are described there and lowered by ``irc.schedule.kernel``. This module adds what the
+lowering cannot do: indices read from another tensor (gathers) are rejected with
+``UnsupportedExpression``, as is everything the adapter raises ``SpecError`` for (its
+message, e.g. a merged output index, is the reason).
 """
 
 from __future__ import annotations

@@ -1,16 +1,31 @@
-"""`irc-plan`: the compute-shift plan of one operator on one device (T10 §4.3.1).
+"""`irc-plan`: compute-shift plans of one operator or of a whole model (T10 §4.3).
 
     irc-plan --expr "C[m,n] += A[m,k] * B[k,n]" --shape m=32,k=5120,n=15360 \\
              --dtype f16 --device ipu-mk2 [--cost t10|seed003] [--json]
              [--pareto | --explain '<json plan>']
+    irc-plan --model model.mlir|model.onnx|bert-tiny|bert-mini|bert-base|bert-large
+             [--device D] [--cost C] [--json] [--baseline vgm|roller|fastest]
+             [--max-batch] [--batch N] [--seq N] [--layers N] [--input-shape NAME=2x3]
+             [--entry FUNC] [--plot pareto.png [--plot-op NAME]]
 
 Prints the fastest plan that fits in seed 003's output format (``F_op`` on the axes in
 order of first appearance in the inputs, then ``f_t_<tensor>_<axis>``), the padded
 shape, the predicted time with its compute / shift / sync / reduction breakdown, and
 the memory per core. ``--pareto`` prints the memory/time frontier; ``--explain``
 scores a given plan (JSON as ``--json`` prints it) or names the constraint it breaks.
-``--shape`` gives axis extents; tensor shapes follow from the expression. Every
-failure is one diagnostic and exit status 1.
+``--shape`` gives axis extents; tensor shapes follow from the expression.
+
+``--model`` plans a whole model (T10 §4.3.2, Algorithm 1, as ``rtensor-partition``'s
+``mode=model`` does; `irc.planner.model_from_ir`) and prints per operator its plan,
+time, idle/active memory per core and share of the total, then the totals; a te op the
+planner cannot describe is listed as left to the host/vendor fallback. ``--baseline``
+prints the same report for a PopART-style VGM, a Roller-style or the "fastest plan,
+memory ignored" baseline (`irc.planner.baselines_model`) in the same cost model.
+``--max-batch`` finds the largest batch that fits: it needs a batch-parametric source,
+an ONNX file with a symbolic dimension or a built-in model name. ``--plot`` draws an
+operator's Pareto frontier and the model's memory/time curve (needs matplotlib). A
+progress bar over operators is drawn on a terminal's stderr (never when piped).
+Every failure is one diagnostic and exit status 1.
 """
 
 from __future__ import annotations
@@ -22,6 +37,17 @@ import sys
 import time
 
 from dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression, walk_accesses
+
+BUILTIN_MODELS = {
+    # name: (layers, hidden, heads, ffn, default sequence length)
+    "bert-tiny": (2, 128, 2, 512, 128),
+    "bert-mini": (4, 256, 4, 1024, 128),
+    "bert-base": (12, 768, 12, 3072, 128),
+    "bert-large": (24, 1024, 16, 4096, 384),
+}
+"""Built-in batch-parametric models (`irc.planner.bert.bert_model` encoder stacks)."""
+
+BASELINES = ("vgm", "roller", "fastest")
 
 DTYPE_BYTES = {
     "f16": 2, "bf16": 2, "f32": 4, "f64": 8,
@@ -42,8 +68,24 @@ class _Parser(argparse.ArgumentParser):
 
 def _arguments(argv):
     parser = _Parser(prog="irc-plan", description=__doc__.splitlines()[0])
-    parser.add_argument("--expr", required=True, help='tensor expression, e.g. "C[m,n] += A[m,k] * B[k,n]"')
-    parser.add_argument("--shape", required=True, help="axis extents, e.g. m=32,k=5120,n=15360")
+    parser.add_argument("--expr", help='tensor expression, e.g. "C[m,n] += A[m,k] * B[k,n]"')
+    parser.add_argument("--shape", help="axis extents, e.g. m=32,k=5120,n=15360 (with --expr)")
+    model = parser.add_argument_group("whole models (--model)")
+    model.add_argument(
+        "--model", metavar="SOURCE",
+        help=f"a .mlir file of te ops, an .onnx file, or a built-in model ({', '.join(BUILTIN_MODELS)})",
+    )
+    model.add_argument("--entry", help="function of a .mlir model to plan (default: main or the only one)")
+    model.add_argument("--baseline", choices=BASELINES, help="report a baseline instead of irc's plan")
+    model.add_argument("--max-batch", action="store_true", help="find the largest batch that fits")
+    model.add_argument("--batch", type=int, help="batch size (built-in models; an ONNX file's symbolic dims)")
+    model.add_argument("--seq", type=int, help="sequence length of a built-in model")
+    model.add_argument("--layers", type=int, help="number of layers of a built-in model")
+    model.add_argument("--input-shape", action="append", metavar="NAME=2x3", help="fix an ONNX input's shape")
+    model.add_argument("--direction", default="paper", choices=("paper", "artifact"),
+                       help="Algorithm 1 as in the paper (grow idle memory) or as the T10 artifact (shrink)")
+    model.add_argument("--plot", metavar="PNG", help="draw an op's Pareto frontier and the memory/time curve")
+    model.add_argument("--plot-op", metavar="NAME", help="the op whose frontier --plot draws (default: the slowest)")
     parser.add_argument("--dtype", default="f16", help=f"element type ({', '.join(DTYPE_BYTES)}; default f16)")
     parser.add_argument("--device", default="ipu-mk2", help="device name or .toml file (default ipu-mk2)")
     parser.add_argument("--cost", default="t10", help="cost model (t10 or seed003; default t10)")
@@ -51,7 +93,12 @@ def _arguments(argv):
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--pareto", action="store_true", help="print the memory/time Pareto frontier")
     group.add_argument("--explain", metavar="JSON", help="score this plan or name the constraint it breaks")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.expr is None) == (args.model is None):
+        parser.error("give either --expr (one operator) or --model (a whole model)")
+    if args.expr is not None and args.shape is None:
+        parser.error("--expr needs --shape (axis extents, e.g. m=32,k=5120,n=15360)")
+    return args
 
 
 # ---------------------------------------------------------------------------
@@ -205,6 +252,8 @@ def _json_plan(spec, plan) -> dict:
 
 def run(argv=None) -> int:
     args = _arguments(argv)
+    if args.model is not None:
+        return _guarded(run_model, args)
     from irc.cost import CostModelError, get_cost_model
     from irc.devices import DeviceError, load_device
     from irc.planner import Plan, PlanError, SpecError, check_plan, plan_from_json, search
@@ -285,6 +334,386 @@ def run(argv=None) -> int:
             raise
         print(f"error: {type(error).__name__}: {error} (set IRC_TRACEBACK=1 for details)", file=sys.stderr)
         return 1
+
+
+# ---------------------------------------------------------------------------
+# Whole models (--model)
+# ---------------------------------------------------------------------------
+
+
+def _guarded(function, args) -> int:
+    """Run one --model request: a `PlanToolError` or planner error is one diagnostic."""
+    try:
+        return function(args)
+    except PlanToolError as error:
+        print(error.args[0], file=sys.stderr)
+        return 1
+    except (BrokenPipeError, KeyboardInterrupt):
+        return 1
+    except Exception as error:  # last resort: one line, never a traceback
+        if os.environ.get("IRC_TRACEBACK"):
+            raise
+        print(f"error: {type(error).__name__}: {error} (set IRC_TRACEBACK=1 for details)", file=sys.stderr)
+        return 1
+
+
+class ModelSource:
+    """A model to plan: ``build(batch)`` gives its `ModelSpec` (and the te ops left to the
+    fallback), ``batched`` says whether the batch is a parameter."""
+
+    def __init__(self, name: str, build, batched: bool, why_not_batched: str = ""):
+        self.name = name
+        self.build = build
+        self.batched = batched
+        self.why_not_batched = why_not_batched
+
+
+def _builtin_source(args) -> ModelSource:
+    from irc.planner.bert import bert_model
+
+    layers, hidden, heads, ffn, seq = BUILTIN_MODELS[args.model]
+    layers = args.layers or layers
+    seq = args.seq or seq
+
+    def build(batch: int):
+        return bert_model(layers, batch, seq, hidden, heads, ffn), []
+
+    return ModelSource(args.model, build, True)
+
+
+def _function_of(module, entry: str | None, where: str):
+    from irc.runner import RunError, find_function
+
+    try:
+        return find_function(module, entry).function
+    except RunError as error:
+        raise PlanToolError(f"error: {where}: {error}") from None
+
+
+def _spec_of_function(function, where: str, name: str | None = None):
+    from irc.planner.model_from_ir import ModelIRError, function_model
+
+    try:
+        found = function_model(function, name=name)
+    except ModelIRError as error:
+        from irc.diagnostics import location_of
+
+        raise PlanToolError(f"{location_of(error.op)}: error: '{error.op.name}' op {error.message}") from None
+    if found.model is None:
+        raise PlanToolError(f"error: {where}: @{found.name} has no te op the planner can describe")
+    fallbacks = [f"{op.expression.data}: {reason}" for op, reason in found.fallbacks.items()]
+    return found.model, fallbacks
+
+
+def _mlir_source(args) -> ModelSource:
+    from xdsl.utils.exceptions import ParseError
+
+    from irc.diagnostics import format_parse_error
+    from irc.runner import parse_module
+
+    try:
+        with open(args.model) as handle:
+            text = handle.read()
+    except OSError as error:
+        raise PlanToolError(f"error: --model: cannot read {args.model}: {error.strerror}") from None
+    try:
+        module = parse_module(text, args.model)
+    except ParseError as error:
+        raise PlanToolError(format_parse_error(error)) from None
+    function = _function_of(module, args.entry, args.model)
+    model, fallbacks = _spec_of_function(function, args.model)
+
+    def build(batch: int):
+        return model, fallbacks
+
+    return ModelSource(
+        model.name, build, False,
+        f"{args.model} has fixed shapes, so its batch cannot be varied; --max-batch needs a "
+        f"batch-parametric source: an ONNX file with a symbolic batch dimension, or a built-in "
+        f"model ({', '.join(BUILTIN_MODELS)}; --seq and --layers set its size)",
+    )
+
+
+def _onnx_source(args) -> ModelSource:
+    from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
+
+    try:
+        onnx_model = load_model(args.model)
+        fixed = parse_shape_overrides(args.input_shape)
+    except OnnxImportError as error:
+        raise PlanToolError(f"error: {args.model}: {error}") from None
+    initializers = {t.name for t in onnx_model.graph.initializer}
+    symbolic = {}
+    for info in onnx_model.graph.input:
+        if info.name in initializers or info.name in fixed or not info.type.HasField("tensor_type"):
+            continue
+        dims = info.type.tensor_type.shape.dim
+        if any(not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
+            symbolic[info.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in dims]
+    symbols = sorted({d.dim_param or "?" for info in onnx_model.graph.input if info.name in symbolic
+                      for d in info.type.tensor_type.shape.dim if not d.HasField("dim_value") or d.dim_value <= 0})
+
+    def build(batch: int):
+        shapes = dict(fixed)
+        for name, dims in symbolic.items():
+            shapes[name] = tuple(batch if d is None else d for d in dims)
+        try:
+            result = import_model(onnx_model, shapes)
+        except OnnxImportError as error:
+            raise PlanToolError(f"error: {args.model}: {error}") from None
+        function = _function_of(result.module, args.entry, args.model)
+        return _spec_of_function(function, args.model, stem)
+
+    stem = os.path.splitext(os.path.basename(args.model))[0]
+    why = "" if symbolic else (
+        f"{args.model} has no symbolic dimension (every input shape is fixed), so its batch cannot be "
+        f"varied; --max-batch needs an ONNX file whose batch dimension is symbolic"
+    )
+    name = os.path.splitext(os.path.basename(args.model))[0]
+    if symbols:
+        name += f" ({', '.join(symbols)} = batch)"
+    return ModelSource(name, build, bool(symbolic), why)
+
+
+def model_source(args) -> ModelSource:
+    if args.model in BUILTIN_MODELS:
+        return _builtin_source(args)
+    if args.model.endswith(".mlir"):
+        return _mlir_source(args)
+    if args.model.endswith(".onnx"):
+        return _onnx_source(args)
+    raise PlanToolError(
+        f"error: --model: '{args.model}' is neither a .mlir or .onnx file nor a built-in model "
+        f"({', '.join(BUILTIN_MODELS)})"
+    )
+
+
+def _kib(nbytes: float) -> str:
+    return f"{nbytes / 1024:.1f}"
+
+
+def _factors(plan, spec, tensors) -> str:
+    return " ".join(
+        f"{t.name}:" + ",".join(str(plan.temporal_factor(t.name, a)) for a in t.axes) for t in tensors
+    )
+
+
+def _plan_text(spec, plan, idle=None) -> str:
+    text = f"F_op=[{','.join(map(str, plan.op_factors))}] ft {_factors(plan, spec, (*spec.inputs, spec.output))}"
+    if idle is not None and idle.weight_factors:
+        axes = spec.axis_names
+        parts = []
+        for name, factors in idle.weight_factors.items():
+            tensor = spec.tensor(name)
+            parts.append(f"{name}:" + ",".join(str(factors[axes.index(a)]) for a in tensor.axes))
+        text += " idle " + " ".join(parts)
+    return text
+
+
+def _report_rows(model, decision):
+    """Per op: name, kind, plan text, seconds, idle bytes, active bytes, share."""
+    total = decision.seconds
+    for op, chosen in zip(model.ops, decision.ops):
+        yield (chosen.name, op.spec.kind, _plan_text(op.spec, chosen.active, chosen.idle), chosen.seconds,
+               chosen.idle_bytes, chosen.active_bytes, chosen.seconds / total if total > 0 else 0.0)
+
+
+def _named(spec, plan):
+    """A baseline's plan (stated on the canonical tensors t0, t1, ...) with `spec`'s names."""
+    from irc.planner import Plan
+
+    if all(t.name in plan.temporal_factors for t in spec.tensors):
+        return plan
+    return Plan(spec.axis_names, plan.op_factors,
+                {t.name: plan.temporal_factors[f"t{i}"] for i, t in enumerate(spec.tensors)})
+
+
+def _baseline_rows(model, baseline):
+    total = baseline.seconds
+    for op, chosen in zip(model.ops, baseline.ops):
+        plan = "-" if chosen.plan is None else _plan_text(op.spec, _named(op.spec, chosen.plan))
+        yield (chosen.name, op.spec.kind, plan, chosen.seconds, chosen.vgm_bytes, chosen.active_bytes,
+               chosen.seconds / total if total > 0 else 0.0)
+
+
+def _print_table(rows, idle_label: str) -> None:
+    rows = list(rows)
+    width = max([len(r[0]) for r in rows] + [2])
+    print(f"{'#':>4}  {'op':<{width}}  {'kind':<11}  {'time us':>10}  {idle_label:>9}  {'active KiB':>10}  "
+          f"{'share':>6}  plan")
+    for i, (name, kind, plan, seconds, idle, active, share) in enumerate(rows):
+        print(f"{i:>4}  {name:<{width}}  {kind:<11}  {seconds * 1e6:>10.3f}  {_kib(idle):>9}  {_kib(active):>10}  "
+              f"{share * 100:>5.1f}%  {plan}")
+
+
+def _row_dicts(rows):
+    return [
+        {"name": name, "kind": kind, "plan": plan, "seconds": seconds, "idle_bytes": int(idle),
+         "active_bytes": int(active), "share": share}
+        for name, kind, plan, seconds, idle, active, share in rows
+    ]
+
+
+def _progress(total: int, title: str):
+    from irc.progress import Progress
+
+    return Progress(total, title)
+
+
+def run_model(args) -> int:
+    from irc.cost import CostModelError, get_cost_model
+    from irc.devices import DeviceError, load_device
+    from irc.planner.model import ModelFitError, max_batch
+    from irc.planner.op_table import FrontierCache
+
+    started = time.perf_counter()
+    try:
+        device = load_device(args.device)
+        cost = get_cost_model(args.cost)
+    except (DeviceError, CostModelError) as error:
+        raise PlanToolError(f"error: {error}") from None
+    for flag in ("batch", "seq", "layers"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise PlanToolError(f"error: --{flag.replace('_', '-')} must be positive, got {value}")
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib") from None
+    source = model_source(args)
+    cache = FrontierCache(device, cost)
+
+    if args.max_batch:
+        if not source.batched:
+            raise PlanToolError(f"error: --max-batch: {source.why_not_batched}")
+        try:
+            best = max_batch(lambda b: source.build(b)[0], device, cost, cache=cache)
+        except ModelFitError as error:
+            raise PlanToolError(f"error: {source.name} does not fit even at batch 1: {error}") from None
+        seconds = time.perf_counter() - started
+        if args.json:
+            print(json.dumps({"model": source.name, "device": device.name, "cost_model": cost.name,
+                              "max_batch": best, "seconds": seconds}, indent=2, sort_keys=True))
+        else:
+            print(f"largest batch of {source.name} that fits on {device.name}: {best} "
+                  f"(batch {best + 1} does not; {seconds:.1f} s)")
+        return 0
+
+    model, fallbacks = source.build(args.batch or 1)
+    names = [op.name for op in model.ops]
+    if args.plot_op is not None and args.plot_op not in names:
+        raise PlanToolError(f"error: --plot-op: no op named '{args.plot_op}' (ops: {', '.join(dict.fromkeys(names))})")
+    if args.baseline is not None:
+        return _report_baseline(args, model, fallbacks, device, cost, cache, started)
+    from irc.planner.model_from_ir import plan_function
+
+    with _progress(len(model.ops), f"planning {model.name}") as bar:
+        try:
+            decision = plan_function(model, cache, direction=args.direction,
+                                     progress=lambda done, total, label: bar.advance(label))
+        except ModelFitError as error:
+            raise PlanToolError(
+                f"error: {error} (needed {error.needed} bytes per core, available {error.available})"
+            ) from None
+    rows = list(_report_rows(model, decision))
+    seconds = time.perf_counter() - started
+    if args.json:
+        data = decision.to_dict()
+        data.update(report="irc", rows=_row_dicts(rows), fallbacks=fallbacks, wall_seconds=seconds)
+        print(json.dumps(data, indent=2, sort_keys=True, default=float))
+    else:
+        print(f"model {model.name}: {len(model.ops)} ops ({decision.model_plan.unique_signatures} distinct), "
+              f"{model.weight_bytes()} B of weights, on {device.name} ({device.cores} cores, "
+              f"{device.sram_bytes} B SRAM per core), cost model {cost.name}")
+        print(f"irc plan: T10 Algorithm 1 ({args.direction})"
+              + (", per-op fastest plans (they fit together and are faster)" if decision.source == "per-op" else ""))
+        _print_table(rows, "idle KiB")
+        active = sum(o.active_seconds for o in decision.ops)
+        setup = sum(o.setup_seconds for o in decision.ops)
+        relayout = sum(o.relayout_seconds for o in decision.ops)
+        print(f"total: {decision.seconds * 1e6:.3f} us (execute {active * 1e6:.3f}, setup {setup * 1e6:.3f}, "
+              f"relayout {relayout * 1e6:.3f})")
+        print(f"memory per core: idle {decision.idle_bytes} B, peak {decision.peak_bytes} B of {device.sram_bytes} B")
+        if fallbacks:
+            print(f"left to the host/vendor fallback ({len(fallbacks)} te op(s) the planner cannot describe):")
+            for line in fallbacks:
+                print(f"  {line}")
+        print(f"planned in {seconds:.2f} s ({cache.searches} frontier searches)")
+    if args.plot is not None:
+        _plot(args, model, decision, device, cost)
+    return 0
+
+
+def _report_baseline(args, model, fallbacks, device, cost, cache, started) -> int:
+    from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
+    from irc.planner.model import ModelFitError
+
+    function = {"vgm": vgm_plan, "roller": roller_plan, "fastest": fastest_bound}[args.baseline]
+    with _progress(1, f"{args.baseline} baseline") as bar:
+        try:
+            baseline = function(model, device, cost, cache=cache)
+        except ModelFitError as error:
+            raise PlanToolError(
+                f"error: {error} (needed {error.needed} bytes per core, available {error.available})"
+            ) from None
+        bar.advance(args.baseline)
+    rows = list(_baseline_rows(model, baseline))
+    seconds = time.perf_counter() - started
+    if args.json:
+        data = baseline.to_dict()
+        data.update(report=args.baseline, device=device.name, cost_model=cost.name, rows=_row_dicts(rows),
+                    fallbacks=fallbacks, wall_seconds=seconds)
+        print(json.dumps(data, indent=2, sort_keys=True, default=float))
+        return 0
+    describe_baseline = {
+        "vgm": "PopART-style virtual global memory: load-compute-store, no rotation",
+        "roller": "Roller-style: VGM load-compute-store, one systolic-aligned tile per op",
+        "fastest": "every op at its fastest plan, memory of the other ops ignored (a lower bound)",
+    }[args.baseline]
+    print(f"model {model.name}: {len(model.ops)} ops on {device.name}, cost model {cost.name}")
+    print(f"{args.baseline} baseline: {describe_baseline}")
+    _print_table(rows, "VGM KiB")
+    print(f"total: {baseline.seconds * 1e6:.3f} us (VGM load/store {baseline.transfer_seconds * 1e6:.3f})")
+    if fallbacks:
+        print(f"left to the host/vendor fallback ({len(fallbacks)} te op(s) the planner cannot describe):")
+        for line in fallbacks:
+            print(f"  {line}")
+    print(f"planned in {seconds:.2f} s")
+    return 0
+
+
+def _plot(args, model, decision, device, cost) -> None:
+    """Two panels: the chosen op's (memory, time) Pareto frontier, and the model's
+    (idle memory, end-to-end time) curve of the states Algorithm 1 explored."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from irc.planner import search
+
+    names = [op.name for op in model.ops]
+    if args.plot_op is not None:
+        index = names.index(args.plot_op)
+    else:
+        index = max(range(len(decision.ops)), key=lambda i: decision.ops[i].seconds)
+    spec = model.ops[index].spec
+    frontier = search(spec, device, cost).pareto
+    chosen = decision.ops[index].active
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    left.step([p.memory_per_core / 1024 for p in frontier], [p.seconds * 1e6 for p in frontier], where="post", marker="o")
+    left.plot([chosen.memory_per_core / 1024], [chosen.seconds * 1e6], "r*", markersize=14, label="chosen")
+    left.set(xlabel="memory per core (KiB)", ylabel="time (us)", title=f"Pareto frontier of {names[index]} ({spec.kind})")
+    left.legend()
+    points = sorted((m, t) for m, t in decision.model_plan.trajectory if t == t and t != float("inf"))
+    right.plot([m / 1024 for m, _ in points], [t * 1e6 for _, t in points], ".-")
+    right.axvline(device.sram_bytes / 1024, color="grey", linestyle=":", label="SRAM per core")
+    right.set(xlabel="idle memory per core (KiB)", ylabel="model time (us)", title=f"{model.name}: memory/time")
+    right.legend()
+    figure.tight_layout()
+    figure.savefig(args.plot)
+    print(f"wrote {args.plot}")
 
 
 def main() -> None:

@@ -31,8 +31,11 @@ from irc.frontend.onnx_import import OnnxImportError, UnsupportedDtype, import_m
 from irc.frontend.onnx_ops import CONVERTERS
 from irc.runner import run_function
 
-LEVELS = ("te",)
-"""Levels each case runs at; the lead adds "device" once the lowering lands."""
+LEVELS = ("te", "device")
+"""Levels each case runs at: the importer's `te`, and `device` after the whole
+`inference` pipeline on a small test chip."""
+
+DEVICE = "tiny16"
 
 TARGET_PASS_RATE = 0.95
 
@@ -56,7 +59,14 @@ def lower(module, level: str):
     """The module at `level` (te is what the importer produces)."""
     if level == "te":
         return module
-    raise NotImplementedError(f"level '{level}' is not wired into the conformance run yet")
+    if level == "device":
+        from xdsl.context import Context
+
+        from passes.pipelines import InferencePipeline
+
+        InferencePipeline(device=DEVICE).apply(Context(), module)
+        return module
+    raise ValueError(f"unknown level '{level}'")
 
 
 def run_case(model, inputs: dict[str, np.ndarray], level: str = "te") -> list[np.ndarray]:

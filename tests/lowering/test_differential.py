@@ -128,10 +128,20 @@ def test_unalignable_paces_name_axis_and_factors():
         build_shift_kernel(bound, plan, "tiny16")
 
 
-def test_padded_max_reduction_is_refused_with_the_axis():
+def test_padded_reductions_clamp_or_are_refused_with_the_axis():
+    """A max= over a padded axis moves the last core's range back inside the extent
+    (max is idempotent: repeated points change nothing); a += whose padded points would
+    add something (exp(0) = 1, or a where-window of a larger dimension) is refused."""
     from dialects.te_expr import parse_expression
     from irc.planner import Plan
 
     bound = parse_expression("Y[i] max= X[i,j]").bind([(4, 7)], (4,))
-    with pytest.raises(UnsupportedExpression, match="pads reduction axis j from 7 to 8"):
-        build_shift_kernel(bound, Plan(("i", "j"), (1, 4), {"Y": (1, 1), "X": (1, 1)}), "tiny4")
+    plan = Plan(("i", "j"), (1, 4), {"Y": (1, 1), "X": (1, 1)})
+    kernel = run_case(bound, [(4, 7)], plan, "tiny4", "t10", np.float32)
+    assert kernel.clamped == (1,)
+    assert kernel.partition_origin(kernel.tensors["X"], kernel.start)[:, 1].tolist() == [0, 2, 4, 5]
+    for text, shapes, out in [("Y[i] += exp(X[i,j])", [(4, 7)], (4,)),
+                              ("Y[i] += X[i,j] where j in 7", [(4, 9)], (4,))]:
+        bound = parse_expression(text).bind(shapes, out)
+        with pytest.raises(UnsupportedExpression, match="pads reduction axis j from 7 to 8"):
+            build_shift_kernel(bound, plan, "tiny4")

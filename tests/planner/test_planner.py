@@ -104,9 +104,13 @@ def test_infeasible_op_reports_least_memory():
     assert least > 4096
 
 
-def test_no_admissible_plan():
-    with pytest.raises(PlanError, match="no plan satisfies the constraints"):
-        search(matmul_spec(7, 7, 7), "tiny8", "t10", min_utilization=1.0, max_padding=1.0)
+def test_no_admissible_plan_relaxes_the_utilisation_floor():
+    # 7 is prime: no padding-free plan uses all 8 cores, so the floor is relaxed
+    result = search(matmul_spec(7, 7, 7), "tiny8", "t10", min_utilization=1.0, max_padding=1.0)
+    assert result.relaxed_utilization
+    assert result.best.cores == 7 and result.best.score.padded_extents == (7, 7, 7)
+    strict = search(matmul_spec(8, 8, 8), "tiny8", "t10", min_utilization=1.0, max_padding=1.0)
+    assert not strict.relaxed_utilization and strict.best.cores == 8
 
 
 def test_pareto_indices_reference():

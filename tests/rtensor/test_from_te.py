@@ -46,9 +46,12 @@ def test_matmul_matches_the_planner_spec_in_reading_order():
 
 
 def test_compound_dims_list_every_axis_of_the_index():
+    bound = bind("Y[n,f,h,w] += X[n,c,h+r,w+s] * W[f,c,r,s]", [(1, 3, 6, 6), (4, 3, 3, 3)], (1, 4, 4, 4))
+    assert op_spec_from_expr(bound, 4).tensor("X").dims == (("n",), ("c",), ("h", "r"), ("w", "s"))
+    # a coefficient c lists its axis c times: "sum of spans - (listed - 1)" = c*(span-1) + ...
     bound = bind("Y[n,f,h,w] += X[n,c,2*h+r,2*w+s] * W[f,c,r,s]", [(1, 3, 9, 9), (4, 3, 3, 3)], (1, 4, 4, 4))
     spec = op_spec_from_expr(bound, 4)
-    assert spec.tensor("X").dims == (("n",), ("c",), ("h", "r"), ("w", "s"))
+    assert spec.tensor("X").dims == (("n",), ("c",), ("h", "h", "r"), ("w", "w", "s"))
     assert spec.reduction_axes == ("c", "r", "s")
     assert spec.dtype_bytes == 4
 
@@ -56,7 +59,8 @@ def test_compound_dims_list_every_axis_of_the_index():
 @pytest.mark.parametrize(
     "text, inputs, output, reason",
     [
-        ("Y[i] = X[i,0]", [(4, 2)], (4,), "dimension 1 of X is indexed by the constant 0"),
+        ("Y[4*i+j] = X[i,j]", [(3, 4)], (12,), "output dimension 0 of Y is indexed by '4\\*i\\+j'"),
+        ("Y[h+r] = X[h] * W[r]", [(3,), (2,)], (4,), "combines the axes h \\(extent 3\\), r"),
         ("Y[i,j] = X[i,j] + X[j,i]", [(4, 4)], (4, 4), "tensor X is read with 2 different index patterns"),
     ],
 )
@@ -113,3 +117,46 @@ def test_a_gather_of_the_expression_language_is_a_spec_error():
         pytest.skip("this te expression language has no indirect indices")
     with pytest.raises(SpecError, match="dimension 0 of E is indexed by I\\[i\\], which is not an affine index"):
         op_spec_from_expr(bound, 2)
+
+
+@pytest.mark.parametrize(
+    "text, inputs, output, dims, kind",
+    [
+        # a constant index is the slice at the constant: no dimension of the plan
+        ("Y[i] = X[i,0]", [(4, 2)], (4,), {"Y": (("i",),), "X": (("i",),)}, "unary"),
+        ("Y[b,m,n] += A[0,m,k] * B[k,n]", [(1, 4, 8), (8, 6)], (1, 4, 6),
+         {"Y": (("b",), ("m",), ("n",)), "A": (("m",), ("k",)), "B": (("k",), ("n",))}, "matmul"),
+        ("Y[a,b,c,d] = A[0,b,c,d] + B[0,0,0,d]", [(1, 2, 3, 4), (1, 1, 1, 4)], (1, 2, 3, 4),
+         {"A": (("b",), ("c",), ("d",)), "B": (("d",),)}, "elementwise"),
+        ("Y[0,0,o] = A[0,o]", [(1, 5)], (1, 1, 5), {"Y": (("o",),), "A": (("o",),)}, "unary"),
+        ("Y[i] = X[2,i] + S[1,1]", [(3, 4), (2, 2)], (4,), {"X": (("i",),), "S": ()}, "elementwise"),
+        # a row-major merged read lists the outer axis once per unit of its coefficient
+        ("Y[0,o1,o2,o3] = A[0,o1,4*o2+o3]", [(1, 3, 8)], (1, 3, 2, 4),
+         {"Y": (("o1",), ("o2",), ("o3",)), "A": (("o1",), ("o2",) * 4 + ("o3",))}, "other"),
+        # an axis of extent 1 takes only the value 0: its coefficient does not matter
+        ("Y[0,o1,4*i2+i3] = A[0,o1,i2,i3]", [(1, 3, 1, 4)], (1, 3, 4),
+         {"Y": (("o1",), ("i2", "i3")), "A": (("o1",), ("i2",), ("i3",))}, "other"),
+        # a window of a larger dimension (where-bound axis, shifted)
+        ("Y[i] = X[i+2] where i in 3", [(8,)], (3,), {"X": (("i",),)}, "other"),
+        ("Y[i] = X[i] where i in 3", [(8,)], (3,), {"X": (("i",),)}, "unary"),
+    ],
+)
+def test_constant_indices_windows_and_merges_are_described(text, inputs, output, dims, kind):
+    spec = op_spec_from_expr(bind(text, inputs, output), 2)
+    for name, expected in dims.items():
+        assert spec.tensor(name).dims == expected
+    assert spec.kind == kind
+
+
+def test_merged_read_memory_is_the_contiguous_range_it_covers():
+    """The planner's resident size of a merged dim is c*(span-1) + span_inner, the block
+    of A a core's partition covers, not the term-count formula of a unit-stride window."""
+    from irc.planner import Plan, check_plan
+
+    bound = bind("Y[o1,o2,o3] = A[o1,4*o2+o3]", [(3, 8)], (3, 2, 4))
+    spec = op_spec_from_expr(bound, 2)
+    # o2 whole (span 2), o3 split in 2 (span 2): A's partition covers 4*(2-1) + 2 = 6 elements
+    plan = Plan(spec.axis_names, (1, 1, 2), {"Y": (1, 1, 1), "A": (1, 1, 1)})
+    score = check_plan(spec, plan, "tiny4", "t10")
+    assert score.memory.partitions["A"] == 2 * 3 * 6
+    assert score.memory.partitions["Y"] == 2 * 3 * 2 * 2

@@ -135,4 +135,4 @@ def test_missing_argument_exits_1(capsys):
     with pytest.raises(SystemExit) as caught:
         run(["--shape", "m=2"])
     assert caught.value.code == 1
-    assert "the following arguments are required: --expr" in capsys.readouterr().err
+    assert "give either --expr (one operator) or --model (a whole model)" in capsys.readouterr().err

@@ -28,17 +28,17 @@ func.func @main(%x: tensor<2x4x10x10xf32> {irc.name = "x"}, %w: tensor<8x4x3x3xf
 """
 
 
-def partitioned(device, cost="t10"):
+def partitioned(device, cost="t10", mode="model"):
     module = parse_module(PROGRAM, "program.mlir")
-    RTensorPartition(device=device, cost=cost).apply(make_context(), module)
+    RTensorPartition(device=device, cost=cost, mode=mode).apply(make_context(), module)
     module.verify()
     return module
 
 
-@pytest.mark.parametrize("device", ["tiny8", "tiny16"])
-def test_partitioned_program_computes_what_te_computes(device):
+@pytest.mark.parametrize("device, mode", [("tiny8", "model"), ("tiny16", "model"), ("tiny16", "op")])
+def test_partitioned_program_computes_what_te_computes(device, mode):
     reference = run_function(parse_module(PROGRAM, "program.mlir"), seed=3)
-    module = partitioned(device)
+    module = partitioned(device, mode=mode)
     # the printed rtensor program parses back and runs too (what irc-run does)
     results = run_function(parse_module(str(module), "partitioned.mlir"), seed=3)
     assert results.keys() == reference.keys()
@@ -48,7 +48,8 @@ def test_partitioned_program_computes_what_te_computes(device):
 
 
 def test_every_te_op_gets_the_fastest_plan():
-    module = partitioned("tiny16")
+    """mode=op: each op on its own gets the planner's fastest plan."""
+    module = partitioned("tiny16", mode="op")
     ops = list(module.walk())
     assert not any(isinstance(op, TensorOp) for op in ops)
     planned = [op for op in ops if isinstance(op, RTensorOp)]
@@ -70,7 +71,7 @@ def test_seed003_cost_model_plans_matmul_and_conv():
         "-> tensor<2x8x8x8xf32>",
     )
     module = parse_module(text, "conv.mlir")
-    RTensorPartition(device="tiny16", cost="seed003").apply(make_context(), module)
+    RTensorPartition(device="tiny16", cost="seed003", mode="op").apply(make_context(), module)
     (op,) = [op for op in module.walk() if isinstance(op, RTensorOp)]
     assert op.cost_name == "seed003"
     module.verify()
@@ -79,7 +80,7 @@ def test_seed003_cost_model_plans_matmul_and_conv():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"mode": "model"}, "mode=model is not available yet; known modes: op"),
+        ({"mode": "fast"}, "unknown mode=fast; known modes: model, op"),
         ({"device": "tpu"}, "unknown device 'tpu'; known devices: ipu-mk2, tiny16, tiny4, tiny8"),
         ({"cost": "vgm"}, "unknown cost model 'vgm'; known cost models: seed003, t10"),
     ],
@@ -99,11 +100,12 @@ func.func @main(%a: tensor<16x24xf32>, %b: tensor<24x8xf32>, %c: tensor<64x512xf
 """
 
 
-def test_no_fitting_plan_names_the_op_and_least_memory():
+@pytest.mark.parametrize("mode", ["op", "model"])
+def test_no_fitting_plan_names_the_op_and_least_memory(mode):
     module = parse_module(TOO_BIG, "program.mlir")
     before = str(module)
     with pytest.raises(DiagnosticException) as caught:
-        RTensorPartition(device="tiny4").apply(make_context(), module)
+        RTensorPartition(device="tiny4", mode=mode).apply(make_context(), module)
     message = str(caught.value)
     assert message.startswith("program.mlir:3:3: error: 'te.op' op \"C[m,n] += A[m,k] * B[k,n]\" on tiny4")
     assert "no plan fits: the least memory per core any plan needs is" in message

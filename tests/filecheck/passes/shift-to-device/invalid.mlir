@@ -13,12 +13,13 @@ func.func @unaligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16
 
 // -----
 
-// a max-reduction whose plan pads its reduction axis (7 -> 8) cannot be computed exactly
+// a sum of a non-product body whose plan pads its reduction axis (7 -> 8) cannot be
+// computed exactly: exp(0) of a padded point is 1, not 0 (max= is clamped instead)
 func.func @padded(%x: tensor<4x7xf32>) -> tensor<4xf32> {
-  %y = shift.kernel "Y[i] max= X[i,j]"(%x) {grid = array<i64: 1, 4>, device = "tiny4", cost = "t10"} : (tensor<4x7xf32>) -> tensor<4xf32> {
+  %y = shift.kernel "Y[i] += exp(X[i,j])"(%x) {grid = array<i64: 1, 4>, device = "tiny4", cost = "t10"} : (tensor<4x7xf32>) -> tensor<4xf32> {
     shift.ring "Y" {temporal = array<i64: 1, 1>}
     shift.ring "X" {temporal = array<i64: 1, 1>}
   }
   func.return %y : tensor<4xf32>
 }
-// CHECK: error: 'shift.kernel' op the plan pads reduction axis j from 7 to 8, and the padded points would change 'Y[i] max= X[i,j]'; choose F_op and f_t whose product on j divides 7
+// CHECK: error: 'shift.kernel' op the plan pads reduction axis j from 7 to 8, and the padded points would change 'Y[i] += exp(X[i,j])'; choose F_op and f_t whose product on j divides 7

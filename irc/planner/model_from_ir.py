@@ -1,0 +1,348 @@
+"""From te IR to model-wide plans: one function of ``te.op``s as a `ModelSpec` (T10 s4.3.2).
+
+`function_model` reads a function's ``te.op``s in program order:
+
+- each op the te -> planner adapter (`irc.planner.from_te`) can describe becomes a
+  `ModelOp` whose `OpSpec` uses the expression's own tensor and axis names;
+- an input is a **weight** when it is a function argument carrying the unit argument
+  attribute ``irc.weight`` (what the ONNX importer, `irc.frontend`, emits for
+  initializers). Without marks there are no weights: nothing is guessed from an op's
+  shape or operand position, so an unmarked program plans like one whose weights are
+  streamed in with the activations;
+- an input produced by an earlier planned op is an activation edge (``producers``),
+  priced as a relayout when the two plans lay it out differently. An edge whose two
+  ends see different element counts (a strided window reading only part of its input)
+  is left out of the planner's accounting;
+- an op the adapter cannot describe (`SpecError`: a gather ``E[I[i],j]``, a constant
+  index ``X[i,0]``, one tensor read at two index patterns) is not planned: it stays a
+  ``te.op`` for the host/vendor fallback and the reason is returned in ``fallbacks``.
+  ``strict=True`` makes it an error instead.
+
+`plan_function` runs Algorithm 1 (`irc.planner.model.plan_model`) and compares its
+total with the per-operator plans (every op at `irc.planner.search`'s fastest plan,
+weights resting in their active layout, no setup) priced in the same accounting
+(`per_op_decision`); the per-operator plans win only when they fit in SRAM together
+and are faster, so the model-wide decision is never slower than ``mode=op``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from xdsl.dialects.builtin import DictionaryAttr
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.te import TensorOp
+from dialects.te_expr import BoundExpr, ExprError
+from irc.planner.errors import PlanError, SpecError
+from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
+from irc.planner.model import ModelOp, ModelPlan, ModelSpec, plan_model, resting_activation_bytes
+from irc.planner.op_table import FrontierCache
+from irc.planner.plan import Plan
+from irc.planner.relayout import relayout_cost, tensor_elements
+from irc.planner.search import search
+from irc.planner.spec import OpSpec
+
+WEIGHT_ATTR = "irc.weight"
+"""Unit argument attribute marking a function argument as a weight (irc.frontend.weights)."""
+
+
+class ModelIRError(Exception):
+    """A te op of the function that no plan can be made for; ``op`` is the culprit."""
+
+    def __init__(self, op: Operation, message: str) -> None:
+        super().__init__(message)
+        self.op = op
+        self.message = message
+
+
+def is_weight(value: SSAValue) -> bool:
+    """True when `value` is a function argument marked ``irc.weight``."""
+    if not isinstance(value, BlockArgument):
+        return False
+    function = value.block.parent_op()
+    if not isinstance(function, FuncOp) or function.arg_attrs is None:
+        return False
+    attrs = function.arg_attrs.data
+    if value.index >= len(attrs):
+        return False
+    entry = attrs[value.index]
+    return isinstance(entry, DictionaryAttr) and WEIGHT_ATTR in entry.data
+
+
+def _element_bytes(op: TensorOp) -> int:
+    from dialects.rtensor import element_bytes
+
+    return element_bytes(op.output.type.get_element_type())  # type: ignore[union-attr]
+
+
+def element_type_mismatch(op: TensorOp) -> str | None:
+    """Why `op` cannot become an ``rtensor.op``, whose tensors share one element type
+    (a cast, or a gather's integer indices), or None when they do."""
+    result = op.output.type.get_element_type()  # type: ignore[union-attr]
+    for position, value in enumerate(op.inputs):
+        element = getattr(value.type, "get_element_type", lambda: None)()
+        if element != result:
+            return (
+                f"operand {position} has element type {element} but the result has {result}; "
+                f"an rtensor.op's tensors share one element type"
+            )
+    return None
+
+
+def _op_label(op: TensorOp, index: int) -> str:
+    hint = op.output.name_hint
+    return f"%{hint}" if hint else f"op{index}"
+
+
+@dataclass
+class FunctionModel:
+    """The plannable part of one function: ``model.ops[i]`` is ``ops[i]`` (bound as
+    ``bounds[i]``); ``fallbacks`` maps each te.op left unplanned to the reason."""
+
+    name: str
+    model: ModelSpec | None
+    ops: list[TensorOp] = field(default_factory=list)
+    bounds: list[BoundExpr] = field(default_factory=list)
+    fallbacks: dict[TensorOp, str] = field(default_factory=dict)
+
+
+def tensor_ops(scope: Operation | Block) -> list[TensorOp]:
+    ops = scope.walk() if isinstance(scope, Operation) else (o for top in scope.ops for o in top.walk())
+    return [op for op in ops if isinstance(op, TensorOp)]
+
+
+def function_model(function: FuncOp, *, strict: bool = False, name: str | None = None) -> FunctionModel:
+    """The `ModelSpec` of `function`'s te ops (module docstring).
+
+    Raises `ModelIRError` for an expression that does not bind to its operand shapes,
+    and (with ``strict``) for an op the planner cannot describe.
+    """
+    from irc.planner.from_te import op_spec_from_expr
+
+    label = name or function.sym_name.data
+    result = FunctionModel(label, None)
+    index_of: dict[TensorOp, int] = {}
+    model_ops: list[ModelOp] = []
+    for op in tensor_ops(function):
+        text = op.expression.data
+        try:
+            bound = op.bound()
+        except ExprError as error:
+            raise ModelIRError(op, f"'{text}': {error.message}") from None
+        try:
+            spec = op_spec_from_expr(bound, _element_bytes(op))
+            mismatch = element_type_mismatch(op)
+            if mismatch is not None:
+                raise SpecError(mismatch)
+        except (SpecError, VerifyException) as error:
+            if strict:
+                raise ModelIRError(op, f'"{text}": the planner cannot describe it: {error}') from None
+            result.fallbacks[op] = f"the planner cannot describe it ({error})"
+            continue
+        weights, producers = [], {}
+        for tensor, value in zip(bound.expr.inputs, op.inputs):
+            if is_weight(value):
+                weights.append(tensor)
+                continue
+            producer = value.owner
+            if isinstance(producer, TensorOp) and producer in index_of:
+                source = model_ops[index_of[producer]].spec
+                if tensor_elements(source, source.output.name) == tensor_elements(spec, tensor):
+                    producers[tensor] = index_of[producer]
+        index_of[op] = len(model_ops)
+        model_ops.append(ModelOp(_op_label(op, len(model_ops)), spec, tuple(weights), producers))
+        result.ops.append(op)
+        result.bounds.append(bound)
+    if model_ops:
+        result.model = ModelSpec(label, tuple(model_ops))
+    return result
+
+
+# ---------------------------------------------------------------------------
+# Decisions
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpDecision:
+    """One op's model-wide decision: its active plan (named, scored), the idle plan its
+    weights rest in between uses (None without weights), and its costs: seconds of
+    execution, setup and the relayout of its inputs, bytes per core at rest and active."""
+
+    name: str
+    active: Plan
+    idle: IdlePlan | None
+    setup_cycles: float
+    active_seconds: float
+    setup_seconds: float
+    relayout_seconds: float
+    idle_bytes: int
+    active_bytes: int
+
+    @property
+    def seconds(self) -> float:
+        return self.active_seconds + self.setup_seconds + self.relayout_seconds
+
+
+@dataclass(frozen=True)
+class ModelDecision:
+    """The plans chosen for a model. ``source`` is "algorithm1" or "per-op";
+    ``seconds`` totals active + setup + relayout time in the planner's accounting;
+    ``per_op_seconds`` is the per-operator plans' total (inf when they do not fit
+    together); ``model_plan`` is Algorithm 1's full result."""
+
+    source: str
+    seconds: float
+    peak_bytes: int
+    ops: tuple[OpDecision, ...]
+    model_plan: ModelPlan
+    per_op_seconds: float
+    per_op_peak_bytes: int
+
+    @property
+    def idle_bytes(self) -> int:
+        return sum(op.idle_bytes for op in self.ops)
+
+    def to_dict(self) -> dict:
+        from irc.planner.serialize import plan_to_dict
+
+        total = self.seconds
+        return {
+            "model": self.model_plan.model,
+            "device": self.model_plan.device,
+            "cost_model": self.model_plan.cost_model,
+            "source": self.source,
+            "seconds": total,
+            "active_seconds": sum(op.active_seconds for op in self.ops),
+            "setup_seconds": sum(op.setup_seconds for op in self.ops),
+            "relayout_seconds": sum(op.relayout_seconds for op in self.ops),
+            "idle_bytes": self.idle_bytes,
+            "peak_bytes": self.peak_bytes,
+            "sram_bytes": self.model_plan.sram_bytes,
+            "algorithm1_seconds": self.model_plan.seconds,
+            "per_op_seconds": self.per_op_seconds if math.isfinite(self.per_op_seconds) else None,
+            "unique_signatures": self.model_plan.unique_signatures,
+            "searches": self.model_plan.searches,
+            "planning_seconds": self.model_plan.planning_seconds,
+            "trajectory": [[m, t if math.isfinite(t) else None] for m, t in self.model_plan.trajectory],
+            "ops": [
+                {
+                    "name": op.name,
+                    "active_plan": plan_to_dict(op.active),
+                    "idle_plan": op.idle.to_dict() if op.idle is not None else None,
+                    "setup_cycles": op.setup_cycles,
+                    "active_seconds": op.active_seconds,
+                    "setup_seconds": op.setup_seconds,
+                    "relayout_seconds": op.relayout_seconds,
+                    "seconds": op.seconds,
+                    "idle_bytes": op.idle_bytes,
+                    "active_bytes": op.active_bytes,
+                    "share": op.seconds / total if total > 0 else 0.0,
+                }
+                for op in self.ops
+            ],
+        }
+
+
+def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None):
+    """Every op at its fastest plan (what ``mode=op`` picks), weights resting in their
+    active layout: (decisions, total seconds, peak bytes per core while any op runs).
+
+    Priced as `irc.planner.model` prices a model: active cycles, no setup (idle = active),
+    plus the relayout of every activation edge; peak memory counts the other ops' resting
+    weights and the activations resting across the op. `plans` caches searches by spec.
+    """
+    plans = {} if plans is None else plans
+    clock = device.clock_hz
+    chosen = []
+    for op in model.ops:
+        if op.spec not in plans:
+            plans[op.spec] = search(op.spec, device, cost).best
+        best = plans[op.spec]
+        chosen.append((best, active_idle_plan(op.spec, op.weights, best) if op.weights else None))
+    relayout = [0.0] * len(model.ops)
+    for i, op in enumerate(model.ops):
+        for tensor, producer in op.producers.items():
+            relayout[i] += relayout_cost(
+                model.ops[producer].spec, chosen[producer][0], op.spec, chosen[i][0], tensor, device, cost,
+            )[1]
+    decisions = tuple(
+        OpDecision(
+            name=op.name, active=best, idle=idle, setup_cycles=0.0,
+            active_seconds=best.cycles / clock, setup_seconds=0.0, relayout_seconds=relayout[i] / clock,
+            idle_bytes=idle.cold_bytes if idle is not None else 0, active_bytes=best.memory_per_core,
+        )
+        for i, (op, (best, idle)) in enumerate(zip(model.ops, chosen))
+    )
+    resting = resting_activation_bytes(model, device)
+    cold = [d.idle_bytes for d in decisions]
+    peak = max(sum(cold) - cold[i] + resting[i] + d.active_bytes for i, d in enumerate(decisions))
+    return decisions, sum(d.seconds for d in decisions), peak
+
+
+def plan_function(
+    model: ModelSpec,
+    cache: FrontierCache,
+    *,
+    direction: str = "paper",
+    progress: Callable[[int, int, str], None] | None = None,
+    per_op_plans: dict | None = None,
+) -> ModelDecision:
+    """Algorithm 1 over `model`, or the per-op plans when they fit and are faster.
+
+    Raises `irc.planner.model.ModelFitError` (bytes needed and available) when the model
+    does not fit."""
+    device, cost = cache.device, cache.cost
+    planned = plan_model(model, device, cost, direction=direction, cache=cache, progress=progress)
+    try:
+        per_op, per_op_seconds, per_op_peak = per_op_decision(model, device, cost, per_op_plans)
+    except PlanError:
+        per_op, per_op_seconds, per_op_peak = None, math.inf, device.sram_bytes + 1
+    fits = per_op is not None and per_op_peak <= device.sram_bytes
+    if not fits:
+        per_op_seconds = math.inf
+    if fits and per_op_seconds < planned.seconds:
+        return ModelDecision("per-op", per_op_seconds, per_op_peak, per_op, planned, per_op_seconds, per_op_peak)
+    decisions = []
+    for op, chosen in zip(model.ops, planned.ops):
+        idle = chosen.idle if op.weights else None
+        setup = setup_cycles(idle, chosen.active, device, cost) if idle is not None else 0.0
+        decisions.append(
+            OpDecision(
+                name=chosen.name, active=chosen.active, idle=idle, setup_cycles=float(setup or 0.0),
+                active_seconds=chosen.active_seconds, setup_seconds=chosen.setup_seconds,
+                relayout_seconds=chosen.relayout_seconds,
+                idle_bytes=chosen.idle_bytes if op.weights else 0, active_bytes=chosen.active_bytes,
+            )
+        )
+    return ModelDecision(
+        "algorithm1", planned.seconds, planned.peak_bytes, tuple(decisions), planned, per_op_seconds, per_op_peak
+    )
+
+
+def spec_of(op: TensorOp) -> OpSpec:
+    """The `OpSpec` of one te op (raises `SpecError`)."""
+    from irc.planner.from_te import op_spec_from_expr
+
+    return op_spec_from_expr(op.bound(), _element_bytes(op))
+
+
+__all__ = [
+    "FunctionModel",
+    "ModelDecision",
+    "ModelIRError",
+    "OpDecision",
+    "WEIGHT_ATTR",
+    "element_type_mismatch",
+    "function_model",
+    "is_weight",
+    "per_op_decision",
+    "plan_function",
+    "spec_of",
+    "tensor_ops",
+]

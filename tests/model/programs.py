@@ -1,0 +1,37 @@
+"""te programs shared by the model-wide planning tests."""
+
+
+def mlp(widths, tokens=32, dtype="f16", relu=True, marked=True):
+    """te program: x -> (matmul with weight w_i -> relu) per layer, weights marked."""
+    mark = ", irc.weight" if marked else ""
+    args = [f'%x: tensor<{tokens}x{widths[0]}x{dtype}> {{irc.name = "x"}}']
+    lines, value, width = [], "%x", widths[0]
+    for i, out in enumerate(widths[1:]):
+        args.append(f'%w{i}: tensor<{width}x{out}x{dtype}> {{irc.name = "w{i}"{mark}}}')
+        act, wt, res = f"tensor<{tokens}x{width}x{dtype}>", f"tensor<{width}x{out}x{dtype}>", f"tensor<{tokens}x{out}x{dtype}>"
+        lines.append(f'  %h{i} = te.op "H[m,n] += X[m,k] * W[k,n]" ({value}, %w{i}) : ({act}, {wt}) -> {res}')
+        value = f"%h{i}"
+        if relu:
+            lines.append(f'  %r{i} = te.op "R[m,n] = relu(H[m,n])" (%h{i}) : ({res}) -> {res}')
+            value = f"%r{i}"
+        width = out
+    result = f"tensor<{tokens}x{width}x{dtype}>"
+    return (
+        f"func.func @main({', '.join(args)}) -> ({result} {{irc.name = \"y\"}}) {{\n"
+        + "\n".join(lines)
+        + f"\n  func.return {value} : {result}\n}}\n"
+    )
+
+
+MLP3 = mlp([32, 32, 32, 32])
+
+
+FALLBACK = """\
+func.func @main(%table: tensor<16x8xf32> {irc.name = "table", irc.weight}, %ids: tensor<4xi32> {irc.name = "ids"},
+                %w: tensor<8x8xf32> {irc.name = "w", irc.weight}) -> (tensor<4x8xf32> {irc.name = "y"}, tensor<4x4xf32> {irc.name = "halves"}) {
+  %g = te.op "G[i,j] = E[I[i],j]" (%table, %ids) : (tensor<16x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
+  %h = te.op "H[m,n] += G[m,k] * W[k,n]" (%g, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %f = te.op "F[i,j] = H[i,j] - H[i,j+4] where j in 4" (%h) : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  func.return %h, %f : tensor<4x8xf32>, tensor<4x4xf32>
+}
+"""

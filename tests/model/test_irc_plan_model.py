@@ -1,0 +1,184 @@
+"""irc-plan --model: the per-op report, its JSON, the baselines, --max-batch, the fit
+error, fallback listing, --plot's missing-matplotlib message and a silent progress bar
+when piped."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
+from irc.planner.bert import bert_model
+from irc.planner.model import ModelFitError, check_fits
+from irc.planner.model_from_ir import function_model, plan_function
+from irc.planner.op_table import FrontierCache
+from irc.runner import find_function, parse_module
+from irc.tools.irc_plan import run
+
+from tests.model.programs import FALLBACK, MLP3, mlp
+
+
+def plan_tool(capsys, *args):
+    status = run([str(a) for a in args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return status, out, err
+
+
+@pytest.fixture
+def mlp_file(tmp_path):
+    path = tmp_path / "mlp.mlir"
+    path.write_text(MLP3)
+    return path
+
+
+def expected_decision(text, device="tiny16"):
+    found = function_model(find_function(parse_module(text, "x.mlir"), None).function)
+    return found.model, plan_function(found.model, FrontierCache(device))
+
+
+def test_report_lists_every_op_and_the_totals(capsys, mlp_file):
+    status, out, _ = plan_tool(capsys, "--model", mlp_file, "--device", "tiny16")
+    assert status == 0
+    model, decision = expected_decision(MLP3)
+    lines = out.splitlines()
+    assert lines[0].startswith("model main: 6 ops (2 distinct), 6144 B of weights, on tiny16 (16 cores")
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["#", "op", "kind"])
+    rows = lines[header + 1 : header + 7]
+    shares = []
+    for i, (row, op, chosen) in enumerate(zip(rows, model.ops, decision.ops)):
+        fields = row.split()
+        assert fields[:3] == [str(i), op.name, op.spec.kind]
+        assert float(fields[3]) == pytest.approx(chosen.seconds * 1e6, abs=1e-3)
+        assert f"F_op=[{','.join(map(str, chosen.active.op_factors))}]" in row
+        assert ("idle W:" in row) == bool(op.weights)
+        shares.append(float(fields[6].rstrip("%")))
+    assert sum(shares) == pytest.approx(100, abs=0.5)
+    total = next(line for line in lines if line.startswith("total: "))
+    assert total.startswith(f"total: {decision.seconds * 1e6:.3f} us (execute ")
+    assert any(line.startswith("memory per core: idle ") for line in lines)
+
+
+def test_json_report_is_the_decision(capsys, mlp_file):
+    status, out, _ = plan_tool(capsys, "--model", mlp_file, "--device", "tiny16", "--json")
+    assert status == 0
+    data = json.loads(out)
+    model, decision = expected_decision(MLP3)
+    assert data["report"] == "irc" and data["device"] == "tiny16"
+    assert data["seconds"] == pytest.approx(decision.seconds)
+    assert len(data["ops"]) == len(data["rows"]) == 6
+    assert sum(op["share"] for op in data["ops"]) == pytest.approx(1.0)
+    assert [r["name"] for r in data["rows"]] == [op.name for op in model.ops]
+    assert data["per_op_seconds"] >= data["seconds"] * (1 - 1e-12)
+    assert data["fallbacks"] == []
+
+
+@pytest.mark.parametrize("name, function", [("vgm", vgm_plan), ("roller", roller_plan), ("fastest", fastest_bound)])
+def test_baselines_in_the_same_cost_model(capsys, mlp_file, name, function):
+    status, out, _ = plan_tool(capsys, "--model", mlp_file, "--device", "tiny16", "--baseline", name, "--json")
+    assert status == 0
+    data = json.loads(out)
+    model, decision = expected_decision(MLP3)
+    expected = function(model, "tiny16", "t10")
+    assert data["report"] == name
+    assert data["seconds"] == pytest.approx(expected.seconds)
+    assert [r["seconds"] for r in data["rows"]] == pytest.approx([op.seconds for op in expected.ops])
+    if name == "fastest":
+        assert data["seconds"] <= decision.seconds
+    status, text, _ = plan_tool(capsys, "--model", mlp_file, "--device", "tiny16", "--baseline", name)
+    assert status == 0 and f"{name} baseline: " in text
+    assert f"total: {expected.seconds * 1e6:.3f} us" in text
+
+
+def test_model_that_does_not_fit_gives_bytes(capsys, tmp_path):
+    path = tmp_path / "big.mlir"
+    path.write_text(mlp([64, 64, 64, 64], tokens=8, relu=False))
+    status, out, err = plan_tool(capsys, "--model", path, "--device", "tiny4")
+    assert status == 1 and out == ""
+    assert err.startswith("error: model 'main' does not fit on tiny4: its weights need 6144 bytes per core at rest")
+    assert err.rstrip().endswith("(needed 6144 bytes per core, available 4096)")
+
+
+def test_fallback_ops_are_listed(capsys, tmp_path):
+    path = tmp_path / "fallback.mlir"
+    path.write_text(FALLBACK)
+    status, out, _ = plan_tool(capsys, "--model", path, "--device", "tiny16")
+    assert status == 0
+    assert "left to the host/vendor fallback (2 te op(s) the planner cannot describe):" in out
+    assert "  G[i,j] = E[I[i],j]: the planner cannot describe it (dimension 0 of E" in out
+
+
+def test_max_batch_of_a_builtin_model(capsys):
+    status, out, _ = plan_tool(capsys, "--model", "bert-tiny", "--seq", "16", "--device", "tiny16", "--max-batch", "--json")
+    assert status == 0
+    best = json.loads(out)["max_batch"]
+    assert best >= 1
+    check_fits(bert_model(2, best, 16, 128, 2, 512), "tiny16")
+    with pytest.raises(ModelFitError):
+        check_fits(bert_model(2, best + 1, 16, 128, 2, 512), "tiny16")
+
+
+def test_max_batch_of_an_onnx_model_with_a_symbolic_batch(capsys, tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((32, 32)).astype(np.float32), f"w{i}") for i in range(2)]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w1"], ["y"])]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32])], inits)
+    path = tmp_path / "mlp.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    status, out, _ = plan_tool(capsys, "--model", path, "--device", "tiny4", "--max-batch", "--json")
+    assert status == 0
+    best = json.loads(out)["max_batch"]
+    status, out, _ = plan_tool(capsys, "--model", path, "--device", "tiny4", "--batch", best, "--json")
+    assert status == 0 and json.loads(out)["model"] == "mlp"
+    status, _, err = plan_tool(capsys, "--model", path, "--device", "tiny4", "--batch", best + 1)
+    assert status == 1 and "does not fit on tiny4" in err
+
+
+def test_max_batch_needs_a_batch_parametric_source(capsys, mlp_file):
+    status, _, err = plan_tool(capsys, "--model", mlp_file, "--max-batch")
+    assert status == 1
+    assert "has fixed shapes, so its batch cannot be varied; --max-batch needs a batch-parametric source" in err
+    assert "bert-base" in err
+
+
+def test_bad_requests_are_one_line(capsys, mlp_file):
+    for args in [(), ("--model", mlp_file, "--expr", "C[i] = A[i]")]:
+        with pytest.raises(SystemExit) as caught:
+            run([str(a) for a in args])
+        assert caught.value.code == 1
+        assert "irc-plan: error: give either --expr (one operator) or --model (a whole model)" in capsys.readouterr().err
+    for args, message in [
+        (("--model", "gpt-7"), "'gpt-7' is neither a .mlir or .onnx file nor a built-in model"),
+        (("--model", "missing.mlir"), "cannot read missing.mlir"),
+        (("--model", "bert-tiny", "--seq", "0"), "--seq must be positive"),
+    ]:
+        status, _, err = plan_tool(capsys, *args)
+        assert status == 1 and message in err, (args, err)
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(capsys, mlp_file, tmp_path):
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        status, _, err = plan_tool(capsys, "--model", mlp_file, "--device", "tiny16", "--plot", tmp_path / "p.png")
+        assert status == 1
+        assert err.strip() == "error: --plot needs matplotlib, which is not installed: pip install matplotlib"
+    else:
+        status, out, _ = plan_tool(capsys, "--model", mlp_file, "--device", "tiny16", "--plot", tmp_path / "p.png")
+        assert status == 0 and (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_progress_bar_is_silent_when_piped(mlp_file):
+    done = subprocess.run(
+        [sys.executable, "-m", "irc.tools.irc_plan", "--model", str(mlp_file), "--device", "tiny16"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("model main: 6 ops")
