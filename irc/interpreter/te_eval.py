@@ -126,7 +126,16 @@ def _einsum_factors(body: Expr) -> list[Expr] | None:
 def evaluate(
     bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype
 ) -> np.ndarray:
-    """The output tensor of `bound` applied to `inputs` (in operand order)."""
+    """The output tensor of `bound` applied to `inputs` (in operand order).
+
+    Arithmetic follows IEEE 754 (x/0 is inf, 0/0 is NaN, as on the chip and in ONNX),
+    so numpy's warnings about it are silenced rather than printed.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _evaluate(bound, inputs, out_dtype)
+
+
+def _evaluate(bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype) -> np.ndarray:
     expr = bound.expr
     work = compute_dtype(out_dtype)
     arrays = {
