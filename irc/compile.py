@@ -49,23 +49,22 @@ class RunReport:
 def compile_module(module: ModuleOp, device: str = "tiny16", cost: str = "t10") -> tuple[ModuleOp, float]:
     """Lower ``module`` (te level) to an allocated device program in place; also return the
     planner's predicted kernel cycles summed over its operators."""
-    from lowering.rtensor_to_shift import RTensorToShift
-    from lowering.shift_to_device import ShiftToDevice
-    from lowering.te_to_rtensor import RTensorPartition
-    from passes.device_alloc import DeviceAlloc
-    from passes.rotation_align import RotationAlign
     from dialects.shift import KernelOp
     from irc.schedule.shift_ir import kernel_of
+    from passes.pipelines import InferencePipeline
 
     ctx = Context()
-    for stage in (RTensorPartition(device=device, cost=cost), RTensorToShift(), RotationAlign()):
+    stages = InferencePipeline(device=device, cost=cost).passes()
+    # Up to rotation-align the kernels carry their plans: sum the planner's predictions there.
+    to_shift = [s for s in stages if s.name in ("rtensor-partition", "rtensor-to-shift", "rotation-align")]
+    for stage in to_shift:
         stage.apply(ctx, module)
     planned = 0.0
     for op in module.walk():
         if isinstance(op, KernelOp):
             planned += float(kernel_of(op).plan.score.cost.total)
-    ShiftToDevice().apply(ctx, module)
-    DeviceAlloc(device=device).apply(ctx, module)
+    for stage in stages[len(to_shift):]:
+        stage.apply(ctx, module)
     return module, planned
 
 

@@ -26,11 +26,5 @@ def all_interpreter_functions() -> list[InterpreterFunctions]:
     functions: list[InterpreterFunctions] = [FuncFunctions(), ArithFunctions(), BuiltinFunctions()]
     for path in LEVELS:
         module_name, class_name = path.split(":")
-        try:
-            module = import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name == module_name:  # that level is not built yet
-                continue
-            raise
-        functions.append(getattr(module, class_name)())
+        functions.append(getattr(import_module(module_name), class_name)())
     return functions

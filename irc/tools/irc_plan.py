@@ -252,8 +252,11 @@ def _json_plan(spec, plan) -> dict:
 
 def run(argv=None) -> int:
     args = _arguments(argv)
-    if args.model is not None:
-        return _guarded(run_model, args)
+    return _guarded(run_model if args.model is not None else run_operator, args)
+
+
+def run_operator(args) -> int:
+    """One operator (``--expr``): its best plan, its frontier, or an explained plan."""
     from irc.cost import CostModelError, get_cost_model
     from irc.devices import DeviceError, load_device
     from irc.planner import Plan, PlanError, SpecError, check_plan, plan_from_json, search
@@ -261,79 +264,68 @@ def run(argv=None) -> int:
 
     started = time.perf_counter()
     try:
-        try:
-            device = load_device(args.device)
-            cost = get_cost_model(args.cost)
-        except (DeviceError, CostModelError) as error:
-            raise PlanToolError(f"error: {error}") from None
-        if args.dtype not in DTYPE_BYTES:
-            raise PlanToolError(f"error: unknown --dtype '{args.dtype}'; known: {', '.join(DTYPE_BYTES)}")
-        expr = parse_expr(args.expr)
-        bound = bind_with_extents(expr, parse_shape(args.shape))
-        try:
-            spec = op_spec_from_expr(bound, DTYPE_BYTES[args.dtype], reading_order(bound))
-        except SpecError as error:
-            raise PlanToolError(f"error: the planner cannot describe '{expr}': {error}") from None
+        device = load_device(args.device)
+        cost = get_cost_model(args.cost)
+    except (DeviceError, CostModelError) as error:
+        raise PlanToolError(f"error: {error}") from None
+    if args.dtype not in DTYPE_BYTES:
+        raise PlanToolError(f"error: unknown --dtype '{args.dtype}'; known: {', '.join(DTYPE_BYTES)}")
+    expr = parse_expr(args.expr)
+    bound = bind_with_extents(expr, parse_shape(args.shape))
+    try:
+        spec = op_spec_from_expr(bound, DTYPE_BYTES[args.dtype], reading_order(bound))
+    except SpecError as error:
+        raise PlanToolError(f"error: the planner cannot describe '{expr}': {error}") from None
 
-        if args.explain is not None:
-            try:
-                given = plan_from_json(args.explain)
-            except PlanError as error:
-                raise PlanToolError(f"error: --explain: {error}") from None
-            if sorted(given.axes) == sorted(spec.axis_names) and tuple(given.axes) != spec.axis_names:
-                order = [given.axes.index(a) for a in spec.axis_names]
-                given = Plan(
-                    spec.axis_names,
-                    tuple(given.op_factors[i] for i in order) if len(given.op_factors) == len(order) else given.op_factors,
-                    {n: tuple(f[i] for i in order) if len(f) == len(order) else f for n, f in given.temporal_factors.items()},
-                )
-            try:
-                score = check_plan(spec, given, device, cost)
-            except PlanError as error:
-                raise PlanToolError(f"error: --explain: the plan breaks a T10 constraint: {error}") from None
-            plan = Plan(given.axes, given.op_factors, given.temporal_factors, score)
-            if args.json:
-                print(json.dumps(_json_plan(spec, plan), indent=2, sort_keys=True))
-            else:
-                print(describe(spec, bound, plan, device, args.dtype))
-            return 0
-
+    if args.explain is not None:
         try:
-            result = search(spec, device, cost)
+            given = plan_from_json(args.explain)
         except PlanError as error:
-            raise PlanToolError(
-                f"error: '{expr}' cannot be placed on {device.name} under any plan: {error}"
-            ) from None
-        if args.pareto:
-            if args.json:
-                print(json.dumps([_json_plan(spec, p) for p in result.pareto], indent=2, sort_keys=True))
-            else:
-                print(f"Pareto frontier of {expr} on {device.name} ({result.plans_scored} plans scored):")
-                print(f"{'memory/core':>12}  {'time':>15}  plan")
-                for plan in result.pareto:
-                    print(_plan_line(spec, plan))
-            return 0
-        if args.json:
-            data = _json_plan(spec, result.best)
-            data["search"] = {"plans_scored": result.plans_scored, "seconds": result.seconds}
-            print(json.dumps(data, indent=2, sort_keys=True))
-        else:
-            print(describe(spec, bound, result.best, device, args.dtype))
-            print(
-                f"search: {result.plans_scored} plans scored in {result.seconds:.3f} s "
-                f"(total {time.perf_counter() - started:.3f} s)"
+            raise PlanToolError(f"error: --explain: {error}") from None
+        if sorted(given.axes) == sorted(spec.axis_names) and tuple(given.axes) != spec.axis_names:
+            order = [given.axes.index(a) for a in spec.axis_names]
+            given = Plan(
+                spec.axis_names,
+                tuple(given.op_factors[i] for i in order) if len(given.op_factors) == len(order) else given.op_factors,
+                {n: tuple(f[i] for i in order) if len(f) == len(order) else f for n, f in given.temporal_factors.items()},
             )
+        try:
+            score = check_plan(spec, given, device, cost)
+        except PlanError as error:
+            raise PlanToolError(f"error: --explain: the plan breaks a T10 constraint: {error}") from None
+        plan = Plan(given.axes, given.op_factors, given.temporal_factors, score)
+        if args.json:
+            print(json.dumps(_json_plan(spec, plan), indent=2, sort_keys=True))
+        else:
+            print(describe(spec, bound, plan, device, args.dtype))
         return 0
-    except PlanToolError as error:
-        print(error.args[0], file=sys.stderr)
-        return 1
-    except (BrokenPipeError, KeyboardInterrupt):
-        return 1
-    except Exception as error:  # last resort: one line, never a traceback
-        if os.environ.get("IRC_TRACEBACK"):
-            raise
-        print(f"error: {type(error).__name__}: {error} (set IRC_TRACEBACK=1 for details)", file=sys.stderr)
-        return 1
+
+    try:
+        result = search(spec, device, cost)
+    except PlanError as error:
+        raise PlanToolError(
+            f"error: '{expr}' cannot be placed on {device.name} under any plan: {error}"
+        ) from None
+    if args.pareto:
+        if args.json:
+            print(json.dumps([_json_plan(spec, p) for p in result.pareto], indent=2, sort_keys=True))
+        else:
+            print(f"Pareto frontier of {expr} on {device.name} ({result.plans_scored} plans scored):")
+            print(f"{'memory/core':>12}  {'time':>15}  plan")
+            for plan in result.pareto:
+                print(_plan_line(spec, plan))
+        return 0
+    if args.json:
+        data = _json_plan(spec, result.best)
+        data["search"] = {"plans_scored": result.plans_scored, "seconds": result.seconds}
+        print(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        print(describe(spec, bound, result.best, device, args.dtype))
+        print(
+            f"search: {result.plans_scored} plans scored in {result.seconds:.3f} s "
+            f"(total {time.perf_counter() - started:.3f} s)"
+        )
+    return 0
 
 
 # ---------------------------------------------------------------------------
