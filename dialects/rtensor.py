@@ -47,6 +47,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.te import print_expression_op
 from dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr, parse_expression
 
 _parse_cached = lru_cache(maxsize=4096)(parse_expression)
@@ -784,19 +785,13 @@ class RTensorOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer):
-        printer.print_string(" ")
-        printer.print_attribute(self.expression)
-        printer.print_string(" (")
-        printer.print_list(self.inputs, printer.print_operand)
-        printer.print_string(f") F_op = [{', '.join(str(f) for f in self.factors)}] on ")
-        printer.print_attribute(self.device)
-        printer.print_string(" cost ")
-        printer.print_attribute(self.cost)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : (")
-        printer.print_list((v.type for v in self.inputs), printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.output.type)
+        def plan_part():
+            printer.print_string(f" F_op = [{', '.join(str(f) for f in self.factors)}] on ")
+            printer.print_attribute(self.device)
+            printer.print_string(" cost ")
+            printer.print_attribute(self.cost)
+
+        print_expression_op(printer, self, plan_part)
 
 
 @irdl_op_definition

@@ -151,16 +151,24 @@ class TensorOp(IRDLOperation):
         return cls(text, inputs, function_type.outputs.data[0], attributes)
 
     def print(self, printer: Printer):
-        printer.print_string(" ")
-        printer.print_attribute(self.expression)
-        printer.print_string(" (")
-        printer.print_list(self.inputs, printer.print_operand)
-        printer.print_string(")")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : (")
-        printer.print_list((v.type for v in self.inputs), printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.output.type)
+        print_expression_op(printer, self)
+
+
+def print_expression_op(printer: Printer, op, middle=None) -> None:
+    """Print ``"expr" (%a, %b) <middle> {attrs} : (types) -> type``, the custom form
+    shared by the ops that carry a tensor expression (`te.op`, `rtensor.op`)."""
+    printer.print_string(" ")
+    printer.print_attribute(op.expression)
+    printer.print_string(" (")
+    printer.print_list(op.inputs, printer.print_operand)
+    printer.print_string(")")
+    if middle is not None:
+        middle()
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : (")
+    printer.print_list((v.type for v in op.inputs), printer.print_attribute)
+    printer.print_string(") -> ")
+    printer.print_attribute(op.output.type)
 
 
 @irdl_op_definition
