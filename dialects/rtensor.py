@@ -42,12 +42,12 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.te import print_expression_op
+from dialects.te import parse_expression_op, print_expression_op
 from dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr, parse_expression
 
 _parse_cached = lru_cache(maxsize=4096)(parse_expression)
@@ -744,36 +744,24 @@ class RTensorOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> RTensorOp:
-        text = parser.parse_str_literal("tensor expression")
-        operands: list[UnresolvedOperand] = parser.parse_comma_separated_list(
-            parser.Delimiter.PAREN, parser.parse_unresolved_operand
-        )
-        parser.parse_keyword("F_op")
-        parser.parse_punctuation("=")
-        factors = parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE,
-            lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
-        )
-        parser.parse_keyword("on")
-        device = parser.parse_str_literal("device name")
-        parser.parse_keyword("cost")
-        cost = parser.parse_str_literal("cost model name")
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        type_pos = parser.pos
-        function_type = parser.parse_function_type()
-        if len(function_type.inputs) != len(operands):
-            parser.raise_error(
-                f"expected {len(operands)} operand type(s), got {len(function_type.inputs)}",
-                type_pos,
-                parser.pos,
+        def plan_part():
+            parser.parse_keyword("F_op")
+            parser.parse_punctuation("=")
+            factors = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE,
+                lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
             )
-        if len(function_type.outputs) != 1:
-            parser.raise_error("rtensor.op has exactly one result type", type_pos, parser.pos)
-        inputs = parser.resolve_operands(operands, function_type.inputs.data, type_pos)
+            parser.parse_keyword("on")
+            device = parser.parse_str_literal("device name")
+            parser.parse_keyword("cost")
+            return factors, device, parser.parse_str_literal("cost model name")
+
+        text, inputs, result_type, attributes, (factors, device, cost) = parse_expression_op(
+            parser, "rtensor.op", plan_part
+        )
         op = cls.create(
             operands=inputs,
-            result_types=[function_type.outputs.data[0]],
+            result_types=[result_type],
             properties={
                 "expression": StringAttr(text),
                 "F_op": _ints(factors),

@@ -122,36 +122,51 @@ class TensorOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> TensorOp:
-        start = parser.pos
-        text = parser.parse_str_literal("tensor expression")
+        text, inputs, result_type, attributes, _ = parse_expression_op(
+            parser, "te.op", check=_parse_cached
+        )
+        return cls(text, inputs, result_type, attributes)
+
+    def print(self, printer: Printer):
+        print_expression_op(printer, self)
+
+
+def parse_expression_op(parser: Parser, op_name: str, parse_middle=None, check=None):
+    """Parse ``"expr" (%a, %b) <middle> {attrs} : (types) -> type``, the custom form
+    shared by the ops that carry a tensor expression (`te.op`, `rtensor.op`).
+
+    `check(text)` may reject the expression with an `ExprError`, reported inside the
+    string literal at its column. Returns the text, the resolved inputs, the result
+    type, the attributes and what `parse_middle()` returned.
+    """
+    start = parser.pos
+    text = parser.parse_str_literal("tensor expression")
+    if check is not None:
         try:
-            _parse_cached(text)
+            check(text)
         except ExprError as error:
             # Point into the string literal (past its opening quote) when we can.
             column = 0 if error.column is None else error.column + 1
             position = min(start + column, parser.pos - 1)
             parser.raise_error(error.message, position, position + 1)
-        operands: list[UnresolvedOperand] = parser.parse_comma_separated_list(
-            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+    operands: list[UnresolvedOperand] = parser.parse_comma_separated_list(
+        parser.Delimiter.PAREN, parser.parse_unresolved_operand
+    )
+    middle = parse_middle() if parse_middle is not None else None
+    attributes = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    type_pos = parser.pos
+    function_type = parser.parse_function_type()
+    if len(function_type.inputs) != len(operands):
+        parser.raise_error(
+            f"expected {len(operands)} operand type(s), got {len(function_type.inputs)}",
+            type_pos,
+            parser.pos,
         )
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        type_pos = parser.pos
-        function_type = parser.parse_function_type()
-        if len(function_type.inputs) != len(operands):
-            parser.raise_error(
-                f"expected {len(operands)} operand type(s), got "
-                f"{len(function_type.inputs)}",
-                type_pos,
-                parser.pos,
-            )
-        if len(function_type.outputs) != 1:
-            parser.raise_error("te.op has exactly one result type", type_pos, parser.pos)
-        inputs = parser.resolve_operands(operands, function_type.inputs.data, type_pos)
-        return cls(text, inputs, function_type.outputs.data[0], attributes)
-
-    def print(self, printer: Printer):
-        print_expression_op(printer, self)
+    if len(function_type.outputs) != 1:
+        parser.raise_error(f"{op_name} has exactly one result type", type_pos, parser.pos)
+    inputs = parser.resolve_operands(operands, function_type.inputs.data, type_pos)
+    return text, inputs, function_type.outputs.data[0], attributes, middle
 
 
 def print_expression_op(printer: Printer, op, middle=None) -> None:

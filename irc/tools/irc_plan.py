@@ -255,19 +255,24 @@ def run(argv=None) -> int:
     return _guarded(run_model if args.model is not None else run_operator, args)
 
 
-def run_operator(args) -> int:
-    """One operator (``--expr``): its best plan, its frontier, or an explained plan."""
+def _device_and_cost(args):
+    """The requested device and cost model, or one diagnostic listing the known ones."""
     from irc.cost import CostModelError, get_cost_model
     from irc.devices import DeviceError, load_device
+
+    try:
+        return load_device(args.device), get_cost_model(args.cost)
+    except (DeviceError, CostModelError) as error:
+        raise PlanToolError(f"error: {error}") from None
+
+
+def run_operator(args) -> int:
+    """One operator (``--expr``): its best plan, its frontier, or an explained plan."""
     from irc.planner import Plan, PlanError, SpecError, check_plan, plan_from_json, search
     from irc.planner.from_te import op_spec_from_expr, reading_order
 
     started = time.perf_counter()
-    try:
-        device = load_device(args.device)
-        cost = get_cost_model(args.cost)
-    except (DeviceError, CostModelError) as error:
-        raise PlanToolError(f"error: {error}") from None
+    device, cost = _device_and_cost(args)
     if args.dtype not in DTYPE_BYTES:
         raise PlanToolError(f"error: unknown --dtype '{args.dtype}'; known: {', '.join(DTYPE_BYTES)}")
     expr = parse_expr(args.expr)
@@ -553,17 +558,11 @@ def _progress(total: int, title: str):
 
 
 def run_model(args) -> int:
-    from irc.cost import CostModelError, get_cost_model
-    from irc.devices import DeviceError, load_device
     from irc.planner.model import ModelFitError, max_batch
     from irc.planner.op_table import FrontierCache
 
     started = time.perf_counter()
-    try:
-        device = load_device(args.device)
-        cost = get_cost_model(args.cost)
-    except (DeviceError, CostModelError) as error:
-        raise PlanToolError(f"error: {error}") from None
+    device, cost = _device_and_cost(args)
     for flag in ("batch", "seq", "layers"):
         value = getattr(args, flag)
         if value is not None and value < 1:
