@@ -215,20 +215,26 @@ def _operand_text(expr: Expr, parent_op: str, is_rhs: bool) -> str:
     return str(expr)
 
 
+def walk_nodes(expr: Expr):
+    """Yield every node of a body, parents before children, left to right; an access
+    comes before the accesses of its indirect indices."""
+    yield expr
+    if isinstance(expr, Access):
+        for index in expr.indices:
+            if isinstance(index, IndirectIndex):
+                yield from walk_nodes(index.access)
+    elif isinstance(expr, Call):
+        for arg in expr.args:
+            yield from walk_nodes(arg)
+    elif isinstance(expr, Binary):
+        yield from walk_nodes(expr.lhs)
+        yield from walk_nodes(expr.rhs)
+
+
 def walk_accesses(expr: Expr):
     """Yield every `Access` of a body, left to right; an access comes before the
     accesses of its indirect indices (``E[I[i],j]`` yields E, then I)."""
-    if isinstance(expr, Access):
-        yield expr
-        for index in expr.indices:
-            if isinstance(index, IndirectIndex):
-                yield from walk_accesses(index.access)
-    elif isinstance(expr, Call):
-        for arg in expr.args:
-            yield from walk_accesses(arg)
-    elif isinstance(expr, Binary):
-        yield from walk_accesses(expr.lhs)
-        yield from walk_accesses(expr.rhs)
+    return (node for node in walk_nodes(expr) if isinstance(node, Access))
 
 
 @dataclass(frozen=True)
@@ -348,7 +354,7 @@ class TensorExpr:
 
     def check(self) -> None:
         """Checks that need no shapes: functions, combiner vs reduction axes."""
-        for node in _walk_nodes(self.body):
+        for node in walk_nodes(self.body):
             if isinstance(node, Call):
                 arity = FUNCTION_ARITY.get(node.function)
                 if arity is None:
@@ -506,16 +512,6 @@ def check_element_types(
         return type_
 
     visit(expr.body, result_type, "the result")
-
-
-def _walk_nodes(expr: Expr):
-    yield expr
-    if isinstance(expr, Call):
-        for arg in expr.args:
-            yield from _walk_nodes(arg)
-    elif isinstance(expr, Binary):
-        yield from _walk_nodes(expr.lhs)
-        yield from _walk_nodes(expr.rhs)
 
 
 @dataclass(frozen=True)
