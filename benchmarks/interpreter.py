@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from dialects.te_expr import parse_expression
+from irc.dialects.te_expr import parse_expression
 from irc.interpreter.chip import Chip
 from irc.planner import search
 from irc.schedule.kernel import build_shift_kernel

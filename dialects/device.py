@@ -46,7 +46,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.te_expr import ExprError, parse_expression
+from irc.dialects.te_expr import ExprError, parse_expression
 
 
 def element_bytes(element_type: Attribute) -> int:

@@ -47,8 +47,8 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.te import parse_expression_op, print_expression_op
-from dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr, parse_expression
+from irc.dialects.te import parse_expression_op, print_expression_op
+from irc.dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr, parse_expression
 
 _parse_cached = lru_cache(maxsize=4096)(parse_expression)
 

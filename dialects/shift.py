@@ -51,8 +51,8 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.device import array_values, i64_array, i64_attr
-from dialects.te_expr import ExprError, parse_expression
+from irc.dialects.device import array_values, i64_array, i64_attr
+from irc.dialects.te_expr import ExprError, parse_expression
 
 
 @irdl_op_definition

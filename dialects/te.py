@@ -27,7 +27,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.te_expr import (
+from irc.dialects.te_expr import (
     BoundExpr,
     ExprError,
     TensorExpr,

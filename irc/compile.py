@@ -49,9 +49,9 @@ class RunReport:
 def compile_module(module: ModuleOp, device: str = "tiny16", cost: str = "t10") -> tuple[ModuleOp, float]:
     """Lower ``module`` (te level) to an allocated device program in place; also return the
     planner's predicted kernel cycles summed over its operators."""
-    from dialects.shift import KernelOp
+    from irc.dialects.shift import KernelOp
     from irc.schedule.shift_ir import kernel_of
-    from passes.pipelines import InferencePipeline
+    from irc.passes.pipelines import InferencePipeline
 
     ctx = Context()
     stages = InferencePipeline(device=device, cost=cost).passes()

@@ -35,22 +35,22 @@ def _lazy(path: str) -> Callable[[], object]:
 
 IRC_UNIVERSE = Universe(
     all_dialects={
-        "te": _lazy("dialects.te:TE"),
-        "rtensor": _lazy("dialects.rtensor:RTENSOR"),
-        "shift": _lazy("dialects.shift:SHIFT"),
-        "device": _lazy("dialects.device:DEVICE"),
+        "te": _lazy("irc.dialects.te:TE"),
+        "rtensor": _lazy("irc.dialects.rtensor:RTENSOR"),
+        "shift": _lazy("irc.dialects.shift:SHIFT"),
+        "device": _lazy("irc.dialects.device:DEVICE"),
     },
     all_passes={
         # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
-        "rtensor-partition": _lazy("lowering.te_to_rtensor:RTensorPartition"),
+        "rtensor-partition": _lazy("irc.lowering.te_to_rtensor:RTensorPartition"),
         # rtensor -> shift: rings, paces, loop order (T10 §3.2, §4.4)
-        "rtensor-to-shift": _lazy("lowering.rtensor_to_shift:RTensorToShift"),
-        "rotation-align": _lazy("passes.rotation_align:RotationAlign"),
+        "rtensor-to-shift": _lazy("irc.lowering.rtensor_to_shift:RTensorToShift"),
+        "rotation-align": _lazy("irc.passes.rotation_align:RotationAlign"),
         # shift -> device: SPMD per-core code, then SRAM offsets
-        "shift-to-device": _lazy("lowering.shift_to_device:ShiftToDevice"),
-        "device-alloc": _lazy("passes.device_alloc:DeviceAlloc"),
+        "shift-to-device": _lazy("irc.lowering.shift_to_device:ShiftToDevice"),
+        "device-alloc": _lazy("irc.passes.device_alloc:DeviceAlloc"),
         # named pipelines
-        "inference": _lazy("passes.pipelines:InferencePipeline"),
+        "inference": _lazy("irc.passes.pipelines:InferencePipeline"),
     },
 )
 

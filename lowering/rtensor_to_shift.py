@@ -32,7 +32,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 
-from dialects.shift import KernelOp, RingOp
+from irc.dialects.shift import KernelOp, RingOp
 from irc.diagnostics import location_of
 
 
@@ -63,7 +63,7 @@ class LowerToHost(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        from dialects.rtensor import RelayoutOp, RTensorOp
+        from irc.dialects.rtensor import RelayoutOp, RTensorOp
 
         if isinstance(op, RelayoutOp):
             host = self.host_of(op.source, op)
@@ -93,7 +93,7 @@ class EraseDeadRTensor(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        from dialects.rtensor import RelayoutOp, RTensorOp
+        from irc.dialects.rtensor import RelayoutOp, RTensorOp
 
         if isinstance(op, (RelayoutOp, RTensorOp)) and all(not r.uses for r in op.results):
             rewriter.erase(op)

@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.utils.exceptions import DiagnosticException
 
-from dialects.device import (
+from irc.dialects.device import (
     AllocOp,
     BufferType,
     FillOp,
@@ -42,7 +42,7 @@ from dialects.device import (
     SyncOp,
     VectorOp,
 )
-from dialects.shift import KernelOp
+from irc.dialects.shift import KernelOp
 from irc.diagnostics import location_of
 
 TARGET_ATTR = "device.target"

@@ -56,7 +56,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from dialects.rtensor import (
+from irc.dialects.rtensor import (
     IDLE_ATTR,
     IdlePlanAttr,
     RelayoutOp,
@@ -65,8 +65,8 @@ from dialects.rtensor import (
     element_bytes,
     layout_types,
 )
-from dialects.te import TensorOp
-from dialects.te_expr import ExprError
+from irc.dialects.te import TensorOp
+from irc.dialects.te_expr import ExprError
 from irc.diagnostics import location_of
 
 MODES = ("model", "op")

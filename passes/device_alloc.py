@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from dialects.device import AllocOp, FreeOp, i64_attr
+from irc.dialects.device import AllocOp, FreeOp, i64_attr
 from irc.diagnostics import location_of
 
 

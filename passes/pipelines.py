@@ -25,11 +25,11 @@ class InferencePipeline(ModulePass):
     cost: str = "t10"
 
     def passes(self) -> list[ModulePass]:
-        from lowering.rtensor_to_shift import RTensorToShift
-        from lowering.shift_to_device import ShiftToDevice
-        from lowering.te_to_rtensor import RTensorPartition
-        from passes.device_alloc import DeviceAlloc
-        from passes.rotation_align import RotationAlign
+        from irc.lowering.rtensor_to_shift import RTensorToShift
+        from irc.lowering.shift_to_device import ShiftToDevice
+        from irc.lowering.te_to_rtensor import RTensorPartition
+        from irc.passes.device_alloc import DeviceAlloc
+        from irc.passes.rotation_align import RotationAlign
 
         return [
             RTensorPartition(device=self.device, cost=self.cost),

@@ -26,7 +26,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.utils.exceptions import DiagnosticException
 
-from dialects.shift import KernelOp
+from irc.dialects.shift import KernelOp
 from irc.diagnostics import location_of
 
 

@@ -2,7 +2,7 @@
 
 from hypothesis import strategies as st
 
-from dialects.te_expr import (
+from irc.dialects.te_expr import (
     Access,
     AffineIndex,
     Binary,

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dialects.te_expr import ExprError, parse_expression
+from irc.dialects.te_expr import ExprError, parse_expression
 from tests.te_strategies import expressions
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dialects.te_expr import Access, Binary, Call, Const, parse_expression
+from irc.dialects.te_expr import Access, Binary, Call, Const, parse_expression
 from irc.interpreter.te_eval import erf, evaluate
 
 
@@ -143,7 +143,7 @@ def test_erf_accuracy():
 
 
 def test_every_function_of_the_language_has_semantics():
-    from dialects.te_expr import FUNCTION_ARITY
+    from irc.dialects.te_expr import FUNCTION_ARITY
     from irc.interpreter.te_eval import _FUNCTIONS
 
     assert set(FUNCTION_ARITY) - {"cast"} == set(_FUNCTIONS)

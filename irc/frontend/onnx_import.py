@@ -46,8 +46,8 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.te import OpaqueOp, TensorOp
-from dialects.te_expr import ExprError, parse_expression
+from irc.dialects.te import OpaqueOp, TensorOp
+from irc.dialects.te_expr import ExprError, parse_expression
 
 NAME_ATTR = "irc.name"
 WEIGHT_ATTR = "irc.weight"

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Const, TensorExpr
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Const, TensorExpr
 from xdsl.interpreter import InterpretationError
 
 from irc.cost import CostModel, OpWork, SubTask, get_cost_model

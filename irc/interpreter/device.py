@@ -15,7 +15,7 @@ import numpy as np
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
-from dialects.device import (
+from irc.dialects.device import (
     AllocOp,
     FillOp,
     FreeOp,

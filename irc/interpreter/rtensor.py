@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
-from dialects.rtensor import RelayoutOp, RTensorOp
+from irc.dialects.rtensor import RelayoutOp, RTensorOp
 from irc.interpreter.dtypes import numpy_dtype
 from irc.interpreter.te_eval import evaluate
 

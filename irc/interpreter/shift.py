@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
-from dialects.shift import KernelOp
+from irc.dialects.shift import KernelOp
 from irc.interpreter.chip import Chip, ChipFault
 from irc.interpreter.device import where
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from xdsl.interpreter import InterpretationError
 
-from dialects.te_expr import (
+from irc.dialects.te_expr import (
     Access,
     Binary,
     BoundExpr,

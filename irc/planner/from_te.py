@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Call, Const
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Call, Const
 from irc.planner.errors import SpecError
 from irc.planner.spec import OpSpec, TensorSpec
 

@@ -36,8 +36,8 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.te import TensorOp
-from dialects.te_expr import BoundExpr, ExprError
+from irc.dialects.te import TensorOp
+from irc.dialects.te_expr import BoundExpr, ExprError
 from irc.planner.errors import PlanError, SpecError
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
 from irc.planner.model import ModelOp, ModelPlan, ModelSpec, plan_model, resting_activation_bytes
@@ -75,7 +75,7 @@ def is_weight(value: SSAValue) -> bool:
 
 
 def _element_bytes(op: TensorOp) -> int:
-    from dialects.rtensor import element_bytes
+    from irc.dialects.rtensor import element_bytes
 
     return element_bytes(op.output.type.get_element_type())  # type: ignore[union-attr]
 

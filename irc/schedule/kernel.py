@@ -57,7 +57,7 @@ from typing import Iterator
 
 import numpy as np
 
-from dialects.te_expr import Access, AffineIndex, BoundExpr, Const
+from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, Const
 from irc.cost import CostModel, OpWork, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner import OpSpec, Plan, PlanError, check_plan

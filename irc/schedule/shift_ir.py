@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from xdsl.ir import Block, Region
 
-from dialects.device import array_values
-from dialects.shift import ComputeOp, KernelOp, LoopOp, RingOp
+from irc.dialects.device import array_values
+from irc.dialects.shift import ComputeOp, KernelOp, LoopOp, RingOp
 from irc.cost import CostModelError
 from irc.devices import DeviceError
 from irc.interpreter.dtypes import numpy_dtype

@@ -11,7 +11,7 @@ message, e.g. a merged output index, is the reason).
 
 from __future__ import annotations
 
-from dialects.te_expr import AffineIndex, BoundExpr, walk_accesses
+from irc.dialects.te_expr import AffineIndex, BoundExpr, walk_accesses
 from irc.planner import OpSpec, SpecError
 
 

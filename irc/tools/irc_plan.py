@@ -36,7 +36,7 @@ import os
 import sys
 import time
 
-from dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression, walk_accesses
+from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression, walk_accesses
 
 BUILTIN_MODELS = {
     # name: (layers, hidden, heads, ffn, default sequence length)

@@ -62,7 +62,7 @@ def lower(module, level: str):
     if level == "device":
         from xdsl.context import Context
 
-        from passes.pipelines import InferencePipeline
+        from irc.passes.pipelines import InferencePipeline
 
         InferencePipeline(device=DEVICE).apply(Context(), module)
         return module

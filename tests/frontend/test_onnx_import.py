@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from dialects.te import OpaqueOp, TensorOp
+from irc.dialects.te import OpaqueOp, TensorOp
 from irc.frontend import OnnxImportError, import_model
 from irc.runner import run_function, parse_module
 from irc.tools import irc_run, irc_translate

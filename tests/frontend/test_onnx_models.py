@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from onnx.reference import ReferenceEvaluator
 
-from dialects.te import OpaqueOp, TensorOp
+from irc.dialects.te import OpaqueOp, TensorOp
 from irc.frontend import import_model
 from irc.runner import run_function
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.interpreter import InterpretationError
 
-from dialects.te_expr import ExprError, IndirectIndex, parse_expression
+from irc.dialects.te_expr import ExprError, IndirectIndex, parse_expression
 from irc.interpreter.te_eval import evaluate
 from irc.runner import parse_module, run_function
 

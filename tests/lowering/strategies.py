@@ -7,7 +7,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from dialects.te_expr import parse_expression
+from irc.dialects.te_expr import parse_expression
 from irc.planner import Plan
 
 DEVICES = ("tiny4", "tiny8", "tiny16")

@@ -29,10 +29,10 @@ from irc.runner import parse_module
 from irc.schedule.kernel import build_shift_kernel
 from irc.schedule.program import build_program, run_program
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
-from lowering.rtensor_to_shift import kernel_op_for
-from lowering.shift_to_device import ShiftToDevice
-from passes.device_alloc import DeviceAlloc
-from passes.rotation_align import RotationAlign
+from irc.lowering.rtensor_to_shift import kernel_op_for
+from irc.lowering.shift_to_device import ShiftToDevice
+from irc.passes.device_alloc import DeviceAlloc
+from irc.passes.rotation_align import RotationAlign
 from tests.lowering.strategies import DEVICES, legal_plans, operators, random_inputs
 
 
@@ -193,7 +193,7 @@ def test_inference_pipeline_and_compile_and_run():
 
 def test_seed003_problem_end_to_end_on_1472_cores():
     """32x5120x15360 f16 on the IPU Mk2 with the planner's chosen plan (t10 cost model)."""
-    from dialects.te_expr import parse_expression
+    from irc.dialects.te_expr import parse_expression
     from irc.planner import search
 
     m, k, n = 32, 5120, 15360

@@ -97,7 +97,7 @@ def test_seed003_cost_model_parity(data, op, device):
 def test_rotating_plans_are_exercised():
     """Hand-picked plans with multi-level paces (A f_t 4 vs B f_t 2 on k, T10 Figure 7),
     two rotating axes on one tensor, and a rotating output with replicas."""
-    from dialects.te_expr import parse_expression
+    from irc.dialects.te_expr import parse_expression
     from irc.planner import Plan
 
     bound = parse_expression("C[m,n] += A[m,k] * B[k,n]").bind([(8, 12), (12, 16)], (8, 16))
@@ -119,7 +119,7 @@ def test_rotating_plans_are_exercised():
 
 
 def test_unalignable_paces_name_axis_and_factors():
-    from dialects.te_expr import parse_expression
+    from irc.dialects.te_expr import parse_expression
     from irc.planner import Plan
 
     bound = parse_expression("C[m,n] += A[m,k] * B[k,n]").bind([(6, 12), (12, 6)], (6, 6))
@@ -132,7 +132,7 @@ def test_padded_reductions_clamp_or_are_refused_with_the_axis():
     """A max= over a padded axis moves the last core's range back inside the extent
     (max is idempotent: repeated points change nothing); a += whose padded points would
     add something (exp(0) = 1, or a where-window of a larger dimension) is refused."""
-    from dialects.te_expr import parse_expression
+    from irc.dialects.te_expr import parse_expression
     from irc.planner import Plan
 
     bound = parse_expression("Y[i] max= X[i,j]").bind([(4, 7)], (4,))

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dialects.te_expr import parse_expression
+from irc.dialects.te_expr import parse_expression
 from irc.devices import load_device
 from irc.planner import Plan, SpecError, search
 from irc.planner.from_te import op_spec_from_expr
@@ -233,9 +233,9 @@ def test_comparisons_keep_each_tensors_element_type():
     from xdsl.context import Context
 
     from irc.runner import parse_module, run_function
-    from lowering.shift_to_device import ShiftToDevice
-    from passes.device_alloc import DeviceAlloc
-    from passes.rotation_align import RotationAlign
+    from irc.lowering.shift_to_device import ShiftToDevice
+    from irc.passes.device_alloc import DeviceAlloc
+    from irc.passes.rotation_align import RotationAlign
 
     module = parse_module(MIXED, "<mixed>")
     rng = np.random.default_rng(1)

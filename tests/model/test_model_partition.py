@@ -17,15 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.utils.exceptions import DiagnosticException
 
-from dialects.rtensor import IDLE_ATTR, IdlePlanAttr, RelayoutOp, RTensorOp, RTensorType, layout_types
-from dialects.te import TensorOp
+from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr, RelayoutOp, RTensorOp, RTensorType, layout_types
+from irc.dialects.te import TensorOp
 from irc.cost import get_cost_model
 from irc.devices import load_device
 from irc.planner.idle import setup_cycles
 from irc.planner.model_from_ir import function_model, per_op_decision, plan_function
 from irc.planner.op_table import FrontierCache, signature
 from irc.runner import find_function, make_context, parse_module, run_function
-from lowering.te_to_rtensor import REMARK_ATTR, RTensorPartition
+from irc.lowering.te_to_rtensor import REMARK_ATTR, RTensorPartition
 from tests.model.programs import FALLBACK, MLP3, mlp
 
 TINY16_1K = str(Path(__file__).parents[1] / "filecheck/passes/rtensor-partition/Inputs/tiny16-1k.toml")

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dialects.te_expr import Access, AffineIndex, BoundExpr, TensorExpr, parse_expression
+from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, TensorExpr, parse_expression
 from irc.planner import SpecError, matmul_spec
 from irc.planner.from_te import classify, op_spec_from_expr, reading_order
 
@@ -109,7 +109,7 @@ def test_axis_order_must_be_a_permutation():
 
 
 def test_a_gather_of_the_expression_language_is_a_spec_error():
-    from dialects.te_expr import ExprError
+    from irc.dialects.te_expr import ExprError
 
     try:
         bound = bind("Y[i,j] = E[I[i],j]", [(10, 3), (4,)], (4, 3))

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from xdsl.utils.exceptions import DiagnosticException
 
-from dialects.rtensor import RelayoutOp, RTensorOp, RTensorType
-from dialects.te import TensorOp
+from irc.dialects.rtensor import RelayoutOp, RTensorOp, RTensorType
+from irc.dialects.te import TensorOp
 from irc.planner import search
 from irc.runner import make_context, parse_module, run_function
-from lowering.te_to_rtensor import RTensorPartition
+from irc.lowering.te_to_rtensor import RTensorPartition
 
 PROGRAM = """\
 func.func @main(%x: tensor<2x4x10x10xf32> {irc.name = "x"}, %w: tensor<8x4x3x3xf32> {irc.name = "w"},

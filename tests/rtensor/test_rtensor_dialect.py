@@ -11,8 +11,8 @@ from xdsl.dialects.builtin import ModuleOp, TensorType, f16, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.rtensor import RelayoutOp, RTensorOp, RTensorType, layout_types
-from dialects.te_expr import parse_expression
+from irc.dialects.rtensor import RelayoutOp, RTensorOp, RTensorType, layout_types
+from irc.dialects.te_expr import parse_expression
 from irc.cost import get_cost_model
 from irc.devices import load_device
 from irc.planner import Plan, PlanError, check_plan, search

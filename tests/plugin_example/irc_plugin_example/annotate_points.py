@@ -16,7 +16,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from dialects.te import TensorOp
+from irc.dialects.te import TensorOp
 
 
 @dataclass
