@@ -3,8 +3,8 @@
 Each instruction is executed on all cores of its core set at once by ``Chip``
 (``irc.interpreter.chip``), which holds the SRAM state and the timeline. The chip is
 created on the first instruction of a function from the function's ``device.target``
-and ``device.cost`` attributes; ``DeviceFunctions.chip`` is the last one used, for its
-report.
+and ``device.cost`` attributes and kept in the interpreter's data (``chips``), for the
+run's report.
 """
 
 from __future__ import annotations
@@ -35,6 +35,22 @@ from irc.interpreter.chip import Chip, ChipFault
 from irc.interpreter.dtypes import numpy_dtype
 
 
+CHIPS_KEY = "chips"
+
+
+def chips(interpreter: Interpreter) -> dict[tuple[str, str], Chip]:
+    """The chips a run has used, by (device, cost model): interpreter data shared by
+    every level that executes on a chip (`shift` kernels and `device` programs)."""
+    return interpreter.get_data(DeviceFunctions, CHIPS_KEY, dict)
+
+
+def chip_of(interpreter: Interpreter, device: str, cost: str) -> Chip:
+    table = chips(interpreter)
+    if (device, cost) not in table:
+        table[(device, cost)] = Chip(device, cost)
+    return table[(device, cost)]
+
+
 def where(op) -> str:
     return f"{location_of(op)}: error: '{op.name}' op"
 
@@ -45,12 +61,7 @@ def _int(attr) -> int:
 
 @register_impls
 class DeviceFunctions(InterpreterFunctions):
-    def __init__(self):
-        super().__init__()
-        self.chips: dict[tuple[str, str], Chip] = {}
-        self.chip: Chip | None = None
-
-    def chip_for(self, op) -> Chip:
+    def chip_for(self, interpreter: Interpreter, op) -> Chip:
         func = op.parent_op()
         while func is not None and not isinstance(func, FuncOp):
             func = func.parent_op()
@@ -59,15 +70,11 @@ class DeviceFunctions(InterpreterFunctions):
         cost = getattr(attrs.get("device.cost"), "data", "t10")
         if device is None:
             raise ChipFault(f"{where(op)} the enclosing function has no device.target attribute naming the chip")
-        key = (device, cost)
-        if key not in self.chips:
-            self.chips[key] = Chip(device, cost)
-        self.chip = self.chips[key]
-        return self.chip
+        return chip_of(interpreter, device, cost)
 
     @impl(AllocOp)
     def run_alloc(self, interpreter: Interpreter, op: AllocOp, args: tuple[Any, ...]):
-        chip = self.chip_for(op)
+        chip = self.chip_for(interpreter, op)
         offset = _int(op.offset)
         if offset < 0:
             raise ChipFault(f"{where(op)} buffer {op.buffer_name.data} has no SRAM offset; run device-alloc")
@@ -77,14 +84,14 @@ class DeviceFunctions(InterpreterFunctions):
 
     @impl(FreeOp)
     def run_free(self, interpreter: Interpreter, op: FreeOp, args: tuple[Any, ...]):
-        self.chip_for(op).free(args[0], where(op))
+        self.chip_for(interpreter, op).free(args[0], where(op))
         return ()
 
     @impl(LoadOp)
     def run_load(self, interpreter: Interpreter, op: LoadOp, args: tuple[Any, ...]):
         host, buffer = args
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
-        self.chip_for(op).load(buffer, np.asarray(host), origins, where(op))
+        self.chip_for(interpreter, op).load(buffer, np.asarray(host), origins, where(op))
         return ()
 
     @impl(StoreOp)
@@ -93,15 +100,15 @@ class DeviceFunctions(InterpreterFunctions):
         type_ = op.result.type
         host = np.full(tuple(type_.get_shape()), op.fill.value.data, dtype=numpy_dtype(type_.get_element_type()))
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
-        self.chip_for(op).store(buffer, host, origins, array_values(op.from_cores), where(op))
+        self.chip_for(interpreter, op).store(buffer, host, origins, array_values(op.from_cores), where(op))
         return (host,)
 
     @impl(FillOp)
     def run_fill(self, interpreter: Interpreter, op: FillOp, args: tuple[Any, ...]):
-        self.chip_for(op).fill(args[0], op.value.value.data, where(op))
+        self.chip_for(interpreter, op).fill(args[0], op.value.value.data, where(op))
         return ()
 
-    def _compute(self, op, args):
+    def _compute(self, interpreter, op, args):
         output, *inputs = args
         expr = op.parsed()
         tables = op.window_tables()
@@ -109,7 +116,7 @@ class DeviceFunctions(InterpreterFunctions):
         tiles = op.tile_map()
         volume = int(np.prod(list(tiles.values()))) if tiles else 1
         subtask = SubTask(op.kind.data, output.dtype.itemsize, volume, roles)
-        self.chip_for(op).compute(
+        self.chip_for(interpreter, op).compute(
             expr, tiles, _int(op.cores), output, tables[0], list(zip(inputs, tables[1:])), subtask,
             where(op), f"{op.name} step {_int(op.step)}",
         )
@@ -117,21 +124,21 @@ class DeviceFunctions(InterpreterFunctions):
 
     @impl(MmaOp)
     def run_mma(self, interpreter: Interpreter, op: MmaOp, args: tuple[Any, ...]):
-        return self._compute(op, args)
+        return self._compute(interpreter, op, args)
 
     @impl(VectorOp)
     def run_vector(self, interpreter: Interpreter, op: VectorOp, args: tuple[Any, ...]):
-        return self._compute(op, args)
+        return self._compute(interpreter, op, args)
 
     @impl(ShiftOp)
     def run_shift(self, interpreter: Interpreter, op: ShiftOp, args: tuple[Any, ...]):
         buffer, receive = args
-        self.chip_for(op).shift(buffer, receive, array_values(op.source), where(op))
+        self.chip_for(interpreter, op).shift(buffer, receive, array_values(op.source), where(op))
         return ()
 
     @impl(SyncOp)
     def run_sync(self, interpreter: Interpreter, op: SyncOp, args: tuple[Any, ...]):
-        self.chip_for(op).sync(_int(op.cores), where(op))
+        self.chip_for(interpreter, op).sync(_int(op.cores), where(op))
         return ()
 
     @impl(ReduceOp)
@@ -143,5 +150,5 @@ class DeviceFunctions(InterpreterFunctions):
             0, 0, 0, replicas,
             _int(op.out_step_elems), _int(op.out_resident_elems), _int(op.cores),
         )
-        self.chip_for(op).reduce(buffer, op.group_table(), op.combiner.data, work, where(op))
+        self.chip_for(interpreter, op).reduce(buffer, op.group_table(), op.combiner.data, work, where(op))
         return ()

@@ -28,3 +28,10 @@ def all_interpreter_functions() -> list[InterpreterFunctions]:
         module_name, class_name = path.split(":")
         functions.append(getattr(import_module(module_name), class_name)())
     return functions
+
+
+def chips_of(interpreter) -> list:
+    """The ``Chip``s (``irc.interpreter.chip``) a finished run executed on, for its report."""
+    from irc.interpreter.device import chips
+
+    return list(chips(interpreter).values())

@@ -15,9 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter
 
 from irc.interpreter.chip import Chip, Report
-from irc.interpreter.device import DeviceFunctions
-from irc.interpreter.registry import all_interpreter_functions
-from irc.interpreter.shift import ShiftFunctions
+from irc.interpreter.registry import all_interpreter_functions, chips_of
 from irc.runner import check_inputs, find_function, random_inputs
 
 
@@ -57,8 +55,6 @@ def run_with_report(
     for functions_ in functions:
         interpreter.register_implementations(functions_)
     results = interpreter.call_op(signature.function, tuple(args))
-    for functions_ in functions:
-        if isinstance(functions_, (DeviceFunctions, ShiftFunctions)):
-            chips.extend(functions_.chips.values())
+    chips.extend(chips_of(interpreter))
     named = {name: np.asarray(v) for name, v in zip(signature.result_names, results)}
     return named, merge_reports(chips)

@@ -15,16 +15,11 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_i
 
 from irc.dialects.shift import KernelOp
 from irc.interpreter.chip import Chip, ChipFault
-from irc.interpreter.device import where
+from irc.interpreter.device import chip_of, where
 
 
 @register_impls
 class ShiftFunctions(InterpreterFunctions):
-    def __init__(self):
-        super().__init__()
-        self.chips: dict[tuple[str, str], Chip] = {}
-        self.chip: Chip | None = None
-
     @impl(KernelOp)
     def run_kernel(self, interpreter: Interpreter, op: KernelOp, args: tuple[Any, ...]):
         from irc.schedule.program import build_program, run_program
@@ -34,9 +29,6 @@ class ShiftFunctions(InterpreterFunctions):
             kernel = kernel_of(op)
         except KernelIRError as error:
             raise ChipFault(f"{where(op)} {error}") from None
-        key = (op.device.data, op.cost.data)
-        if key not in self.chips:
-            self.chips[key] = Chip(*key)
-        self.chip = self.chips[key]
+        chip = chip_of(interpreter, op.device.data, op.cost.data)
         inputs = {name: np.asarray(value) for name, value in zip(kernel.bound.expr.inputs, args)}
-        return (run_program(build_program(kernel), inputs, self.chip, where(op)),)
+        return (run_program(build_program(kernel), inputs, chip, where(op)),)
