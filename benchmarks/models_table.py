@@ -4,7 +4,7 @@ For BERT-base (sequence 128), BERT-large (sequence 128 and 384), ViT-base, ResNe
 and a GPT-2-style decoder (GPT-2 small with its LM head), at batch sizes doubling
 from 1 until the model no longer fits on the chip (T10 §6.1), one table row each:
 
-    ops, irc time (T10 Algorithm 1 via `irc.planner.model_from_ir.plan_function`, the
+    ops, irc time (T10 Algorithm 1 via `irc.lowering.model_from_ir.plan_function`, the
     plan ``rtensor-partition{mode=model}`` puts in the IR), VGM time, Roller-style time
     (`irc.planner.baselines_model`, same cost model), speedups, SRAM used (peak bytes
     per core while any op runs, of the SRAM), compile (planning) time and peak RSS.
@@ -37,7 +37,7 @@ from dataclasses import replace
 from irc.planner.baselines_model import roller_plan, vgm_plan
 from irc.planner.bert import LAYER_INPUT, bert_layer_ops, stack_layers
 from irc.planner.model import ModelFitError, ModelOp, ModelSpec, check_fits
-from irc.planner.model_from_ir import plan_function
+from irc.lowering.model_from_ir import plan_function
 from irc.planner.op_table import FrontierCache
 from irc.planner.spec import OpSpec, TensorSpec
 from irc.progress import Progress

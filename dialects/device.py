@@ -2,15 +2,17 @@
 
 DESIGN.md s3, T10 s4.4 ("allocate", "compute", "shift") and s5. Every instruction acts
 on the core set ``[0, cores)`` at once; what differs between cores (where a tile starts,
-which neighbour a ring receives from) is a table indexed by the core id, written as a
-dense ``array<i64: ...>`` of ``cores`` rows (or a single row shared by every core).
+which neighbour a ring receives from) is a function of the core id ``d0``, written as an
+``affine_map<(d0) -> (...)>`` with one result per column (SPMD: the program's size does
+not grow with the number of cores), or as a dense ``array<i64: ...>`` of ``cores`` rows
+(or a single row shared by every core) where no closed form is known.
 Buffers are SSA values of type ``!device.buffer<shape x dtype>``: the same-shaped
-region of every core's SRAM. Host memory is builtin tensors. The enclosing function
-names its target with ``device.target`` / ``device.cost`` attributes.
+region of every core's SRAM. Host memory is builtin tensors. The chip is the module's ``irc.target``.
 
     %A = device.alloc {name = "A", cores = 16 : i64, bytes = 64 : i64, offset = 0 : i64}
            : !device.buffer<4x8xf16>
-    device.load %a into %A {origins = array<i64: 0, 0>} : tensor<8x8xf16>, !device.buffer<4x8xf16>
+    device.load %a into %A {origins = affine_map<(d0) -> ((d0 mod 2) * 4, 0)>}
+           : tensor<8x8xf16>, !device.buffer<4x8xf16>
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.dialects.builtin import (
     I64,
+    AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
@@ -32,7 +35,17 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 from xdsl.irdl import (
+    AnyOf,
+    base,
     ParsePropInAttrDict,
     IRDLOperation,
     irdl_attr_definition,
@@ -46,7 +59,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.te_expr import ExprError, parse_expression
+from irc.dialects.te_expr import ExprError, parse_expression, product_reads
 
 
 def element_bytes(element_type: Attribute) -> int:
@@ -112,8 +125,88 @@ def _int(attr: IntegerAttr) -> int:
     return int(attr.value.data)
 
 
-def core_table(attr: DenseArrayBase, columns: int, cores: int, what: str) -> np.ndarray:
-    """A per-core table of ``columns`` entries per row: one row for every core, or one shared row."""
+CORE_TABLE = AnyOf([base(DenseArrayBase), base(AffineMapAttr)])
+"""A per-core table: an affine map of the core id, or dense rows."""
+
+
+def core_id() -> AffineExpr:
+    """The core id, ``d0`` of a per-core affine map."""
+    return AffineExpr.dimension(0)
+
+
+def table_attr(values) -> DenseArrayBase | AffineMapAttr:
+    """The attribute of a per-core table: closed forms in ``core_id()`` (a list, one per
+    column, or one value) become an affine map; a numpy table stays dense."""
+    if isinstance(values, np.ndarray):
+        return i64_array(values)
+    if not isinstance(values, (list, tuple)):
+        values = [values]
+    exprs = tuple(simplify(v) if isinstance(v, AffineExpr) else AffineExpr.constant(int(v)) for v in values)
+    return AffineMapAttr(AffineMap(1, 0, exprs))
+
+
+def simplify(expr: AffineExpr) -> AffineExpr:
+    """Folds xDSL leaves to MLIR's canonical forms: ``(e mod a) mod b`` is ``e mod b``
+    when b divides a, ``(e floordiv a) floordiv b`` is ``e floordiv (a * b)``."""
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return expr
+    lhs, rhs = simplify(expr.lhs), simplify(expr.rhs)
+    if isinstance(rhs, AffineConstantExpr) and isinstance(lhs, AffineBinaryOpExpr) \
+            and isinstance(lhs.rhs, AffineConstantExpr) and rhs.value > 0 and lhs.rhs.value > 0:
+        if expr.kind == lhs.kind == AffineBinaryOpKind.Mod and lhs.rhs.value % rhs.value == 0:
+            return lhs.lhs % rhs.value
+        if expr.kind == lhs.kind == AffineBinaryOpKind.FloorDiv:
+            return lhs.lhs // (lhs.rhs.value * rhs.value)
+    if lhs is expr.lhs and rhs is expr.rhs:
+        return expr
+    return {
+        AffineBinaryOpKind.Add: lambda: lhs + rhs,
+        AffineBinaryOpKind.Mul: lambda: lhs * rhs,
+        AffineBinaryOpKind.FloorDiv: lambda: lhs // rhs,
+        AffineBinaryOpKind.CeilDiv: lambda: lhs.ceil_div(rhs),
+        AffineBinaryOpKind.Mod: lambda: lhs % rhs,
+    }[expr.kind]()
+
+
+_NUMPY_OPS = {
+    AffineBinaryOpKind.Add: np.add,
+    AffineBinaryOpKind.Mul: np.multiply,
+    AffineBinaryOpKind.FloorDiv: np.floor_divide,
+    AffineBinaryOpKind.CeilDiv: lambda a, b: -np.floor_divide(-a, b),
+    AffineBinaryOpKind.Mod: np.mod,
+}
+
+
+def evaluate_affine(expr: AffineExpr, cores: np.ndarray) -> np.ndarray:
+    """``expr`` at every core id of ``cores`` at once (numpy, one call per node)."""
+    if isinstance(expr, AffineConstantExpr):
+        return np.full(cores.shape, expr.value, dtype=np.int64)
+    if isinstance(expr, AffineDimExpr):
+        if expr.position != 0:
+            raise VerifyException(f"a per-core map has one dimension (the core id d0), got d{expr.position}")
+        return cores
+    if isinstance(expr, AffineBinaryOpExpr):
+        lhs, rhs = evaluate_affine(expr.lhs, cores), evaluate_affine(expr.rhs, cores)
+        if expr.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod) \
+                and (rhs <= 0).any():
+            raise VerifyException(f"'{expr}' divides by a non-positive value")
+        return _NUMPY_OPS[expr.kind](lhs, rhs)
+    raise VerifyException(f"a per-core map uses symbols, which have no value: {expr}")
+
+
+def core_table(attr, columns: int, cores: int, what: str) -> np.ndarray:
+    """A per-core table of ``columns`` entries per row, one row per core: an affine map
+    evaluated at every core id, or dense rows (one row for every core, or one shared)."""
+    if isinstance(attr, AffineMapAttr):
+        mapping = attr.data
+        if mapping.num_dims != 1 or mapping.num_symbols:
+            raise VerifyException(f"{what} must be a map of the core id alone, (d0) -> (...), got {mapping}")
+        if len(mapping.results) != columns:
+            raise VerifyException(f"{what} has {len(mapping.results)} results; expected {columns}")
+        ids = np.arange(cores, dtype=np.int64)
+        if columns == 0:
+            return np.zeros((cores, 0), dtype=np.int64)
+        return np.stack([evaluate_affine(e, ids) for e in mapping.results], axis=1)
     values = array_values(attr)
     if columns == 0:
         return np.zeros((cores, 0), dtype=np.int64)
@@ -125,6 +218,19 @@ def core_table(attr: DenseArrayBase, columns: int, cores: int, what: str) -> np.
             f"{columns} x {cores} cores = {columns * cores}"
         )
     return values.reshape(cores, columns)
+
+
+def core_vector(attr, cores: int, what: str) -> np.ndarray:
+    """A per-core value (one column): ``(cores,)``; a dense array lists every core."""
+    if isinstance(attr, AffineMapAttr):
+        return core_table(attr, 1, cores, what)[:, 0]
+    return array_values(attr)
+
+
+def groups_from_keys(keys: np.ndarray, replicas: int) -> np.ndarray:
+    """(groups, replicas) core ids holding equal ``keys``, lowest core first in each row."""
+    order = np.lexsort((np.arange(len(keys)), keys))
+    return order.reshape(-1, replicas).astype(np.int64)
 
 
 def _buffer(value: SSAValue, what: str) -> BufferType:
@@ -196,20 +302,20 @@ class FreeOp(IRDLOperation):
 @irdl_op_definition
 class LoadOp(IRDLOperation):
     """Copy from a host tensor into a buffer: core ``c`` receives the tile of the tensor
-    starting at row ``c`` of ``origins`` (one element index per dimension) with the
-    buffer's shape; elements outside the tensor read as zero (padding)."""
+    starting at ``origins(c)`` (one element index per dimension) with the buffer's
+    shape; elements outside the tensor read as zero (padding)."""
 
     name = "device.load"
 
     source = operand_def(TensorType)
     buffer = operand_def(BufferType)
-    origins = prop_def(DenseArrayBase)
+    origins = prop_def(CORE_TABLE)
 
     assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, source: SSAValue, buffer: SSAValue, origins):
-        super().__init__(operands=[source, buffer], properties={"origins": i64_array(origins)})
+        super().__init__(operands=[source, buffer], properties={"origins": table_attr(origins)})
 
     def verify_(self) -> None:
         type_ = _buffer(self.buffer, "the destination")
@@ -230,27 +336,34 @@ class LoadOp(IRDLOperation):
 
 @irdl_op_definition
 class StoreOp(IRDLOperation):
-    """Assemble a host tensor from the tiles of the cores listed in ``from_cores``: core
-    ``c``'s tile goes to row ``c`` of ``origins``; parts outside the tensor (padding)
-    are dropped and elements no tile covers hold ``fill``."""
+    """Assemble a host tensor from the tiles of the cores that lead their ``group``:
+    cores with an equal ``group(c)`` hold copies of one tile and the lowest of them
+    writes it, at ``origins(c)``; parts outside the tensor (padding) are dropped and
+    elements no tile covers hold ``fill``."""
 
     name = "device.store"
 
     buffer = operand_def(BufferType)
     result = result_def(TensorType)
-    origins = prop_def(DenseArrayBase)
-    from_cores = prop_def(DenseArrayBase)
+    origins = prop_def(CORE_TABLE)
+    group = prop_def(CORE_TABLE)
     fill = prop_def(FloatAttr)
 
     assembly_format = "$buffer attr-dict `:` type($buffer) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, buffer: SSAValue, result_type: Attribute, origins, cores, fill: float = 0.0):
+    def __init__(self, buffer: SSAValue, result_type: Attribute, origins, group, fill: float = 0.0):
         super().__init__(
             operands=[buffer], result_types=[result_type],
-            properties={"origins": i64_array(origins), "from_cores": i64_array(cores),
+            properties={"origins": table_attr(origins), "group": table_attr(group),
                         "fill": FloatAttr(float(fill), 64)},
         )
+
+    def writers(self, cores: int) -> np.ndarray:
+        """The cores whose tiles are written: the lowest core of each group."""
+        keys = core_vector(self.group, cores, "group")
+        _, first = np.unique(keys, return_index=True)
+        return np.sort(first).astype(np.int64)
 
     def verify_(self) -> None:
         type_ = _buffer(self.buffer, "the source")
@@ -260,12 +373,9 @@ class StoreOp(IRDLOperation):
         cores = _defining_cores(self.buffer)
         if cores is not None:
             core_table(self.origins, rank, cores, "origins")
-            listed = array_values(self.from_cores)
-            if listed.size and (listed.min() < 0 or listed.max() >= cores):
-                raise VerifyException(
-                    f"from_cores lists core {int(listed.max() if listed.max() >= cores else listed.min())}, "
-                    f"but the buffer lives on cores 0..{cores - 1}"
-                )
+            keys = core_vector(self.group, cores, "group")
+            if keys.size != cores:
+                raise VerifyException(f"group has {keys.size} entries, but the buffer lives on {cores} cores")
 
 
 @irdl_op_definition
@@ -293,7 +403,7 @@ class ComputeOpBase(IRDLOperation):
     expression = prop_def(StringAttr)
     tiles = prop_def(DenseArrayBase)
     cores = prop_def(IntegerAttr[I64])
-    windows = prop_def(ArrayAttr[DenseArrayBase])
+    windows = prop_def(ArrayAttr)
     kind = prop_def(StringAttr)
     roles = prop_def(DictionaryAttr)
     step = prop_def(IntegerAttr[I64])
@@ -309,7 +419,7 @@ class ComputeOpBase(IRDLOperation):
             operands=[output, list(inputs)],
             properties={
                 "expression": StringAttr(expression), "tiles": i64_array(tiles),
-                "cores": i64_attr(cores), "windows": ArrayAttr([i64_array(w) for w in windows]),
+                "cores": i64_attr(cores), "windows": ArrayAttr([table_attr(w) for w in windows]),
                 "kind": StringAttr(kind),
                 "roles": DictionaryAttr({k: i64_attr(v) for k, v in roles.items()}),
                 "step": i64_attr(step),
@@ -385,10 +495,8 @@ class MmaOp(ComputeOpBase):
 
     def verify_(self) -> None:
         super().verify_()
-        from irc.interpreter.chip import _product_reads
-
         expr = self.parsed()
-        if expr.combiner not in ("=", "+=") or _product_reads(expr) is None:
+        if expr.combiner not in ("=", "+=") or product_reads(expr) is None:
             raise VerifyException(
                 f"device.mma computes a product of two plainly indexed reads with '+=' or '=', "
                 f"not '{self.expression.data}'; use device.vector"
@@ -407,20 +515,23 @@ class VectorOp(ComputeOpBase):
 @irdl_op_definition
 class ShiftOp(IRDLOperation):
     """Rotate a buffer around its rings (T10 s4.4 "shift"): core ``c`` receives the
-    buffer of core ``source[c]`` through ``receive`` (a same-shaped buffer, T10 s5
+    buffer of core ``source(c)`` through ``receive`` (a same-shaped buffer, T10 s5
     "multi-copy shift with buffer"); afterwards ``buffer`` holds the received data."""
 
     name = "device.shift"
 
     buffer = operand_def(BufferType)
     receive = operand_def(BufferType)
-    source = prop_def(DenseArrayBase)
+    source = prop_def(CORE_TABLE)
 
     assembly_format = "$buffer `through` $receive attr-dict `:` type($buffer) `,` type($receive)"
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, buffer: SSAValue, receive: SSAValue, source):
-        super().__init__(operands=[buffer, receive], properties={"source": i64_array(source)})
+        super().__init__(operands=[buffer, receive], properties={"source": table_attr(source)})
+
+    def sources(self, cores: int) -> np.ndarray:
+        return core_vector(self.source, cores, "source")
 
     def verify_(self) -> None:
         if self.buffer.type != self.receive.type:
@@ -429,7 +540,13 @@ class ShiftOp(IRDLOperation):
             )
         if self.receive.type != self.buffer.type:
             return
-        source = array_values(self.source)
+        cores = _defining_cores(self.buffer)
+        if isinstance(self.source, AffineMapAttr):
+            if cores is None:
+                return
+            source = self.sources(cores)
+        else:
+            source = array_values(self.source)
         if source.size and sorted(source.tolist()) != list(range(source.size)):
             missing = sorted(set(range(source.size)) - set(source.tolist()))
             raise VerifyException(
@@ -462,15 +579,15 @@ class SyncOp(IRDLOperation):
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
-    """Combine the partial copies of an output buffer: ``groups`` lists ``replicas`` cores
-    per row holding the same output partition; the first core of each row receives their
-    combination (sum for ``+=``). Priced as the cost model's output shuffle and
+    """Combine the partial copies of an output buffer: the ``replicas`` cores with an
+    equal ``group(c)`` hold copies of the same output partition, and the lowest of them
+    receives their combination (sum for ``+=``). Priced as the cost model's output shuffle and
     partial-sum reduction (IPU_COST_FACTS s5) for sub-task ``kind``."""
 
     name = "device.reduce"
 
     buffer = operand_def(BufferType)
-    groups = prop_def(DenseArrayBase)
+    group = prop_def(CORE_TABLE)
     replicas = prop_def(IntegerAttr[I64])
     combiner = prop_def(StringAttr)
     kind = prop_def(StringAttr)
@@ -482,12 +599,12 @@ class ReduceOp(IRDLOperation):
     assembly_format = "$buffer attr-dict `:` type($buffer)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, buffer: SSAValue, groups, replicas: int, combiner: str, kind: str,
+    def __init__(self, buffer: SSAValue, group, replicas: int, combiner: str, kind: str,
                  roles: dict[str, int], out_step_elems: int, out_resident_elems: int, cores: int):
         super().__init__(
             operands=[buffer],
             properties={
-                "groups": i64_array(groups), "replicas": i64_attr(replicas),
+                "group": table_attr(group), "replicas": i64_attr(replicas),
                 "combiner": StringAttr(combiner), "kind": StringAttr(kind),
                 "roles": DictionaryAttr({k: i64_attr(v) for k, v in roles.items()}),
                 "out_step_elems": i64_attr(out_step_elems),
@@ -496,21 +613,23 @@ class ReduceOp(IRDLOperation):
         )
 
     def group_table(self) -> np.ndarray:
-        return array_values(self.groups).reshape(-1, _int(self.replicas))
+        """(groups, replicas) core ids of each partition's copies, lowest core first."""
+        return groups_from_keys(core_vector(self.group, _int(self.cores), "group"), _int(self.replicas))
 
     def verify_(self) -> None:
         replicas = _int(self.replicas)
-        groups = array_values(self.groups)
-        if replicas < 1 or groups.size % replicas:
-            raise VerifyException(
-                f"groups has {groups.size} entries, not a multiple of replicas={replicas}"
-            )
         if self.combiner.data not in ("=", "+=", "max=", "min="):
             raise VerifyException(f"unknown combiner '{self.combiner.data}'")
-        cores = _defining_cores(self.buffer)
-        if cores is not None and groups.size and groups.max() >= cores:
+        cores = _int(self.cores)
+        if replicas < 1 or cores % replicas:
+            raise VerifyException(f"{cores} cores cannot form groups of replicas={replicas}")
+        keys = core_vector(self.group, cores, "group")
+        if keys.size != cores:
+            raise VerifyException(f"group has {keys.size} entries, but the reduction runs on {cores} cores")
+        _, counts = np.unique(keys, return_counts=True)
+        if (counts != replicas).any():
             raise VerifyException(
-                f"groups name core {int(groups.max())}, but the buffer lives on cores 0..{cores - 1}"
+                f"every group must hold replicas={replicas} cores, but one holds {int(counts[counts != replicas][0])}"
             )
 
 

@@ -10,14 +10,13 @@ index such as ``h+r`` is partitioned per basic axis (T10 §5, "compound axis"), 
 factors are written per term: ``fs=[1,1,2+1,2+1]``.
 
     %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [1, 4, 368]
-           on "ipu-mk2" cost "t10"
            : (!rtensor.tensor<32x5120xf16, fs=[1,4], ft=[1,4], replicas=368>,
               !rtensor.tensor<5120x15360xf16, fs=[4,368], ft=[1,1]>)
            -> !rtensor.tensor<32x15360xf16, fs=[1,368], ft=[1,1], replicas=4>
 
-The verifier of `rtensor.op` maps the op back to an `irc.planner.OpSpec` and `Plan`
-and checks it with `irc.planner.check_plan`, so IR and planner agree on every T10
-constraint. `rtensor.relayout` changes a tensor's layout (or moves it between the host
+The verifier of `rtensor.op` checks what the op states by itself (its types' factors
+form one plan); the ``rtensor-check`` pass checks that plan against every T10 constraint
+on the module's ``irc.target`` (``irc.lowering.rtensor_plan``), so IR and planner agree. `rtensor.relayout` changes a tensor's layout (or moves it between the host
 and the chip) and has a cost. Model-wide planning (T10 §4.3.2) records on a
 weight-carrying `rtensor.op` the idle plan its weights rest in between uses and the
 setup cycles of turning it active (``idle = #rtensor.idle<...>``, `IdlePlanAttr`),
@@ -28,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, TensorType
@@ -52,8 +52,16 @@ from irc.dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr, 
 
 _parse_cached = lru_cache(maxsize=4096)(parse_expression)
 
-DEFAULT_DEVICE = "ipu-mk2"
-DEFAULT_COST = "t10"
+
+@dataclass(frozen=True)
+class OpPlan:
+    """What an `rtensor.op` states of its plan: F_op and, per tensor, f_t per op axis
+    (the planner's ``Plan`` without a score)."""
+
+    axes: tuple[str, ...]
+    op_factors: tuple[int, ...]
+    temporal_factors: dict[str, tuple[int, ...]]
+
 IDLE_ATTR = "idle"
 """The attribute of a weight-carrying `rtensor.op` holding its `IdlePlanAttr`."""
 
@@ -173,8 +181,8 @@ class RTensorType(ParametrizedAttribute, TypeAttribute):
         """Elements per dimension of the sub-partition resident on one core.
 
         The padded dimension is cut by its spatial and temporal factors; a compound
-        dimension's halo (T10 §5) is not counted here (the op's `scored_plan()` has
-        the exact figure).
+        dimension's halo (T10 §5) is not counted here (`irc.lowering.rtensor_plan.scored_plan`
+        has the exact figure).
         """
         return tuple(
             -(-size // (self.dim_spatial(d) * self.dim_temporal(d)))
@@ -455,20 +463,6 @@ def layout_types(bound: BoundExpr, plan, element_type: Attribute) -> dict[str, R
 # ---------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=64)
-def _device(name: str):
-    from irc.devices import load_device
-
-    return load_device(name)
-
-
-@lru_cache(maxsize=16)
-def _cost(name: str):
-    from irc.cost import get_cost_model
-
-    return get_cost_model(name)
-
-
 @irdl_op_definition
 class RTensorOp(IRDLOperation):
     """One operator of a tensor expression, executed compute-shift under a plan.
@@ -477,17 +471,16 @@ class RTensorOp(IRDLOperation):
     partition factor of each axis of the expression, in the order
     `TensorExpr.axes` lists them (output axes first, then reduction axes); each
     operand's and the result's `!rtensor.tensor` type gives that tensor's spatial and
-    temporal factors, replicas and padding. ``device`` and ``cost`` name the chip and
-    the cost model the plan was made for; the verifier checks the plan against every
-    T10 constraint on that chip.
+    temporal factors, replicas and padding. The chip and cost model the plan was made
+    for are the module's ``irc.target``; the verifier checks what the op states by
+    itself (the types' factors form one plan), and the ``rtensor-check`` pass checks
+    the plan against every T10 constraint on the target.
     """
 
     name = "rtensor.op"
 
     expression = prop_def(StringAttr)
     op_factors = prop_def(ArrayAttr[IntAttr], prop_name="F_op")
-    device = prop_def(StringAttr)
-    cost = prop_def(StringAttr)
     inputs = var_operand_def(RTensorType)
     output = result_def(RTensorType)
 
@@ -499,19 +492,12 @@ class RTensorOp(IRDLOperation):
         inputs: Sequence[SSAValue],
         result_type: RTensorType,
         op_factors: Sequence[int],
-        device: str = DEFAULT_DEVICE,
-        cost: str = DEFAULT_COST,
         attributes: dict[str, Attribute] | None = None,
     ):
         super().__init__(
             operands=[inputs],
             result_types=[result_type],
-            properties={
-                "expression": StringAttr(expression),
-                "F_op": _ints(op_factors),
-                "device": StringAttr(device),
-                "cost": StringAttr(cost),
-            },
+            properties={"expression": StringAttr(expression), "F_op": _ints(op_factors)},
             attributes=attributes,
         )
 
@@ -520,14 +506,6 @@ class RTensorOp(IRDLOperation):
     def factors(self) -> tuple[int, ...]:
         """F_op, one per axis of `bound().extents`."""
         return tuple(f.data for f in self.op_factors.data)
-
-    @property
-    def device_name(self) -> str:
-        return self.device.data
-
-    @property
-    def cost_name(self) -> str:
-        return self.cost.data
 
     def parsed(self) -> TensorExpr:
         return _parse_cached(self.expression.data)
@@ -547,19 +525,11 @@ class RTensorOp(IRDLOperation):
             tuple(self.output.type.get_shape()),  # type: ignore[union-attr]
         )
 
-    def op_spec(self):
-        """The `irc.planner.OpSpec` of this operator (raises `SpecError`)."""
-        from irc.planner.from_te import op_spec_from_expr
-
-        return op_spec_from_expr(self.bound(), self.output.type.element_bytes)  # type: ignore[union-attr]
-
-    def plan(self):
-        """The unscored `irc.planner.Plan`: F_op and, per tensor, f_t per op axis.
+    def plan(self) -> OpPlan:
+        """F_op and, per tensor, f_t per op axis, as the types state them.
 
         Raises `VerifyException` when the types' factors cannot be read as one plan.
         """
-        from irc.planner import Plan
-
         bound = self.bound()
         axes = tuple(axis for axis, _ in bound.extents)
         factors = self.factors
@@ -600,37 +570,12 @@ class RTensorOp(IRDLOperation):
                         )
                     per_axis[axis] = t
             temporal[tensor] = tuple(1 if v is None else v for v in per_axis.values())
-        return Plan(axes, factors, temporal)
-
-    def scored_plan(self):
-        """The plan checked and scored by `irc.planner.check_plan` on its device/cost.
-
-        Raises `VerifyException` naming the broken constraint.
-        """
-        from irc.cost import CostModelError
-        from irc.devices import DeviceError
-        from irc.planner import Plan, PlanError, SpecError, check_plan
-
-        try:
-            device = _device(self.device_name)
-            cost = _cost(self.cost_name)
-        except (DeviceError, CostModelError) as error:
-            raise VerifyException(str(error)) from None
-        plan = self.plan()
-        try:
-            spec = self.op_spec()
-        except SpecError as error:
-            raise VerifyException(f"the planner cannot describe this operator: {error}") from None
-        try:
-            score = check_plan(spec, plan, device, cost)
-        except PlanError as error:
-            raise VerifyException(f"plan breaks a T10 constraint: {error}") from None
-        return Plan(plan.axes, plan.op_factors, plan.temporal_factors, score)
+        return OpPlan(axes, factors, temporal)
 
     def verify_(self) -> None:
         try:
             expr = self.parsed()
-            bound = self.bound()
+            self.bound()
         except ExprError as error:
             raise VerifyException(f"'{self.expression.data}': {error.message}") from None
         types = self.tensor_types()
@@ -641,40 +586,22 @@ class RTensorOp(IRDLOperation):
                     f"element type mismatch: {name} is {type_.element_type} but the result "
                     f"({expr.output.tensor}) is {element}"
                 )
-        plan = self.scored_plan()
-        expected = layout_types(bound, plan, element)
-        for name, type_ in types.items():
-            want = expected[name]
-            if type_.replica_count != want.replica_count:
-                raise VerifyException(
-                    f"{name} has replicas={type_.replica_count}, but the plan gives "
-                    f"{want.replica_count} (cores sharing {name}'s partition / prod(f_t))"
-                )
-            if type_.padded_shape != want.padded_shape:
-                raise VerifyException(
-                    f"{name} has padded shape {'x'.join(map(str, type_.padded_shape))}, but the "
-                    f"plan pads it to {'x'.join(map(str, want.padded_shape))}"
-                )
-        if IDLE_ATTR in self.attributes:
-            self._verify_idle(self.attributes[IDLE_ATTR], bound, plan)
+        plan = self.plan()
+        attr = self.attributes.get(IDLE_ATTR)
+        if attr is not None:
+            if not isinstance(attr, IdlePlanAttr):
+                raise VerifyException(f"attribute '{IDLE_ATTR}' must be a #rtensor.idle, got {attr}")
+            self.idle_factors(attr, plan)
 
     # -- the idle plan of model-wide planning ------------------------------
-    def idle_plan(self):
-        """The `irc.planner.idle.IdlePlan` of the ``idle`` attribute (f_t per op axis,
-        bytes per core per weight), or None when the op has none."""
-        attr = self.attributes.get(IDLE_ATTR)
-        if not isinstance(attr, IdlePlanAttr):
-            return None
-        return self._idle_plan(attr, self.bound(), self.scored_plan())
-
-    def _idle_plan(self, attr: IdlePlanAttr, bound: BoundExpr, plan):
-        from irc.planner.idle import IdlePlan, partition_elements
-
+    def idle_factors(self, attr: IdlePlanAttr, plan: OpPlan | None = None) -> dict[str, tuple[int, ...]]:
+        """The idle f_t per op axis of each weight an ``idle`` attribute names; raises
+        `VerifyException` when they are not a finer cut of the active plan's."""
+        bound = self.bound()
+        plan = plan or self.plan()
         expr = bound.expr
         axes = list(plan.axes)
-        spans = [s * t for s, t in zip(plan.score.steps_per_axis, plan.score.step_tiles)]
-        spec = self.op_spec()
-        factors, nbytes = {}, {}
+        factors = {}
         for name, dims in attr.temporal_factors.items():
             if name not in expr.inputs:
                 raise VerifyException(
@@ -714,49 +641,19 @@ class RTensorOp(IRDLOperation):
                         )
                     per_axis[axis] = factor
             factors[name] = tuple(per_axis.values())
-            nbytes[name] = spec.dtype_bytes * partition_elements(spec, name, factors[name], spans)
-        return IdlePlan(tuple(plan.op_factors), factors, nbytes)
-
-    def _verify_idle(self, attr: Attribute, bound: BoundExpr, plan) -> None:
-        from irc.planner.idle import setup_cycles
-
-        if not isinstance(attr, IdlePlanAttr):
-            raise VerifyException(f"attribute '{IDLE_ATTR}' must be a #rtensor.idle, got {attr}")
-        idle = self._idle_plan(attr, bound, plan)
-        if idle.cold_bytes != attr.bytes_per_core:
-            raise VerifyException(
-                f"idle plan says bytes = {attr.bytes_per_core}, but its weights take "
-                f"{idle.cold_bytes} bytes per core at rest"
-            )
-        if idle.cold_bytes > plan.memory_per_core:
-            raise VerifyException(
-                f"idle plan takes {idle.cold_bytes} bytes per core, more than the active plan's "
-                f"{plan.memory_per_core}"
-            )
-        setup = setup_cycles(idle, plan, _device(self.device_name), _cost(self.cost_name))
-        if setup is None:
-            raise VerifyException("the idle plan cannot be set up into the active plan")
-        if math.ceil(setup) != attr.setup_cycles:
-            raise VerifyException(
-                f"idle plan says setup = {attr.setup_cycles} cycles, but gathering its slices "
-                f"costs {math.ceil(setup)} cycles on {self.device_name} under {self.cost_name}"
-            )
+        return factors
 
     @classmethod
     def parse(cls, parser: Parser) -> RTensorOp:
         def plan_part():
             parser.parse_keyword("F_op")
             parser.parse_punctuation("=")
-            factors = parser.parse_comma_separated_list(
+            return parser.parse_comma_separated_list(
                 parser.Delimiter.SQUARE,
                 lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
             )
-            parser.parse_keyword("on")
-            device = parser.parse_str_literal("device name")
-            parser.parse_keyword("cost")
-            return factors, device, parser.parse_str_literal("cost model name")
 
-        text, inputs, result_type, attributes, (factors, device, cost) = parse_expression_op(
+        text, inputs, result_type, attributes, factors = parse_expression_op(
             parser, "rtensor.op", plan_part
         )
         op = cls.create(
@@ -765,8 +662,6 @@ class RTensorOp(IRDLOperation):
             properties={
                 "expression": StringAttr(text),
                 "F_op": _ints(factors),
-                "device": StringAttr(device),
-                "cost": StringAttr(cost),
             },
             attributes=attributes,
         )
@@ -774,10 +669,7 @@ class RTensorOp(IRDLOperation):
 
     def print(self, printer: Printer):
         def plan_part():
-            printer.print_string(f" F_op = [{', '.join(str(f) for f in self.factors)}] on ")
-            printer.print_attribute(self.device)
-            printer.print_string(" cost ")
-            printer.print_attribute(self.cost)
+            printer.print_string(f" F_op = [{', '.join(str(f) for f in self.factors)}]")
 
         print_expression_op(printer, self, plan_part)
 
@@ -849,11 +741,10 @@ class RelayoutOp(IRDLOperation):
         assert isinstance(side, RTensorType)
         return side.partition_bytes()
 
-    def cycles(self, device=DEFAULT_DEVICE, cost=DEFAULT_COST) -> float:
-        """Cycles of the exchange under a cost model: shifting `bytes_per_core()` from
-        every core plus one barrier (all cores move their data at once)."""
-        device = _device(device) if isinstance(device, str) else device
-        model = _cost(cost) if isinstance(cost, str) else cost
+    def cycles(self, device, model) -> float:
+        """Cycles of the exchange on ``device`` (an ``irc.devices.Device``) under ``model``
+        (an ``irc.cost.CostModel``): shifting `bytes_per_core()` from every core plus one
+        barrier (all cores move their data at once)."""
         moved = self.bytes_per_core()
         if moved == 0:
             return 0.0

@@ -6,7 +6,7 @@ temporal factors ``f_t`` per op axis: how its rings are cut), and - once `rotati
 has run - the loop nest of `shift.loop`s around one `shift.compute`:
 
     %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]" (%a, %b)
-           {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"}
+           {grid = array<i64: 2, 4, 1>, planned_cycles = 1234.0 : f64}
            : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
       shift.ring "C" {temporal = array<i64: 1, 1, 1>}
       shift.ring "A" {temporal = array<i64: 1, 1, 4>}
@@ -21,7 +21,9 @@ has run - the loop nest of `shift.loop`s around one `shift.compute`:
 A loop of ``trips`` runs its body ``trips`` times and, between two runs, rotates each
 ``rotating`` tensor one partition along its rings; it does not rewind, so every run of
 an inner loop visits all its values starting where the previous run stopped. ``start``
-is the per-core initial value of the loop's digit (the initial placement, T10 s4.4).
+(a map of the core id, or a table) is the per-core initial value of the loop's digit (the initial placement, T10 s4.4).
+The chip is the module's ``irc.target``; ``planned_cycles``, written by
+`rotation-align`, is the time the cost model predicts for the kernel.
 The kernel reads and writes host tensors: between operators data goes through the host.
 """
 
@@ -33,6 +35,7 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     DenseArrayBase,
+    FloatAttr,
     IntegerAttr,
     StringAttr,
     TensorType,
@@ -42,6 +45,7 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     IRDLOperation,
     irdl_op_definition,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -51,23 +55,25 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.device import array_values, i64_array, i64_attr
+import numpy as np
+
+from irc.dialects.device import CORE_TABLE, array_values, core_table, i64_array, i64_attr, table_attr
 from irc.dialects.te_expr import ExprError, parse_expression
 
 
 @irdl_op_definition
 class KernelOp(IRDLOperation):
-    """One operator as a compute-shift program on ``prod(grid)`` cores of ``device``:
-    its expression, ``F_op`` per axis (``grid``), the rings of each tensor and the loop
-    nest that computes one sub-task per step and rotates tensors between steps. Reads
-    its inputs from and writes its result to host tensors."""
+    """One operator as a compute-shift program on ``prod(grid)`` cores of the module's
+    target: its expression, ``F_op`` per axis (``grid``), the rings of each tensor and
+    the loop nest that computes one sub-task per step and rotates tensors between steps
+    (``planned_cycles``: the cost model's time for it, once aligned). Reads its inputs
+    from and writes its result to host tensors."""
 
     name = "shift.kernel"
 
     expression = prop_def(StringAttr)
     grid = prop_def(DenseArrayBase)
-    device = prop_def(StringAttr)
-    cost = prop_def(StringAttr)
+    planned_cycles = opt_prop_def(FloatAttr)
     inputs = var_operand_def(TensorType)
     output = result_def(TensorType)
     body = region_def("single_block")
@@ -78,11 +84,10 @@ class KernelOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, expression: str, inputs: Sequence[SSAValue], result_type: Attribute,
-                 grid: Sequence[int], device: str, cost: str, body: Region | None = None):
+                 grid: Sequence[int], body: Region | None = None):
         super().__init__(
             operands=[list(inputs)], result_types=[result_type],
-            properties={"expression": StringAttr(expression), "grid": i64_array(grid),
-                        "device": StringAttr(device), "cost": StringAttr(cost)},
+            properties={"expression": StringAttr(expression), "grid": i64_array(grid)},
             regions=[body or Region(Block())],
         )
 
@@ -137,15 +142,14 @@ class KernelOp(IRDLOperation):
         missing = [t for t in tensors if t not in rings]
         if missing:
             raise VerifyException(f"no shift.ring for tensor {', '.join(missing)}")
-        loops = self.loops()
-        if loops or self.has_compute():
-            # an aligned kernel: its loops must be the aligned schedule of its rings
-            from irc.schedule.shift_ir import KernelIRError, kernel_of
-
-            try:
-                kernel_of(self)
-            except KernelIRError as error:
-                raise VerifyException(str(error)) from None
+        # Whether the loops are the aligned schedule of the rings depends on the plan's
+        # step tiles on the target: `shift-to-device` and the interpreter check that.
+        for loop in self.loops():
+            bad = [t.data for t in loop.rotating.data if t.data not in rings]
+            if bad:
+                raise VerifyException(f"the loop on axis {loop.axis.data} rotates unknown tensor {bad[0]}")
+            if loop.axis.data not in axes:
+                raise VerifyException(f"loop on unknown axis {loop.axis.data}; axes are {', '.join(axes)}")
 
 
 @irdl_op_definition
@@ -184,7 +188,7 @@ class LoopOp(IRDLOperation):
     trips = prop_def(IntegerAttr[I64])
     stride = prop_def(IntegerAttr[I64])
     rotating = prop_def(ArrayAttr[StringAttr])
-    start = prop_def(DenseArrayBase)
+    start = prop_def(CORE_TABLE)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
@@ -195,7 +199,7 @@ class LoopOp(IRDLOperation):
     def __init__(self, axis: str, trips: int, stride: int, rotating: Sequence[str], start, body: Region):
         super().__init__(
             properties={"axis": StringAttr(axis), "trips": i64_attr(trips), "stride": i64_attr(stride),
-                        "rotating": ArrayAttr([StringAttr(t) for t in rotating]), "start": i64_array(start)},
+                        "rotating": ArrayAttr([StringAttr(t) for t in rotating]), "start": table_attr(start)},
             regions=[body],
         )
 
@@ -203,7 +207,15 @@ class LoopOp(IRDLOperation):
         trips = int(self.trips.value.data)
         if trips < 2:
             raise VerifyException(f"a loop on axis {self.axis.data} needs at least 2 trips, got {trips}")
-        start = array_values(self.start)
+        kernel = self.parent_op()
+        while kernel is not None and not isinstance(kernel, KernelOp):
+            kernel = kernel.parent_op()
+        if isinstance(self.start, DenseArrayBase):
+            start = array_values(self.start)
+        elif kernel is not None:
+            start = core_table(self.start, 1, int(np.prod(array_values(kernel.grid))), "start")
+        else:
+            start = np.zeros(0, dtype=np.int64)
         if start.size and (start.min() < 0 or start.max() >= trips):
             raise VerifyException(
                 f"start digits of the loop on axis {self.axis.data} must lie in [0, {trips}), "

@@ -397,6 +397,29 @@ class TensorExpr:
             raise ExprError("an axis is bound twice in the where clause")
 
 
+def product_reads(expr: TensorExpr):
+    """(scale, [Access, Access]) when the body is c * X[...] * Y[...] with plain indices:
+    each index one axis or a constant (``A[0,m,k]``, a slice of a size-1 batch): the
+    contractions a systolic array computes (`device.mma`); None otherwise."""
+    factors, stack = [], [expr.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Binary) and node.op == "*":
+            stack += [node.rhs, node.lhs]
+        elif isinstance(node, (Access, Const)):
+            factors.append(node)
+        else:
+            return None
+    reads = [f for f in factors if isinstance(f, Access)]
+    plain = lambda i: i.simple_axis is not None or (isinstance(i, AffineIndex) and not i.terms)  # noqa: E731
+    if len(reads) != 2 or not all(plain(i) for r in reads for i in r.indices):
+        return None
+    if not all(plain(i) for i in expr.output.indices):
+        return None
+    scale = math.prod(f.value for f in factors if isinstance(f, Const))
+    return scale, reads
+
+
 def _check_merge(index: AffineIndex, extents: dict[str, int]) -> None:
     """An output index that scales axes must merge them row-major: ordered by
     coefficient, the first is 1 and each next is the previous times the previous

@@ -36,9 +36,9 @@ from irc.dialects.shift import KernelOp, RingOp
 from irc.diagnostics import location_of
 
 
-def kernel_op_for(expression: str, inputs, result_type, plan, device: str, cost: str) -> KernelOp:
+def kernel_op_for(expression: str, inputs, result_type, plan) -> KernelOp:
     """A `shift.kernel` stating ``plan``'s rings (F_op as grid, one ring per tensor)."""
-    kernel = KernelOp(expression, inputs, result_type, plan.op_factors, device, cost)
+    kernel = KernelOp(expression, inputs, result_type, plan.op_factors)
     for name, factors in plan.temporal_factors.items():
         kernel.body.block.add_op(RingOp(name, factors))
     return kernel
@@ -80,7 +80,7 @@ class LowerToHost(RewritePattern):
                               {t: plan.temporal_factors[t] for t in (expr.output.tensor, *expr.inputs)})
             kernel = kernel_op_for(
                 op.expression.data, [self.host_of(v, op) for v in op.inputs],
-                op.output.type.with_global(), plan, op.device_name, op.cost_name,
+                op.output.type.with_global(), plan,
             )
             kernel.location = op.location
             kernel.output.name_hint = op.output.name_hint

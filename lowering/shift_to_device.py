@@ -12,8 +12,8 @@ generation, multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in pl
 - ``device.reduce`` of the output's partial copies, a ``device.store`` of one copy of every
   output partition into a host tensor, and ``device.free`` of every buffer.
 
-The enclosing function gets ``device.target`` / ``device.cost`` attributes. Between
-operators data goes through host memory (store, then the next kernel's load).
+The chip is the module's ``irc.target``. Between operators data goes through host
+memory (store, then the next kernel's load).
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
@@ -31,6 +30,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.dialects.device import (
     AllocOp,
+    core_id,
     BufferType,
     FillOp,
     FreeOp,
@@ -43,10 +43,8 @@ from irc.dialects.device import (
     VectorOp,
 )
 from irc.dialects.shift import KernelOp
+from irc.dialects.te_expr import product_reads
 from irc.diagnostics import location_of
-
-TARGET_ATTR = "device.target"
-COST_ATTR = "device.cost"
 
 
 def _error(op: Operation, message: str) -> DiagnosticException:
@@ -61,21 +59,21 @@ def identity_value(combiner: str, dtype: np.dtype) -> float:
     return 0.0
 
 
-def device_ops(kernel, op: KernelOp, prefix: str) -> tuple[list[Operation], Operation]:
-    """The device instructions of ``kernel`` (an ``irc.schedule.ShiftKernel``) and the store."""
-    from irc.interpreter.chip import _product_reads
+def device_ops(kernel, op: KernelOp, prefix: str, inputs=None) -> tuple[list[Operation], Operation]:
+    """The device instructions of ``kernel`` (an ``irc.schedule.ShiftKernel``) and the store;
+    they read ``op``'s inputs (or the values ``inputs`` in their place)."""
     from irc.schedule.program import Alloc, Compute, Fill, Free, Load, Reduce, Shift, Store, Sync, build_program
 
-    program = build_program(kernel)
+    program = build_program(kernel, core_id())
     expr = kernel.bound.expr
-    operands = {name: value for name, value in zip(expr.inputs, op.inputs)}
+    operands = {name: value for name, value in zip(expr.inputs, op.inputs if inputs is None else inputs)}
     elements = {name: value.type.get_element_type() for name, value in operands.items()}
     elements[expr.output.tensor] = op.output.type.get_element_type()
     buffers = {}
     ops: list[Operation] = []
     subtask = kernel.subtask()
     roles = {k: int(v) for k, v in subtask.roles.items()}
-    compute_class = MmaOp if (expr.combiner in ("=", "+=") and _product_reads(expr) is not None) else VectorOp
+    compute_class = MmaOp if (expr.combiner in ("=", "+=") and product_reads(expr) is not None) else VectorOp
     names = [expr.output.tensor, *expr.inputs]
     out = kernel.output
     store = None
@@ -101,11 +99,11 @@ def device_ops(kernel, op: KernelOp, prefix: str) -> tuple[list[Operation], Oper
         elif isinstance(ins, Reduce):
             work = program.reduction_work()
             ops.append(ReduceOp(
-                buffers[ins.buffer], ins.groups, out.rings, expr.combiner, subtask.kind, roles,
+                buffers[ins.buffer], ins.keys, ins.replicas, expr.combiner, subtask.kind, roles,
                 int(work.out_step_elems), int(work.out_resident_elems), kernel.cores,
             ))
         elif isinstance(ins, Store):
-            store = StoreOp(buffers[ins.buffer], op.output.type, ins.origins, ins.cores,
+            store = StoreOp(buffers[ins.buffer], op.output.type, ins.origins, ins.keys,
                             identity_value(expr.combiner, kernel.dtype))
             ops.append(store)
         elif isinstance(ins, Free):
@@ -121,24 +119,12 @@ class LowerKernel(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: KernelOp, rewriter: PatternRewriter) -> None:
-        from irc.schedule.shift_ir import KernelIRError, kernel_of
+        from irc.lowering.shift_ir import KernelIRError, kernel_of
 
-        func = op.parent_op()
-        while func is not None and not isinstance(func, FuncOp):
-            func = func.parent_op()
         try:
             kernel = kernel_of(op)  # raises when rotations are not yet aligned
         except KernelIRError as error:
             raise _error(op, str(error)) from None
-        if func is not None:
-            for attr, value in ((TARGET_ATTR, op.device.data), (COST_ATTR, op.cost.data)):
-                have = func.attributes.get(attr)
-                if have is not None and have.data != value:
-                    raise _error(
-                        op, f"runs on {attr.split('.')[1]} '{value}' but an earlier kernel of "
-                        f"@{func.sym_name.data} uses '{have.data}'; one function targets one device"
-                    )
-                func.attributes[attr] = StringAttr(value)
         self.counter[0] += 1
         ops, store = device_ops(kernel, op, f"k{self.counter[0]}.")
         rewriter.replace(op, ops, [store.result])

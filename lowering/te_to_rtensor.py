@@ -11,7 +11,7 @@ becomes
 
     %a1 = rtensor.relayout %a : tensor<...> -> !rtensor.tensor<..., fs=[...], ft=[...]>
     %b1 = rtensor.relayout %b : ...
-    %c1 = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a1, %b1) F_op = [...] on "ipu-mk2" cost "t10" : ...
+    %c1 = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a1, %b1) F_op = [...] : ...
     %c  = rtensor.relayout %c1 : !rtensor.tensor<...> -> tensor<...>
 
 A value produced by one ``rtensor.op`` and consumed by another goes straight from
@@ -22,7 +22,7 @@ operators, priced by `irc.planner.relayout` under the same cost model).
 ``mode=model`` (the default) is T10 §4.3.2's model-wide trade-off, per function: each
 op's Pareto frontier (§4.3.1), for every op reading a weight (a function argument
 marked ``irc.weight``) its idle plans and the setup cost of each active plan, and
-Algorithm 1's greedy search over idle memory (`irc.planner.model_from_ir`). Identical
+Algorithm 1's greedy search over idle memory (`irc.lowering.model_from_ir`). Identical
 operators share one frontier search. A weight-carrying ``rtensor.op`` records the
 idle plan its weights rest in and the setup cycles as ``idle = #rtensor.idle<...>``.
 A model whose weights cannot all rest in SRAM is an error giving the bytes needed
@@ -38,7 +38,6 @@ plan needs.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -68,6 +67,7 @@ from irc.dialects.rtensor import (
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import ExprError
 from irc.diagnostics import location_of
+from irc.lowering.target import TargetError, cost_of, device_of, set_target
 
 MODES = ("model", "op")
 """Planning modes: T10 §4.3.2's model-wide trade-off, or every operator on its own."""
@@ -95,7 +95,7 @@ def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True)
     """
     from irc.planner import PlanError, SpecError, search
     from irc.planner.from_te import op_spec_from_expr
-    from irc.planner.model_from_ir import element_type_mismatch
+    from irc.lowering.model_from_ir import element_type_mismatch
 
     text = op.expression.data
     try:
@@ -146,8 +146,6 @@ class PartitionTensorOp(RewritePattern):
     """The bound expression and plan of each te.op, found before rewriting."""
     idle: dict[TensorOp, IdlePlanAttr] = field(default_factory=dict)
     """The idle plan of each weight-carrying te.op (model-wide planning)."""
-    device_label: str | None = None
-    """What ``rtensor.op`` names the device by: its name, or the path of its .toml file."""
 
     @staticmethod
     def _on_chip(value: SSAValue, want: RTensorType, op: Operation, rewriter: PatternRewriter) -> SSAValue:
@@ -183,8 +181,6 @@ class PartitionTensorOp(RewritePattern):
             inputs,
             layouts[expr.output.tensor],
             plan.op_factors,
-            self.device_label or self.device.name,
-            self.cost.name,
             attributes=attributes,
         )
         back = RelayoutOp(planned.output, result_type)
@@ -200,6 +196,10 @@ class EraseUnusedRelayout(RewritePattern):
             rewriter.erase(op)
 
 
+def device_and_cost_of(target):
+    return device_of(target), cost_of(target)
+
+
 def _functions(module: ModuleOp) -> list[Operation]:
     """Every function of the module (te ops outside any function are planned per block)."""
     return [op for op in module.walk() if isinstance(op, FuncOp)]
@@ -211,24 +211,22 @@ class RTensorPartition(ModulePass):
 
     name = "rtensor-partition"
 
-    device: str = "ipu-mk2"
-    cost: str = "t10"
+    device: str = ""
+    """A bundled device name or a .toml path; empty: the module's target, else ipu-mk2."""
+    cost: str = ""
+    """A cost model name; empty: the module's target's, else t10."""
     mode: str = "model"
     strict: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.cost import CostModelError, get_cost_model
-        from irc.devices import DeviceError, load_device
-
         if self.mode not in MODES:
             raise DiagnosticException(
                 f"rtensor-partition: unknown mode={self.mode}; known modes: {', '.join(MODES)} "
                 f"(model: T10 §4.3.2's model-wide planning; op: every operator on its own)"
             )
         try:
-            device = load_device(self.device)
-            cost = get_cost_model(self.cost)
-        except (DeviceError, CostModelError) as error:
+            device, cost = device_and_cost_of(set_target(op, self.device, self.cost))
+        except TargetError as error:
             raise DiagnosticException(f"rtensor-partition: {error}") from None
         # Plan everything first, so that a failure is one diagnostic on untouched IR.
         if self.mode == "op":
@@ -237,12 +235,9 @@ class RTensorPartition(ModulePass):
             plans, idle, fallbacks = self._plan_model(op, device, cost)
         for te_op, reason in fallbacks.items():
             te_op.attributes[REMARK_ATTR] = fallback_remark(reason)
-        # A device given as a .toml file is named by its path, so the IR verifies anywhere
-        # the file is (rtensor.op loads its device by name or path).
-        label = device.name if self.device == device.name else os.path.abspath(self.device)
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [PartitionTensorOp(device, cost, plans, idle, label), EraseUnusedRelayout()]
+                [PartitionTensorOp(device, cost, plans, idle), EraseUnusedRelayout()]
             ),
         ).rewrite_module(op)
 
@@ -254,7 +249,7 @@ class RTensorPartition(ModulePass):
     def _plan_model(self, module: ModuleOp, device, cost):
         from irc.cost import CostModelError
         from irc.planner.model import ModelFitError
-        from irc.planner.model_from_ir import ModelIRError, function_model, plan_function
+        from irc.lowering.model_from_ir import ModelIRError, function_model, plan_function
         from irc.planner.op_table import FrontierCache
         from irc.progress import Progress
 

@@ -27,7 +27,8 @@ from irc.schedule.program import first_fit as _first_fit
 @dataclass(frozen=True)
 class DeviceAlloc(ModulePass):
     """``device-alloc{device=...}``: SRAM offsets for every buffer; overflow is an error.
-    ``device`` defaults to each function's ``device.target`` attribute."""
+    The chip is the module's ``irc.target``; ``device``, when given, must be the same chip
+    (a module without a target gets it)."""
 
     name = "device-alloc"
 
@@ -36,23 +37,18 @@ class DeviceAlloc(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from xdsl.dialects.func import FuncOp
 
-        from irc.devices import DeviceError, load_device
+        from irc.lowering.target import TargetError, device_of, require_target, set_target
 
+        if not any(isinstance(o, AllocOp) for o in op.walk()):
+            return
+        try:
+            target = set_target(op, self.device) if self.device else require_target(op)
+            device = device_of(target)
+        except TargetError as error:
+            raise DiagnosticException(f"{location_of(op)}: error: device-alloc: {error}") from None
         for func in op.walk():
             if not isinstance(func, FuncOp) or not func.body.blocks:
                 continue
-            name = self.device or getattr(func.attributes.get("device.target"), "data", "")
-            if not any(isinstance(o, AllocOp) for o in func.walk()):
-                continue
-            if not name:
-                raise DiagnosticException(
-                    f"{location_of(func)}: error: device-alloc: @{func.sym_name.data} names no device; "
-                    "give device-alloc{device=...} or a device.target attribute"
-                )
-            try:
-                device = load_device(name)
-            except DeviceError as error:
-                raise DiagnosticException(f"device-alloc: {error}") from None
             live: dict[AllocOp, tuple[int, int]] = {}
             for inner in func.walk():
                 if isinstance(inner, AllocOp):

@@ -39,7 +39,7 @@ class AlignKernel(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: KernelOp, rewriter: PatternRewriter) -> None:
-        from irc.schedule.shift_ir import KernelIRError, build_for, kernel_of, write_loops
+        from irc.lowering.shift_ir import KernelIRError, build_for, kernel_of, write_loops
 
         try:
             if op.loops() or op.has_compute():

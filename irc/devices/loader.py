@@ -8,6 +8,7 @@ name (``cores.sram_bytes``) together with the offending value.
 from __future__ import annotations
 
 import tomllib
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,13 @@ def load_device(name_or_path: str | Path) -> Device:
 
 
 def _read(path: Path) -> Device:
+    """The device a file describes, read once per file version (path, size, mtime)."""
+    stat = path.stat()
+    return _read_version(path.resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _read_version(path: Path, size: int, mtime_ns: int) -> Device:
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Const, TensorExpr
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Const, TensorExpr, product_reads
 from xdsl.interpreter import InterpretationError
 
 from irc.cost import CostModel, OpWork, SubTask, get_cost_model
@@ -241,28 +241,6 @@ def _is_constant(index) -> bool:
     return isinstance(index, AffineIndex) and not index.terms
 
 
-def _product_reads(expr: TensorExpr):
-    """(scale, [Access, Access]) when the body is c * X[...] * Y[...] with plain indices:
-    each index one axis or a constant (``A[0,m,k]``, a slice of a size-1 batch)."""
-    factors, stack = [], [expr.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Binary) and node.op == "*":
-            stack += [node.rhs, node.lhs]
-        elif isinstance(node, (Access, Const)):
-            factors.append(node)
-        else:
-            return None
-    reads = [f for f in factors if isinstance(f, Access)]
-    plain = lambda i: i.simple_axis is not None or _is_constant(i)  # noqa: E731
-    if len(reads) != 2 or not all(plain(i) for r in reads for i in r.indices):
-        return None
-    if not all(plain(i) for i in expr.output.indices):
-        return None
-    scale = math.prod(f.value for f in factors if isinstance(f, Const))
-    return scale, reads
-
-
 def _slice_constants(array: np.ndarray, access: Access) -> tuple[np.ndarray, list[str]]:
     """``array`` with its constant-indexed dimensions indexed away, and the axes of the rest."""
     if not any(_is_constant(i) for i in access.indices):
@@ -280,7 +258,7 @@ def contract(bound: BoundExpr, arrays: dict[str, np.ndarray], work: np.dtype,
     (index 0 of a window, as every local expression has) and output axes no input
     reads (the product repeats along them) are put back around the product."""
     expr = bound.expr
-    found = _product_reads(expr)
+    found = product_reads(expr)
     if found is None or expr.combiner not in ("=", "+="):
         return None
     scale, (left, right) = found

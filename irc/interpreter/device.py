@@ -2,8 +2,7 @@
 
 Each instruction is executed on all cores of its core set at once by ``Chip``
 (``irc.interpreter.chip``), which holds the SRAM state and the timeline. The chip is
-created on the first instruction of a function from the function's ``device.target``
-and ``device.cost`` attributes and kept in the interpreter's data (``chips``), for the
+created on the first instruction from the module's ``irc.target`` and kept in the interpreter's data (``chips``), for the
 run's report.
 """
 
@@ -12,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
 from irc.dialects.device import (
@@ -33,22 +31,24 @@ from irc.cost import OpWork, SubTask
 from irc.diagnostics import location_of
 from irc.interpreter.chip import Chip, ChipFault
 from irc.interpreter.dtypes import numpy_dtype
+from irc.lowering.target import TargetError, cost_of, device_of, require_target
+from irc.dialects.target import TargetAttr
 
 
 CHIPS_KEY = "chips"
 
 
-def chips(interpreter: Interpreter) -> dict[tuple[str, str], Chip]:
-    """The chips a run has used, by (device, cost model): interpreter data shared by
-    every level that executes on a chip (`shift` kernels and `device` programs)."""
+def chips(interpreter: Interpreter) -> dict[TargetAttr, Chip]:
+    """The chips a run has used, by target: interpreter data shared by every level that
+    executes on a chip (`shift` kernels and `device` programs)."""
     return interpreter.get_data(DeviceFunctions, CHIPS_KEY, dict)
 
 
-def chip_of(interpreter: Interpreter, device: str, cost: str) -> Chip:
+def chip_of(interpreter: Interpreter, target: TargetAttr) -> Chip:
     table = chips(interpreter)
-    if (device, cost) not in table:
-        table[(device, cost)] = Chip(device, cost)
-    return table[(device, cost)]
+    if target not in table:
+        table[target] = Chip(device_of(target), cost_of(target))
+    return table[target]
 
 
 def where(op) -> str:
@@ -62,15 +62,10 @@ def _int(attr) -> int:
 @register_impls
 class DeviceFunctions(InterpreterFunctions):
     def chip_for(self, interpreter: Interpreter, op) -> Chip:
-        func = op.parent_op()
-        while func is not None and not isinstance(func, FuncOp):
-            func = func.parent_op()
-        attrs = func.attributes if func is not None else {}
-        device = getattr(attrs.get("device.target"), "data", None)
-        cost = getattr(attrs.get("device.cost"), "data", "t10")
-        if device is None:
-            raise ChipFault(f"{where(op)} the enclosing function has no device.target attribute naming the chip")
-        return chip_of(interpreter, device, cost)
+        try:
+            return chip_of(interpreter, require_target(op))
+        except TargetError as error:
+            raise ChipFault(f"{where(op)} {error}") from None
 
     @impl(AllocOp)
     def run_alloc(self, interpreter: Interpreter, op: AllocOp, args: tuple[Any, ...]):
@@ -100,7 +95,7 @@ class DeviceFunctions(InterpreterFunctions):
         type_ = op.result.type
         host = np.full(tuple(type_.get_shape()), op.fill.value.data, dtype=numpy_dtype(type_.get_element_type()))
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
-        self.chip_for(interpreter, op).store(buffer, host, origins, array_values(op.from_cores), where(op))
+        self.chip_for(interpreter, op).store(buffer, host, origins, op.writers(buffer.cores), where(op))
         return (host,)
 
     @impl(FillOp)
@@ -133,7 +128,7 @@ class DeviceFunctions(InterpreterFunctions):
     @impl(ShiftOp)
     def run_shift(self, interpreter: Interpreter, op: ShiftOp, args: tuple[Any, ...]):
         buffer, receive = args
-        self.chip_for(interpreter, op).shift(buffer, receive, array_values(op.source), where(op))
+        self.chip_for(interpreter, op).shift(buffer, receive, op.sources(buffer.cores), where(op))
         return ()
 
     @impl(SyncOp)

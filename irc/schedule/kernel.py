@@ -217,68 +217,140 @@ class ShiftKernel:
         return tensor.partition_elements
 
     # -- per-core geometry -------------------------------------------------------------
-    def step_index(self, digits: np.ndarray) -> np.ndarray:
-        """(cores, axes) step-tile index j_d of every core, from (levels, cores) digits."""
-        j = np.zeros((self.cores, len(self.axes)), dtype=np.int64)
+    # Every per-core quantity is a function of the core id written with ``+``, ``*``,
+    # ``//`` and ``%`` by constants only. Called with ``core = np.arange(cores)`` (the
+    # default) it gives the table of every core; called with a symbolic core id (an affine
+    # expression, as the lowering to SPMD device IR does) it gives the closed form the
+    # program states, whose size does not grow with the number of cores.
+
+    def _core(self, core):
+        return np.arange(self.cores, dtype=np.int64) if core is None else core
+
+    def core_coords(self, core=None) -> list:
+        """Grid coordinate of the core along each axis (row-major over ``F_op``)."""
+        core = self._core(core)
+        coords, stride = [], self.cores
+        for g in self.grid:
+            stride //= g
+            if g == 1:
+                coords.append(0)
+            else:
+                value = core if stride == 1 else core // stride
+                coords.append(value if stride * g == self.cores else value % g)
+        return coords
+
+    def step_index(self, digits) -> list:
+        """Step-tile index j_d of the core along each axis, from one digit per level."""
+        j: list = [0] * len(self.axes)
         for l, level in enumerate(self.levels):
-            j[:, self.axis_index(level.axis)] += digits[l] * level.stride
+            d = self.axis_index(level.axis)
+            j[d] = j[d] + digits[l] * level.stride
         return j
 
-    def _axis_ranges(self, tensor: TensorLayout, j: np.ndarray, window: bool):
-        """Per axis: (cores,) start of the range and its length, for the partition held
-        (or, with ``window``, for the step's sub-task)."""
+    def _axis_ranges(self, tensor: TensorLayout, j, window: bool, core=None):
+        """Per axis: start of the range and its length, for the partition held (or, with
+        ``window``, for the step's sub-task)."""
+        coords = self.core_coords(core)
         ranges = []
         for d in range(len(self.axes)):
             tile = self.tiles[d]
             g = self.span(tensor, d)
-            base = self.coords[:, d] * self.steps_per_axis[d] * tile
-            if d in self.clamped:
-                base = np.minimum(base, self.extents[d] - self.steps_per_axis[d] * tile)
+            span = self.steps_per_axis[d] * tile
+            base = coords[d] * span
+            if d in self.clamped and self.grid[d] > 1:
+                # min(base, extent - span): only the last core along d moves back inside
+                last = self.grid[d] - 1
+                base = base - (coords[d] // last) * (last * span - (self.extents[d] - span))
             if window:
-                ranges.append((base + j[:, d] * tile, tile))
+                ranges.append((base + j[d] * tile, tile))
             else:
-                ranges.append((base + (j[:, d] // g) * g * tile, g * tile))
+                ranges.append((base + (j[d] // g) * (g * tile) if g > 1 else base + j[d] * tile, g * tile))
         return ranges
 
-    def _origins(self, tensor: TensorLayout, ranges) -> np.ndarray:
-        origin = np.zeros((self.cores, len(tensor.indices)), dtype=np.int64)
-        for dim, index in enumerate(tensor.indices):
-            value = np.full(self.cores, index.constant, dtype=np.int64)
+    def _origins(self, tensor: TensorLayout, ranges) -> list:
+        origin = []
+        for index in tensor.indices:
+            value = index.constant
             for axis, coeff in index.terms:
                 low, length = ranges[self.axis_index(axis)]
-                value += np.minimum(coeff * low, coeff * (low + length - 1))
-            origin[:, dim] = value
+                value = value + (coeff * low if coeff > 0 else coeff * low + coeff * (length - 1))
+            origin.append(value)
         return origin
 
-    def partition_origin(self, tensor: TensorLayout, digits: np.ndarray) -> np.ndarray:
-        """(cores, rank) global element origin of the partition each core holds."""
-        return self._origins(tensor, self._axis_ranges(tensor, self.step_index(digits), False))
+    def _table(self, values: list) -> np.ndarray:
+        """(cores, len(values)) from per-core values (arrays or constants)."""
+        if not values:
+            return np.zeros((self.cores, 0), dtype=np.int64)
+        return np.stack([np.broadcast_to(np.asarray(v, dtype=np.int64), (self.cores,)) for v in values], axis=1)
 
-    def window_offset(self, tensor: TensorLayout, digits: np.ndarray) -> np.ndarray:
-        """(cores, rank) offset, inside the held partition, of the step's window."""
+    def partition_origin(self, tensor: TensorLayout, digits, core=None):
+        """Global element origin of the partition each core holds, per dim: a (cores, rank)
+        table, or with a symbolic ``core`` one value per dim."""
+        values = self._origins(tensor, self._axis_ranges(tensor, self.step_index(digits), False, core))
+        return self._table(values) if core is None else values
+
+    def window_offset(self, tensor: TensorLayout, digits, core=None):
+        """Offset, inside the held partition, of the step's window (as ``partition_origin``):
+        per index term, the step's tile within the partition, ``(j mod g) * tile``, in
+        the direction of the term's coefficient (the core's base cancels out)."""
         j = self.step_index(digits)
-        held = self._origins(tensor, self._axis_ranges(tensor, j, False))
-        window = self._origins(tensor, self._axis_ranges(tensor, j, True))
-        return window - held
+        values = []
+        for index in tensor.indices:
+            value = 0
+            for axis, coeff in index.terms:
+                d = self.axis_index(axis)
+                g, tile = self.span(tensor, d), self.tiles[d]
+                inside = (j[d] % g) * tile if g > 1 else 0
+                value = value + coeff * inside + (coeff * (tile - g * tile) if coeff < 0 else 0)
+            values.append(value)
+        return self._table(values) if core is None else values
+
+    def _block_key(self, tensor: TensorLayout, core=None):
+        """Which sub-tensor the core holds (its coordinates on the axes indexing it)."""
+        coords = self.core_coords(core)
+        key = 0
+        for d in range(len(self.axes)):
+            if self.spec.tensor(tensor.name).indexed_by(self.axes[d]):
+                key = key * self.grid[d] + coords[d]
+        return key
+
+    def _partition_id(self, tensor: TensorLayout, digits):
+        pid = 0
+        for l in tensor.levels:
+            pid = pid * self.levels[l].trips + digits[l]
+        return pid
 
     def _ring_keys(self, tensor: TensorLayout, digits: np.ndarray) -> np.ndarray:
         """A key per core naming (sub-tensor, ring, partition held); unique iff aligned."""
-        key = np.zeros(self.cores, dtype=np.int64)
-        for d in range(len(self.axes)):
-            if self.spec.tensor(tensor.name).indexed_by(self.axes[d]):
-                key = key * self.grid[d] + self.coords[:, d]
-        key = key * tensor.rings + self._free_index(tensor) // tensor.ring_size
-        pid = np.zeros(self.cores, dtype=np.int64)
-        for l in tensor.levels:
-            pid = pid * self.levels[l].trips + digits[l]
-        return key * tensor.ring_size + pid
+        key = self._block_key(tensor) * tensor.rings + self._free_index(tensor) // tensor.ring_size
+        return np.broadcast_to(key * tensor.ring_size + self._partition_id(tensor, digits), (self.cores,))
 
-    def _free_index(self, tensor: TensorLayout) -> np.ndarray:
-        phi = np.zeros(self.cores, dtype=np.int64)
+    def _free_index(self, tensor: TensorLayout, core=None):
+        coords = self.core_coords(core)
+        phi = 0
         for d in range(len(self.axes)):
             if not self.spec.tensor(tensor.name).indexed_by(self.axes[d]):
-                phi = phi * self.grid[d] + self.coords[:, d]
+                phi = phi * self.grid[d] + coords[d]
         return phi
+
+    def start_digits(self, core=None) -> list:
+        """Initial digit of every level on the core (module docstring, "Placement")."""
+        start: list = [0] * len(self.levels)
+        for tensor in self.tensors.values():
+            if not tensor.levels:
+                continue
+            position = self._free_index(tensor, core)
+            position = position % tensor.ring_size
+            for l in reversed(tensor.levels):  # least significant digit last in radix order
+                trips = self.levels[l].trips
+                start[l] = start[l] + position % trips
+                position = position // trips
+        return [value % level.trips for value, level in zip(start, self.levels)]
+
+    def digits_after(self, start, counters) -> list:
+        """The digits once level ``l`` has advanced ``counters[l]`` times from ``start``."""
+        return [(value + count) % level.trips if count % level.trips else value
+                for value, count, level in zip(start, counters, self.levels)]
 
     def source(self, tensor: TensorLayout, level: int) -> np.ndarray:
         """(cores,) the core each core receives ``tensor``'s partition from when ``level``
@@ -290,6 +362,47 @@ class ShiftKernel:
         order = np.argsort(keys)
         found = order[np.searchsorted(keys, wanted, sorter=order)]
         return found.astype(np.int64)
+
+    def source_of(self, tensor: TensorLayout, level: int, core=None):
+        """``source`` in closed form: the ring neighbour whose position in the ring has the
+        level's digit one further (the other terms of the level's start digit are constant
+        within a ring). Equal to ``source`` for every kernel whose placement is the one
+        ``start_digits`` gives; ``program`` checks that before using it."""
+        core = self._core(core)
+        coords = self.core_coords(core)
+        phi = self._free_index(tensor, core)
+        position = phi % tensor.ring_size
+        weight = 1
+        for l in reversed(tensor.levels):
+            if l == level:
+                break
+            weight *= self.levels[l].trips
+        trips = self.levels[level].trips
+        digit = (position // weight) % trips if weight > 1 else position % trips
+        # the neighbour's position: this digit one further, mod trips
+        delta = ((digit + 1) % trips - digit) * weight
+        new_phi = phi + delta
+        # unravel the neighbour's free index back into coordinates, keep the others
+        free = [d for d in range(len(self.axes)) if not self.spec.tensor(tensor.name).indexed_by(self.axes[d])]
+        neighbour = [c for c in coords]
+        stride = 1
+        for d in reversed(free):
+            g = self.grid[d]
+            if g > 1:
+                value = new_phi if stride == 1 else new_phi // stride
+                neighbour[d] = value % g
+            stride *= g
+        result, place = 0, self.cores
+        for d, g in enumerate(self.grid):
+            place //= g
+            result = result + neighbour[d] * place
+        return result
+
+    def replica_key(self, digits, core=None):
+        """Which output partition the core holds after the loop: cores with equal keys hold
+        partial copies of one partition (its ring number dropped)."""
+        out = self.output
+        return self._block_key(out, core) * out.ring_size + self._partition_id(out, digits)
 
     def schedule(self) -> Iterator[tuple[str, object]]:
         """The loop nest unrolled: ("compute", (levels, cores) digits) and ("shift", level)."""
@@ -316,17 +429,24 @@ class ShiftKernel:
                 digits[value] = (digits[value] + 1) % self.levels[value].trips
         return digits
 
+    def final_counters(self) -> list[int]:
+        """How often each level has advanced when the loop nest ends."""
+        counters = [0] * len(self.levels)
+        for event, value in self.schedule():
+            if event == "shift":
+                counters[value] += 1
+        return counters
+
     def replica_groups(self) -> np.ndarray:
         """(groups, rings) core ids holding the same output partition after the loop; the
         first of each row keeps the reduced sum (the output's partial copies)."""
-        keys = self._ring_keys(self.output, self.final_digits())
-        out = self.output
-        # drop the ring number: cores in different rings with equal (block, pid) match
-        block = keys // (out.rings * out.ring_size)
-        pid = keys % out.ring_size
-        group_key = block * out.ring_size + pid
-        order = np.lexsort((np.arange(self.cores), group_key))
-        return order.reshape(-1, out.rings).astype(np.int64)
+        return groups_of(np.broadcast_to(self.replica_key(self.final_digits()), (self.cores,)), self.output.rings)
+
+
+def groups_of(keys: np.ndarray, replicas: int) -> np.ndarray:
+    """(groups, replicas) core ids with equal ``keys``, lowest core first in each row."""
+    order = np.lexsort((np.arange(len(keys)), keys))
+    return order.reshape(-1, replicas).astype(np.int64)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -502,19 +622,12 @@ def _check_reduction_padding(
 
 
 def initial_placement(kernel: ShiftKernel) -> np.ndarray:
-    """Start digit of every level on every core (module docstring, "Placement")."""
-    start = np.zeros((len(kernel.levels), kernel.cores), dtype=np.int64)
-    for tensor in kernel.tensors.values():
-        if not tensor.levels:
-            continue
-        position = kernel._free_index(tensor) % tensor.ring_size
-        for l in reversed(tensor.levels):  # least significant digit last in radix order
-            trips = kernel.levels[l].trips
-            start[l] += position % trips
-            position //= trips
-    for l, level in enumerate(kernel.levels):
-        start[l] %= level.trips
-    return start
+    """(levels, cores) start digit of every level on every core (module docstring,
+    "Placement")."""
+    if not kernel.levels:
+        return np.zeros((0, kernel.cores), dtype=np.int64)
+    return np.stack([np.broadcast_to(np.asarray(v, dtype=np.int64), (kernel.cores,))
+                     for v in kernel.start_digits()]).astype(np.int64)
 
 
 def check_alignment(kernel: ShiftKernel) -> None:

@@ -6,7 +6,8 @@ allocate every partition (and a same-size receive buffer for each rotating tenso
 output, then the unrolled loop nest - one compute per step, and between steps a shift
 plus one barrier event per tensor of the advancing level - then the partial-sum reduction
 over the output's replicas, the store of one copy of every output partition, and the
-frees. Per-core differences are tables indexed by the core id.
+frees. Per-core differences are functions of the core id: tables, or closed forms that
+the SPMD device program states (``build_program(kernel, core)``).
 
 Between operators the first version goes through host memory: each operator stores its
 output and the next one loads it (costed at link bandwidth, reported as host I/O).
@@ -35,7 +36,7 @@ class Alloc:
 class Load:
     buffer: str
     tensor: str                 # host value: the operator's input name
-    origins: np.ndarray         # (cores, rank)
+    origins: object             # per-core table (see module docstring)
 
 
 @dataclass
@@ -47,14 +48,14 @@ class Fill:
 @dataclass
 class Compute:
     step: int
-    windows: dict[str, np.ndarray]   # buffer -> (cores, rank) window offsets (output included)
+    windows: dict[str, object]  # buffer -> per-core window offsets (output included)
 
 
 @dataclass
 class Shift:
     buffer: str
     receive: str
-    source: np.ndarray          # (cores,)
+    source: object              # per core: the core it receives from
     level: int
 
 
@@ -66,14 +67,15 @@ class Sync:
 @dataclass
 class Reduce:
     buffer: str
-    groups: np.ndarray          # (groups, replicas)
+    keys: object                # per core: which output partition it holds a copy of
+    replicas: int               # copies of each partition (cores with an equal key)
 
 
 @dataclass
 class Store:
     buffer: str
-    origins: np.ndarray         # (cores, rank)
-    cores: np.ndarray           # which cores' tiles are written
+    origins: object             # per-core table
+    keys: object                # the first core of each key's group writes its tile
 
 
 @dataclass
@@ -114,84 +116,59 @@ def compress(table: np.ndarray) -> np.ndarray:
     return table
 
 
-def build_program(kernel: ShiftKernel) -> Program:
+def build_program(kernel: ShiftKernel, core=None) -> Program:
+    """The instructions of ``kernel``. Per-core values are numpy tables (``core=None``:
+    rows per core, compressed to one row when all agree), or, given a symbolic core id
+    ``core`` (any value supporting ``+ * // %`` by integers, e.g. an affine expression),
+    closed forms in it: one value per table column. A shift partner whose closed form
+    does not match the ring's actual neighbour stays a table."""
     program = Program(kernel)
     emit = program.instructions.append
     cores = kernel.cores
+    symbolic = core is not None
+    start = kernel.start_digits(core) if symbolic else kernel.start
+
+    def table(values):
+        return values if symbolic else compress(values)
+
     for tensor in kernel.tensors.values():
         emit(Alloc(tensor.name, tensor.partition_shape, cores, tensor.dtype, tensor.name))
         if tensor.rotating:
             emit(Alloc(receive_name(tensor.name), tensor.partition_shape, cores, tensor.dtype, tensor.name))
     for tensor in kernel.inputs:
-        emit(Load(tensor.name, tensor.name, compress(kernel.partition_origin(tensor, kernel.start))))
+        emit(Load(tensor.name, tensor.name, table(kernel.partition_origin(tensor, start, core))))
     emit(Fill(kernel.output.name, 0.0))
-    sources = {
-        (name, l): kernel.source(kernel.tensors[name], l)
-        for l, level in enumerate(kernel.levels) for name in level.tensors
-    }
-    digits = kernel.start.copy()
+    sources = {}
+    for l, level in enumerate(kernel.levels):
+        for name in level.tensors:
+            layout = kernel.tensors[name]
+            numeric = kernel.source(layout, l)
+            closed = np.broadcast_to(np.asarray(kernel.source_of(layout, l), dtype=np.int64), (cores,))
+            exact = symbolic and (closed == numeric).all()
+            sources[(name, l)] = kernel.source_of(layout, l, core) if exact else numeric
+    counters = [0] * len(kernel.levels)
     step = 0
     for event, value in kernel.schedule():
         if event == "compute":
-            digits = value
+            digits = kernel.digits_after(start, counters) if symbolic else value
             emit(Compute(step, {
-                name: compress(kernel.window_offset(t, digits)) for name, t in kernel.tensors.items()
+                name: table(kernel.window_offset(t, digits, core)) for name, t in kernel.tensors.items()
             }))
             step += 1
         else:
+            counters[value] += 1
             for name in kernel.levels[value].tensors:
                 emit(Shift(name, receive_name(name), sources[(name, value)], value))
                 emit(Sync(value))
     out = kernel.output
-    final = kernel.final_digits()
-    groups = kernel.replica_groups()
-    emit(Reduce(out.name, groups))
-    emit(Store(out.name, compress(kernel.partition_origin(out, final)), np.sort(groups[:, 0])))
+    final = kernel.digits_after(start, kernel.final_counters()) if symbolic else kernel.final_digits()
+    keys = kernel.replica_key(final, core)
+    if not symbolic:
+        keys = np.broadcast_to(np.asarray(keys, dtype=np.int64), (cores,))
+    emit(Reduce(out.name, keys, out.rings))
+    emit(Store(out.name, table(kernel.partition_origin(out, final, core)), keys))
     for tensor in kernel.tensors.values():
         emit(Free(tensor.name))
         if tensor.rotating:
             emit(Free(receive_name(tensor.name)))
     return program
-
-
-def run_program(program: Program, inputs: dict[str, np.ndarray], chip, where: str = "kernel") -> np.ndarray:
-    """Execute ``program`` on ``chip`` (an ``irc.interpreter.chip.Chip``); the output."""
-    from irc.interpreter.chip import local_expression  # noqa: F401  (keeps the import cheap)
-    from irc.interpreter.te_eval import compute_dtype  # noqa: F401
-
-    kernel = program.kernel
-    expr = kernel.bound.expr
-    tiles = dict(zip(kernel.axes, kernel.tiles))
-    buffers = {}
-    out_name = kernel.output.name
-    out_shape = kernel.bound.shapes[out_name]
-    from irc.interpreter.chip import _identity
-    result = np.full(out_shape, _identity(expr.combiner, kernel.dtype), dtype=kernel.dtype)
-    subtask = kernel.subtask()
-    for ins in program.instructions:
-        if isinstance(ins, Alloc):
-            size = int(np.prod(ins.shape)) * ins.dtype.itemsize
-            offset = first_fit([(b.offset, b.offset + b.bytes) for b in chip.live.values()], size)
-            buffers[ins.buffer] = chip.alloc(ins.buffer, ins.shape, ins.dtype, ins.cores, offset, where)
-        elif isinstance(ins, Load):
-            chip.load(buffers[ins.buffer], inputs[ins.tensor], ins.origins, where)
-        elif isinstance(ins, Fill):
-            chip.fill(buffers[ins.buffer], _identity(expr.combiner, kernel.dtype), where)
-        elif isinstance(ins, Compute):
-            chip.compute(
-                expr, tiles, kernel.cores, buffers[out_name], ins.windows[out_name],
-                [(buffers[name], ins.windows[name]) for name in expr.inputs], subtask, where,
-                f"step {ins.step}",
-            )
-        elif isinstance(ins, Shift):
-            chip.shift(buffers[ins.buffer], buffers[ins.receive], ins.source, where)
-        elif isinstance(ins, Sync):
-            chip.sync(kernel.cores, where)
-        elif isinstance(ins, Reduce):
-            chip.reduce(buffers[ins.buffer], ins.groups, expr.combiner, program.reduction_work(), where)
-        elif isinstance(ins, Store):
-            chip.store(buffers[ins.buffer], result, np.broadcast_to(ins.origins, (kernel.cores, len(out_shape))),
-                       ins.cores, where)
-        elif isinstance(ins, Free):
-            chip.free(buffers.pop(ins.buffer), where)
-    return result

@@ -159,7 +159,8 @@ def test_products_with_constant_indices_take_the_blas_path():
     """``contract`` (the chip's batched-BLAS path, and what makes a step a device.mma)
     slices constant reads, repeats along output axes no input reads, and keeps
     constant output dims; it agrees with the te semantics."""
-    from irc.interpreter.chip import _product_reads, contract
+    from irc.dialects.te_expr import product_reads
+    from irc.interpreter.chip import contract
     from irc.interpreter.te_eval import evaluate
 
     rng = np.random.default_rng(0)
@@ -170,7 +171,7 @@ def test_products_with_constant_indices_take_the_blas_path():
     ]
     for text, shapes, out in cases:
         bound = parse_expression(text).bind(shapes, out)
-        assert _product_reads(bound.expr) is not None, text
+        assert product_reads(bound.expr) is not None, text
         arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
         got = contract(bound, dict(zip(bound.expr.inputs, arrays)), np.dtype(np.float32))
         np.testing.assert_allclose(got, evaluate(bound, arrays, np.float32), rtol=1e-5, atol=1e-6)

@@ -12,7 +12,7 @@ import pytest
 from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
 from irc.planner.bert import bert_model
 from irc.planner.model import ModelFitError, check_fits
-from irc.planner.model_from_ir import function_model, plan_function
+from irc.lowering.model_from_ir import function_model, plan_function
 from irc.planner.op_table import FrontierCache
 from irc.runner import find_function, parse_module
 from irc.tools.irc_plan import run

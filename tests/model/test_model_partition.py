@@ -22,7 +22,7 @@ from irc.dialects.te import TensorOp
 from irc.cost import get_cost_model
 from irc.devices import load_device
 from irc.planner.idle import setup_cycles
-from irc.planner.model_from_ir import function_model, per_op_decision, plan_function
+from irc.lowering.model_from_ir import function_model, per_op_decision, plan_function
 from irc.planner.op_table import FrontierCache, signature
 from irc.runner import find_function, make_context, parse_module, run_function
 from irc.lowering.te_to_rtensor import REMARK_ATTR, RTensorPartition
@@ -265,7 +265,7 @@ def test_constant_index_dims_are_unpartitioned_when_the_planner_accepts_them(mod
     describes a constant-indexed dimension (it drops it from the plan), the rtensor type
     gives that dimension fs = ft = [1] and the program still computes what te computes."""
     from irc.planner.errors import SpecError
-    from irc.planner.model_from_ir import spec_of
+    from irc.lowering.model_from_ir import spec_of
 
     module = parse_module(CONSTANT_INDEX, "c.mlir")
     try:

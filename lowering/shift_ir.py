@@ -1,15 +1,27 @@
-"""Between `shift.kernel` IR and ``ShiftKernel``: read a kernel op, write its loop nest."""
+"""Between `shift.kernel` IR and ``ShiftKernel``: read a kernel op, write its loop nest.
+
+A kernel op states its expression, grid and rings; with the module's ``irc.target`` that
+determines one aligned ``ShiftKernel`` (``irc.schedule.kernel``). It is built once per
+distinct kernel (``_built``, keyed by everything the build reads), however many passes,
+lowerings and interpreters ask for it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Block, Region
 
-from irc.dialects.device import array_values
+from xdsl.utils.exceptions import VerifyException
+
+from irc.dialects.device import array_values, core_id, core_table
 from irc.dialects.shift import ComputeOp, KernelOp, LoopOp, RingOp
 from irc.cost import CostModelError
 from irc.devices import DeviceError
 from irc.interpreter.dtypes import numpy_dtype
+from irc.lowering.target import TargetError, cost_of, device_of, require_target
 from irc.planner import Plan, PlanError
 from irc.schedule.kernel import AlignError, ShiftKernel, build_shift_kernel, check_alignment
 from irc.schedule.spec import UnsupportedExpression
@@ -28,18 +40,54 @@ def plan_of(op: KernelOp):
     return bound, Plan(axes, grid, temporal)
 
 
+_built: dict[tuple, ShiftKernel | KernelIRError] = {}
+"""Kernels built so far, by what the build reads (a failed build is kept as its error)."""
+
+
+def _key(op: KernelOp, target) -> tuple:
+    return (
+        op.expression.data,
+        tuple((tuple(v.type.get_shape()), v.type.get_element_type()) for v in op.inputs),
+        (tuple(op.output.type.get_shape()), op.output.type.get_element_type()),
+        tuple(int(x) for x in array_values(op.grid)),
+        tuple((ring.tensor.data, tuple(int(x) for x in array_values(ring.temporal))) for ring in op.rings()),
+        target,
+    )
+
+
+def _copy(kernel: ShiftKernel) -> ShiftKernel:
+    """A kernel that may be re-ordered (``kernel_of``) without touching the cached one."""
+    return dataclasses.replace(
+        kernel, start=kernel.start.copy(),
+        tensors={name: dataclasses.replace(t) for name, t in kernel.tensors.items()},
+    )
+
+
 def build_for(op: KernelOp) -> ShiftKernel:
-    """The aligned kernel the planner's loop order and placement give for ``op``'s rings."""
-    bound, plan = plan_of(op)
-    dtype = numpy_dtype(op.output.type.get_element_type())
-    dtypes = {
-        name: numpy_dtype(value.type.get_element_type())
-        for name, value in zip(bound.expr.inputs, op.inputs)
-    }
+    """The aligned kernel the planner's loop order and placement give for ``op``'s rings
+    on the module's target."""
     try:
-        return build_shift_kernel(bound, plan, op.device.data, op.cost.data, dtype, dtypes=dtypes)
-    except (AlignError, PlanError, UnsupportedExpression, DeviceError, CostModelError) as error:
+        target = require_target(op)
+    except TargetError as error:
         raise KernelIRError(str(error)) from None
+    key = _key(op, target)
+    if key not in _built:
+        bound, plan = plan_of(op)
+        dtype = numpy_dtype(op.output.type.get_element_type())
+        dtypes = {
+            name: numpy_dtype(value.type.get_element_type())
+            for name, value in zip(bound.expr.inputs, op.inputs)
+        }
+        try:
+            _built[key] = build_shift_kernel(
+                bound, plan, device_of(target), cost_of(target), dtype, dtypes=dtypes
+            )
+        except (AlignError, PlanError, UnsupportedExpression, DeviceError, CostModelError, TargetError) as error:
+            _built[key] = KernelIRError(str(error))
+    found = _built[key]
+    if isinstance(found, KernelIRError):
+        raise KernelIRError(str(found))
+    return _copy(found)
 
 
 def kernel_of(op: KernelOp) -> ShiftKernel:
@@ -68,13 +116,11 @@ def kernel_of(op: KernelOp) -> ShiftKernel:
         if index in order:
             raise KernelIRError(f"two loops for the level on axis {key[0]} rotating {', '.join(key[3])}")
         order.append(index)
-        start = array_values(loop.start)
-        if start.size not in (1, kernel.cores):
-            raise KernelIRError(
-                f"start of the loop on axis {key[0]} has {start.size} entries; expected 1 or one per core "
-                f"({kernel.cores})"
-            )
-        starts.append(np.broadcast_to(start, (kernel.cores,)))
+        try:
+            start = core_table(loop.start, 1, kernel.cores, f"start of the loop on axis {key[0]}")[:, 0]
+        except VerifyException as error:
+            raise KernelIRError(str(error)) from None
+        starts.append(start)
     if len(order) != len(kernel.levels):
         missing = [kernel.levels[i] for i in range(len(kernel.levels)) if i not in order]
         raise KernelIRError(
@@ -96,16 +142,25 @@ def kernel_of(op: KernelOp) -> ShiftKernel:
 
 
 def write_loops(op: KernelOp, kernel: ShiftKernel) -> None:
-    """Put the loop nest of ``kernel`` (and its compute) into ``op``'s body."""
+    """Put the loop nest of ``kernel`` (and its compute) into ``op``'s body, and its
+    predicted time into ``planned_cycles``."""
+    op.planned_cycles = FloatAttr(float(kernel.plan.score.cost.total), 64)
     for existing in list(op.body.block.ops):
         if not isinstance(existing, RingOp):
             existing.detach()
             existing.erase()
+    closed = kernel.start_digits(core_id())
+    numeric = np.stack([np.broadcast_to(np.asarray(v, dtype=np.int64), (kernel.cores,))
+                        for v in kernel.start_digits()]) if kernel.levels else kernel.start
+    exact = np.array_equal(numeric, kernel.start)
     inner: Block = Block([ComputeOp()])
     for l in reversed(range(len(kernel.levels))):
         level = kernel.levels[l]
-        start = kernel.start[l]
-        start = start[:1] if (start == start[0]).all() else start
+        if exact:
+            start = closed[l]   # the placement as a function of the core id (SPMD)
+        else:
+            start = kernel.start[l]
+            start = start[:1] if (start == start[0]).all() else start
         inner = Block([LoopOp(level.axis, level.trips, level.stride, level.tensors, start, Region(inner))])
     for nested in list(inner.ops):
         nested.detach()

@@ -1,0 +1,136 @@
+"""Between a module's ``#irc.target`` and the planner's ``Device`` and ``CostModel``.
+
+The device file is read once, when the target is set (``set_target``); from then on the
+device description comes from the attribute itself (``device_of``, cached per attribute),
+so passes, analyses and the interpreter never read a file, and a compiled module moved
+elsewhere still runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp, StringAttr, f64, i64
+from xdsl.ir import Attribute, Operation
+
+from irc.cost import CostModel, CostModelError, get_cost_model
+from irc.devices import Device, DeviceError, load_device
+from irc.dialects.target import TARGET_ATTR, TargetAttr, target_of
+
+DEFAULT_DEVICE = "ipu-mk2"
+DEFAULT_COST = "t10"
+
+
+class TargetError(ValueError):
+    """A module without a target, or one whose target cannot be used."""
+
+
+def _attribute(value) -> Attribute:
+    if isinstance(value, bool) or isinstance(value, int):
+        return IntegerAttr(int(value), i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+        return DenseArrayBase.from_list(i64, list(value))
+    raise TypeError(f"cannot write device field value {value!r} into IR")
+
+
+def _value(attr: Attribute):
+    if isinstance(attr, IntegerAttr):
+        return int(attr.value.data)
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, DenseArrayBase):
+        return tuple(int(v) for v in attr.get_values())
+    raise TypeError(f"unexpected device field {attr}")
+
+
+def target_attr(device: Device, cost: str) -> TargetAttr:
+    """The self-contained target of ``device`` priced by cost model ``cost``."""
+    description = {f.name: _attribute(getattr(device, f.name)) for f in dataclasses.fields(device)}
+    return TargetAttr(device.name, cost, description)
+
+
+@lru_cache(maxsize=64)
+def device_of(target: TargetAttr) -> Device:
+    """The ``Device`` a target describes (no file is read, unless the description is
+    empty: ``#irc.target<"tiny16", "t10", {}>`` names a known device, for hand-written IR)."""
+    fields = {name: _value(attr) for name, attr in target.fields().items()}
+    if not fields:  # a hand-written target naming a bundled (or plug-in) device
+        try:
+            return load_device(target.device_name)
+        except DeviceError as error:
+            raise TargetError(str(error)) from None
+    known = {f.name for f in dataclasses.fields(Device)}
+    missing = sorted(known - set(fields))
+    if missing:
+        raise TargetError(f"#irc.target of '{target.device_name}' lacks device field(s) {', '.join(missing)}")
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise TargetError(f"#irc.target of '{target.device_name}' has unknown device field(s) {', '.join(unknown)}")
+    try:
+        return Device(**fields)
+    except TypeError as error:
+        raise TargetError(f"#irc.target of '{target.device_name}': {error}") from None
+
+
+@lru_cache(maxsize=16)
+def cost_of(target: TargetAttr) -> CostModel:
+    try:
+        return get_cost_model(target.cost_name)
+    except CostModelError as error:
+        raise TargetError(str(error)) from None
+
+
+def require_target(op: Operation) -> TargetAttr:
+    """The target of the module around ``op``; an error when none was set."""
+    target = target_of(op)
+    if target is None:
+        raise TargetError(
+            "the module has no irc.target; run rtensor-partition{device=... cost=...} (or "
+            "irc-target{device=... cost=...}) first"
+        )
+    return target
+
+
+def device_and_cost(op: Operation) -> tuple[Device, CostModel]:
+    target = require_target(op)
+    return device_of(target), cost_of(target)
+
+
+def set_target(module: ModuleOp, device: str = "", cost: str = "") -> TargetAttr:
+    """Give ``module`` its target, or check the one it has.
+
+    An empty ``device``/``cost`` means "whatever the module already targets" (the
+    defaults, ipu-mk2 and t10, for a module with no target). A module that targets
+    another device or cost model than the one asked for is an error: one module, one
+    target."""
+    have = module.attributes.get(TARGET_ATTR)
+    if isinstance(have, TargetAttr):
+        if device:
+            try:
+                wanted = load_device(device).name
+            except DeviceError as error:
+                raise TargetError(str(error)) from None
+            if wanted != have.device_name:
+                raise TargetError(
+                    f"the module targets device '{have.device_name}', not '{wanted}'; one module has one target"
+                )
+        if cost and cost != have.cost_name:
+            raise TargetError(
+                f"the module targets cost model '{have.cost_name}', not '{cost}'; one module has one target"
+            )
+        return have
+    try:
+        loaded = load_device(device or DEFAULT_DEVICE)
+        get_cost_model(cost or DEFAULT_COST)
+    except (DeviceError, CostModelError) as error:
+        raise TargetError(str(error)) from None
+    target = target_attr(loaded, cost or DEFAULT_COST)
+    module.attributes[TARGET_ATTR] = target
+    return target

@@ -1,0 +1,46 @@
+"""``rtensor-check``: check every `rtensor.op`'s plan against its target (T10 §4.1-4.3).
+
+The analysis the `rtensor` verifier does not do, because it needs a chip: with the
+module's ``irc.target``, each op's F_op and f_t must satisfy T10's constraints (cores,
+memory per core, divisibility of temporal factors), its types' replicas and padding must
+be the plan's, and a weight's idle plan (``#rtensor.idle``, T10 §4.3.2) must take the
+bytes and setup cycles it states. Rewrites nothing; a failure is a located error naming
+the constraint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from irc.diagnostics import location_of
+from irc.dialects.rtensor import RTensorOp
+from irc.lowering.rtensor_plan import PlanCheckError, check_op
+from irc.lowering.target import TargetError, device_and_cost
+
+
+@dataclass(frozen=True)
+class RTensorCheck(ModulePass):
+    """``rtensor-check``: every rtensor.op's plan is legal on the module's target."""
+
+    name = "rtensor-check"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        ops = [o for o in op.walk() if isinstance(o, RTensorOp)]
+        if not ops:
+            return
+        try:
+            device, cost = device_and_cost(op)
+        except TargetError as error:
+            raise DiagnosticException(f"{location_of(op)}: error: {error}") from None
+        for rtensor_op in ops:
+            try:
+                check_op(rtensor_op, device, cost)
+            except PlanCheckError as error:
+                raise DiagnosticException(
+                    f"{location_of(rtensor_op)}: error: '{rtensor_op.name}' op {error}"
+                ) from None
