@@ -83,3 +83,39 @@ def legal_plans(draw, spec, cores: int):
 def random_inputs(bound, shapes, dtype, seed: int):
     rng = np.random.default_rng(seed)
     return {name: rng.standard_normal(shape).astype(dtype) for name, shape in zip(bound.expr.inputs, shapes)}
+
+
+def run_kernel(kernel, inputs: dict, device, cost):
+    """Execute ``kernel`` (a built ``ShiftKernel``) the one way programs run: as an aligned
+    ``shift.kernel`` in a module targeting ``device``, through the runner. Returns the
+    output and the chip report."""
+    from xdsl.dialects.builtin import ModuleOp, TensorType
+    from xdsl.dialects.func import FuncOp, ReturnOp
+    from xdsl.ir import Block, Region
+
+    from xdsl.dialects.builtin import f16, f32, f64
+
+    from irc.dialects.target import TARGET_ATTR
+    from irc.interpreter.registry import chips_of
+    from irc.lowering.rtensor_to_shift import kernel_op_for
+    from irc.lowering.shift_ir import write_loops
+    from irc.lowering.target import target_attr
+    from irc.devices import load_device
+    from irc.runner import interpreter_for
+
+    def element_type(dtype):
+        return {np.dtype(np.float16): f16, np.dtype(np.float32): f32, np.dtype(np.float64): f64}[np.dtype(dtype)]
+
+    expr = kernel.bound.expr
+    input_types = [TensorType(element_type(np.asarray(inputs[n]).dtype), kernel.bound.shapes[n]) for n in expr.inputs]
+    output_type = TensorType(element_type(kernel.dtype), kernel.bound.shapes[expr.output.tensor])
+    block = Block(arg_types=input_types)
+    op = kernel_op_for(str(expr), block.args, output_type, kernel.plan)
+    write_loops(op, kernel)
+    block.add_ops([op, ReturnOp(op.output)])
+    module = ModuleOp([FuncOp("main", (input_types, [output_type]), Region(block))])
+    module.attributes[TARGET_ATTR] = target_attr(load_device(device), cost if isinstance(cost, str) else cost.name)
+    interpreter = interpreter_for(module)
+    (result,) = interpreter.call_op("main", tuple(np.asarray(inputs[n]) for n in expr.inputs))
+    (chip,) = chips_of(interpreter)
+    return np.asarray(result), chip.report()

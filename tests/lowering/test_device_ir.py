@@ -27,13 +27,14 @@ from irc.interpreter.session import run_with_report
 from irc.planner import PlanError, check_plan
 from irc.runner import parse_module
 from irc.schedule.kernel import build_shift_kernel
-from irc.schedule.program import build_program, run_program
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
+from irc.dialects.target import TARGET_ATTR
 from irc.lowering.rtensor_to_shift import kernel_op_for
+from irc.lowering.target import target_attr
 from irc.lowering.shift_to_device import ShiftToDevice
 from irc.passes.device_alloc import DeviceAlloc
 from irc.passes.rotation_align import RotationAlign
-from tests.lowering.strategies import DEVICES, legal_plans, operators, random_inputs
+from tests.lowering.strategies import DEVICES, legal_plans, operators, random_inputs, run_kernel
 
 
 def kernel_module(bound, plan, device, cost, dtype) -> ModuleOp:
@@ -44,10 +45,12 @@ def kernel_module(bound, plan, device, cost, dtype) -> ModuleOp:
     block = Block(arg_types=input_types)
     ordered = type(plan)(plan.axes, plan.op_factors,
                          {t: plan.temporal_factors[t] for t in (expr.output.tensor, *expr.inputs)})
-    kernel = kernel_op_for(str(expr), block.args, output_type, ordered, device, cost)
+    kernel = kernel_op_for(str(expr), block.args, output_type, ordered)
     block.add_ops([kernel, ReturnOp(kernel.output)])
     func = FuncOp("main", (input_types, [output_type]), Region(block))
-    return ModuleOp([func])
+    module = ModuleOp([func])
+    module.attributes[TARGET_ATTR] = target_attr(load_device(device), cost)
+    return module
 
 
 def lower(module: ModuleOp) -> ModuleOp:
@@ -70,8 +73,7 @@ def test_device_ir_equals_direct_execution(data, op, device, dtype):
     except (PlanError, UnsupportedExpression):
         assume(False)
     inputs = random_inputs(bound, shapes, dtype, 1)
-    chip = Chip(device, "t10")
-    direct = run_program(build_program(kernel), inputs, chip)
+    direct, direct_report = run_kernel(kernel, inputs, device, "t10")
 
     module = kernel_module(bound, plan, device, "t10", dtype)
     aligned_text = str(RotationAlign().apply(Context(), module) or module)
@@ -83,19 +85,21 @@ def test_device_ir_equals_direct_execution(data, op, device, dtype):
     results, report = run_with_report(reparsed, {f"arg{i}": inputs[n] for i, n in enumerate(bound.expr.inputs)})
     np.testing.assert_array_equal(results["result0"], direct)
     np.testing.assert_array_equal(shift_results["result0"], direct)
-    assert report.cycles == pytest.approx(chip.report().cycles)
-    assert shift_report.cycles == pytest.approx(chip.report().cycles)
-    assert report.peak_sram_bytes == chip.report().peak_sram_bytes
+    assert report.cycles == pytest.approx(direct_report.cycles)
+    assert shift_report.cycles == pytest.approx(direct_report.cycles)
+    assert report.peak_sram_bytes == direct_report.peak_sram_bytes
 
 
 MATMUL_PLAN_TEXT = """
+builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 4>}
     shift.ring "B" {temporal = array<i64: 1, 1, 2>}
   }
   func.return %c : tensor<8x16xf32>
+}
 }
 """
 
@@ -142,7 +146,8 @@ def test_fault_overlapping_buffers():
 
 def test_device_alloc_rejects_overflow_naming_core_buffers_bytes():
     text = """
-func.func @main() attributes {device.target = "tiny4"} {
+builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
+func.func @main() {
   %a = device.alloc {name = "a", cores = 4 : i64, bytes = 2048 : i64, offset = -1 : i64} : !device.buffer<1024xf16>
   %b = device.alloc {name = "b", cores = 4 : i64, bytes = 1024 : i64, offset = -1 : i64} : !device.buffer<512xf16>
   device.free %a : !device.buffer<1024xf16>
@@ -150,9 +155,10 @@ func.func @main() attributes {device.target = "tiny4"} {
   %d = device.alloc {name = "d", cores = 4 : i64, bytes = 2048 : i64, offset = -1 : i64} : !device.buffer<1024xf16>
   func.return
 }
+}
 """
     module = parse_module(text, "big.mlir")
-    with pytest.raises(DiagnosticException, match=r"big.mlir:7:3: error: 'device.alloc' op SRAM overflow on core 0: "
+    with pytest.raises(DiagnosticException, match=r"big.mlir:8:3: error: 'device.alloc' op SRAM overflow on core 0: "
                                                    r"buffer d \(2048 B\) does not fit next to the live buffers "
                                                    r"c \(2048 B\), b \(1024 B\): 5120 bytes needed \(first free "
                                                    r"offset 3072\), core has 4096 bytes on tiny4"):
@@ -204,11 +210,10 @@ def test_seed003_problem_end_to_end_on_1472_cores():
     rng = np.random.default_rng(3)
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
-    chip = Chip("ipu-mk2", "t10")
-    result = run_program(build_program(kernel), {"A": a, "B": b}, chip)
+    result, chip_report = run_kernel(kernel, {"A": a, "B": b}, "ipu-mk2", "t10")
     reference = a.astype(np.float32) @ b.astype(np.float32)
     # f16 storage: partial sums rounded once per step and per replica sum
     magnitude = np.abs(a).astype(np.float32) @ np.abs(b).astype(np.float32)
     bound_ = 2.0 ** -11 * (kernel.steps + kernel.output.rings + 2) * magnitude.max()
     assert np.max(np.abs(result - reference)) <= bound_
-    assert chip.report().kernel_cycles == pytest.approx(plan.score.cost.total, rel=1e-9)
+    assert chip_report.kernel_cycles == pytest.approx(plan.score.cost.total, rel=1e-9)

@@ -25,13 +25,11 @@ from hypothesis import strategies as st
 
 from irc.cost import CostModelError, get_cost_model
 from irc.devices import load_device
-from irc.interpreter.chip import Chip
 from irc.interpreter.te_eval import evaluate
 from irc.planner import PlanError, check_plan
 from irc.schedule.kernel import AlignError, build_shift_kernel
-from irc.schedule.program import build_program, run_program
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
-from tests.lowering.strategies import DEVICES, legal_plans, operators, random_inputs
+from tests.lowering.strategies import DEVICES, legal_plans, operators, random_inputs, run_kernel
 
 
 def tolerance(bound, inputs, dtype, kernel) -> float:
@@ -56,12 +54,10 @@ def run_case(bound, shapes, plan, device, cost, dtype, seed=0):
         assert "pads reduction axis" in str(error)
         return None
     inputs = random_inputs(bound, shapes, dtype, seed)
-    chip = Chip(device, cost)
-    result = run_program(build_program(kernel), inputs, chip)
+    result, report = run_kernel(kernel, inputs, device, cost)
     reference = evaluate(bound, [inputs[n] for n in bound.expr.inputs], np.dtype(dtype))
     error = np.max(np.abs(result.astype(np.float64) - reference.astype(np.float64))) if result.size else 0.0
     assert error <= tolerance(bound, inputs, dtype, kernel), (str(bound.expr), plan, error)
-    report = chip.report()
     cost_model = get_cost_model(cost)
     device_ = load_device(device)
     extra = kernel.shifted_bytes_beyond_plan()

@@ -213,17 +213,19 @@ def test_bert_layer_runs_on_chip_except_the_merged_write():
 
 
 MIXED = """
+builtin.module attributes {irc.target = #irc.target<"tiny8", "t10", {}>} {
 func.func @main(%a: tensor<3x4x5xf32>, %b: tensor<3x4x5xf32>, %m: tensor<4x2xi64>) -> (tensor<3x4x5xi1>, tensor<4x1xi1>) {
-  %y = shift.kernel "Y[d0,d1,d2] = A[d0,d1,d2] > B[d0,d1,d2]"(%a, %b) {grid = array<i64: 3, 2, 1>, device = "tiny8", cost = "t10"} : (tensor<3x4x5xf32>, tensor<3x4x5xf32>) -> tensor<3x4x5xi1> {
+  %y = shift.kernel "Y[d0,d1,d2] = A[d0,d1,d2] > B[d0,d1,d2]"(%a, %b) {grid = array<i64: 3, 2, 1>} : (tensor<3x4x5xf32>, tensor<3x4x5xf32>) -> tensor<3x4x5xi1> {
     shift.ring "Y" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 1>}
     shift.ring "B" {temporal = array<i64: 1, 1, 1>}
   }
-  %z = shift.kernel "Y[d0,d1] = A[d0,1] == 1"(%m) {grid = array<i64: 4, 1>, device = "tiny8", cost = "t10"} : (tensor<4x2xi64>) -> tensor<4x1xi1> {
+  %z = shift.kernel "Y[d0,d1] = A[d0,1] == 1"(%m) {grid = array<i64: 4, 1>} : (tensor<4x2xi64>) -> tensor<4x1xi1> {
     shift.ring "Y" {temporal = array<i64: 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1>}
   }
   func.return %y, %z : tensor<3x4x5xi1>, tensor<4x1xi1>
+}
 }
 """
 

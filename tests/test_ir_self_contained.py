@@ -1,0 +1,79 @@
+"""The IR says what it means (issue 10): the target is read once, kernels are built once,
+a compiled module runs anywhere, and device IR grows with ops, not with cores."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import irc.devices.loader as loader
+import irc.lowering.shift_ir as shift_ir
+from irc.compile import compile_and_run
+from irc.devices import DEVICE_DIR
+from irc.lowering.target import cost_of, device_of
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+MATMUL = """
+func.func @main(%a: tensor<64x512xf16>, %b: tensor<512x256xf16>) -> tensor<64x256xf16> {
+  %c = te.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) : (tensor<64x512xf16>, tensor<512x256xf16>) -> tensor<64x256xf16>
+  func.return %c : tensor<64x256xf16>
+}
+"""
+
+def test_device_file_read_and_kernels_built_once_per_distinct_one(monkeypatch):
+    loader._read_version.cache_clear()
+    device_of.cache_clear()
+    cost_of.cache_clear()
+    shift_ir._built.clear()
+    reads, builds = [], []
+    real_load, real_build = loader.tomllib.load, shift_ir.build_shift_kernel
+
+    def counting_load(handle):
+        reads.append(handle.name)
+        return real_load(handle)
+
+    def counting_build(bound, *args, **kwargs):
+        builds.append(str(bound.expr))
+        return real_build(bound, *args, **kwargs)
+
+    monkeypatch.setattr(loader.tomllib, "load", counting_load)
+    monkeypatch.setattr(shift_ir, "build_shift_kernel", counting_build)
+    _, report = compile_and_run((ROOT / "examples/mlp.mlir").read_text(), device="tiny16")
+    assert all(error < 1e-3 for error in report.max_abs_error.values())
+    assert len(reads) == len(set(reads)) == 1, reads
+    assert len(builds) == len(set(builds)) == 3, builds
+
+def _run(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / args[0]), *args[1:]], capture_output=True, text=True, cwd=cwd)
+
+def test_compiled_module_moved_elsewhere_runs_without_its_device_file(tmp_path):
+    build, elsewhere = tmp_path / "build", tmp_path / "elsewhere"
+    build.mkdir()
+    elsewhere.mkdir()
+    device = build / "my_chip.toml"
+    device.write_text((DEVICE_DIR / "tiny8.toml").read_text())
+    source = build / "mlp.mlir"
+    shutil.copy(ROOT / "examples/mlp.mlir", source)
+    compiled = _run("irc-opt", "mlp.mlir", "-p", 'inference{device="my_chip.toml"}', "-o", "mlp.device.mlir", cwd=build)
+    assert compiled.returncode == 0, compiled.stderr
+    shutil.move(str(build / "mlp.device.mlir"), elsewhere / "moved.mlir")
+    shutil.rmtree(build)
+    ran = _run("irc-run", "moved.mlir", "--report", cwd=elsewhere)
+    assert ran.returncode == 0, ran.stderr
+    assert "tiny8" in ran.stdout
+
+def _device_ir(device: str, tmp_path: Path) -> str:
+    source = tmp_path / "matmul.mlir"
+    source.write_text(MATMUL)
+    out = _run("irc-opt", str(source), "-p", f"inference{{device={device}}}")
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+def test_device_ir_grows_with_ops_not_cores(tmp_path):
+    """64x512x256 on 1,472 cores is at most 3x the IR of the same matmul on 16 cores."""
+    ipu, tiny = _device_ir("ipu-mk2", tmp_path), _device_ir("tiny16", tmp_path)
+    assert "affine_map<(d0) ->" in ipu
+    assert len(ipu) <= 3 * len(tiny), (len(ipu), len(tiny))
