@@ -59,7 +59,8 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.te_expr import ExprError, parse_expression, product_reads
+from irc.dialects.te import ExprAttr
+from irc.dialects.te_expr import product_reads
 
 
 def element_bytes(element_type: Attribute) -> int:
@@ -400,7 +401,7 @@ class ComputeOpBase(IRDLOperation):
 
     output = operand_def(BufferType)
     inputs = var_operand_def(BufferType)
-    expression = prop_def(StringAttr)
+    expression = prop_def(ExprAttr)
     tiles = prop_def(DenseArrayBase)
     cores = prop_def(IntegerAttr[I64])
     windows = prop_def(ArrayAttr)
@@ -418,7 +419,7 @@ class ComputeOpBase(IRDLOperation):
         super().__init__(
             operands=[output, list(inputs)],
             properties={
-                "expression": StringAttr(expression), "tiles": i64_array(tiles),
+                "expression": ExprAttr(expression), "tiles": i64_array(tiles),
                 "cores": i64_attr(cores), "windows": ArrayAttr([table_attr(w) for w in windows]),
                 "kind": StringAttr(kind),
                 "roles": DictionaryAttr({k: i64_attr(v) for k, v in roles.items()}),
@@ -427,7 +428,7 @@ class ComputeOpBase(IRDLOperation):
         )
 
     def parsed(self):
-        return parse_expression(self.expression.data)
+        return self.expression.expr
 
     def tile_map(self) -> dict[str, int]:
         expr = self.parsed()
@@ -442,10 +443,7 @@ class ComputeOpBase(IRDLOperation):
         ]
 
     def verify_(self) -> None:
-        try:
-            expr = self.parsed()
-        except ExprError as error:
-            raise VerifyException(f"'{self.expression.data}': {error.message}") from None
+        expr = self.parsed()
         tiles = array_values(self.tiles)
         if len(tiles) != len(expr.axes):
             raise VerifyException(

@@ -47,10 +47,9 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.te import parse_expression_op, print_expression_op
+from irc.dialects.te import ExprAttr, parse_expression_op, print_expression_op
 from irc.dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr, parse_expression
 
-_parse_cached = lru_cache(maxsize=4096)(parse_expression)
 
 
 @dataclass(frozen=True)
@@ -479,7 +478,7 @@ class RTensorOp(IRDLOperation):
 
     name = "rtensor.op"
 
-    expression = prop_def(StringAttr)
+    expression = prop_def(ExprAttr)
     op_factors = prop_def(ArrayAttr[IntAttr], prop_name="F_op")
     inputs = var_operand_def(RTensorType)
     output = result_def(RTensorType)
@@ -497,7 +496,7 @@ class RTensorOp(IRDLOperation):
         super().__init__(
             operands=[inputs],
             result_types=[result_type],
-            properties={"expression": StringAttr(expression), "F_op": _ints(op_factors)},
+            properties={"expression": ExprAttr(expression), "F_op": _ints(op_factors)},
             attributes=attributes,
         )
 
@@ -508,7 +507,7 @@ class RTensorOp(IRDLOperation):
         return tuple(f.data for f in self.op_factors.data)
 
     def parsed(self) -> TensorExpr:
-        return _parse_cached(self.expression.data)
+        return self.expression.expr
 
     def tensor_types(self) -> dict[str, RTensorType]:
         """The layout of each tensor of the expression, by tensor name."""
@@ -573,8 +572,8 @@ class RTensorOp(IRDLOperation):
         return OpPlan(axes, factors, temporal)
 
     def verify_(self) -> None:
+        expr = self.parsed()
         try:
-            expr = self.parsed()
             self.bound()
         except ExprError as error:
             raise VerifyException(f"'{self.expression.data}': {error.message}") from None
@@ -660,7 +659,7 @@ class RTensorOp(IRDLOperation):
             operands=inputs,
             result_types=[result_type],
             properties={
-                "expression": StringAttr(text),
+                "expression": text,
                 "F_op": _ints(factors),
             },
             attributes=attributes,

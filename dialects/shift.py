@@ -58,7 +58,8 @@ from xdsl.utils.exceptions import VerifyException
 import numpy as np
 
 from irc.dialects.device import CORE_TABLE, array_values, core_table, i64_array, i64_attr, table_attr
-from irc.dialects.te_expr import ExprError, parse_expression
+from irc.dialects.te import ExprAttr
+from irc.dialects.te_expr import ExprError
 
 
 @irdl_op_definition
@@ -71,7 +72,7 @@ class KernelOp(IRDLOperation):
 
     name = "shift.kernel"
 
-    expression = prop_def(StringAttr)
+    expression = prop_def(ExprAttr)
     grid = prop_def(DenseArrayBase)
     planned_cycles = opt_prop_def(FloatAttr)
     inputs = var_operand_def(TensorType)
@@ -87,7 +88,7 @@ class KernelOp(IRDLOperation):
                  grid: Sequence[int], body: Region | None = None):
         super().__init__(
             operands=[list(inputs)], result_types=[result_type],
-            properties={"expression": StringAttr(expression), "grid": i64_array(grid)},
+            properties={"expression": ExprAttr(expression), "grid": i64_array(grid)},
             regions=[body or Region(Block())],
         )
 
@@ -108,12 +109,12 @@ class KernelOp(IRDLOperation):
         return any(isinstance(op, ComputeOp) for op in self.walk())
 
     def bound(self):
-        expr = parse_expression(self.expression.data)
+        expr = self.expression.expr
         return expr.bind([tuple(v.type.get_shape()) for v in self.inputs], tuple(self.output.type.get_shape()))
 
     def verify_(self) -> None:
+        expr = self.expression.expr
         try:
-            expr = parse_expression(self.expression.data)
             bound = self.bound()
         except ExprError as error:
             raise VerifyException(f"'{self.expression.data}': {error.message}") from None

@@ -1,7 +1,11 @@
 """The `te` dialect: operators as tensor expressions (T10 §3.2, seed 003 §3.2).
 
-`te.op` carries its meaning as text in the expression language of `te_expr`
-(grammar in `te.lark`); passes read the parsed form through `TensorOp.bound()`.
+`te.op` carries its meaning as a tensor expression in the language of `te_expr`
+(grammar in `te.lark`), held by a `#te.expr<"...">` attribute (`ExprAttr`) that is
+checked when it is made or parsed, so a malformed expression never reaches a verifier
+or a pass; passes read the parsed form through `TensorOp.bound()`. Every level's ops
+that compute an expression (`rtensor.op`, `shift.kernel`, `device.mma`/`vector`) hold
+the same attribute.
 `te.opaque` holds an operator no tensor expression can state (sort, top-k): it keeps
 the source operator's name and attributes and is executed by a named kernel.
 """
@@ -12,9 +16,10 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from xdsl.dialects.builtin import AnyFloat, IntegerType, StringAttr, TensorType, i1
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Data, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
+    irdl_attr_definition,
     irdl_op_definition,
     prop_def,
     result_def,
@@ -22,7 +27,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
@@ -38,6 +43,55 @@ from irc.dialects.te_expr import (
 
 # Parsed forms are immutable and expressions repeat across a model: parse each once.
 _parse_cached = lru_cache(maxsize=4096)(parse_expression)
+
+
+@irdl_attr_definition
+class ExprAttr(Data[str]):
+    """A tensor expression (``OUT[axes] <combiner> body [where ...]``): its text, valid
+    by construction (the constructor and the parser reject a malformed one, the parser
+    with the column inside the string); ``expr`` is its parsed form, parsed once per
+    distinct text."""
+
+    name = "te.expr"
+
+    def __init__(self, text: str):
+        try:
+            _parse_cached(text)
+        except ExprError as error:
+            raise VerifyException(f"'{text}': {error.message}") from None
+        super().__init__(text)
+
+    @property
+    def expr(self) -> TensorExpr:
+        return _parse_cached(self.data)
+
+    # Printed as its string literal, so that ops whose declarative format holds
+    # ``$expression`` read ``shift.kernel "C[m,n] += ..." (...)`` as `te.op` does; the
+    # generic form is ``#te.expr"..."``, and ``#te.expr<"...">`` parses too.
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> str:
+        bracketed = parser.parse_optional_punctuation("<") is not None
+        text = parse_checked_expression(parser)
+        if bracketed:
+            parser.parse_punctuation(">")
+        return text
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string_literal(self.data)
+
+
+def parse_checked_expression(parser: AttrParser) -> str:
+    """A string literal holding a valid tensor expression; an error points into it."""
+    start = parser.pos
+    text = parser.parse_str_literal("tensor expression")
+    try:
+        _parse_cached(text)
+    except ExprError as error:
+        # Point into the string literal (past its opening quote) when we can.
+        column = 0 if error.column is None else error.column + 1
+        position = min(start + column, parser.pos - 1)
+        parser.raise_error(error.message, position, position + 1)
+    return text
 
 
 def _tensor_types(types: Sequence[Attribute], what: str) -> list[TensorType]:
@@ -63,7 +117,7 @@ class TensorOp(IRDLOperation):
 
     name = "te.op"
 
-    expression = prop_def(StringAttr)
+    expression = prop_def(ExprAttr)
     inputs = var_operand_def(TensorType)
     output = result_def(TensorType)
 
@@ -71,13 +125,13 @@ class TensorOp(IRDLOperation):
 
     def __init__(
         self,
-        expression: str | StringAttr,
+        expression: str | ExprAttr,
         inputs: Sequence[SSAValue],
         result_type: Attribute,
         attributes: dict[str, Attribute] | None = None,
     ):
         if isinstance(expression, str):
-            expression = StringAttr(expression)
+            expression = ExprAttr(expression)
         super().__init__(
             operands=[inputs],
             result_types=[result_type],
@@ -86,8 +140,8 @@ class TensorOp(IRDLOperation):
         )
 
     def parsed(self) -> TensorExpr:
-        """The parsed expression (raises `ExprError` when malformed)."""
-        return _parse_cached(self.expression.data)
+        """The parsed expression."""
+        return self.expression.expr
 
     def bound(self) -> BoundExpr:
         """The expression with axis extents inferred from operand/result types."""
@@ -98,8 +152,8 @@ class TensorOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        expr = self.parsed()
         try:
-            expr = self.parsed()
             self.bound()
         except ExprError as error:
             raise VerifyException(f"'{self.expression.data}': {error.message}") from None
@@ -122,33 +176,21 @@ class TensorOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> TensorOp:
-        text, inputs, result_type, attributes, _ = parse_expression_op(
-            parser, "te.op", check=_parse_cached
-        )
+        text, inputs, result_type, attributes, _ = parse_expression_op(parser, "te.op")
         return cls(text, inputs, result_type, attributes)
 
     def print(self, printer: Printer):
         print_expression_op(printer, self)
 
 
-def parse_expression_op(parser: Parser, op_name: str, parse_middle=None, check=None):
+def parse_expression_op(parser: Parser, op_name: str, parse_middle=None):
     """Parse ``"expr" (%a, %b) <middle> {attrs} : (types) -> type``, the custom form
-    shared by the ops that carry a tensor expression (`te.op`, `rtensor.op`).
-
-    `check(text)` may reject the expression with an `ExprError`, reported inside the
-    string literal at its column. Returns the text, the resolved inputs, the result
-    type, the attributes and what `parse_middle()` returned.
+    shared by the ops that carry a tensor expression (`te.op`, `rtensor.op`): the
+    expression reads as the README writes it, a malformed one is an error inside the
+    string. Returns the expression attribute, the resolved inputs, the result type, the
+    attributes and what `parse_middle()` returned.
     """
-    start = parser.pos
-    text = parser.parse_str_literal("tensor expression")
-    if check is not None:
-        try:
-            check(text)
-        except ExprError as error:
-            # Point into the string literal (past its opening quote) when we can.
-            column = 0 if error.column is None else error.column + 1
-            position = min(start + column, parser.pos - 1)
-            parser.raise_error(error.message, position, position + 1)
+    text = ExprAttr.new(parse_checked_expression(parser))
     operands: list[UnresolvedOperand] = parser.parse_comma_separated_list(
         parser.Delimiter.PAREN, parser.parse_unresolved_operand
     )
@@ -173,7 +215,7 @@ def print_expression_op(printer: Printer, op, middle=None) -> None:
     """Print ``"expr" (%a, %b) <middle> {attrs} : (types) -> type``, the custom form
     shared by the ops that carry a tensor expression (`te.op`, `rtensor.op`)."""
     printer.print_string(" ")
-    printer.print_attribute(op.expression)
+    printer.print_string_literal(op.expression.data)
     printer.print_string(" (")
     printer.print_list(op.inputs, printer.print_operand)
     printer.print_string(")")
@@ -227,4 +269,4 @@ class OpaqueOp(IRDLOperation):
             raise VerifyException(f"te.opaque \"{self.kind.data}\" has no results")
 
 
-TE = Dialect("te", [TensorOp, OpaqueOp], [])
+TE = Dialect("te", [TensorOp, OpaqueOp], [ExprAttr])

@@ -30,17 +30,22 @@ def op_spec(op: RTensorOp) -> OpSpec:
     return op_spec_from_expr(op.bound(), op.output.type.element_bytes)  # type: ignore[union-attr]
 
 
+def stated_plan(op: RTensorOp) -> Plan:
+    """The planner's (unscored) ``Plan`` that ``op`` states."""
+    stated = op.plan()
+    return Plan(stated.axes, stated.op_factors, stated.temporal_factors)
+
+
 def scored_plan(op: RTensorOp, device: Device | None = None, cost: CostModel | None = None) -> Plan:
     """The plan ``op`` states, checked and scored by ``check_plan`` on ``device`` under
     ``cost`` (by default the module's target). Raises ``PlanCheckError``."""
     if device is None or cost is None:
         device, cost = device_and_cost(op)
-    stated = op.plan()
+    plan = stated_plan(op)
     try:
         spec = op_spec(op)
     except SpecError as error:
         raise PlanCheckError(f"the planner cannot describe this operator: {error}") from None
-    plan = Plan(stated.axes, stated.op_factors, stated.temporal_factors)
     try:
         score = check_plan(spec, plan, device, cost)
     except PlanError as error:

@@ -104,7 +104,15 @@ def device_and_cost(op: Operation) -> tuple[Device, CostModel]:
 
 
 def set_target(module: ModuleOp, device: str = "", cost: str = "") -> TargetAttr:
-    """Give ``module`` its target, or check the one it has.
+    """Give ``module`` its target (``resolve_target``) and write it."""
+    target = resolve_target(module, device, cost)
+    module.attributes[TARGET_ATTR] = target
+    return target
+
+
+def resolve_target(module: ModuleOp, device: str = "", cost: str = "") -> TargetAttr:
+    """The target ``module`` has or gets, without writing it; an error when the module
+    targets something else than asked for.
 
     An empty ``device``/``cost`` means "whatever the module already targets" (the
     defaults, ipu-mk2 and t10, for a module with no target). A module that targets
@@ -131,6 +139,4 @@ def set_target(module: ModuleOp, device: str = "", cost: str = "") -> TargetAttr
         get_cost_model(cost or DEFAULT_COST)
     except (DeviceError, CostModelError) as error:
         raise TargetError(str(error)) from None
-    target = target_attr(loaded, cost or DEFAULT_COST)
-    module.attributes[TARGET_ATTR] = target
-    return target
+    return target_attr(loaded, cost or DEFAULT_COST)

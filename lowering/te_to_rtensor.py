@@ -67,7 +67,8 @@ from irc.dialects.rtensor import (
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import ExprError
 from irc.diagnostics import location_of
-from irc.lowering.target import TargetError, cost_of, device_of, set_target
+from irc.dialects.target import TARGET_ATTR
+from irc.lowering.target import TargetError, cost_of, device_of, resolve_target
 
 MODES = ("model", "op")
 """Planning modes: T10 §4.3.2's model-wide trade-off, or every operator on its own."""
@@ -225,7 +226,8 @@ class RTensorPartition(ModulePass):
                 f"(model: T10 §4.3.2's model-wide planning; op: every operator on its own)"
             )
         try:
-            device, cost = device_and_cost_of(set_target(op, self.device, self.cost))
+            target = resolve_target(op, self.device, self.cost)
+            device, cost = device_and_cost_of(target)
         except TargetError as error:
             raise DiagnosticException(f"rtensor-partition: {error}") from None
         # Plan everything first, so that a failure is one diagnostic on untouched IR.
@@ -233,6 +235,7 @@ class RTensorPartition(ModulePass):
             plans, idle, fallbacks = self._plan_each_op(op, device, cost)
         else:
             plans, idle, fallbacks = self._plan_model(op, device, cost)
+        op.attributes[TARGET_ATTR] = target
         for te_op, reason in fallbacks.items():
             te_op.attributes[REMARK_ATTR] = fallback_remark(reason)
         PatternRewriteWalker(

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.lowering.rtensor_plan import idle_plan, op_spec, scored_plan, stated_plan
 from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr, RelayoutOp, RTensorOp, RTensorType, layout_types
 from irc.dialects.te import TensorOp
 from irc.cost import get_cost_model
@@ -89,13 +90,13 @@ def test_ir_records_the_planners_model_wide_decision(device):
     planned = rtensor_ops(module)
     assert len(planned) == len(decision.ops)
     for op, chosen, model_op in zip(planned, decision.ops, found.model.ops):
-        assert op.plan() == chosen.active.unscored()
+        assert stated_plan(op) == chosen.active.unscored()
         attr = op.attributes.get(IDLE_ATTR)
         if not model_op.weights:
             assert attr is None
             continue
         assert isinstance(attr, IdlePlanAttr) and attr.weight_names == ("W",)
-        idle = op.idle_plan()
+        idle = idle_plan(op)
         assert dict(idle.weight_factors) == dict(chosen.idle.weight_factors)
         assert attr.bytes_per_core == chosen.idle.cold_bytes == chosen.idle_bytes
         assert attr.setup_cycles == math.ceil(setup_cycles(chosen.idle, chosen.active, device))
@@ -168,7 +169,7 @@ def test_model_mode_never_slower_than_op_mode(widths, tokens, device):
     assert decision.seconds == pytest.approx(sum(op.seconds for op in decision.ops))
     assert decision.peak_bytes <= dev.sram_bytes
     op_mode = partition(text, device, mode="op")
-    assert [op.plan() for op in rtensor_ops(op_mode)] == [d.active.unscored() for d in per_op]
+    assert [stated_plan(op) for op in rtensor_ops(op_mode)] == [d.active.unscored() for d in per_op]
 
 
 def test_without_marks_there_are_no_weights():

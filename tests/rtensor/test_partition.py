@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.dialects.target import target_of
+from irc.lowering.rtensor_plan import idle_plan, op_spec, scored_plan, stated_plan
 from irc.dialects.rtensor import RelayoutOp, RTensorOp, RTensorType
 from irc.dialects.te import TensorOp
 from irc.planner import search
@@ -55,9 +57,9 @@ def test_every_te_op_gets_the_fastest_plan():
     planned = [op for op in ops if isinstance(op, RTensorOp)]
     assert len(planned) == 7
     for op in planned:
-        best = search(op.op_spec(), "tiny16", "t10").best
-        assert op.plan() == best.unscored(), op.expression.data
-        assert op.scored_plan().seconds == pytest.approx(best.seconds)
+        best = search(op_spec(op), "tiny16", "t10").best
+        assert stated_plan(op) == best.unscored(), op.expression.data
+        assert scored_plan(op).seconds == pytest.approx(best.seconds)
     # values flow on the chip between ops: relayouts leave the chip only at the return
     to_host = [op for op in ops if isinstance(op, RelayoutOp) and not isinstance(op.result.type, RTensorType)]
     assert len(to_host) == 3
@@ -73,7 +75,7 @@ def test_seed003_cost_model_plans_matmul_and_conv():
     module = parse_module(text, "conv.mlir")
     RTensorPartition(device="tiny16", cost="seed003", mode="op").apply(make_context(), module)
     (op,) = [op for op in module.walk() if isinstance(op, RTensorOp)]
-    assert op.cost_name == "seed003"
+    assert target_of(op).cost_name == "seed003"
     module.verify()
 
 

@@ -9,8 +9,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp, TensorType, f16, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from irc.dialects.target import TARGET_ATTR, target_of
+from irc.lowering.target import target_attr
+from irc.passes.rtensor_check import RTensorCheck
+from irc.lowering.rtensor_plan import idle_plan, op_spec, scored_plan, stated_plan
 from irc.dialects.rtensor import RelayoutOp, RTensorOp, RTensorType, layout_types
 from irc.dialects.te_expr import parse_expression
 from irc.cost import get_cost_model
@@ -52,9 +56,17 @@ def build(bound, types, factors, device, cost="t10"):
     expr = bound.expr
     arg_types = [types[name] for name in expr.inputs]
     func = FuncOp("f", (arg_types, [types[expr.output.tensor]]))
-    op = RTensorOp(str(expr), func.body.block.args, types[expr.output.tensor], factors, device, cost)
+    op = RTensorOp(str(expr), func.body.block.args, types[expr.output.tensor], factors)
     func.body.block.add_ops([op, ReturnOp(op.output)])
-    return ModuleOp([func]), op
+    module = ModuleOp([func])
+    module.attributes[TARGET_ATTR] = target_attr(load_device(device), cost)
+    return module, op
+
+
+def check(module):
+    """The verifier, then the target-dependent checks of ``rtensor-check``."""
+    module.verify()
+    RTensorCheck().apply(make_context(), module)
 
 
 def test_accessors_of_the_seed003_plan():
@@ -63,13 +75,13 @@ def test_accessors_of_the_seed003_plan():
     best = search(spec, "ipu-mk2", "t10").best
     types = layout_types(bound, best, f16)
     module, op = build(bound, types, best.op_factors, "ipu-mk2")
-    module.verify()
+    check(module)
     assert op.bound().extent == {"m": 32, "n": 15360, "k": 5120}
-    assert op.op_spec() == spec
-    assert op.plan() == best.unscored()
-    scored = op.scored_plan()
+    assert op_spec(op) == spec
+    assert stated_plan(op) == best.unscored()
+    scored = scored_plan(op)
     assert scored.score == best.score
-    assert op.device_name == "ipu-mk2" and op.cost_name == "t10"
+    assert target_of(op).device_name == "ipu-mk2" and target_of(op).cost_name == "t10"
     c = types["C"]
     assert c.get_shape() == (32, 15360) and c.get_element_type() == f16
     assert c.replica_count == best.score.replicas["C"]
@@ -91,11 +103,11 @@ def test_relayout_cost_and_verifier():
     assert on_chip.partition_shape() == (4, 3)
     assert load.bytes_per_core() == 4 * 3 * 4 and load.is_host_transfer
     assert change.bytes_per_core() == 2 * 3 * 4 and not change.is_host_transfer
-    assert same.bytes_per_core() == 0 and same.cycles("tiny16") == 0.0
     device, model = load_device("tiny16"), get_cost_model("t10")
+    assert same.bytes_per_core() == 0 and same.cycles(device, model) == 0.0
     expected = float(model.shift_cycles(device, 24)) + model.sync_cycles(device)
-    assert change.cycles("tiny16", "t10") == pytest.approx(expected)
-    assert change.cycles("tiny16", "t10") > 0
+    assert change.cycles(device, model) == pytest.approx(expected)
+    assert change.cycles(device, model) > 0
 
 
 def test_types_print_and_parse_back():
@@ -116,8 +128,8 @@ def test_frontier_plans_verify_as_rtensor_ir(operator, device, pick):
     plan = pareto[pick % len(pareto)]
     types = layout_types(bound, plan, f32)
     module, op = build(bound, types, plan.op_factors, device)
-    module.verify()
-    assert op.plan() == plan.unscored()
+    check(module)
+    assert stated_plan(op) == plan.unscored()
     # and through text: print, parse, verify with locations
     reparsed = parse_module(str(module), "t.mlir")
     assert str(reparsed) == str(module)
@@ -167,8 +179,8 @@ def test_mutated_plans_are_rejected_with_the_constraint(operator, device, pick, 
             type_.replica_count, type_.padded_shape,
         )
     module, op = build(bound, types, op_factors, device)
-    with pytest.raises(VerifyException) as caught:
-        module.verify()
+    with pytest.raises((VerifyException, DiagnosticException)) as caught:
+        check(module)
     assert f"plan breaks a T10 constraint: {expected}" in str(caught.value)
 
 
