@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
@@ -48,7 +47,7 @@ from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te import ExprAttr, parse_expression_op, print_expression_op
-from irc.dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr, parse_expression
+from irc.dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr
 
 
 

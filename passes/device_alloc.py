@@ -21,7 +21,14 @@ from irc.dialects.device import AllocOp, FreeOp, i64_attr
 from irc.diagnostics import location_of
 
 
-from irc.schedule.program import first_fit as _first_fit
+def first_fit(live: list[tuple[int, int]], size: int) -> int:
+    """The lowest offset where ``size`` bytes fit between the live ``[start, end)`` ranges."""
+    offset = 0
+    for start, end in sorted(live):
+        if offset + size <= start:
+            return offset
+        offset = max(offset, end)
+    return offset
 
 
 @dataclass(frozen=True)
@@ -53,7 +60,7 @@ class DeviceAlloc(ModulePass):
             for inner in func.walk():
                 if isinstance(inner, AllocOp):
                     size = int(inner.bytes.value.data)
-                    offset = _first_fit(list(live.values()), size)
+                    offset = first_fit(list(live.values()), size)
                     cores = int(inner.cores.value.data)
                     if cores > device.cores:
                         raise DiagnosticException(

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Const, TensorExpr, product_reads
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, TensorExpr, product_reads
 from xdsl.interpreter import InterpretationError
 
 from irc.cost import CostModel, OpWork, SubTask, get_cost_model

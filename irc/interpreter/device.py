@@ -24,7 +24,6 @@ from irc.dialects.device import (
     StoreOp,
     SyncOp,
     VectorOp,
-    array_values,
     core_table,
 )
 from irc.cost import OpWork, SubTask

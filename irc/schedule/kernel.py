@@ -52,7 +52,7 @@ ring and raises ``AlignError`` naming the axis and the factors when it fails.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
@@ -128,7 +128,6 @@ class ShiftKernel:
     levels: tuple[Level, ...]          # loop nest, outermost first
     start: np.ndarray                  # (levels, cores): initial digit of each level
     tensors: dict[str, TensorLayout]
-    coords: np.ndarray = field(repr=False)  # (cores, axes) grid coordinates
     clamped: tuple[int, ...] = ()      # reduction axes of max=/min= whose last range is
                                        # moved back inside the extent instead of padded
 
@@ -367,7 +366,7 @@ class ShiftKernel:
         """``source`` in closed form: the ring neighbour whose position in the ring has the
         level's digit one further (the other terms of the level's start digit are constant
         within a ring). Equal to ``source`` for every kernel whose placement is the one
-        ``start_digits`` gives; ``program`` checks that before using it."""
+        ``start_digits`` gives; the lowering checks that against ``source`` before using it."""
         core = self._core(core)
         coords = self.core_coords(core)
         phi = self._free_index(tensor, core)
@@ -384,7 +383,7 @@ class ShiftKernel:
         new_phi = phi + delta
         # unravel the neighbour's free index back into coordinates, keep the others
         free = [d for d in range(len(self.axes)) if not self.spec.tensor(tensor.name).indexed_by(self.axes[d])]
-        neighbour = [c for c in coords]
+        neighbour = list(coords)
         stride = 1
         for d in reversed(free):
             g = self.grid[d]
@@ -518,15 +517,12 @@ def build_shift_kernel(
     )
     grid = tuple(plan.op_factors)
     cores = math.prod(grid)
-    coords = np.stack(np.unravel_index(np.arange(cores), grid), axis=1).astype(np.int64) if axes else \
-        np.zeros((1, 0), dtype=np.int64)
 
     # levels with strides; order them as the planner's loop order (outermost first)
     by_axis: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
     for axis, trips, moving in peeled:
         by_axis.setdefault(axis, []).append((trips, moving))
     level_list: list[Level] = []
-    b = dtype.itemsize
     resident_planner = {name: score.memory.partitions[name] for name in score.memory.partitions}
     for axis, chain in by_axis.items():
         stride = math.prod(t for t, _ in chain)
@@ -568,7 +564,7 @@ def build_shift_kernel(
         bound=bound, spec=spec, plan=plan, device=device, cost=cost, dtype=dtype, axes=axes,
         extents=spec.extents, grid=grid, steps_per_axis=steps_per_axis, tiles=tiles,
         levels=levels, start=np.zeros((len(levels), cores), dtype=np.int64), tensors=tensors,
-        coords=coords, clamped=clamped,
+        clamped=clamped,
     )
     kernel.start = initial_placement(kernel)
     check_alignment(kernel)
