@@ -23,11 +23,16 @@ import time
 
 import numpy as np
 
+from xdsl.context import Context
+
 from irc.dialects.te_expr import parse_expression
-from irc.interpreter.chip import Chip
+from irc.interpreter.registry import chips_of
+from irc.lowering.shift_ir import kernel_module
+from irc.lowering.shift_to_device import ShiftToDevice
+from irc.passes.device_alloc import DeviceAlloc
 from irc.planner import search
+from irc.runner import interpreter_for
 from irc.schedule.kernel import build_shift_kernel
-from irc.schedule.program import build_program, run_program
 from irc.schedule.spec import op_spec_from_bound
 
 
@@ -66,15 +71,19 @@ def main(argv=None) -> None:
         rows.append((f"{cost}/min", cost, min(found.pareto, key=lambda p: p.memory_per_core)))
     for label, cost, plan in rows:
         kernel = build_shift_kernel(bound, plan, args.device, cost, np.float16)
-        program = build_program(kernel)
-        best, result, chip = None, None, None
+        # the device program, as `inference` lowers it (one compute-shift kernel)
+        module = kernel_module(kernel, cost=cost)
+        for stage in (ShiftToDevice(), DeviceAlloc()):
+            stage.apply(Context(), module)
+        best, result, report = None, None, None
         for _ in range(args.repeat):
-            chip = Chip(args.device, cost)
+            interpreter = interpreter_for(module)
             start = time.perf_counter()
-            result = run_program(program, {"A": a, "B": b}, chip)
+            (result,) = interpreter.call_op("main", (a, b))
             elapsed = time.perf_counter() - start
             best = elapsed if best is None else min(best, elapsed)
-        report = chip.report()
+            (chip,) = chips_of(interpreter)
+            report = chip.report()
         planned = float(kernel.plan.score.cost.total)
         error = float(np.max(np.abs(result.astype(np.float32) - reference)) / np.max(np.abs(reference)))
         ft = ",".join(f"{t}={'x'.join(map(str, f))}" for t, f in plan.temporal_factors.items())

@@ -50,7 +50,7 @@ def compile_module(module: ModuleOp, device: str = "tiny16", cost: str = "t10") 
     """Lower ``module`` (te level) to an allocated device program in place; also return the
     planner's predicted kernel cycles summed over its operators."""
     from irc.dialects.shift import KernelOp
-    from irc.schedule.shift_ir import kernel_of
+    from irc.lowering.shift_ir import kernel_of
     from irc.passes.pipelines import InferencePipeline
 
     ctx = Context()

@@ -24,7 +24,7 @@ from xdsl.interpreter import Interpreter
 
 from irc import universe
 from irc.diagnostics import LocatingParser, verify_located
-from irc.interpreter.dtypes import numpy_dtype
+from irc.dialects.dtypes import numpy_dtype
 from irc.interpreter.registry import all_interpreter_functions
 
 NAME_ATTR = "irc.name"

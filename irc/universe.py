@@ -35,6 +35,7 @@ def _lazy(path: str) -> Callable[[], object]:
 
 IRC_UNIVERSE = Universe(
     all_dialects={
+        "irc": _lazy("irc.dialects.target:IRC"),
         "te": _lazy("irc.dialects.te:TE"),
         "rtensor": _lazy("irc.dialects.rtensor:RTENSOR"),
         "shift": _lazy("irc.dialects.shift:SHIFT"),
@@ -42,7 +43,9 @@ IRC_UNIVERSE = Universe(
     },
     all_passes={
         # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
+        "irc-target": _lazy("irc.passes.set_target:SetTarget"),
         "rtensor-partition": _lazy("irc.lowering.te_to_rtensor:RTensorPartition"),
+        "rtensor-check": _lazy("irc.passes.rtensor_check:RTensorCheck"),
         # rtensor -> shift: rings, paces, loop order (T10 §3.2, §4.4)
         "rtensor-to-shift": _lazy("irc.lowering.rtensor_to_shift:RTensorToShift"),
         "rotation-align": _lazy("irc.passes.rotation_align:RotationAlign"),

@@ -20,7 +20,7 @@ from irc.dialects.device import array_values, core_id, core_table
 from irc.dialects.shift import ComputeOp, KernelOp, LoopOp, RingOp
 from irc.cost import CostModelError
 from irc.devices import DeviceError
-from irc.interpreter.dtypes import numpy_dtype
+from irc.dialects.dtypes import numpy_dtype
 from irc.lowering.target import TargetError, cost_of, device_of, require_target
 from irc.planner import Plan, PlanError
 from irc.schedule.kernel import AlignError, ShiftKernel, build_shift_kernel, check_alignment
@@ -165,3 +165,30 @@ def write_loops(op: KernelOp, kernel: ShiftKernel) -> None:
     for nested in list(inner.ops):
         nested.detach()
         op.body.block.add_op(nested)
+
+
+def kernel_module(kernel: ShiftKernel, input_dtypes: dict[str, np.dtype] | None = None, cost: str = "t10"):
+    """A module whose ``@main`` runs ``kernel`` (a built ``ShiftKernel``) as one aligned
+    `shift.kernel` on its device: what `rotation-align` would have written for its plan.
+    ``input_dtypes`` gives the inputs' element types (default: the output's)."""
+    from xdsl.dialects.builtin import ModuleOp, TensorType
+    from xdsl.dialects.func import FuncOp, ReturnOp
+
+    from irc.dialects.target import TARGET_ATTR
+    from irc.dialects.dtypes import element_type
+    from irc.lowering.rtensor_to_shift import kernel_op_for
+    from irc.lowering.target import target_attr
+
+    expr = kernel.bound.expr
+    dtypes = input_dtypes or {}
+    input_types = [
+        TensorType(element_type(dtypes.get(n, kernel.dtype)), kernel.bound.shapes[n]) for n in expr.inputs
+    ]
+    output_type = TensorType(element_type(kernel.dtype), kernel.bound.shapes[expr.output.tensor])
+    block = Block(arg_types=input_types)
+    op = kernel_op_for(str(expr), block.args, output_type, kernel.plan)
+    write_loops(op, kernel)
+    block.add_ops([op, ReturnOp(op.output)])
+    module = ModuleOp([FuncOp("main", (input_types, [output_type]), Region(block))])
+    module.attributes[TARGET_ATTR] = target_attr(kernel.device, kernel.cost.name if cost is None else cost)
+    return module

@@ -29,7 +29,7 @@ from irc.dialects.device import (
 from irc.cost import OpWork, SubTask
 from irc.diagnostics import location_of
 from irc.interpreter.chip import Chip, ChipFault
-from irc.interpreter.dtypes import numpy_dtype
+from irc.dialects.dtypes import numpy_dtype
 from irc.lowering.target import TargetError, cost_of, device_of, require_target
 from irc.dialects.target import TargetAttr
 

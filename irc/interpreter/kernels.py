@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr
 
-from irc.interpreter.dtypes import numpy_dtype
+from irc.dialects.dtypes import numpy_dtype
 
 Kernel = Callable[..., list[np.ndarray]]
 KERNELS: dict[str, Kernel] = {}

@@ -14,7 +14,7 @@ import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
 from irc.dialects.rtensor import RelayoutOp, RTensorOp
-from irc.interpreter.dtypes import numpy_dtype
+from irc.dialects.dtypes import numpy_dtype
 from irc.interpreter.te_eval import evaluate
 
 

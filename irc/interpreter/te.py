@@ -8,7 +8,7 @@ import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
 from irc.dialects.te import OpaqueOp, TensorOp
-from irc.interpreter.dtypes import numpy_dtype
+from irc.dialects.dtypes import numpy_dtype
 from irc.interpreter.kernels import run_kernel
 from irc.interpreter.te_eval import evaluate
 

@@ -16,7 +16,7 @@ scores a given plan (JSON as ``--json`` prints it) or names the constraint it br
 ``--shape`` gives axis extents; tensor shapes follow from the expression.
 
 ``--model`` plans a whole model (T10 §4.3.2, Algorithm 1, as ``rtensor-partition``'s
-``mode=model`` does; `irc.planner.model_from_ir`) and prints per operator its plan,
+``mode=model`` does; `irc.lowering.model_from_ir`) and prints per operator its plan,
 time, idle/active memory per core and share of the total, then the totals; a te op the
 planner cannot describe is listed as left to the host/vendor fallback. ``--baseline``
 prints the same report for a PopART-style VGM, a Roller-style or the "fastest plan,
@@ -388,7 +388,7 @@ def _function_of(module, entry: str | None, where: str):
 
 
 def _spec_of_function(function, where: str, name: str | None = None):
-    from irc.planner.model_from_ir import ModelIRError, function_model
+    from irc.lowering.model_from_ir import ModelIRError, function_model
 
     try:
         found = function_model(function, name=name)
@@ -597,7 +597,7 @@ def run_model(args) -> int:
         raise PlanToolError(f"error: --plot-op: no op named '{args.plot_op}' (ops: {', '.join(dict.fromkeys(names))})")
     if args.baseline is not None:
         return _report_baseline(args, model, fallbacks, device, cost, cache, started)
-    from irc.planner.model_from_ir import plan_function
+    from irc.lowering.model_from_ir import plan_function
 
     with _progress(len(model.ops), f"planning {model.name}") as bar:
         try:

@@ -21,7 +21,7 @@ from xdsl.interpreter import InterpretationError
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from irc.diagnostics import format_parse_error
-from irc.interpreter.dtypes import UnsupportedTypeError
+from irc.dialects.dtypes import UnsupportedTypeError
 from irc.interpreter.kernels import KernelError
 from irc.runner import RunError, parse_module, run_function
 

@@ -86,35 +86,16 @@ def random_inputs(bound, shapes, dtype, seed: int):
 
 
 def run_kernel(kernel, inputs: dict, device, cost):
-    """Execute ``kernel`` (a built ``ShiftKernel``) the one way programs run: as an aligned
-    ``shift.kernel`` in a module targeting ``device``, through the runner. Returns the
-    output and the chip report."""
-    from xdsl.dialects.builtin import ModuleOp, TensorType
-    from xdsl.dialects.func import FuncOp, ReturnOp
-    from xdsl.ir import Block, Region
-
-    from xdsl.dialects.builtin import f16, f32, f64
-
-    from irc.dialects.target import TARGET_ATTR
+    """Execute ``kernel`` (a built ``ShiftKernel`` for ``device``) the one way programs run:
+    as an aligned ``shift.kernel`` in a module targeting its device, on the interpreter.
+    Returns the output and the chip report."""
     from irc.interpreter.registry import chips_of
-    from irc.lowering.rtensor_to_shift import kernel_op_for
-    from irc.lowering.shift_ir import write_loops
-    from irc.lowering.target import target_attr
-    from irc.devices import load_device
+    from irc.lowering.shift_ir import kernel_module
     from irc.runner import interpreter_for
 
-    def element_type(dtype):
-        return {np.dtype(np.float16): f16, np.dtype(np.float32): f32, np.dtype(np.float64): f64}[np.dtype(dtype)]
-
     expr = kernel.bound.expr
-    input_types = [TensorType(element_type(np.asarray(inputs[n]).dtype), kernel.bound.shapes[n]) for n in expr.inputs]
-    output_type = TensorType(element_type(kernel.dtype), kernel.bound.shapes[expr.output.tensor])
-    block = Block(arg_types=input_types)
-    op = kernel_op_for(str(expr), block.args, output_type, kernel.plan)
-    write_loops(op, kernel)
-    block.add_ops([op, ReturnOp(op.output)])
-    module = ModuleOp([FuncOp("main", (input_types, [output_type]), Region(block))])
-    module.attributes[TARGET_ATTR] = target_attr(load_device(device), cost if isinstance(cost, str) else cost.name)
+    module = kernel_module(kernel, {n: np.asarray(inputs[n]).dtype for n in expr.inputs},
+                           cost if isinstance(cost, str) else cost.name)
     interpreter = interpreter_for(module)
     (result,) = interpreter.call_op("main", tuple(np.asarray(inputs[n]) for n in expr.inputs))
     (chip,) = chips_of(interpreter)

@@ -55,7 +55,7 @@ def rtensor_ops(module):
 
 def random_arguments(text, seed):
     """Every argument of @main, weights included, as reproducible normal values."""
-    from irc.interpreter.dtypes import numpy_dtype
+    from irc.dialects.dtypes import numpy_dtype
 
     signature = find_function(parse_module(text, "te.mlir"), None)
     rng = np.random.default_rng(seed)

@@ -37,3 +37,16 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
 
 def byte_width(element_type: Attribute) -> int:
     return numpy_dtype(element_type).itemsize
+
+
+def element_type(dtype) -> Attribute:
+    """The builtin element type stored as numpy ``dtype`` (the inverse of ``numpy_dtype``)."""
+    dtype = np.dtype(dtype)
+    floats = {2: Float16Type(), 4: Float32Type(), 8: Float64Type()}
+    if dtype.kind == "f" and dtype.itemsize in floats:
+        return floats[dtype.itemsize]
+    if dtype.kind == "b":
+        return IntegerType(1)
+    if dtype.kind in "iu":
+        return IntegerType(dtype.itemsize * 8, Signedness.UNSIGNED if dtype.kind == "u" else Signedness.SIGNLESS)
+    raise UnsupportedTypeError(f"numpy dtype {dtype} has no element type here")
