@@ -310,6 +310,10 @@ class TensorExpr:
             if axis in extents and extents[axis] != extent:
                 raise ExprError(f"axis '{axis}' is bound twice ({extents[axis]} and {extent})")
             extents[axis], origin[axis] = extent, "the where clause"
+        # The output's shape bounds every output axis and a where clause its axis: a
+        # read of such an axis may take a window of a larger dimension (a slice, as
+        # ELK/T10 write ``O[n] = A[n+0]``); other axes take the extent they index.
+        bounded = set(bound_axes)
         for access in all_accesses:
             shape = shapes[access.tensor]
             if len(access.indices) != len(shape):
@@ -322,8 +326,13 @@ class TensorExpr:
                 if axis is None:
                     continue
                 where = f"{access.tensor} (dim {dim})"
-                if axis in bound_axes and shape[dim] >= extents[axis]:
-                    continue  # a where-bound axis may read a window of a larger dim
+                if axis in bounded and shape[dim] >= extents[axis]:
+                    continue
+                if axis in bounded:
+                    raise ExprError(
+                        f"{access.tensor}[...] reads axis '{axis}' over [0, {extents[axis] - 1}] "
+                        f"({origin[axis]}) past the end of {where}, which has size {shape[dim]}"
+                    )
                 if axis in extents and extents[axis] != shape[dim]:
                     raise ExprError(
                         f"axis '{axis}' has extent {extents[axis]} in {origin[axis]} "
@@ -331,6 +340,8 @@ class TensorExpr:
                     )
                 extents.setdefault(axis, shape[dim])
                 origin.setdefault(axis, where)
+                if access is self.output:
+                    bounded.add(axis)
         for axis in self.axes:
             if axis not in extents:
                 raise ExprError(

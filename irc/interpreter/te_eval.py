@@ -176,10 +176,16 @@ def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
             continue
         operands.append(arrays[factor.tensor])
         subscripts.append("".join(letters[i.simple_axis] for i in factor.indices))
-    out = "".join(letters[i.simple_axis] for i in bound.expr.output.indices)
+    out_axes = [i.simple_axis for i in bound.expr.output.indices]
+    read = "".join(subscripts)
+    # Output axes no input reads broadcast the result along them (``O[n0,n1] = A[n1]``).
+    computed = "".join(letters[a] for a in out_axes if letters[a] in read)
     # Axes read by no tensor still count iterations (e.g. `Y[i] += X[i] where j in 3`).
-    unread = [a for a, _ in bound.extents if letters[a] not in "".join(subscripts) + out]
-    result = np.einsum(f"{','.join(subscripts)}->{out}", *operands, optimize=len(operands) > 2)
+    unread = [a for a, _ in bound.extents if letters[a] not in read and a not in out_axes]
+    result = np.einsum(f"{','.join(subscripts)}->{computed}", *operands, optimize=len(operands) > 2)
+    if len(computed) != len(out_axes):
+        shape = [bound.extent[a] if letters[a] in read else 1 for a in out_axes]
+        result = np.broadcast_to(np.reshape(result, shape), [bound.extent[a] for a in out_axes])
     multiplicity = math.prod(bound.extent[a] for a in unread)
     result = np.asarray(result, dtype=work)
     if scale != 1.0 or multiplicity != 1:
