@@ -132,6 +132,9 @@ class _NoRotationSpace:
     def __init__(self, spec: OpSpec, cache: FrontierCache, aligned: bool, min_utilization: float) -> None:
         self.spec = canonical_spec(spec)
         self.cache = cache
+        self.aligned = aligned
+        self.min_utilization = min_utilization
+        self._relaxed: _NoRotationSpace | None = None
         candidates = candidate_set(self.spec, cache.device, min_utilization, cache.max_padding, rotation=False)
         self.candidates = candidates
         if len(candidates):
@@ -146,7 +149,30 @@ class _NoRotationSpace:
             self.memory = self.cycles = np.zeros(0)
         self._best: dict[int, Plan | None] = {}
 
+    def relaxed(self) -> _NoRotationSpace:
+        """The same space with any core count: the utilisation floor only prunes (as in
+        ``irc.planner.search``), so an op no plan above the floor fits still gets one."""
+        if self.min_utilization <= 0:
+            return self
+        if self._relaxed is None:
+            self._relaxed = _NoRotationSpace(self.spec, self.cache, self.aligned, 0.0)
+        return self._relaxed
+
+    def least_memory(self) -> int | None:
+        """The least memory per core of any plan of the relaxed space (None: no plan)."""
+        space = self.relaxed()
+        usable = np.isfinite(space.cycles)
+        return int(space.memory[usable].min()) if usable.any() else None
+
     def best(self, budget: float) -> Plan | None:
+        """The fastest plan within ``budget`` bytes per core, above the utilisation floor
+        when one fits, else with any core count."""
+        found = self._best_here(budget)
+        if found is None and self.min_utilization > 0:
+            return self.relaxed()._best_here(budget)
+        return found
+
+    def _best_here(self, budget: float) -> Plan | None:
         key = int(budget)
         if key not in self._best:
             usable = np.flatnonzero((self.memory <= budget) & np.isfinite(self.cycles))
@@ -191,11 +217,18 @@ def _vgm_baseline(
         budget = device.sram_bytes - vgm
         plan = space.best(budget)
         if plan is None:
+            least = space.least_memory()
+            if least is None:
+                raise ModelFitError(
+                    f"{name} baseline: op {i} ({op.name}) has no {'aligned ' if aligned else ''}plan without "
+                    f"rotation on {device.name} at all",
+                    needed=vgm, available=device.sram_bytes,
+                )
             raise ModelFitError(
                 f"{name} baseline: op {i} ({op.name}) has no {'aligned ' if aligned else ''}plan without rotation "
-                f"within the {max(budget, 0)} bytes per core the VGM ({vgm} bytes) leaves of {device.sram_bytes}",
-                needed=vgm + int(space.memory.min()) if len(space.memory) else device.sram_bytes + 1,
-                available=device.sram_bytes,
+                f"within the {max(budget, 0)} bytes per core the VGM ({vgm} bytes) leaves of {device.sram_bytes} "
+                f"(its least plan needs {least} bytes per core)",
+                needed=vgm + least, available=device.sram_bytes,
             )
         partitions = plan.score.memory.partitions
         load = sum(partitions[t.name] for t in space.spec.inputs)
