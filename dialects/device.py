@@ -380,6 +380,67 @@ class StoreOp(IRDLOperation):
 
 
 @irdl_op_definition
+class RelayoutOp(IRDLOperation):
+    """Move a tensor of shape ``shape`` from one on-chip layout into another over the
+    exchange, never through the host (T10 s4.3.2's layout change between operators): the
+    cores leading each ``source_group`` contribute their tile of ``source`` at
+    ``source_origins(c)``; core ``c`` of ``target`` receives the tile at ``origins(c)``
+    (zeros outside the tensor). Priced as the cost model's shift of ``bytes`` per core
+    plus ``barriers`` barriers: a layout change between operators is one shift event
+    (the planner's relayout cost), turning a weight's idle layout into its active one
+    gathers one slice per barrier (the planner's setup cost, T10 s4.3.2)."""
+
+    name = "device.relayout"
+
+    source = operand_def(BufferType)
+    target = operand_def(BufferType)
+    shape = prop_def(DenseArrayBase)
+    source_origins = prop_def(CORE_TABLE)
+    source_group = prop_def(CORE_TABLE)
+    origins = prop_def(CORE_TABLE)
+    bytes = prop_def(IntegerAttr[I64])
+    barriers = prop_def(IntegerAttr[I64])
+
+    assembly_format = "$source `into` $target attr-dict `:` type($source) `,` type($target)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, source: SSAValue, target: SSAValue, shape, source_origins, source_group, origins,
+                 nbytes: int, barriers: int):
+        super().__init__(
+            operands=[source, target],
+            properties={
+                "shape": i64_array(shape), "source_origins": table_attr(source_origins),
+                "source_group": table_attr(source_group), "origins": table_attr(origins),
+                "bytes": i64_attr(nbytes), "barriers": i64_attr(barriers),
+            },
+        )
+
+    def writers(self, cores: int) -> np.ndarray:
+        """The source cores whose tiles are moved: the lowest core of each group."""
+        keys = core_vector(self.source_group, cores, "source_group")
+        _, first = np.unique(keys, return_index=True)
+        return np.sort(first).astype(np.int64)
+
+    def verify_(self) -> None:
+        source, target = _buffer(self.source, "the source"), _buffer(self.target, "the target")
+        rank = len(array_values(self.shape))
+        if len(source.get_shape()) != rank or len(target.get_shape()) != rank:
+            raise VerifyException(
+                f"a relayout of a rank-{rank} tensor needs rank-{rank} buffers, got {source} and {target}"
+            )
+        if source.element_type != target.element_type:
+            raise VerifyException(f"relayout keeps the element type, but moves {source} into {target}")
+        for what in ("bytes", "barriers"):
+            if _int(getattr(self, what)) < 0:
+                raise VerifyException(f"{what} must not be negative, got {_int(getattr(self, what))}")
+        for value, table, what in ((self.source, self.source_origins, "source_origins"),
+                                   (self.target, self.origins, "origins")):
+            cores = _defining_cores(value)
+            if cores is not None:
+                core_table(table, rank, cores, what)
+
+
+@irdl_op_definition
 class FillOp(IRDLOperation):
     """Set every element of a buffer on every core to ``value`` (an accumulator's
     identity before the first step)."""
@@ -633,6 +694,6 @@ class ReduceOp(IRDLOperation):
 
 DEVICE = Dialect(
     "device",
-    [AllocOp, FreeOp, LoadOp, StoreOp, FillOp, MmaOp, VectorOp, ShiftOp, SyncOp, ReduceOp],
+    [AllocOp, FreeOp, LoadOp, StoreOp, RelayoutOp, FillOp, MmaOp, VectorOp, ShiftOp, SyncOp, ReduceOp],
     [BufferType],
 )

@@ -23,7 +23,9 @@ A loop of ``trips`` runs its body ``trips`` times and, between two runs, rotates
 an inner loop visits all its values starting where the previous run stopped. ``start``
 (a map of the core id, or a table) is the per-core initial value of the loop's digit (the initial placement, T10 s4.4).
 The chip is the module's ``irc.target``; ``planned_cycles``, written by
-`rotation-align`, is the time the cost model predicts for the kernel.
+`rotation-align`, is the time the cost model predicts for the kernel; a kernel reading
+weights may carry the ``idle = #rtensor.idle<...>`` plan its weights rest in between
+uses (model-wide planning), which `shift-to-device` keeps them in.
 The kernel reads and writes host tensors: between operators data goes through the host.
 """
 

@@ -32,6 +32,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.dialects.rtensor import IDLE_ATTR
 from irc.dialects.shift import KernelOp, RingOp
 from irc.diagnostics import location_of
 
@@ -82,6 +83,8 @@ class LowerToHost(RewritePattern):
                 op.expression.data, [self.host_of(v, op) for v in op.inputs],
                 op.output.type.with_global(), plan,
             )
+            if IDLE_ATTR in op.attributes:  # where its weights rest between uses (model-wide plan)
+                kernel.attributes[IDLE_ATTR] = op.attributes[IDLE_ATTR]
             kernel.location = op.location
             kernel.output.name_hint = op.output.name_hint
             rewriter.insert(kernel, InsertPoint.before(op))

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.utils.exceptions import DiagnosticException
 
 from irc.dialects.device import (
@@ -43,6 +44,7 @@ from irc.dialects.device import (
     LoadOp,
     MmaOp,
     ReduceOp,
+    RelayoutOp,
     ShiftOp,
     StoreOp,
     SyncOp,
@@ -81,11 +83,96 @@ def _sources(kernel, core) -> dict[tuple[str, int], object]:
     return sources
 
 
-def device_ops(kernel, op: KernelOp, prefix: str, inputs=None) -> tuple[list[Operation], Operation]:
-    """The SPMD device program of ``kernel`` (an aligned ``irc.schedule.ShiftKernel``) and
-    its store; it reads ``op``'s inputs (or the values ``inputs`` in their place). Every
-    per-core value is the kernel's geometry at the symbolic core id (module docstring);
-    a kernel whose loops start elsewhere than the placement gets per-core tables."""
+@dataclass
+class Resident:
+    """An operator's output kept on chip for the operators that read it: its buffer, its
+    layout (per-core origins, and the replica groups whose lowest core holds the reduced
+    tile) and the kernel that produced it (whose plan prices a relayout out of it)."""
+
+    buffer: SSAValue
+    origins: object
+    group: object
+    kernel: object
+    shape: tuple[int, ...]
+
+
+@dataclass
+class IdleWeight:
+    """A weight resting on chip in its idle layout (T10 s4.3.2) for the whole function:
+    its buffer, per-core origins, and what turning it active costs at each use (the
+    planner's setup: every slice gathered, one barrier per slice)."""
+
+    buffer: SSAValue
+    origins: object
+    shape: tuple[int, ...]
+    setup_bytes: int
+    setup_barriers: int
+
+
+def idle_weights(kernel, op: KernelOp, block: Block, prefix: str, only: set[SSAValue]):
+    """For each weight of ``op`` among ``only`` that is an argument of ``block`` with an
+    idle plan on ``op``: the ops that load it once into its idle layout, and its
+    ``IdleWeight``."""
+    from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr
+
+    attr = op.attributes.get(IDLE_ATTR)
+    if not isinstance(attr, IdlePlanAttr):
+        return [], {}
+    placed = np.array_equal(initial_placement(kernel), kernel.start)
+    core = core_id() if placed else None
+    idle_factors = op_idle_factors(kernel, attr)
+    ops, found = [], {}
+    for name, value in zip(kernel.bound.expr.inputs, op.inputs):
+        if name not in idle_factors or value.owner is not block or value not in only:
+            continue
+        layout = kernel.tensors[name]
+        partition = kernel.idle_partition(layout, idle_factors[name], core)
+        if partition is None:
+            continue
+        shape, origins = partition
+        slices = math.prod(idle_factors[name]) // layout.ring_size
+        buffer = AllocOp(f"{prefix}{name}.idle", BufferType(shape, value.type.get_element_type()), kernel.cores)
+        buffer.buffer.name_hint = f"{name}_idle"
+        ops += [buffer, LoadOp(value, buffer.buffer, origins)]
+        nbytes = buffer.buffer.type.bytes
+        found[name] = IdleWeight(buffer.buffer, origins, tuple(value.type.get_shape()),
+                                 slices * nbytes if slices > 1 else 0, slices if slices > 1 else 0)
+    return ops, found
+
+
+def op_idle_factors(kernel, attr) -> dict[str, tuple[int, ...]]:
+    """Idle f_t per op axis of each weight of an ``#rtensor.idle`` (per dim and term)."""
+    factors = {}
+    axes = kernel.axes
+    for name, dims in attr.temporal_factors.items():
+        layout = kernel.tensors.get(name)
+        if layout is None:
+            continue
+        per_axis = list(layout.temporal)
+        for index, terms in zip(layout.indices, dims):
+            for (axis, _), factor in zip(index.terms, terms):
+                per_axis[axes.index(axis)] = factor
+        factors[name] = tuple(per_axis)
+    return factors
+
+
+def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | None = None,
+               keep_output: bool = False, store_output: bool = True, weights: dict | None = None):
+    """The SPMD device program of ``kernel`` (an aligned ``irc.schedule.ShiftKernel``): it
+    reads ``op``'s inputs (or the values ``inputs`` in their place) from the host, or,
+    for an input named in ``resident``, moves it on chip from where its producer left it
+    (``device.relayout``, priced as the planner prices the layout change). Its output is
+    stored to the host when ``store_output``, and stays on chip when ``keep_output``. A
+    weight named in ``weights`` (an ``IdleWeight``) is gathered from the slices the cores
+    keep at rest into its active layout (the setup of T10 s4.3.2).
+    Returns ``(ops, store or None, Resident of the output or None)``. Every per-core
+    value is the kernel's geometry at the symbolic core id (module docstring); a kernel
+    whose loops start elsewhere than the placement gets per-core tables."""
+    from irc.lowering.target import device_and_cost
+    from irc.planner.relayout import relayout_cost
+
+    resident = resident or {}
+    weights = weights or {}
     placed = np.array_equal(initial_placement(kernel), kernel.start)
     core = core_id() if placed else None
     expr = kernel.bound.expr
@@ -106,13 +193,37 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None) -> tuple[list[Ope
         ops.append(buffer)
         return buffer.buffer
 
-    for name, layout in kernel.tensors.items():
+    start = kernel.start_digits(core) if placed else list(kernel.start)
+    # Weights first: each gathers its active partition from the slices at rest, and its
+    # idle slice is released before the other buffers exist (it lies inside the active
+    # partition, which is how the planner counts the op's memory).
+    for name, weight in weights.items():
+        layout = kernel.tensors[name]
         buffers[name] = alloc(name, layout)
+        ops.append(RelayoutOp(weight.buffer, buffers[name], weight.shape, weight.origins,
+                              core_id() if placed else np.arange(kernel.cores),
+                              kernel.partition_origin(layout, start, core), weight.setup_bytes, weight.setup_barriers))
+        ops.append(FreeOp(weight.buffer))
+    for name, layout in kernel.tensors.items():
+        if name not in buffers:
+            buffers[name] = alloc(name, layout)
         if layout.rotating:
             receives[name] = alloc(f"{name}.recv", layout)
-    start = kernel.start_digits(core) if placed else list(kernel.start)
     for layout in kernel.inputs:
-        ops.append(LoadOp(operands[layout.name], buffers[layout.name], kernel.partition_origin(layout, start, core)))
+        if layout.name in weights:
+            continue
+        origins = kernel.partition_origin(layout, start, core)
+        source = resident.get(layout.name)
+        if source is None:
+            ops.append(LoadOp(operands[layout.name], buffers[layout.name], origins))
+            continue
+        producer = source.kernel
+        device, cost = device_and_cost(op)
+        nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name,
+                                  device, cost, producer_tensor=producer.output.name)
+        barriers = device.syncs_per_shift if nbytes else 0   # one shift event, as the planner prices it
+        ops.append(RelayoutOp(source.buffer, buffers[layout.name], source.shape, source.origins, source.group,
+                              origins, nbytes, barriers))
     ops.append(FillOp(buffers[expr.output.tensor], identity))
     sources = _sources(kernel, core)
     counters = [0] * len(kernel.levels)
@@ -139,32 +250,82 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None) -> tuple[list[Ope
         buffers[out.name], group, out.rings, expr.combiner, subtask.kind, roles,
         int(work.out_step_elems), int(work.out_resident_elems), kernel.cores,
     ))
-    store = StoreOp(buffers[out.name], op.output.type, kernel.partition_origin(out, final, core), group, identity)
-    ops.append(store)
+    origins = kernel.partition_origin(out, final, core)
+    store = None
+    if store_output:
+        store = StoreOp(buffers[out.name], op.output.type, origins, group, identity)
+        ops.append(store)
     for name in kernel.tensors:
-        ops.append(FreeOp(buffers[name]))
+        if not (keep_output and name == out.name):
+            ops.append(FreeOp(buffers[name]))
         if name in receives:
             ops.append(FreeOp(receives[name]))
-    return ops, store
+    kept = None
+    if keep_output:
+        kept = Resident(buffers[out.name], origins, group, kernel, tuple(op.output.type.get_shape()))
+    return ops, store, kept
 
 
-@dataclass
-class LowerKernel(RewritePattern):
-    """One aligned shift.kernel -> its device instruction sequence."""
+def lower_block(block: Block, counter: list[int]) -> None:
+    """Lower the kernels of ``block`` in program order, keeping every output that other
+    kernels read on chip (moved into their layouts by ``device.relayout``) and going
+    through the host only for the block's own inputs and for values something other than
+    a kernel reads (the function's results, a host-fallback op)."""
+    from irc.lowering.shift_ir import KernelIRError, kernel_of
 
-    counter: list
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: KernelOp, rewriter: PatternRewriter) -> None:
-        from irc.lowering.shift_ir import KernelIRError, kernel_of
-
+    kernel_ops = [op for op in block.ops if isinstance(op, KernelOp)]
+    position = {op: i for i, op in enumerate(kernel_ops)}
+    last_reader: dict[SSAValue, int] = {}
+    for op in kernel_ops:
+        for value in op.inputs:
+            if isinstance(value.owner, KernelOp) and value.owner in position:
+                last_reader[value] = position[op]
+    resident: dict[SSAValue, Resident] = {}
+    stores: dict[KernelOp, StoreOp | None] = {}
+    kernels = {}
+    for op in kernel_ops:
         try:
-            kernel = kernel_of(op)  # raises when rotations are not yet aligned
+            kernels[op] = kernel_of(op)  # raises when rotations are not yet aligned
         except KernelIRError as error:
             raise _error(op, str(error)) from None
-        self.counter[0] += 1
-        ops, store = device_ops(kernel, op, f"k{self.counter[0]}.")
-        rewriter.replace(op, ops, [store.result])
+    # weights read by one kernel each rest in their idle layout until it runs
+    readers_of = {}
+    for op in kernel_ops:
+        for value in op.inputs:
+            readers_of.setdefault(value, set()).add(op)
+    resting: dict[KernelOp, dict[str, IdleWeight]] = {}
+    first = block.first_op
+    single = {value for value, readers in readers_of.items() if len(readers) == 1}
+    for op in kernel_ops:
+        ops, resting[op] = idle_weights(kernels[op], op, block, f"w{position[op] + 1}.", single)
+        for new in ops:
+            block.insert_op_before(new, first)
+    for op in kernel_ops:
+        kernel = kernels[op]
+        counter[0] += 1
+        names = kernel.bound.expr.inputs
+        on_chip = {name: resident[value] for name, value in zip(names, op.inputs) if value in resident}
+        readers = [use.operation for use in op.output.uses]
+        kernel_readers = [r for r in readers if isinstance(r, KernelOp) and r in position]
+        ops, store, kept = device_ops(
+            kernel, op, f"k{counter[0]}.", resident=on_chip, keep_output=bool(kernel_readers),
+            store_output=len(kernel_readers) < len(readers) or not readers, weights=resting[op],
+        )
+        for new in ops:
+            block.insert_op_before(new, op)
+        # a resident value read for the last time here is freed right after this kernel
+        for value in dict.fromkeys(op.inputs):
+            if value in resident and last_reader.get(value) == position[op]:
+                block.insert_op_before(FreeOp(resident.pop(value).buffer), op)
+        if kept is not None:
+            resident[op.output] = kept
+        stores[op] = store
+    for op in reversed(kernel_ops):  # readers first, so producers lose their uses
+        store = stores[op]
+        if store is not None:
+            op.output.replace_all_uses_with(store.result)
+        op.detach()
+        op.erase()
 
 
 @dataclass(frozen=True)
@@ -174,4 +335,7 @@ class ShiftToDevice(ModulePass):
     name = "shift-to-device"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(LowerKernel([0]), apply_recursively=False).rewrite_module(op)
+        counter = [0]
+        blocks = list(dict.fromkeys(kernel.parent_block() for kernel in op.walk() if isinstance(kernel, KernelOp)))
+        for block in blocks:
+            lower_block(block, counter)

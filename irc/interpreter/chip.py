@@ -39,7 +39,7 @@ from irc.devices import Device, load_device
 from irc.interpreter.te_eval import compute_dtype, evaluate
 
 CORE_AXIS = "__core__"
-CATEGORIES = ("compute", "shift", "sync", "reduction", "host_io")
+CATEGORIES = ("compute", "shift", "sync", "reduction", "relayout", "host_io")
 
 
 class ChipFault(InterpretationError):
@@ -117,7 +117,14 @@ class Report:
 
     @property
     def kernel_cycles(self) -> float:
-        """Chip time without the host round trips (what the planner predicts)."""
+        """The operators' compute-shift time: chip time without host I/O and without the
+        on-chip relayouts between operators (what the planner predicts per operator)."""
+        return self.total_cycles - self.cycles.get("host_io", 0.0) - self.cycles.get("relayout", 0.0)
+
+    @property
+    def model_cycles(self) -> float:
+        """Chip time without host I/O: the operators and the relayouts between them
+        (what the model-wide planner predicts)."""
         return self.total_cycles - self.cycles.get("host_io", 0.0)
 
     @property
@@ -140,6 +147,7 @@ class Report:
             "cycles": dict(self.cycles),
             "total_cycles": self.total_cycles,
             "kernel_cycles": self.kernel_cycles,
+            "model_cycles": self.model_cycles,
             "seconds": self.seconds,
             "peak_sram_bytes": self.peak_sram_bytes,
             "sram_bytes": self.sram_bytes,
@@ -160,6 +168,8 @@ class Report:
             value = self.cycles.get(name, 0.0)
             lines.append(f"  {name:<10} {value:>14,.0f} cycles  {100 * value / total:5.1f}%")
         lines.append(f"  kernels without host I/O: {self.kernel_cycles:,.0f} cycles")
+        if self.cycles.get("relayout", 0.0):
+            lines.append(f"  kernels and relayouts without host I/O: {self.model_cycles:,.0f} cycles")
         lines.append(
             f"peak SRAM per core: {self.peak_sram_bytes:,} of {self.sram_bytes:,} bytes "
             f"({100 * self.peak_sram_bytes / max(self.sram_bytes, 1):.1f}%)"
@@ -497,6 +507,29 @@ class Chip:
         scatter_tiles(host, buffer.data[cores], origins[cores], buffer.shape)
         cycles = buffer.bytes * self.device.link_cycles_per_byte
         self._record("host_io", f"store {buffer.name}", cycles, buffer.cores, where)
+
+    def relayout(self, source: Buffer, source_origins: np.ndarray, writers: np.ndarray, target: Buffer,
+                 target_origins: np.ndarray, shape: tuple[int, ...], nbytes: int, barriers: int,
+                 where: str) -> None:
+        """Move a tensor between two on-chip layouts over the exchange: the tiles of
+        ``writers`` in ``source`` (at ``source_origins``) become, per core of ``target``,
+        the tile at ``target_origins`` (zeros outside the tensor). Timed as the cost
+        model's shift of ``nbytes`` per core plus one barrier, as the planner prices it
+        (``irc.planner.relayout``); nothing crosses the host link."""
+        if len(writers):
+            self._check_readable(source, int(writers.max()) + 1, where, "relayout")
+        whole = np.zeros(shape, dtype=source.dtype)
+        scatter_tiles(whole, source.data[writers], source_origins[writers], source.shape)
+        tiles = gather_tiles(whole.astype(target.dtype, copy=False), target_origins, target.shape, target.cores)
+        target.data[...] = tiles
+        target.written[:] = True
+        target.touch()
+        origins = np.broadcast_to(np.asarray(target_origins, dtype=np.int64), (target.cores, len(target.shape)))
+        _, inverse = np.unique(origins, axis=0, return_inverse=True)
+        target.tags = self._fresh_tags(int(inverse.max()) + 1 if inverse.size else 0)[inverse.reshape(-1)]
+        barrier = float(self.cost.sync_cycles(self.device)) / max(1, self.device.syncs_per_shift)
+        cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
+        self._record("relayout", f"relayout {source.name} -> {target.name}", cycles, target.cores, where)
 
     def compute(
         self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,

@@ -20,10 +20,12 @@ from irc.dialects.device import (
     LoadOp,
     MmaOp,
     ReduceOp,
+    RelayoutOp,
     ShiftOp,
     StoreOp,
     SyncOp,
     VectorOp,
+    array_values,
     core_table,
 )
 from irc.cost import OpWork, SubTask
@@ -96,6 +98,18 @@ class DeviceFunctions(InterpreterFunctions):
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
         self.chip_for(interpreter, op).store(buffer, host, origins, op.writers(buffer.cores), where(op))
         return (host,)
+
+    @impl(RelayoutOp)
+    def run_relayout(self, interpreter: Interpreter, op: RelayoutOp, args: tuple[Any, ...]):
+        source, target = args
+        rank = len(source.shape)
+        self.chip_for(interpreter, op).relayout(
+            source, core_table(op.source_origins, rank, source.cores, "source_origins"), op.writers(source.cores),
+            target, core_table(op.origins, rank, target.cores, "origins"),
+            tuple(int(d) for d in array_values(op.shape)), int(op.bytes.value.data),
+            int(op.barriers.value.data), where(op),
+        )
+        return ()
 
     @impl(FillOp)
     def run_fill(self, interpreter: Interpreter, op: FillOp, args: tuple[Any, ...]):

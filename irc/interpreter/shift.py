@@ -40,7 +40,7 @@ class ShiftFunctions(InterpreterFunctions):
         except (KernelIRError, TargetError) as error:
             raise ChipFault(f"{where(op)} {error}") from None
         block = Block(arg_types=[value.type for value in op.inputs])
-        ops, store = device_ops(kernel, op, "", inputs=block.args)
+        ops, store, _ = device_ops(kernel, op, "", inputs=block.args)
         block.add_ops([*ops, ReturnOp(store.result)])
         function = FuncOp("kernel", ([value.type for value in op.inputs], [op.output.type]), Region(block))
         module = ModuleOp([function])

@@ -397,6 +397,40 @@ class ShiftKernel:
             result = result + neighbour[d] * place
         return result
 
+    def idle_partition(self, tensor: TensorLayout, idle: tuple[int, ...], core=None):
+        """Where a weight rests between uses (T10 s4.3.2): under idle temporal factors
+        ``idle`` (one per op axis, multiples of the active ones) each core keeps one of the
+        ``M = prod(idle) / prod(active)`` slices of the partition it holds active at the
+        placement: slice ``(phi // R) mod M`` of the ``rings`` cores holding that partition.
+        Returns ``(shape, origins)``: the slice's shape and, per dim, its global origin
+        (a table, or closed forms of a symbolic ``core``); None when a dim whose index
+        is not a single axis would be cut (such weights rest in their active layout)."""
+        multipliers = [i // t for i, t in zip(idle, tensor.temporal)]
+        slices = math.prod(multipliers)
+        if any(i % t for i, t in zip(idle, tensor.temporal)) or tensor.rings % slices:
+            return None
+        origin = self.partition_origin(tensor, self.start_digits(core), core)
+        if core is None:
+            origin = [origin[:, d] for d in range(origin.shape[1])]
+        slice_index = (self._free_index(tensor, core) // tensor.ring_size) % slices if slices > 1 else 0
+        digit: dict[int, object] = {}
+        for d in reversed(range(len(self.axes))):   # mixed radix over the cut axes, last fastest
+            if multipliers[d] > 1:
+                digit[d] = slice_index % multipliers[d]
+                slice_index = slice_index // multipliers[d]
+        shape = list(tensor.partition_shape)
+        for dim, index in enumerate(tensor.indices):
+            cut = [self.axis_index(a) for a, _ in index.terms if multipliers[self.axis_index(a)] > 1]
+            if not cut:
+                continue
+            if index.simple_axis is None:
+                return None
+            d = cut[0]
+            shape[dim] = -(-tensor.partition_shape[dim] // multipliers[d])
+            origin[dim] = origin[dim] + digit[d] * shape[dim]
+        values = self._table(origin) if core is None else origin
+        return tuple(shape), values
+
     def replica_key(self, digits, core=None):
         """Which output partition the core holds after the loop: cores with equal keys hold
         partial copies of one partition (its ring number dropped)."""
