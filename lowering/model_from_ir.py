@@ -10,9 +10,9 @@
   shape or operand position, so an unmarked program plans like one whose weights are
   streamed in with the activations;
 - an input produced by an earlier planned op is an activation edge (``producers``),
-  priced as a relayout when the two plans lay it out differently. An edge whose two
-  ends see different element counts (a strided window reading only part of its input)
-  is left out of the planner's accounting;
+  priced as a relayout when the two plans lay it out differently; when the two ends see
+  different extents (a slice or strided window reading part of its input), the consumer
+  receives its whole partition (``irc.planner.relayout``), as the device program does;
 - an op the adapter cannot describe (`SpecError`: a gather ``E[I[i],j]``, a constant
   index ``X[i,0]``, one tensor read at two index patterns) is not planned: it stays a
   ``te.op`` for the host/vendor fallback and the reason is returned in ``fallbacks``.
@@ -144,18 +144,19 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
                 raise ModelIRError(op, f'"{text}": the planner cannot describe it: {error}') from None
             result.fallbacks[op] = f"the planner cannot describe it ({error})"
             continue
-        weights, producers = [], {}
+        weights, producers, windows = [], {}, set()
         for tensor, value in zip(bound.expr.inputs, op.inputs):
             if is_weight(value):
                 weights.append(tensor)
                 continue
             producer = value.owner
             if isinstance(producer, TensorOp) and producer in index_of:
+                producers[tensor] = index_of[producer]
                 source = model_ops[index_of[producer]].spec
-                if tensor_elements(source, source.output.name) == tensor_elements(spec, tensor):
-                    producers[tensor] = index_of[producer]
+                if tensor_elements(source, source.output.name) != tensor_elements(spec, tensor):
+                    windows.add(tensor)
         index_of[op] = len(model_ops)
-        model_ops.append(ModelOp(_op_label(op, len(model_ops)), spec, tuple(weights), producers))
+        model_ops.append(ModelOp(_op_label(op, len(model_ops)), spec, tuple(weights), producers, frozenset(windows)))
         result.ops.append(op)
         result.bounds.append(bound)
     if model_ops:

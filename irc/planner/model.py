@@ -67,12 +67,15 @@ class ModelOp:
     """One operator of a model: its ``OpSpec``, the names of its inputs that are weights
     (resting on chip between uses), and per activation input the index of the earlier op
     producing it (``producers``: input name -> op index). Inputs that are neither come
-    from outside the model."""
+    from outside the model. ``window_reads`` names the produced inputs this op reads only
+    a window of (a slice, or a padded view): their element counts differ from the
+    producer's output, and their relayout moves the consumer's whole partition."""
 
     name: str
     spec: OpSpec
     weights: tuple[str, ...] = ()
     producers: Mapping[str, int] = field(default_factory=dict)
+    window_reads: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ class ModelSpec:
                 source = self.ops[producer].spec
                 produced = tensor_elements(source, source.output.name)
                 consumed = tensor_elements(op.spec, tensor)
-                if produced != consumed:
+                if produced != consumed and tensor not in op.window_reads:
                     raise ModelSpecError(
                         f"op {i} ({op.name}) reads {tensor!r} with {consumed} elements "
                         f"{dim_extents(op.spec, tensor)}, but op {producer} ({self.ops[producer].name}) "
