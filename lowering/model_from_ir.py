@@ -250,20 +250,25 @@ class ModelDecision:
         }
 
 
-def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None):
+def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, cache: FrontierCache | None = None):
     """Every op at its fastest plan (what ``mode=op`` picks), weights resting in their
     active layout: (decisions, total seconds, peak bytes per core while any op runs).
 
     Priced as `irc.planner.model` prices a model: active cycles, no setup (idle = active),
     plus the relayout of every activation edge; peak memory counts the other ops' resting
-    weights and the activations resting across the op. `plans` caches searches by spec.
+    weights and the activations resting across the op. `plans` caches searches by spec;
+    with `cache`, an op's fastest plan is its signature's frontier's last plan, searched
+    once for all identical operators (as the model-wide search does).
     """
     plans = {} if plans is None else plans
     clock = device.clock_hz
     chosen = []
     for op in model.ops:
         if op.spec not in plans:
-            plans[op.spec] = search(op.spec, device, cost).best
+            if cache is not None:
+                plans[op.spec] = cache.named_plan(op.spec, cache.table(op.spec, op.weights).active[-1])
+            else:
+                plans[op.spec] = search(op.spec, device, cost).best
         best = plans[op.spec]
         chosen.append((best, active_idle_plan(op.spec, op.weights, best) if op.weights else None))
     relayout = [0.0] * len(model.ops)
@@ -301,7 +306,7 @@ def plan_function(
     device, cost = cache.device, cache.cost
     planned = plan_model(model, device, cost, direction=direction, cache=cache, progress=progress)
     try:
-        per_op, per_op_seconds, per_op_peak = per_op_decision(model, device, cost, per_op_plans)
+        per_op, per_op_seconds, per_op_peak = per_op_decision(model, device, cost, per_op_plans, cache)
     except PlanError:
         per_op, per_op_seconds, per_op_peak = None, math.inf, device.sram_bytes + 1
     fits = per_op is not None and per_op_peak <= device.sram_bytes
