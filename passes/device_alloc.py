@@ -34,8 +34,8 @@ def first_fit(live: list[tuple[int, int]], size: int) -> int:
 @dataclass(frozen=True)
 class DeviceAlloc(ModulePass):
     """``device-alloc{device=...}``: SRAM offsets for every buffer; overflow is an error.
-    The chip is the module's ``irc.target``; ``device``, when given, must be the same chip
-    (a module without a target gets it)."""
+    The chip is the ``irc.target`` of the function (or of the module around it);
+    ``device``, when given, must be the same chip (a module without a target gets it)."""
 
     name = "device-alloc"
 
@@ -48,14 +48,20 @@ class DeviceAlloc(ModulePass):
 
         if not any(isinstance(o, AllocOp) for o in op.walk()):
             return
-        try:
-            target = set_target(op, self.device) if self.device else require_target(op)
-            device = device_of(target)
-        except TargetError as error:
-            raise DiagnosticException(f"{location_of(op)}: error: device-alloc: {error}") from None
+        if self.device:
+            try:
+                set_target(op, self.device)
+            except TargetError as error:
+                raise DiagnosticException(f"{location_of(op)}: error: device-alloc: {error}") from None
         for func in op.walk():
             if not isinstance(func, FuncOp) or not func.body.blocks:
                 continue
+            if not any(isinstance(o, AllocOp) for o in func.walk()):
+                continue
+            try:
+                device = device_of(require_target(func))
+            except TargetError as error:
+                raise DiagnosticException(f"{location_of(func)}: error: device-alloc: {error}") from None
             live: dict[AllocOp, tuple[int, int]] = {}
             for inner in func.walk():
                 if isinstance(inner, AllocOp):

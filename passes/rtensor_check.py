@@ -30,14 +30,11 @@ class RTensorCheck(ModulePass):
     name = "rtensor-check"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        ops = [o for o in op.walk() if isinstance(o, RTensorOp)]
-        if not ops:
-            return
-        try:
-            device, cost = device_and_cost(op)
-        except TargetError as error:
-            raise DiagnosticException(f"{location_of(op)}: error: {error}") from None
-        for rtensor_op in ops:
+        for rtensor_op in [o for o in op.walk() if isinstance(o, RTensorOp)]:
+            try:
+                device, cost = device_and_cost(rtensor_op)
+            except TargetError as error:
+                raise DiagnosticException(f"{location_of(rtensor_op)}: error: '{rtensor_op.name}' op {error}") from None
             try:
                 check_op(rtensor_op, device, cost)
             except PlanCheckError as error:

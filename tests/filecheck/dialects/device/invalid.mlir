@@ -60,7 +60,7 @@ func.func @not_a_contraction() {
 
 func.func @groups() {
   %C = device.alloc {name = "C", cores = 2 : i64, bytes = 16 : i64, offset = 0 : i64} : !device.buffer<1x4xf32>
-  device.reduce %C {groups = array<i64: 0, 1, 2>, replicas = 2 : i64, combiner = "+=", kind = "matmul", roles = {}, out_step_elems = 4 : i64, out_resident_elems = 4 : i64, cores = 2 : i64} : !device.buffer<1x4xf32>
+  device.reduce %C {group = array<i64: 0, 1, 2>, replicas = 2 : i64, combiner = "+=", kind = "matmul", roles = {}, out_step_elems = 4 : i64, out_resident_elems = 4 : i64, cores = 2 : i64} : !device.buffer<1x4xf32>
   func.return
 }
-// CHECK: error: 'device.reduce' op groups has 3 entries, not a multiple of replicas=2
+// CHECK: error: 'device.reduce' op group has 3 entries, but the reduction runs on 2 cores

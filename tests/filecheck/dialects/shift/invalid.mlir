@@ -1,19 +1,23 @@
-// RUN: irc-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: irc-opt %s --split-input-file --verify-diagnostics -p rotation-align | filecheck %s
 
-func.func @grid(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+// The verifier checks what a kernel states by itself (grid, rings, loop structure);
+// whether its loops are the aligned schedule of its rings depends on the plan's step
+// tiles on the target, which rotation-align checks (the pace and placement cases).
+
+func.func @grid(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 1>}
     shift.ring "B" {temporal = array<i64: 1, 1, 1>}
   }
   func.return %c : tensor<8x16xf32>
 }
-// CHECK: invalid.mlir:4:3: error: 'shift.kernel' op grid has 2 factors but 'C[m,n] += A[m,k] * B[k,n]' has 3 axes (m, n, k)
+// CHECK: invalid.mlir:8:3: error: 'shift.kernel' op grid has 2 factors but 'C[m,n] += A[m,k] * B[k,n]' has 3 axes (m, n, k)
 
 // -----
 
-func.func @missing(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+func.func @missing(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 1>}
   }
@@ -24,8 +28,8 @@ func.func @missing(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf
 // -----
 
 // a loop whose pace does not match the rings (B has f_t=2, not 4)
-func.func @pace(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+func.func @pace(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 4>}
     shift.ring "B" {temporal = array<i64: 1, 1, 2>}
@@ -40,8 +44,8 @@ func.func @pace(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32>
 // -----
 
 // start digits that put the same partition of A on two cores of one ring
-func.func @placement(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+func.func @placement(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 4>}
     shift.ring "B" {temporal = array<i64: 1, 1, 2>}
@@ -57,8 +61,8 @@ func.func @placement(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16
 
 // -----
 
-func.func @trips(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+func.func @trips(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 2>}
     shift.ring "B" {temporal = array<i64: 1, 1, 1>}

@@ -3,8 +3,8 @@
 
 // An aligned compute-shift program: A (f_t=4 on k) rotates every step, B (f_t=2) every
 // second step; start digits place the partitions so that they meet on every core.
-func.func @aligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+func.func @aligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 4>}
     shift.ring "B" {temporal = array<i64: 1, 1, 2>}
@@ -17,7 +17,7 @@ func.func @aligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf
   func.return %c : tensor<8x16xf32>
 }
 // CHECK-LABEL: func.func @aligned
-// CHECK:      %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+// CHECK:      %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
 // CHECK-NEXT:   shift.ring "C" {temporal = array<i64: 1, 1, 1>}
 // CHECK-NEXT:   shift.ring "A" {temporal = array<i64: 1, 1, 4>}
 // CHECK-NEXT:   shift.ring "B" {temporal = array<i64: 1, 1, 2>}
@@ -29,15 +29,15 @@ func.func @aligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf
 // CHECK-NEXT: }
 
 // A kernel before rotation-align states only its rings.
-func.func @rings(%x: tensor<6x9xf16>) -> tensor<6xf16> {
-  %y = shift.kernel "Y[i] += X[i,j]"(%x) {grid = array<i64: 2, 3>, device = "tiny8", cost = "t10"} : (tensor<6x9xf16>) -> tensor<6xf16> {
+func.func @rings(%x: tensor<6x9xf16>) -> tensor<6xf16> attributes {irc.target = #irc.target<"tiny8", "t10", {}>} {
+  %y = shift.kernel "Y[i] += X[i,j]"(%x) {grid = array<i64: 2, 3>} : (tensor<6x9xf16>) -> tensor<6xf16> {
     shift.ring "Y" {temporal = array<i64: 1, 1>}
     shift.ring "X" {temporal = array<i64: 1, 1>}
   }
   func.return %y : tensor<6xf16>
 }
 // CHECK-LABEL: func.func @rings
-// CHECK:      shift.kernel "Y[i] += X[i,j]"(%x) {grid = array<i64: 2, 3>, device = "tiny8", cost = "t10"}
+// CHECK:      shift.kernel "Y[i] += X[i,j]"(%x) {grid = array<i64: 2, 3>}
 // CHECK-NEXT:   shift.ring "Y" {temporal = array<i64: 1, 1>}
 // CHECK-NEXT:   shift.ring "X" {temporal = array<i64: 1, 1>}
 // CHECK-NEXT: }

@@ -44,7 +44,7 @@ func.func @window_too_small(%x: tensor<2xf32>) -> tensor<3xf32> {
   %y = te.op "Y[i] = X[i] where i in 3" (%x) : (tensor<2xf32>) -> tensor<3xf32>
   func.return %y : tensor<3xf32>
 }
-// CHECK: error: 'te.op' op 'Y[i] = X[i] where i in 3': axis 'i' has extent 3 in the where clause but 2 in X (dim 0)
+// CHECK: error: 'te.op' op 'Y[i] = X[i] where i in 3': X[...] reads axis 'i' over [0, 2] (the where clause) past the end of X (dim 0), which has size 2
 
 // -----
 

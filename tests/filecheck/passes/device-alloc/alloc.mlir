@@ -2,7 +2,7 @@
 // RUN: irc-opt %s -p 'device-alloc{device=tiny4}' | filecheck %s
 
 // First fit in program order; a freed range is reused.
-func.func @main() attributes {device.target = "tiny4"} {
+func.func @main() attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
   %a = device.alloc {name = "a", cores = 4 : i64, bytes = 2048 : i64, offset = -1 : i64} : !device.buffer<1024xf16>
   %b = device.alloc {name = "b", cores = 4 : i64, bytes = 1024 : i64, offset = -1 : i64} : !device.buffer<512xf16>
   device.free %a : !device.buffer<1024xf16>

@@ -1,6 +1,6 @@
 // RUN: irc-opt %s -p device-alloc --split-input-file --verify-diagnostics | filecheck %s
 
-func.func @overflow() attributes {device.target = "tiny4"} {
+func.func @overflow() attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
   %a = device.alloc {name = "a", cores = 4 : i64, bytes = 2048 : i64, offset = -1 : i64} : !device.buffer<1024xf16>
   %b = device.alloc {name = "b", cores = 4 : i64, bytes = 1024 : i64, offset = -1 : i64} : !device.buffer<512xf16>
   %c = device.alloc {name = "c", cores = 4 : i64, bytes = 2048 : i64, offset = -1 : i64} : !device.buffer<1024xf16>
@@ -10,7 +10,7 @@ func.func @overflow() attributes {device.target = "tiny4"} {
 
 // -----
 
-func.func @cores() attributes {device.target = "tiny4"} {
+func.func @cores() attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
   %a = device.alloc {name = "a", cores = 8 : i64, bytes = 2048 : i64, offset = -1 : i64} : !device.buffer<1024xf16>
   func.return
 }
@@ -22,4 +22,4 @@ func.func @nodevice() {
   %a = device.alloc {name = "a", cores = 4 : i64, bytes = 2048 : i64, offset = -1 : i64} : !device.buffer<1024xf16>
   func.return
 }
-// CHECK: error: device-alloc: @nodevice names no device; give device-alloc{device=...} or a device.target attribute
+// CHECK: invalid.mlir:21:1: error: device-alloc: the module has no irc.target; run rtensor-partition{device=... cost=...} (or irc-target{device=... cost=...}) first

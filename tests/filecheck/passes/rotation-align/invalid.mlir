@@ -1,8 +1,8 @@
 // RUN: irc-opt %s -p rotation-align --split-input-file --verify-diagnostics | filecheck %s
 
 // f_t 2 and 3 on k: neither divides the other, no pace serves both
-func.func @paces(%a: tensor<6x12xf32>, %b: tensor<12x6xf32>) -> tensor<6x6xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 3, 2, 1>, device = "tiny16", cost = "t10"} : (tensor<6x12xf32>, tensor<12x6xf32>) -> tensor<6x6xf32> {
+func.func @paces(%a: tensor<6x12xf32>, %b: tensor<12x6xf32>) -> tensor<6x6xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 3, 2, 1>} : (tensor<6x12xf32>, tensor<12x6xf32>) -> tensor<6x6xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 2>}
     shift.ring "B" {temporal = array<i64: 1, 1, 3>}
@@ -14,8 +14,8 @@ func.func @paces(%a: tensor<6x12xf32>, %b: tensor<12x6xf32>) -> tensor<6x6xf32> 
 // -----
 
 // prod(f_t of A) must divide the 2 cores sharing A's partition
-func.func @rings(%a: tensor<6x12xf32>, %b: tensor<12x6xf32>) -> tensor<6x6xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 3, 2, 1>, device = "tiny16", cost = "t10"} : (tensor<6x12xf32>, tensor<12x6xf32>) -> tensor<6x6xf32> {
+func.func @rings(%a: tensor<6x12xf32>, %b: tensor<12x6xf32>) -> tensor<6x6xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 3, 2, 1>} : (tensor<6x12xf32>, tensor<12x6xf32>) -> tensor<6x6xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 4>}
     shift.ring "B" {temporal = array<i64: 1, 1, 1>}

@@ -1,5 +1,5 @@
-// RUN: irc-opt %s -p 'rtensor-partition{device="%S/Inputs/tiny16-1k.toml"}' --split-input-file --verify-diagnostics | filecheck %s --check-prefixes=FIT,CHECK
-// RUN: irc-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: irc-opt %s -p 'rtensor-partition{device="%S/Inputs/tiny16-1k.toml"}' --split-input-file --verify-diagnostics | filecheck %s --check-prefix=FIT
+// RUN: irc-opt %s --split-input-file --verify-diagnostics -p rtensor-check | filecheck %s
 
 // Three 8 KiB weights cannot all rest on 16 cores with 1 KiB each: the error gives
 // the bytes needed and available.
@@ -24,8 +24,8 @@ func.func @active_does_not_fit(%x: tensor<32x32xf32>, %w0: tensor<32x32xf32> {ir
 // -----
 
 // The idle annotation is checked against the plan: the setup cycles are recomputed.
-func.func @good(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
-  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] on "tiny16" cost "t10" {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 999>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+func.func @good(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 999>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
   func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
 }
 // CHECK: model-invalid.mlir:28:3: error: 'rtensor.op' op idle plan says setup = 999 cycles, but gathering its slices costs 308 cycles on tiny16 under t10
@@ -33,8 +33,8 @@ func.func @good(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, 
 // -----
 
 // Idle bytes per core are recomputed from the idle factors.
-func.func @bytes(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
-  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] on "tiny16" cost "t10" {idle = #rtensor.idle<{W = [2,1]}, bytes = 256, setup = 0>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+func.func @bytes(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [2,1]}, bytes = 256, setup = 0>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
   func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
 }
 // CHECK: model-invalid.mlir:37:3: error: 'rtensor.op' op idle plan says bytes = 256, but its weights take 128 bytes per core at rest
@@ -42,8 +42,8 @@ func.func @bytes(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>,
 // -----
 
 // An idle plan names inputs of the expression.
-func.func @unknown(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
-  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] on "tiny16" cost "t10" {idle = #rtensor.idle<{V = [2,1]}, bytes = 128, setup = 0>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+func.func @unknown(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{V = [2,1]}, bytes = 128, setup = 0>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
   func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
 }
 // CHECK: model-invalid.mlir:46:3: error: 'rtensor.op' op idle plan names 'V', which is not an input of the expression (inputs: X, W)
@@ -51,8 +51,8 @@ func.func @unknown(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8
 // -----
 
 // One factor list per dimension.
-func.func @rank(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
-  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] on "tiny16" cost "t10" {idle = #rtensor.idle<{W = [2]}, bytes = 128, setup = 0>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+func.func @rank(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [2]}, bytes = 128, setup = 0>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
   func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
 }
 // CHECK: model-invalid.mlir:55:3: error: 'rtensor.op' op idle ft of W has 1 dimension(s) but W has 2
@@ -60,8 +60,8 @@ func.func @rank(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, 
 // -----
 
 // The attribute must be an idle plan.
-func.func @notidle(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
-  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] on "tiny16" cost "t10" {idle = "W"} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+func.func @notidle(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = "W"} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
   func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
 }
 // CHECK: model-invalid.mlir:64:3: error: 'rtensor.op' op attribute 'idle' must be a #rtensor.idle, got "W"
@@ -70,8 +70,8 @@ func.func @notidle(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8
 
 // A consistent idle plan: W rests with k cut in two (each of the 2 cores sharing W's
 // partition keeps half) and the setup gathers the other half.
-func.func @valid(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
-  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] on "tiny16" cost "t10" {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 308>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+func.func @valid(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 308>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
   func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
 }
-// CHECK: rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] on "tiny16" cost "t10" {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 308>}
+// CHECK: rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 308>}

@@ -1,8 +1,8 @@
 // RUN: irc-opt %s -p shift-to-device --split-input-file --verify-diagnostics | filecheck %s
 
 // a rotating kernel needs its loops first
-func.func @unaligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+func.func @unaligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 4>}
     shift.ring "B" {temporal = array<i64: 1, 1, 2>}
@@ -15,8 +15,8 @@ func.func @unaligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16
 
 // a sum of a non-product body whose plan pads its reduction axis (7 -> 8) cannot be
 // computed exactly: exp(0) of a padded point is 1, not 0 (max= is clamped instead)
-func.func @padded(%x: tensor<4x7xf32>) -> tensor<4xf32> {
-  %y = shift.kernel "Y[i] += exp(X[i,j])"(%x) {grid = array<i64: 1, 4>, device = "tiny4", cost = "t10"} : (tensor<4x7xf32>) -> tensor<4xf32> {
+func.func @padded(%x: tensor<4x7xf32>) -> tensor<4xf32> attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
+  %y = shift.kernel "Y[i] += exp(X[i,j])"(%x) {grid = array<i64: 1, 4>} : (tensor<4x7xf32>) -> tensor<4xf32> {
     shift.ring "Y" {temporal = array<i64: 1, 1>}
     shift.ring "X" {temporal = array<i64: 1, 1>}
   }

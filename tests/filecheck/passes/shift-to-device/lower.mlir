@@ -4,8 +4,8 @@
 
 // The aligned matmul kernel of rotation-align/align.mlir: 8 cores, 4 steps; A shifts
 // after every step, B after the second (through receive buffers), one sync per shift.
-func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, device = "tiny16", cost = "t10"} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 4>}
     shift.ring "B" {temporal = array<i64: 1, 1, 2>}
@@ -17,30 +17,31 @@ func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32>
   }
   func.return %c : tensor<8x16xf32>
 }
-// CHECK:      func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {device.target = "tiny16", device.cost = "t10"} {
+// CHECK:      func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // CHECK-NEXT:   %C = device.alloc {name = "k1.C", cores = 8 : i64, bytes = 64 : i64, offset = -1 : i64} : !device.buffer<4x4xf32>
 // CHECK-NEXT:   %A = device.alloc {name = "k1.A", cores = 8 : i64, bytes = 48 : i64, offset = -1 : i64} : !device.buffer<4x3xf32>
 // CHECK-NEXT:   %A_recv = device.alloc {name = "k1.A.recv", cores = 8 : i64, bytes = 48 : i64, offset = -1 : i64} : !device.buffer<4x3xf32>
 // CHECK-NEXT:   %B = device.alloc {name = "k1.B", cores = 8 : i64, bytes = 96 : i64, offset = -1 : i64} : !device.buffer<6x4xf32>
 // CHECK-NEXT:   %B_recv = device.alloc {name = "k1.B.recv", cores = 8 : i64, bytes = 96 : i64, offset = -1 : i64} : !device.buffer<6x4xf32>
-// initial placement: core (m, n) holds A's k-partition (n + 2m) mod 4, skewed like Cannon's algorithm
-// CHECK-NEXT:   device.load %a into %A {origins = array<i64: 0, 0, 0, 3, 0, 6, 0, 9, 4, 6, 4, 9, 4, 0, 4, 3>} : tensor<8x12xf32>, !device.buffer<4x3xf32>
-// CHECK-NEXT:   device.load %b into %B {origins = array<i64: 0, 0, 0, 4, 6, 8, 6, 12, 6, 0, 6, 4, 0, 8, 0, 12>} : tensor<12x16xf32>, !device.buffer<6x4xf32>
+// initial placement: core (m, n) holds A's k-partition (n + 2m) mod 4, skewed like Cannon's
+// algorithm; every per-core value is an affine map of the core id d0 (SPMD)
+// CHECK-NEXT:   device.load %a into %A {origins = affine_map<(d0) -> (((d0 floordiv 4) * 4), (((((((d0 mod 4) floordiv 2) mod 2) + ((d0 floordiv 4) mod 2)) mod 2) * 6) + ((d0 mod 2) * 3)))>} : tensor<8x12xf32>, !device.buffer<4x3xf32>
+// CHECK-NEXT:   device.load %b into %B {origins = affine_map<(d0) -> ({{.*}})>} : tensor<12x16xf32>, !device.buffer<6x4xf32>
 // CHECK-NEXT:   device.fill %C {value = 0.000000e+00 : f64} : !device.buffer<4x4xf32>
-// CHECK-NEXT:   device.mma "C[m,n] += A[m,k] * B[k,n]" %C, (%A, %B) {tiles = array<i64: 4, 4, 3>, cores = 8 : i64, windows = [array<i64: 0, 0>, array<i64: 0, 0>, array<i64: 0, 0, 3, 0, 0, 0, 3, 0, 0, 0, 3, 0, 0, 0, 3, 0>], kind = "matmul", roles = {batch = 1 : i64, m = 4 : i64, n = 4 : i64, k = 3 : i64}, step = 0 : i64}
-// CHECK-NEXT:   device.shift %A through %A_recv {source = array<i64: 1, 0, 3, 2, 5, 4, 7, 6>}
+// CHECK-NEXT:   device.mma "C[m,n] += A[m,k] * B[k,n]" %C, (%A, %B) {tiles = array<i64: 4, 4, 3>, cores = 8 : i64, windows = [affine_map<(d0) -> (0, 0)>, affine_map<(d0) -> (0, 0)>, affine_map<(d0) -> ({{.*}})>], kind = "matmul", roles = {batch = 1 : i64, m = 4 : i64, n = 4 : i64, k = 3 : i64}, step = 0 : i64}
+// CHECK-NEXT:   device.shift %A through %A_recv {source = affine_map<(d0) -> ({{.*}})>}
 // CHECK-NEXT:   device.sync {cores = 8 : i64}
 // CHECK-NEXT:   device.mma {{.*}} step = 1 : i64}
-// CHECK-NEXT:   device.shift %A through %A_recv {source = array<i64: 2, 3, 0, 1, 6, 7, 4, 5>}
+// CHECK-NEXT:   device.shift %A through %A_recv {source = affine_map<(d0) -> ({{.*}})>}
 // CHECK-NEXT:   device.sync {cores = 8 : i64}
-// CHECK-NEXT:   device.shift %B through %B_recv {source = array<i64: 4, 5, 6, 7, 0, 1, 2, 3>}
+// CHECK-NEXT:   device.shift %B through %B_recv {source = affine_map<(d0) -> ({{.*}})>}
 // CHECK-NEXT:   device.sync {cores = 8 : i64}
 // CHECK-NEXT:   device.mma {{.*}} step = 2 : i64}
 // CHECK-NEXT:   device.shift %A through %A_recv
 // CHECK-NEXT:   device.sync
 // CHECK-NEXT:   device.mma {{.*}} step = 3 : i64}
-// CHECK-NEXT:   device.reduce %C {groups = array<i64: 0, 1, 2, 3, 4, 5, 6, 7>, replicas = 1 : i64, combiner = "+="
-// CHECK-NEXT:   %c = device.store %C {origins = array<i64: 0, 0, 0, 4, 0, 8, 0, 12, 4, 0, 4, 4, 4, 8, 4, 12>, from_cores = array<i64: 0, 1, 2, 3, 4, 5, 6, 7>, fill = 0.000000e+00 : f64} : !device.buffer<4x4xf32> -> tensor<8x16xf32>
+// CHECK-NEXT:   device.reduce %C {group = affine_map<(d0) -> ((((d0 floordiv 4) * 4) + (d0 mod 4)))>, replicas = 1 : i64, combiner = "+="
+// CHECK-NEXT:   %c = device.store %C {origins = affine_map<(d0) -> (((d0 floordiv 4) * 4), ((d0 mod 4) * 4))>, group = affine_map<(d0) -> ((((d0 floordiv 4) * 4) + (d0 mod 4)))>, fill = 0.000000e+00 : f64} : !device.buffer<4x4xf32> -> tensor<8x16xf32>
 // CHECK:        device.free %B_recv : !device.buffer<6x4xf32>
 // CHECK-NEXT:   func.return %c : tensor<8x16xf32>
 
