@@ -48,24 +48,20 @@ class RunReport:
 
 def compile_module(module: ModuleOp, device: str = "tiny16", cost: str = "t10") -> tuple[ModuleOp, float]:
     """Lower ``module`` (te level) to an allocated device program in place; also return the
-    planner's predicted kernel cycles summed over its operators."""
+    planner's predicted kernel cycles summed over its operators (what `rotation-align`
+    records on each kernel as ``planned_cycles``, read between the passes)."""
     from irc.dialects.shift import KernelOp
-    from irc.lowering.shift_ir import kernel_of
     from irc.passes.pipelines import InferencePipeline
 
-    ctx = Context()
-    stages = InferencePipeline(device=device, cost=cost).passes()
-    # Up to rotation-align the kernels carry their plans: sum the planner's predictions there.
-    to_shift = [s for s in stages if s.name in ("rtensor-partition", "rtensor-to-shift", "rotation-align")]
-    for stage in to_shift:
-        stage.apply(ctx, module)
-    planned = 0.0
-    for op in module.walk():
-        if isinstance(op, KernelOp):
-            planned += float(kernel_of(op).plan.score.cost.total)
-    for stage in stages[len(to_shift):]:
-        stage.apply(ctx, module)
-    return module, planned
+    planned = [0.0]
+
+    def record(previous, module: ModuleOp, following) -> None:
+        kernels = [op for op in module.walk() if isinstance(op, KernelOp) and op.planned_cycles is not None]
+        if kernels:
+            planned[0] = sum(float(op.planned_cycles.value.data) for op in kernels)
+
+    InferencePipeline(device=device, cost=cost).pipeline(record).apply(Context(), module)
+    return module, planned[0]
 
 
 def compile_and_run(te_module_text_or_module, device: str = "tiny16", cost: str = "t10",
@@ -73,7 +69,7 @@ def compile_and_run(te_module_text_or_module, device: str = "tiny16", cost: str 
     """Compile a te program for ``device`` and run it on the reference chip.
 
     Returns ``(results, report)``: results by name, and a ``RunReport`` (printable)."""
-    from irc.interpreter.session import run_with_report
+    from irc.runner import run
     from irc.runner import find_function, parse_module, random_inputs, run_function
 
     if isinstance(te_module_text_or_module, str):
@@ -84,7 +80,7 @@ def compile_and_run(te_module_text_or_module, device: str = "tiny16", cost: str 
         inputs = random_inputs(find_function(module, None), seed)
     reference = run_function(module, inputs)
     compiled, planned = compile_module(module, device, cost)
-    results, chip = run_with_report(compiled, inputs)
+    results, chip = run(compiled, inputs)
     errors = {
         name: float(np.max(np.abs(results[name].astype(np.float64) - reference[name].astype(np.float64))))
         if results[name].size else 0.0

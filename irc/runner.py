@@ -1,4 +1,5 @@
-"""Run a function of an irc module on the reference interpreter, by name.
+"""Run a function of an irc module on the reference interpreter, by name: the one path
+from IR and inputs to results (and the chip's report) for every tool.
 
 Arguments and results are keyed by name: the ``irc.name`` argument/result attribute
 of the function (an imported model carries its ONNX input and output names there),
@@ -25,7 +26,8 @@ from xdsl.interpreter import Interpreter
 from irc import universe
 from irc.diagnostics import LocatingParser, verify_located
 from irc.dialects.dtypes import numpy_dtype
-from irc.interpreter.registry import all_interpreter_functions
+from irc.interpreter.chip import Report
+from irc.interpreter.registry import all_interpreter_functions, chips_of
 
 NAME_ATTR = "irc.name"
 WEIGHT_ATTR = "irc.weight"
@@ -138,19 +140,32 @@ def interpreter_for(module: ModuleOp) -> Interpreter:
     return interpreter
 
 
-def run_function(
+def run(
     module: ModuleOp, inputs: Mapping[str, np.ndarray] | None = None, entry: str | None = None,
     seed: int = 0,
-) -> dict[str, np.ndarray]:
-    """Run `entry` with named `inputs` (random when None); results by name."""
+) -> tuple[dict[str, np.ndarray], Report | None]:
+    """Run `entry` with named `inputs` (random when None; weights the caller leaves out
+    come from the module's weights file); results by name, and the report of the chip
+    time the run took (None for a program with no `shift`/`device` ops)."""
     signature = find_function(module, entry)
     given = dict(random_inputs(signature, seed) if inputs is None else inputs)
     missing = [name for name in signature.weight_names if name not in given]
     if missing:
         given.update(_module_weights(module, missing))
     args = check_inputs(signature, given)
-    results = interpreter_for(module).call_op(signature.function, tuple(args))
-    return {name: np.asarray(v) for name, v in zip(signature.result_names, results)}
+    interpreter = interpreter_for(module)
+    results = interpreter.call_op(signature.function, tuple(args))
+    named = {name: np.asarray(v) for name, v in zip(signature.result_names, results)}
+    reports = [chip.report() for chip in chips_of(interpreter)]
+    return named, Report.combine(reports) if reports else None
+
+
+def run_function(
+    module: ModuleOp, inputs: Mapping[str, np.ndarray] | None = None, entry: str | None = None,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """``run`` without the report: results by name."""
+    return run(module, inputs, entry, seed)[0]
 
 
 def _module_weights(module: ModuleOp, names: list[str]) -> dict[str, np.ndarray]:

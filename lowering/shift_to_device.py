@@ -118,7 +118,7 @@ def idle_weights(kernel, op: KernelOp, block: Block, prefix: str, only: set[SSAV
     attr = op.attributes.get(IDLE_ATTR)
     if not isinstance(attr, IdlePlanAttr):
         return [], {}
-    placed = np.array_equal(initial_placement(kernel), kernel.start)
+    placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
     core = core_id() if placed else None
     idle_factors = op_idle_factors(kernel, attr)
     ops, found = [], {}
@@ -173,7 +173,7 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
 
     resident = resident or {}
     weights = weights or {}
-    placed = np.array_equal(initial_placement(kernel), kernel.start)
+    placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
     core = core_id() if placed else None
     expr = kernel.bound.expr
     operands = {name: value for name, value in zip(expr.inputs, op.inputs if inputs is None else inputs)}

@@ -1,9 +1,11 @@
 """Named pipelines of irc-opt.
 
 ``inference{device=ipu-mk2 cost=t10}``: te -> device for inference (DESIGN.md s1):
-rtensor-partition (plan each operator, T10 s4.3), rtensor-to-shift (rings, seed 003 s3.2),
-rotation-align (paces, loop order, placement, T10 s4.2/s4.4), shift-to-device (SPMD
-instructions, T10 s4.4/s5) and device-alloc (SRAM offsets and capacity, T10 s4.4).
+rtensor-partition (plan each operator, T10 s4.3), rtensor-check (the plans against the
+target's constraints), rtensor-to-shift (rings, seed 003 s3.2), rotation-align (paces,
+loop order, placement, T10 s4.2/s4.4), shift-to-device (SPMD instructions, T10 s4.4/s5)
+and device-alloc (SRAM offsets and capacity, T10 s4.4). It runs as an xDSL
+``PassPipeline``; ``pipeline(callback)`` lets a caller look at the module between passes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 
 @dataclass(frozen=True)
@@ -21,8 +23,10 @@ class InferencePipeline(ModulePass):
 
     name = "inference"
 
-    device: str = "ipu-mk2"
-    cost: str = "t10"
+    device: str = ""
+    """A bundled device name or a .toml path; empty: the module's target, else ipu-mk2."""
+    cost: str = ""
+    """A cost model name; empty: the module's target's, else t10."""
 
     def passes(self) -> list[ModulePass]:
         from irc.lowering.rtensor_to_shift import RTensorToShift
@@ -30,15 +34,21 @@ class InferencePipeline(ModulePass):
         from irc.lowering.te_to_rtensor import RTensorPartition
         from irc.passes.device_alloc import DeviceAlloc
         from irc.passes.rotation_align import RotationAlign
+        from irc.passes.rtensor_check import RTensorCheck
 
         return [
             RTensorPartition(device=self.device, cost=self.cost),
+            RTensorCheck(),
             RTensorToShift(),
             RotationAlign(),
             ShiftToDevice(),
-            DeviceAlloc(device=self.device),
+            DeviceAlloc(),
         ]
 
+    def pipeline(self, callback: PassPipelineCallbackType | None = None) -> PassPipeline:
+        """The passes as an xDSL ``PassPipeline``; ``callback(previous, module, next)`` runs
+        between two passes."""
+        return PassPipeline(tuple(self.passes()), callback)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for stage in self.passes():
-            stage.apply(ctx, op)
+        self.pipeline().apply(ctx, op)

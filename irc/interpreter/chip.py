@@ -111,6 +111,26 @@ class Report:
     steps: int
     events: list[Event] = field(default_factory=list, repr=False)
 
+    @classmethod
+    def combine(cls, reports: list["Report"]) -> "Report":
+        """One report over several chips a run used (one per target), times added."""
+        if len(reports) == 1:
+            return reports[0]
+        first = reports[0]
+        categories = dict.fromkeys(k for r in reports for k in r.cycles)
+        return cls(
+            device="+".join(dict.fromkeys(r.device for r in reports)),
+            cost_model="+".join(dict.fromkeys(r.cost_model for r in reports)),
+            clock_hz=first.clock_hz,
+            cycles={k: sum(r.cycles.get(k, 0.0) for r in reports) for k in categories},
+            peak_sram_bytes=max(r.peak_sram_bytes for r in reports),
+            sram_bytes=max(r.sram_bytes for r in reports),
+            cores_used=max(r.cores_used for r in reports),
+            device_cores=max(r.device_cores for r in reports),
+            steps=sum(r.steps for r in reports),
+            events=[e for r in reports for e in r.events],
+        )
+
     @property
     def total_cycles(self) -> float:
         return float(sum(self.cycles.values()))

@@ -222,6 +222,15 @@ class ShiftKernel:
     # expression, as the lowering to SPMD device IR does) it gives the closed form the
     # program states, whose size does not grow with the number of cores.
 
+    def closed_form(self) -> bool:
+        """Whether every per-core value has the closed form ``core`` arguments give: a
+        clamped reduction axis (``clamped``) must move back only its last core."""
+        for d in self.clamped:
+            span = self.steps_per_axis[d] * self.tiles[d]
+            if self.grid[d] > 1 and self.extents[d] - span < (self.grid[d] - 2) * span:
+                return False
+        return True
+
     def _core(self, core):
         return np.arange(self.cores, dtype=np.int64) if core is None else core
 
@@ -257,9 +266,13 @@ class ShiftKernel:
             span = self.steps_per_axis[d] * tile
             base = coords[d] * span
             if d in self.clamped and self.grid[d] > 1:
-                # min(base, extent - span): only the last core along d moves back inside
-                last = self.grid[d] - 1
-                base = base - (coords[d] // last) * (last * span - (self.extents[d] - span))
+                if core is None:
+                    base = np.minimum(base, self.extents[d] - span)
+                else:
+                    # min(base, extent - span) when only the last core along d moves back
+                    # (``closed_form``): base minus the move, on that core alone
+                    last = self.grid[d] - 1
+                    base = base - (coords[d] // last) * (last * span - (self.extents[d] - span))
             if window:
                 ranges.append((base + j[d] * tile, tile))
             else:

@@ -23,7 +23,8 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 from irc.diagnostics import format_parse_error
 from irc.dialects.dtypes import UnsupportedTypeError
 from irc.interpreter.kernels import KernelError
-from irc.runner import RunError, parse_module, run_function
+from irc import runner
+from irc.runner import RunError, parse_module
 
 
 def _arguments(argv):
@@ -67,12 +68,7 @@ def run(argv=None) -> int:
                 raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
         if args.output and args.inputs and os.path.abspath(args.output) == os.path.abspath(args.inputs):
             raise RunError("--output would overwrite the --inputs file; choose another path")
-        if args.report or args.trace:
-            from irc.interpreter.session import run_with_report
-
-            results, report = run_with_report(module, inputs, args.entry, args.seed)
-        else:
-            results, report = run_function(module, inputs, args.entry, args.seed), None
+        results, report = runner.run(module, inputs, args.entry, args.seed)
     except ParseError as error:
         print(format_parse_error(error), file=sys.stderr)
         return 1

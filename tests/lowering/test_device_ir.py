@@ -23,7 +23,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.devices import load_device
 from irc.interpreter.chip import Chip, ChipFault
-from irc.interpreter.session import run_with_report
+from irc.runner import run
 from irc.planner import PlanError, check_plan
 from irc.runner import parse_module
 from irc.schedule.kernel import build_shift_kernel
@@ -77,12 +77,12 @@ def test_device_ir_equals_direct_execution(data, op, device, dtype):
 
     module = kernel_module(bound, plan, device, "t10", dtype)
     aligned_text = str(RotationAlign().apply(Context(), module) or module)
-    shift_results, shift_report = run_with_report(parse_module(aligned_text, "shift.mlir"),
+    shift_results, shift_report = run(parse_module(aligned_text, "shift.mlir"),
                                                   {f"arg{i}": inputs[n] for i, n in enumerate(bound.expr.inputs)})
     lower(module)
     text = str(module)
     reparsed = parse_module(text, "device.mlir")   # the printed device program parses and verifies
-    results, report = run_with_report(reparsed, {f"arg{i}": inputs[n] for i, n in enumerate(bound.expr.inputs)})
+    results, report = run(reparsed, {f"arg{i}": inputs[n] for i, n in enumerate(bound.expr.inputs)})
     np.testing.assert_array_equal(results["result0"], direct)
     np.testing.assert_array_equal(shift_results["result0"], direct)
     assert report.cycles == pytest.approx(direct_report.cycles)
@@ -110,7 +110,7 @@ def device_program(text=MATMUL_PLAN_TEXT) -> str:
 
 
 def run_text(text: str, seed: int = 0):
-    return run_with_report(parse_module(text, "prog.mlir"), None, None, seed)
+    return run(parse_module(text, "prog.mlir"), None, None, seed)
 
 
 def test_fault_shift_destination_without_buffer():

@@ -114,6 +114,18 @@ def test_rotating_plans_are_exercised():
     assert events.count("compute") == 4 and events.count("shift") == 3
 
 
+def test_clamped_reductions_moving_several_cores():
+    """max= over 6 elements on 5 cores: spans of 2, so cores 2, 3 and 4 all move back
+    inside the extent (not only the last): their windows stay tables, and are right."""
+    from irc.dialects.te_expr import parse_expression
+    from irc.planner import Plan
+
+    bound = parse_expression("M[0,d1] max= A[0,d1,d2]").bind([(1, 3, 6)], (1, 3))
+    plan = Plan(("d1", "d2"), (1, 5), {"M": (1, 1), "A": (1, 1)})
+    kernel = run_case(bound, [(1, 3, 6)], plan, "tiny8", "t10", np.float32)
+    assert kernel is not None and kernel.clamped and not kernel.closed_form()
+
+
 def test_unalignable_paces_name_axis_and_factors():
     from irc.dialects.te_expr import parse_expression
     from irc.planner import Plan

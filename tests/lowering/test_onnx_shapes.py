@@ -187,7 +187,7 @@ def test_bert_layer_runs_on_chip_except_the_merged_write():
     from benchmarks.models import BertConfig, build_bert_layer
     from irc.compile import compile_module
     from irc.frontend.onnx_import import import_model
-    from irc.interpreter.session import run_with_report
+    from irc.runner import run
 
     model = build_bert_layer(BertConfig(batch=1, seq=16, hidden=32, heads=2, intermediate=64))
     imported = import_model(model)
@@ -205,7 +205,7 @@ def test_bert_layer_runs_on_chip_except_the_merged_write():
     remarks = [op.attributes.get("irc.remark") for op in left]
     assert all(r is not None for r in remarks)
     assert "output dimension 2 of Y is indexed by '16*i2+i3'" in remarks[1].data
-    results, chip = run_with_report(compiled, {**feeds, **imported.weights})
+    results, chip = run(compiled, {**feeds, **imported.weights})
     (want,) = ReferenceEvaluator(model).run(None, feeds)
     (got,) = results.values()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
