@@ -10,7 +10,6 @@ picks their dialects and passes up without an edit to irc.
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 from xdsl.dialects import get_all_dialects
 from xdsl.ir import Dialect
@@ -18,7 +17,7 @@ from xdsl.passes import ModulePass
 from xdsl.transforms import get_all_passes
 from xdsl.universe import Universe
 
-PLUGIN_GROUP = "irc.plugins"
+from irc.plugins import PLUGIN_GROUP, IrcUniverse, PluginError, plugin_universes  # noqa: F401 (re-exported)
 
 
 def _lazy(path: str) -> Callable[[], object]:
@@ -56,26 +55,6 @@ IRC_UNIVERSE = Universe(
         "inference": _lazy("irc.passes.pipelines:InferencePipeline"),
     },
 )
-
-
-class PluginError(Exception):
-    """A plug-in that cannot be loaded or clashes with a registered name."""
-
-
-def plugin_universes() -> dict[str, Universe]:
-    """The universes exported under ``irc.plugins``, by entry-point name."""
-    found: dict[str, Universe] = {}
-    for entry in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
-        try:
-            universe = entry.load()
-        except Exception as error:  # a broken plug-in must not take irc down silently
-            raise PluginError(f"plug-in '{entry.name}' ({entry.value}) failed to load: {error}") from None
-        if not isinstance(universe, Universe):
-            raise PluginError(
-                f"plug-in '{entry.name}' ({entry.value}) is not an xdsl.universe.Universe"
-            )
-        found[entry.name] = universe
-    return found
 
 
 def _merge(

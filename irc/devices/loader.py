@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from irc.devices.device import Device
+from irc.plugins import plugin_devices
 
 DEVICE_DIR = Path(__file__).resolve().parent
 
@@ -26,14 +27,15 @@ def _file_for(name: str) -> Path:
 
 
 def known_devices() -> list[str]:
-    """Names of the bundled devices (the ``name`` field of each TOML file)."""
+    """Names of the bundled devices (the ``name`` field of each TOML file), then those the
+    plug-ins bring (``irc.plugins``)."""
     names = []
     for path in sorted(DEVICE_DIR.glob("*.toml")):
         try:
             names.append(_read(path).name)
         except DeviceError:
             continue  # a broken file is reported when it is asked for by name
-    return names
+    return names + sorted(set(plugin_devices()) - set(names))
 
 
 def load_device(name_or_path: str | Path) -> Device:
@@ -48,9 +50,13 @@ def load_device(name_or_path: str | Path) -> Device:
         return _read(path)
     candidate = _file_for(text)
     if not candidate.is_file():
-        raise DeviceError(
-            f"unknown device {text!r}; known devices: {', '.join(known_devices())}"
-        )
+        found = plugin_devices().get(text)
+        if found is None:
+            raise DeviceError(f"unknown device {text!r}; known devices: {', '.join(known_devices())}")
+        plugin, factory = found
+        candidate = Path(factory())
+        if not candidate.is_file():
+            raise DeviceError(f"device {text!r} of plug-in '{plugin}': file {str(candidate)!r} does not exist")
     return _read(candidate)
 
 

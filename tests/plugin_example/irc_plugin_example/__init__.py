@@ -1,6 +1,9 @@
-"""An out-of-tree irc plug-in: one pass, exported as an xDSL `Universe`."""
+"""An out-of-tree irc plug-in: a pass, a cost model and a device, exported as an
+`irc.plugins.IrcUniverse` (a plain xDSL `Universe` works too, for dialects and passes)."""
 
-from xdsl.universe import Universe
+from pathlib import Path
+
+from irc.plugins import IrcUniverse
 
 
 def _annotate_points():
@@ -9,4 +12,18 @@ def _annotate_points():
     return AnnotateIterationPoints
 
 
-UNIVERSE = Universe(all_passes={"example-annotate-points": _annotate_points})
+def _fast_exchange():
+    from irc_plugin_example.fast_exchange import FastExchangeCostModel
+
+    return FastExchangeCostModel
+
+
+def _example_chip() -> Path:
+    return Path(__file__).parent / "example_chip.toml"
+
+
+UNIVERSE = IrcUniverse(
+    all_passes={"example-annotate-points": _annotate_points},
+    cost_models={"example-fast-exchange": _fast_exchange},
+    devices={"example-chip": _example_chip},
+)
