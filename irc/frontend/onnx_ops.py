@@ -18,7 +18,7 @@ import onnx
 from onnx import helper
 from xdsl.dialects.builtin import IntegerAttr, i64
 
-from irc.frontend.onnx_import import (
+from irc.frontend.onnx_graph import (
     Body,
     Importer,
     NodeError,
