@@ -13,7 +13,7 @@ IPU = load_device("ipu-mk2")
 
 
 def test_registry():
-    assert known_cost_models() == ["seed003", "t10"]
+    assert {"seed003", "t10"} <= set(known_cost_models())  # and any plug-in's
     for name in known_cost_models():
         model = get_cost_model(name)
         assert isinstance(model, CostModel)
