@@ -363,6 +363,39 @@ class TensorExpr:
             _check_merge(index, extents)
         return BoundExpr(self, tuple((a, extents[a]) for a in self.axes), shapes)
 
+    def bind_extents(self, given: dict[str, int]) -> BoundExpr:
+        """The expression bound to axis extents instead of tensor shapes (as the T10
+        benchmark states an operator): each tensor dimension is as large as its index
+        reaches. Raises `ExprError` naming the axis or the index at fault."""
+        extents = dict(self.bindings)
+        for axis, extent in given.items():
+            if axis not in self.axes:
+                raise ExprError(f"axis '{axis}' does not occur in the expression (its axes: {', '.join(self.axes)})")
+            if axis in extents and extents[axis] != extent:
+                raise ExprError(f"axis '{axis}' is {extent} but the expression binds it to {extents[axis]}")
+            extents[axis] = extent
+        missing = [axis for axis in self.axes if axis not in extents]
+        if missing:
+            raise ExprError(
+                f"no extent for axis {', '.join(repr(a) for a in missing)}; give every axis ({', '.join(self.axes)})"
+            )
+        shapes: dict[str, list[int]] = {}
+        for access in (self.output, *walk_accesses(self.body)):
+            dims = []
+            for dim, index in enumerate(access.indices):
+                if not isinstance(index, AffineIndex):
+                    raise ExprError(f"the index {index} of {access.tensor} reads another tensor; its extent is unknown")
+                low, high = index.value_range(extents)
+                if low < 0:
+                    raise ExprError(
+                        f"index '{index}' of {access.tensor} (dim {dim}) reaches {low}; "
+                        f"tensor shapes cannot be derived from the axis extents"
+                    )
+                dims.append(high + 1)
+            previous = shapes.setdefault(access.tensor, dims)
+            shapes[access.tensor] = [max(a, b) for a, b in zip(previous, dims)]
+        return self.bind([tuple(shapes[name]) for name in self.inputs], tuple(shapes[self.output.tensor]))
+
     def check(self) -> None:
         """Checks that need no shapes: functions, combiner vs reduction axes."""
         for node in walk_nodes(self.body):

@@ -15,8 +15,8 @@ _MODELS: dict[str, type] = {
 
 
 def known_cost_models() -> list[str]:
-    """irc's cost models and those the plug-ins bring (``irc.plugins``)."""
-    return sorted({*_MODELS, *plugin_cost_models()})
+    """irc's cost models, then those the plug-ins bring (``irc.plugins``)."""
+    return sorted(_MODELS) + sorted(set(plugin_cost_models()) - set(_MODELS))
 
 
 def get_cost_model(name: str | CostModel) -> CostModel:

@@ -36,16 +36,8 @@ import os
 import sys
 import time
 
-from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression, walk_accesses
-
-BUILTIN_MODELS = {
-    # name: (layers, hidden, heads, ffn, default sequence length)
-    "bert-tiny": (2, 128, 2, 512, 128),
-    "bert-mini": (4, 256, 4, 1024, 128),
-    "bert-base": (12, 768, 12, 3072, 128),
-    "bert-large": (24, 1024, 16, 4096, 384),
-}
-"""Built-in batch-parametric models (`irc.planner.bert.bert_model` encoder stacks)."""
+from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
+from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 
 BASELINES = ("vgm", "roller", "fastest")
 
@@ -137,47 +129,12 @@ def parse_shape(text: str) -> dict[str, int]:
 
 
 def bind_with_extents(expr: TensorExpr, given: dict[str, int]) -> BoundExpr:
-    """Tensor shapes from axis extents: each dimension is as large as its index reaches."""
-    extents = dict(expr.bindings)
-    for axis, extent in given.items():
-        if axis not in expr.axes:
-            raise PlanToolError(
-                f"error: --shape: axis '{axis}' does not occur in the expression "
-                f"(its axes: {', '.join(expr.axes)})"
-            )
-        if axis in extents and extents[axis] != extent:
-            raise PlanToolError(
-                f"error: --shape: axis '{axis}' is {extent} but the expression binds it to {extents[axis]}"
-            )
-        extents[axis] = extent
-    missing = [axis for axis in expr.axes if axis not in extents]
-    if missing:
-        raise PlanToolError(
-            f"error: --shape: no extent for axis {', '.join(repr(a) for a in missing)}; "
-            f"give every axis ({', '.join(expr.axes)})"
-        )
-    shapes: dict[str, list[int]] = {}
-    for access in (expr.output, *walk_accesses(expr.body)):
-        dims = []
-        for dim, index in enumerate(access.indices):
-            try:
-                low, high = index.value_range(extents)
-            except AttributeError:
-                raise PlanToolError(
-                    f"error: --expr: the planner cannot describe the index {index} of {access.tensor}"
-                ) from None
-            if low < 0:
-                raise PlanToolError(
-                    f"error: --expr: index '{index}' of {access.tensor} (dim {dim}) reaches {low}; "
-                    f"tensor shapes cannot be derived from the axis extents"
-                )
-            dims.append(high + 1)
-        previous = shapes.setdefault(access.tensor, dims)
-        shapes[access.tensor] = [max(a, b) for a, b in zip(previous, dims)]
+    """``--expr`` bound by ``--shape``'s axis extents (`TensorExpr.bind_extents`)."""
     try:
-        return expr.bind([tuple(shapes[name]) for name in expr.inputs], tuple(shapes[expr.output.tensor]))
+        return expr.bind_extents(given)
     except ExprError as error:
-        raise PlanToolError(f"error: --expr: {error.message}") from None
+        where = "--shape" if "axis" in error.message and "index" not in error.message else "--expr"
+        raise PlanToolError(f"error: {where}: {error.message}") from None
 
 
 # ---------------------------------------------------------------------------
@@ -342,7 +299,7 @@ def _guarded(function, args) -> int:
     """Run one --model request: a `PlanToolError` or planner error is one diagnostic."""
     try:
         return function(args)
-    except PlanToolError as error:
+    except (PlanToolError, ModelSourceError) as error:
         print(error.args[0], file=sys.stderr)
         return 1
     except (BrokenPipeError, KeyboardInterrupt):
@@ -352,137 +309,6 @@ def _guarded(function, args) -> int:
             raise
         print(f"error: {type(error).__name__}: {error} (set IRC_TRACEBACK=1 for details)", file=sys.stderr)
         return 1
-
-
-class ModelSource:
-    """A model to plan: ``build(batch)`` gives its `ModelSpec` (and the te ops left to the
-    fallback), ``batched`` says whether the batch is a parameter."""
-
-    def __init__(self, name: str, build, batched: bool, why_not_batched: str = ""):
-        self.name = name
-        self.build = build
-        self.batched = batched
-        self.why_not_batched = why_not_batched
-
-
-def _builtin_source(args) -> ModelSource:
-    from irc.planner.bert import bert_model
-
-    layers, hidden, heads, ffn, seq = BUILTIN_MODELS[args.model]
-    layers = args.layers or layers
-    seq = args.seq or seq
-
-    def build(batch: int):
-        return bert_model(layers, batch, seq, hidden, heads, ffn), []
-
-    return ModelSource(args.model, build, True)
-
-
-def _function_of(module, entry: str | None, where: str):
-    from irc.runner import RunError, find_function
-
-    try:
-        return find_function(module, entry).function
-    except RunError as error:
-        raise PlanToolError(f"error: {where}: {error}") from None
-
-
-def _spec_of_function(function, where: str, name: str | None = None):
-    from irc.lowering.model_from_ir import ModelIRError, function_model
-
-    try:
-        found = function_model(function, name=name)
-    except ModelIRError as error:
-        from irc.diagnostics import location_of
-
-        raise PlanToolError(f"{location_of(error.op)}: error: '{error.op.name}' op {error.message}") from None
-    if found.model is None:
-        raise PlanToolError(f"error: {where}: @{found.name} has no te op the planner can describe")
-    fallbacks = [f"{op.expression.data}: {reason}" for op, reason in found.fallbacks.items()]
-    return found.model, fallbacks
-
-
-def _mlir_source(args) -> ModelSource:
-    from xdsl.utils.exceptions import ParseError
-
-    from irc.diagnostics import format_parse_error
-    from irc.runner import parse_module
-
-    try:
-        with open(args.model) as handle:
-            text = handle.read()
-    except OSError as error:
-        raise PlanToolError(f"error: --model: cannot read {args.model}: {error.strerror}") from None
-    try:
-        module = parse_module(text, args.model)
-    except ParseError as error:
-        raise PlanToolError(format_parse_error(error)) from None
-    function = _function_of(module, args.entry, args.model)
-    model, fallbacks = _spec_of_function(function, args.model)
-
-    def build(batch: int):
-        return model, fallbacks
-
-    return ModelSource(
-        model.name, build, False,
-        f"{args.model} has fixed shapes, so its batch cannot be varied; --max-batch needs a "
-        f"batch-parametric source: an ONNX file with a symbolic batch dimension, or a built-in "
-        f"model ({', '.join(BUILTIN_MODELS)}; --seq and --layers set its size)",
-    )
-
-
-def _onnx_source(args) -> ModelSource:
-    from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
-
-    try:
-        onnx_model = load_model(args.model)
-        fixed = parse_shape_overrides(args.input_shape)
-    except OnnxImportError as error:
-        raise PlanToolError(f"error: {args.model}: {error}") from None
-    initializers = {t.name for t in onnx_model.graph.initializer}
-    symbolic = {}
-    for info in onnx_model.graph.input:
-        if info.name in initializers or info.name in fixed or not info.type.HasField("tensor_type"):
-            continue
-        dims = info.type.tensor_type.shape.dim
-        if any(not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
-            symbolic[info.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in dims]
-    symbols = sorted({d.dim_param or "?" for info in onnx_model.graph.input if info.name in symbolic
-                      for d in info.type.tensor_type.shape.dim if not d.HasField("dim_value") or d.dim_value <= 0})
-
-    def build(batch: int):
-        shapes = dict(fixed)
-        for name, dims in symbolic.items():
-            shapes[name] = tuple(batch if d is None else d for d in dims)
-        try:
-            result = import_model(onnx_model, shapes)
-        except OnnxImportError as error:
-            raise PlanToolError(f"error: {args.model}: {error}") from None
-        function = _function_of(result.module, args.entry, args.model)
-        return _spec_of_function(function, args.model, stem)
-
-    stem = os.path.splitext(os.path.basename(args.model))[0]
-    why = "" if symbolic else (
-        f"{args.model} has no symbolic dimension (every input shape is fixed), so its batch cannot be "
-        f"varied; --max-batch needs an ONNX file whose batch dimension is symbolic"
-    )
-    name = os.path.splitext(os.path.basename(args.model))[0]
-    if symbols:
-        name += f" ({', '.join(symbols)} = batch)"
-    return ModelSource(name, build, bool(symbolic), why)
-
-
-def model_source(args) -> ModelSource:
-    if args.model in BUILTIN_MODELS:
-        return _builtin_source(args)
-    if args.model.endswith(".mlir"):
-        return _mlir_source(args)
-    if args.model.endswith(".onnx"):
-        return _onnx_source(args)
-    raise PlanToolError(
-        f"error: --model: '{args.model}' is neither a .mlir or .onnx file nor a built-in model "
-        f"({', '.join(BUILTIN_MODELS)})"
-    )
 
 
 def _kib(nbytes: float) -> str:
@@ -572,7 +398,8 @@ def run_model(args) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib") from None
-    source = model_source(args)
+    source = model_source(args.model, entry=args.entry, input_shapes=args.input_shape, layers=args.layers,
+                          seq=args.seq)
     cache = FrontierCache(device, cost)
 
     if args.max_batch:

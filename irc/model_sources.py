@@ -1,0 +1,155 @@
+"""Models to plan, from what a user hands `irc-plan --model`: a built-in encoder stack
+(batch-parametric), a .mlir file of te ops, or an ONNX file (imported with the
+frontend; batch-parametric when a dimension is symbolic). Each becomes the planner's
+`ModelSpec` through `irc.lowering.model_from_ir`, with the te ops left to the fallback.
+"""
+
+from __future__ import annotations
+
+import os
+
+BUILTIN_MODELS = {
+    # name: (layers, hidden, heads, ffn, default sequence length)
+    "bert-tiny": (2, 128, 2, 512, 128),
+    "bert-mini": (4, 256, 4, 1024, 128),
+    "bert-base": (12, 768, 12, 3072, 128),
+    "bert-large": (24, 1024, 16, 4096, 384),
+}
+"""Built-in batch-parametric models (`irc.planner.bert.bert_model` encoder stacks)."""
+
+
+class ModelSourceError(Exception):
+    """A model that cannot be read, imported or planned (the message is a diagnostic)."""
+
+
+class ModelSource:
+    """A model to plan: ``build(batch)`` gives its `ModelSpec` (and the te ops left to the
+    fallback), ``batched`` says whether the batch is a parameter."""
+
+    def __init__(self, name: str, build, batched: bool, why_not_batched: str = ""):
+        self.name = name
+        self.build = build
+        self.batched = batched
+        self.why_not_batched = why_not_batched
+
+
+def _builtin_source(model: str, layers: int | None, seq: int | None) -> ModelSource:
+    from irc.planner.bert import bert_model
+
+    default_layers, hidden, heads, ffn, default_seq = BUILTIN_MODELS[model]
+    layers = layers or default_layers
+    seq = seq or default_seq
+
+    def build(batch: int):
+        return bert_model(layers, batch, seq, hidden, heads, ffn), []
+
+    return ModelSource(model, build, True)
+
+
+def _function_of(module, entry: str | None, where: str):
+    from irc.runner import RunError, find_function
+
+    try:
+        return find_function(module, entry).function
+    except RunError as error:
+        raise ModelSourceError(f"error: {where}: {error}") from None
+
+
+def _spec_of_function(function, where: str, name: str | None = None):
+    from irc.lowering.model_from_ir import ModelIRError, function_model
+
+    try:
+        found = function_model(function, name=name)
+    except ModelIRError as error:
+        from irc.diagnostics import location_of
+
+        raise ModelSourceError(f"{location_of(error.op)}: error: '{error.op.name}' op {error.message}") from None
+    if found.model is None:
+        raise ModelSourceError(f"error: {where}: @{found.name} has no te op the planner can describe")
+    fallbacks = [f"{op.expression.data}: {reason}" for op, reason in found.fallbacks.items()]
+    return found.model, fallbacks
+
+
+def _mlir_source(path: str, entry: str | None) -> ModelSource:
+    from xdsl.utils.exceptions import ParseError
+
+    from irc.diagnostics import format_parse_error
+    from irc.runner import parse_module
+
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except OSError as error:
+        raise ModelSourceError(f"error: --model: cannot read {path}: {error.strerror}") from None
+    try:
+        module = parse_module(text, path)
+    except ParseError as error:
+        raise ModelSourceError(format_parse_error(error)) from None
+    function = _function_of(module, entry, path)
+    model, fallbacks = _spec_of_function(function, path)
+
+    def build(batch: int):
+        return model, fallbacks
+
+    return ModelSource(
+        model.name, build, False,
+        f"{path} has fixed shapes, so its batch cannot be varied; --max-batch needs a "
+        f"batch-parametric source: an ONNX file with a symbolic batch dimension, or a built-in "
+        f"model ({', '.join(BUILTIN_MODELS)}; --seq and --layers set its size)",
+    )
+
+
+def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
+    from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
+
+    try:
+        onnx_model = load_model(path)
+        fixed = parse_shape_overrides(input_shapes)
+    except OnnxImportError as error:
+        raise ModelSourceError(f"error: {path}: {error}") from None
+    initializers = {t.name for t in onnx_model.graph.initializer}
+    symbolic = {}
+    for info in onnx_model.graph.input:
+        if info.name in initializers or info.name in fixed or not info.type.HasField("tensor_type"):
+            continue
+        dims = info.type.tensor_type.shape.dim
+        if any(not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
+            symbolic[info.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in dims]
+    symbols = sorted({d.dim_param or "?" for info in onnx_model.graph.input if info.name in symbolic
+                      for d in info.type.tensor_type.shape.dim if not d.HasField("dim_value") or d.dim_value <= 0})
+
+    def build(batch: int):
+        shapes = dict(fixed)
+        for name, dims in symbolic.items():
+            shapes[name] = tuple(batch if d is None else d for d in dims)
+        try:
+            result = import_model(onnx_model, shapes)
+        except OnnxImportError as error:
+            raise ModelSourceError(f"error: {path}: {error}") from None
+        function = _function_of(result.module, entry, path)
+        return _spec_of_function(function, path, stem)
+
+    stem = os.path.splitext(os.path.basename(path))[0]
+    why = "" if symbolic else (
+        f"{path} has no symbolic dimension (every input shape is fixed), so its batch cannot be "
+        f"varied; --max-batch needs an ONNX file whose batch dimension is symbolic"
+    )
+    name = os.path.splitext(os.path.basename(path))[0]
+    if symbols:
+        name += f" ({', '.join(symbols)} = batch)"
+    return ModelSource(name, build, bool(symbolic), why)
+
+
+def model_source(path: str, *, entry: str | None = None, input_shapes=(), layers: int | None = None,
+                 seq: int | None = None) -> ModelSource:
+    """The model ``path`` names: a built-in model, a .mlir file of te ops or an .onnx file."""
+    if path in BUILTIN_MODELS:
+        return _builtin_source(path, layers, seq)
+    if path.endswith(".mlir"):
+        return _mlir_source(path, entry)
+    if path.endswith(".onnx"):
+        return _onnx_source(path, entry, input_shapes)
+    raise ModelSourceError(
+        f"error: --model: '{path}' is neither a .mlir or .onnx file nor a built-in model "
+        f"({', '.join(BUILTIN_MODELS)})"
+    )
