@@ -2,7 +2,9 @@
 
 1. examples/mlp.mlir (matmul + bias + relu + matmul, written in `te`) is compiled
    through the `inference` pipeline for the 1,472-core IPU Mk2, executed on the
-   reference chip and compared with the same program at `te` level.
+   reference chip and compared with the same program at `te` level; the interpreted
+   whole-model time equals the model-wide plan's (activations stay on chip, host I/O
+   only at the model's edges).
 2. A BERT-base encoder layer, built as ONNX by benchmarks/models/bert.py, is imported
    with the ONNX frontend, compiled for the IPU Mk2, executed on the reference chip
    and compared with onnx's own ReferenceEvaluator.

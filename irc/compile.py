@@ -30,20 +30,50 @@ class RunReport:
     planned_kernel_cycles: float      # sum over operators of the planner's predicted time
     max_abs_error: dict[str, float]   # per result, device level vs te level
     device_ir: str
+    planned_model_cycles: float | None = None
+    """The model-wide plan's prediction (operators, setups, relayouts; None for mode=op)."""
 
     @property
     def interpreted_kernel_cycles(self) -> float:
         return self.chip.kernel_cycles
 
+    @property
+    def interpreted_model_cycles(self) -> float:
+        return self.chip.model_cycles
+
     def __str__(self) -> str:
         ratio = self.interpreted_kernel_cycles / self.planned_kernel_cycles if self.planned_kernel_cycles else float("nan")
         errors = ", ".join(f"{k}: {v:.3g}" for k, v in self.max_abs_error.items())
-        return (
-            f"{self.chip}\n"
+        lines = [
+            f"{self.chip}",
             f"planned kernel time {self.planned_kernel_cycles:,.0f} cycles, interpreted "
-            f"{self.interpreted_kernel_cycles:,.0f} cycles (ratio {ratio:.4f})\n"
-            f"max |device - te| per result: {errors}"
-        )
+            f"{self.interpreted_kernel_cycles:,.0f} cycles (ratio {ratio:.4f})",
+        ]
+        if self.planned_model_cycles:
+            whole = self.interpreted_model_cycles / self.planned_model_cycles
+            io = self.chip.cycles.get("host_io", 0.0) / self.chip.total_cycles if self.chip.total_cycles else 0.0
+            host_ops = self.device_ir.count("te.op ") + self.device_ir.count("te.opaque ")
+            edges = "the model's inputs, weights and results" + (
+                f", and the operands of {host_ops} op(s) left on the host" if host_ops else " only")
+            lines.append(
+                f"planned model time (kernels, setups, relayouts) {self.planned_model_cycles:,.0f} cycles, "
+                f"interpreted {self.interpreted_model_cycles:,.0f} cycles (ratio {whole:.4f}); host I/O "
+                f"{100 * io:.1f}% of chip time: {edges}"
+            )
+        lines.append(f"max |device - te| per result: {errors}")
+        return "\n".join(lines)
+
+
+def planned_model_cycles(module: ModuleOp) -> float | None:
+    """The model-wide plan's predicted cycles, summed over the functions `rtensor-partition`
+    planned model-wide (their ``irc.planned_cycles``); None when none was."""
+    from xdsl.dialects.func import FuncOp
+
+    from irc.lowering.te_to_rtensor import PLANNED_ATTR
+
+    values = [float(f.attributes[PLANNED_ATTR].value.data) for f in module.walk()
+              if isinstance(f, FuncOp) and PLANNED_ATTR in f.attributes]
+    return sum(values) if values else None
 
 
 def compile_module(module: ModuleOp, device: str = "tiny16", cost: str = "t10") -> tuple[ModuleOp, float]:
@@ -69,8 +99,7 @@ def compile_and_run(te_module_text_or_module, device: str = "tiny16", cost: str 
     """Compile a te program for ``device`` and run it on the reference chip.
 
     Returns ``(results, report)``: results by name, and a ``RunReport`` (printable)."""
-    from irc.runner import run
-    from irc.runner import find_function, parse_module, random_inputs, run_function
+    from irc.runner import find_function, parse_module, random_inputs, run, run_function
 
     if isinstance(te_module_text_or_module, str):
         module = parse_module(te_module_text_or_module, "<input>")
@@ -86,4 +115,4 @@ def compile_and_run(te_module_text_or_module, device: str = "tiny16", cost: str 
         if results[name].size else 0.0
         for name in results
     }
-    return results, RunReport(chip, planned, errors, str(compiled))
+    return results, RunReport(chip, planned, errors, str(compiled), planned_model_cycles(compiled))

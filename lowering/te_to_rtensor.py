@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, TensorType, f64
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -68,6 +68,10 @@ from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import ExprError
 from irc.diagnostics import location_of
 from irc.dialects.target import TARGET_ATTR
+
+PLANNED_ATTR = "irc.planned_cycles"
+"""On a function planned model-wide: the cycles the plan predicts for it (operators,
+setups and relayouts), which the interpreted device program must take."""
 from irc.lowering.target import TargetError, cost_of, device_of, resolve_target
 
 MODES = ("model", "op")
@@ -233,9 +237,12 @@ class RTensorPartition(ModulePass):
         # Plan everything first, so that a failure is one diagnostic on untouched IR.
         if self.mode == "op":
             plans, idle, fallbacks = self._plan_each_op(op, device, cost)
+            planned = {}
         else:
-            plans, idle, fallbacks = self._plan_model(op, device, cost)
+            plans, idle, fallbacks, planned = self._plan_model(op, device, cost)
         op.attributes[TARGET_ATTR] = target
+        for function, cycles in planned.items():
+            function.attributes[PLANNED_ATTR] = FloatAttr(float(cycles), f64)
         for te_op, reason in fallbacks.items():
             te_op.attributes[REMARK_ATTR] = fallback_remark(reason)
         PatternRewriteWalker(
@@ -258,7 +265,7 @@ class RTensorPartition(ModulePass):
 
         cache = FrontierCache(device, cost)
         searched: dict = {}
-        plans, idle, fallbacks = {}, {}, {}
+        plans, idle, fallbacks, planned = {}, {}, {}, {}
         functions = _functions(module)
         covered = {te_op for f in functions for te_op in f.walk() if isinstance(te_op, TensorOp)}
         stray = [o for o in module.walk() if isinstance(o, TensorOp) and o not in covered]
@@ -286,12 +293,13 @@ class RTensorPartition(ModulePass):
                     raise _error(function, self._fit_message(found, error, device)) from None
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
+            planned[function] = decision.seconds * device.clock_hz
             for te_op, bound, chosen in zip(found.ops, found.bounds, decision.ops):
                 plans[te_op] = (bound, chosen.active)
                 attr = idle_attribute(bound, chosen, device, cost)
                 if attr is not None:
                     idle[te_op] = attr
-        return plans, idle, fallbacks
+        return plans, idle, fallbacks, planned
 
     def _plan_each_op_list(self, ops, device, cost):
         cache: dict = {}
