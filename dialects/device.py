@@ -228,6 +228,12 @@ def core_vector(attr, cores: int, what: str) -> np.ndarray:
     return array_values(attr)
 
 
+def group_leaders(keys: np.ndarray) -> np.ndarray:
+    """The lowest core of each group of cores with equal ``keys``, in core order."""
+    _, first = np.unique(keys, return_index=True)
+    return np.sort(first).astype(np.int64)
+
+
 def groups_from_keys(keys: np.ndarray, replicas: int) -> np.ndarray:
     """(groups, replicas) core ids holding equal ``keys``, lowest core first in each row."""
     order = np.lexsort((np.arange(len(keys)), keys))
@@ -362,9 +368,7 @@ class StoreOp(IRDLOperation):
 
     def writers(self, cores: int) -> np.ndarray:
         """The cores whose tiles are written: the lowest core of each group."""
-        keys = core_vector(self.group, cores, "group")
-        _, first = np.unique(keys, return_index=True)
-        return np.sort(first).astype(np.int64)
+        return group_leaders(core_vector(self.group, cores, "group"))
 
     def verify_(self) -> None:
         type_ = _buffer(self.buffer, "the source")
@@ -417,9 +421,7 @@ class RelayoutOp(IRDLOperation):
 
     def writers(self, cores: int) -> np.ndarray:
         """The source cores whose tiles are moved: the lowest core of each group."""
-        keys = core_vector(self.source_group, cores, "source_group")
-        _, first = np.unique(keys, return_index=True)
-        return np.sort(first).astype(np.int64)
+        return group_leaders(core_vector(self.source_group, cores, "source_group"))
 
     def verify_(self) -> None:
         source, target = _buffer(self.source, "the source"), _buffer(self.target, "the target")

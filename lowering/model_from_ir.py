@@ -80,6 +80,22 @@ def _element_bytes(op: TensorOp) -> int:
     return element_bytes(op.output.type.get_element_type())  # type: ignore[union-attr]
 
 
+def describe(op: TensorOp):
+    """``(bound, spec, None)`` for a te op the planner can describe, or ``(bound, None,
+    why not)``; raises `ExprError` when its expression does not bind to its types."""
+    from irc.planner.from_te import op_spec_from_expr
+
+    bound = op.bound()
+    try:
+        spec = op_spec_from_expr(bound, _element_bytes(op))
+        mismatch = element_type_mismatch(op)
+        if mismatch is not None:
+            raise SpecError(mismatch)
+    except (SpecError, VerifyException) as error:
+        return bound, None, str(error)
+    return bound, spec, None
+
+
 def element_type_mismatch(op: TensorOp) -> str | None:
     """Why `op` cannot become an ``rtensor.op``, whose tensors share one element type
     (a cast, or a gather's integer indices), or None when they do."""
@@ -122,7 +138,6 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
     Raises `ModelIRError` for an expression that does not bind to its operand shapes,
     and (with ``strict``) for an op the planner cannot describe.
     """
-    from irc.planner.from_te import op_spec_from_expr
 
     label = name or function.sym_name.data
     result = FunctionModel(label, None)
@@ -131,18 +146,13 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
     for op in tensor_ops(function):
         text = op.expression.data
         try:
-            bound = op.bound()
+            bound, spec, reason = describe(op)
         except ExprError as error:
             raise ModelIRError(op, f"'{text}': {error.message}") from None
-        try:
-            spec = op_spec_from_expr(bound, _element_bytes(op))
-            mismatch = element_type_mismatch(op)
-            if mismatch is not None:
-                raise SpecError(mismatch)
-        except (SpecError, VerifyException) as error:
+        if reason is not None:
             if strict:
-                raise ModelIRError(op, f'"{text}": the planner cannot describe it: {error}') from None
-            result.fallbacks[op] = f"the planner cannot describe it ({error})"
+                raise ModelIRError(op, f'"{text}": the planner cannot describe it: {reason}') from None
+            result.fallbacks[op] = f"the planner cannot describe it ({reason})"
             continue
         weights, producers, windows = [], {}, set()
         for tensor, value in zip(bound.expr.inputs, op.inputs):

@@ -53,7 +53,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.exceptions import DiagnosticException
 
 from irc.dialects.rtensor import (
     IDLE_ATTR,
@@ -61,7 +61,6 @@ from irc.dialects.rtensor import (
     RelayoutOp,
     RTensorOp,
     RTensorType,
-    element_bytes,
     layout_types,
 )
 from irc.dialects.te import TensorOp
@@ -98,25 +97,18 @@ def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True)
     when the planner cannot describe the op. `cache` maps `OpSpec`s to results: a
     model repeats its operators.
     """
-    from irc.planner import PlanError, SpecError, search
-    from irc.planner.from_te import op_spec_from_expr
-    from irc.lowering.model_from_ir import element_type_mismatch
+    from irc.lowering.model_from_ir import describe
+    from irc.planner import PlanError, search
 
     text = op.expression.data
     try:
-        bound = op.bound()
+        bound, spec, reason = describe(op)
     except ExprError as error:
         raise _error(op, f"'{text}': {error.message}") from None
-    element = op.output.type.get_element_type()  # type: ignore[union-attr]
-    try:
-        spec = op_spec_from_expr(bound, element_bytes(element))
-        mismatch = element_type_mismatch(op)
-        if mismatch is not None:
-            raise SpecError(mismatch)
-    except (SpecError, VerifyException) as error:
+    if reason is not None:
         if not strict:
-            return None, f"the planner cannot describe it ({error})"
-        raise _error(op, f'"{text}": the planner cannot describe it: {error}') from None
+            return None, f"the planner cannot describe it ({reason})"
+        raise _error(op, f'"{text}": the planner cannot describe it: {reason}') from None
     if spec not in cache:
         try:
             cache[spec] = search(spec, device, cost).best

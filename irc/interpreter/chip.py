@@ -503,19 +503,22 @@ class Chip:
         buffer.tags = np.full(buffer.cores, self._fresh_tags(1)[0], dtype=np.int64)
         self._record("compute", f"fill {buffer.name}", 0.0, buffer.cores, where)
 
-    def load(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str) -> None:
-        host = np.asarray(host).astype(buffer.dtype, copy=False)
-        tiles = gather_tiles(host, origins, buffer.shape, buffer.cores)
+    def _gather_into(self, buffer: Buffer, whole: np.ndarray, origins: np.ndarray) -> None:
+        """Every core's tile of ``whole`` at its origin, written into ``buffer``."""
+        tiles = gather_tiles(whole.astype(buffer.dtype, copy=False), origins, buffer.shape, buffer.cores)
         if tiles.flags.c_contiguous and tiles.base is None and tiles.shape == buffer.data.shape:
             buffer.data = tiles          # freshly gathered: take it instead of copying it
         else:
             buffer.data[...] = tiles
         buffer.written[:] = True
         buffer.touch()
-        # cores loading the same tile hold the same data
+        # cores gathering the same tile hold the same data
         origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (buffer.cores, len(buffer.shape)))
         _, inverse = np.unique(origins, axis=0, return_inverse=True)
         buffer.tags = self._fresh_tags(int(inverse.max()) + 1 if inverse.size else 0)[inverse.reshape(-1)]
+
+    def load(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str) -> None:
+        self._gather_into(buffer, np.asarray(host), origins)
         cycles = buffer.bytes * self.device.link_cycles_per_byte
         self._record("host_io", f"load {buffer.name}", cycles, buffer.cores, where)
 
@@ -534,19 +537,14 @@ class Chip:
         """Move a tensor between two on-chip layouts over the exchange: the tiles of
         ``writers`` in ``source`` (at ``source_origins``) become, per core of ``target``,
         the tile at ``target_origins`` (zeros outside the tensor). Timed as the cost
-        model's shift of ``nbytes`` per core plus one barrier, as the planner prices it
-        (``irc.planner.relayout``); nothing crosses the host link."""
+        model's shift of ``nbytes`` per core plus ``barriers`` barriers, as the planner
+        prices relayouts and setups (``irc.planner.relayout``, ``irc.planner.idle``);
+        nothing crosses the host link."""
         if len(writers):
             self._check_readable(source, int(writers.max()) + 1, where, "relayout")
         whole = np.zeros(shape, dtype=source.dtype)
         scatter_tiles(whole, source.data[writers], source_origins[writers], source.shape)
-        tiles = gather_tiles(whole.astype(target.dtype, copy=False), target_origins, target.shape, target.cores)
-        target.data[...] = tiles
-        target.written[:] = True
-        target.touch()
-        origins = np.broadcast_to(np.asarray(target_origins, dtype=np.int64), (target.cores, len(target.shape)))
-        _, inverse = np.unique(origins, axis=0, return_inverse=True)
-        target.tags = self._fresh_tags(int(inverse.max()) + 1 if inverse.size else 0)[inverse.reshape(-1)]
+        self._gather_into(target, whole, target_origins)
         barrier = float(self.cost.sync_cycles(self.device)) / max(1, self.device.syncs_per_shift)
         cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
         self._record("relayout", f"relayout {source.name} -> {target.name}", cycles, target.cores, where)
