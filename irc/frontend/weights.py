@@ -15,12 +15,15 @@ file (`load_weights`).
 
 from __future__ import annotations
 
+import io
 import os
 import zipfile
 from collections.abc import Mapping
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+
+from irc.output import write_atomically
 
 WEIGHTS_ATTR = "irc.weights"
 """Module attribute: the path of the side ``.npz`` of weights."""
@@ -39,9 +42,11 @@ def weights_path_for(ir_path: str) -> str:
 
 
 def save_weights(path: str, weights: Mapping[str, np.ndarray]) -> None:
-    # np.savez appends .npz to names without it; the path is exact here.
-    with open(path, "wb") as stream:
-        np.savez(stream, **dict(weights))
+    """Write ``weights`` to ``path`` (exactly: numpy appends no suffix to a stream), all at
+    once (`irc.output.write_atomically`)."""
+    archive = io.BytesIO()
+    np.savez(archive, **dict(weights))
+    write_atomically(path, archive.getvalue())
 
 
 def attach_weights(module: ModuleOp, reference: str) -> None:

@@ -18,6 +18,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from irc import universe
 from irc.diagnostics import LocatingParser, format_parse_error, verify_located
+from irc.output import Collected, OutputError, check_output, write_atomically
 
 
 class IrcOptMain(xDSLOptMain):
@@ -59,11 +60,31 @@ class IrcOptMain(xDSLOptMain):
             raise _InputMissing(self.args.input_file)
         return super().get_input_stream()
 
+    def prepare_output(self):
+        if self.args.output_file is None:
+            return sys.stdout
+        # Collected in memory; the file is written once the whole run succeeded.
+        self._collected = Collected()
+        return self._collected
+
     def run(self):
+        output = self.args.output_file
+        if output is not None:
+            try:
+                check_output(output, "-o", [(self.args.input_file, "the input")])
+            except OutputError as error:
+                raise _Diagnostic(f"error: {error}") from None
         try:
             super().run()
         except ParseError as error:
             raise _Diagnostic(format_parse_error(error)) from None
+        if output is not None:
+            collected = self._collected
+            text = getattr(collected, "text", None)
+            try:
+                write_atomically(output, collected.getvalue() if text is None else text)
+            except OSError as error:
+                raise _Diagnostic(f"error: cannot write {output}: {error.strerror or error}") from None
 
 
 class _InputMissing(Exception):

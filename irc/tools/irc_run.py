@@ -12,6 +12,8 @@ and utilisation, `--trace out.json` writes the timeline as a Chrome/Perfetto tra
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import os
 import sys
 import zipfile
@@ -24,6 +26,7 @@ from irc.diagnostics import format_parse_error
 from irc.dialects.dtypes import UnsupportedTypeError
 from irc.interpreter.kernels import KernelError
 from irc import runner
+from irc.output import OutputError, check_output, write_atomically
 from irc.runner import RunError, parse_module
 
 
@@ -66,8 +69,16 @@ def run(argv=None) -> int:
                     inputs = {k: archive[k] for k in archive.files}
             except (ValueError, OSError, zipfile.BadZipFile) as error:
                 raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
-        if args.output and args.inputs and os.path.abspath(args.output) == os.path.abspath(args.inputs):
-            raise RunError("--output would overwrite the --inputs file; choose another path")
+        protected = [(args.input_file, "the program"), (args.inputs, "the --inputs file")]
+        try:
+            if args.output:
+                check_output(args.output, "--output", protected)
+            if args.trace:
+                check_output(args.trace, "--trace", protected + [(args.output, "the --output file")])
+        except OutputError as error:
+            raise RunError(str(error)) from None
+        if args.output and args.trace and os.path.abspath(args.output) == os.path.abspath(args.trace):
+            raise RunError("--output and --trace name the same file; choose two paths")
         results, report = runner.run(module, inputs, args.entry, args.seed)
     except ParseError as error:
         print(format_parse_error(error), file=sys.stderr)
@@ -81,14 +92,20 @@ def run(argv=None) -> int:
     if (args.report or args.trace) and report is None:
         print("note: the program has no shift or device operations; there is no chip timeline",
               file=sys.stderr)
-    if report is not None and args.trace:
-        report.write_trace(args.trace)
-        print(f"wrote the chip timeline to {args.trace}", file=sys.stderr)
-    if report is not None and args.report:
-        print(report)
-    if args.output:
-        np.savez(args.output, **results)
-        print(f"wrote {', '.join(results)} to {args.output}")
+    try:
+        if report is not None and args.trace:
+            write_atomically(args.trace, json.dumps(report.chrome_trace()))
+            print(f"wrote the chip timeline to {args.trace}", file=sys.stderr)
+        if report is not None and args.report:
+            print(report)
+        if args.output:
+            archive = io.BytesIO()
+            np.savez(archive, **results)  # into memory: numpy appends no suffix to a stream
+            write_atomically(args.output, archive.getvalue())
+            print(f"wrote {', '.join(results)} to {args.output}")
+    except OSError as error:
+        print(f"error: cannot write {error.filename or 'the output'}: {error.strerror or error}", file=sys.stderr)
+        return 1
     else:
         for name, value in results.items():
             _print_result(name, value)

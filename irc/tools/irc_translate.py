@@ -13,6 +13,7 @@ one ``error:`` line and exit status 1; the input file is never written.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 
@@ -21,6 +22,7 @@ from xdsl.printer import Printer
 
 from irc.frontend.onnx_import import OnnxImportError, import_onnx, parse_shape_overrides
 from irc.frontend.weights import attach_weights, save_weights, weights_path_for
+from irc.output import OutputError, check_output, write_atomically
 
 
 class TranslateError(Exception):
@@ -68,8 +70,15 @@ def run(argv=None) -> int:
     try:
         if not os.path.isfile(model_path):
             raise TranslateError(f"no such file: {model_path}")
-        if args.output and _same_file(args.output, model_path):
-            raise TranslateError("-o would overwrite the input model; choose another path")
+        try:
+            if args.output:
+                check_output(args.output, "-o", [(model_path, "the input model")])
+            if args.weights:
+                check_output(args.weights, "--weights", [(model_path, "the input model"), (args.output, "the -o file")])
+                if args.output and os.path.abspath(args.weights) == os.path.abspath(args.output):
+                    raise OutputError("--weights and -o name the same file; choose two paths")
+        except OutputError as error:
+            raise TranslateError(str(error)) from None
         shapes = parse_shape_overrides(args.shape)
         result = import_onnx(model_path, shapes, _constants(args.constant))
         if result.weights:
@@ -81,7 +90,14 @@ def run(argv=None) -> int:
                 weights_file = weights_path_for(os.path.splitext(model_path)[0] + ".mlir")
             if _same_file(weights_file, model_path):
                 raise TranslateError("the weights file would overwrite the input model; use --weights")
-            save_weights(weights_file, result.weights)
+            try:
+                check_output(weights_file, "the weights file", [(model_path, "the input model")])
+                save_weights(weights_file, result.weights)
+            except OutputError as error:
+                raise TranslateError(str(error)) from None
+            except OSError as error:
+                raise TranslateError(f"cannot write {weights_file}: {error.strerror or error}") from None
+            print(f"note: wrote {len(result.weights)} weight tensor(s) to {weights_file}", file=sys.stderr)
             ir_dir = os.path.dirname(os.path.abspath(args.output)) if args.output else None
             reference = (
                 os.path.relpath(os.path.abspath(weights_file), ir_dir) if ir_dir
@@ -98,9 +114,14 @@ def run(argv=None) -> int:
               f"(set IRC_TRACEBACK=1 for details)", file=sys.stderr)
         return 1
     if args.output:
-        with open(args.output, "w") as stream:
-            Printer(stream=stream).print_op(result.module)
-            stream.write("\n")
+        text = io.StringIO()
+        Printer(stream=text).print_op(result.module)
+        text.write("\n")
+        try:
+            write_atomically(args.output, text.getvalue())
+        except OSError as error:
+            print(f"error: cannot write {args.output}: {error.strerror or error}", file=sys.stderr)
+            return 1
     else:
         Printer(stream=sys.stdout).print_op(result.module)
         print()

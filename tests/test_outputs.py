@@ -1,0 +1,101 @@
+"""No input or output is ever lost (issue 13): a tool refuses to write over its own
+inputs, writes every file all at once, and leaves an existing output as it was when
+the run fails."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from irc.output import OutputError, check_output, write_atomically
+
+BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name, *args, cwd=None):
+    return subprocess.run([str(BIN / name), *map(str, args)], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture
+def program(tmp_path):
+    path = tmp_path / "in.mlir"
+    shutil.copy(ROOT / "examples/mlp.mlir", path)
+    return path
+
+
+def test_irc_opt_never_truncates_its_input(tmp_path, program):
+    before = program.read_text()
+    link = tmp_path / "link.mlir"
+    link.symlink_to(program)
+    for target in (program, link):
+        done = _tool("irc-opt", program, "-o", target)
+        assert done.returncode == 1 and "would overwrite the input" in done.stderr
+        assert program.read_text() == before
+
+
+def test_a_failing_run_leaves_the_existing_output(tmp_path, program):
+    existing = tmp_path / "existing.mlir"
+    existing.write_text("keep me\n")
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("garbage\n")
+    assert _tool("irc-opt", bad, "-o", existing).returncode == 1
+    assert _tool("irc-opt", program, "-p", "inference{device=no-such-chip}", "-o", existing).returncode == 1
+    assert existing.read_text() == "keep me\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".irc-")]  # no temporary left
+
+
+def test_irc_run_outputs_never_replace_inputs(tmp_path, program):
+    device = tmp_path / "dev.mlir"
+    assert _tool("irc-opt", program, "-p", "inference{device=tiny16}", "-o", device).returncode == 0
+    text = device.read_text()
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.zeros((8, 64), np.float32), w1=np.zeros((64, 32), np.float32),
+             b1=np.zeros(32, np.float32), w2=np.zeros((32, 16), np.float32))
+    (tmp_path / "a_directory").mkdir()
+    for flags in (["--trace", device], ["--inputs", inputs, "--output", inputs],
+                  ["--output", tmp_path / "a_directory"], ["--output", "/dev/null"]):
+        done = _tool("irc-run", device, *flags)
+        assert done.returncode == 1 and done.stderr.startswith("error: "), (flags, done.stderr)
+    assert device.read_text() == text
+    out = tmp_path / "results"  # exactly this name: no .npz appended
+    assert _tool("irc-run", device, "--output", out).returncode == 0
+    assert set(np.load(out)) == {"y"}
+
+
+def test_irc_translate_keeps_ir_and_weights_apart(tmp_path):
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.models import BertConfig, build_bert_layer
+    import onnx
+
+    model = tmp_path / "bert.onnx"
+    onnx.save(build_bert_layer(BertConfig(batch=1, seq=4, hidden=16, heads=2, intermediate=32)), model)
+    done = _tool("irc-translate", "--import-onnx", model, "--weights", tmp_path / "x.mlir", "-o", tmp_path / "x.mlir")
+    assert done.returncode == 1 and "same file" in done.stderr
+    assert _tool("irc-translate", "--import-onnx", model, "-o", model).returncode == 1
+    done = _tool("irc-translate", "--import-onnx", model, "-o", tmp_path / "bert.mlir")
+    assert done.returncode == 0 and "wrote" in done.stderr and (tmp_path / "bert.weights.npz").exists()
+
+
+def test_write_atomically_keeps_the_old_contents_on_failure(tmp_path, monkeypatch):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+
+    def full_disk(_):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("irc.output.os.fsync", full_disk)
+        with pytest.raises(OSError):
+            write_atomically(str(target), "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    write_atomically(str(target), "new")
+    assert target.read_text() == "new"
+    with pytest.raises(OutputError, match="would overwrite the input"):
+        check_output(str(target), "-o", [(str(target), "the input")])
