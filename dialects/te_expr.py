@@ -680,11 +680,25 @@ class _ToTensorExpr(Transformer):
         return Call(str(name), tuple(args))
 
 
+MAX_NESTING = 64
+"""Deepest parenthesis nesting an expression may have (its trees are walked recursively)."""
+MAX_OPERATORS = 300
+"""Most arithmetic operators one expression may hold (a longer sum is several ops)."""
+
+
 def parse_expression(text: str) -> TensorExpr:
     """Parse and check the shape-free rules of a tensor expression.
 
     Raises `ExprError` with the column of the problem when the text does not parse.
     """
+    depth, deepest = 0, 0
+    for column, character in enumerate(text):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(character, 0)
+        if depth > MAX_NESTING:
+            raise ExprError(f"the expression nests more than {MAX_NESTING} parentheses deep", column)
+        deepest = max(deepest, depth)
+    if text.count("+") + text.count("-") + text.count("*") + text.count("/") > MAX_OPERATORS:
+        raise ExprError(f"the expression has more than {MAX_OPERATORS} arithmetic operators; split it into ops")
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as error:

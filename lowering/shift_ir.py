@@ -20,7 +20,7 @@ from irc.dialects.device import array_values, core_id, core_table
 from irc.dialects.shift import ComputeOp, KernelOp, LoopOp, RingOp
 from irc.cost import CostModelError
 from irc.devices import DeviceError
-from irc.dialects.dtypes import numpy_dtype
+from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.lowering.target import TargetError, cost_of, device_of, require_target
 from irc.planner import Plan, PlanError
 from irc.schedule.kernel import AlignError, ShiftKernel, build_shift_kernel, check_alignment
@@ -73,11 +73,14 @@ def build_for(op: KernelOp) -> ShiftKernel:
     key = _key(op, target)
     if key not in _built:
         bound, plan = plan_of(op)
-        dtype = numpy_dtype(op.output.type.get_element_type())
-        dtypes = {
-            name: numpy_dtype(value.type.get_element_type())
-            for name, value in zip(bound.expr.inputs, op.inputs)
-        }
+        try:
+            dtype = numpy_dtype(op.output.type.get_element_type())
+            dtypes = {
+                name: numpy_dtype(value.type.get_element_type())
+                for name, value in zip(bound.expr.inputs, op.inputs)
+            }
+        except UnsupportedTypeError as error:
+            raise KernelIRError(f"{error}; the chip stores f16, f32, f64, integers and i1") from None
         try:
             _built[key] = build_shift_kernel(
                 bound, plan, device_of(target), cost_of(target), dtype, dtypes=dtypes

@@ -343,17 +343,32 @@ def _variadic(im, node, inputs):
     if len(inputs) == 1:
         return [inputs[0]]
     count = len(inputs)
+    fold = node.op_type.lower() if node.op_type in ("Max", "Min") else None
 
-    def make(*reads):
-        if node.op_type in ("Max", "Min"):
+    def combine(reads):
+        if fold is not None:
             text = reads[0]
             for read in reads[1:]:
-                text = f"{node.op_type.lower()}({text}, {read})"
+                text = f"{fold}({text}, {read})"
             return text
-        text = " + ".join(reads)
+        return " + ".join(reads)
+
+    # Many inputs (an exporter's Sum of hundreds): partial results of VARIADIC_CHUNK each,
+    # so that no expression nests or grows beyond what te holds.
+    values = list(inputs)
+    while len(values) > VARIADIC_CHUNK:
+        values = [elementwise(im, values[i:i + VARIADIC_CHUNK], lambda *reads: combine(reads))
+                  for i in range(0, len(values), VARIADIC_CHUNK)]
+
+    def make(*reads):
+        text = combine(reads)
         return f"({text}) / {count}" if node.op_type == "Mean" else text
 
-    return [elementwise(im, inputs, make)]
+    return [elementwise(im, values, make)]
+
+
+VARIADIC_CHUNK = 32
+"""Inputs combined by one te op of a variadic Max/Min/Sum/Mean."""
 
 
 @converter("Where")
