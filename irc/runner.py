@@ -12,6 +12,7 @@ relative to the file the module was parsed from.
 
 from __future__ import annotations
 
+import math
 import os
 import weakref
 from collections.abc import Mapping
@@ -98,8 +99,15 @@ def find_function(module: ModuleOp, entry: str | None) -> Signature:
     )
 
 
+MAX_TENSOR_BYTES = 4 << 30
+"""The largest tensor the interpreter makes up as a random input (it holds every tensor
+in memory)."""
+
+
 def random_inputs(signature: Signature, seed: int = 0) -> dict[str, np.ndarray]:
     """Reproducible inputs: normal floats, small non-negative integers, booleans."""
+    if seed < 0:
+        raise RunError(f"the seed must be a non-negative integer, got {seed}")
     rng = np.random.default_rng(seed)
     inputs = {}
     for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
@@ -109,6 +117,12 @@ def random_inputs(signature: Signature, seed: int = 0) -> dict[str, np.ndarray]:
             raise RunError(f"argument '{name}' has type {type_}; only tensors can be inputs")
         shape = tuple(type_.get_shape())
         dtype = numpy_dtype(type_.get_element_type())
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes > MAX_TENSOR_BYTES:
+            raise RunError(
+                f"argument '{name}' ({type_}) would take {nbytes / 2**30:,.0f} GiB; the interpreter holds "
+                f"every tensor in memory (at most {MAX_TENSOR_BYTES >> 30} GiB per tensor)"
+            )
         if dtype.kind == "f":
             value = rng.standard_normal(shape).astype(dtype)
         elif dtype.kind == "b":
@@ -120,6 +134,9 @@ def random_inputs(signature: Signature, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def check_inputs(signature: Signature, given: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """The arguments in order, each checked against its type: present, of the right
+    shape, of a kind that converts to the element type without losing what it says
+    (no complex, string, date or structured data; no float beyond the type's range)."""
     args = []
     for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
         if name not in given:
@@ -129,7 +146,16 @@ def check_inputs(signature: Signature, given: Mapping[str, np.ndarray]) -> list[
         shape = tuple(type_.get_shape())
         if value.shape != shape:
             raise RunError(f"input '{name}' has shape {value.shape} but the function expects {shape}")
-        args.append(value.astype(numpy_dtype(type_.get_element_type()), copy=False))
+        target = numpy_dtype(type_.get_element_type())
+        if value.dtype.kind not in "biuf":
+            raise RunError(
+                f"input '{name}' holds {value.dtype} data; the function expects {target} (numbers or booleans)"
+            )
+        if target.kind == "f" and value.dtype.kind == "f" and value.dtype.itemsize > target.itemsize:
+            finite = np.isfinite(value)
+            if (np.abs(value[finite]) > np.finfo(target).max).any():
+                raise RunError(f"input '{name}' has values beyond the range of {target}")
+        args.append(value.astype(target, copy=False))
     return args
 
 

@@ -99,3 +99,34 @@ def test_write_atomically_keeps_the_old_contents_on_failure(tmp_path, monkeypatc
     assert target.read_text() == "new"
     with pytest.raises(OutputError, match="would overwrite the input"):
         check_output(str(target), "-o", [(str(target), "the input")])
+
+
+@pytest.mark.parametrize("case, message", [
+    ("npy", "holds one unnamed array"),
+    ("strings", "holds <U1 data"),
+    ("complex", "holds complex128 data"),
+    ("overflow", "beyond the range of float32"),
+])
+def test_irc_run_bad_inputs_are_one_line(tmp_path, case, message):
+    shapes = {"x": (8, 64), "w1": (64, 32), "b1": (32,), "w2": (32, 16)}
+    arrays = {name: np.zeros(shape) for name, shape in shapes.items()}
+    path = tmp_path / "in.npz"
+    if case == "npy":
+        path = tmp_path / "in.npy"
+        np.save(path, np.zeros(3))
+    else:
+        arrays["x"] = {"strings": np.full((8, 64), "a"), "complex": np.ones((8, 64)) * 1j,
+                       "overflow": np.full((8, 64), 1e300)}[case]
+        np.savez(path, **arrays)
+    done = _tool("irc-run", ROOT / "examples/mlp.mlir", "--inputs", path)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+
+
+def test_irc_run_refuses_a_tensor_it_cannot_hold(tmp_path):
+    huge = tmp_path / "huge.mlir"
+    huge.write_text('func.func @main(%x: tensor<1000000000000x4xf32>) -> tensor<1000000000000x4xf32> {\n'
+                    '  %y = te.op "Y[i,j] = relu(X[i,j])" (%x) : (tensor<1000000000000x4xf32>) -> '
+                    'tensor<1000000000000x4xf32>\n  func.return %y : tensor<1000000000000x4xf32>\n}\n')
+    done = _tool("irc-run", huge)
+    assert done.returncode == 1 and "GiB" in done.stderr and "Traceback" not in done.stderr
+    assert _tool("irc-run", ROOT / "examples/mlp.mlir", "--seed", "-1").stderr.startswith("error: the seed")

@@ -65,10 +65,17 @@ def run(argv=None) -> int:
             if not os.path.isfile(args.inputs):
                 raise RunError(f"no such file: {args.inputs}")
             try:
-                with np.load(args.inputs) as archive:
-                    inputs = {k: archive[k] for k in archive.files}
-            except (ValueError, OSError, zipfile.BadZipFile) as error:
+                archive = np.load(args.inputs, allow_pickle=False)
+            except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
                 raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise RunError(f"{args.inputs} holds one unnamed array; --inputs takes an .npz of arrays by name")
+            with archive:
+                names = set(runner.find_function(module, args.entry).arg_names)
+                try:  # only the members the function reads are loaded
+                    inputs = {k: archive[k] for k in archive.files if k in names}
+                except (ValueError, OSError, zipfile.BadZipFile) as error:
+                    raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
         protected = [(args.input_file, "the program"), (args.inputs, "the --inputs file")]
         try:
             if args.output:
@@ -116,8 +123,19 @@ def main() -> None:
     try:
         status = run()
         sys.stdout.flush()
+    except MemoryError:
+        print("error: the run needs more memory than this machine has", file=sys.stderr)
+        status = 1
     except BrokenPipeError:  # e.g. piped into `head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 1
+    except KeyboardInterrupt:
+        status = 1
+    except Exception as error:  # last resort: still one line, never a traceback
+        if os.environ.get("IRC_TRACEBACK"):
+            raise
+        print(f"error: internal error: {type(error).__name__}: {error} (set IRC_TRACEBACK=1 for details)",
+              file=sys.stderr)
         status = 1
     sys.exit(status)
 
