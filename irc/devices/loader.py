@@ -132,8 +132,8 @@ class _Fields:
 
     def positive_int(self, dotted: str) -> int:
         value = self._get(dotted)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise self._bad(dotted, "a positive integer", value)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1 << 40:
+            raise self._bad(dotted, "a positive integer (at most 2**40)", value)
         return value
 
     def non_negative_int(self, dotted: str) -> int:
@@ -144,8 +144,9 @@ class _Fields:
 
     def positive_number(self, dotted: str) -> float:
         value = self._get(dotted)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise self._bad(dotted, "a positive number", value)
+        # `not value > 0` also refuses NaN; a value past 1e15 or under 1e-9 is no chip's
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1e-9 <= value <= 1e15:
+            raise self._bad(dotted, "a positive, finite number (between 1e-9 and 1e15)", value)
         return float(value)
 
     def pair_of_positive_ints(self, dotted: str) -> tuple[int, int]:

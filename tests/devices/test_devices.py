@@ -2,7 +2,7 @@
 
 import pytest
 
-from irc.devices import DeviceError, known_devices, load_device
+from irc.devices import DEVICE_DIR, DeviceError, known_devices, load_device
 
 
 def test_known_devices_include_ipu_and_tiny_chips():
@@ -101,3 +101,11 @@ def test_invalid_toml(tmp_path):
 def test_missing_file():
     with pytest.raises(DeviceError, match="does not exist"):
         load_device("/nonexistent/dev.toml")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e-300", "-1.0"])
+def test_a_clock_that_is_no_number_is_named(tmp_path, value):
+    path = tmp_path / "chip.toml"
+    path.write_text((DEVICE_DIR / "tiny8.toml").read_text().replace("clock_hz = 1.325e9", f"clock_hz = {value}"))
+    with pytest.raises(DeviceError, match=r"field 'compute.clock_hz' must be a positive, finite number"):
+        load_device(path)
