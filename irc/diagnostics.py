@@ -7,6 +7,8 @@ a verifier failure can point at its op in the user's file, as `mlir-opt` does.
 
 from __future__ import annotations
 
+import argparse
+
 import re
 import sys
 from dataclasses import dataclass
@@ -136,3 +138,13 @@ def format_parse_error(error: ParseError) -> str:
 def fail(message: str, status: int = 1) -> "NoReturn":  # noqa: F821
     print(message, file=sys.stderr)
     raise SystemExit(status)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """The tools' command lines: a usage error is one ``error:`` line after the usage and
+    exit status 1, as every other irc failure (argparse alone exits 2)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(1)

@@ -130,3 +130,9 @@ def test_irc_run_refuses_a_tensor_it_cannot_hold(tmp_path):
     done = _tool("irc-run", huge)
     assert done.returncode == 1 and "GiB" in done.stderr and "Traceback" not in done.stderr
     assert _tool("irc-run", ROOT / "examples/mlp.mlir", "--seed", "-1").stderr.startswith("error: the seed")
+
+
+@pytest.mark.parametrize("tool", ["irc-opt", "irc-run", "irc-translate", "irc-plan"])
+def test_usage_errors_exit_1_like_every_other_failure(tool):
+    done = _tool(tool, "--no-such-flag")
+    assert done.returncode == 1 and "error:" in done.stderr

@@ -99,6 +99,8 @@ def run_tool(tool: type[xDSLOptMain], args: Sequence[str] | None = None) -> int:
     """Run an xDSLOptMain-style tool, turning every failure into a diagnostic."""
     try:
         tool(args=args).run()
+    except SystemExit as error:  # argparse's usage errors exit 2; irc tools exit 1
+        return 1 if error.code == 2 else (error.code or 0)
     except _InputMissing as error:
         print(f"error: no such file: {error.args[0]}", file=sys.stderr)
         return 1

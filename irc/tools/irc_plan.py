@@ -30,13 +30,13 @@ Every failure is one diagnostic and exit status 1.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
 
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
+from irc.diagnostics import ArgumentParser
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 
 BASELINES = ("vgm", "roller", "fastest")
@@ -51,15 +51,8 @@ class PlanToolError(Exception):
     """A problem with what the user asked for; printed as one diagnostic."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse exits 2 by default; irc tools exit 1
-        self.print_usage(sys.stderr)
-        print(f"irc-plan: error: {message}", file=sys.stderr)
-        raise SystemExit(1)
-
-
 def _arguments(argv):
-    parser = _Parser(prog="irc-plan", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="irc-plan", description=__doc__.splitlines()[0])
     parser.add_argument("--expr", help='tensor expression, e.g. "C[m,n] += A[m,k] * B[k,n]"')
     parser.add_argument("--shape", help="axis extents, e.g. m=32,k=5120,n=15360 (with --expr)")
     model = parser.add_argument_group("whole models (--model)")

@@ -11,7 +11,6 @@ and utilisation, `--trace out.json` writes the timeline as a Chrome/Perfetto tra
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -22,6 +21,7 @@ import numpy as np
 from xdsl.interpreter import InterpretationError
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+from irc.diagnostics import ArgumentParser
 from irc.diagnostics import format_parse_error
 from irc.dialects.dtypes import UnsupportedTypeError
 from irc.interpreter.kernels import KernelError
@@ -31,7 +31,7 @@ from irc.runner import RunError, parse_module
 
 
 def _arguments(argv):
-    parser = argparse.ArgumentParser(prog="irc-run", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="irc-run", description=__doc__.splitlines()[0])
     parser.add_argument("input_file", help="program to run (.mlir), '-' for stdin")
     parser.add_argument("--inputs", help=".npz with one array per function argument, by name")
     parser.add_argument("--output", help="write results by name to this .npz instead of printing")

@@ -12,7 +12,6 @@ one ``error:`` line and exit status 1; the input file is never written.
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import sys
@@ -20,6 +19,7 @@ import sys
 import numpy as np
 from xdsl.printer import Printer
 
+from irc.diagnostics import ArgumentParser
 from irc.frontend.onnx_import import OnnxImportError, import_onnx, parse_shape_overrides
 from irc.frontend.weights import attach_weights, save_weights, weights_path_for
 from irc.output import OutputError, check_output, write_atomically
@@ -30,7 +30,7 @@ class TranslateError(Exception):
 
 
 def _arguments(argv):
-    parser = argparse.ArgumentParser(prog="irc-translate", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="irc-translate", description=__doc__.splitlines()[0])
     parser.add_argument("--import-onnx", metavar="MODEL", required=True, help="the .onnx model to import")
     parser.add_argument("-o", "--output", help="write the IR here instead of stdout")
     parser.add_argument(
