@@ -110,6 +110,9 @@ class Report:
     device_cores: int
     steps: int
     events: list[Event] = field(default_factory=list, repr=False)
+    interpreter_peak_bytes: int = 0
+    """The interpreter's own peak resident memory when the report was made (the host's,
+    not the chip's)."""
 
     @classmethod
     def combine(cls, reports: list["Report"]) -> "Report":
@@ -129,6 +132,7 @@ class Report:
             device_cores=max(r.device_cores for r in reports),
             steps=sum(r.steps for r in reports),
             events=[e for r in reports for e in r.events],
+            interpreter_peak_bytes=max(r.interpreter_peak_bytes for r in reports),
         )
 
     @property
@@ -176,6 +180,7 @@ class Report:
             "compute_utilisation": self.compute_utilisation,
             "core_utilisation": self.core_utilisation,
             "steps": self.steps,
+            "interpreter_peak_bytes": self.interpreter_peak_bytes,
         }
 
     def __str__(self) -> str:
@@ -198,6 +203,8 @@ class Report:
             f"utilisation: {self.cores_used} of {self.device_cores} cores, "
             f"compute {100 * self.compute_utilisation:.1f}% of chip time, {self.steps} compute steps"
         )
+        if self.interpreter_peak_bytes:
+            lines.append(f"interpreter peak memory: {self.interpreter_peak_bytes / 2**20:,.0f} MiB (host)")
         return "\n".join(lines)
 
     def chrome_trace(self) -> dict:
@@ -221,6 +228,15 @@ class Report:
     def write_trace(self, path: str) -> None:
         with open(path, "w") as stream:
             json.dump(self.chrome_trace(), stream)
+
+
+def _peak_resident_bytes() -> int:
+    """This process's peak resident memory (Linux reports it in KiB)."""
+    try:
+        import resource
+    except ImportError:  # not on every platform
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def _identity(combiner: str, dtype: np.dtype):
@@ -440,6 +456,7 @@ class Chip:
             cycles=dict(self.cycles), peak_sram_bytes=int(self.peak),
             sram_bytes=self.device.sram_bytes, cores_used=self.cores_used,
             device_cores=self.device.cores, steps=self.steps, events=list(self.events),
+            interpreter_peak_bytes=_peak_resident_bytes(),
         )
 
     @staticmethod
