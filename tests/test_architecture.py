@@ -12,6 +12,44 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # folders and the package each installs as
 PACKAGES = {"irc": "irc", "dialects": "irc.dialects", "passes": "irc.passes", "lowering": "irc.lowering"}
+# the te language: the ground floor everything may import
+TE_LANGUAGE = ("irc.dialects.te_expr",)
+
+# (what the rule is for, folders it covers, imports they must not make, exceptions)
+RULES = {
+    "dialects check local invariants; the chip-dependent checks are passes": (
+        ["dialects"],
+        ("irc.planner", "irc.cost", "irc.devices", "irc.schedule", "irc.interpreter", "irc.lowering",
+         "irc.passes", "irc.tools", "irc.runner", "irc.frontend"),
+        (),
+    ),
+    "the interpreter runs IR and never drives the tools": (
+        ["irc/interpreter"],
+        ("irc.tools", "irc.runner", "irc.universe"),
+        (),
+    ),
+    "planner, schedule, cost and devices hold no IR (the te language is allowed)": (
+        ["irc/planner", "irc/schedule", "irc/cost", "irc/devices"],
+        ("irc.dialects", "irc.lowering", "irc.passes", "irc.interpreter", "irc.runner", "irc.tools",
+         "irc.universe", "irc.frontend", "xdsl.ir", "xdsl.dialects", "xdsl.irdl"),
+        TE_LANGUAGE,
+    ),
+    "lowering and passes never drive the tools": (
+        ["lowering", "passes"],
+        ("irc.tools", "irc.runner", "irc.universe"),
+        (),
+    ),
+    "the frontend only builds te IR": (
+        ["irc/frontend"],
+        ("irc.tools", "irc.runner", "irc.lowering", "irc.passes", "irc.interpreter"),
+        (),
+    ),
+}
+
+# Violations being removed, as "file: imports module" (no line number, so an edit
+# elsewhere in the file does not unlist it). Each one found is skipped, not failed; one
+# that no longer occurs fails `test_known_violations_still_exist`, so the set only shrinks.
+KNOWN_VIOLATIONS: set[str] = set()
 
 
 def _module_name(path: Path) -> str:
@@ -24,9 +62,11 @@ def _module_name(path: Path) -> str:
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, imported module) for every import in ``path``, relative ones resolved."""
+    """(line, imported name) for every import in ``path`` at any depth, relative ones
+    resolved; ``from m import x`` yields ``m.x``."""
     tree = ast.parse(path.read_text(), str(path))
-    package = _module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else _module_name(path)
+    module_name = _module_name(path)
+    package = module_name if path.name == "__init__.py" else module_name.rsplit(".", 1)[0]
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -37,7 +77,6 @@ def _imports(path: Path) -> list[tuple[int, str]]:
                 base = package.split(".")
                 base = base[: len(base) - node.level + 1]
                 module = ".".join(base + ([module] if module else []))
-            found += [(node.lineno, module)]
             found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
     return found
 
@@ -46,14 +85,24 @@ def _sources(folder: str) -> list[Path]:
     return sorted((ROOT / folder).rglob("*.py"))
 
 
-def _violations(folders: list[str], forbidden: tuple[str, ...]) -> list[str]:
-    bad = []
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def _violations(folders: list[str], forbidden: tuple[str, ...], allowed: tuple[str, ...] = ()):
+    """(file, line, imported name) of every forbidden import in ``folders``."""
+    bad = set()
     for folder in folders:
         for path in _sources(folder):
             for line, module in _imports(path):
-                if any(module == f or module.startswith(f + ".") for f in forbidden):
-                    bad.append(f"{path.relative_to(ROOT)}:{line}: imports {module}")
-    return sorted(set(bad))
+                if _within(module, forbidden) and not _within(module, allowed):
+                    bad.add((str(path.relative_to(ROOT)), line, module))
+    return sorted(bad)
+
+
+def _key(violation) -> str:
+    file, _, module = violation
+    return f"{file}: imports {module}"
 
 
 def test_the_reader_sees_imports_at_any_depth():
@@ -64,31 +113,32 @@ def test_the_reader_sees_imports_at_any_depth():
     # a relative import resolves against its package
     source = ROOT / "irc/devices/__init__.py"
     assert any(name.startswith("irc.devices.loader") for _, name in _imports(source))
+    # the te language is allowed where the rest of irc.dialects is not
+    assert not _violations(["irc/schedule"], ("irc.dialects",), TE_LANGUAGE)
+    assert _violations(["irc/schedule"], ("irc.dialects",))
 
 
-@pytest.mark.parametrize(
-    "folders, forbidden, why",
-    [
-        (["dialects"], ("irc.planner", "irc.cost", "irc.devices", "irc.schedule", "irc.interpreter", "irc.lowering",
-                        "irc.passes", "irc.tools", "irc.runner"),
-         "dialects check local invariants; the chip-dependent checks are passes"),
-        (["irc/interpreter"], ("irc.tools", "irc.runner", "irc.universe"),
-         "the interpreter runs IR and never drives the tools"),
-        (["irc/planner", "irc/schedule", "irc/cost", "irc/devices"],
-         ("irc.dialects.te", "irc.dialects.rtensor", "irc.dialects.shift", "irc.dialects.device",
-          "irc.dialects.target", "irc.lowering", "irc.passes", "irc.interpreter", "irc.runner", "irc.tools",
-          "irc.universe", "xdsl.ir", "xdsl.dialects", "xdsl.irdl"),
-         "planner, schedule, cost and devices hold no IR (the te language is allowed)"),
-        (["lowering", "passes"], ("irc.tools", "irc.runner", "irc.universe"),
-         "lowering and passes never drive the tools"),
-        (["irc/frontend"], ("irc.tools", "irc.runner", "irc.lowering", "irc.passes", "irc.interpreter"),
-         "the frontend only builds te IR"),
-    ],
-)
-def test_arrows_point_down(folders, forbidden, why):
-    assert _violations(folders, forbidden) == [], why
+@pytest.mark.parametrize("why", list(RULES))
+def test_arrows_point_down(why):
+    folders, forbidden, allowed = RULES[why]
+    found = _violations(folders, forbidden, allowed)
+    new = [f"{file}:{line}: imports {module}" for file, line, module in found
+           if _key((file, line, module)) not in KNOWN_VIOLATIONS]
+    assert not new, f"{why}:\n" + "\n".join(new)
+    known = [_key(v) for v in found]
+    if known:
+        pytest.skip("known violations, being removed: " + "; ".join(known))
+
+
+def test_known_violations_still_exist():
+    found = {_key(v) for folders, forbidden, allowed in RULES.values()
+             for v in _violations(folders, forbidden, allowed)}
+    gone = sorted(KNOWN_VIOLATIONS - found)
+    assert not gone, "fixed, so remove from KNOWN_VIOLATIONS: " + "; ".join(gone)
 
 
 def test_frontend_modules_do_not_import_each_other_in_a_cycle():
     ops = {name for _, name in _imports(ROOT / "irc/frontend/onnx_ops.py")}
-    assert not any(name.startswith("irc.frontend.onnx_import") for name in ops)
+    graph = {name for _, name in _imports(ROOT / "irc/frontend/onnx_graph.py")}
+    assert not any(name.startswith("irc.frontend.onnx_import") for name in ops | graph)
+    assert not any(name.startswith("irc.frontend.onnx_ops") for name in graph)
