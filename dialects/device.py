@@ -51,6 +51,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     var_operand_def,
@@ -60,7 +61,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te import ExprAttr
-from irc.dialects.te_expr import product_reads
+from irc.dialects.te_expr import ExprError, product_reads
 
 
 def element_bytes(element_type: Attribute) -> int:
@@ -392,7 +393,10 @@ class RelayoutOp(IRDLOperation):
     (zeros outside the tensor). Priced as the cost model's shift of ``bytes`` per core
     plus ``barriers`` barriers: a layout change between operators is one shift event
     (the planner's relayout cost), turning a weight's idle layout into its active one
-    gathers one slice per barrier (the planner's setup cost, T10 s4.3.2)."""
+    gathers one slice per barrier (the planner's setup cost, T10 s4.3.2). ``moves``, when
+    present, are data movements (``Y[...] = X[...]``: a transpose, a merge or split of
+    axes) applied on the way, each giving a tensor of the matching shape in
+    ``moved_shapes``: the target then lays out the last of them."""
 
     name = "device.relayout"
 
@@ -404,20 +408,34 @@ class RelayoutOp(IRDLOperation):
     origins = prop_def(CORE_TABLE)
     bytes = prop_def(IntegerAttr[I64])
     barriers = prop_def(IntegerAttr[I64])
+    moves = opt_prop_def(ArrayAttr)
+    moved_shapes = opt_prop_def(ArrayAttr)
 
     assembly_format = "$source `into` $target attr-dict `:` type($source) `,` type($target)"
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, source: SSAValue, target: SSAValue, shape, source_origins, source_group, origins,
-                 nbytes: int, barriers: int):
-        super().__init__(
-            operands=[source, target],
-            properties={
-                "shape": i64_array(shape), "source_origins": table_attr(source_origins),
-                "source_group": table_attr(source_group), "origins": table_attr(origins),
-                "bytes": i64_attr(nbytes), "barriers": i64_attr(barriers),
-            },
-        )
+                 nbytes: int, barriers: int, moves: Sequence[tuple[str, Sequence[int]]] = ()):
+        properties = {
+            "shape": i64_array(shape), "source_origins": table_attr(source_origins),
+            "source_group": table_attr(source_group), "origins": table_attr(origins),
+            "bytes": i64_attr(nbytes), "barriers": i64_attr(barriers),
+        }
+        if moves:
+            properties["moves"] = ArrayAttr([ExprAttr(text) for text, _ in moves])
+            properties["moved_shapes"] = ArrayAttr([i64_array(moved) for _, moved in moves])
+        super().__init__(operands=[source, target], properties=properties)
+
+    def movements(self) -> list[tuple[ExprAttr, tuple[int, ...]]]:
+        """The data movements on the way, with the shape each produces."""
+        if self.moves is None:
+            return []
+        return [(expr, tuple(int(d) for d in array_values(shape)))
+                for expr, shape in zip(self.moves.data, self.moved_shapes.data)]
+
+    def target_shape(self) -> tuple[int, ...]:
+        moved = self.movements()
+        return moved[-1][1] if moved else tuple(int(d) for d in array_values(self.shape))
 
     def writers(self, cores: int) -> np.ndarray:
         """The source cores whose tiles are moved: the lowest core of each group."""
@@ -425,10 +443,23 @@ class RelayoutOp(IRDLOperation):
 
     def verify_(self) -> None:
         source, target = _buffer(self.source, "the source"), _buffer(self.target, "the target")
-        rank = len(array_values(self.shape))
-        if len(source.get_shape()) != rank or len(target.get_shape()) != rank:
+        if (self.moves is None) != (self.moved_shapes is None) or (
+                self.moves is not None and len(self.moves.data) != len(self.moved_shapes.data)):
+            raise VerifyException("moves and moved_shapes go together, one shape per movement")
+        shape = tuple(int(d) for d in array_values(self.shape))
+        for expr, moved in self.movements():
+            if not isinstance(expr, ExprAttr):
+                raise VerifyException(f"moves holds tensor expressions, got {expr}")
+            try:
+                expr.expr.bind([shape], moved)
+            except ExprError as error:
+                raise VerifyException(f"'{expr.data}': {error.message}") from None
+            shape = moved
+        rank, target_rank = len(array_values(self.shape)), len(self.target_shape())
+        if len(source.get_shape()) != rank or len(target.get_shape()) != target_rank:
             raise VerifyException(
-                f"a relayout of a rank-{rank} tensor needs rank-{rank} buffers, got {source} and {target}"
+                f"a relayout of a rank-{rank} tensor into a rank-{target_rank} one needs buffers of those ranks, "
+                f"got {source} and {target}"
             )
         if source.element_type != target.element_type:
             raise VerifyException(f"relayout keeps the element type, but moves {source} into {target}")
@@ -439,7 +470,7 @@ class RelayoutOp(IRDLOperation):
                                    (self.target, self.origins, "origins")):
             cores = _defining_cores(value)
             if cores is not None:
-                core_table(table, rank, cores, what)
+                core_table(table, len(value.type.get_shape()), cores, what)
 
 
 @irdl_op_definition

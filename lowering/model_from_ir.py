@@ -127,6 +127,49 @@ class FunctionModel:
     fallbacks: dict[TensorOp, str] = field(default_factory=dict)
 
 
+def is_movement(op: TensorOp) -> bool:
+    """Whether ``op`` only moves data (``Y[...] = X[...]``: one read, affine indices, no
+    reduction, one element type): a transpose, or a merge or split of axes. Such an op
+    the planner cannot describe runs as the relayout between its producer and its
+    readers (`irc.lowering.shift_to_device`), not as a computation."""
+    from irc.dialects.te_expr import Access, AffineIndex
+
+    try:
+        expr = op.parsed()
+    except ExprError:
+        return False
+    body = expr.body
+    return (
+        expr.combiner == "=" and isinstance(body, Access) and len(op.inputs) == 1
+        and not expr.reduction_axes
+        and all(isinstance(i, AffineIndex) for i in (*body.indices, *expr.output.indices))
+        and op.inputs[0].type.get_element_type() == op.output.type.get_element_type()  # type: ignore[union-attr]
+    )
+
+
+def absorbed_movements(ops: list[TensorOp], plannable) -> set[TensorOp]:
+    """The data-movement ops (``is_movement``) the planner cannot describe whose input an
+    op of ``plannable`` produces (directly or through such movements) and whose every
+    reader is plannable or such a movement: they become the relayout between the two."""
+    absorbed: set[TensorOp] = set()
+    for op in ops:  # program order: a movement's producer is decided before it
+        if op in plannable or not isinstance(op, TensorOp) or not is_movement(op):
+            continue
+        source = op.inputs[0].owner
+        if not (source in plannable or source in absorbed):
+            continue
+        absorbed.add(op)
+    changed = True
+    while changed:  # drop movements with a reader that is neither (back to front)
+        changed = False
+        for op in list(absorbed):
+            readers = [use.operation for use in op.output.uses]
+            if not readers or any(r not in plannable and r not in absorbed for r in readers):
+                absorbed.discard(op)
+                changed = True
+    return absorbed
+
+
 def tensor_ops(scope: Operation | Block) -> list[TensorOp]:
     ops = scope.walk() if isinstance(scope, Operation) else (o for top in scope.ops for o in top.walk())
     return [op for op in ops if isinstance(op, TensorOp)]
@@ -143,30 +186,42 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
     result = FunctionModel(label, None)
     index_of: dict[TensorOp, int] = {}
     model_ops: list[ModelOp] = []
-    for op in tensor_ops(function):
-        text = op.expression.data
+    ops = tensor_ops(function)
+    described = {}
+    for op in ops:
         try:
-            bound, spec, reason = describe(op)
+            described[op] = describe(op)
         except ExprError as error:
-            raise ModelIRError(op, f"'{text}': {error.message}") from None
+            raise ModelIRError(op, f"'{op.expression.data}': {error.message}") from None
+    plannable = {op for op, (_, spec, _) in described.items() if spec is not None}
+    movements = absorbed_movements(ops, plannable)
+    for op in ops:
+        text = op.expression.data
+        bound, spec, reason = described[op]
+        if op in movements:
+            continue  # runs as the relayout between its producer and its readers
         if reason is not None:
             if strict:
                 raise ModelIRError(op, f'"{text}": the planner cannot describe it: {reason}') from None
             result.fallbacks[op] = f"the planner cannot describe it ({reason})"
             continue
-        weights, producers, windows = [], {}, set()
+        weights, producers, windows, moved = [], {}, set(), set()
         for tensor, value in zip(bound.expr.inputs, op.inputs):
             if is_weight(value):
                 weights.append(tensor)
                 continue
             producer = value.owner
+            while producer in movements:
+                moved.add(tensor)
+                producer = producer.inputs[0].owner
             if isinstance(producer, TensorOp) and producer in index_of:
                 producers[tensor] = index_of[producer]
                 source = model_ops[index_of[producer]].spec
                 if tensor_elements(source, source.output.name) != tensor_elements(spec, tensor):
                     windows.add(tensor)
         index_of[op] = len(model_ops)
-        model_ops.append(ModelOp(_op_label(op, len(model_ops)), spec, tuple(weights), producers, frozenset(windows)))
+        model_ops.append(ModelOp(_op_label(op, len(model_ops)), spec, tuple(weights), producers,
+                                 frozenset(windows - moved), frozenset(moved)))
         result.ops.append(op)
         result.bounds.append(bound)
     if model_ops:
@@ -286,6 +341,7 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
         for tensor, producer in op.producers.items():
             relayout[i] += relayout_cost(
                 model.ops[producer].spec, chosen[producer][0], op.spec, chosen[i][0], tensor, device, cost,
+                whole=tensor in op.moved_reads,
             )[1]
     decisions = tuple(
         OpDecision(

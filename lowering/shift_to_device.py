@@ -51,6 +51,7 @@ from irc.dialects.device import (
     VectorOp,
 )
 from irc.dialects.shift import KernelOp
+from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import product_reads
 from irc.schedule.kernel import initial_placement
 from irc.diagnostics import location_of
@@ -94,6 +95,8 @@ class Resident:
     group: object
     kernel: object
     shape: tuple[int, ...]
+    moves: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """Data movements (expression, shape it makes) between the buffer and the reader."""
 
 
 @dataclass
@@ -220,10 +223,10 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
         producer = source.kernel
         device, cost = device_and_cost(op)
         nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name,
-                                  device, cost, producer_tensor=producer.output.name)
+                                  device, cost, producer_tensor=producer.output.name, whole=bool(source.moves))
         barriers = device.syncs_per_shift if nbytes else 0   # one shift event, as the planner prices it
         ops.append(RelayoutOp(source.buffer, buffers[layout.name], source.shape, source.origins, source.group,
-                              origins, nbytes, barriers))
+                              origins, nbytes, barriers, source.moves))
     ops.append(FillOp(buffers[expr.output.tensor], identity))
     sources = _sources(kernel, core)
     counters = [0] * len(kernel.levels)
@@ -273,11 +276,23 @@ def lower_block(block: Block, counter: list[int]) -> None:
     a kernel reads (the function's results, a host-fallback op)."""
     from irc.lowering.shift_ir import KernelIRError, kernel_of
 
+    from irc.lowering.model_from_ir import absorbed_movements
+
     kernel_ops = [op for op in block.ops if isinstance(op, KernelOp)]
     position = {op: i for i, op in enumerate(kernel_ops)}
+    # data movements between kernels run as the relayout from one to the other
+    movements = absorbed_movements([op for op in block.ops if isinstance(op, (KernelOp, TensorOp))], set(kernel_ops))
+
+    def origin(value: SSAValue) -> SSAValue:
+        """The kernel output a value is, through data movements."""
+        while value.owner in movements:
+            value = value.owner.inputs[0]
+        return value
+
     last_reader: dict[SSAValue, int] = {}
     for op in kernel_ops:
         for value in op.inputs:
+            value = origin(value)
             if isinstance(value.owner, KernelOp) and value.owner in position:
                 last_reader[value] = position[op]
     resident: dict[SSAValue, Resident] = {}
@@ -306,7 +321,7 @@ def lower_block(block: Block, counter: list[int]) -> None:
         names = kernel.bound.expr.inputs
         on_chip = {name: resident[value] for name, value in zip(names, op.inputs) if value in resident}
         readers = [use.operation for use in op.output.uses]
-        kernel_readers = [r for r in readers if isinstance(r, KernelOp) and r in position]
+        kernel_readers = [r for r in readers if (isinstance(r, KernelOp) and r in position) or r in movements]
         ops, store, kept = device_ops(
             kernel, op, f"k{counter[0]}.", resident=on_chip, keep_output=bool(kernel_readers),
             store_output=len(kernel_readers) < len(readers) or not readers, weights=resting[op],
@@ -314,18 +329,33 @@ def lower_block(block: Block, counter: list[int]) -> None:
         for new in ops:
             block.insert_op_before(new, op)
         # a resident value read for the last time here is freed right after this kernel
-        for value in dict.fromkeys(op.inputs):
+        for value in dict.fromkeys(origin(v) for v in op.inputs):
             if value in resident and last_reader.get(value) == position[op]:
                 block.insert_op_before(FreeOp(resident.pop(value).buffer), op)
         if kept is not None:
             resident[op.output] = kept
+            _follow_movements(op.output, kept, movements, resident)
         stores[op] = store
-    for op in reversed(kernel_ops):  # readers first, so producers lose their uses
-        store = stores[op]
+    for op in reversed([o for o in block.ops if o in stores or o in movements]):  # readers first
+        store = stores.get(op)
         if store is not None:
             op.output.replace_all_uses_with(store.result)
         op.detach()
         op.erase()
+
+
+def _follow_movements(value: SSAValue, kept: Resident, movements, resident: dict) -> None:
+    """Readers of ``value`` through data movements find it on chip, with the movements to
+    apply when they relayout it."""
+    for use in list(value.uses):
+        movement = use.operation
+        if movement not in movements:
+            continue
+        shape = tuple(movement.output.type.get_shape())
+        moved = Resident(kept.buffer, kept.origins, kept.group, kept.kernel, kept.shape,
+                         kept.moves + ((movement.expression.data, shape),))
+        resident[movement.output] = moved
+        _follow_movements(movement.output, moved, movements, resident)
 
 
 @dataclass(frozen=True)

@@ -550,7 +550,7 @@ class Chip:
 
     def relayout(self, source: Buffer, source_origins: np.ndarray, writers: np.ndarray, target: Buffer,
                  target_origins: np.ndarray, shape: tuple[int, ...], nbytes: int, barriers: int,
-                 where: str) -> None:
+                 where: str, move=None) -> None:
         """Move a tensor between two on-chip layouts over the exchange: the tiles of
         ``writers`` in ``source`` (at ``source_origins``) become, per core of ``target``,
         the tile at ``target_origins`` (zeros outside the tensor). Timed as the cost
@@ -561,6 +561,8 @@ class Chip:
             self._check_readable(source, int(writers.max()) + 1, where, "relayout")
         whole = np.zeros(shape, dtype=source.dtype)
         scatter_tiles(whole, source.data[writers], source_origins[writers], source.shape)
+        if move is not None:  # a data movement on the way (transpose, merged axes)
+            whole = move(whole)
         self._gather_into(target, whole, target_origins)
         barrier = float(self.cost.sync_cycles(self.device)) / max(1, self.device.syncs_per_shift)
         cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier

@@ -31,6 +31,7 @@ from irc.dialects.device import (
 from irc.cost import OpWork, SubTask
 from irc.diagnostics import location_of
 from irc.interpreter.chip import Chip, ChipFault
+from irc.interpreter.te_eval import evaluate
 from irc.dialects.dtypes import numpy_dtype
 from irc.lowering.target import TargetError, cost_of, device_of, require_target
 from irc.dialects.target import TargetAttr
@@ -102,12 +103,19 @@ class DeviceFunctions(InterpreterFunctions):
     @impl(RelayoutOp)
     def run_relayout(self, interpreter: Interpreter, op: RelayoutOp, args: tuple[Any, ...]):
         source, target = args
-        rank = len(source.shape)
+        shape = tuple(int(d) for d in array_values(op.shape))
+        movements = op.movements()
+
+        def move(whole):
+            for expr, moved in movements:
+                whole = evaluate(expr.expr.bind([whole.shape], moved), [whole], whole.dtype)
+            return whole
+
         self.chip_for(interpreter, op).relayout(
-            source, core_table(op.source_origins, rank, source.cores, "source_origins"), op.writers(source.cores),
-            target, core_table(op.origins, rank, target.cores, "origins"),
-            tuple(int(d) for d in array_values(op.shape)), int(op.bytes.value.data),
-            int(op.barriers.value.data), where(op),
+            source, core_table(op.source_origins, len(source.shape), source.cores, "source_origins"),
+            op.writers(source.cores), target, core_table(op.origins, len(target.shape), target.cores, "origins"),
+            shape, int(op.bytes.value.data), int(op.barriers.value.data), where(op),
+            move if movements else None,
         )
         return ()
 

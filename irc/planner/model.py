@@ -76,6 +76,9 @@ class ModelOp:
     weights: tuple[str, ...] = ()
     producers: Mapping[str, int] = field(default_factory=dict)
     window_reads: frozenset[str] = frozenset()
+    moved_reads: frozenset[str] = frozenset()
+    """Produced inputs read through a pure data movement (a transpose, a merge or split of
+    axes) that runs as the relayout itself: the consumer receives its whole partition."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class ModelSpec:
                 source = self.ops[producer].spec
                 produced = tensor_elements(source, source.output.name)
                 consumed = tensor_elements(op.spec, tensor)
-                if produced != consumed and tensor not in op.window_reads:
+                if produced != consumed and tensor not in op.window_reads | op.moved_reads:
                     raise ModelSpecError(
                         f"op {i} ({op.name}) reads {tensor!r} with {consumed} elements "
                         f"{dim_extents(op.spec, tensor)}, but op {producer} ({self.ops[producer].name}) "
@@ -257,7 +260,7 @@ class _ModelProblem:
         self.least_hot = [t.least_hot() for t in self.tables]
         # activation edges: (consumer, canonical input name, producer)
         self.edges = [
-            (i, f"t{op.spec.tensor_index(tensor)}", producer)
+            (i, f"t{op.spec.tensor_index(tensor)}", producer, tensor in op.moved_reads)
             for i, op in enumerate(model.ops)
             for tensor, producer in op.producers.items()
         ]
@@ -268,13 +271,15 @@ class _ModelProblem:
         colds = np.array([t.cold[r] for t, r in zip(self.tables, rows)])
         return self.sram - (colds.sum() - colds) - np.array(self.resting, dtype=np.float64)
 
-    def relayout(self, consumer: int, tensor: str, producer: int, j_consumer: int, j_producer: int):
+    def relayout(self, consumer: int, tensor: str, producer: int, j_consumer: int, j_producer: int,
+                 whole: bool = False):
         tc, tp = self.tables[consumer], self.tables[producer]
-        key = (id(tp), j_producer, id(tc), j_consumer, tensor)
+        key = (id(tp), j_producer, id(tc), j_consumer, tensor, whole)
         hit = self._relayout.get(key)
         if hit is None:
             hit = relayout_cost(
-                tp.spec, tp.active[j_producer], tc.spec, tc.active[j_consumer], tensor, self.device, self.cost
+                tp.spec, tp.active[j_producer], tc.spec, tc.active[j_consumer], tensor, self.device, self.cost,
+                whole=whole,
             )
             self._relayout[key] = hit
         return hit
@@ -291,8 +296,8 @@ class _ModelProblem:
                 return math.inf, None, budgets
             total += times[row]
             choice.append(int(picks[row]))
-        for consumer, tensor, producer in self.edges:
-            total += self.relayout(consumer, tensor, producer, choice[consumer], choice[producer])[1]
+        for consumer, tensor, producer, whole in self.edges:
+            total += self.relayout(consumer, tensor, producer, choice[consumer], choice[producer], whole)[1]
         return total, choice, budgets
 
     def idle_total(self, rows: Sequence[int]) -> int:
@@ -413,8 +418,8 @@ class _ModelProblem:
         clock = self.device.clock_hz
         relayout_cycles = [0.0] * len(rows)
         relayout_bytes = [0] * len(rows)
-        for consumer, tensor, producer in self.edges:
-            nbytes, cycles = self.relayout(consumer, tensor, producer, choice[consumer], choice[producer])
+        for consumer, tensor, producer, whole in self.edges:
+            nbytes, cycles = self.relayout(consumer, tensor, producer, choice[consumer], choice[producer], whole)
             relayout_cycles[consumer] += cycles
             relayout_bytes[consumer] += nbytes
         idle_total = self.idle_total(rows)

@@ -98,20 +98,22 @@ def relayout_cost(
     cost: CostModel | str = "t10",
     *,
     producer_tensor: str | None = None,
+    whole: bool = False,
 ) -> tuple[int, float]:
     """(bytes per core received, cycles) to move the producer's output into the layout the
     consumer's plan wants for its input ``tensor``.
 
     ``producer_tensor`` names the tensor in the producer (default: its output). When the two
-    ops see the tensor with different dimension extents (a reshape), the consumer's whole
-    partition is received.
+    ops see the tensor with different dimension extents (a reshape), or when ``whole`` (the
+    consumer reads it through a data movement such as a transpose or a merge of axes), the
+    consumer's whole partition is received.
     """
     device = load_device(device)
     cost = get_cost_model(cost)
     producer_tensor = producer_tensor or producer_spec.output.name
     produced = tensor_layout(producer_spec, producer_plan, producer_tensor)
     consumed = tensor_layout(consumer_spec, consumer_plan, tensor)
-    if dim_extents(producer_spec, producer_tensor) != dim_extents(consumer_spec, tensor):
+    if whole or dim_extents(producer_spec, producer_tensor) != dim_extents(consumer_spec, tensor):
         elements = consumed.elements
     else:
         elements = relayout_elements(produced, consumed)
