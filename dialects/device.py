@@ -148,17 +148,27 @@ def table_attr(values) -> DenseArrayBase | AffineMapAttr:
 
 
 def simplify(expr: AffineExpr) -> AffineExpr:
-    """Folds xDSL leaves to MLIR's canonical forms: ``(e mod a) mod b`` is ``e mod b``
-    when b divides a, ``(e floordiv a) floordiv b`` is ``e floordiv (a * b)``."""
+    """Folds what xDSL leaves into shorter equal forms: ``e mod 1`` is 0, ``e floordiv 1``
+    is ``e``; ``(e mod a) mod b`` is ``e mod b`` when b divides a; ``(e floordiv a) floordiv
+    b`` is ``e floordiv (a * b)``; ``(e mod m) floordiv a`` is ``(e floordiv a) mod (m / a)``
+    when a divides m (true for every integer e)."""
     if not isinstance(expr, AffineBinaryOpExpr):
         return expr
     lhs, rhs = simplify(expr.lhs), simplify(expr.rhs)
+    if isinstance(rhs, AffineConstantExpr) and rhs.value == 1:
+        if expr.kind == AffineBinaryOpKind.Mod:
+            return AffineExpr.constant(0)
+        if expr.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mul):
+            return lhs
     if isinstance(rhs, AffineConstantExpr) and isinstance(lhs, AffineBinaryOpExpr) \
             and isinstance(lhs.rhs, AffineConstantExpr) and rhs.value > 0 and lhs.rhs.value > 0:
         if expr.kind == lhs.kind == AffineBinaryOpKind.Mod and lhs.rhs.value % rhs.value == 0:
-            return lhs.lhs % rhs.value
+            return simplify(lhs.lhs % rhs.value)
         if expr.kind == lhs.kind == AffineBinaryOpKind.FloorDiv:
-            return lhs.lhs // (lhs.rhs.value * rhs.value)
+            return simplify(lhs.lhs // (lhs.rhs.value * rhs.value))
+        if expr.kind == AffineBinaryOpKind.FloorDiv and lhs.kind == AffineBinaryOpKind.Mod \
+                and lhs.rhs.value % rhs.value == 0:
+            return simplify((lhs.lhs // rhs.value) % (lhs.rhs.value // rhs.value))
     if lhs is expr.lhs and rhs is expr.rhs:
         return expr
     return {

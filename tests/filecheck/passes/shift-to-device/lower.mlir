@@ -25,7 +25,7 @@ func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32>
 // CHECK-NEXT:   %B_recv = device.alloc {name = "k1.B.recv", cores = 8 : i64, bytes = 96 : i64, offset = -1 : i64} : !device.buffer<6x4xf32>
 // initial placement: core (m, n) holds A's k-partition (n + 2m) mod 4, skewed like Cannon's
 // algorithm; every per-core value is an affine map of the core id d0 (SPMD)
-// CHECK-NEXT:   device.load %a into %A {origins = affine_map<(d0) -> (((d0 floordiv 4) * 4), (((((((d0 mod 4) floordiv 2) mod 2) + ((d0 floordiv 4) mod 2)) mod 2) * 6) + ((d0 mod 2) * 3)))>} : tensor<8x12xf32>, !device.buffer<4x3xf32>
+// CHECK-NEXT:   device.load %a into %A {origins = affine_map<(d0) -> (((d0 floordiv 4) * 4), ((((((d0 floordiv 2) mod 2) + ((d0 floordiv 4) mod 2)) mod 2) * 6) + ((d0 mod 2) * 3)))>} : tensor<8x12xf32>, !device.buffer<4x3xf32>
 // CHECK-NEXT:   device.load %b into %B {origins = affine_map<(d0) -> ({{.*}})>} : tensor<12x16xf32>, !device.buffer<6x4xf32>
 // CHECK-NEXT:   device.fill %C {value = 0.000000e+00 : f64} : !device.buffer<4x4xf32>
 // CHECK-NEXT:   device.mma "C[m,n] += A[m,k] * B[k,n]" %C, (%A, %B) {tiles = array<i64: 4, 4, 3>, cores = 8 : i64, windows = [affine_map<(d0) -> (0, 0)>, affine_map<(d0) -> (0, 0)>, affine_map<(d0) -> ({{.*}})>], kind = "matmul", roles = {batch = 1 : i64, m = 4 : i64, n = 4 : i64, k = 3 : i64}, step = 0 : i64}
