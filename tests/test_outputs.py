@@ -136,3 +136,11 @@ def test_irc_run_refuses_a_tensor_it_cannot_hold(tmp_path):
 def test_usage_errors_exit_1_like_every_other_failure(tool):
     done = _tool(tool, "--no-such-flag")
     assert done.returncode == 1 and "error:" in done.stderr
+
+
+def test_an_npz_bomb_is_refused_before_it_inflates(tmp_path):
+    """1.5 MB compressed, 1.6 GB inflated, of the wrong shape: the header says so first."""
+    path = tmp_path / "bomb.npz"
+    np.savez_compressed(path, x=np.zeros((20000, 20000), np.float32))
+    done = _tool("irc-run", ROOT / "examples/mlp.mlir", "--inputs", path)
+    assert done.returncode == 1 and "has shape (20000, 20000)" in done.stderr

@@ -49,6 +49,17 @@ def _print_result(name: str, value: np.ndarray) -> None:
         print(value)
 
 
+def _check_member(archive, name: str, shape: tuple[int, ...], path: str) -> None:
+    """The member's shape, read from its header: a wrong or huge array is refused before
+    numpy inflates it."""
+    with archive.zip.open(f"{name}.npy") as member:
+        version = np.lib.format.read_magic(member)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        stored, _, _ = read_header(member)
+    if tuple(stored) != shape:
+        raise RunError(f"input '{name}' has shape {tuple(stored)} but the function expects {shape} ({path})")
+
+
 def run(argv=None) -> int:
     args = _arguments(argv)
     try:
@@ -71,9 +82,14 @@ def run(argv=None) -> int:
             if not isinstance(archive, np.lib.npyio.NpzFile):
                 raise RunError(f"{args.inputs} holds one unnamed array; --inputs takes an .npz of arrays by name")
             with archive:
-                names = set(runner.find_function(module, args.entry).arg_names)
-                try:  # only the members the function reads are loaded
-                    inputs = {k: archive[k] for k in archive.files if k in names}
+                signature = runner.find_function(module, args.entry)
+                expected = dict(zip(signature.arg_names, signature.function.function_type.inputs))
+                try:  # only the members the function reads, each checked before it is loaded
+                    inputs = {}
+                    for name in archive.files:
+                        if name in expected:
+                            _check_member(archive, name, tuple(expected[name].get_shape()), args.inputs)
+                            inputs[name] = archive[name]
                 except (ValueError, OSError, zipfile.BadZipFile) as error:
                     raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
         protected = [(args.input_file, "the program"), (args.inputs, "the --inputs file")]
