@@ -71,6 +71,16 @@ def run(argv=None) -> int:
             with open(args.input_file) as stream:
                 text, filename = stream.read(), args.input_file
         module = parse_module(text, filename)
+        protected = [(args.input_file, "the program"), (args.inputs, "the --inputs file")]
+        try:
+            if args.output:
+                check_output(args.output, "--output", protected)
+            if args.trace:
+                check_output(args.trace, "--trace", protected + [(args.output, "the --output file")])
+        except OutputError as error:
+            raise RunError(str(error)) from None
+        if args.output and args.trace and os.path.abspath(args.output) == os.path.abspath(args.trace):
+            raise RunError("--output and --trace name the same file; choose two paths")
         inputs = None
         if args.inputs:
             if not os.path.isfile(args.inputs):
@@ -92,16 +102,6 @@ def run(argv=None) -> int:
                             inputs[name] = archive[name]
                 except (ValueError, OSError, zipfile.BadZipFile) as error:
                     raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
-        protected = [(args.input_file, "the program"), (args.inputs, "the --inputs file")]
-        try:
-            if args.output:
-                check_output(args.output, "--output", protected)
-            if args.trace:
-                check_output(args.trace, "--trace", protected + [(args.output, "the --output file")])
-        except OutputError as error:
-            raise RunError(str(error)) from None
-        if args.output and args.trace and os.path.abspath(args.output) == os.path.abspath(args.trace):
-            raise RunError("--output and --trace name the same file; choose two paths")
         results, report = runner.run(module, inputs, args.entry, args.seed)
     except ParseError as error:
         print(format_parse_error(error), file=sys.stderr)
