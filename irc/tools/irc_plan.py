@@ -465,9 +465,17 @@ def _report_baseline(args, model, fallbacks, device, cost, cache, started) -> in
         try:
             baseline = function(model, device, cost, cache=cache)
         except ModelFitError as error:
-            raise PlanToolError(
-                f"error: {error} (needed {error.needed} bytes per core, available {error.available})"
-            ) from None
+            # the baseline cannot run this model: a result to report, not a failure of irc-plan
+            if args.json:
+                print(json.dumps({"report": args.baseline, "feasible": False, "reason": str(error),
+                                  "needed_bytes": error.needed, "available_bytes": error.available,
+                                  "device": device.name, "cost_model": cost.name, "model": model.name},
+                                 indent=2, sort_keys=True))
+            else:
+                print(f"model {model.name}: {len(model.ops)} ops on {device.name}, cost model {cost.name}")
+                print(f"{args.baseline} baseline: infeasible: {error} (needs {error.needed} bytes per core, "
+                      f"{error.available} available)")
+            return 0
         bar.advance(args.baseline)
     rows = list(_baseline_rows(model, baseline))
     seconds = time.perf_counter() - started

@@ -36,3 +36,23 @@ def test_baseline_plans_every_model_builder(tmp_path, model, baseline):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "total:" in done.stdout
+
+
+def test_a_baseline_that_cannot_run_is_reported_infeasible(tmp_path):
+    """Weights of 6 KiB per core on a 4 KiB chip: VGM cannot hold them; that is its
+    result (with the bytes), not a failure of irc-plan."""
+    from tests.model.programs import mlp
+
+    path = tmp_path / "big.mlir"
+    path.write_text(mlp([64, 64, 64, 64], tokens=8, relu=False))
+    tool = Path(sys.executable).parent / "irc-plan"
+    done = subprocess.run([str(tool), "--model", str(path), "--device", "tiny4", "--baseline", "vgm"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "vgm baseline: infeasible:" in done.stdout and "bytes per core" in done.stdout
+    done = subprocess.run([str(tool), "--model", str(path), "--device", "tiny4", "--baseline", "vgm", "--json"],
+                          capture_output=True, text=True)
+    import json
+
+    data = json.loads(done.stdout)
+    assert data["feasible"] is False and data["needed_bytes"] > data["available_bytes"]
