@@ -46,7 +46,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.te import ExprAttr, parse_expression_op, print_expression_op
+from irc.dialects.te import ExprAttr, parse_expression_op, print_expression_op, verify_element_types
 from irc.dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr
 
 
@@ -433,8 +433,9 @@ def _index_terms(bound: BoundExpr, tensor: str) -> tuple[AffineIndex, ...]:
     return accesses[0].indices
 
 
-def layout_types(bound: BoundExpr, plan, element_type: Attribute) -> dict[str, RTensorType]:
-    """The `RTensorType` of every tensor of `bound` under a scored `irc.planner.Plan`."""
+def layout_types(bound: BoundExpr, plan, element_type) -> dict[str, RTensorType]:
+    """The `RTensorType` of every tensor of `bound` under a scored `irc.planner.Plan`;
+    ``element_type`` is one element type for all, or one per tensor name."""
     score = plan.score
     if score is None:
         raise ValueError("layout_types needs a scored plan (irc.planner.check_plan)")
@@ -450,9 +451,8 @@ def layout_types(bound: BoundExpr, plan, element_type: Attribute) -> dict[str, R
             temporal.append([plan.temporal_factors[tensor][axes.index(a)] for a in index.axes] or [1])
             _, high = index.value_range(padded_extent)
             padded.append(max(size, high + 1))
-        types[tensor] = RTensorType(
-            shape, element_type, spatial, temporal, score.replicas[tensor], padded
-        )
+        element = element_type[tensor] if isinstance(element_type, dict) else element_type
+        types[tensor] = RTensorType(shape, element, spatial, temporal, score.replicas[tensor], padded)
     return types
 
 
@@ -576,14 +576,7 @@ class RTensorOp(IRDLOperation):
             self.bound()
         except ExprError as error:
             raise VerifyException(f"'{self.expression.data}': {error.message}") from None
-        types = self.tensor_types()
-        element = self.output.type.element_type  # type: ignore[union-attr]
-        for name, type_ in types.items():
-            if type_.element_type != element:
-                raise VerifyException(
-                    f"element type mismatch: {name} is {type_.element_type} but the result "
-                    f"({expr.output.tensor}) is {element}"
-                )
+        verify_element_types(expr, self.inputs, self.output)
         plan = self.plan()
         attr = self.attributes.get(IDLE_ATTR)
         if attr is not None:

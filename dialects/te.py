@@ -94,6 +94,22 @@ def parse_checked_expression(parser: AttrParser) -> str:
     return text
 
 
+def verify_element_types(expr: TensorExpr, inputs: Sequence[SSAValue], output: SSAValue) -> None:
+    """Each tensor's element type is what the expression makes of it (`check_element_types`:
+    equal, except where the expression converts), for any op carrying an expression."""
+    try:
+        check_element_types(
+            expr,
+            {n: v.type.get_element_type() for n, v in zip(expr.inputs, inputs)},  # type: ignore[union-attr]
+            output.type.get_element_type(),  # type: ignore[union-attr]
+            i1,
+            lambda t: isinstance(t, IntegerType) and t.width.data > 1,
+            lambda t: isinstance(t, AnyFloat),
+        )
+    except ExprError as error:
+        raise VerifyException(error.message) from None
+
+
 def _tensor_types(types: Sequence[Attribute], what: str) -> list[TensorType]:
     for index, type_ in enumerate(types):
         if not isinstance(type_, TensorType):
@@ -157,17 +173,7 @@ class TensorOp(IRDLOperation):
             self.bound()
         except ExprError as error:
             raise VerifyException(f"'{self.expression.data}': {error.message}") from None
-        try:
-            check_element_types(
-                expr,
-                {n: v.type.get_element_type() for n, v in zip(expr.inputs, self.inputs)},  # type: ignore[union-attr]
-                self.output.type.get_element_type(),  # type: ignore[union-attr]
-                i1,
-                lambda t: isinstance(t, IntegerType) and t.width.data > 1,
-                lambda t: isinstance(t, AnyFloat),
-            )
-        except ExprError as error:
-            raise VerifyException(error.message) from None
+        verify_element_types(expr, self.inputs, self.output)
         for value in (*self.inputs, self.output):
             if any(d < 0 for d in value.type.get_shape()):  # type: ignore[union-attr]
                 raise VerifyException(

@@ -85,29 +85,16 @@ def describe(op: TensorOp):
     why not)``; raises `ExprError` when its expression does not bind to its types."""
     from irc.planner.from_te import op_spec_from_expr
 
+    from irc.dialects.rtensor import element_bytes
+
     bound = op.bound()
     try:
-        spec = op_spec_from_expr(bound, _element_bytes(op))
-        mismatch = element_type_mismatch(op)
-        if mismatch is not None:
-            raise SpecError(mismatch)
+        sizes = {name: element_bytes(value.type.get_element_type())  # type: ignore[union-attr]
+                 for name, value in zip(bound.expr.inputs, op.inputs)}
+        spec = op_spec_from_expr(bound, _element_bytes(op), tensor_bytes=sizes)
     except (SpecError, VerifyException) as error:
         return bound, None, str(error)
     return bound, spec, None
-
-
-def element_type_mismatch(op: TensorOp) -> str | None:
-    """Why `op` cannot become an ``rtensor.op``, whose tensors share one element type
-    (a cast, or a gather's integer indices), or None when they do."""
-    result = op.output.type.get_element_type()  # type: ignore[union-attr]
-    for position, value in enumerate(op.inputs):
-        element = getattr(value.type, "get_element_type", lambda: None)()
-        if element != result:
-            return (
-                f"operand {position} has element type {element} but the result has {result}; "
-                f"an rtensor.op's tensors share one element type"
-            )
-    return None
 
 
 def _op_label(op: TensorOp, index: int) -> str:
@@ -410,7 +397,6 @@ __all__ = [
     "ModelIRError",
     "OpDecision",
     "WEIGHT_ATTR",
-    "element_type_mismatch",
     "function_model",
     "is_weight",
     "per_op_decision",

@@ -26,8 +26,11 @@ class PlanCheckError(ValueError):
 
 
 def op_spec(op: RTensorOp) -> OpSpec:
-    """The planner's ``OpSpec`` of ``op`` (raises ``SpecError``)."""
-    return op_spec_from_expr(op.bound(), op.output.type.element_bytes)  # type: ignore[union-attr]
+    """The planner's ``OpSpec`` of ``op``, each tensor with its own element size (raises
+    ``SpecError``)."""
+    bound = op.bound()
+    sizes = {name: value.type.element_bytes for name, value in zip(bound.expr.inputs, op.inputs)}  # type: ignore[union-attr]
+    return op_spec_from_expr(bound, op.output.type.element_bytes, tensor_bytes=sizes)  # type: ignore[union-attr]
 
 
 def stated_plan(op: RTensorOp) -> Plan:
@@ -66,7 +69,7 @@ def _idle_plan(op: RTensorOp, attr: IdlePlanAttr, plan: Plan) -> IdlePlan:
     spec = op_spec(op)
     factors = op.idle_factors(attr)
     nbytes = {
-        name: spec.dtype_bytes * partition_elements(spec, name, per_axis, spans)
+        name: spec.bytes_of(name) * partition_elements(spec, name, per_axis, spans)
         for name, per_axis in factors.items()
     }
     return IdlePlan(tuple(plan.op_factors), factors, nbytes)
@@ -76,7 +79,7 @@ def check_op(op: RTensorOp, device: Device, cost: CostModel) -> Plan:
     """Every T10 constraint of ``op``'s plan on ``device``, its layouts' replicas and
     padding, and its idle plan's bytes and setup cycles; the scored plan."""
     plan = scored_plan(op, device, cost)
-    expected = layout_types(op.bound(), plan, op.output.type.element_type)  # type: ignore[union-attr]
+    expected = layout_types(op.bound(), plan, {name: t.element_type for name, t in op.tensor_types().items()})
     for name, type_ in op.tensor_types().items():
         want = expected[name]
         if type_.replica_count != want.replica_count:

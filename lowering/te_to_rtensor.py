@@ -163,9 +163,10 @@ class PartitionTensorOp(RewritePattern):
         bound, plan = self.plans[op]
         result_type = op.output.type
         assert isinstance(result_type, TensorType)
-        element = result_type.get_element_type()
-        layouts = layout_types(bound, plan, element)
         expr = bound.expr
+        elements = {name: value.type.get_element_type() for name, value in zip(expr.inputs, op.inputs)}
+        elements[expr.output.tensor] = result_type.get_element_type()
+        layouts = layout_types(bound, plan, elements)
         inputs = [
             self._on_chip(value, layouts[name], op, rewriter)
             for name, value in zip(expr.inputs, op.inputs)

@@ -212,7 +212,7 @@ def _vgm_baseline(
         if space is None:
             space = spaces[key] = _NoRotationSpace(spec, cache, aligned, min_utilization)
         activations = [t.name for t in spec.tensors if t.name not in op.weights]
-        operand_share = sum(-(-spec.dtype_bytes * tensor_elements(spec, t) // cores) for t in activations)
+        operand_share = sum(-(-spec.bytes_of(t) * tensor_elements(spec, t) // cores) for t in activations)
         vgm = weights + resting[i] + operand_share
         budget = device.sram_bytes - vgm
         plan = space.best(budget)

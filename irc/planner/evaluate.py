@@ -135,8 +135,8 @@ def check_plan(
         resident[tensor.name] = elements
     rotating = {t.name: any(f > 1 for f in plan.temporal_factors[t.name]) for t in tensors}
     memory = MemoryBreakdown(
-        partitions={name: b * e for name, e in resident.items()},
-        rotation_buffers={name: (b * resident[name] if rotating[name] else 0) for name in resident},
+        partitions={name: spec.bytes_of(name) * e for name, e in resident.items()},
+        rotation_buffers={name: (spec.bytes_of(name) * resident[name] if rotating[name] else 0) for name in resident},
     )
     if memory.total > device.sram_bytes:
         raise PlanError(
@@ -203,7 +203,7 @@ def _shift_levels(spec: OpSpec, plan: Plan, resident: dict[str, int], b: int) ->
             moving = [name for name, v in remaining.items() if v > 1]
             g = math.gcd(*(remaining[name] for name in moving))
             levels.append(
-                ShiftLevel(axis, g - 1, tuple(moving), b * sum(resident[name] for name in moving))
+                ShiftLevel(axis, g - 1, tuple(moving), sum(spec.bytes_of(name) * resident[name] for name in moving))
             )
             for name in moving:
                 remaining[name] //= g

@@ -173,14 +173,17 @@ def reading_order(bound: BoundExpr) -> tuple[str, ...]:
 
 
 def op_spec_from_expr(
-    bound: BoundExpr, dtype_bytes: int, axis_order: Sequence[str] | None = None
+    bound: BoundExpr, dtype_bytes: int, axis_order: Sequence[str] | None = None,
+    tensor_bytes: dict[str, int] | None = None,
 ) -> OpSpec:
     """The planner's description of a bound tensor expression (raises `SpecError`).
 
     Axes are listed in `bound.extents` order (the order `rtensor.op`'s ``F_op`` uses)
     unless `axis_order` gives a permutation of them (`reading_order` for seed 003's
-    output format).
+    output format). ``dtype_bytes`` is the output's element size; ``tensor_bytes`` gives
+    any tensor whose elements differ (a cast's input, a comparison's operands).
     """
+    sizes = {name: int(b) for name, b in (tensor_bytes or {}).items() if int(b) != int(dtype_bytes)}
     try:
         expr = bound.expr
         extents = dict(bound.extents)
@@ -190,7 +193,8 @@ def op_spec_from_expr(
                 f"axis order {list(order)} is not a permutation of the axes {list(extents)}"
             )
         accesses = [node for node in _walk(expr.body) if isinstance(node, Access)]
-        tensors = [TensorSpec(expr.output.tensor, _dims(expr.output, extents, is_output=True))]
+        tensors = [TensorSpec(expr.output.tensor, _dims(expr.output, extents, is_output=True),
+                              sizes.get(expr.output.tensor))]
         for name in expr.inputs:
             reads = [a for a in accesses if a.tensor == name]
             patterns = {a.indices for a in reads}
@@ -200,7 +204,7 @@ def op_spec_from_expr(
                     f"tensor {name} is read with {len(patterns)} different index patterns "
                     f"({listing}); the planner gives each tensor one layout"
                 )
-            tensors.append(TensorSpec(name, _dims(reads[0], extents)))
+            tensors.append(TensorSpec(name, _dims(reads[0], extents), sizes.get(name)))
         return OpSpec(
             axes=tuple((axis, int(extents[axis])) for axis in order),
             tensors=tuple(tensors),

@@ -84,7 +84,7 @@ def active_idle_plan(spec: OpSpec, weights: Sequence[str], plan: Plan) -> IdlePl
     return IdlePlan(
         op_factors=tuple(plan.op_factors),
         weight_factors=factors,
-        weight_bytes={w: spec.dtype_bytes * partition_elements(spec, w, f, spans) for w, f in factors.items()},
+        weight_bytes={w: spec.bytes_of(w) * partition_elements(spec, w, f, spans) for w, f in factors.items()},
     )
 
 
@@ -119,7 +119,7 @@ def idle_plans(spec: OpSpec, weights: Sequence[str], plan: Plan) -> list[IdlePla
             if room % math.prod(multipliers):
                 continue
             factors = tuple(h * m for h, m in zip(hot, multipliers))
-            options.append((factors, spec.dtype_bytes * partition_elements(spec, w, factors, spans)))
+            options.append((factors, spec.bytes_of(w) * partition_elements(spec, w, factors, spans)))
         per_weight.append(options)
     result = []
     for combo in itertools.product(*per_weight):

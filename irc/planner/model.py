@@ -120,7 +120,7 @@ class ModelSpec:
 
     def weight_bytes(self) -> int:
         """Bytes of all weights of the model (whole chip)."""
-        return sum(op.spec.dtype_bytes * tensor_elements(op.spec, w) for op in self.ops for w in op.weights)
+        return sum(op.spec.bytes_of(w) * tensor_elements(op.spec, w) for op in self.ops for w in op.weights)
 
     def consumers(self) -> dict[int, list[int]]:
         """Producer index -> indices of the ops reading its output."""
@@ -137,7 +137,7 @@ def resting_activation_bytes(model: ModelSpec, device: Device) -> list[int]:
     resting = [0] * len(model.ops)
     for producer, readers in model.consumers().items():
         spec = model.ops[producer].spec
-        per_core = -(-spec.dtype_bytes * tensor_elements(spec, spec.output.name) // device.cores)
+        per_core = -(-spec.bytes_of(spec.output.name) * tensor_elements(spec, spec.output.name) // device.cores)
         for i in range(producer + 1, max(readers)):
             if i not in readers:
                 resting[i] += per_core

@@ -31,7 +31,7 @@ from irc.planner.spec import OpSpec, TensorSpec
 
 def canonical_spec(spec: OpSpec) -> OpSpec:
     """``spec`` with its tensors renamed t0 (output), t1, ... : equal for identical layers."""
-    return replace(spec, tensors=tuple(TensorSpec(f"t{i}", t.dims) for i, t in enumerate(spec.tensors)))
+    return replace(spec, tensors=tuple(TensorSpec(f"t{i}", t.dims, t.dtype_bytes) for i, t in enumerate(spec.tensors)))
 
 
 def signature(spec: OpSpec, weights) -> tuple:

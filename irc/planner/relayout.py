@@ -63,8 +63,8 @@ def tensor_layout(spec: OpSpec, plan: Plan, tensor: str) -> TensorLayout:
         d = axes.index(dim[0])
         span = score.steps_per_axis[d] * score.step_tiles[d]
         dims.append((plan.op_factors[d] * factors[d], span // factors[d]))
-    elements = score.memory.partitions[tensor] // spec.dtype_bytes
-    return TensorLayout(tuple(dims), score.replicas[tensor], elements, spec.dtype_bytes)
+    elements = score.memory.partitions[tensor] // spec.bytes_of(tensor)
+    return TensorLayout(tuple(dims), score.replicas[tensor], elements, spec.bytes_of(tensor))
 
 
 def relayout_elements(producer: TensorLayout, consumer: TensorLayout) -> int:
@@ -117,7 +117,7 @@ def relayout_cost(
         elements = consumed.elements
     else:
         elements = relayout_elements(produced, consumed)
-    nbytes = elements * consumer_spec.dtype_bytes
+    nbytes = elements * consumer_spec.bytes_of(tensor)
     if nbytes == 0:
         return 0, 0.0
     return nbytes, float(cost.shift_cycles(device, nbytes)) + float(cost.sync_cycles(device))

@@ -21,10 +21,13 @@ from irc.planner.errors import SpecError
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """One operand: its name and, per dimension, the axes in that dimension's index."""
+    """One operand: its name and, per dimension, the axes in that dimension's index;
+    ``dtype_bytes`` when its elements are not the operator's size (a cast, a comparison
+    reading floats and writing i1)."""
 
     name: str
     dims: tuple[tuple[str, ...], ...]
+    dtype_bytes: int | None = None
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -61,6 +64,9 @@ class OpSpec:
             raise SpecError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if self.dtype_bytes < 1:
             raise SpecError(f"dtype_bytes must be positive, got {self.dtype_bytes}")
+        for tensor in self.tensors:
+            if tensor.dtype_bytes is not None and tensor.dtype_bytes < 1:
+                raise SpecError(f"dtype_bytes of {tensor.name!r} must be positive, got {tensor.dtype_bytes}")
         if len(self.tensors) < 1:
             raise SpecError("an operator needs at least an output tensor")
         tensor_names = [t.name for t in self.tensors]
@@ -115,6 +121,15 @@ class OpSpec:
 
     def tensor_index(self, name: str) -> int:
         return [t.name for t in self.tensors].index(self.tensor(name).name)
+
+    def bytes_of(self, name: str) -> int:
+        """Bytes per element of tensor ``name`` (its own size, else the operator's)."""
+        return self.tensor(name).dtype_bytes or self.dtype_bytes
+
+    @property
+    def tensor_bytes(self) -> tuple[int, ...]:
+        """Bytes per element of every tensor, in ``tensors`` order."""
+        return tuple(t.dtype_bytes or self.dtype_bytes for t in self.tensors)
 
 
 def matmul_spec(m: int, k: int, n: int, dtype_bytes: int = 2) -> OpSpec:

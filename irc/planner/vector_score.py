@@ -57,7 +57,8 @@ def score_candidates(
         resident.append(elements)
     resident = np.stack(resident, axis=1)           # [N, V]
     rotating = (temporal > 1).any(axis=2)           # [N, V]
-    memory = b * (resident * (1 + rotating)).sum(axis=1)
+    tensor_bytes = np.asarray(spec.tensor_bytes, dtype=np.int64)  # [V]: each tensor its own size
+    memory = (tensor_bytes[None, :] * resident * (1 + rotating)).sum(axis=1)
 
     # shift levels: one slot per (axis, tensor indexing it); the slot owned by tensor w
     # is the level at pace u = f_t[w, d], stepping from the next coarser pace, shifting
@@ -75,7 +76,7 @@ def score_candidates(
             steps = np.where(owner & (u > 1), u // coarser - 1, 0)
             moving = paces >= u[:, None]
             slot_steps.append(steps)
-            slot_bytes.append(b * (resident[:, members] * moving).sum(axis=1))
+            slot_bytes.append((tensor_bytes[members][None, :] * resident[:, members] * moving).sum(axis=1))
             slot_tensors.append(moving.sum(axis=1))
     if slot_steps:
         steps = np.stack(slot_steps, axis=1).astype(np.float64)

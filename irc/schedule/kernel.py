@@ -212,7 +212,7 @@ class ShiftKernel:
         """Resident elements as the planner counts them (equal to the partition held
         for every spec ``irc.planner.from_te`` builds)."""
         if self.plan.score is not None:
-            return self.plan.score.memory.partitions[tensor.name] // self.spec.dtype_bytes
+            return self.plan.score.memory.partitions[tensor.name] // self.spec.bytes_of(tensor.name)
         return tensor.partition_elements
 
     # -- per-core geometry -------------------------------------------------------------
@@ -549,7 +549,8 @@ def build_shift_kernel(
     device = load_device(device)
     cost = get_cost_model(cost)
     dtype = np.dtype(dtype)
-    spec = spec or op_spec_from_bound(bound, dtype.itemsize)
+    spec = spec or op_spec_from_bound(
+        bound, dtype.itemsize, {name: np.dtype(d).itemsize for name, d in (dtypes or {}).items()})
     if tuple(plan.axes) != spec.axis_names:
         raise PlanError(f"plan axes {tuple(plan.axes)} differ from the operator's axes {spec.axis_names}")
     peeled = _peel_levels(spec, plan)   # AlignError first: it names the axis and factors

@@ -19,8 +19,9 @@ class UnsupportedExpression(ValueError):
     """A tensor expression the compute-shift lowering cannot partition."""
 
 
-def op_spec_from_bound(bound: BoundExpr, dtype_bytes: int) -> OpSpec:
-    """The ``OpSpec`` of ``bound`` (tensors: output first, then inputs in operand order)."""
+def op_spec_from_bound(bound: BoundExpr, dtype_bytes: int, tensor_bytes: dict[str, int] | None = None) -> OpSpec:
+    """The ``OpSpec`` of ``bound`` (tensors: output first, then inputs in operand order;
+    ``tensor_bytes`` for tensors whose elements are not the output's size)."""
     from irc.planner.from_te import op_spec_from_expr
 
     expr = bound.expr
@@ -32,6 +33,6 @@ def op_spec_from_bound(bound: BoundExpr, dtype_bytes: int) -> OpSpec:
                     "compute-shift lowering supports affine indices only"
                 )
     try:
-        return op_spec_from_expr(bound, dtype_bytes)
+        return op_spec_from_expr(bound, dtype_bytes, tensor_bytes=tensor_bytes)
     except SpecError as error:
         raise UnsupportedExpression(str(error)) from None

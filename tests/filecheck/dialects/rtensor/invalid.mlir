@@ -108,7 +108,7 @@ func.func @element(%a: !rtensor.tensor<8x16xf16>, %b: !rtensor.tensor<16x12xf32>
   %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [1, 1, 1] : (!rtensor.tensor<8x16xf16>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
   func.return %c : !rtensor.tensor<8x12xf32>
 }
-// CHECK: error: 'rtensor.op' op element type mismatch: A is f16 but the result (C) is f32
+// CHECK: error: 'rtensor.op' op element type mismatch: A is f16 but the result is f32
 
 // -----
 

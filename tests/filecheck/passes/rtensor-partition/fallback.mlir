@@ -29,11 +29,13 @@ func.func @mixed(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
   func.return %t : tensor<4x4xf32>
 }
 
-// An rtensor.op's tensors share one element type: a cast stays a te.op.
+// Each tensor of an rtensor.op keeps its own element type: a cast is planned like any
+// elementwise op (its input partition is i64, its output f32).
 // CHECK-LABEL: func.func @cast
-// CHECK:         te.op "Y[i,j] = cast(A[i,j])" (%a) {irc.remark = "not planned: the planner cannot describe it (operand 0 has element type i64 but the result has f32; an rtensor.op's tensors share one element type); left for the host/vendor fallback"}
-// CHECK-NEXT:    rtensor.relayout
-// CHECK-NEXT:    rtensor.op "Z[i,j] = Y[i,j] * 2"
+// CHECK:         %[[A:.*]] = rtensor.relayout %a : tensor<4x8xi64> -> !rtensor.tensor<4x8xi64,
+// CHECK-NEXT:    rtensor.op "Y[i,j] = cast(A[i,j])" (%[[A]]) F_op = {{.*}} : (!rtensor.tensor<4x8xi64, {{.*}}>) -> !rtensor.tensor<4x8xf32,
+// CHECK:         rtensor.op "Z[i,j] = Y[i,j] * 2"
+// CHECK-NOT:     te.op
 func.func @cast(%a: tensor<4x8xi64>) -> tensor<4x8xf32> {
   %y = te.op "Y[i,j] = cast(A[i,j])" (%a) : (tensor<4x8xi64>) -> tensor<4x8xf32>
   %z = te.op "Z[i,j] = Y[i,j] * 2" (%y) : (tensor<4x8xf32>) -> tensor<4x8xf32>
