@@ -1228,13 +1228,33 @@ def _opaque(im, node, inputs, attributes, outputs=None):
     return im.emit_opaque(node.op_type, inputs, infos, attrs)
 
 
+CUMSUM_AS_CONTRACTION = 4096
+"""Longest axis a CumSum is computed on chip for (its triangle takes n*n elements)."""
+
+
 @converter("CumSum")
 def _cumsum(im, node, inputs):
+    """A running sum along ``axis`` is a contraction with a constant triangle,
+    ``Y[..., j, ...] += X[..., k, ...] * T[k, j]`` with ``T[k, j] = [k <= j]`` (``<`` when
+    exclusive, reversed when reverse): planned and run on chip like any matmul (the
+    TorchScript exporter's position ids ``cumsum(mask) * mask - 1``)."""
     x = inputs[0]
-    axis = axis_index(ints(constant(node, inputs[1], "the axis input"))[0], len(shape_of(x)), node)
-    return _opaque(im, node, [x], {
-        "axis": axis, "exclusive": attr(node, "exclusive", 0), "reverse": attr(node, "reverse", 0)
-    }, [(shape_of(x), dtype_of(x))])
+    shape, dtype = shape_of(x), dtype_of(x)
+    axis = axis_index(ints(constant(node, inputs[1], "the axis input"))[0], len(shape), node)
+    exclusive, reverse = attr(node, "exclusive", 0), attr(node, "reverse", 0)
+    n = shape[axis]
+    if n > CUMSUM_AS_CONTRACTION or dtype.kind not in "fiu":
+        return _opaque(im, node, [x], {"axis": axis, "exclusive": exclusive, "reverse": reverse},
+                       [(shape, dtype)])
+    k, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    below = (k > j) if reverse else (k < j)
+    triangle = (below if exclusive else below | (k == j)).astype(dtype)
+    out = axes(len(shape))
+    read = list(out)
+    read[axis] = "r"
+    body = Body(im)
+    text = f"Y[{','.join(out)}] += {body.read(x, read)} * {body.read(triangle, ['r', out[axis]])}"
+    return [im.emit(body, text, shape, dtype)]
 
 
 @converter("ArgMax", "ArgMin")
