@@ -4,8 +4,8 @@
     results, report = compile_and_run(open("examples/mlp.mlir").read(), device="tiny16")
     print(report)
 
-The program goes through the ``inference`` pipeline (rtensor-partition, rtensor-to-shift,
-rotation-align, shift-to-device, device-alloc), runs at device level, and is checked
+The program goes through the ``inference`` pipeline (rtensor-partition, rtensor-check,
+rtensor-to-shift, rotation-align, shift-to-device, device-alloc), runs at device level, and is checked
 against the same program run at te level (numpy semantics). The report holds the chip
 time breakdown, peak SRAM per core, utilisation, the planner's predicted kernel time and
 the largest deviation from the te-level results.

@@ -47,7 +47,8 @@ class InferencePipeline(ModulePass):
 
     def pipeline(self, callback: PassPipelineCallbackType | None = None) -> PassPipeline:
         """The passes as an xDSL ``PassPipeline``; ``callback(previous, module, next)`` runs
-        between two passes."""
+        before the first pass (``previous`` None), between two passes and after the last
+        (``next`` None)."""
         return PassPipeline(tuple(self.passes()), callback)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
