@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te import OpaqueOp, TensorOp
 from irc.dialects.te_expr import ExprError, parse_expression
@@ -242,6 +243,11 @@ class Importer:
         by_name = {name: tensor for name, tensor in body.names.values()}
         operands = [by_name[name].ssa for name in expr.inputs]
         op = TensorOp(text, operands, TensorType(element_type(dtype), shape), attributes)
+        try:  # the node's own error (an Exp of integers), not the whole module's later
+            op.verify()
+        except VerifyException as error:
+            op.erase(safe_erase=False)
+            raise NodeError(str(error).splitlines()[0]) from None
         self.block.add_op(op)
         return Tensor(op.output, shape, np.dtype(dtype))
 

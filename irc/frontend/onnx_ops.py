@@ -73,6 +73,10 @@ def convert_node(im: Importer, node) -> None:
     for attribute in node.attribute:
         if attribute.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             raise NodeError(f"attribute '{attribute.name}' holds a subgraph; control flow is not supported")
+        if attribute.type in (onnx.AttributeProto.FLOAT, onnx.AttributeProto.FLOATS):
+            values = [attribute.f] if attribute.type == onnx.AttributeProto.FLOAT else list(attribute.floats)
+            if any(np.isnan(v) for v in values):
+                raise NodeError(f"attribute '{attribute.name}' is NaN")
     present = [v for v in inputs if v is not None]
     function = CONVERTERS.get(node.op_type)
     outputs = None
@@ -685,6 +689,8 @@ def _global_pool(im, node, inputs):
     x = inputs[0]
     sx = shape_of(x)
     rank = len(sx) - 2
+    if rank < 1:
+        raise NodeError(f"needs an input of rank 3 or more (N, C, spatial dims), got rank {len(sx)}")
     space = axes(rank, "h")
     count = math.prod(sx[2:])
     body = Body(im)
@@ -869,6 +875,8 @@ def _transpose(im, node, inputs):
     x = inputs[0]
     shape = shape_of(x)
     perm = list(attr(node, "perm", list(range(len(shape)))[::-1]))
+    if sorted(perm) != list(range(len(shape))):
+        raise NodeError(f"perm {perm} is not a permutation of the {len(shape)} axes of the input")
     names = axes(len(shape))
     out = [names[p] for p in perm]
     body = Body(im)
@@ -1261,6 +1269,8 @@ def _cumsum(im, node, inputs):
 def _arg(im, node, inputs):
     x = inputs[0]
     axis = axis_index(int(attr(node, "axis", 0)), len(shape_of(x)), node)
+    if attr(node, "keepdims", 1) not in (0, 1):
+        raise NodeError(f"keepdims must be 0 or 1, got {attr(node, 'keepdims', 1)}")
     return _opaque(im, node, [x], {
         "axis": axis, "keepdims": attr(node, "keepdims", 1),
         "select_last_index": attr(node, "select_last_index", 0),
@@ -1270,6 +1280,8 @@ def _arg(im, node, inputs):
 @converter("Trilu")
 def _trilu(im, node, inputs):
     x = inputs[0]
+    if len(shape_of(x)) < 2:
+        raise NodeError(f"needs an input of rank 2 or more, got rank {len(shape_of(x))}")
     k = ints(constant(node, inputs[1], "k"))[0] if len(inputs) > 1 and inputs[1] is not None else 0
     return _opaque(im, node, [x], {"k": k, "upper": attr(node, "upper", 1)}, [(shape_of(x), dtype_of(x))])
 
