@@ -164,6 +164,22 @@ def _fix_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ..
                 )
 
 
+def _check_single_assignment(model: onnx.ModelProto) -> None:
+    """Every value is defined once (ONNX graphs are single-assignment; onnx.checker
+    rejects a graph that is not), so no node reads a value another one overwrote."""
+    defined = {i.name for i in model.graph.input} | {t.name for t in model.graph.initializer}
+    for node in model.graph.node:
+        for name in node.output:
+            if not name:
+                continue
+            if name in defined:
+                raise OnnxImportError(
+                    f"node '{node.name or node.output[0]}' ({node.op_type}): value '{name}' is defined "
+                    f"twice; an ONNX graph assigns each value once"
+                )
+            defined.add(name)
+
+
 def import_model(
     model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]] | None = None,
     function_name: str = "main", constants: Mapping[str, np.ndarray] | None = None,
@@ -197,10 +213,19 @@ def import_model(
             raise OnnxImportError(f"--constant names '{name}', which is not a graph input")
         model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
     _fix_input_shapes(model, shapes or {})
+    _check_single_assignment(model)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as error:  # onnx raises InferenceError / ValidationError subclasses
-        raise OnnxImportError(f"onnx shape inference failed: {_sanitize(str(error))}") from None
+        text = _sanitize(str(error))
+        found = re.search(r"op_type:(\w+)", text)
+        node = next((n for n in model.graph.node if found and n.op_type == found.group(1)), None)
+        if node is None:
+            raise OnnxImportError(f"onnx shape inference failed: {text}") from None
+        raise OnnxImportError(
+            f"node '{node.name or node.output[0]}' ({node.op_type}, opset {opset}): onnx shape inference "
+            f"failed: {text}"
+        ) from None
 
     importer = Importer(inferred, opset)
     importer._weight_order = []
