@@ -144,3 +144,13 @@ def test_an_npz_bomb_is_refused_before_it_inflates(tmp_path):
     np.savez_compressed(path, x=np.zeros((20000, 20000), np.float32))
     done = _tool("irc-run", ROOT / "examples/mlp.mlir", "--inputs", path)
     assert done.returncode == 1 and "has shape (20000, 20000)" in done.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--expr", "C[m,n] += A[m,k] * B[k,n]", "--shape", f"m={10**30},k=4,n=4"], "more than the"),
+    (["--expr", "Y[i] = X[1000000000000*i]", "--shape", "i=4"], "beyond what irc plans"),
+    (["--expr", "Y[i] = X[1000000000*i]", "--shape", "i=4"], "strides up to"),
+])
+def test_irc_plan_sizes_beyond_reason_are_one_line(args, message):
+    done = _tool("irc-plan", *args)
+    assert done.returncode == 1 and message in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -78,6 +78,10 @@ def _product_factors(node) -> list | None:
     return None
 
 
+MAX_COEFFICIENT = 4096
+"""Largest stride of an index term the planner describes (it lists the axis that often)."""
+
+
 def _dims(
     access: Access, extents: dict[str, int], is_output: bool = False
 ) -> tuple[tuple[str, ...], ...]:
@@ -102,6 +106,11 @@ def _dims(
             )
         dim: list[str] = []
         for axis, coeff in index.terms:
+            if extents[axis] > 1 and abs(coeff) > MAX_COEFFICIENT:
+                raise SpecError(
+                    f"dimension {position} of {access.tensor} steps {abs(coeff)} elements per step of {axis}; "
+                    f"the planner describes strides up to {MAX_COEFFICIENT}"
+                )
             dim.extend([axis] * (abs(coeff) if extents[axis] > 1 else 1))
         dims.append(tuple(dim))
     return tuple(dims)

@@ -41,6 +41,9 @@ from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 
 BASELINES = ("vgm", "roller", "fastest")
 
+MAX_EXTENT = 1 << 40
+"""The largest axis extent or tensor dimension irc-plan accepts (int64 arithmetic stays exact)."""
+
 DTYPE_BYTES = {
     "f16": 2, "bf16": 2, "f32": 4, "f64": 8,
     "i8": 1, "i16": 2, "i32": 4, "i64": 8, "i1": 1,
@@ -115,6 +118,9 @@ def parse_shape(text: str) -> dict[str, int]:
             raise PlanToolError(f"error: --shape: extent of axis '{name}' is '{value}', not an integer") from None
         if extent < 1:
             raise PlanToolError(f"error: --shape: extent of axis '{name}' must be positive, got {extent}")
+        if extent > MAX_EXTENT:
+            raise PlanToolError(f"error: --shape: extent of axis '{name}' is {extent}, more than the {MAX_EXTENT} "
+                                f"elements irc plans along one axis")
         if name in extents:
             raise PlanToolError(f"error: --shape: axis '{name}' is given twice")
         extents[name] = extent
@@ -124,10 +130,17 @@ def parse_shape(text: str) -> dict[str, int]:
 def bind_with_extents(expr: TensorExpr, given: dict[str, int]) -> BoundExpr:
     """``--expr`` bound by ``--shape``'s axis extents (`TensorExpr.bind_extents`)."""
     try:
-        return expr.bind_extents(given)
+        bound = expr.bind_extents(given)
     except ExprError as error:
         where = "--shape" if "axis" in error.message and "index" not in error.message else "--expr"
         raise PlanToolError(f"error: {where}: {error.message}") from None
+    for name, shape in bound.shapes.items():
+        if any(d > MAX_EXTENT for d in shape):
+            raise PlanToolError(
+                f"error: --expr: tensor {name} would be {'x'.join(map(str, shape))}; a dimension of more than "
+                f"{MAX_EXTENT} elements is beyond what irc plans"
+            )
+    return bound
 
 
 # ---------------------------------------------------------------------------
