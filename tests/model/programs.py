@@ -35,3 +35,22 @@ func.func @main(%table: tensor<16x8xf32> {irc.name = "table", irc.weight}, %ids:
   func.return %h, %f : tensor<4x8xf32>, tensor<4x4xf32>
 }
 """
+
+
+def small_models() -> dict:
+    """Builders of every model family at a scaled-down configuration (ONNX, built in code
+    by `benchmarks/models`): name -> a function returning the ModelProto."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's benchmarks/
+    from benchmarks import models
+
+    return {
+        "bert": lambda: models.build_bert_layer(models.BertConfig(batch=2, seq=8, hidden=32, heads=4, intermediate=64)),
+        "vit": lambda: models.build_vit_block(models.ViTConfig(batch=2, tokens=5, hidden=32, heads=4, mlp=64)),
+        "resnet": lambda: models.build_resnet_stage(
+            models.ResNetStageConfig(batch=1, in_channels=16, width=8, size=8, blocks=2)),
+        "gpt2": lambda: models.build_gpt2_block(
+            models.GPT2Config(batch=1, seq=8, hidden=32, heads=2, vocab=50, positions=16)),
+    }

@@ -11,19 +11,9 @@ from pathlib import Path
 import onnx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # the repository's benchmarks/ (xdsl ships a package of that name)
+from tests.model.programs import small_models
 
-from benchmarks import models  # noqa: E402
-
-SMALL = {
-    "bert": lambda: models.build_bert_layer(models.BertConfig(batch=2, seq=8, hidden=32, heads=4, intermediate=64)),
-    "vit": lambda: models.build_vit_block(models.ViTConfig(batch=2, tokens=5, hidden=32, heads=4, mlp=64)),
-    "resnet": lambda: models.build_resnet_stage(
-        models.ResNetStageConfig(batch=1, in_channels=16, width=8, size=8, blocks=2)),
-    "gpt2": lambda: models.build_gpt2_block(
-        models.GPT2Config(batch=1, seq=8, hidden=32, heads=2, vocab=50, positions=16)),
-}
+SMALL = small_models()
 
 
 @pytest.mark.parametrize("baseline", ["vgm", "roller"])

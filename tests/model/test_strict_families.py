@@ -6,9 +6,6 @@ an error naming it."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from onnx.reference import ReferenceEvaluator
@@ -19,18 +16,10 @@ from irc.frontend import import_model
 from irc.lowering.te_to_rtensor import RTensorPartition
 from irc.runner import find_function, random_inputs, run
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # the repository's benchmarks/ (xdsl ships a package of that name)
+from irc.compile import compile_module
+from tests.model.programs import small_models
 
-from benchmarks import models  # noqa: E402
-from irc.compile import compile_module  # noqa: E402
-
-FAMILIES = {
-    "bert": lambda: models.build_bert_layer(models.BertConfig(batch=2, seq=8, hidden=32, heads=4, intermediate=64)),
-    "vit": lambda: models.build_vit_block(models.ViTConfig(batch=2, tokens=5, hidden=32, heads=4, mlp=64)),
-    "resnet": lambda: models.build_resnet_stage(
-        models.ResNetStageConfig(batch=1, in_channels=16, width=8, size=8, blocks=2)),
-}
+FAMILIES = {name: build for name, build in small_models().items() if name != "gpt2"}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -50,7 +39,6 @@ def test_strict_partition_and_device_numerics(family):
 
 
 def test_gpt2_embedding_gather_is_the_strict_error():
-    imported = import_model(models.build_gpt2_block(
-        models.GPT2Config(batch=1, seq=8, hidden=32, heads=2, vocab=50, positions=16)))
+    imported = import_model(small_models()["gpt2"]())
     with pytest.raises(DiagnosticException, match=r"te\.op.* the planner cannot describe it"):
         RTensorPartition(device="tiny16", strict=True).apply(Context(), imported.module)
