@@ -121,6 +121,11 @@ def run(argv=None) -> int:
             print(f"wrote the chip timeline to {args.trace}", file=sys.stderr)
         if report is not None and args.report:
             print(report)
+            planned = runner.find_function(module, args.entry).function.attributes.get("irc.planned_cycles")
+            if planned is not None:
+                cycles = float(planned.value.data)
+                print(f"model-wide plan: {cycles:,.0f} cycles predicted, {report.model_cycles:,.0f} interpreted "
+                      f"(ratio {report.model_cycles / cycles:.4f})")
         if args.output:
             archive = io.BytesIO()
             np.savez(archive, **results)  # into memory: numpy appends no suffix to a stream
