@@ -1242,10 +1242,11 @@ CUMSUM_AS_CONTRACTION = 4096
 
 @converter("CumSum")
 def _cumsum(im, node, inputs):
-    """A running sum along ``axis`` is a contraction with a constant triangle,
-    ``Y[..., j, ...] += X[..., k, ...] * T[k, j]`` with ``T[k, j] = [k <= j]`` (``<`` when
-    exclusive, reversed when reverse): planned and run on chip like any matmul (the
-    TorchScript exporter's position ids ``cumsum(mask) * mask - 1``)."""
+    """A running sum along ``axis`` is a reduction masked by a constant triangle,
+    ``Y[..., j, ...] += select(T[r, j], X[..., r, ...], 0)`` with ``T[r, j] = r <= j``
+    (``<`` when exclusive, reversed when reverse; a select, not a product, so that a NaN
+    further along does not reach earlier sums): planned and run on chip like any reduction
+    (the TorchScript exporter's position ids ``cumsum(mask) * mask - 1``)."""
     x = inputs[0]
     shape, dtype = shape_of(x), dtype_of(x)
     axis = axis_index(ints(constant(node, inputs[1], "the axis input"))[0], len(shape), node)
@@ -1256,12 +1257,12 @@ def _cumsum(im, node, inputs):
                        [(shape, dtype)])
     k, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     below = (k > j) if reverse else (k < j)
-    triangle = (below if exclusive else below | (k == j)).astype(dtype)
+    triangle = below if exclusive else below | (k == j)
     out = axes(len(shape))
     read = list(out)
     read[axis] = "r"
     body = Body(im)
-    text = f"Y[{','.join(out)}] += {body.read(x, read)} * {body.read(triangle, ['r', out[axis]])}"
+    text = f"Y[{','.join(out)}] += select({body.read(triangle, ['r', out[axis]])}, {body.read(x, read)}, 0)"
     return [im.emit(body, text, shape, dtype)]
 
 

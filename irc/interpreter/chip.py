@@ -692,6 +692,9 @@ def scatter_tiles(host: np.ndarray, tiles: np.ndarray, origins: np.ndarray, shap
     cores = tiles.shape[0]
     if cores == 0:
         return
+    if not shape:  # a scalar: every writer holds the whole of it
+        host[...] = tiles[0]
+        return
     origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (cores, len(shape)))
     index, mask = [], np.ones(tiles.shape, dtype=bool)
     for d, s in enumerate(shape):
