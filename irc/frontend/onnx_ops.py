@@ -1249,6 +1249,8 @@ def _cumsum(im, node, inputs):
     (the TorchScript exporter's position ids ``cumsum(mask) * mask - 1``)."""
     x = inputs[0]
     shape, dtype = shape_of(x), dtype_of(x)
+    if not shape:
+        raise NodeError("needs an input of rank 1 or more, got a scalar")
     axis = axis_index(ints(constant(node, inputs[1], "the axis input"))[0], len(shape), node)
     exclusive, reverse = attr(node, "exclusive", 0), attr(node, "reverse", 0)
     n = shape[axis]
