@@ -94,3 +94,21 @@ func.func @relayout_host(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {
   func.return %0 : tensor<8x16xf32>
 }
 // CHECK: invalid.mlir:93:3: error: 'rtensor.relayout' op relayout between two builtin tensors moves nothing; one side must be an !rtensor.tensor
+
+// -----
+
+// A dimension read at a constant index is not partitioned.
+func.func @constant(%a: !rtensor.tensor<2x8xf32, fs=[2,1], ft=[1,1]>) -> !rtensor.tensor<8xf32> {
+  %c = rtensor.op "C[i] = A[1,i]" (%a) F_op = [1] : (!rtensor.tensor<2x8xf32, fs=[2,1], ft=[1,1]>) -> !rtensor.tensor<8xf32>
+  func.return %c : !rtensor.tensor<8xf32>
+}
+// CHECK: invalid.mlir:102:3: error: 'rtensor.op' op A dimension 0 is read at the constant index '1', so it is not partitioned: fs and ft must be [1], got fs=[2] ft=[1]
+
+// -----
+
+// An idle plan only cuts the active partition finer: its f_t is a multiple of the active one.
+func.func @idle_multiple(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,2], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[2,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
+  %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [3,1]}, bytes = 128, setup = 0>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,2], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[2,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+  func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+}
+// CHECK: invalid.mlir:111:3: error: 'rtensor.op' op idle ft of W on axis k is 3, not a multiple of its active ft 2: an idle plan only cuts the active partition finer

@@ -3,8 +3,9 @@
 
 // An aligned compute-shift program: A (f_t=4 on k) rotates every step, B (f_t=2) every
 // second step; start digits place the partitions so that they meet on every core.
+// planned_cycles (written by rotation-align) is the predicted time; it round-trips.
 func.func @aligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
-  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+  %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, planned_cycles = 1234.5 : f64} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
     shift.ring "C" {temporal = array<i64: 1, 1, 1>}
     shift.ring "A" {temporal = array<i64: 1, 1, 4>}
     shift.ring "B" {temporal = array<i64: 1, 1, 2>}
@@ -17,7 +18,7 @@ func.func @aligned(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf
   func.return %c : tensor<8x16xf32>
 }
 // CHECK-LABEL: func.func @aligned
-// CHECK:      %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
+// CHECK:      %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, planned_cycles = 1.234500e+03 : f64} : (tensor<8x12xf32>, tensor<12x16xf32>) -> tensor<8x16xf32> {
 // CHECK-NEXT:   shift.ring "C" {temporal = array<i64: 1, 1, 1>}
 // CHECK-NEXT:   shift.ring "A" {temporal = array<i64: 1, 1, 4>}
 // CHECK-NEXT:   shift.ring "B" {temporal = array<i64: 1, 1, 2>}

@@ -15,6 +15,8 @@ func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32>
   }
   func.return %c : tensor<8x16xf32>
 }
+// rotation-align also records the planner's predicted time of the aligned kernel.
+// CHECK:      %c = shift.kernel "C[m,n] += A[m,k] * B[k,n]"(%a, %b) {grid = array<i64: 2, 4, 1>, planned_cycles = {{[0-9.]+e\+[0-9]+}} : f64}
 // CHECK:      shift.ring "B" {temporal = array<i64: 1, 1, 2>}
 // CHECK-NEXT: shift.loop "k" attributes {trips = 2 : i64, stride = 2 : i64, rotating = ["A", "B"], start = affine_map<(d0) -> (((((d0 floordiv 2) mod 2) + ((d0 floordiv 4) mod 2)) mod 2))>} {
 // CHECK-NEXT:   shift.loop "k" attributes {trips = 2 : i64, stride = 1 : i64, rotating = ["A"], start = affine_map<(d0) -> ((d0 mod 2))>} {
