@@ -117,8 +117,16 @@ def resolve_target(module: ModuleOp, device: str = "", cost: str = "") -> Target
     An empty ``device``/``cost`` means "whatever the module already targets" (the
     defaults, ipu-mk2 and t10, for a module with no target). A module that targets
     another device or cost model than the one asked for is an error: one module, one
-    target."""
+    target. A target written on functions (hand-written lower-level IR) counts as the
+    module's when they all agree with it."""
     have = module.attributes.get(TARGET_ATTR)
+    inner = {op.attributes[TARGET_ATTR] for op in module.walk()
+             if op is not module and isinstance(op.attributes.get(TARGET_ATTR), TargetAttr)}
+    if len(inner | ({have} if isinstance(have, TargetAttr) else set())) > 1:
+        names = ", ".join(sorted(f"'{t.device_name}' ({t.cost_name})" for t in inner | {have} if t is not None))
+        raise TargetError(f"the module's functions target different chips ({names}); one module has one target")
+    if not isinstance(have, TargetAttr) and inner:
+        (have,) = inner
     if isinstance(have, TargetAttr):
         if device:
             try:

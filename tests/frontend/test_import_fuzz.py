@@ -24,7 +24,8 @@ def graphs(draw):
     shape = draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank))
     nodes, value, count = [], "x", 0
     for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["unary", "binary", "transpose", "softmax", "reduce", "cumsum", "leaky"]))
+        kind = draw(st.sampled_from(["unary", "binary", "transpose", "softmax", "reduce", "cumsum", "leaky",
+                                     "concat", "flatten", "where", "slice"]))
         out = f"v{count}"
         count += 1
         if kind == "unary":
@@ -42,13 +43,25 @@ def graphs(draw):
         elif kind == "cumsum":
             nodes.append(helper.make_node("CumSum", [value, "axis"], [out], exclusive=draw(st.integers(0, 1)),
                                           reverse=draw(st.integers(0, 1))))
-        else:
+        elif kind == "leaky":
             alpha = draw(st.sampled_from([0.1, -2.0, float("nan"), float("inf")]))
             nodes.append(helper.make_node("LeakyRelu", [value], [out], alpha=alpha))
+        elif kind == "concat":
+            nodes.append(helper.make_node("Concat", [value, value], [out], axis=draw(st.integers(-rank - 1, rank))))
+        elif kind == "flatten":
+            nodes.append(helper.make_node("Flatten", [value], [out], axis=draw(st.integers(-rank - 1, rank + 1))))
+        elif kind == "where":
+            nodes.append(helper.make_node("Greater", [value, "x"], [f"{out}.c"]))
+            nodes.append(helper.make_node("Where", [f"{out}.c", value, "x"], [out]))
+        else:
+            nodes.append(helper.make_node("Slice", [value, "starts", "ends", "axes"], [out]))
         value = out
     axis = draw(st.integers(-rank, rank - 1))
+    start = draw(st.integers(-3, 3))
     inits = [helper.make_tensor("axes", TensorProto.INT64, [1], [axis]),
-             helper.make_tensor("axis", TensorProto.INT64, [], [axis])]
+             helper.make_tensor("axis", TensorProto.INT64, [], [axis]),
+             helper.make_tensor("starts", TensorProto.INT64, [1], [start]),
+             helper.make_tensor("ends", TensorProto.INT64, [1], [start + draw(st.integers(-1, 4))])]
     graph = helper.make_graph(nodes, "fuzz", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               [helper.make_tensor_value_info(value, TensorProto.FLOAT, None)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), shape

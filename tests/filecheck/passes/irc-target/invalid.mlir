@@ -23,3 +23,12 @@ builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
 // Asking for the target the module has is no error; rtensor-partition then plans for it.
 // SAME: builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
 // SAME: rtensor.op "C[m,n] += A[m,k] * B[k,n]"
+
+// -----
+// A target written on a function (hand-written IR) is the module's: rtensor-partition plans
+// for it, and a pass asking for another chip is an error.
+// RUN: irc-opt %S/Inputs/function-target.mlir -p 'rtensor-partition,rtensor-check' | filecheck %s --check-prefix=FUNCTION
+// RUN: not irc-opt %S/Inputs/function-target.mlir -p 'rtensor-partition{device=tiny8}' 2>&1 | filecheck %s --check-prefix=FUNCTION-OTHER
+// FUNCTION: builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
+// FUNCTION: rtensor.op "C[m,n] += A[m,k] * B[k,n]"
+// FUNCTION-OTHER: rtensor-partition: the module targets device 'tiny4', not 'tiny8'; one module has one target
