@@ -29,7 +29,7 @@ from irc.interpreter.te_eval import evaluate
 from irc.planner import PlanError, check_plan
 from irc.schedule.kernel import AlignError, build_shift_kernel
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
-from tests.lowering.strategies import DEVICES, legal_plans, operators, random_inputs, run_kernel
+from tests.plan_strategies import DEVICES, legal_plans, operators, random_inputs, run_kernel
 
 
 def tolerance(bound, inputs, dtype, kernel) -> float:

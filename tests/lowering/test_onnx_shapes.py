@@ -31,7 +31,7 @@ from irc.planner import Plan, SpecError, search
 from irc.planner.from_te import op_spec_from_expr
 from irc.schedule.kernel import build_shift_kernel
 from irc.schedule.spec import op_spec_from_bound
-from tests.lowering.strategies import DEVICES, legal_plans
+from tests.plan_strategies import DEVICES, legal_plans
 from tests.lowering.test_differential import run_case
 
 SHAPES = (

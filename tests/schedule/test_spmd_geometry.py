@@ -14,7 +14,7 @@ from irc.dialects.device import core_id, core_table, table_attr
 from irc.planner import PlanError, check_plan
 from irc.schedule.kernel import build_shift_kernel
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
-from tests.lowering.strategies import DEVICES, legal_plans, operators
+from tests.plan_strategies import DEVICES, legal_plans, operators
 
 
 def _closed(values, cores: int) -> np.ndarray:

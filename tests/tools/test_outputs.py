@@ -15,7 +15,7 @@ import pytest
 from irc.output import OutputError, check_output, write_atomically
 
 BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tool(name, *args, cwd=None):

@@ -16,7 +16,7 @@ from irc.compile import compile_module
 from irc.frontend import import_model
 from irc.lowering.te_to_rtensor import RTensorPartition
 from irc.runner import find_function, random_inputs, run
-from tests.model.programs import small_models
+from tests.programs import small_models
 
 FAMILIES = {name: build for name, build in small_models().items() if name != "gpt2"}
 

@@ -27,7 +27,7 @@ from irc.lowering.model_from_ir import function_model, per_op_decision, plan_fun
 from irc.planner.op_table import FrontierCache, signature
 from irc.runner import find_function, make_context, parse_module, run_function
 from irc.lowering.te_to_rtensor import REMARK_ATTR, RTensorPartition
-from tests.model.programs import FALLBACK, MLP3, mlp
+from tests.programs import FALLBACK, MLP3, mlp
 
 TINY16_1K = str(Path(__file__).parents[1] / "filecheck/passes/rtensor-partition/Inputs/tiny16-1k.toml")
 """tiny16 with 1 KiB of SRAM per core: weights must rest in idle plans finer than active."""

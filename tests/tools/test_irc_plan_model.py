@@ -17,7 +17,7 @@ from irc.planner.op_table import FrontierCache
 from irc.runner import find_function, parse_module
 from irc.tools.irc_plan import run
 
-from tests.model.programs import FALLBACK, MLP3, mlp
+from tests.programs import FALLBACK, MLP3, mlp
 
 
 def plan_tool(capsys, *args):

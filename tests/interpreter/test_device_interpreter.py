@@ -34,7 +34,7 @@ from irc.lowering.target import target_attr
 from irc.lowering.shift_to_device import ShiftToDevice
 from irc.passes.device_alloc import DeviceAlloc
 from irc.passes.rotation_align import RotationAlign
-from tests.lowering.strategies import DEVICES, legal_plans, operators, random_inputs, run_kernel
+from tests.plan_strategies import DEVICES, legal_plans, operators, random_inputs, run_kernel
 
 
 def kernel_module(bound, plan, device, cost, dtype) -> ModuleOp:

@@ -11,7 +11,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from tests.model.programs import small_models
+from tests.programs import small_models
 
 SMALL = small_models()
 
@@ -31,7 +31,7 @@ def test_baseline_plans_every_model_builder(tmp_path, model, baseline):
 def test_a_baseline_that_cannot_run_is_reported_infeasible(tmp_path):
     """Weights of 6 KiB per core on a 4 KiB chip: VGM cannot hold them; that is its
     result (with the bytes), not a failure of irc-plan."""
-    from tests.model.programs import mlp
+    from tests.programs import mlp
 
     path = tmp_path / "big.mlir"
     path.write_text(mlp([64, 64, 64, 64], tokens=8, relu=False))

@@ -43,7 +43,7 @@ def small_models() -> dict:
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's benchmarks/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's benchmarks/
     from benchmarks import models
 
     return {
