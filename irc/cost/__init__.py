@@ -2,15 +2,19 @@
 
 ``t10`` prices plans with the IPU Mk2 costs measured by the T10 artifact
 (IPU_COST_FACTS.md); ``seed003`` with the T10 benchmark problem's simpler statement
-(padded systolic matmul + bytes at 5.5 GB/s). Both implement ``CostModel``.
+(padded systolic matmul + bytes at 5.5 GB/s); ``engdesign`` as the benchmark's grader
+does (its compute, load/store, broadcast, reduction and shift terms). All implement
+``CostModel``.
 """
 
+from irc.cost.engdesign import EngDesignCostModel
 from irc.cost.model import (
     KINDS,
     CostBreakdown,
     CostModel,
     CostModelError,
     OpWork,
+    PlanGeometry,
     SubTask,
 )
 from irc.cost.registry import get_cost_model, known_cost_models
@@ -22,7 +26,9 @@ __all__ = [
     "CostBreakdown",
     "CostModel",
     "CostModelError",
+    "EngDesignCostModel",
     "OpWork",
+    "PlanGeometry",
     "Seed003CostModel",
     "SubTask",
     "T10CostModel",

@@ -42,6 +42,21 @@ class SubTask:
 
 
 @dataclass(frozen=True)
+class PlanGeometry:
+    """The plan's own factors, for a cost model that prices each tensor and each rotation
+    loop itself (``engdesign``) instead of from ``OpWork``'s totals.
+
+    Arrays broadcast over candidate plans like ``OpWork``'s fields (leading ``...``);
+    tensors are in ``OpSpec`` order (output first), axes in the op's axis order.
+    """
+
+    tensor_dims: tuple[tuple[tuple[int, ...], ...], ...]  # per tensor, per dimension: the op axes indexing it
+    per_core: ArrayLike              # [..., D] ceil(L_d / F_op[d]), before temporal padding
+    temporal: ArrayLike              # [..., V, D] f_t (1 on axes not indexing the tensor)
+    sharing: ArrayLike               # [..., V] cores sharing one sub-tensor (P)
+
+
+@dataclass(frozen=True)
 class OpWork:
     """Everything a plan implies for the cost of one operator on every core."""
 
@@ -53,6 +68,7 @@ class OpWork:
     out_step_elems: ArrayLike        # output elements touched by one step's sub-task
     out_resident_elems: ArrayLike    # output elements resident on one core
     cores: ArrayLike                 # cores used by the plan
+    geometry: PlanGeometry | None = None  # the planner fills it in; other callers may not
 
 
 @dataclass(frozen=True)

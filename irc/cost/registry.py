@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from irc.cost.engdesign import EngDesignCostModel
 from irc.cost.model import CostModel, CostModelError
 from irc.cost.seed003 import Seed003CostModel
 from irc.cost.t10 import T10CostModel
@@ -11,6 +12,7 @@ from irc.plugins import plugin_cost_models
 _MODELS: dict[str, type] = {
     T10CostModel.name: T10CostModel,
     Seed003CostModel.name: Seed003CostModel,
+    EngDesignCostModel.name: EngDesignCostModel,
 }
 
 

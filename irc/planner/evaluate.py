@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 
-from irc.cost import CostModel, OpWork, SubTask, get_cost_model
+import numpy as np
+
+from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner.constraints import PADDING_TOLERANCE, is_chain, minimum_cores
 from irc.planner.errors import PlanError
 from irc.planner.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
-from irc.planner.roles import compute_roles
+from irc.planner.roles import compute_roles, tensor_dim_axes
 from irc.planner.spec import OpSpec
 
 
@@ -168,6 +170,12 @@ def check_plan(
         out_step_elems=out_step,
         out_resident_elems=resident[output.name],
         cores=cores,
+        geometry=PlanGeometry(
+            tensor_dim_axes(spec),
+            np.asarray(per_core),
+            np.asarray([plan.temporal_factors[t.name] for t in tensors]),
+            np.asarray([sharing[t.name] for t in tensors]),
+        ),
     )
     breakdown = cost.op_time(device, work)
     breakdown = type(breakdown)(*(float(x) for x in (breakdown.compute, breakdown.shift, breakdown.sync, breakdown.reduction)))

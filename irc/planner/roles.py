@@ -57,3 +57,10 @@ def compute_roles(spec: OpSpec) -> dict[str, tuple[int, ...]]:
         last = names[-1]
         return {"index": pick(indices.indexed_by), "leading": pick(lambda x: x != last)}
     return {}
+
+
+def tensor_dim_axes(spec: OpSpec) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """Per tensor (output first), per dimension: indices of the op axes in its index
+    (``irc.cost.PlanGeometry``; a compound dimension ``h+r`` lists both)."""
+    names = spec.axis_names
+    return tuple(tuple(tuple(names.index(a) for a in dim) for dim in t.dims) for t in spec.tensors)

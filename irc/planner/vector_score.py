@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irc.cost import CostModel, OpWork, SubTask
+from irc.cost import CostModel, OpWork, PlanGeometry, SubTask
 from irc.devices import Device
 from irc.planner.enumerate import CandidateSet
-from irc.planner.roles import compute_roles
+from irc.planner.roles import compute_roles, tensor_dim_axes
 from irc.planner.spec import OpSpec
 
 
@@ -108,6 +108,7 @@ def score_candidates(
         out_step_elems=out_step,
         out_resident_elems=resident[:, 0],
         cores=op_factors.prod(axis=1),
+        geometry=PlanGeometry(tensor_dim_axes(spec), per_core, temporal, sharing),
     )
     breakdown = cost.op_time(device, work)
     total = np.asarray(breakdown.total, dtype=np.float64)
