@@ -1,7 +1,7 @@
 """`irc-plan`: compute-shift plans of one operator or of a whole model (T10 §4.3).
 
     irc-plan --expr "C[m,n] += A[m,k] * B[k,n]" --shape m=32,k=5120,n=15360 \\
-             --dtype f16 --device ipu-mk2 [--cost t10|seed003] [--json]
+             --dtype f16 --device ipu-mk2 [--cost t10|seed003|engdesign] [--json]
              [--pareto | --explain '<json plan>']
     irc-plan --model model.mlir|model.onnx|bert-tiny|bert-mini|bert-base|bert-large
              [--device D] [--cost C] [--json] [--baseline vgm|roller|fastest]
@@ -76,7 +76,7 @@ def _arguments(argv):
     model.add_argument("--plot-op", metavar="NAME", help="the op whose frontier --plot draws (default: the slowest)")
     parser.add_argument("--dtype", default="f16", help=f"element type ({', '.join(DTYPE_BYTES)}; default f16)")
     parser.add_argument("--device", default="ipu-mk2", help="device name or .toml file (default ipu-mk2)")
-    parser.add_argument("--cost", default="t10", help="cost model (t10 or seed003; default t10)")
+    parser.add_argument("--cost", default="t10", help="cost model (t10, seed003, engdesign or a plug-in's; default t10)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--pareto", action="store_true", help="print the memory/time Pareto frontier")
