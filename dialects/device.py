@@ -551,14 +551,14 @@ class ComputeOpBase(IRDLOperation):
         tiles = array_values(self.tiles)
         if len(tiles) != len(expr.axes):
             raise VerifyException(
-                f"tiles has {len(tiles)} entries but '{self.expression.data}' has {len(expr.axes)} axes "
+                f"tiles has {len(tiles)} entries but '{self.expression.text}' has {len(expr.axes)} axes "
                 f"({', '.join(expr.axes)})"
             )
         if (tiles < 1).any():
             raise VerifyException(f"tiles must be positive, got {tiles.tolist()}")
         if len(self.inputs) != len(expr.inputs):
             raise VerifyException(
-                f"'{self.expression.data}' reads {len(expr.inputs)} tensor(s) but the op has "
+                f"'{self.expression.text}' reads {len(expr.inputs)} tensor(s) but the op has "
                 f"{len(self.inputs)} input buffer(s)"
             )
         if len(self.windows.data) != 1 + len(self.inputs):
@@ -601,7 +601,7 @@ class MmaOp(ComputeOpBase):
         if expr.combiner not in ("=", "+=") or product_reads(expr) is None:
             raise VerifyException(
                 f"device.mma computes a product of two plainly indexed reads with '+=' or '=', "
-                f"not '{self.expression.data}'; use device.vector"
+                f"not '{self.expression.text}'; use device.vector"
             )
 
 

@@ -9,7 +9,7 @@ many rotating sub-partitions each core group's share is cut into), the replica c
 index such as ``h+r`` is partitioned per basic axis (T10 §5, "compound axis"), so its
 factors are written per term: ``fs=[1,1,2+1,2+1]``.
 
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [1, 4, 368]
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 1, 4, 368>
            : (!rtensor.tensor<32x5120xf16, fs=[1,4], ft=[1,4], replicas=368>,
               !rtensor.tensor<5120x15360xf16, fs=[4,368], ft=[1,1]>)
            -> !rtensor.tensor<32x15360xf16, fs=[1,368], ft=[1,1], replicas=4>
@@ -29,7 +29,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntAttr, StringAttr, TensorType, i64
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
@@ -41,12 +41,12 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.te import ExprAttr, parse_expression_op, print_expression_op, verify_element_types
+from irc.dialects.te import ExprAttr, verify_element_types
 from irc.dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr
 
 
@@ -478,15 +478,19 @@ class RTensorOp(IRDLOperation):
     name = "rtensor.op"
 
     expression = prop_def(ExprAttr)
-    op_factors = prop_def(ArrayAttr[IntAttr], prop_name="F_op")
+    op_factors = prop_def(DenseArrayBase, prop_name="F_op")
     inputs = var_operand_def(RTensorType)
     output = result_def(RTensorType)
 
     traits = traits_def(NoMemoryEffect())
 
+    assembly_format = (
+        "$expression ` ` `(` $inputs `)` `F_op` `=` qualified($F_op) attr-dict `:` functional-type($inputs, $output)"
+    )
+
     def __init__(
         self,
-        expression: str,
+        expression: str | TensorExpr | ExprAttr,
         inputs: Sequence[SSAValue],
         result_type: RTensorType,
         op_factors: Sequence[int],
@@ -495,7 +499,10 @@ class RTensorOp(IRDLOperation):
         super().__init__(
             operands=[inputs],
             result_types=[result_type],
-            properties={"expression": ExprAttr(expression), "F_op": _ints(op_factors)},
+            properties={
+                "expression": expression if isinstance(expression, ExprAttr) else ExprAttr(expression),
+                "F_op": DenseArrayBase.from_list(i64, [int(f) for f in op_factors]),
+            },
             attributes=attributes,
         )
 
@@ -503,7 +510,7 @@ class RTensorOp(IRDLOperation):
     @property
     def factors(self) -> tuple[int, ...]:
         """F_op, one per axis of `bound().extents`."""
-        return tuple(f.data for f in self.op_factors.data)
+        return tuple(int(f) for f in self.op_factors.get_values())
 
     def parsed(self) -> TensorExpr:
         return self.expression.expr
@@ -575,7 +582,7 @@ class RTensorOp(IRDLOperation):
         try:
             self.bound()
         except ExprError as error:
-            raise VerifyException(f"'{self.expression.data}': {error.message}") from None
+            raise VerifyException(f"'{self.expression.text}': {error.message}") from None
         verify_element_types(expr, self.inputs, self.output)
         plan = self.plan()
         attr = self.attributes.get(IDLE_ATTR)
@@ -633,36 +640,6 @@ class RTensorOp(IRDLOperation):
                     per_axis[axis] = factor
             factors[name] = tuple(per_axis.values())
         return factors
-
-    @classmethod
-    def parse(cls, parser: Parser) -> RTensorOp:
-        def plan_part():
-            parser.parse_keyword("F_op")
-            parser.parse_punctuation("=")
-            return parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE,
-                lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
-            )
-
-        text, inputs, result_type, attributes, factors = parse_expression_op(
-            parser, "rtensor.op", plan_part
-        )
-        op = cls.create(
-            operands=inputs,
-            result_types=[result_type],
-            properties={
-                "expression": text,
-                "F_op": _ints(factors),
-            },
-            attributes=attributes,
-        )
-        return op
-
-    def print(self, printer: Printer):
-        def plan_part():
-            printer.print_string(f" F_op = [{', '.join(str(f) for f in self.factors)}]")
-
-        print_expression_op(printer, self, plan_part)
 
 
 @irdl_op_definition

@@ -119,12 +119,12 @@ class KernelOp(IRDLOperation):
         try:
             bound = self.bound()
         except ExprError as error:
-            raise VerifyException(f"'{self.expression.data}': {error.message}") from None
+            raise VerifyException(f"'{self.expression.text}': {error.message}") from None
         axes = [a for a, _ in bound.extents]
         grid = array_values(self.grid)
         if len(grid) != len(axes):
             raise VerifyException(
-                f"grid has {len(grid)} factors but '{self.expression.data}' has {len(axes)} axes ({', '.join(axes)})"
+                f"grid has {len(grid)} factors but '{self.expression.text}' has {len(axes)} axes ({', '.join(axes)})"
             )
         if (grid < 1).any():
             raise VerifyException(f"grid factors must be positive, got {grid.tolist()}")

@@ -13,7 +13,6 @@ the source operator's name and attributes and is executed by a named kernel.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 from xdsl.dialects.builtin import AnyFloat, IntegerType, StringAttr, TensorType, i1
 from xdsl.ir import Attribute, Data, Dialect, SSAValue
@@ -27,7 +26,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
@@ -41,57 +40,58 @@ from irc.dialects.te_expr import (
 )
 
 
-# Parsed forms are immutable and expressions repeat across a model: parse each once.
-_parse_cached = lru_cache(maxsize=4096)(parse_expression)
-
-
 @irdl_attr_definition
-class ExprAttr(Data[str]):
-    """A tensor expression (``OUT[axes] <combiner> body [where ...]``): its text, valid
-    by construction (the constructor and the parser reject a malformed one, the parser
-    with the column inside the string); ``expr`` is its parsed form, parsed once per
-    distinct text."""
+class ExprAttr(Data[TensorExpr]):
+    """A tensor expression (``OUT[axes] <combiner> body [where ...]``) in its parsed form
+    (`te_expr.TensorExpr`): parsed once, when the attribute is made or read, and valid by
+    construction (a malformed text is an error pointing into the string). Printed as its
+    canonical text, a string literal, so ops whose declarative format holds
+    ``$expression`` read ``te.op "C[m,n] += A[m,k] * B[k,n]" (...)``; the generic form is
+    ``#te.expr"..."`` (``#te.expr<"...">`` parses too)."""
 
     name = "te.expr"
 
-    def __init__(self, text: str):
-        try:
-            _parse_cached(text)
-        except ExprError as error:
-            raise VerifyException(f"'{text}': {error.message}") from None
-        super().__init__(text)
+    def __init__(self, expression: str | TensorExpr):
+        if isinstance(expression, str):
+            try:
+                expression = parse_expression(expression)
+            except ExprError as error:
+                raise VerifyException(f"'{expression}': {error.message}") from None
+        super().__init__(expression)
 
     @property
     def expr(self) -> TensorExpr:
-        return _parse_cached(self.data)
+        return self.data
 
-    # Printed as its string literal, so that ops whose declarative format holds
-    # ``$expression`` read ``shift.kernel "C[m,n] += ..." (...)`` as `te.op` does; the
-    # generic form is ``#te.expr"..."``, and ``#te.expr<"...">`` parses too.
+    @property
+    def text(self) -> str:
+        """The canonical text of the expression."""
+        return str(self.data)
+
     @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> str:
+    def parse_parameter(cls, parser: AttrParser) -> TensorExpr:
         bracketed = parser.parse_optional_punctuation("<") is not None
-        text = parse_checked_expression(parser)
+        expr = parse_checked_expression(parser)
         if bracketed:
             parser.parse_punctuation(">")
-        return text
+        return expr
 
     def print_parameter(self, printer: Printer) -> None:
-        printer.print_string_literal(self.data)
+        printer.print_string_literal(str(self.data))
 
 
-def parse_checked_expression(parser: AttrParser) -> str:
-    """A string literal holding a valid tensor expression; an error points into it."""
+def parse_checked_expression(parser: AttrParser) -> TensorExpr:
+    """A string literal holding a valid tensor expression, parsed; an error points into
+    the string."""
     start = parser.pos
     text = parser.parse_str_literal("tensor expression")
     try:
-        _parse_cached(text)
+        return parse_expression(text)
     except ExprError as error:
         # Point into the string literal (past its opening quote) when we can.
         column = 0 if error.column is None else error.column + 1
         position = min(start + column, parser.pos - 1)
         parser.raise_error(error.message, position, position + 1)
-    return text
 
 
 def verify_element_types(expr: TensorExpr, inputs: Sequence[SSAValue], output: SSAValue) -> None:
@@ -139,14 +139,16 @@ class TensorOp(IRDLOperation):
 
     traits = traits_def(NoMemoryEffect())
 
+    assembly_format = "$expression ` ` `(` $inputs `)` attr-dict `:` functional-type($inputs, $output)"
+
     def __init__(
         self,
-        expression: str | ExprAttr,
+        expression: str | TensorExpr | ExprAttr,
         inputs: Sequence[SSAValue],
         result_type: Attribute,
         attributes: dict[str, Attribute] | None = None,
     ):
-        if isinstance(expression, str):
+        if not isinstance(expression, ExprAttr):
             expression = ExprAttr(expression)
         super().__init__(
             operands=[inputs],
@@ -172,66 +174,13 @@ class TensorOp(IRDLOperation):
         try:
             self.bound()
         except ExprError as error:
-            raise VerifyException(f"'{self.expression.data}': {error.message}") from None
+            raise VerifyException(f"'{self.expression.text}': {error.message}") from None
         verify_element_types(expr, self.inputs, self.output)
         for value in (*self.inputs, self.output):
             if any(d < 0 for d in value.type.get_shape()):  # type: ignore[union-attr]
                 raise VerifyException(
                     f"dynamic shapes are not supported: {value.type}; fix them first"
                 )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> TensorOp:
-        text, inputs, result_type, attributes, _ = parse_expression_op(parser, "te.op")
-        return cls(text, inputs, result_type, attributes)
-
-    def print(self, printer: Printer):
-        print_expression_op(printer, self)
-
-
-def parse_expression_op(parser: Parser, op_name: str, parse_middle=None):
-    """Parse ``"expr" (%a, %b) <middle> {attrs} : (types) -> type``, the custom form
-    shared by the ops that carry a tensor expression (`te.op`, `rtensor.op`): the
-    expression reads as the README writes it, a malformed one is an error inside the
-    string. Returns the expression attribute, the resolved inputs, the result type, the
-    attributes and what `parse_middle()` returned.
-    """
-    text = ExprAttr.new(parse_checked_expression(parser))
-    operands: list[UnresolvedOperand] = parser.parse_comma_separated_list(
-        parser.Delimiter.PAREN, parser.parse_unresolved_operand
-    )
-    middle = parse_middle() if parse_middle is not None else None
-    attributes = parser.parse_optional_attr_dict()
-    parser.parse_punctuation(":")
-    type_pos = parser.pos
-    function_type = parser.parse_function_type()
-    if len(function_type.inputs) != len(operands):
-        parser.raise_error(
-            f"expected {len(operands)} operand type(s), got {len(function_type.inputs)}",
-            type_pos,
-            parser.pos,
-        )
-    if len(function_type.outputs) != 1:
-        parser.raise_error(f"{op_name} has exactly one result type", type_pos, parser.pos)
-    inputs = parser.resolve_operands(operands, function_type.inputs.data, type_pos)
-    return text, inputs, function_type.outputs.data[0], attributes, middle
-
-
-def print_expression_op(printer: Printer, op, middle=None) -> None:
-    """Print ``"expr" (%a, %b) <middle> {attrs} : (types) -> type``, the custom form
-    shared by the ops that carry a tensor expression (`te.op`, `rtensor.op`)."""
-    printer.print_string(" ")
-    printer.print_string_literal(op.expression.data)
-    printer.print_string(" (")
-    printer.print_list(op.inputs, printer.print_operand)
-    printer.print_string(")")
-    if middle is not None:
-        middle()
-    printer.print_op_attributes(op.attributes)
-    printer.print_string(" : (")
-    printer.print_list((v.type for v in op.inputs), printer.print_attribute)
-    printer.print_string(") -> ")
-    printer.print_attribute(op.output.type)
 
 
 @irdl_op_definition

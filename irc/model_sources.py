@@ -66,7 +66,7 @@ def _spec_of_function(function, where: str, name: str | None = None):
         raise ModelSourceError(f"{location_of(error.op)}: error: '{error.op.name}' op {error.message}") from None
     if found.model is None:
         raise ModelSourceError(f"error: {where}: @{found.name} has no te op the planner can describe")
-    fallbacks = [f"{op.expression.data}: {reason}" for op, reason in found.fallbacks.items()]
+    fallbacks = [f"{op.expression.text}: {reason}" for op, reason in found.fallbacks.items()]
     return found.model, fallbacks
 
 

@@ -179,11 +179,11 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
         try:
             described[op] = describe(op)
         except ExprError as error:
-            raise ModelIRError(op, f"'{op.expression.data}': {error.message}") from None
+            raise ModelIRError(op, f"'{op.expression.text}': {error.message}") from None
     plannable = {op for op, (_, spec, _) in described.items() if spec is not None}
     movements = absorbed_movements(ops, plannable)
     for op in ops:
-        text = op.expression.data
+        text = op.expression.text
         bound, spec, reason = described[op]
         if op in movements:
             continue  # runs as the relayout between its producer and its readers

@@ -5,7 +5,7 @@ Seed 003 s3.2 / T10 s4.2: an rTensor plan (``F_op`` on the op, ``f_t`` in each t
 rewrites
 
     %a1 = rtensor.relayout %a : tensor<...> -> !rtensor.tensor<...>
-    %c1 = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a1, %b1) F_op = [...] on "tiny16" cost "t10" : ...
+    %c1 = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a1, %b1) F_op = array<i64: ...> : ...
     %c  = rtensor.relayout %c1 : !rtensor.tensor<...> -> tensor<...>
 
 into
@@ -80,7 +80,7 @@ class LowerToHost(RewritePattern):
             plan = type(plan)(plan.axes, plan.op_factors,
                               {t: plan.temporal_factors[t] for t in (expr.output.tensor, *expr.inputs)})
             kernel = kernel_op_for(
-                op.expression.data, [self.host_of(v, op) for v in op.inputs],
+                op.expression.text, [self.host_of(v, op) for v in op.inputs],
                 op.output.type.with_global(), plan,
             )
             if IDLE_ATTR in op.attributes:  # where its weights rest between uses (model-wide plan)

@@ -1,14 +1,17 @@
 """Between `shift.kernel` IR and ``ShiftKernel``: read a kernel op, write its loop nest.
 
-A kernel op states its expression, grid and rings; with the module's ``irc.target`` that
-determines one aligned ``ShiftKernel`` (``irc.schedule.kernel``). It is built once per
-distinct kernel (``_built``, keyed by everything the build reads), however many passes,
-lowerings and interpreters ask for it.
+A kernel op states its expression, grid and rings (the plan) and, once `rotation-align`
+ran, its loop nest and placement: ``kernel_of`` reads the ``ShiftKernel``
+(``irc.schedule.kernel``) the IR states, deciding nothing; ``build_for`` is what
+`rotation-align` itself asks the schedule for (the planner's loop order, T10's placement)
+and ``write_loops`` writes it. Each is built once per distinct kernel (``_built``, keyed by
+everything the build reads, least recently used dropped first).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 
 import numpy as np
 from xdsl.dialects.builtin import FloatAttr
@@ -23,7 +26,7 @@ from irc.devices import DeviceError
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.lowering.target import TargetError, cost_of, device_of, require_target
 from irc.planner import Plan, PlanError
-from irc.schedule.kernel import AlignError, ShiftKernel, build_shift_kernel, check_alignment
+from irc.schedule.kernel import AlignError, ShiftKernel, assemble_kernel, build_shift_kernel
 from irc.schedule.spec import UnsupportedExpression
 
 
@@ -40,108 +43,119 @@ def plan_of(op: KernelOp):
     return bound, Plan(axes, grid, temporal)
 
 
-_built: dict[tuple, ShiftKernel | KernelIRError] = {}
-"""Kernels built so far, by what the build reads (a failed build is kept as its error)."""
+class _Built(OrderedDict):
+    """Kernels built so far, by what the build reads (a failed build is kept as its
+    error); the least recently used go first past ``limit`` (a kernel holds per-core
+    tables)."""
+
+    limit = 256
+
+    def remember(self, key, value):
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+        return value
 
 
-def _key(op: KernelOp, target) -> tuple:
+_built = _Built()
+
+
+def _key(op: KernelOp, target, loops: tuple = ()) -> tuple:
     return (
-        op.expression.data,
+        op.expression.text,
         tuple((tuple(v.type.get_shape()), v.type.get_element_type()) for v in op.inputs),
         (tuple(op.output.type.get_shape()), op.output.type.get_element_type()),
         tuple(int(x) for x in array_values(op.grid)),
         tuple((ring.tensor.data, tuple(int(x) for x in array_values(ring.temporal))) for ring in op.rings()),
         target,
+        loops,
     )
 
 
 def _copy(kernel: ShiftKernel) -> ShiftKernel:
-    """A kernel that may be re-ordered (``kernel_of``) without touching the cached one."""
+    """A kernel its reader may change without touching the cached one."""
     return dataclasses.replace(
         kernel, start=kernel.start.copy(),
         tensors={name: dataclasses.replace(t) for name, t in kernel.tensors.items()},
     )
 
 
-def build_for(op: KernelOp) -> ShiftKernel:
-    """The aligned kernel the planner's loop order and placement give for ``op``'s rings
-    on the module's target."""
+def _dtypes(op: KernelOp, bound):
+    try:
+        dtype = numpy_dtype(op.output.type.get_element_type())
+        dtypes = {
+            name: numpy_dtype(value.type.get_element_type())
+            for name, value in zip(bound.expr.inputs, op.inputs)
+        }
+    except UnsupportedTypeError as error:
+        raise KernelIRError(f"{error}; the chip stores f16, f32, f64, integers and i1") from None
+    return dtype, dtypes
+
+
+_BUILD_ERRORS = (AlignError, PlanError, UnsupportedExpression, DeviceError, CostModelError, TargetError)
+
+
+def _cached(op: KernelOp, loops: tuple, build) -> ShiftKernel:
     try:
         target = require_target(op)
     except TargetError as error:
         raise KernelIRError(str(error)) from None
-    key = _key(op, target)
-    if key not in _built:
+    key = _key(op, target, loops)
+    found = _built.get(key)
+    if found is None:
         bound, plan = plan_of(op)
+        dtype, dtypes = _dtypes(op, bound)
         try:
-            dtype = numpy_dtype(op.output.type.get_element_type())
-            dtypes = {
-                name: numpy_dtype(value.type.get_element_type())
-                for name, value in zip(bound.expr.inputs, op.inputs)
-            }
-        except UnsupportedTypeError as error:
-            raise KernelIRError(f"{error}; the chip stores f16, f32, f64, integers and i1") from None
-        try:
-            _built[key] = build_shift_kernel(
-                bound, plan, device_of(target), cost_of(target), dtype, dtypes=dtypes
-            )
-        except (AlignError, PlanError, UnsupportedExpression, DeviceError, CostModelError, TargetError) as error:
-            _built[key] = KernelIRError(str(error))
-    found = _built[key]
+            found = build(bound, plan, device_of(target), cost_of(target), dtype, dtypes)
+        except _BUILD_ERRORS as error:
+            found = KernelIRError(str(error))
+        _built.remember(key, found)
     if isinstance(found, KernelIRError):
         raise KernelIRError(str(found))
     return _copy(found)
 
 
+def build_for(op: KernelOp) -> ShiftKernel:
+    """The aligned kernel the planner's loop order and T10's placement give for ``op``'s
+    rings on the module's target: what `rotation-align` writes."""
+    return _cached(op, (), lambda bound, plan, device, cost, dtype, dtypes: build_shift_kernel(
+        bound, plan, device, cost, dtype, dtypes=dtypes))
+
+
 def kernel_of(op: KernelOp) -> ShiftKernel:
-    """The kernel as ``op`` states it: its loops' order and start digits are checked
-    against the aligned levels of its rings, then used as given."""
-    kernel = build_for(op)
+    """The kernel as ``op`` states it, read from the IR: its rings give the plan, its
+    ``shift.loop`` nest the levels (axis, trips, stride, rotating tensors) and their
+    start digits (the placement, an SPMD map of the core id). Nothing is searched or
+    re-decided; the loops must be the rings' levels and the start digits must make every
+    ring's partitions meet (a ``KernelIRError`` says which does not)."""
     loops = op.loops()
-    if not loops and not kernel.levels:
-        return kernel
-    if not loops:
-        raise KernelIRError("the kernel rotates tensors but has no shift.loop; run rotation-align")
-    wanted = {(lv.axis, lv.trips, lv.stride, tuple(sorted(lv.tensors))): i for i, lv in enumerate(kernel.levels)}
-    order, starts = [], []
+    grid = tuple(int(x) for x in array_values(op.grid))
+    cores = int(np.prod(grid)) if grid else 1
+    levels, starts = [], []
     for loop in loops:
-        key = (loop.axis.data, int(loop.trips.value.data), int(loop.stride.value.data),
-               tuple(sorted(t.data for t in loop.rotating.data)))
-        if key not in wanted:
-            expected = "; ".join(
-                f"axis {a} trips {t} stride {s} rotating {', '.join(r)}" for a, t, s, r in wanted
-            ) or "none"
-            raise KernelIRError(
-                f"loop on axis {key[0]} (trips {key[1]}, stride {key[2]}, rotating {', '.join(key[3])}) "
-                f"does not match the rings' paces; expected levels: {expected}"
-            )
-        index = wanted[key]
-        if index in order:
-            raise KernelIRError(f"two loops for the level on axis {key[0]} rotating {', '.join(key[3])}")
-        order.append(index)
+        axis, trips, stride = loop.axis.data, int(loop.trips.value.data), int(loop.stride.value.data)
+        levels.append((axis, trips, stride, tuple(t.data for t in loop.rotating.data)))
         try:
-            start = core_table(loop.start, 1, kernel.cores, f"start of the loop on axis {key[0]}")[:, 0]
+            starts.append(core_table(loop.start, 1, cores, f"start of the loop on axis {axis}")[:, 0])
         except VerifyException as error:
             raise KernelIRError(str(error)) from None
-        starts.append(start)
-    if len(order) != len(kernel.levels):
-        missing = [kernel.levels[i] for i in range(len(kernel.levels)) if i not in order]
-        raise KernelIRError(
-            "missing loop for the level on axis " + ", ".join(f"{lv.axis} rotating {', '.join(lv.tensors)}" for lv in missing)
-        )
-    kernel.levels = tuple(kernel.levels[i] for i in order)
-    kernel.start = np.stack(starts).astype(np.int64)
-    for tensor in kernel.tensors.values():   # levels are indices: renumber them
-        remap = {old: new for new, old in enumerate(order)}
-        object.__setattr__(tensor, "levels", tuple(sorted(
-            (remap[i] for i in tensor.levels),
-            key=lambda i: (kernel.axes.index(kernel.levels[i].axis), -kernel.levels[i].stride),
-        )))
-    try:
-        check_alignment(kernel)
-    except AlignError as error:
-        raise KernelIRError(f"the loops' start digits do not align the rings: {error}") from None
-    return kernel
+    rotates = any(int(x) > 1 for ring in op.rings() for x in array_values(ring.temporal))
+    if rotates and not loops:
+        raise KernelIRError("the kernel rotates tensors but has no shift.loop; run rotation-align")
+    start = np.stack(starts).astype(np.int64) if starts else np.zeros((0, cores), dtype=np.int64)
+    key = (tuple(levels), start.tobytes())
+
+    def assemble(bound, plan, device, cost, dtype, dtypes):
+        try:
+            return assemble_kernel(bound, plan, device, cost, dtype, levels, start, dtypes=dtypes)
+        except AlignError as error:
+            message = str(error)
+            if "do not match" not in message and "stride" not in message and "shape" not in message:
+                message = f"the loops' start digits do not align the rings: {message}"
+            raise AlignError(message) from None
+
+    return _cached(op, key, assemble)
 
 
 def write_loops(op: KernelOp, kernel: ShiftKernel) -> None:

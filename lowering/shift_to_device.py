@@ -353,7 +353,7 @@ def _follow_movements(value: SSAValue, kept: Resident, movements, resident: dict
             continue
         shape = tuple(movement.output.type.get_shape())
         moved = Resident(kept.buffer, kept.origins, kept.group, kept.kernel, kept.shape,
-                         kept.moves + ((movement.expression.data, shape),))
+                         kept.moves + ((movement.expression.text, shape),))
         resident[movement.output] = moved
         _follow_movements(movement.output, moved, movements, resident)
 

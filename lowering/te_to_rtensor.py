@@ -11,7 +11,7 @@ becomes
 
     %a1 = rtensor.relayout %a : tensor<...> -> !rtensor.tensor<..., fs=[...], ft=[...]>
     %b1 = rtensor.relayout %b : ...
-    %c1 = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a1, %b1) F_op = [...] : ...
+    %c1 = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a1, %b1) F_op = array<i64: ...> : ...
     %c  = rtensor.relayout %c1 : !rtensor.tensor<...> -> tensor<...>
 
 A value produced by one ``rtensor.op`` and consumed by another goes straight from
@@ -100,7 +100,7 @@ def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True)
     from irc.lowering.model_from_ir import describe
     from irc.planner import PlanError, search
 
-    text = op.expression.data
+    text = op.expression.text
     try:
         bound, spec, reason = describe(op)
     except ExprError as error:
@@ -175,7 +175,7 @@ class PartitionTensorOp(RewritePattern):
         if op in self.idle:
             attributes[IDLE_ATTR] = self.idle[op]
         planned = RTensorOp(
-            op.expression.data,
+            op.expression.text,
             inputs,
             layouts[expr.output.tensor],
             plan.op_factors,
@@ -314,7 +314,7 @@ class RTensorPartition(ModulePass):
             try:
                 cache.table(model_op.spec, model_op.weights)
             except PlanError as error:
-                raise _error(te_op, f'"{te_op.expression.data}" on {cache.device.name}: {error}') from None
+                raise _error(te_op, f'"{te_op.expression.text}" on {cache.device.name}: {error}') from None
 
     @staticmethod
     def _fit_message(found, error, device) -> str:

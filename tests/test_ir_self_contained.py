@@ -24,27 +24,65 @@ func.func @main(%a: tensor<64x512xf16>, %b: tensor<512x256xf16>) -> tensor<64x25
 """
 
 def test_device_file_read_and_kernels_built_once_per_distinct_one(monkeypatch):
+    """Through the whole pipeline and run: one device-file read; each kernel's schedule is
+    decided once (rotation-align) and read back from the IR once (lowering and chip)."""
     loader._read_version.cache_clear()
     device_of.cache_clear()
     cost_of.cache_clear()
     shift_ir._built.clear()
-    reads, builds = [], []
-    real_load, real_build = loader.tomllib.load, shift_ir.build_shift_kernel
+    reads, decided, read_back = [], [], []
+    real_load, real_build, real_assemble = loader.tomllib.load, shift_ir.build_shift_kernel, shift_ir.assemble_kernel
 
     def counting_load(handle):
         reads.append(handle.name)
         return real_load(handle)
 
     def counting_build(bound, *args, **kwargs):
-        builds.append(str(bound.expr))
+        decided.append(str(bound.expr))
         return real_build(bound, *args, **kwargs)
+
+    def counting_assemble(bound, *args, **kwargs):
+        read_back.append(str(bound.expr))
+        return real_assemble(bound, *args, **kwargs)
 
     monkeypatch.setattr(loader.tomllib, "load", counting_load)
     monkeypatch.setattr(shift_ir, "build_shift_kernel", counting_build)
+    monkeypatch.setattr(shift_ir, "assemble_kernel", counting_assemble)
     _, report = compile_and_run((ROOT / "examples/mlp.mlir").read_text(), device="tiny16")
     assert all(error < 1e-3 for error in report.max_abs_error.values())
     assert len(reads) == len(set(reads)) == 1, reads
-    assert len(builds) == len(set(builds)) == 3, builds
+    assert len(decided) == len(set(decided)) == 3, decided
+    assert len(read_back) == len(set(read_back)) == 3, read_back
+
+
+def test_an_aligned_module_is_read_not_rescheduled(tmp_path):
+    """Lowering and running a module rotation-align already wrote never asks the schedule
+    to decide anything (no ``build_shift_kernel``): the IR states the kernels."""
+    aligned = tmp_path / "aligned.mlir"
+    made = _run("irc-opt", str(ROOT / "examples/mlp.mlir"), "-p",
+                "rtensor-partition{device=tiny16},rtensor-to-shift,rotation-align", "-o", str(aligned))
+    assert made.returncode == 0, made.stderr
+    probe = f"""
+import numpy as np
+import irc.lowering.shift_ir as shift_ir
+from irc.runner import find_function, parse_module, random_inputs, run_function
+decided = []
+real = shift_ir.build_shift_kernel
+shift_ir.build_shift_kernel = lambda *a, **k: decided.append(a) or real(*a, **k)
+module = parse_module(open({str(aligned)!r}).read(), "aligned.mlir")
+inputs = random_inputs(find_function(module, "main"), seed=0)
+from irc.lowering.shift_to_device import ShiftToDevice
+from irc.passes.device_alloc import DeviceAlloc
+from irc.runner import make_context
+for stage in (ShiftToDevice(), DeviceAlloc()):
+    stage.apply(make_context(), module)
+run_function(module, inputs, "main")
+print(len(decided))
+"""
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split()[-1] == "0", ran.stdout
+
 
 def _run(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / args[0]), *args[1:]], capture_output=True, text=True, cwd=cwd)

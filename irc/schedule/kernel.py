@@ -555,6 +555,50 @@ def build_shift_kernel(
         raise PlanError(f"plan axes {tuple(plan.axes)} differ from the operator's axes {spec.axis_names}")
     peeled = _peel_levels(spec, plan)   # AlignError first: it names the axis and factors
     score = check_plan(spec, plan.unscored(), device, cost)
+
+    # levels with strides, nested in the planner's loop order (outermost first)
+    by_axis: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+    for axis, trips, moving in peeled:
+        by_axis.setdefault(axis, []).append((trips, moving))
+    level_list: list[tuple[str, int, int, tuple[str, ...]]] = []
+    for axis, chain in by_axis.items():
+        stride = math.prod(t for t, _ in chain)
+        for trips, moving in chain:
+            stride //= trips
+            level_list.append((axis, trips, stride, moving))
+    rank = {(lv.axis, lv.tensors): i for i, lv in enumerate(score.loop_order)}
+    level_list.sort(key=lambda lv: rank[(lv[0], lv[3])])
+    return assemble_kernel(bound, plan, device, cost, dtype, level_list, None, spec=spec, dtypes=dtypes, score=score)
+
+
+def assemble_kernel(
+    bound: BoundExpr,
+    plan: Plan,
+    device: Device | str,
+    cost: CostModel | str,
+    dtype,
+    levels: list[tuple[str, int, int, tuple[str, ...]]],
+    start: np.ndarray | None,
+    *,
+    spec: OpSpec | None = None,
+    dtypes: dict[str, np.dtype] | None = None,
+    score=None,
+) -> ShiftKernel:
+    """The kernel a plan and a *given* loop nest state: ``levels`` as (axis, trips, stride,
+    rotating tensors), outermost first, and ``start`` the (levels, cores) start digits
+    (``None``: T10's placement, ``initial_placement``). This is how a kernel is read back
+    from a `shift.kernel` that `rotation-align` wrote: the plan's geometry is evaluated
+    (``check_plan`` of the stated plan: sizes, replicas, memory; no search, no loop-order
+    decision), the loops and placement are taken as the IR gives them, and the rings are
+    checked to meet (``AlignError`` otherwise)."""
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    dtype = np.dtype(dtype)
+    spec = spec or op_spec_from_bound(
+        bound, dtype.itemsize, {name: np.dtype(d).itemsize for name, d in (dtypes or {}).items()})
+    if tuple(plan.axes) != spec.axis_names:
+        raise PlanError(f"plan axes {tuple(plan.axes)} differ from the operator's axes {spec.axis_names}")
+    score = score or check_plan(spec, plan.unscored(), device, cost)
     plan = Plan(plan.axes, plan.op_factors, dict(plan.temporal_factors), score)
 
     axes = spec.axis_names
@@ -565,21 +609,12 @@ def build_shift_kernel(
     )
     grid = tuple(plan.op_factors)
     cores = math.prod(grid)
-
-    # levels with strides; order them as the planner's loop order (outermost first)
-    by_axis: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
-    for axis, trips, moving in peeled:
-        by_axis.setdefault(axis, []).append((trips, moving))
-    level_list: list[Level] = []
-    resident_planner = {name: score.memory.partitions[name] for name in score.memory.partitions}
-    for axis, chain in by_axis.items():
-        stride = math.prod(t for t, _ in chain)
-        for trips, moving in chain:
-            stride //= trips
-            level_list.append(Level(axis, trips, moving, stride, sum(resident_planner[n] for n in moving)))
-    rank = {(lv.axis, lv.tensors): i for i, lv in enumerate(score.loop_order)}
-    level_list.sort(key=lambda lv: rank[(lv.axis, lv.tensors)])
-    levels = tuple(level_list)
+    _check_levels(spec, plan, levels)
+    partitions = score.memory.partitions
+    levels = tuple(
+        Level(axis, trips, tuple(moving), stride, sum(partitions[n] for n in moving))
+        for axis, trips, stride, moving in levels
+    )
 
     expr = bound.expr
     accesses = {expr.output.tensor: expr.output}
@@ -614,9 +649,36 @@ def build_shift_kernel(
         levels=levels, start=np.zeros((len(levels), cores), dtype=np.int64), tensors=tensors,
         clamped=clamped,
     )
-    kernel.start = initial_placement(kernel)
+    if start is None:
+        kernel.start = initial_placement(kernel)
+    else:
+        start = np.asarray(start, dtype=np.int64)
+        if start.shape != (len(levels), cores):
+            raise AlignError(f"start digits of shape {start.shape}, expected {(len(levels), cores)}")
+        kernel.start = start
     check_alignment(kernel)
     return kernel
+
+
+def _check_levels(spec: OpSpec, plan: Plan, levels) -> None:
+    """A loop nest is the plan's: per axis, its levels' trips multiply to the steps along
+    it, strides are the products of the finer levels' trips, and each level rotates
+    exactly the tensors split finer than the coarser levels of its axis (the peeled
+    levels of ``_peel_levels``, in any nesting order)."""
+    wanted = sorted((axis, trips, tuple(sorted(moving))) for axis, trips, moving in _peel_levels(spec, plan))
+    given = sorted((axis, trips, tuple(sorted(moving))) for axis, trips, _, moving in levels)
+    if wanted != given:
+        describe = lambda ls: "; ".join(f"axis {a} trips {t} rotating {', '.join(m)}" for a, t, m in ls) or "none"
+        raise AlignError(
+            f"the loops ({describe(given)}) do not match the rings' paces; expected levels: {describe(wanted)}"
+        )
+    for axis in {a for a, *_ in levels}:
+        chain = sorted(((stride, trips) for a, trips, stride, _ in levels if a == axis))
+        expected = 1
+        for stride, trips in chain:
+            if stride != expected:
+                raise AlignError(f"the loops on axis {axis} have stride {stride} where {expected} is expected")
+            expected *= trips
 
 
 def _check_reduction_padding(
@@ -709,6 +771,7 @@ __all__ = [
     "ShiftKernel",
     "TensorLayout",
     "UnsupportedExpression",
+    "assemble_kernel",
     "build_shift_kernel",
     "check_alignment",
     "initial_placement",

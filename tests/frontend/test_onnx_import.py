@@ -212,7 +212,7 @@ def test_shape_arithmetic_and_constant_subgraphs_fold():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     result, got = _run_onnx(model, {"x": x})
     ops = [op for op in result.module.walk() if isinstance(op, TensorOp)]
-    assert [op.expression.data for op in ops] == [
+    assert [op.expression.text for op in ops] == [
         "Y[o0,4*i1+i2] = A[o0,i1,i2]",  # the folded Reshape: a row-major merge
         "Y[d0,d1] = A[d0,d1] * 7",
     ]

@@ -187,12 +187,12 @@ def test_without_marks_there_are_no_weights():
 def test_unplannable_ops_fall_back_and_the_program_still_computes(mode):
     module = partition(FALLBACK, "tiny16", mode=mode)
     left = [op for op in module.walk() if isinstance(op, TensorOp)]
-    assert [op.expression.data for op in left] == ["G[i,j] = E[I[i],j]", "F[i,j] = H[i,j] - H[i,j+4] where j in 4"]
+    assert [op.expression.text for op in left] == ["G[i,j] = E[I[i],j]", "F[i,j] = H[i,j] - H[i,j+4] where j in 4"]
     for op in left:
         remark = op.attributes[REMARK_ATTR].data
         assert remark.startswith("not planned: the planner cannot describe it (")
         assert remark.endswith("; left for the host/vendor fallback")
-    assert [op.expression.data for op in rtensor_ops(module)] == ["H[m,n] += G[m,k] * W[k,n]"]
+    assert [op.expression.text for op in rtensor_ops(module)] == ["H[m,n] += G[m,k] * W[k,n]"]
     ids = np.array([3, 0, 15, 7], dtype=np.int32)
     rng = np.random.default_rng(0)
     inputs = {"table": rng.standard_normal((16, 8)).astype(np.float32), "ids": ids,

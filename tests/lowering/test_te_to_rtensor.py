@@ -58,7 +58,7 @@ def test_every_te_op_gets_the_fastest_plan():
     assert len(planned) == 7
     for op in planned:
         best = search(op_spec(op), "tiny16", "t10").best
-        assert stated_plan(op) == best.unscored(), op.expression.data
+        assert stated_plan(op) == best.unscored(), op.expression.text
         assert scored_plan(op).seconds == pytest.approx(best.seconds)
     # values flow on the chip between ops: relayouts leave the chip only at the return
     to_host = [op for op in ops if isinstance(op, RelayoutOp) and not isinstance(op.result.type, RTensorType)]

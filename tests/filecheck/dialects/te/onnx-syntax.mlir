@@ -22,8 +22,8 @@ func.func @where(%c: tensor<4xi1>, %x: tensor<4xf32>) -> tensor<4xf32> {
 
 // CHECK-LABEL: func.func @cast
 func.func @cast(%m: tensor<2x8xi64>) -> tensor<2x8xf32> {
-  // CHECK: te.op "Y[b,s] = (1 - cast(M[b,s])) * -10000"
-  %y = te.op "Y[b,s] = (1 - cast(M[b,s])) * -10000" (%m) : (tensor<2x8xi64>) -> tensor<2x8xf32>
+  // CHECK: te.op "Y[b,s] = (1 - cast(M[b,s])) * (-10000)"
+  %y = te.op "Y[b,s] = (1 - cast(M[b,s])) * (-10000)" (%m) : (tensor<2x8xi64>) -> tensor<2x8xf32>
   func.return %y : tensor<2x8xf32>
 }
 

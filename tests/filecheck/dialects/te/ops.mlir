@@ -43,8 +43,8 @@ func.func @pool(%x: tensor<16xf32>) -> tensor<7xf32> {
 // Elementwise bodies with functions, constants, and broadcasting by index.
 // CHECK-LABEL: func.func @elementwise
 func.func @elementwise(%x: tensor<4x8xf16>, %b: tensor<8xf16>) -> (tensor<4x8xf16>, tensor<4xf16>) {
-  // CHECK: te.op "Y[i,j] = gelu(X[i,j] + B[j]) * 0.5 - sigmoid(X[i,j]) / (1 + exp(-X[i,j]))"
-  %y = te.op "Y[i,j] = gelu(X[i,j] + B[j]) * 0.5 - sigmoid(X[i,j]) / (1 + exp(-X[i,j]))" (%x, %b) : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+  // CHECK: te.op "Y[i,j] = gelu(X[i,j] + B[j]) * 0.5 - sigmoid(X[i,j]) / (1 + exp(neg(X[i,j])))"
+  %y = te.op "Y[i,j] = gelu(X[i,j] + B[j]) * 0.5 - sigmoid(X[i,j]) / (1 + exp(neg(X[i,j])))" (%x, %b) : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
   // CHECK: te.op "S[i] += X[i,j] * X[i,j]" (%{{.*}}) {note = "sum of squares"}
   %s = te.op "S[i] += X[i,j] * X[i,j]" (%x) {note = "sum of squares"} : (tensor<4x8xf16>) -> tensor<4xf16>
   func.return %y, %s : tensor<4x8xf16>, tensor<4xf16>

@@ -28,7 +28,7 @@ func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
   %c = te.op "C[i] = A[i]" (%a) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   func.return %c : tensor<4xf32>
 }
-// CHECK: te.op has exactly one result type
+// CHECK: parse-errors.mlir:{{[0-9]+}}:68: error: Expected ')'
 
 // -----
 

@@ -7,7 +7,7 @@
 // T10 §4.2: prod(f_t) of a tensor must divide the number of cores sharing its partition.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @ft_divides(%a: !rtensor.tensor<8x16xf32, fs=[2,2], ft=[1,8]>, %b: !rtensor.tensor<16x12xf32, fs=[2,4], ft=[1,1], replicas=2>) -> !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [2, 4, 2] : (!rtensor.tensor<8x16xf32, fs=[2,2], ft=[1,8]>, !rtensor.tensor<16x12xf32, fs=[2,4], ft=[1,1], replicas=2>) -> !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 2, 4, 2> : (!rtensor.tensor<8x16xf32, fs=[2,2], ft=[1,8]>, !rtensor.tensor<16x12xf32, fs=[2,4], ft=[1,1], replicas=2>) -> !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2>
     func.return %c : !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2>
   }
 }
@@ -18,7 +18,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // T10 §4.2: temporal factors of tensors sharing an axis must divide one another.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @ft_chain(%a: !rtensor.tensor<12x12xf32, fs=[2,2], ft=[1,3]>, %b: !rtensor.tensor<12x12xf32, fs=[2,3], ft=[2,1]>) -> !rtensor.tensor<12x12xf32, fs=[2,3], ft=[1,1], replicas=2> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [2, 3, 2] : (!rtensor.tensor<12x12xf32, fs=[2,2], ft=[1,3]>, !rtensor.tensor<12x12xf32, fs=[2,3], ft=[2,1]>) -> !rtensor.tensor<12x12xf32, fs=[2,3], ft=[1,1], replicas=2>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 2, 3, 2> : (!rtensor.tensor<12x12xf32, fs=[2,2], ft=[1,3]>, !rtensor.tensor<12x12xf32, fs=[2,3], ft=[2,1]>) -> !rtensor.tensor<12x12xf32, fs=[2,3], ft=[1,1], replicas=2>
     func.return %c : !rtensor.tensor<12x12xf32, fs=[2,3], ft=[1,1], replicas=2>
   }
 }
@@ -29,7 +29,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // Cores used (prod F_op = 32) must not exceed the device's 16.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @cores(%a: !rtensor.tensor<8x16xf32, fs=[4,2], ft=[1,1], replicas=4>, %b: !rtensor.tensor<16x12xf32, fs=[2,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1], replicas=2> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [4, 4, 2] : (!rtensor.tensor<8x16xf32, fs=[4,2], ft=[1,1], replicas=4>, !rtensor.tensor<16x12xf32, fs=[2,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1], replicas=2>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 4, 4, 2> : (!rtensor.tensor<8x16xf32, fs=[4,2], ft=[1,1], replicas=4>, !rtensor.tensor<16x12xf32, fs=[2,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1], replicas=2>
     func.return %c : !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1], replicas=2>
   }
 }
@@ -40,7 +40,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // Memory per core (partitions + rotation buffers) must fit in SRAM (4 KiB on tiny4).
 builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
   func.func @memory(%a: !rtensor.tensor<64x64xf32, fs=[2,1], ft=[1,1], replicas=2>, %b: !rtensor.tensor<64x64xf32, fs=[1,2], ft=[1,1], replicas=2>) -> !rtensor.tensor<64x64xf32, fs=[2,2], ft=[1,1]> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [2, 2, 1] : (!rtensor.tensor<64x64xf32, fs=[2,1], ft=[1,1], replicas=2>, !rtensor.tensor<64x64xf32, fs=[1,2], ft=[1,1], replicas=2>) -> !rtensor.tensor<64x64xf32, fs=[2,2], ft=[1,1]>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 2, 2, 1> : (!rtensor.tensor<64x64xf32, fs=[2,1], ft=[1,1], replicas=2>, !rtensor.tensor<64x64xf32, fs=[1,2], ft=[1,1], replicas=2>) -> !rtensor.tensor<64x64xf32, fs=[2,2], ft=[1,1]>
     func.return %c : !rtensor.tensor<64x64xf32, fs=[2,2], ft=[1,1]>
   }
 }
@@ -51,7 +51,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
 // Every core needs work: F_op on an axis cannot exceed its extent.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @extent(%a: !rtensor.tensor<8x16xf32, fs=[16,1], ft=[1,1]>, %b: !rtensor.tensor<16x12xf32, fs=[1,1], ft=[1,1], replicas=16>) -> !rtensor.tensor<8x12xf32, fs=[16,1], ft=[1,1]> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [16, 1, 1] : (!rtensor.tensor<8x16xf32, fs=[16,1], ft=[1,1]>, !rtensor.tensor<16x12xf32, fs=[1,1], ft=[1,1], replicas=16>) -> !rtensor.tensor<8x12xf32, fs=[16,1], ft=[1,1]>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 16, 1, 1> : (!rtensor.tensor<8x16xf32, fs=[16,1], ft=[1,1]>, !rtensor.tensor<16x12xf32, fs=[1,1], ft=[1,1], replicas=16>) -> !rtensor.tensor<8x12xf32, fs=[16,1], ft=[1,1]>
     func.return %c : !rtensor.tensor<8x12xf32, fs=[16,1], ft=[1,1]>
   }
 }
@@ -62,7 +62,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // Replicas follow from the plan: 4 cores share A, prod(f_t) = 4, so one ring.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @replicas(%a: !rtensor.tensor<8x16xf32, fs=[2,2], ft=[1,4], replicas=4>, %b: !rtensor.tensor<16x12xf32, fs=[2,4], ft=[1,1], replicas=2>) -> !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [2, 4, 2] : (!rtensor.tensor<8x16xf32, fs=[2,2], ft=[1,4], replicas=4>, !rtensor.tensor<16x12xf32, fs=[2,4], ft=[1,1], replicas=2>) -> !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 2, 4, 2> : (!rtensor.tensor<8x16xf32, fs=[2,2], ft=[1,4], replicas=4>, !rtensor.tensor<16x12xf32, fs=[2,4], ft=[1,1], replicas=2>) -> !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2>
     func.return %c : !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2>
   }
 }
@@ -73,7 +73,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // The padded shape follows from the plan: m = 10 on 4 core groups pads to 12.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @padding(%a: !rtensor.tensor<10x16xf32, fs=[4,1], ft=[1,1], replicas=4>, %b: !rtensor.tensor<16x12xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<10x12xf32, fs=[4,4], ft=[1,1], padded=12x12> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [4, 4, 1] : (!rtensor.tensor<10x16xf32, fs=[4,1], ft=[1,1], replicas=4>, !rtensor.tensor<16x12xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<10x12xf32, fs=[4,4], ft=[1,1], padded=12x12>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 4, 4, 1> : (!rtensor.tensor<10x16xf32, fs=[4,1], ft=[1,1], replicas=4>, !rtensor.tensor<16x12xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<10x12xf32, fs=[4,4], ft=[1,1], padded=12x12>
     func.return %c : !rtensor.tensor<10x12xf32, fs=[4,4], ft=[1,1], padded=12x12>
   }
 }
@@ -84,7 +84,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // The idle annotation is checked against the plan: the setup cycles are recomputed.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @setup(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
-    %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 999>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+    %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = array<i64: 2, 8, 1> {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 999>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
     func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
   }
 }
@@ -95,7 +95,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // Idle bytes per core are recomputed from the idle factors.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @bytes(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
-    %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [2,1]}, bytes = 256, setup = 0>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+    %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = array<i64: 2, 8, 1> {idle = #rtensor.idle<{W = [2,1]}, bytes = 256, setup = 0>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
     func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
   }
 }
@@ -107,7 +107,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // file: here a 16-core chip with 1 KiB of SRAM per core.
 builtin.module attributes {irc.target = #irc.target<"tiny16-1k", "t10", {name = "tiny16-1k", description = "tiny16 with 1 KiB SRAM", cores = 16 : i64, cores_per_chip = 16 : i64, sram_bytes = 1024 : i64, clock_hz = 1.325000e+09 : f64, systolic = array<i64: 4, 4>, macs_per_cycle = 4 : i64, topology = "all-to-all", link_bytes_per_s = 5.500000e+09 : f64, shift_cycles_per_byte = 2.800000e-01 : f64, sync_cycles = 118 : i64, syncs_per_shift = 2 : i64, inter_chip_overhead = 1.250000e+00 : f64}>} {
   func.func @inline(%a: !rtensor.tensor<64x64xf32, fs=[4,1], ft=[1,1], replicas=4>, %b: !rtensor.tensor<64x64xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<64x64xf32, fs=[4,4], ft=[1,1]> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [4, 4, 1] : (!rtensor.tensor<64x64xf32, fs=[4,1], ft=[1,1], replicas=4>, !rtensor.tensor<64x64xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<64x64xf32, fs=[4,4], ft=[1,1]>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 4, 4, 1> : (!rtensor.tensor<64x64xf32, fs=[4,1], ft=[1,1], replicas=4>, !rtensor.tensor<64x64xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<64x64xf32, fs=[4,4], ft=[1,1]>
     func.return %c : !rtensor.tensor<64x64xf32, fs=[4,4], ft=[1,1]>
   }
 }
@@ -118,7 +118,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16-1k", "t10", {name = 
 // A written description must have every device field.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {name = "tiny16", cores = 16 : i64}>} {
   func.func @partial(%a: !rtensor.tensor<8x16xf32>, %b: !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [1, 1, 1] : (!rtensor.tensor<8x16xf32>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 1, 1, 1> : (!rtensor.tensor<8x16xf32>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
@@ -129,7 +129,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {name = "ti
 // An empty description names a bundled device; an unknown name is an error.
 builtin.module attributes {irc.target = #irc.target<"ipu-mk3", "t10", {}>} {
   func.func @device(%a: !rtensor.tensor<8x16xf32>, %b: !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [1, 1, 1] : (!rtensor.tensor<8x16xf32>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 1, 1, 1> : (!rtensor.tensor<8x16xf32>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
@@ -139,7 +139,7 @@ builtin.module attributes {irc.target = #irc.target<"ipu-mk3", "t10", {}>} {
 
 builtin.module attributes {irc.target = #irc.target<"tiny16", "roofline", {}>} {
   func.func @cost(%a: !rtensor.tensor<8x16xf32>, %b: !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32> {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [1, 1, 1] : (!rtensor.tensor<8x16xf32>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 1, 1, 1> : (!rtensor.tensor<8x16xf32>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
@@ -149,7 +149,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "roofline", {}>} {
 
 // Without a target there is nothing to check against.
 func.func @untargeted(%a: !rtensor.tensor<8x16xf32>, %b: !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32> {
-  %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [1, 1, 1] : (!rtensor.tensor<8x16xf32>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
+  %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 1, 1, 1> : (!rtensor.tensor<8x16xf32>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
   func.return %c : !rtensor.tensor<8x12xf32>
 }
 // CHECK: invalid.mlir:152:3: error: 'rtensor.op' op the module has no irc.target; run rtensor-partition{device=... cost=...} (or irc-target{device=... cost=...}) first
@@ -159,7 +159,7 @@ func.func @untargeted(%a: !rtensor.tensor<8x16xf32>, %b: !rtensor.tensor<16x12xf
 // A function's own target is the nearest one: the same op fits tiny16 but not tiny4.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @nearest(%a: !rtensor.tensor<8x16xf32, fs=[4,1], ft=[1,1], replicas=4>, %b: !rtensor.tensor<16x12xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1]> attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
-    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = [4, 4, 1] : (!rtensor.tensor<8x16xf32, fs=[4,1], ft=[1,1], replicas=4>, !rtensor.tensor<16x12xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1]>
+    %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 4, 4, 1> : (!rtensor.tensor<8x16xf32, fs=[4,1], ft=[1,1], replicas=4>, !rtensor.tensor<16x12xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1]>
     func.return %c : !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1]>
   }
 }
@@ -172,10 +172,10 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // gathers the other half.
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   func.func @valid(%x: !rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, %w: !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]> {
-    %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 308>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+    %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = array<i64: 2, 8, 1> {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 308>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
     func.return %h : !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
   }
 }
 // CHECK: builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 // CHECK-NEXT: func.func @valid
-// CHECK-NEXT: %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = [2, 8, 1] {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 308>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>
+// CHECK-NEXT: %h = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) F_op = array<i64: 2, 8, 1> {idle = #rtensor.idle<{W = [2,1]}, bytes = 128, setup = 308>} : (!rtensor.tensor<32x32xf16, fs=[2,1], ft=[1,1], replicas=8>, !rtensor.tensor<32x32xf16, fs=[1,8], ft=[1,1], replicas=2>) -> !rtensor.tensor<32x32xf16, fs=[2,8], ft=[1,1]>

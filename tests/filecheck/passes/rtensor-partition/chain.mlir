@@ -6,10 +6,10 @@
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT:    %[[A:.*]] = rtensor.relayout %a : tensor<8x16xf32> -> !rtensor.tensor<8x16xf32,
 // CHECK-NEXT:    %[[B:.*]] = rtensor.relayout %b : tensor<16x12xf32> -> !rtensor.tensor<16x12xf32,
-// CHECK-NEXT:    %[[C:.*]] = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%[[A]], %[[B]]) F_op = [2, 4, 2] : {{.*}} -> !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2>
+// CHECK-NEXT:    %[[C:.*]] = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%[[A]], %[[B]]) F_op = array<i64: 2, 4, 2> : {{.*}} -> !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2>
 // CHECK-NEXT:    %[[C2:.*]] = rtensor.relayout %[[C]] : !rtensor.tensor<8x12xf32, fs=[2,4], ft=[1,1], replicas=2> -> !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1]>
-// CHECK-NEXT:    %[[Y:.*]] = rtensor.op "Y[m,n] = relu(C[m,n])" (%[[C2]]) F_op = [4, 4]
-// CHECK-NEXT:    %[[Z:.*]] = rtensor.op "Z[m,n] = Y[m,n] * 2" (%[[Y]]) F_op = [4, 4]
+// CHECK-NEXT:    %[[Y:.*]] = rtensor.op "Y[m,n] = relu(C[m,n])" (%[[C2]]) F_op = array<i64: 4, 4>
+// CHECK-NEXT:    %[[Z:.*]] = rtensor.op "Z[m,n] = Y[m,n] * 2" (%[[Y]]) F_op = array<i64: 4, 4>
 // CHECK-NEXT:    %[[R:.*]] = rtensor.relayout %[[Z]] : !rtensor.tensor<8x12xf32, fs=[4,4], ft=[1,1]> -> tensor<8x12xf32>
 // CHECK-NEXT:    func.return %[[R]] : tensor<8x12xf32>
 func.func @main(%a: tensor<8x16xf32>, %b: tensor<16x12xf32>) -> tensor<8x12xf32> {

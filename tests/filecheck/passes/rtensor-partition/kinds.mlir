@@ -6,7 +6,7 @@
 // CHECK-LABEL: func.func @batched(%q: tensor<4x8x16xf32>, %k: tensor<4x16x8xf32>) -> tensor<4x8x8xf32>
 // CHECK-NEXT:    %[[Q:.*]] = rtensor.relayout %q : tensor<4x8x16xf32> -> !rtensor.tensor<4x8x16xf32, fs=[{{.*}}], ft=[{{.*}}]{{.*}}>
 // CHECK-NEXT:    %[[K:.*]] = rtensor.relayout %k : tensor<4x16x8xf32> -> !rtensor.tensor<4x16x8xf32, fs=[{{.*}}]
-// CHECK-NEXT:    %[[S:.*]] = rtensor.op "S[b,i,j] += Q[b,i,d] * K[b,d,j] * 0.25" (%[[Q]], %[[K]]) F_op = [{{[0-9]+, [0-9]+, [0-9]+, [0-9]+}}]
+// CHECK-NEXT:    %[[S:.*]] = rtensor.op "S[b,i,j] += Q[b,i,d] * K[b,d,j] * 0.25" (%[[Q]], %[[K]]) F_op = array<i64: {{[0-9]+, [0-9]+, [0-9]+, [0-9]+}}>
 // CHECK-NEXT:    %[[R:.*]] = rtensor.relayout %[[S]] : !rtensor.tensor<4x8x8xf32, {{.*}}> -> tensor<4x8x8xf32>
 // CHECK-NEXT:    func.return %[[R]] : tensor<4x8x8xf32>
 func.func @batched(%q: tensor<4x8x16xf32>, %k: tensor<4x16x8xf32>) -> tensor<4x8x8xf32> {
@@ -17,7 +17,7 @@ func.func @batched(%q: tensor<4x8x16xf32>, %k: tensor<4x16x8xf32>) -> tensor<4x8
 // Compound indices: every term of h+r and w+s gets its own factors.
 // CHECK-LABEL: func.func @conv
 // CHECK:         rtensor.relayout %x : tensor<2x4x10x10xf32> -> !rtensor.tensor<2x4x10x10xf32, fs=[{{[0-9]+}},{{[0-9]+}},{{[0-9]+}}+{{[0-9]+}},{{[0-9]+}}+{{[0-9]+}}], ft=[{{[0-9]+}},{{[0-9]+}},{{[0-9]+}}+{{[0-9]+}},{{[0-9]+}}+{{[0-9]+}}]
-// CHECK:         rtensor.op "Y[n,f,h,w] += X[n,c,h+r,w+s] * W[f,c,r,s]" ({{.*}}) F_op = [{{[0-9]+, [0-9]+, [0-9]+, [0-9]+, [0-9]+, [0-9]+, [0-9]+}}]
+// CHECK:         rtensor.op "Y[n,f,h,w] += X[n,c,h+r,w+s] * W[f,c,r,s]" ({{.*}}) F_op = array<i64: {{[0-9]+, [0-9]+, [0-9]+, [0-9]+, [0-9]+, [0-9]+, [0-9]+}}>
 // CHECK-NOT:     te.op
 func.func @conv(%x: tensor<2x4x10x10xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<2x8x8x8xf32> {
   %y = te.op "Y[n,f,h,w] += X[n,c,h+r,w+s] * W[f,c,r,s]" (%x, %w) : (tensor<2x4x10x10xf32>, tensor<8x4x3x3xf32>) -> tensor<2x8x8x8xf32>
@@ -43,7 +43,7 @@ func.func @add(%a: tensor<16x32xf32>, %b: tensor<16x32xf32>) -> tensor<16x32xf32
 }
 
 // CHECK-LABEL: func.func @rowsum
-// CHECK:         rtensor.op "S[i] += A[i,j]" ({{.*}}) F_op = [{{[0-9]+, [0-9]+}}] : (!rtensor.tensor<16x32xf32, {{.*}}>) -> !rtensor.tensor<16xf32, {{.*}}>
+// CHECK:         rtensor.op "S[i] += A[i,j]" ({{.*}}) F_op = array<i64: {{[0-9]+, [0-9]+}}> : (!rtensor.tensor<16x32xf32, {{.*}}>) -> !rtensor.tensor<16xf32, {{.*}}>
 func.func @rowsum(%a: tensor<16x32xf32>) -> tensor<16xf32> {
   %c = te.op "S[i] += A[i,j]" (%a) : (tensor<16x32xf32>) -> tensor<16xf32>
   func.return %c : tensor<16xf32>

@@ -13,7 +13,7 @@
 // CHECK-NEXT:    %[[W0:.*]] = rtensor.relayout %w0 : tensor<32x32xf16> -> !rtensor.tensor<32x32xf16, [[WL:.*]]>
 // CHECK-NEXT:    %[[H0:.*]] = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%[[X]], %[[W0]]) F_op = [[F:[^{]*]]{idle = #rtensor.idle<{W = [{{[0-9]+}},{{[0-9]+}}]}, bytes = {{[0-9]+}}, setup = {{[1-9][0-9]*}}>} : ({{.*}}) -> !rtensor.tensor<32x32xf16, [[HL:.*]]>
 // CHECK-NEXT:    %[[H0R:.*]] = rtensor.relayout %[[H0]] : !rtensor.tensor<32x32xf16, [[HL]]> -> !rtensor.tensor<32x32xf16, [[RL:.*]]>
-// CHECK-NEXT:    %[[R0:.*]] = rtensor.op "R[m,n] = relu(H[m,n])" (%[[H0R]]) F_op = {{\[.*\]}} : (
+// CHECK-NEXT:    %[[R0:.*]] = rtensor.op "R[m,n] = relu(H[m,n])" (%[[H0R]]) F_op = array<i64: {{.*}}> : (
 // CHECK-NEXT:    %[[R0R:.*]] = rtensor.relayout %[[R0]] : !rtensor.tensor<32x32xf16, [[RL]]> -> !rtensor.tensor<32x32xf16, [[XL]]>
 // CHECK-NEXT:    %[[W1:.*]] = rtensor.relayout %w1 : tensor<32x32xf16> -> !rtensor.tensor<32x32xf16, [[WL]]>
 // Identical layers are planned once: the second matmul gets the first one's plan.
@@ -49,8 +49,8 @@ func.func @mlp(%x: tensor<32x32xf16> {irc.name = "x"}, %w0: tensor<32x32xf16> {i
 // on, with no relayout between them.
 // CHECK-LABEL: func.func @unmarked
 // CHECK-NOT:     idle
-// CHECK:         %[[S:.*]] = rtensor.op "S[i,j] = A[i,j] + B[i,j]" ({{.*}}) F_op = [[FS:[^{:]*]]{{.*}} -> !rtensor.tensor<16x32xf16, [[L:.*]]>
-// CHECK-NEXT:    %[[T:.*]] = rtensor.op "T[i,j] = relu(S[i,j])" (%[[S]]) F_op = [[FS]]: (!rtensor.tensor<16x32xf16, [[L]]>) -> !rtensor.tensor<16x32xf16, [[L]]>
+// CHECK:         %[[S:.*]] = rtensor.op "S[i,j] = A[i,j] + B[i,j]" ({{.*}}) F_op = [[FS:array<i64: [0-9, ]*>]]{{.*}} -> !rtensor.tensor<16x32xf16, [[L:.*]]>
+// CHECK-NEXT:    %[[T:.*]] = rtensor.op "T[i,j] = relu(S[i,j])" (%[[S]]) F_op = [[FS]] : (!rtensor.tensor<16x32xf16, [[L]]>) -> !rtensor.tensor<16x32xf16, [[L]]>
 // CHECK-NEXT:    rtensor.relayout %[[T]] : !rtensor.tensor<16x32xf16, [[L]]> -> tensor<16x32xf16>
 // CHECK-NOT:     idle
 // CHECK:         func.return

@@ -8,9 +8,9 @@
 func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   %0 = rtensor.relayout %a : tensor<8x12xf32> -> !rtensor.tensor<8x12xf32, fs=[2,1], ft=[1,4]>
   %1 = rtensor.relayout %b : tensor<12x16xf32> -> !rtensor.tensor<12x16xf32, fs=[1,4], ft=[2,1]>
-  %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%0, %1) F_op = [2, 4, 1] : (!rtensor.tensor<8x12xf32, fs=[2,1], ft=[1,4]>, !rtensor.tensor<12x16xf32, fs=[1,4], ft=[2,1]>) -> !rtensor.tensor<8x16xf32, fs=[2,4], ft=[1,1]>
+  %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%0, %1) F_op = array<i64: 2, 4, 1> : (!rtensor.tensor<8x12xf32, fs=[2,1], ft=[1,4]>, !rtensor.tensor<12x16xf32, fs=[1,4], ft=[2,1]>) -> !rtensor.tensor<8x16xf32, fs=[2,4], ft=[1,1]>
   %2 = rtensor.relayout %c : !rtensor.tensor<8x16xf32, fs=[2,4], ft=[1,1]> -> !rtensor.tensor<8x16xf32, fs=[1,16], ft=[1,1]>
-  %d = rtensor.op "D[m,n] = relu(C[m,n])" (%2) F_op = [1, 16] : (!rtensor.tensor<8x16xf32, fs=[1,16], ft=[1,1]>) -> !rtensor.tensor<8x16xf32, fs=[1,16], ft=[1,1]>
+  %d = rtensor.op "D[m,n] = relu(C[m,n])" (%2) F_op = array<i64: 1, 16> : (!rtensor.tensor<8x16xf32, fs=[1,16], ft=[1,1]>) -> !rtensor.tensor<8x16xf32, fs=[1,16], ft=[1,1]>
   %3 = rtensor.relayout %d : !rtensor.tensor<8x16xf32, fs=[1,16], ft=[1,1]> -> tensor<8x16xf32>
   func.return %3 : tensor<8x16xf32>
 }
