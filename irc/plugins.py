@@ -1,10 +1,13 @@
-"""Plug-ins: packages outside this repository that extend irc without editing it.
+"""What extends irc, by name: irc's own universe and the plug-ins'.
 
-A plug-in exports, under the entry-point group ``irc.plugins``, an xDSL ``Universe`` (its
-dialects and passes) or an ``IrcUniverse``, which may also carry cost models and device
-descriptions. This module only finds and loads them; `irc.universe` merges their dialects
-and passes with irc's, `irc.cost.registry` their cost models and `irc.devices.loader` their
-devices, so each registry asks here and none of them imports the tools' universe.
+irc registers its own dialects, passes and cost models exactly as a plug-in does: as an
+``IrcUniverse`` (``IRC_UNIVERSE``) of lazy factories, named by ``"module:attribute"``
+strings so that this ground-floor module imports none of them. A plug-in, a package
+outside this repository, exports under the entry-point group ``irc.plugins`` an xDSL
+``Universe`` (its dialects and passes) or an ``IrcUniverse``, which may also carry cost
+models and device descriptions. `irc.universe` merges the dialects and passes with
+xDSL's, `irc.cost.registry` asks here for cost models and `irc.devices.loader` for
+devices; a name two universes both register is an error naming both.
 """
 
 from __future__ import annotations
@@ -40,6 +43,50 @@ class IrcUniverse(Universe):
         self.devices = dict(devices or {})
 
 
+def lazy(path: str) -> Callable[[], object]:
+    """A factory importing ``module:attribute`` on first use, as xDSL's ``Universe``
+    expects."""
+    module_name, attribute = path.split(":")
+
+    def load():
+        from importlib import import_module
+
+        return getattr(import_module(module_name), attribute)
+
+    return load
+
+
+IRC_UNIVERSE = IrcUniverse(
+    all_dialects={
+        "irc": lazy("irc.dialects.target:IRC"),
+        "te": lazy("irc.dialects.te:TE"),
+        "rtensor": lazy("irc.dialects.rtensor:RTENSOR"),
+        "shift": lazy("irc.dialects.shift:SHIFT"),
+        "device": lazy("irc.dialects.device:DEVICE"),
+    },
+    all_passes={
+        # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
+        "irc-target": lazy("irc.passes.set_target:SetTarget"),
+        "rtensor-partition": lazy("irc.lowering.te_to_rtensor:RTensorPartition"),
+        "rtensor-check": lazy("irc.passes.rtensor_check:RTensorCheck"),
+        # rtensor -> shift: rings, paces, loop order (T10 §3.2, §4.4)
+        "rtensor-to-shift": lazy("irc.lowering.rtensor_to_shift:RTensorToShift"),
+        "rotation-align": lazy("irc.passes.rotation_align:RotationAlign"),
+        # shift -> device: SPMD per-core code, then SRAM offsets
+        "shift-to-device": lazy("irc.lowering.shift_to_device:ShiftToDevice"),
+        "device-alloc": lazy("irc.passes.device_alloc:DeviceAlloc"),
+        # named pipelines
+        "inference": lazy("irc.passes.pipelines:InferencePipeline"),
+    },
+    cost_models={
+        "t10": lazy("irc.cost.t10:T10CostModel"),            # measured IPU Mk2 constants
+        "seed003": lazy("irc.cost.seed003:Seed003CostModel"),  # the T10 benchmark's prose
+        "engdesign": lazy("irc.cost.engdesign:EngDesignCostModel"),  # the benchmark's grader
+    },
+    # bundled devices are the TOML files in irc/devices/, found by name (irc.devices.loader)
+)
+
+
 @cache
 def plugin_universes() -> dict[str, Universe]:
     """The universes exported under ``irc.plugins``, by entry-point name."""
@@ -55,14 +102,28 @@ def plugin_universes() -> dict[str, Universe]:
     return found
 
 
-def _extensions(kind: str, attribute: str) -> dict[str, tuple[str, Callable]]:
+def _extensions(kind: str, attribute: str, with_irc: bool = False) -> dict[str, tuple[str, Callable]]:
+    """name -> (owner, factory) over the plug-ins (and irc's own universe, first, when
+    ``with_irc``); the owner is ``"irc"`` or the plug-in's entry-point name."""
+    universes = list(plugin_universes().items())
+    if with_irc:
+        universes.insert(0, ("irc", IRC_UNIVERSE))
     merged: dict[str, tuple[str, Callable]] = {}
-    for plugin, universe in plugin_universes().items():
+    for owner, universe in universes:
         for name, factory in getattr(universe, attribute, {}).items():
             if name in merged:
-                raise PluginError(f"{kind} '{name}' from plug-in '{plugin}' clashes with plug-in '{merged[name][0]}'")
-            merged[name] = (plugin, factory)
+                first = merged[name][0]
+                raise PluginError(
+                    f"{kind} '{name}' from plug-in '{owner}' clashes with "
+                    + ("irc's own" if first == "irc" else f"plug-in '{first}'")
+                )
+            merged[name] = (owner, factory)
     return merged
+
+
+def cost_models() -> dict[str, tuple[str, Callable[[], type]]]:
+    """Every cost model: irc's, then the plug-ins'; name -> (owner, factory of the class)."""
+    return _extensions("cost model", "cost_models", with_irc=True)
 
 
 def plugin_cost_models() -> dict[str, tuple[str, Callable[[], type]]]:

@@ -1,7 +1,8 @@
 """Everything irc registers with xDSL: its dialects and passes, and the plug-ins.
 
-irc's own dialects and passes are listed here, lazily (a factory per name, as xDSL's
-`Universe` expects), so that a tool imports only what a pipeline uses. Packages outside
+irc's own dialects, passes and cost models are one ``IrcUniverse`` (``IRC_UNIVERSE`` in
+`irc.plugins`), lazily (a factory per name, as xDSL's `Universe` expects), so that a
+tool imports only what a pipeline uses. Packages outside
 this repository extend irc the same way: they export an `xdsl.universe.Universe` under
 the entry-point group ``irc.plugins`` (see `tests/plugin_example/`), and every irc tool
 picks their dialects and passes up without an edit to irc.
@@ -15,46 +16,8 @@ from xdsl.dialects import get_all_dialects
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
 from xdsl.transforms import get_all_passes
-from xdsl.universe import Universe
 
-from irc.plugins import PLUGIN_GROUP, IrcUniverse, PluginError, plugin_universes  # noqa: F401 (re-exported)
-
-
-def _lazy(path: str) -> Callable[[], object]:
-    """A factory importing ``module:attribute`` on first use, as xDSL expects."""
-    module_name, attribute = path.split(":")
-
-    def load():
-        from importlib import import_module
-
-        return getattr(import_module(module_name), attribute)
-
-    return load
-
-
-IRC_UNIVERSE = Universe(
-    all_dialects={
-        "irc": _lazy("irc.dialects.target:IRC"),
-        "te": _lazy("irc.dialects.te:TE"),
-        "rtensor": _lazy("irc.dialects.rtensor:RTENSOR"),
-        "shift": _lazy("irc.dialects.shift:SHIFT"),
-        "device": _lazy("irc.dialects.device:DEVICE"),
-    },
-    all_passes={
-        # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
-        "irc-target": _lazy("irc.passes.set_target:SetTarget"),
-        "rtensor-partition": _lazy("irc.lowering.te_to_rtensor:RTensorPartition"),
-        "rtensor-check": _lazy("irc.passes.rtensor_check:RTensorCheck"),
-        # rtensor -> shift: rings, paces, loop order (T10 §3.2, §4.4)
-        "rtensor-to-shift": _lazy("irc.lowering.rtensor_to_shift:RTensorToShift"),
-        "rotation-align": _lazy("irc.passes.rotation_align:RotationAlign"),
-        # shift -> device: SPMD per-core code, then SRAM offsets
-        "shift-to-device": _lazy("irc.lowering.shift_to_device:ShiftToDevice"),
-        "device-alloc": _lazy("irc.passes.device_alloc:DeviceAlloc"),
-        # named pipelines
-        "inference": _lazy("irc.passes.pipelines:InferencePipeline"),
-    },
-)
+from irc.plugins import IRC_UNIVERSE, PLUGIN_GROUP, IrcUniverse, PluginError, plugin_universes  # noqa: F401 (re-exported)
 
 
 def _merge(

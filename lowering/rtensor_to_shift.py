@@ -109,5 +109,14 @@ class RTensorToShift(ModulePass):
     name = "rtensor-to-shift"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from irc.dialects.rtensor import RTensorOp
+        from irc.lowering.target import TargetError, chip_cost_of, require_target
+
+        for planned in op.walk():
+            if isinstance(planned, RTensorOp):
+                try:
+                    chip_cost_of(require_target(planned))
+                except TargetError as error:
+                    raise DiagnosticException(f"{location_of(planned)}: error: '{planned.name}' op {error}") from None
         PatternRewriteWalker(LowerToHost(), apply_recursively=False, walk_reverse=False).rewrite_module(op)
         PatternRewriteWalker(EraseDeadRTensor(), walk_reverse=True).rewrite_module(op)

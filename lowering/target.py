@@ -87,6 +87,22 @@ def cost_of(target: TargetAttr) -> CostModel:
         raise TargetError(str(error)) from None
 
 
+def chip_cost_of(target: TargetAttr) -> CostModel:
+    """The target's cost model, when it can time a chip program instruction by instruction
+    (a compute step, a shift, a barrier, a reduction: what the chip interpreter and the
+    device lowering price). A model that prices only whole operators (``engdesign``, the
+    benchmark grader's, sets ``times_instructions = False``) plans but cannot time a
+    program: an error naming it."""
+    cost = cost_of(target)
+    if not getattr(cost, "times_instructions", True):
+        raise TargetError(
+            f"cost model '{cost.name}' prices whole operators only and cannot time a chip "
+            f"program; plan with it (irc-plan, rtensor-partition{{mode=op}}) and lower with "
+            f"a cost model that times instructions (t10, seed003)"
+        )
+    return cost
+
+
 def require_target(op: Operation) -> TargetAttr:
     """The target of the module around ``op``; an error when none was set."""
     target = target_of(op)

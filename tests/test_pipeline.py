@@ -69,3 +69,12 @@ def test_plugins_clashing_on_a_cost_model_name_is_one_error(monkeypatch):
     monkeypatch.setattr(irc.plugins, "plugin_universes", lambda: {"one": one, "two": two})
     with pytest.raises(irc.plugins.PluginError, match="cost model 'same' from plug-in 'two' clashes with plug-in 'one'"):
         irc.plugins.plugin_cost_models()
+
+
+def test_a_plugin_cost_model_may_not_shadow_one_of_ircs(monkeypatch):
+    """irc's own cost models are registered as a plug-in's are (irc.plugins.IRC_UNIVERSE):
+    one route, one clash rule."""
+    shadow = irc.plugins.IrcUniverse(cost_models={"t10": lambda: type(get_cost_model("seed003"))})
+    monkeypatch.setattr(irc.plugins, "plugin_universes", lambda: {"shadow": shadow})
+    with pytest.raises(irc.plugins.PluginError, match="cost model 't10' from plug-in 'shadow' clashes with irc's own"):
+        get_cost_model("t10")

@@ -212,6 +212,9 @@ class EngDesignCostModel:
     """The EngDesign benchmark grader's model of T10 plans (see the module docstring)."""
 
     name = "engdesign"
+    # The grader prices a plan as a whole (max of compute and load/store, contended shift
+    # loops): no per-instruction split exists to time a chip program with.
+    times_instructions = False
 
     def compute_cycles(self, device: Device, task: SubTask) -> ArrayLike:
         """One step's systolic time, 2*b*m*k*n / 512 (``get_mm_compute_cycle_from_padded_tile``);

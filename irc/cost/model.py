@@ -99,7 +99,11 @@ class CostBreakdown:
 
 @runtime_checkable
 class CostModel(Protocol):
-    """A swappable cost model. All results are in device cycles."""
+    """A swappable cost model. All results are in device cycles.
+
+    A model may set ``times_instructions = False`` when it prices whole operators only
+    (no split into compute steps, shifts, barriers and reductions): it then plans, but
+    lowering to a chip program and the chip interpreter refuse it by name."""
 
     name: str
 

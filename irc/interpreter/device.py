@@ -33,7 +33,7 @@ from irc.diagnostics import location_of
 from irc.interpreter.chip import Chip, ChipFault
 from irc.interpreter.te_eval import evaluate
 from irc.dialects.dtypes import numpy_dtype
-from irc.lowering.target import TargetError, cost_of, device_of, require_target
+from irc.lowering.target import TargetError, chip_cost_of, device_of, require_target
 from irc.dialects.target import TargetAttr
 
 
@@ -49,7 +49,7 @@ def chips(interpreter: Interpreter) -> dict[TargetAttr, Chip]:
 def chip_of(interpreter: Interpreter, target: TargetAttr) -> Chip:
     table = chips(interpreter)
     if target not in table:
-        table[target] = Chip(device_of(target), cost_of(target))
+        table[target] = Chip(device_of(target), chip_cost_of(target))
     return table[target]
 
 

@@ -58,10 +58,10 @@ from typing import Iterator
 import numpy as np
 
 from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, Const
-from irc.cost import CostModel, OpWork, SubTask, get_cost_model
+from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner import OpSpec, Plan, PlanError, check_plan
-from irc.planner.roles import compute_roles
+from irc.planner.roles import compute_roles, tensor_dim_axes
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
 
 
@@ -188,6 +188,12 @@ class ShiftKernel:
             out_step_elems=out_step,
             out_resident_elems=self.planner_resident(out),
             cores=self.cores,
+            geometry=PlanGeometry(
+                tensor_dim_axes(self.spec),
+                np.asarray([-(-e // f) for e, f in zip(self.extents, self.grid)]),
+                np.asarray([self.tensors[t.name].temporal for t in self.spec.tensors]),
+                np.asarray([self.tensors[t.name].sharing for t in self.spec.tensors]),
+            ),
         )
 
     def shifted_bytes_beyond_plan(self) -> int:
