@@ -8,8 +8,10 @@ from irc.plugins import cost_models
 
 
 def known_cost_models() -> list[str]:
-    """Every registered cost model, irc's and the plug-ins', by name."""
-    return sorted(cost_models())
+    """Every registered cost model by name: irc's, then the plug-ins'."""
+    models = cost_models()
+    return sorted(n for n, (owner, _) in models.items() if owner == "irc") + sorted(
+        n for n, (owner, _) in models.items() if owner != "irc")
 
 
 def get_cost_model(name: str | CostModel) -> CostModel:

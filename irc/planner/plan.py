@@ -91,6 +91,29 @@ class Plan:
     def temporal_factor(self, tensor: str, axis: str) -> int:
         return self.temporal_factors[tensor][self.axes.index(axis)]
 
+    def in_axis_order(self, axes: tuple[str, ...]) -> Plan:
+        """The same decisions listed in ``axes``' order (a plan written by hand or read from
+        JSON may list the operator's axes in another order); unscored. Unchanged when the
+        axes are not a permutation of this plan's or factor lists do not match them."""
+        if sorted(axes) != sorted(self.axes) or tuple(axes) == tuple(self.axes):
+            return self
+        order = [self.axes.index(a) for a in axes]
+
+        def permute(factors):
+            return tuple(factors[i] for i in order) if len(factors) == len(order) else tuple(factors)
+
+        return Plan(tuple(axes), permute(self.op_factors),
+                    {name: permute(f) for name, f in self.temporal_factors.items()})
+
+    def named_for(self, tensors) -> Plan:
+        """The plan stated on ``tensors``' names (``TensorSpec``s, output first): a plan of a
+        canonical spec (tensors t0, t1, ... as identical layers share them) renamed position
+        by position; unchanged when it already names them."""
+        if all(t.name in self.temporal_factors for t in tensors):
+            return self
+        return Plan(self.axes, self.op_factors,
+                    {t.name: self.temporal_factors[f"t{i}"] for i, t in enumerate(tensors)})
+
     def op_factor(self, axis: str) -> int:
         return self.op_factors[self.axes.index(axis)]
 

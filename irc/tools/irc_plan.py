@@ -250,13 +250,7 @@ def run_operator(args) -> int:
             given = plan_from_json(args.explain)
         except PlanError as error:
             raise PlanToolError(f"error: --explain: {error}") from None
-        if sorted(given.axes) == sorted(spec.axis_names) and tuple(given.axes) != spec.axis_names:
-            order = [given.axes.index(a) for a in spec.axis_names]
-            given = Plan(
-                spec.axis_names,
-                tuple(given.op_factors[i] for i in order) if len(given.op_factors) == len(order) else given.op_factors,
-                {n: tuple(f[i] for i in order) if len(f) == len(order) else f for n, f in given.temporal_factors.items()},
-            )
+        given = given.in_axis_order(spec.axis_names)
         try:
             score = check_plan(spec, given, device, cost)
         except PlanError as error:
@@ -347,20 +341,10 @@ def _report_rows(model, decision):
                chosen.idle_bytes, chosen.active_bytes, chosen.seconds / total if total > 0 else 0.0)
 
 
-def _named(spec, plan):
-    """A baseline's plan (stated on the canonical tensors t0, t1, ...) with `spec`'s names."""
-    from irc.planner import Plan
-
-    if all(t.name in plan.temporal_factors for t in spec.tensors):
-        return plan
-    return Plan(spec.axis_names, plan.op_factors,
-                {t.name: plan.temporal_factors[f"t{i}"] for i, t in enumerate(spec.tensors)})
-
-
 def _baseline_rows(model, baseline):
     total = baseline.seconds
     for op, chosen in zip(model.ops, baseline.ops):
-        plan = "-" if chosen.plan is None else _plan_text(op.spec, _named(op.spec, chosen.plan))
+        plan = "-" if chosen.plan is None else _plan_text(op.spec, chosen.plan.named_for(op.spec.tensors))
         yield (chosen.name, op.spec.kind, plan, chosen.seconds, chosen.vgm_bytes, chosen.active_bytes,
                chosen.seconds / total if total > 0 else 0.0)
 
