@@ -39,7 +39,7 @@ func.func @pace(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32>
   }
   func.return %c : tensor<8x16xf32>
 }
-// CHECK: error: 'shift.kernel' op loop on axis k (trips 4, stride 1, rotating A, B) does not match the rings' paces; expected levels: axis k trips 2 stride 2 rotating A, B; axis k trips 2 stride 1 rotating A
+// CHECK: error: 'shift.kernel' op the loops (axis k trips 4 rotating A, B) do not match the rings' paces; expected levels: axis k trips 2 rotating A; axis k trips 2 rotating A, B
 
 // -----
 
