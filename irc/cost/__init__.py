@@ -10,6 +10,7 @@ does (its compute, load/store, broadcast, reduction and shift terms). All implem
 from irc.cost.engdesign import EngDesignCostModel
 from irc.cost.model import (
     KINDS,
+    BoundedCostModel,
     CostBreakdown,
     CostModel,
     CostModelError,
@@ -23,6 +24,7 @@ from irc.cost.t10 import T10CostModel
 
 __all__ = [
     "KINDS",
+    "BoundedCostModel",
     "CostBreakdown",
     "CostModel",
     "CostModelError",

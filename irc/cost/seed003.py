@@ -64,6 +64,15 @@ class Seed003CostModel:
     def sync_cycles(self, device: Device) -> float:
         return 0.0
 
+    def time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
+        """``op_time``'s compute term (communication is never negative)."""
+        return as_float_array(steps) * self.compute_cycles(device, task)
+
+    def refined_time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
+        """The compute term itself: padded tiles times steps never shrink when a tile is
+        split (k * ceil16(t') >= ceil16(t) when k * t' >= t)."""
+        return self.time_lower_bound(device, task, steps)
+
     def op_time(self, device: Device, work: OpWork) -> CostBreakdown:
         compute = as_float_array(work.steps) * self.compute_cycles(device, work.subtask)
         shift = self.shift_cycles(device, work.shifted_bytes)

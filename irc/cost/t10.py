@@ -198,6 +198,35 @@ class T10CostModel:
         )
         return shift(work.out_resident_elems) + 6 * sync + gather + reduce
 
+    def time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
+        """``op_time``'s compute term, N * step (the shift, sync and output terms are
+        never negative)."""
+        return as_float_array(steps) * self.compute_cycles(device, task)
+
+    def refined_time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
+        """A compute bound that splitting a step tile never lowers. conv, pool, unary and
+        elementwise step costs are sums of products of (rounded-up) tiles with positive
+        coefficients plus a per-step constant, so ``steps * step`` itself; a matmul's
+        orientation can flip when a tile is split, so the lesser of its two orientations;
+        reduce: ``0.25 X + 175 <= step`` with ``X >= Q``; gather: ``ceil(n_t/n_i/2) n_i >= n_t/2``."""
+        steps = as_float_array(steps)
+        roles = task.roles
+        if task.kind == "matmul":
+            batch, m, k, n = (as_float_array(roles[r]) for r in ("batch", "m", "k", "n"))
+            kb = _ceil_div(k, 32 // task.dtype_bytes)
+
+            def oriented(rows, cols):
+                blocks = _ceil_div(cols, 16)
+                return (12 * task.dtype_bytes * _ceil_div(rows, 6) * kb * blocks
+                        + 514 * kb * blocks + 113 * blocks + 173)
+
+            return steps * batch * np.minimum(oriented(m, n), oriented(n, m))
+        if task.kind == "reduce":
+            return steps * (0.25 * as_float_array(task.volume) + 175)
+        if task.kind == "gather":
+            return steps * (300 + as_float_array(roles["leading"]) / 2 + as_float_array(roles["index"]))
+        return self.time_lower_bound(device, task, steps)
+
     def op_time(self, device: Device, work: OpWork) -> CostBreakdown:
         """IPU_COST_FACTS s3: compute = N * step; sync = 2*118*K; shift = shift_time(S);
         plus the output shuffle; exchange terms x1.25 beyond one chip."""

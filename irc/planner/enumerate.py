@@ -9,16 +9,30 @@ it, each a divisor of its tensor's sharing count, forming a divisibility chain, 
 largest at most the per-core extent; then the per-axis tuples are combined keeping only
 tensors whose ``prod(f_t)`` divides their sharing count and plans within ``max_padding``.
 
-The result is a flat ``CandidateSet`` of integer arrays, scored all at once by
-``irc.planner.vector_score``.
+The space is walked in two levels, so that the search can bound before it enumerates:
+
+- *step groups*: a spatial plan and its steps per axis ``T_d`` (the largest ``f_t`` on
+  axis d). A group fixes the step tiles, the compute sub-task, the padding and hence
+  the compute time, and bounds the memory (``irc.planner.bounds``). Groups are streamed
+  in chunks of bounded size, in lexicographic order of (F_op, T).
+- *candidates*: a group expanded into every ``f_t`` assignment with those steps; only
+  the groups a bound cannot discard are expanded (``PlanSpace.expand``), again in
+  chunks of bounded size.
+
+The per-axis options (admissible steps, pace tuples) depend only on the sharing counts
+of the tensors indexing the axis and its per-core extent, so they are computed once per
+distinct (sharing counts, extent) row and shared by every spatial plan and group with
+that row. Every candidate carries an order key (its spatial plan's index, then per axis
+the index of its pace tuple): sorting by it gives the order of the full enumeration,
+which breaks ties between equal plans the same way whatever was pruned.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterator
 
 import numpy as np
 
@@ -26,16 +40,73 @@ from irc.devices import Device
 from irc.planner.constraints import PADDING_TOLERANCE, minimum_cores
 from irc.planner.spec import OpSpec
 
+# Rows materialised at once while streaming groups or candidates: bounds the peak memory
+# of a search whatever the size of its plan space.
+GROUP_CHUNK = 1 << 18
+CANDIDATE_CHUNK = 1 << 16
+
 
 @dataclass(frozen=True)
 class CandidateSet:
-    """``op_factors[i]`` (F_op) and ``temporal_factors[i, v, d]`` (f_t) of candidate i."""
+    """``op_factors[i]`` (F_op) and ``temporal_factors[i, v, d]`` (f_t) of candidate i;
+    ``order[i]``: its key in the full enumeration's order (spatial plan index, then per
+    axis the index of its pace tuple), or None."""
 
     op_factors: np.ndarray        # int64 [N, axes]
     temporal_factors: np.ndarray  # int64 [N, tensors, axes]
+    order: np.ndarray | None = None  # int64 [N, 1 + axes]
 
     def __len__(self) -> int:
         return len(self.op_factors)
+
+
+@dataclass(frozen=True)
+class StepGroups:
+    """Step groups: ``plan[g]`` indexes ``PlanSpace.op_factors``, ``steps[g, d]`` is T_d."""
+
+    plan: np.ndarray   # int64 [G]
+    steps: np.ndarray  # int64 [G, axes]
+
+    def __len__(self) -> int:
+        return len(self.plan)
+
+    def take(self, index) -> StepGroups:
+        return StepGroups(self.plan[index], self.steps[index])
+
+    @staticmethod
+    def concatenate(parts: list[StepGroups], n_axes: int) -> StepGroups:
+        if not parts:
+            return StepGroups(np.zeros(0, dtype=np.int64), np.zeros((0, n_axes), dtype=np.int64))
+        return StepGroups(np.concatenate([p.plan for p in parts]), np.concatenate([p.steps for p in parts]))
+
+
+@dataclass(frozen=True)
+class StepPrefixes:
+    """Step groups with the steps of the first ``depth[r]`` axes chosen: ``steps[r, d]``
+    is T_d on those axes and 1 on the others; ``ratio[r]`` the padding so far. A prefix
+    of depth ``len(axes)`` is a step group."""
+
+    plan: np.ndarray   # int64 [R]
+    steps: np.ndarray  # int64 [R, axes]
+    depth: np.ndarray  # int64 [R]
+    ratio: np.ndarray  # float64 [R]
+
+    def __len__(self) -> int:
+        return len(self.plan)
+
+    def take(self, index) -> StepPrefixes:
+        return StepPrefixes(self.plan[index], self.steps[index], self.depth[index], self.ratio[index])
+
+    def groups(self) -> StepGroups:
+        return StepGroups(self.plan, self.steps)
+
+    @staticmethod
+    def concatenate(parts: list[StepPrefixes], n_axes: int) -> StepPrefixes:
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return StepPrefixes(np.zeros(0, np.int64), np.zeros((0, n_axes), np.int64),
+                                np.zeros(0, np.int64), np.zeros(0))
+        return StepPrefixes(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("plan", "steps", "depth", "ratio")))
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -100,16 +171,32 @@ def _divisors(n: int) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=200_000)
-def _axis_paces(sharing: tuple[int, ...], limit: int) -> tuple[tuple[int, ...], ...]:
-    """f_t tuples on one axis for the tensors indexing it: each a divisor of that tensor's
-    sharing count, all at most ``limit``, pairwise dividing one another."""
-    choices = [[d for d in _divisors(p) if d <= limit] for p in sharing]
-    paces = []
-    for combo in itertools.product(*choices):
-        ordered = sorted(combo)
-        if all(b % a == 0 for a, b in zip(ordered, ordered[1:])):
-            paces.append(combo)
-    return tuple(paces)
+def _axis_pace_table(sharing: tuple[int, ...], limit: int) -> np.ndarray:
+    """f_t tuples on one axis for the tensors indexing it [K, M]: each a divisor of that
+    tensor's sharing count, all at most ``limit``, pairwise dividing one another; in
+    lexicographic order of the per-tensor divisors (as ``itertools.product``)."""
+    choices = [np.asarray([d for d in _divisors(p) if d <= limit], dtype=np.int64) for p in sharing]
+    grids = np.meshgrid(*choices, indexing="ij")
+    table = np.stack([g.reshape(-1) for g in grids], axis=1) if grids else np.ones((1, 0), np.int64)
+    if table.shape[1] > 1:
+        ordered = np.sort(table, axis=1)
+        table = table[(ordered[:, 1:] % ordered[:, :-1] == 0).all(axis=1)]
+    return table
+
+
+@lru_cache(maxsize=200_000)
+def _paces_by_steps(sharing: tuple[int, ...], limit: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The pace tuples of ``_axis_pace_table(sharing, limit)`` by their largest pace (the
+    axis' steps): per steps, the tuples and their indices in that table's order."""
+    table = _axis_pace_table(sharing, limit)
+    largest = table.max(axis=1) if table.shape[1] else np.ones(len(table), np.int64)
+    order = np.argsort(largest, kind="stable")
+    values, starts = np.unique(largest[order], return_index=True)
+    stops = np.append(starts[1:], len(order))
+    return {
+        int(t): (table[order[a:b]], order[a:b].astype(np.int64))
+        for t, a, b in zip(values.tolist(), starts.tolist(), stops.tolist())
+    }
 
 
 def _ragged_cross(counts_left: np.ndarray, counts_right: np.ndarray):
@@ -126,6 +213,235 @@ def _ragged_cross(counts_left: np.ndarray, counts_right: np.ndarray):
     return group, start_left[group] + position // width, start_right[group] + position % width
 
 
+def _cut(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Consecutive [start, stop) ranges whose summed weights stay within ``budget``
+    (a single row above it makes a range of its own)."""
+    cumulative = np.cumsum(weights)
+    ranges = []
+    start, before = 0, 0
+    while start < len(weights):
+        stop = max(int(np.searchsorted(cumulative, before + budget, side="right")), start + 1)
+        ranges.append((start, stop))
+        before = int(cumulative[stop - 1])
+        start = stop
+    return ranges
+
+
+class PlanSpace:
+    """The constrained plan space of one operator on one device (module docstring)."""
+
+    def __init__(
+        self,
+        spec: OpSpec,
+        device: Device,
+        min_utilization: float,
+        max_padding: float,
+        rotation: bool = True,
+        max_partitioned_axes: int | None = None,
+    ) -> None:
+        self.spec = spec
+        self.rotation = rotation
+        self.limit = max_padding * (1 + PADDING_TOLERANCE)
+        axes = spec.axis_names
+        tensors = spec.tensors
+        self.n_axes, self.n_tensors = len(axes), len(tensors)
+        self.extents = np.asarray(spec.extents, dtype=np.int64)
+        spatial = spatial_plans(spec, device, min_utilization, max_padding, max_partitioned_axes)
+        self.op_factors = np.asarray(spatial, dtype=np.int64).reshape(len(spatial), self.n_axes)  # [S, D]
+        self.indexed = np.array([[t.indexed_by(a) for a in axes] for t in tensors])           # [V, D]
+        self.sharing = np.where(self.indexed[None], 1, self.op_factors[:, None, :]).prod(axis=2)  # [S, V]
+        self.per_core = -(-self.extents[None, :] // self.op_factors)                          # [S, D]
+        base = (self.op_factors * self.per_core / self.extents[None, :]).prod(axis=1)
+        self.base_ratio = base                                                                # [S]
+        self.members = [np.flatnonzero(self.indexed[:, d]) for d in range(self.n_axes)]
+        # per axis: distinct (sharing counts of its tensors, per-core extent) rows, their
+        # admissible steps (flat, ascending per row) and the padding ratio of each
+        self._row_of: list[np.ndarray] = []       # [S] -> row id
+        self._rows: list[list[tuple[tuple[int, ...], int]]] = []
+        self._start: list[np.ndarray] = []        # [S] first option of the plan's row
+        self._count: list[np.ndarray] = []        # [S] options of the plan's row
+        self._steps: list[np.ndarray] = []        # flat option values
+        self._ratio: list[np.ndarray] = []        # flat option padding ratios
+        for d in range(self.n_axes):
+            keys = np.column_stack([self.sharing[:, self.members[d]], self.per_core[:, d]])
+            unique, inverse = np.unique(keys, axis=0, return_inverse=True) if len(keys) else (keys, np.zeros(0, int))
+            inverse = np.asarray(inverse).reshape(-1)
+            rows, starts, counts, values, ratios = [], [], [], [], []
+            for key in unique.tolist():
+                sharing, extent = tuple(key[:-1]), key[-1]
+                if rotation:
+                    steps = sorted(_paces_by_steps(sharing, extent))
+                else:
+                    steps = [1]
+                rows.append((sharing, extent))
+                starts.append(len(values))
+                counts.append(len(steps))
+                values.extend(steps)
+                ratios.extend(t * _ceil_div(extent, t) / extent for t in steps)
+            self._row_of.append(inverse)
+            self._rows.append(rows)
+            self._start.append(np.asarray(starts, dtype=np.int64)[inverse] if rows else np.zeros(0, np.int64))
+            self._count.append(np.asarray(counts, dtype=np.int64)[inverse] if rows else np.zeros(0, np.int64))
+            self._steps.append(np.asarray(values, dtype=np.int64))
+            self._ratio.append(np.asarray(ratios, dtype=np.float64))
+        self._max_steps: np.ndarray | None = None
+
+    @property
+    def n_spatial(self) -> int:
+        return len(self.op_factors)
+
+    # -- step groups -------------------------------------------------------------------
+
+    def groups(self, chunk: int = GROUP_CHUNK) -> Iterator[StepGroups]:
+        """Every step group within the padding limit, in lexicographic order of (F_op, T),
+        in chunks of at most about ``chunk`` groups."""
+        if self.n_spatial == 0:
+            return
+        pending: list[StepGroups] = []
+        held = 0
+        for first in range(0, self.n_spatial, chunk):
+            plan = np.arange(first, min(first + chunk, self.n_spatial))
+            steps = np.zeros((len(plan), 0), dtype=np.int64)
+            for part in self._extend(plan, steps, self.base_ratio[plan], 0, chunk):
+                pending.append(part)
+                held += len(part)
+                if held >= chunk:
+                    yield StepGroups.concatenate(pending, self.n_axes)
+                    pending, held = [], 0
+        if held:
+            yield StepGroups.concatenate(pending, self.n_axes)
+
+    def _extend(self, plan, steps, ratio, d: int, chunk: int) -> Iterator[StepGroups]:
+        if len(plan) == 0:
+            return
+        if d == self.n_axes:
+            yield StepGroups(plan, steps)
+            return
+        counts = self._count[d][plan]
+        if int(counts.sum()) > 4 * chunk and len(plan) > 1:
+            half = len(plan) // 2
+            yield from self._extend(plan[:half], steps[:half], ratio[:half], d, chunk)
+            yield from self._extend(plan[half:], steps[half:], ratio[half:], d, chunk)
+            return
+        row = np.repeat(np.arange(len(plan)), counts)
+        option = self._start[d][plan][row] + (np.arange(len(row)) - (np.cumsum(counts) - counts)[row])
+        new_ratio = ratio[row] * self._ratio[d][option]
+        keep = new_ratio <= self.limit
+        row, option = row[keep], option[keep]
+        new_steps = np.concatenate([steps[row], self._steps[d][option][:, None]], axis=1)
+        yield from self._extend(plan[row], new_steps, new_ratio[keep], d + 1, chunk)
+
+    # -- step prefixes (the search's tree over steps, axis by axis) ---------------------
+
+    def roots(self) -> StepPrefixes:
+        """Every spatial plan with no steps chosen yet."""
+        n = self.n_spatial
+        return StepPrefixes(np.arange(n), np.ones((n, self.n_axes), dtype=np.int64),
+                            np.zeros(n, dtype=np.int64), self.base_ratio.copy())
+
+    def children(self, prefixes: StepPrefixes) -> StepPrefixes:
+        """Each prefix (all of one depth d) extended by every admissible T_d within the
+        padding limit, in order."""
+        if len(prefixes) == 0:
+            return prefixes
+        d = int(prefixes.depth[0])
+        plan = prefixes.plan
+        counts = self._count[d][plan]
+        row = np.repeat(np.arange(len(plan)), counts)
+        option = self._start[d][plan][row] + (np.arange(len(row)) - (np.cumsum(counts) - counts)[row])
+        ratio = prefixes.ratio[row] * self._ratio[d][option]
+        keep = ratio <= self.limit
+        row, option = row[keep], option[keep]
+        steps = prefixes.steps[row]
+        steps[:, d] = self._steps[d][option]
+        return StepPrefixes(plan[row], steps, np.full(len(row), d + 1, dtype=np.int64), ratio[keep])
+
+    @property
+    def max_steps(self) -> np.ndarray:
+        """[S, D]: the largest admissible T_d of each spatial plan."""
+        if self._max_steps is None:
+            self._max_steps = np.stack(
+                [self._steps[d][self._start[d] + self._count[d] - 1] for d in range(self.n_axes)], axis=1
+            ).reshape(self.n_spatial, self.n_axes) if self.n_spatial else np.zeros((0, self.n_axes), np.int64)
+        return self._max_steps
+
+    # -- candidates --------------------------------------------------------------------
+
+    def _axis_options(self, groups: StepGroups, d: int):
+        """Per group, the pace tuples of axis d with its steps: (counts [G], flat paces
+        [K, M], flat indices [K], group-contiguous)."""
+        row = self._row_of[d][groups.plan]
+        steps = groups.steps[:, d]
+        radix = int(steps.max()) + 1
+        unique, inverse = np.unique(row * radix + steps, return_inverse=True)
+        inverse = np.asarray(inverse).reshape(-1)
+        width = len(self.members[d])
+        tables = []
+        for k in unique.tolist():
+            r, t = divmod(k, radix)
+            sharing, extent = self._rows[d][r]
+            if self.rotation:
+                tables.append(_paces_by_steps(sharing, extent)[t])
+            else:
+                tables.append((np.ones((1, width), dtype=np.int64), np.zeros(1, dtype=np.int64)))
+        sizes = np.asarray([len(t[1]) for t in tables], dtype=np.int64)
+        starts = np.cumsum(sizes) - sizes
+        counts = sizes[inverse]
+        flat_rows = np.concatenate([t[0] for t in tables]) if tables else np.zeros((0, width), np.int64)
+        flat_index = np.concatenate([t[1] for t in tables]) if tables else np.zeros(0, np.int64)
+        # gather each group's own block of rows, group-contiguous
+        pos = np.repeat(starts[inverse], counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
+        return counts, flat_rows[pos], flat_index[pos]
+
+    def expand(self, groups: StepGroups, chunk: int = CANDIDATE_CHUNK) -> Iterator[CandidateSet]:
+        """Every candidate of ``groups``, in chunks of about ``chunk`` candidates (bounded
+        by the product of the per-axis option counts before the divisibility check)."""
+        if len(groups) == 0:
+            return
+        options = [self._axis_options(groups, d) for d in range(self.n_axes)]
+        estimate = np.ones(len(groups), dtype=np.float64)
+        for counts, _, _ in options:
+            estimate *= counts
+        starts = [np.cumsum(c) - c for c, _, _ in options]
+        for lo, hi in _cut(np.minimum(estimate, 2**40).astype(np.int64), chunk):
+            part = []
+            for d, (counts, paces, index) in enumerate(options):
+                begin = starts[d][lo]
+                end = starts[d][hi - 1] + counts[hi - 1]
+                part.append((counts[lo:hi], paces[begin:end], index[begin:end]))
+            found = self._cross(groups.take(slice(lo, hi)), part)
+            if len(found):
+                yield found
+
+    def _cross(self, groups: StepGroups, options) -> CandidateSet:
+        n_groups = len(groups)
+        n_tensors, n_axes = self.n_tensors, self.n_axes
+        sharing = self.sharing[groups.plan]                                   # [G, V]
+        counts = np.ones(n_groups, dtype=np.int64)
+        group_of = np.arange(n_groups)
+        factors = np.ones((n_groups, n_tensors, n_axes), dtype=np.int64)
+        products = np.ones((n_groups, n_tensors), dtype=np.int64)
+        order = np.zeros((n_groups, n_axes), dtype=np.int64)
+        for d, (pace_counts, paces, index) in enumerate(options):
+            members = self.members[d]
+            group, left, right = _ragged_cross(counts, pace_counts)
+            new_products = products[left]
+            new_products[:, members] *= paces[right]
+            keep = (sharing[group] % new_products == 0).all(axis=1)
+            left, right, group = left[keep], right[keep], group[keep]
+            factors = factors[left]
+            factors[:, members, d] = paces[right]
+            order = order[left]
+            order[:, d] = index[right]
+            products = new_products[keep]
+            group_of = group
+            counts = np.bincount(group, minlength=n_groups)
+        plan = groups.plan[group_of]
+        return CandidateSet(
+            self.op_factors[plan], factors, np.concatenate([plan[:, None], order], axis=1)
+        )
+
+
 def candidate_set(
     spec: OpSpec,
     device: Device,
@@ -134,66 +450,22 @@ def candidate_set(
     rotation: bool = True,
     max_partitioned_axes: int | None = None,
 ) -> CandidateSet:
-    """All admissible (F_op, f_t) pairs as flat arrays, F_op in lexicographic order.
-
-    The temporal factors are combined axis by axis for all spatial plans at once (a
-    ragged cross product per spatial plan), pruning after every axis the partial
-    combinations whose prod(f_t) no longer divides a tensor's sharing count or whose
-    padding already exceeds the limit.
-    """
-    axes = spec.axis_names
-    tensors = spec.tensors
-    n_axes, n_tensors = len(axes), len(tensors)
-    extents = spec.extents
-    limit = max_padding * (1 + PADDING_TOLERANCE)
-    spatial = spatial_plans(spec, device, min_utilization, max_padding, max_partitioned_axes)
-    if not spatial:
+    """All admissible (F_op, f_t) pairs as flat arrays, in the full enumeration's order
+    (F_op lexicographic, then per axis the pace tuples in order). Materialises the whole
+    space: for small spaces (no rotation, tests); the search streams ``PlanSpace``."""
+    space = PlanSpace(spec, device, min_utilization, max_padding, rotation, max_partitioned_axes)
+    parts = [c for groups in space.groups() for c in space.expand(groups)]
+    n_axes, n_tensors = len(spec.axes), len(spec.tensors)
+    if not parts:
         return CandidateSet(
-            np.zeros((0, n_axes), dtype=np.int64), np.zeros((0, n_tensors, n_axes), dtype=np.int64)
+            np.zeros((0, n_axes), dtype=np.int64),
+            np.zeros((0, n_tensors, n_axes), dtype=np.int64),
+            np.zeros((0, 1 + n_axes), dtype=np.int64),
         )
-    op_factors = np.asarray(spatial, dtype=np.int64)                     # [S, D]
-    n_plans = len(spatial)
-    indexed = np.array([[t.indexed_by(a) for a in axes] for t in tensors])  # [V, D]
-    sharing = np.where(indexed[None], 1, op_factors[:, None, :]).prod(axis=2)  # [S, V]
-    per_core = -(-np.asarray(extents)[None, :] // op_factors)           # [S, D]
-    base_ratio = (op_factors * per_core / np.asarray(extents)[None, :]).prod(axis=1)
-
-    # running partial combinations, grouped by spatial plan
-    counts = np.ones(n_plans, dtype=np.int64)
-    plan_of = np.arange(n_plans)
-    factors = np.ones((n_plans, n_tensors, n_axes), dtype=np.int64)
-    products = np.ones((n_plans, n_tensors), dtype=np.int64)
-    ratio = base_ratio.copy()
-    sharing_list = sharing.tolist()
-    per_core_list = per_core.tolist()
-    for d, axis in enumerate(axes):
-        members = [v for v, t in enumerate(tensors) if t.indexed_by(axis)]
-        # this axis' admissible paces per spatial plan (cached by sharing counts and extent)
-        pace_rows: list[tuple[int, ...]] = []
-        pace_counts = np.empty(n_plans, dtype=np.int64)
-        for i in range(n_plans):
-            if rotation:
-                paces = _axis_paces(tuple(sharing_list[i][v] for v in members), per_core_list[i][d])
-            else:
-                paces = (tuple(1 for _ in members),)
-            pace_rows.extend(paces)
-            pace_counts[i] = len(paces)
-        paces = np.asarray(pace_rows, dtype=np.int64).reshape(-1, len(members))
-        steps = paces.max(axis=1)
-        pace_plan = np.repeat(np.arange(n_plans), pace_counts)
-        extent = per_core[pace_plan, d]
-        pace_ratio = steps * (-(-extent // steps)) / extent
-
-        group, left, right = _ragged_cross(counts, pace_counts)
-        new_products = products[left].copy()
-        new_products[:, members] *= paces[right]
-        new_ratio = ratio[left] * pace_ratio[right]
-        keep = (sharing[group] % new_products == 0).all(axis=1) & (new_ratio <= limit)
-        left, right, group = left[keep], right[keep], group[keep]
-        factors = factors[left]
-        factors[:, members, d] = paces[right]
-        products = new_products[keep]
-        ratio = new_ratio[keep]
-        plan_of = group
-        counts = np.bincount(group, minlength=n_plans)
-    return CandidateSet(op_factors[plan_of], factors)
+    order_keys = np.concatenate([p.order for p in parts])
+    order = np.lexsort(order_keys.T[::-1])
+    return CandidateSet(
+        np.concatenate([p.op_factors for p in parts])[order],
+        np.concatenate([p.temporal_factors for p in parts])[order],
+        order_keys[order],
+    )

@@ -32,12 +32,10 @@ def _ceil_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return -(-a // b)
 
 
-def score_candidates(
-    spec: OpSpec, candidates: CandidateSet, device: Device, cost: CostModel
-) -> CandidateScores:
+def _resident(spec: OpSpec, candidates: CandidateSet):
+    """Per candidate: per-core extents, steps per axis, step tiles [N, D], resident
+    elements [N, V] and bytes per core [N]."""
     axes = spec.axis_names
-    tensors = spec.tensors
-    b = spec.dtype_bytes
     op_factors = candidates.op_factors              # [N, D]
     temporal = candidates.temporal_factors          # [N, V, D]
     extents = np.asarray(spec.extents, dtype=np.int64)
@@ -49,7 +47,7 @@ def score_candidates(
     partition_spans = spans[:, None, :] // temporal  # exact: every f_t divides T_d
 
     resident = []
-    for v, tensor in enumerate(tensors):
+    for v, tensor in enumerate(spec.tensors):
         elements = np.ones(len(candidates), dtype=np.int64)
         for dim in tensor.dims:
             terms = [partition_spans[:, v, axes.index(a)] for a in dim]
@@ -59,6 +57,24 @@ def score_candidates(
     rotating = (temporal > 1).any(axis=2)           # [N, V]
     tensor_bytes = np.asarray(spec.tensor_bytes, dtype=np.int64)  # [V]: each tensor its own size
     memory = (tensor_bytes[None, :] * resident * (1 + rotating)).sum(axis=1)
+    return per_core, steps_per_axis, step_tiles, resident, memory
+
+
+def candidate_memory(spec: OpSpec, candidates: CandidateSet) -> np.ndarray:
+    """Bytes per core of every candidate (no cost model needed)."""
+    return _resident(spec, candidates)[-1]
+
+
+def score_candidates(
+    spec: OpSpec, candidates: CandidateSet, device: Device, cost: CostModel
+) -> CandidateScores:
+    axes = spec.axis_names
+    tensors = spec.tensors
+    b = spec.dtype_bytes
+    op_factors = candidates.op_factors              # [N, D]
+    temporal = candidates.temporal_factors          # [N, V, D]
+    per_core, steps_per_axis, step_tiles, resident, memory = _resident(spec, candidates)
+    tensor_bytes = np.asarray(spec.tensor_bytes, dtype=np.int64)
 
     # shift levels: one slot per (axis, tensor indexing it); the slot owned by tensor w
     # is the level at pace u = f_t[w, d], stepping from the next coarser pace, shifting

@@ -4,6 +4,7 @@ as brute-force enumeration of every plan (small shapes, tiny devices)."""
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 from irc.devices import load_device
 from irc.planner import OpSpec, PlanError, TensorSpec, conv2d_spec, matmul_spec, search
 from irc.planner.brute_force import brute_force_plans
+from irc.planner.enumerate import candidate_set
+from irc.planner.vector_score import candidate_memory
 
 
 def batched_matmul(b, m, k, n):
@@ -71,7 +74,18 @@ def assert_same_optimum(spec, device, cost, min_utilization, max_padding):
     expected = frontier((p.memory_per_core, round(p.cycles, 6)) for p in reference)
     found = [(p.memory_per_core, round(p.cycles, 6)) for p in result.pareto]
     assert found == expected
-    assert result.plans_scored >= len(reference)
+    # the enumeration holds exactly the plans brute force finds legal (those that fit)
+    used_utilization = 0.0 if result.relaxed_utilization else min_utilization
+    device = load_device(device)
+    space = candidate_set(spec, device, used_utilization, max_padding)
+    fitting = candidate_memory(spec, space) <= device.sram_bytes
+    enumerated = {
+        (tuple(space.op_factors[i].tolist()), tuple(map(tuple, space.temporal_factors[i].tolist())))
+        for i in np.flatnonzero(fitting)
+    }
+    legal = {(p.op_factors, tuple(p.temporal_factors[t.name] for t in spec.tensors)) for p in reference}
+    assert enumerated == legal
+    assert result.plans_scored <= len(space)
 
 
 sizes = st.integers(min_value=1, max_value=16)

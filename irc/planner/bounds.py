@@ -1,0 +1,126 @@
+"""Lower bounds of the memory and time of every plan below a step prefix.
+
+The search (``irc.planner.search``) walks a tree: a spatial plan, then its steps per axis
+``T_d`` chosen axis by axis (``irc.planner.enumerate.StepPrefixes``); a complete prefix
+is a *step group*, which fixes the step tiles, the padded spans and the compute
+sub-task, and leaves open only how each tensor's temporal factors split those steps.
+A prefix whose bounds an already found plan dominates (no more memory, strictly less
+time) or whose memory bound exceeds the SRAM holds no plan of the Pareto frontier, and
+the search drops it unexpanded. That is exact as long as the bounds are.
+
+- **Memory** (cost-model free). Each tensor either does not rotate (its whole partition
+  of the padded spans, once) or rotates (its partition split by its ``f_t``, twice: the
+  resident slice and the receive buffer). A rotating tensor's partition is at least the
+  step tiles' (every ``f_t`` divides ``T_d``) and at least the product of its largest
+  span per dimension over the most it can be split, ``min(P, prod T_d)`` (its ``f_t``
+  multiply to a divisor of its sharing count ``P``); it can rotate only when that is
+  above 1. On an axis whose steps are not chosen yet, the span is at least the per-core
+  extent and the tile at least the extent over the largest admissible steps.
+- **Time**, from the cost model (``irc.cost.model.BoundedCostModel``): a step group gets
+  ``time_lower_bound(device, task, steps)``, its exact sub-task's; a shorter prefix gets
+  ``refined_time_lower_bound`` at one step on every open axis, which the model
+  guarantees no choice of more steps goes below. A model without the first gets 0
+  everywhere, without the second 0 on short prefixes: the search is then bounded by
+  memory (and by group times) alone, still exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from irc.cost import CostModel, SubTask
+from irc.devices import Device
+from irc.planner.enumerate import PlanSpace, StepPrefixes
+from irc.planner.roles import compute_roles
+
+
+def _defined_in(cls: type, name: str) -> type | None:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return klass
+    return None
+
+
+def cost_bound(cost: CostModel, name: str = "time_lower_bound"):
+    """The cost model's bound ``name`` when it bounds the model's own ``op_time`` (defined
+    by the class defining ``op_time``, or a subclass of it), else None."""
+    bound = getattr(cost, name, None)
+    if bound is None:
+        return None
+    bound_class = _defined_in(type(cost), name)
+    time_class = _defined_in(type(cost), "op_time")
+    if bound_class is None or time_class is None or not issubclass(bound_class, time_class):
+        return None
+    return bound
+
+
+class PrefixBounds:
+    """Memory and time bounds of step prefixes for one plan space and cost model."""
+
+    def __init__(self, space: PlanSpace, device: Device, cost: CostModel) -> None:
+        self.space = space
+        self.device = device
+        spec = space.spec
+        axes = spec.axis_names
+        self.roles = {role: list(idx) for role, idx in compute_roles(spec).items()}
+        self.group_bound = cost_bound(cost, "time_lower_bound")
+        self.prefix_bound = cost_bound(cost, "refined_time_lower_bound") if self.group_bound else None
+        self.tensors = []
+        for v, tensor in enumerate(spec.tensors):
+            dims = [[axes.index(a) for a in dim] for dim in tensor.dims]
+            own = [axes.index(a) for a in tensor.axes]
+            # an axis in two dimensions of one tensor (X[i,i]) would count its f_t twice
+            distinct = sum(len(dim) for dim in dims) == len(own)
+            self.tensors.append((spec.tensor_bytes[v], dims, own, distinct))
+
+    def memory(self, prefixes: StepPrefixes) -> np.ndarray:
+        """Bytes per core no plan below each prefix goes under."""
+        space = self.space
+        n = len(prefixes)
+        plan = prefixes.plan
+        per_core = space.per_core[plan]
+        chosen = np.arange(space.n_axes)[None, :] < prefixes.depth[:, None]
+        steps = prefixes.steps
+        largest = np.where(chosen, steps, space.max_steps[plan])
+        spans = np.where(chosen, steps * -(-per_core // steps), per_core)
+        tiles = -(-per_core // largest)
+        sharing = space.sharing[plan]
+        total = np.zeros(n, dtype=np.float64)
+        for v, (nbytes, dims, own, distinct) in enumerate(self.tensors):
+            whole = np.ones(n, dtype=np.float64)
+            sliced = np.ones(n, dtype=np.float64)
+            widest = np.ones(n, dtype=np.float64)
+            for index in dims:
+                whole *= spans[:, index].sum(axis=1) - (len(index) - 1)
+                sliced *= tiles[:, index].sum(axis=1) - (len(index) - 1)
+                widest *= spans[:, index].max(axis=1)
+            splits = np.minimum(sharing[:, v], largest[:, own].prod(axis=1))
+            rotating = np.maximum(sliced, widest / splits) if distinct else sliced
+            total += nbytes * np.where(splits > 1, np.minimum(whole, 2 * rotating), whole)
+        return total
+
+    def time(self, prefixes: StepPrefixes) -> np.ndarray:
+        """Cycles no plan below each prefix goes under (module docstring)."""
+        n = len(prefixes)
+        if self.group_bound is None or n == 0:
+            return np.zeros(n)
+        spec = self.space.spec
+        steps = prefixes.steps                       # 1 on open axes
+        tiles = -(-self.space.per_core[prefixes.plan] // steps)
+        task = SubTask(
+            spec.kind, spec.dtype_bytes, tiles.prod(axis=1),
+            {role: tiles[:, idx].prod(axis=1) for role, idx in self.roles.items()},
+        )
+        total = steps.prod(axis=1)
+        complete = prefixes.depth == self.space.n_axes
+        cycles = np.zeros(n)
+        if complete.any():
+            cycles = np.where(complete, _as_array(self.group_bound(self.device, task, total), n), cycles)
+        if self.prefix_bound is not None and not complete.all():
+            cycles = np.where(complete, cycles, _as_array(self.prefix_bound(self.device, task, total), n))
+        return cycles
+
+
+def _as_array(values, n: int) -> np.ndarray:
+    values = np.broadcast_to(np.asarray(values, dtype=np.float64), (n,))
+    return np.where(np.isnan(values), 0.0, values)
