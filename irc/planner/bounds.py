@@ -70,7 +70,7 @@ class PrefixBounds:
             dims = [[axes.index(a) for a in dim] for dim in tensor.dims]
             own = [axes.index(a) for a in tensor.axes]
             # an axis in two dimensions of one tensor (X[i,i]) would count its f_t twice
-            distinct = sum(len(dim) for dim in dims) == len(own)
+            distinct = sum(len(set(dim)) for dim in dims) == len(own)
             self.tensors.append((spec.tensor_bytes[v], dims, own, distinct))
 
     def memory(self, prefixes: StepPrefixes) -> np.ndarray:

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from irc.devices import load_device
 from irc.planner import OpSpec, PlanError, TensorSpec, conv2d_spec, matmul_spec, search
+from irc.cost import get_cost_model
+from irc.planner.bounds import cost_bound
 from irc.planner.brute_force import brute_force_plans
 from irc.planner.enumerate import candidate_set
 from irc.planner.vector_score import candidate_memory
@@ -123,9 +125,84 @@ def test_other_ops_match_brute_force(shape, kind, device, max_padding):
     assert_same_optimum(spec, device, "t10", 0.0, max_padding)
 
 
+def conv(batch, out_channels, in_channels, height, width, kernel_h, kernel_w, stride=1):
+    """``O[b,f,h,w] += I[b,c,s*h+r,s*w+q] * W[f,c,r,q]``; a stride-s window lists its
+    output axis s times (``irc.planner.from_te``: the contiguous range it covers)."""
+    return OpSpec(
+        axes=(("b", batch), ("f", out_channels), ("c", in_channels), ("h", height),
+              ("w", width), ("r", kernel_h), ("q", kernel_w)),
+        tensors=(
+            TensorSpec("O", (("b",), ("f",), ("h",), ("w",))),
+            TensorSpec("I", (("b",), ("c",), ("h",) * stride + ("r",), ("w",) * stride + ("q",))),
+            TensorSpec("W", (("f",), ("c",), ("r",), ("q",))),
+        ),
+        reduction_axes=("c", "r", "q"),
+        kind="conv",
+    )
+
+
 @pytest.mark.parametrize("shape", [(1, 2, 2, 3, 3, 2, 2), (2, 4, 1, 4, 2, 3, 1)])
 def test_conv_with_compound_dims_matches_brute_force(shape):
     assert_same_optimum(conv2d_spec(*shape), "tiny4", "t10", 0.0, 1.5)
+
+
+# 7-axis convolutions (the many-axis searches the bounds exist for): strided and not,
+# SRAM so small that only rotating plans fit, both cost models that price convs
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shape=st.tuples(st.integers(1, 2), st.integers(1, 4), st.integers(1, 3), st.integers(1, 4),
+                    st.integers(1, 3), st.integers(1, 3), st.integers(1, 2)),
+    stride=st.sampled_from([1, 2]),
+    sram=st.sampled_from([None, 160, 320, 1024]),
+    cost=st.sampled_from(["t10", "seed003"]),
+    min_utilization=st.sampled_from([0.0, 0.75]),
+    max_padding=st.sampled_from([1.0, 1.5]),
+)
+def test_conv_search_matches_brute_force(shape, stride, sram, cost, min_utilization, max_padding):
+    device = replace(load_device("tiny4"), sram_bytes=sram) if sram else load_device("tiny4")
+    assert_same_optimum(conv(*shape, stride=stride), device, cost, min_utilization, max_padding)
+
+
+class UnboundedT10:
+    """t10's prices under a class of its own that states no bound: the search must stay
+    exact bounded by memory alone."""
+
+    name = "t10-unbounded"
+
+    def __init__(self):
+        self._t10 = get_cost_model("t10")
+
+    def compute_cycles(self, device, task):
+        return self._t10.compute_cycles(device, task)
+
+    def shift_cycles(self, device, nbytes):
+        return self._t10.shift_cycles(device, nbytes)
+
+    def sync_cycles(self, device):
+        return self._t10.sync_cycles(device)
+
+    def op_time(self, device, work):
+        return self._t10.op_time(device, work)
+
+
+class OpTimeOverridden(type(get_cost_model("t10"))):
+    """A subclass that changes ``op_time`` but inherits t10's bounds, which no longer
+    bound it: the search must not use them."""
+
+    name = "t10-cheaper-compute"
+
+    def op_time(self, device, work):
+        breakdown = super().op_time(device, work)
+        return type(breakdown)(breakdown.compute / 3, breakdown.shift, breakdown.sync, breakdown.reduction)
+
+
+@pytest.mark.parametrize("spec", [conv(1, 2, 2, 3, 3, 2, 2), conv(2, 3, 1, 2, 3, 2, 1, stride=2),
+                                  matmul_spec(16, 64, 16)], ids=["conv", "strided", "matmul"])
+@pytest.mark.parametrize("cost", [UnboundedT10(), OpTimeOverridden()], ids=["no-bound", "overridden"])
+def test_cost_model_without_valid_bounds_stays_exact(spec, cost):
+    assert cost_bound(cost) is None
+    device = replace(load_device("tiny4"), sram_bytes=400)
+    assert_same_optimum(spec, device, cost, 0.0, 1.5)
 
 
 @pytest.mark.parametrize("cost", ["t10", "seed003"])
