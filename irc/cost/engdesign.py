@@ -229,17 +229,17 @@ class EngDesignCostModel:
     def sync_cycles(self, device: Device) -> float:
         return 0.0
 
-    def time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
-        """``op_time``'s core term (the network terms are truncations of non-negative
-        values)."""
-        batch, m, k, n = self._matmul_roles(task)
-        return matmul_core_cycles(batch, m, k, n, steps, task.dtype_bytes)
+    def time_lower_bound(self, device: Device, least: OpWork) -> ArrayLike:
+        """``op_time``'s core term (the network terms, which need the plan's geometry, are
+        truncations of non-negative values)."""
+        batch, m, k, n = self._matmul_roles(least.subtask)
+        return matmul_core_cycles(batch, m, k, n, least.steps, least.subtask.dtype_bytes)
 
-    def refined_time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
+    def refined_time_lower_bound(self, device: Device, least: OpWork) -> ArrayLike:
         """The systolic term alone (steps times the step's volume never shrinks when a
         tile is split; the one-step load/store term does)."""
-        batch, m, k, n = self._matmul_roles(task)
-        return 2 * (batch * m * k * n) / SYSTOLIC_FLOPS_PER_CYCLE * as_float_array(steps)
+        batch, m, k, n = self._matmul_roles(least.subtask)
+        return 2 * (batch * m * k * n) / SYSTOLIC_FLOPS_PER_CYCLE * as_float_array(least.steps)
 
     def op_time(self, device: Device, work: OpWork) -> CostBreakdown:
         """core = compute (with the load/store bound); shift = broadcast + rotation loops;

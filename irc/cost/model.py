@@ -129,27 +129,32 @@ class BoundedCostModel(CostModel, Protocol):
     """A cost model that also bounds a plan's time before the plan is known, so the
     planner can discard whole groups of plans unscored (``irc.planner.bounds``).
 
-    ``time_lower_bound(device, task, steps)`` must not exceed
-    ``op_time(device, w).total`` for any ``OpWork`` ``w`` with ``w.subtask == task`` and
-    ``w.steps == steps``, whatever its shifted bytes, shift events, partial copies, output
-    sizes, cores and geometry.
+    The planner describes a group of plans by its *least work*, an ``OpWork`` whose
+    ``subtask``, ``steps`` and ``cores`` every plan of the group shares and whose
+    ``shifted_bytes``, ``shift_events``, ``partial_copies``, ``out_step_elems`` and
+    ``out_resident_elems`` none goes below (``geometry`` is None).
 
-    ``refined_time_lower_bound(device, task, steps)`` (optional) must not exceed
-    ``time_lower_bound`` of any *refinement* of (task, steps): the planner refines by
-    splitting step tiles further, an axis' tile ``t`` becoming any ``t'`` with
-    ``k * t' >= t`` and the steps ``k * steps`` (``k >= 1``; the roles and the volume are
-    products of axis tiles). It lets the planner bound a spatial plan before choosing its
-    steps: "more steps never compute faster" (T10 s4.3.1), stated by the model itself.
+    ``time_lower_bound(device, least)`` must not exceed ``op_time(device, w).total`` for
+    any such ``w``: equal ``subtask``, ``steps``, ``cores``, every other field at least
+    ``least``'s, any geometry.
+
+    ``refined_time_lower_bound(device, least)`` (optional) must not exceed
+    ``time_lower_bound(device, w)`` for any *refinement* ``w`` of ``least``: the planner
+    refines by splitting step tiles further, an axis' tile ``t`` becoming any ``t'`` with
+    ``k * t' >= t`` and the steps ``k * steps`` (``k >= 1``; the roles, the volume and
+    ``out_step_elems`` are products of axis tiles), every other field at least
+    ``least``'s. It lets the planner bound a spatial plan before choosing its steps: "more
+    steps never compute faster" (T10 s4.3.1), as the model itself states it.
 
     The planner uses these bounds only when the class defining them is the one defining
     ``op_time`` or derives from it (a subclass that changes ``op_time`` and not the bound
     gets no bound). Without them the search is still exact, bounded by memory alone.
     """
 
-    def time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
+    def time_lower_bound(self, device: Device, least: OpWork) -> ArrayLike:
         ...
 
-    def refined_time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
+    def refined_time_lower_bound(self, device: Device, least: OpWork) -> ArrayLike:
         ...
 
 

@@ -64,14 +64,16 @@ class Seed003CostModel:
     def sync_cycles(self, device: Device) -> float:
         return 0.0
 
-    def time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
-        """``op_time``'s compute term (communication is never negative)."""
-        return as_float_array(steps) * self.compute_cycles(device, task)
+    def time_lower_bound(self, device: Device, least: OpWork) -> ArrayLike:
+        """``op_time`` of the least work: communication grows with the shifted bytes and
+        the resident output, and one partial copy needs no reduce-scatter."""
+        return self.op_time(device, least).total
 
-    def refined_time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
-        """The compute term itself: padded tiles times steps never shrink when a tile is
-        split (k * ceil16(t') >= ceil16(t) when k * t' >= t)."""
-        return self.time_lower_bound(device, task, steps)
+    def refined_time_lower_bound(self, device: Device, least: OpWork) -> ArrayLike:
+        """The same: padded tiles times steps never shrink when a tile is split
+        (k * ceil16(t') >= ceil16(t) when k * t' >= t), and communication depends on no
+        tile."""
+        return self.time_lower_bound(device, least)
 
     def op_time(self, device: Device, work: OpWork) -> CostBreakdown:
         compute = as_float_array(work.steps) * self.compute_cycles(device, work.subtask)

@@ -198,18 +198,21 @@ class T10CostModel:
         )
         return shift(work.out_resident_elems) + 6 * sync + gather + reduce
 
-    def time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
-        """``op_time``'s compute term, N * step (the shift, sync and output terms are
-        never negative)."""
-        return as_float_array(steps) * self.compute_cycles(device, task)
+    def time_lower_bound(self, device: Device, least: OpWork) -> ArrayLike:
+        """``op_time`` of the least work itself: it grows with the shifted bytes, the shift
+        events and the resident output, and one partial copy pays no gather and no
+        reduction (``output_cycles``), so no plan of the group costs less."""
+        return self.op_time(device, least).total
 
-    def refined_time_lower_bound(self, device: Device, task: SubTask, steps: ArrayLike) -> ArrayLike:
-        """A compute bound that splitting a step tile never lowers. conv, pool, unary and
-        elementwise step costs are sums of products of (rounded-up) tiles with positive
-        coefficients plus a per-step constant, so ``steps * step`` itself; a matmul's
-        orientation can flip when a tile is split, so the lesser of its two orientations;
-        reduce: ``0.25 X + 175 <= step`` with ``X >= Q``; gather: ``ceil(n_t/n_i/2) n_i >= n_t/2``."""
-        steps = as_float_array(steps)
+    def refined_time_lower_bound(self, device: Device, least: OpWork) -> ArrayLike:
+        """``time_lower_bound`` with a compute term that splitting a step tile never
+        lowers (the exchange terms depend on no tile). conv, pool, unary and elementwise
+        step costs are sums of products of (rounded-up) tiles with positive coefficients
+        plus a per-step constant, so ``steps * step`` itself; a matmul's orientation can
+        flip when a tile is split, so the lesser of its two orientations; reduce:
+        ``0.25 X + 175 <= step`` with ``X >= Q``; gather: ``ceil(n_t/n_i/2) n_i >= n_t/2``."""
+        task = least.subtask
+        steps = as_float_array(least.steps)
         roles = task.roles
         if task.kind == "matmul":
             batch, m, k, n = (as_float_array(roles[r]) for r in ("batch", "m", "k", "n"))
@@ -220,12 +223,15 @@ class T10CostModel:
                 return (12 * task.dtype_bytes * _ceil_div(rows, 6) * kb * blocks
                         + 514 * kb * blocks + 113 * blocks + 173)
 
-            return steps * batch * np.minimum(oriented(m, n), oriented(n, m))
-        if task.kind == "reduce":
-            return steps * (0.25 * as_float_array(task.volume) + 175)
-        if task.kind == "gather":
-            return steps * (300 + as_float_array(roles["leading"]) / 2 + as_float_array(roles["index"]))
-        return self.time_lower_bound(device, task, steps)
+            compute = steps * batch * np.minimum(oriented(m, n), oriented(n, m))
+        elif task.kind == "reduce":
+            compute = steps * (0.25 * as_float_array(task.volume) + 175)
+        elif task.kind == "gather":
+            compute = steps * (300 + as_float_array(roles["leading"]) / 2 + as_float_array(roles["index"]))
+        else:
+            compute = steps * self.compute_cycles(device, task)
+        rest = self.op_time(device, least)
+        return compute + rest.shift + rest.sync + rest.reduction
 
     def op_time(self, device: Device, work: OpWork) -> CostBreakdown:
         """IPU_COST_FACTS s3: compute = N * step; sync = 2*118*K; shift = shift_time(S);

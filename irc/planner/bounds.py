@@ -12,13 +12,17 @@ the search drops it unexpanded. That is exact as long as the bounds are.
   of the padded spans, once) or rotates (its partition split by its ``f_t``, twice: the
   resident slice and the receive buffer). A rotating tensor's partition is at least the
   step tiles' (every ``f_t`` divides ``T_d``) and at least the product of its largest
-  span per dimension over the most it can be split, ``min(P, prod T_d)`` (its ``f_t``
-  multiply to a divisor of its sharing count ``P``); it can rotate only when that is
-  above 1. On an axis whose steps are not chosen yet, the span is at least the per-core
+  span per dimension over the most it can be split, ``gcd(P, prod T_d)`` (its ``f_t``
+  divide the steps and multiply to a divisor of its sharing count ``P``); it can rotate
+  only when that is above 1. On an axis whose steps are not chosen yet, the span is at least the per-core
   extent and the tile at least the extent over the largest admissible steps.
-- **Time**, from the cost model (``irc.cost.model.BoundedCostModel``): a step group gets
-  ``time_lower_bound(device, task, steps)``, its exact sub-task's; a shorter prefix gets
-  ``refined_time_lower_bound`` at one step on every open axis, which the model
+- **Time**, from the cost model (``irc.cost.model.BoundedCostModel``), given the
+  prefix's *least work*: the sub-task and steps with one step on every open axis, the
+  cores, and what no plan below goes under: ``steps - 1`` shift events (every step but
+  the first follows a rotation: the loop levels' executions times steps telescope to
+  ``prod T_d - 1``), each moving at least the least tensor slice, one partial copy, and
+  the output's step tiles and slice. A step group gets ``time_lower_bound`` (its
+  sub-task is exact), a shorter prefix ``refined_time_lower_bound``, which the model
   guarantees no choice of more steps goes below. A model without the first gets 0
   everywhere, without the second 0 on short prefixes: the search is then bounded by
   memory (and by group times) alone, still exact.
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from irc.cost import CostModel, SubTask
+from irc.cost import CostModel, OpWork, SubTask
 from irc.devices import Device
 from irc.planner.enumerate import PlanSpace, StepPrefixes
 from irc.planner.roles import compute_roles
@@ -72,52 +76,84 @@ class PrefixBounds:
             # an axis in two dimensions of one tensor (X[i,i]) would count its f_t twice
             distinct = sum(len(set(dim)) for dim in dims) == len(own)
             self.tensors.append((spec.tensor_bytes[v], dims, own, distinct))
+        self.output_axes = [axes.index(a) for a in spec.output.axes]
+
+    @staticmethod
+    def _splits(sharing, steps, largest, chosen) -> np.ndarray:
+        """The most one tensor's partition can be split: its ``f_t`` divide the axes'
+        steps and multiply to a divisor of its sharing count, so their product divides
+        gcd(P, prod T_d); on open axes at most P and at most the largest steps."""
+        chosen_steps = np.where(chosen, steps, 1).prod(axis=1)
+        open_split = (~chosen & (largest > 1)).any(axis=1)
+        by_divisors = np.gcd(sharing, np.where(open_split, sharing * chosen_steps, chosen_steps))
+        return np.minimum(by_divisors, largest.prod(axis=1))
 
     def memory(self, prefixes: StepPrefixes) -> np.ndarray:
-        """Bytes per core no plan below each prefix goes under."""
+        """Per prefix: bytes per core no plan below it goes under."""
+        return self(prefixes, with_time=False)[0]
+
+    def __call__(self, prefixes: StepPrefixes, with_time: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Per prefix: bytes per core and cycles no plan below it goes under."""
         space = self.space
         n = len(prefixes)
         plan = prefixes.plan
         per_core = space.per_core[plan]
-        chosen = np.arange(space.n_axes)[None, :] < prefixes.depth[:, None]
-        steps = prefixes.steps
+        chosen = space.axis_rank[None, :] < prefixes.depth[:, None]
+        steps = prefixes.steps                                   # 1 on open axes
         largest = np.where(chosen, steps, space.max_steps[plan])
         spans = np.where(chosen, steps * -(-per_core // steps), per_core)
-        tiles = -(-per_core // largest)
+        least_tiles = -(-per_core // largest)
         sharing = space.sharing[plan]
-        total = np.zeros(n, dtype=np.float64)
+        memory = np.zeros(n, dtype=np.float64)
+        least_partition = np.full(n, np.inf)                     # bytes of the least tensor slice
+        out_slice = None
         for v, (nbytes, dims, own, distinct) in enumerate(self.tensors):
             whole = np.ones(n, dtype=np.float64)
             sliced = np.ones(n, dtype=np.float64)
             widest = np.ones(n, dtype=np.float64)
             for index in dims:
                 whole *= spans[:, index].sum(axis=1) - (len(index) - 1)
-                sliced *= tiles[:, index].sum(axis=1) - (len(index) - 1)
+                sliced *= least_tiles[:, index].sum(axis=1) - (len(index) - 1)
                 widest *= spans[:, index].max(axis=1)
-            splits = np.minimum(sharing[:, v], largest[:, own].prod(axis=1))
+            splits = self._splits(sharing[:, v], steps[:, own], largest[:, own], chosen[:, own])
             rotating = np.maximum(sliced, widest / splits) if distinct else sliced
-            total += nbytes * np.where(splits > 1, np.minimum(whole, 2 * rotating), whole)
-        return total
+            memory += nbytes * np.where(splits > 1, np.minimum(whole, 2 * rotating), whole)
+            least_partition = np.minimum(least_partition, nbytes * sliced)
+            if v == 0:
+                out_slice = sliced
+        if not with_time:
+            return memory, None
+        return memory, self._time(prefixes, steps, least_tiles, least_partition, out_slice)
 
-    def time(self, prefixes: StepPrefixes) -> np.ndarray:
-        """Cycles no plan below each prefix goes under (module docstring)."""
+    def _time(self, prefixes, steps, least_tiles, least_partition, out_slice) -> np.ndarray:
         n = len(prefixes)
         if self.group_bound is None or n == 0:
             return np.zeros(n)
-        spec = self.space.spec
-        steps = prefixes.steps                       # 1 on open axes
-        tiles = -(-self.space.per_core[prefixes.plan] // steps)
-        task = SubTask(
-            spec.kind, spec.dtype_bytes, tiles.prod(axis=1),
-            {role: tiles[:, idx].prod(axis=1) for role, idx in self.roles.items()},
+        space = self.space
+        spec = space.spec
+        tiles = -(-space.per_core[prefixes.plan] // steps)       # one step on open axes
+        total_steps = steps.prod(axis=1)
+        events = total_steps - 1
+        least = OpWork(
+            subtask=SubTask(
+                spec.kind, spec.dtype_bytes, tiles.prod(axis=1),
+                {role: tiles[:, idx].prod(axis=1) for role, idx in self.roles.items()},
+            ),
+            steps=total_steps,
+            # each step but the first follows a rotation of at least one tensor slice
+            shifted_bytes=events * np.where(events > 0, least_partition, 0.0),
+            shift_events=events,
+            partial_copies=np.ones(n),
+            out_step_elems=least_tiles[:, self.output_axes].prod(axis=1),
+            out_resident_elems=out_slice,
+            cores=space.op_factors[prefixes.plan].prod(axis=1),
         )
-        total = steps.prod(axis=1)
-        complete = prefixes.depth == self.space.n_axes
+        complete = prefixes.depth == space.n_axes
         cycles = np.zeros(n)
         if complete.any():
-            cycles = np.where(complete, _as_array(self.group_bound(self.device, task, total), n), cycles)
+            cycles = np.where(complete, _as_array(self.group_bound(self.device, least), n), cycles)
         if self.prefix_bound is not None and not complete.all():
-            cycles = np.where(complete, cycles, _as_array(self.prefix_bound(self.device, task, total), n))
+            cycles = np.where(complete, cycles, _as_array(self.prefix_bound(self.device, least), n))
         return cycles
 
 

@@ -82,9 +82,9 @@ class StepGroups:
 
 @dataclass(frozen=True)
 class StepPrefixes:
-    """Step groups with the steps of the first ``depth[r]`` axes chosen: ``steps[r, d]``
-    is T_d on those axes and 1 on the others; ``ratio[r]`` the padding so far. A prefix
-    of depth ``len(axes)`` is a step group."""
+    """Step groups with the steps of ``depth[r]`` axes chosen (the first of
+    ``PlanSpace.axis_order``): ``steps[r, d]`` is T_d on those axes and 1 on the others;
+    ``ratio[r]`` the padding so far. A prefix of depth ``len(axes)`` is a step group."""
 
     plan: np.ndarray   # int64 [R]
     steps: np.ndarray  # int64 [R, axes]
@@ -170,7 +170,7 @@ def _divisors(n: int) -> tuple[int, ...]:
     return tuple(sorted(set(small + [n // d for d in small])))
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=16_384)
 def _axis_pace_table(sharing: tuple[int, ...], limit: int) -> np.ndarray:
     """f_t tuples on one axis for the tensors indexing it [K, M]: each a divisor of that
     tensor's sharing count, all at most ``limit``, pairwise dividing one another; in
@@ -184,7 +184,15 @@ def _axis_pace_table(sharing: tuple[int, ...], limit: int) -> np.ndarray:
     return table
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=65_536)
+def _axis_steps(sharing: tuple[int, ...], limit: int) -> list[int]:
+    """The admissible steps of one axis: the largest paces of ``_axis_pace_table``'s
+    tuples. Every divisor ``d <= limit`` of one tensor's sharing count is one (with 1
+    for the other tensors it is a chain), and nothing else is."""
+    return sorted({d for p in sharing for d in _divisors(p) if d <= limit})
+
+
+@lru_cache(maxsize=16_384)
 def _paces_by_steps(sharing: tuple[int, ...], limit: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """The pace tuples of ``_axis_pace_table(sharing, limit)`` by their largest pace (the
     axis' steps): per steps, the tuples and their indices in that table's order."""
@@ -270,7 +278,7 @@ class PlanSpace:
             for key in unique.tolist():
                 sharing, extent = tuple(key[:-1]), key[-1]
                 if rotation:
-                    steps = sorted(_paces_by_steps(sharing, extent))
+                    steps = _axis_steps(sharing, extent)
                 else:
                     steps = [1]
                 rows.append((sharing, extent))
@@ -285,6 +293,14 @@ class PlanSpace:
             self._steps.append(np.asarray(values, dtype=np.int64))
             self._ratio.append(np.asarray(ratios, dtype=np.float64))
         self._max_steps: np.ndarray | None = None
+        # the order the search chooses steps in (any order is exact; this one bounds
+        # tighter early): axes with at most two options first, then the axes with the
+        # most options on average (the widest choices, fixed while the tree is narrow)
+        mean_options = [float(c.mean()) if len(c) else 1.0 for c in self._count]
+        self.axis_order = np.asarray(
+            sorted(range(self.n_axes), key=lambda d: (mean_options[d] > 2, -mean_options[d], d)), dtype=np.int64
+        )
+        self.axis_rank = np.argsort(self.axis_order)
 
     @property
     def n_spatial(self) -> int:
@@ -340,11 +356,11 @@ class PlanSpace:
                             np.zeros(n, dtype=np.int64), self.base_ratio.copy())
 
     def children(self, prefixes: StepPrefixes) -> StepPrefixes:
-        """Each prefix (all of one depth d) extended by every admissible T_d within the
-        padding limit, in order."""
+        """Each prefix (all of one depth) extended by every admissible steps of the next
+        axis of ``axis_order`` within the padding limit, in order."""
         if len(prefixes) == 0:
             return prefixes
-        d = int(prefixes.depth[0])
+        d = int(self.axis_order[int(prefixes.depth[0])])
         plan = prefixes.plan
         counts = self._count[d][plan]
         row = np.repeat(np.arange(len(plan)), counts)
@@ -354,7 +370,7 @@ class PlanSpace:
         row, option = row[keep], option[keep]
         steps = prefixes.steps[row]
         steps[:, d] = self._steps[d][option]
-        return StepPrefixes(plan[row], steps, np.full(len(row), d + 1, dtype=np.int64), ratio[keep])
+        return StepPrefixes(plan[row], steps, prefixes.depth[row] + 1, ratio[keep])
 
     @property
     def max_steps(self) -> np.ndarray:

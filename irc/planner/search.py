@@ -251,8 +251,7 @@ class _Run:
         if not len(prefixes):
             return
         self.groups += int((prefixes.depth == self.space.n_axes).sum())
-        memory = self.bounds.memory(prefixes)
-        cycles = self.bounds.time(prefixes)
+        memory, cycles = self.bounds(prefixes)
         fits = memory <= self.device.sram_bytes
         if not fits.all():
             self.least_unexpanded = min(self.least_unexpanded, float(memory[~fits].min()))

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from irc.cost import SubTask, get_cost_model
+from irc.cost import OpWork, SubTask, get_cost_model
 from irc.devices import load_device
 from irc.planner import OpSpec, TensorSpec, matmul_spec
 from irc.planner.bounds import PrefixBounds
@@ -48,13 +48,12 @@ def assert_bounds_hold(spec, device, cost, min_utilization=0.0):
     for depth in range(n_axes + 1):
         prefixes = StepPrefixes(
             candidates.order[:, 0],
-            np.where(np.arange(n_axes)[None, :] < depth, steps, 1),
+            np.where(space.axis_rank[None, :] < depth, steps, 1),
             np.full(len(candidates), depth),
             np.ones(len(candidates)),
         )
-        memory = bounds.memory(prefixes)
+        memory, cycles = bounds(prefixes)
         assert (memory <= scores.memory).all(), f"memory bound above a plan at depth {depth}"
-        cycles = bounds.time(prefixes)
         assert (cycles <= scores.cycles * (1 + 1e-12)).all(), f"time bound above a plan at depth {depth}"
     return bounds
 
@@ -73,6 +72,14 @@ def test_prefix_bounds_never_exceed_a_plan(cost, pick, shape, device):
     assert bounds.group_bound is not None and bounds.prefix_bound is not None
 
 
+def least_work(task, steps, out_step=1, shifted=0.0, events=None, out_resident=None, copies=1, cores=4):
+    return OpWork(
+        subtask=task, steps=steps, shifted_bytes=shifted,
+        shift_events=steps - 1 if events is None else events, partial_copies=copies,
+        out_step_elems=out_step, out_resident_elems=out_step if out_resident is None else out_resident, cores=cores,
+    )
+
+
 def test_t10_refined_matmul_bound_allows_an_orientation_flip():
     # t10's matmul puts the larger of m, n first: splitting n of 372 x 135 x 382 into 3
     # steps of 128 flips it and computes faster than one step, so one step's compute is
@@ -83,52 +90,16 @@ def test_t10_refined_matmul_bound_allows_an_orientation_flip():
     def task(m, k, n):
         return SubTask("matmul", 2, m * k * n, {"batch": 1, "m": m, "k": k, "n": n})
 
-    whole = model.time_lower_bound(device, task(372, 135, 382), 1)
-    split = model.time_lower_bound(device, task(372, 135, 128), 3)
+    whole = model.compute_cycles(device, task(372, 135, 382))
+    split = 3 * model.compute_cycles(device, task(372, 135, 128))
     assert split < whole
-    assert model.refined_time_lower_bound(device, task(372, 135, 382), 1) <= split
+    # the prefix's least output tiles are those of its most split refinement
+    refined = model.refined_time_lower_bound(device, least_work(task(372, 135, 382), 1, out_step=372 * 128))
+    assert refined <= model.time_lower_bound(device, least_work(task(372, 135, 128), 3, out_step=372 * 128))
 
 
 def _split(value, parts):
     return -(-value // parts)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    cost=st.sampled_from(["t10", "seed003", "engdesign"]),
-    kind=st.sampled_from(["matmul", "conv", "elementwise", "unary", "reduce", "gather", "pool", "other"]),
-    tiles=st.lists(st.integers(1, 600), min_size=5, max_size=5),
-    role=st.integers(0, 4),
-    parts=st.integers(2, 24),
-    slack=st.integers(0, 3),
-    steps=st.integers(1, 8),
-    dtype_bytes=st.sampled_from([2, 4]),
-)
-def test_refined_bound_is_below_every_split(cost, kind, tiles, role, parts, slack, steps, dtype_bytes):
-    """Splitting one role's tile t into ``parts`` steps of any t' >= ceil(t/parts) never
-    goes below the refined bound."""
-    model = get_cost_model(cost)
-    if kind not in PRICED_KINDS[cost]:
-        return
-    names = ROLES[kind]
-    role = role % len(names)
-    split = list(tiles)
-    split[role] = _split(tiles[role], parts) + slack
-    device = load_device("ipu-mk2")
-
-    def task(values):
-        roles = dict(zip(names, values))
-        volume = int(np.prod(values[:len(names)]))
-        if kind == "reduce":
-            roles = {"out": values[0]}
-            volume = values[0] * values[1]
-        return SubTask(kind, dtype_bytes, volume, roles)
-
-    refined = model.refined_time_lower_bound(device, task(tiles), steps)
-    exact = model.time_lower_bound(device, task(tiles), steps)
-    assert refined <= exact * (1 + 1e-12)
-    after = model.time_lower_bound(device, task(split), steps * parts)
-    assert refined <= after * (1 + 1e-12)
 
 
 ROLES = {
@@ -142,3 +113,71 @@ ROLES = {
     "other": ["a", "b"],
 }
 PRICED_KINDS = {"t10": set(ROLES), "seed003": {"matmul", "conv"}, "engdesign": {"matmul"}}
+
+
+def _task(kind, values, dtype_bytes):
+    names = ROLES[kind]
+    roles = dict(zip(names, values))
+    volume = int(np.prod(values[:len(names)]))
+    if kind == "reduce":
+        roles = {"out": values[0]}
+        volume = values[0] * values[1]
+    return SubTask(kind, dtype_bytes, volume, roles)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cost=st.sampled_from(["t10", "seed003", "engdesign"]),
+    kind=st.sampled_from(sorted(ROLES)),
+    tiles=st.lists(st.integers(1, 600), min_size=5, max_size=5),
+    role=st.integers(0, 4),
+    parts=st.integers(2, 24),
+    slack=st.integers(0, 3),
+    steps=st.integers(1, 8),
+    dtype_bytes=st.sampled_from([2, 4]),
+    out_step=st.integers(1, 5000),
+    shifted=st.integers(0, 100_000),
+    cores=st.sampled_from([4, 1472, 2944]),
+)
+def test_refined_bound_is_below_every_split(cost, kind, tiles, role, parts, slack, steps, dtype_bytes,
+                                            out_step, shifted, cores):
+    """Splitting one role's tile t into ``parts`` steps of any t' >= ceil(t/parts) (the
+    output's step tiles too) never goes below the refined bound."""
+    model = get_cost_model(cost)
+    if kind not in PRICED_KINDS[cost]:
+        return
+    role = role % len(ROLES[kind])
+    split = list(tiles)
+    split[role] = _split(tiles[role], parts) + slack
+    device = load_device("ipu-mk2")
+    least = least_work(_task(kind, tiles, dtype_bytes), steps, out_step, shifted, cores=cores)
+    refined = model.refined_time_lower_bound(device, least)
+    assert refined <= model.time_lower_bound(device, least) * (1 + 1e-12)
+    after = least_work(_task(kind, split, dtype_bytes), steps * parts, _split(out_step, parts), shifted,
+                       out_resident=out_step, cores=cores)
+    assert refined <= model.time_lower_bound(device, after) * (1 + 1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cost=st.sampled_from(["t10", "seed003"]),
+    kind=st.sampled_from(sorted(ROLES)),
+    tiles=st.lists(st.integers(1, 600), min_size=5, max_size=5),
+    steps=st.integers(1, 8),
+    more=st.tuples(st.integers(0, 50_000), st.integers(0, 40), st.integers(0, 7), st.integers(0, 5000)),
+    out_step=st.integers(1, 5000),
+    cores=st.sampled_from([4, 1472, 2944]),
+)
+def test_group_bound_is_below_every_plan_of_the_group(cost, kind, tiles, steps, more, out_step, cores):
+    """``time_lower_bound`` of a least work is at most ``op_time`` of any work with the
+    same sub-task, steps and cores and every other field at least as large."""
+    model = get_cost_model(cost)
+    if kind not in PRICED_KINDS[cost]:
+        return
+    task = _task(kind, tiles, 2)
+    least = least_work(task, steps, out_step, cores=cores)
+    extra_bytes, extra_events, extra_copies, extra_resident = more
+    work = least_work(task, steps, out_step, shifted=extra_bytes, events=steps - 1 + extra_events,
+                      out_resident=out_step + extra_resident, copies=1 + extra_copies, cores=cores)
+    device = load_device("ipu-mk2")
+    assert model.time_lower_bound(device, least) <= model.op_time(device, work).total * (1 + 1e-12)
