@@ -1,27 +1,39 @@
-"""Whole models on one IPU Mk2: irc's model-wide plan against VGM and Roller-style (T10 §6.1-6.2).
+"""Whole models on one IPU Mk2 through the compiler: irc's model-wide plan against VGM and Roller-style (T10 §6.1-6.2).
 
 For BERT-base (sequence 128), BERT-large (sequence 128 and 384), ViT-base, ResNet-50
-and a GPT-2-style decoder (GPT-2 small with its LM head), at batch sizes doubling
-from 1 until the model no longer fits on the chip (T10 §6.1), one table row each:
+and GPT-2 small (with its LM head), at batch sizes doubling from 1 until the model no
+longer fits on the chip (T10 §6.1), one table row each. Each model is built as an ONNX
+graph in code (``benchmarks/models``, float16, random weights; identical transformer
+layers share one set of initializers so that BERT-large costs one layer's memory to
+build: the planner still rests every op's weights on its own), imported with irc's
+ONNX importer (``irc.frontend.import_model``, what ``irc-translate`` runs), and what the
+importer produced is planned (``irc.lowering.model_from_ir``: ``function_model``, then
+``plan_function``, the plan ``rtensor-partition{mode=model}`` puts in the IR):
 
-    ops, irc time (T10 Algorithm 1 via `irc.lowering.model_from_ir.plan_function`, the
-    plan ``rtensor-partition{mode=model}`` puts in the IR), VGM time, Roller-style time
-    (`irc.planner.baselines_model`, same cost model), speedups, SRAM used (peak bytes
-    per core while any op runs, of the SRAM), compile (planning) time and peak RSS.
+    ops (planned te ops; host fallbacks, if any, in brackets), irc time (T10 Algorithm
+    1), VGM and Roller-style times (``irc.planner.baselines_model``, same cost model),
+    speedups, SRAM used (peak bytes per core while any op runs), host I/O share,
+    compile time (import + every plan search + Algorithm 1) and peak RSS.
 
-    PYTHONPATH=. python benchmarks/models_table.py [--models bert-base,vit-base] [--max-batch 64]
-        [--device ipu-mk2] [--cost t10] [--json out.json]
+Host I/O share: only the model's edges, estimated (not from a compiled run's
+``report.cycles["host_io"]``): the weights loaded once into their idle layouts (the
+plan's idle bytes per core) and the function's inputs and outputs (their bytes spread
+over all cores), each core moving its own bytes over its link at the device's link
+bandwidth, as ``irc-run`` prices ``device.load``/``device.store``; the share is that time
+over (planned time + host I/O).
 
-Models are built from `OpSpec`s (`irc.planner.bert` for the transformer layers, the
-builders below for ViT's patch embedding, GPT-2's causal mask and LM head and
-ResNet-50's convolutions). The ONNX builders of ``benchmarks/models/`` describe one
-layer, block or stage each, not whole models, so the table uses the OpSpec builders
-(``irc-plan --model layer.onnx`` plans one imported layer). Modelling notes:
-biases, scales and batch-norms fold into neighbouring ops; a stride-s convolution is
-priced as a stride-1 convolution over its output extent (OpSpec has no stride); an
-activation read through a padded/strided window or a reshape is not linked to its
-producer (no relayout is charged for it); the peak RSS column is the process's peak
-so far (it only grows). A progress bar over operators is drawn on a terminal only.
+Cross-check (``--cross-check``): the same models built directly from planner ``OpSpec``s
+(the builders below: ``irc.planner.bert`` layers, convolutions with their real stride)
+are planned too, and the table says whether both paths agree on the heavy operators
+(every matmul and conv, by kind and multiply-accumulates) and on their time (the sum of
+their fastest plans); the OpSpec models fold biases, batch-norms and activations into
+their neighbours, so their whole-model times are lower and only compared as a ratio.
+
+    PYTHONPATH=. python benchmarks/models_table.py [--models bert-base-s128,vit-base] [--max-batch 64]
+        [--device ipu-mk2] [--cost t10] [--cross-check] [--json out.json]
+
+The peak RSS column is the process's peak so far (it only grows). A progress bar over
+operators is drawn on a terminal only.
 """
 
 from __future__ import annotations
@@ -34,13 +46,26 @@ import sys
 import time
 from dataclasses import replace
 
+import numpy as np
+
+import os
+from collections import Counter
+
+from xdsl.dialects.func import FuncOp
+
+from irc.frontend import import_model
+from irc.lowering.model_from_ir import function_model, is_weight, plan_function
 from irc.planner.baselines_model import roller_plan, vgm_plan
 from irc.planner.bert import LAYER_INPUT, bert_layer_ops, stack_layers
 from irc.planner.model import ModelFitError, ModelOp, ModelSpec, check_fits
-from irc.lowering.model_from_ir import plan_function
 from irc.planner.op_table import FrontierCache
 from irc.planner.spec import OpSpec, TensorSpec
 from irc.progress import Progress
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models import (  # noqa: E402  (benchmarks/models, the ONNX builders)
+    BertConfig, GPT2Config, ResNet50Config, ViTConfig, build_bert_layer, build_gpt2_block, build_resnet50, build_vit,
+)
 
 
 def _t(name: str, *dims) -> TensorSpec:
@@ -60,17 +85,12 @@ def bert(layers: int, hidden: int, heads: int, ffn: int, seq: int, name: str):
 
 
 def vit_base(batch: int) -> ModelSpec:
-    """ViT-B/16 on 224x224 images: a patch-embedding matmul (16x16x3 = 768 pixels per
-    patch, 196 patches), then 12 encoder layers over 197 tokens (the class token joins
-    on the host, so the embedding is not linked to the first layer), then the head."""
-    patches, tokens, hidden = 196, 197, 768
-    embed = ModelOp(
-        "patch_embed",
-        OpSpec((("m", batch * patches), ("p", 768), ("h", hidden)), (_t("E", "m", "h"), _t("P", "m", "p"), _t("Wp", "p", "h")),
-               ("p",), "matmul"),
-        ("Wp",),
-    )
-    encoder = stack_layers("vit", bert_layer_ops(batch, tokens, hidden, 12, 3072), 12)
+    """ViT-B/16 on 224x224: the patch embedding (a 16x16 stride-16 conv, 196 patches),
+    then 12 encoder layers over 197 tokens with a fused qkv projection (the class token
+    joins on the host, so the embedding is not linked to the first layer), then the head."""
+    tokens, hidden = 197, 768
+    embed = _conv("patch_embed", batch, 3, hidden, 14, 16, stride=16)
+    encoder = stack("vit", fuse_qkv(bert_layer_ops(batch, tokens, hidden, 12, 3072)), 12)
     head = ModelOp(
         "head",
         OpSpec((("b", batch), ("h", hidden), ("c", 1000)), (_t("L", "b", "c"), _t("X", "b", "h"), _t("Wh", "h", "c")),
@@ -81,8 +101,41 @@ def vit_base(batch: int) -> ModelSpec:
     return ModelSpec("vit-base", tuple(ops))
 
 
+def fuse_qkv(layer: list[ModelOp]) -> list[ModelOp]:
+    """A layer of ``bert_layer_ops`` with q/k/v_proj as one projection to 3x the hidden
+    size (as GPT-2's c_attn and timm's qkv); scores and context read its thirds."""
+    q, k, v = layer[:3]
+    axes = tuple((a, 3 * e if a == "n" else e) for a, e in q.spec.axes)
+    fused = ModelOp("qkv_proj", replace(q.spec, axes=axes, tensors=(_t("QKV", "m", "n"), _t("X", "m", "h"),
+                                                                     _t("Wqkv", "h", "n"))),
+                    ("Wqkv",), q.producers)
+    ops = [fused]
+    for op in layer[3:]:
+        producers, windows = {}, set(op.window_reads)
+        for tensor, producer in op.producers.items():
+            if producer in (0, 1, 2):
+                producers[tensor] = 0
+                windows.add(tensor)
+            else:
+                producers[tensor] = producer - 2 if producer >= 0 else producer
+        ops.append(ModelOp(op.name, op.spec, op.weights, producers, frozenset(windows), op.moved_reads))
+    return ops
+
+
+def stack(name: str, layer: list[ModelOp], layers: int) -> ModelSpec:
+    """``irc.planner.bert.stack_layers`` keeping each op's window and moved reads."""
+    ops = []
+    for n in range(layers):
+        base = n * len(layer)
+        for op in layer:
+            producers = {t: (base - 1 if p == LAYER_INPUT else base + p) for t, p in op.producers.items()
+                         if not (p == LAYER_INPUT and n == 0)}
+            ops.append(replace(op, name=f"layer{n}.{op.name}", producers=producers))
+    return ModelSpec(name, tuple(ops))
+
+
 def _shift(op: ModelOp, by: int) -> ModelOp:
-    return ModelOp(op.name, op.spec, op.weights, {t: p + by for t, p in op.producers.items()})
+    return replace(op, producers={t: p + by for t, p in op.producers.items()})
 
 
 def gpt2_small(seq: int):
@@ -91,13 +144,13 @@ def gpt2_small(seq: int):
     like a weight), plus the LM head against the 50257-token embedding."""
     def build(batch: int) -> ModelSpec:
         layer = []
-        for op in bert_layer_ops(batch, seq, 768, 12, 3072):
+        for op in fuse_qkv(bert_layer_ops(batch, seq, 768, 12, 3072)):
             if op.name == "softmax_exp":
                 spec = op.spec
-                op = ModelOp(op.name, replace(spec, tensors=spec.tensors + (_t("Mask", "i", "j"),)),
-                             op.weights + ("Mask",), op.producers)
+                op = replace(op, spec=replace(spec, tensors=spec.tensors + (_t("Mask", "i", "j"),)),
+                             weights=op.weights + ("Mask",))
             layer.append(op)
-        decoder = stack_layers("gpt2", layer, 12)
+        decoder = stack("gpt2", layer, 12)
         head = ModelOp(
             "lm_head",
             OpSpec((("m", batch * seq), ("h", 768), ("v", 50257)), (_t("L", "m", "v"), _t("Y", "m", "h"), _t("Wte", "h", "v")),
@@ -109,19 +162,12 @@ def gpt2_small(seq: int):
     return build
 
 
-def _conv(name, batch, c_in, c_out, size, kernel, producer=None) -> ModelOp:
-    """Conv (batch-norm folded) producing c_out x size x size: stride-1 pricing."""
-    axes = [("b", batch), ("f", c_out), ("c", c_in), ("h", size), ("w", size)]
-    if kernel > 1:
-        axes += [("r", kernel), ("s", kernel)]
-        x = _t("X", "b", "c", ("h", "r"), ("w", "s"))
-        w = _t("W", "f", "c", "r", "s")
-        reduction = ("c", "r", "s")
-    else:
-        x = _t("X", "b", "c", "h", "w")
-        w = _t("W", "f", "c")
-        reduction = ("c",)
-    spec = OpSpec(tuple(axes), (_t("Y", "b", "f", "h", "w"), x, w), reduction, "conv" if kernel > 1 else "matmul")
+def _conv(name, batch, c_in, c_out, size, kernel, producer=None, stride=1) -> ModelOp:
+    """Conv (batch-norm folded) producing c_out x size x size with its real stride: the
+    input window ``stride*h + r`` lists h ``stride`` times (``irc.planner.from_te``)."""
+    axes = (("b", batch), ("f", c_out), ("c", c_in), ("h", size), ("w", size), ("r", kernel), ("s", kernel))
+    x = _t("X", "b", "c", ("h",) * stride + ("r",), ("w",) * stride + ("s",))
+    spec = OpSpec(axes, (_t("Y", "b", "f", "h", "w"), x, _t("W", "f", "c", "r", "s")), ("c", "r", "s"), "conv")
     return ModelOp(name, spec, ("W",), {"X": producer} if producer is not None else {})
 
 
@@ -142,7 +188,7 @@ def resnet50(batch: int) -> ModelSpec:
         ops.append(op)
         return len(ops) - 1
 
-    stem = add(_conv("stem", batch, 3, 64, 112, 7))
+    stem = add(_conv("stem", batch, 3, 64, 112, 7, stride=2))
     pool_axes = (("b", batch), ("f", 64), ("h", 56), ("w", 56), ("r", 3), ("s", 3))
     x = add(ModelOp("maxpool", OpSpec(pool_axes, (_t("Y", "b", "f", "h", "w"), _t("X", "b", "f", ("h", "r"), ("w", "s"))),
                                       ("r", "s"), "pool"), (), {}))
@@ -150,15 +196,16 @@ def resnet50(batch: int) -> ModelSpec:
     channels, size = 64, 56
     for stage, (width, blocks) in enumerate(zip((64, 128, 256, 512), (3, 4, 6, 3))):
         for block in range(blocks):
-            out_size = size // 2 if (block == 0 and stage > 0) else size
+            stride = 2 if (block == 0 and stage > 0) else 1
+            out_size = size // stride
             prefix = f"stage{stage + 1}.{block}"
             a = add(_conv(f"{prefix}.conv1", batch, channels, width, size, 1, x))
-            b = add(_conv(f"{prefix}.conv2", batch, width, width, out_size, 3))
+            b = add(_conv(f"{prefix}.conv2", batch, width, width, out_size, 3, stride=stride))
             c = add(_conv(f"{prefix}.conv3", batch, width, 4 * width, out_size, 1, b))
             del a
             if block == 0:
                 shortcut = add(_conv(f"{prefix}.downsample", batch, channels, 4 * width, out_size, 1,
-                                     x if out_size == size else None))
+                                     x if out_size == size else None, stride=stride))
             else:
                 shortcut = x
             x = add(_eltwise(f"{prefix}.add_relu", batch, 4 * width, out_size, {"A": c, "B": shortcut}))
@@ -170,7 +217,7 @@ def resnet50(batch: int) -> ModelSpec:
     return ModelSpec("resnet-50", tuple(ops))
 
 
-MODELS = {
+OPSPEC_MODELS = {
     "bert-base-s128": bert(12, 768, 12, 3072, 128, "bert-base-s128"),
     "bert-large-s128": bert(24, 1024, 16, 4096, 128, "bert-large-s128"),
     "bert-large-s384": bert(24, 1024, 16, 4096, 384, "bert-large-s384"),
@@ -179,6 +226,41 @@ MODELS = {
     "gpt2-small-s128": gpt2_small(128),
 }
 assert LAYER_INPUT == -1
+MODELS = OPSPEC_MODELS  # the OpSpec builders, by model name (the cross-check's side)
+
+# The models as ONNX graphs (batch -> ModelProto): the table's side.
+F16 = "float16"
+ONNX_MODELS = {
+    "bert-base-s128": lambda b: build_bert_layer(BertConfig(b, 128, 768, 12, 3072, layers=12, dtype=F16)),
+    "bert-large-s128": lambda b: build_bert_layer(BertConfig(b, 128, 1024, 16, 4096, layers=24, dtype=F16)),
+    "bert-large-s384": lambda b: build_bert_layer(BertConfig(b, 384, 1024, 16, 4096, layers=24, dtype=F16)),
+    "vit-base": lambda b: build_vit(ViTConfig(batch=b, dtype=F16)),
+    "resnet-50": lambda b: build_resnet50(ResNet50Config(batch=b, dtype=F16)),
+    "gpt2-small-s128": lambda b: build_gpt2_block(GPT2Config(b, 128, layers=12, lm_head=True, dtype=F16)),
+}
+
+
+class ImportedModel:
+    """An ONNX model imported into te and read as a ``ModelSpec`` (what the compiler
+    plans): the spec, the ops left to the host, and the bytes of the function's inputs
+    and outputs (its edges, weights apart)."""
+
+    def __init__(self, name: str, onnx_model) -> None:
+        result = import_model(onnx_model, {})
+        function = next(op for op in result.module.walk() if isinstance(op, FuncOp))
+        described = function_model(function, name=name)
+        self.spec: ModelSpec = described.model
+        self.fallbacks = len(described.fallbacks)
+        nbytes = lambda t: int(np.prod(t.get_shape())) * element_bytes(t.get_element_type())  # noqa: E731
+        self.edge_bytes = sum(nbytes(a.type) for a in function.body.block.args if not is_weight(a))
+        self.edge_bytes += sum(nbytes(t) for t in function.function_type.outputs.data)
+
+
+def element_bytes(element_type) -> int:
+    from irc.dialects.rtensor import element_bytes as bytes_of
+
+    return bytes_of(element_type)
+
 
 
 # ---------------------------------------------------------------------------
@@ -194,8 +276,35 @@ def _ms(plan) -> float | None:
     return None if plan is None else plan.seconds * 1e3
 
 
-def run_row(name: str, batch: int, model: ModelSpec, cache: FrontierCache) -> dict:
-    started = time.perf_counter()
+def heavy_ops(model: ModelSpec) -> Counter:
+    """The matmuls and convolutions of a model, by (kind, multiply-accumulates)."""
+    return Counter((op.spec.kind, op.spec.iteration_volume) for op in model.ops if op.spec.kind in ("matmul", "conv"))
+
+
+def heavy_cycles(model: ModelSpec, cache: FrontierCache) -> float:
+    """The summed cycles of the heavy operators at their fastest plans."""
+    return sum(cache.table(op.spec, op.weights).active_cycles[-1]
+               for op in model.ops if op.spec.kind in ("matmul", "conv"))
+
+
+def cross_check(imported: ModelSpec, direct: ModelSpec, cache: FrontierCache) -> dict:
+    """Whether the ONNX and OpSpec models agree on their heavy operators and on the time
+    of those at their fastest plans (module docstring)."""
+    same_ops = heavy_ops(imported) == heavy_ops(direct)
+    ratio = heavy_cycles(imported, cache) / heavy_cycles(direct, cache)
+    return {"heavy_ops_agree": same_ops, "heavy_time_ratio": ratio}
+
+
+def host_io_seconds(decision, imported: ImportedModel, device) -> float:
+    """The model's edges over the links (module docstring): idle weight bytes per core,
+    plus the inputs and outputs spread over every core, at the link bandwidth."""
+    per_core = decision.idle_bytes + imported.edge_bytes / device.cores
+    return per_core * device.link_cycles_per_byte / device.clock_hz
+
+
+def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache, started: float,
+            direct: ModelSpec | None = None) -> dict:
+    model = imported.spec
     with Progress(len(model.ops), f"{name} b{batch}") as bar:
         decision = plan_function(model, cache, progress=lambda done, total, label: bar.advance(label))
     compile_seconds = time.perf_counter() - started
@@ -206,22 +315,31 @@ def run_row(name: str, batch: int, model: ModelSpec, cache: FrontierCache) -> di
         except ModelFitError:
             baselines[label] = None
     irc_ms = decision.seconds * 1e3
+    host_io = host_io_seconds(decision, imported, cache.device)
     row = {
-        "model": name, "batch": batch, "ops": len(model.ops),
+        "model": name, "batch": batch, "ops": len(model.ops), "host_ops": imported.fallbacks,
         "signatures": decision.model_plan.unique_signatures,
         "irc_ms": irc_ms, "vgm_ms": _ms(baselines["vgm"]), "roller_ms": _ms(baselines["roller"]),
         "sram_used": decision.peak_bytes / cache.device.sram_bytes,
         "idle_bytes": decision.idle_bytes, "peak_bytes": decision.peak_bytes,
+        "host_io_ms": host_io * 1e3, "host_io_share": host_io / (decision.seconds + host_io),
         "compile_s": compile_seconds, "peak_rss_mb": peak_rss_mb(), "source": decision.source,
     }
     for label in ("vgm", "roller"):
         value = row[f"{label}_ms"]
         row[f"speedup_{label}"] = None if value is None else value / irc_ms
+    convs = [t.search_seconds for t in cache.tables.values() if t.spec.kind == "conv"]
+    row["conv_searches"] = len(convs)
+    row["conv_search_max_s"] = max(convs, default=0.0)
+    row["conv_search_total_s"] = sum(convs)
+    if direct is not None:
+        row.update(cross_check(model, direct, cache))
+        row["opspec_irc_ms"] = plan_function(direct, cache).seconds * 1e3
     return row
 
 
-HEADER = (f"{'model':<16} {'batch':>5} {'ops':>5} {'irc ms':>10} {'VGM ms':>10} {'Roller ms':>10} "
-          f"{'x VGM':>7} {'x Roller':>8} {'SRAM':>6} {'compile s':>9} {'RSS MB':>7}")
+HEADER = (f"{'model':<16} {'batch':>5} {'ops':>9} {'irc ms':>10} {'VGM ms':>10} {'Roller ms':>10} "
+          f"{'x VGM':>7} {'x Roller':>8} {'SRAM':>6} {'host I/O':>8} {'compile s':>9} {'RSS MB':>7}")
 
 
 def _fmt(value, spec: str, width: int) -> str:
@@ -229,10 +347,16 @@ def _fmt(value, spec: str, width: int) -> str:
 
 
 def format_row(row: dict) -> str:
-    return (f"{row['model']:<16} {row['batch']:>5} {row['ops']:>5} {row['irc_ms']:>10.3f} "
+    ops = f"{row['ops']}" + (f"[{row['host_ops']}]" if row.get("host_ops") else "")
+    text = (f"{row['model']:<16} {row['batch']:>5} {ops:>9} {row['irc_ms']:>10.3f} "
             f"{_fmt(row['vgm_ms'], '.3f', 10)} {_fmt(row['roller_ms'], '.3f', 10)} "
             f"{_fmt(row['speedup_vgm'], '.2f', 7)} {_fmt(row['speedup_roller'], '.2f', 8)} "
-            f"{row['sram_used'] * 100:>5.1f}% {row['compile_s']:>9.1f} {row['peak_rss_mb']:>7.0f}")
+            f"{row['sram_used'] * 100:>5.1f}% {row.get('host_io_share', 0.0) * 100:>7.2f}% "
+            f"{row['compile_s']:>9.1f} {row['peak_rss_mb']:>7.0f}")
+    if "heavy_ops_agree" in row:
+        text += (f"   x-check: heavy ops {'agree' if row['heavy_ops_agree'] else 'DIFFER'}, heavy time "
+                 f"x{row['heavy_time_ratio']:.3f}, OpSpec model {row['opspec_irc_ms']:.3f} ms")
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,10 +365,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-batch", type=int, default=4096, help="stop doubling at this batch")
     parser.add_argument("--device", default="ipu-mk2")
     parser.add_argument("--cost", default="t10")
+    parser.add_argument("--cross-check", action="store_true",
+                        help="also plan the OpSpec-built models and compare (module docstring)")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = [n for n in names if n not in MODELS]
+    unknown = [n for n in names if n not in ONNX_MODELS]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
     cache = FrontierCache(args.device, args.cost)
@@ -252,19 +378,22 @@ def main(argv: list[str] | None = None) -> int:
           f"cost model {cache.cost.name}; batch doubles from 1 until the model no longer fits")
     print(HEADER, flush=True)
     rows = []
+    table_started = time.perf_counter()
     for name in names:
         batch = 1
         while batch <= args.max_batch:
-            model = MODELS[name](batch)
+            started = time.perf_counter()
+            imported = ImportedModel(name, ONNX_MODELS[name](batch))
+            direct = MODELS[name](batch) if args.cross_check else None
             try:
-                check_fits(model, cache.device, cache.cost, cache=cache)
-                row = run_row(name, batch, model, cache)
+                check_fits(imported.spec, cache.device, cache.cost, cache=cache)
+                row = run_row(name, batch, imported, cache, started, direct)
             except ModelFitError as error:
                 if error.needed > error.available + 1:
                     why = f"needs {error.needed} B per core, {error.available} B available"
                 else:  # one operator has no plan at all: say which and why
                     why = str(error).split(": ", 1)[-1][:160]
-                print(f"{name:<16} {batch:>5} {len(model.ops):>5}  does not fit: {why}", flush=True)
+                print(f"{name:<16} {batch:>5} {len(imported.spec.ops):>9}  does not fit: {why}", flush=True)
                 break
             rows.append(row)
             print(format_row(row), flush=True)
@@ -272,6 +401,12 @@ def main(argv: list[str] | None = None) -> int:
             # another batch has other shapes: these tables never serve again, free them
             cache.tables.clear()
             cache._rescored.clear()
+    print(f"\ntable: {time.perf_counter() - table_started:.1f} s wall, {time.process_time():.1f} s CPU, "
+          f"peak RSS {peak_rss_mb():.0f} MB")
+    convs = [r for r in rows if r["conv_searches"]]
+    if convs:
+        print(f"conv plan searches: {sum(r['conv_searches'] for r in convs)} over {len(convs)} rows, slowest "
+              f"{max(r['conv_search_max_s'] for r in convs):.2f} s, all {sum(r['conv_search_total_s'] for r in convs):.1f} s")
     if rows:
         speedups = [r["speedup_vgm"] for r in rows if r["speedup_vgm"] is not None]
         if speedups:

@@ -6,13 +6,18 @@ parametrised so tests can build scaled-down configurations:
 * `build_resnet_stage(ResNetStageConfig)`: a ResNet-50 bottleneck stage;
 * `build_gpt2_block(GPT2Config)`: a GPT-2-style decoder block with embeddings.
 
+Whole models (``benchmarks/models_table.py``): `build_bert_layer` with
+``BertConfig(layers=...)``, `build_vit(ViTConfig)`, `build_resnet50(ResNet50Config)`,
+`build_gpt2_block` with ``GPT2Config(layers=..., lm_head=True)``; ``dtype="float16"``
+builds them in T10's element type.
+
 ``cd benchmarks && python -m models OUT_DIR`` writes the full-size models as .onnx files.
 """
 
 from .bert import BertConfig, build_bert_layer
 from .gpt2 import GPT2Config, build_gpt2_block
-from .resnet import ResNetStageConfig, build_resnet_stage
-from .vit import ViTConfig, build_vit_block
+from .resnet import ResNet50Config, ResNetStageConfig, build_resnet50, build_resnet_stage
+from .vit import ViTConfig, build_vit, build_vit_block
 
 MODELS = {
     "bert_layer": (build_bert_layer, BertConfig),
@@ -25,10 +30,13 @@ __all__ = [
     "MODELS",
     "BertConfig",
     "GPT2Config",
+    "ResNet50Config",
     "ResNetStageConfig",
     "ViTConfig",
     "build_bert_layer",
     "build_gpt2_block",
+    "build_resnet50",
     "build_resnet_stage",
+    "build_vit",
     "build_vit_block",
 ]

@@ -1,12 +1,14 @@
-"""A BERT-base encoder layer (post-LN, erf GELU, additive attention mask), as
-PyTorch exports it: the head split's target shape is computed from Shape nodes and
-the mask goes through Unsqueeze/Cast/Sub/Mul."""
+"""A BERT encoder (post-LN, erf GELU, additive attention mask), as PyTorch exports it:
+the head split's target shape is computed from Shape nodes and the mask goes through
+Unsqueeze/Cast/Sub/Mul. ``layers`` encoder layers (default one, BERT-base's); the
+layers share one set of random weights (``GraphBuilder.weight``), so a 24-layer model
+costs one layer's memory to build and import, while every op still gets its own
+weights in the planner (each op's weights rest on chip separately)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import onnx
 from onnx import TensorProto
 
@@ -20,18 +22,27 @@ class BertConfig:
     hidden: int = 768
     heads: int = 12
     intermediate: int = 3072
+    layers: int = 1
+    dtype: str = "float32"
     seed: int = 0
 
 
 def build_bert_layer(config: BertConfig = BertConfig()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("bert_encoder_layer", c.seed)
-    x = g.input("hidden_states", TensorProto.FLOAT, [c.batch, c.seq, c.hidden])
+    g = GraphBuilder("bert_encoder_layer" if c.layers == 1 else "bert_encoder", c.seed, dtype=c.dtype)
+    x = g.input("hidden_states", g.elem, [c.batch, c.seq, c.hidden])
     mask = g.input("attention_mask", TensorProto.INT64, [c.batch, c.seq])
     # (B, S) -> (B, 1, 1, S); 0 where attended, -10000 where masked.
     extended = g.op("Unsqueeze", [g.op("Unsqueeze", [mask, g.const([1])]), g.const([2])])
-    extended = g.op("Cast", [extended], to=TensorProto.FLOAT)
-    bias = g.op("Mul", [g.op("Sub", [g.const(1.0, np.float32), extended]), g.const(-10000.0, np.float32)])
+    extended = g.op("Cast", [extended], to=g.elem)
+    bias = g.op("Mul", [g.op("Sub", [g.fconst(1.0), extended]), g.fconst(-10000.0)])
+    for _ in range(c.layers):
+        x = bert_layer(g, x, bias, c)
+    g.output("last_hidden_state", x, [c.batch, c.seq, c.hidden])
+    return g.model()
+
+
+def bert_layer(g: GraphBuilder, x: str, bias: str, c: BertConfig) -> str:
     q = g.linear(x, c.hidden, c.hidden, "attention.self.query")
     k = g.linear(x, c.hidden, c.hidden, "attention.self.key")
     v = g.linear(x, c.hidden, c.hidden, "attention.self.value")
@@ -40,6 +51,4 @@ def build_bert_layer(config: BertConfig = BertConfig()) -> onnx.ModelProto:
     attn = g.layer_norm(g.op("Add", [attn, x]), c.hidden, "attention.output.LayerNorm", 1e-12)
     inter = g.gelu_erf(g.linear(attn, c.hidden, c.intermediate, "intermediate.dense"))
     out = g.linear(inter, c.intermediate, c.hidden, "output.dense")
-    out = g.layer_norm(g.op("Add", [out, attn]), c.hidden, "output.LayerNorm", 1e-12)
-    g.output("last_hidden_state", out, [c.batch, c.seq, c.hidden])
-    return g.model()
+    return g.layer_norm(g.op("Add", [out, attn]), c.hidden, "output.LayerNorm", 1e-12)

@@ -12,8 +12,12 @@ OPSET = 17
 class GraphBuilder:
     """Accumulates nodes, initializers and graph inputs/outputs; names are unique."""
 
-    def __init__(self, name: str, seed: int = 0, opset: int = OPSET):
+    def __init__(self, name: str, seed: int = 0, opset: int = OPSET, dtype=np.float32):
         self.name = name
+        # the element type of activations and float weights (float16: what T10 runs)
+        self.float = np.dtype(dtype).type
+        self.elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+        self._initializer_names: set[str] = set()
         self.opset = opset
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
@@ -30,17 +34,31 @@ class GraphBuilder:
         self.inputs.append(helper.make_tensor_value_info(name, elem_type, shape))
         return name
 
-    def output(self, name: str, value: str, shape, elem_type: int = TensorProto.FLOAT) -> None:
+    def output(self, name: str, value: str, shape, elem_type: int | None = None) -> None:
         self.op("Identity", [value], outputs=[name])
-        self.outputs.append(helper.make_tensor_value_info(name, elem_type, list(shape)))
+        self.outputs.append(helper.make_tensor_value_info(name, self.elem if elem_type is None else elem_type, list(shape)))
 
     def weight(self, name: str, shape, scale: float = 0.02) -> str:
-        array = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        """A random float weight; a name already given is the same initializer (layers
+        built with one prefix share their weights)."""
+        if name in self._initializer_names:
+            return name
+        array = (self.rng.standard_normal(shape) * scale).astype(self.float)
         return self.initializer(name, array)
 
     def initializer(self, name: str, array: np.ndarray) -> str:
-        self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
+        if name in self._initializer_names:
+            return name
+        array = np.asarray(array)
+        if array.dtype.kind == "f":
+            array = array.astype(self.float)
+        self._initializer_names.add(name)
+        self.initializers.append(numpy_helper.from_array(array, name))
         return name
+
+    def fconst(self, value) -> str:
+        """A float Constant of the builder's element type."""
+        return self.const(value, self.float)
 
     def const(self, value, dtype=np.int64) -> str:
         """A Constant node (as PyTorch exports emit them)."""
@@ -76,7 +94,7 @@ class GraphBuilder:
         return self.op("Add", [self.op("MatMul", [x, w]), b])
 
     def layer_norm(self, x: str, hidden: int, prefix: str, eps: float = 1e-5) -> str:
-        scale = self.initializer(f"{prefix}.weight", 1 + self.rng.standard_normal(hidden).astype(np.float32) * 0.1)
+        scale = self.initializer(f"{prefix}.weight", 1 + self.rng.standard_normal(hidden) * 0.1)
         bias = self.weight(f"{prefix}.bias", (hidden,), 0.1)
         return self.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=eps)
 
@@ -106,7 +124,7 @@ class GraphBuilder:
         head_dim = hidden // heads
         qh, kh, vh = (self.split_heads(t, heads, head_dim) for t in (q, k, v))
         scores = self.op("MatMul", [qh, self.op("Transpose", [kh], perm=[0, 1, 3, 2])])
-        scores = self.op("Div", [scores, self.const(np.sqrt(head_dim), np.float32)])
+        scores = self.op("Div", [scores, self.fconst(np.sqrt(head_dim))])
         if bias is not None:
             scores = self.op("Add", [scores, bias])
         probs = self.op("Softmax", [scores], axis=-1)
@@ -114,6 +132,6 @@ class GraphBuilder:
 
     def gelu_erf(self, x: str) -> str:
         """PyTorch's exported exact GELU: x * 0.5 * (1 + erf(x / sqrt(2)))."""
-        erf = self.op("Erf", [self.op("Div", [x, self.const(np.sqrt(2.0), np.float32)])])
-        one_plus = self.op("Add", [erf, self.const(1.0, np.float32)])
-        return self.op("Mul", [self.op("Mul", [x, one_plus]), self.const(0.5, np.float32)])
+        erf = self.op("Erf", [self.op("Div", [x, self.fconst(np.sqrt(2.0))])])
+        one_plus = self.op("Add", [erf, self.fconst(1.0)])
+        return self.op("Mul", [self.op("Mul", [x, one_plus]), self.fconst(0.5)])

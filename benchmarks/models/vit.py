@@ -1,11 +1,13 @@
-"""A ViT-base encoder block (pre-LN, the Gelu op, no mask)."""
+"""A ViT-base encoder block (pre-LN, the Gelu op, no mask); ``build_vit`` the whole
+ViT-B/16: a 16x16 stride-16 patch Conv, the class token and position embeddings, the
+blocks (sharing one set of random weights, see ``bert.py``), the final LayerNorm and
+the classification head on the class token."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import onnx
-from onnx import TensorProto
 
 from .graph import GraphBuilder
 
@@ -17,13 +19,23 @@ class ViTConfig:
     hidden: int = 768
     heads: int = 12
     mlp: int = 3072
+    layers: int = 12
+    image: int = 224
+    patch: int = 16
+    classes: int = 1000
+    dtype: str = "float32"
     seed: int = 0
 
 
 def build_vit_block(config: ViTConfig = ViTConfig()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("vit_block", c.seed, opset=20)  # the Gelu op is opset 20
-    x = g.input("tokens", TensorProto.FLOAT, [c.batch, c.tokens, c.hidden])
+    g = GraphBuilder("vit_block", c.seed, opset=20, dtype=c.dtype)  # the Gelu op is opset 20
+    x = g.input("tokens", g.elem, [c.batch, c.tokens, c.hidden])
+    g.output("output", vit_block(g, x, c), [c.batch, c.tokens, c.hidden])
+    return g.model()
+
+
+def vit_block(g: GraphBuilder, x: str, c: ViTConfig) -> str:
     h = g.layer_norm(x, c.hidden, "norm1", 1e-6)
     # One fused qkv projection split three ways, as timm's Attention does.
     qkv = g.linear(h, c.hidden, 3 * c.hidden, "attn.qkv")
@@ -32,6 +44,26 @@ def build_vit_block(config: ViTConfig = ViTConfig()) -> onnx.ModelProto:
     x = g.op("Add", [x, attn])
     h = g.layer_norm(x, c.hidden, "norm2", 1e-6)
     h = g.op("Gelu", [g.linear(h, c.hidden, c.mlp, "mlp.fc1")])
-    x = g.op("Add", [x, g.linear(h, c.mlp, c.hidden, "mlp.fc2")])
-    g.output("output", x, [c.batch, c.tokens, c.hidden])
+    return g.op("Add", [x, g.linear(h, c.mlp, c.hidden, "mlp.fc2")])
+
+
+def build_vit(config: ViTConfig = ViTConfig()) -> onnx.ModelProto:
+    c = config
+    g = GraphBuilder("vit", c.seed, opset=20, dtype=c.dtype)
+    side = c.image // c.patch
+    patches = side * side
+    image = g.input("pixel_values", g.elem, [c.batch, 3, c.image, c.image])
+    w = g.weight("patch_embed.proj.weight", (c.hidden, 3, c.patch, c.patch))
+    x = g.op("Conv", [image, w, g.weight("patch_embed.proj.bias", (c.hidden,))],
+             kernel_shape=[c.patch, c.patch], strides=[c.patch, c.patch])
+    x = g.op("Transpose", [g.op("Reshape", [x, g.const([c.batch, c.hidden, patches])])], perm=[0, 2, 1])
+    cls = g.op("Expand", [g.weight("cls_token", (1, 1, c.hidden)), g.const([c.batch, 1, c.hidden])])
+    x = g.op("Concat", [cls, x], axis=1)
+    x = g.op("Add", [x, g.weight("pos_embed", (1, patches + 1, c.hidden))])
+    for _ in range(c.layers):
+        x = vit_block(g, x, c)
+    x = g.layer_norm(x, c.hidden, "norm", 1e-6)
+    token = g.op("Gather", [x, g.const(0)], axis=1)
+    logits = g.linear(token, c.hidden, c.classes, "head")
+    g.output("logits", logits, [c.batch, c.classes])
     return g.model()

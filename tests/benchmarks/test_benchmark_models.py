@@ -1,5 +1,6 @@
 """benchmarks/models_table.py builds the models it says it builds: valid `ModelSpec`s whose
-weights add up to the published parameter counts (2-byte elements), batch-parametric."""
+weights add up to the published parameter counts (2-byte elements), batch-parametric; and
+its two paths, ONNX through the importer and OpSpecs, agree on a small model."""
 
 import importlib.util
 from pathlib import Path
@@ -36,7 +37,62 @@ def test_builders_make_valid_batch_parametric_models(name):
 
 
 def test_a_row_prints_with_missing_baselines():
-    row = {"model": "m", "batch": 4, "ops": 10, "irc_ms": 1.5, "vgm_ms": None, "roller_ms": 3.0,
-           "speedup_vgm": None, "speedup_roller": 2.0, "sram_used": 0.5, "compile_s": 1.0, "peak_rss_mb": 100}
+    row = {"model": "m", "batch": 4, "ops": 10, "host_ops": 2, "irc_ms": 1.5, "vgm_ms": None, "roller_ms": 3.0,
+           "speedup_vgm": None, "speedup_roller": 2.0, "sram_used": 0.5, "host_io_share": 0.125,
+           "compile_s": 1.0, "peak_rss_mb": 100}
     text = format_row(row)
-    assert text.split() == ["m", "4", "10", "1.500", "n/a", "3.000", "n/a", "2.00", "50.0%", "1.0", "100"]
+    assert text.split() == ["m", "4", "10[2]", "1.500", "n/a", "3.000", "n/a", "2.00", "50.0%", "12.50%", "1.0", "100"]
+
+
+def small_resnet(batch):
+    """A two-block ResNet stage (a strided block and a plain one) with its stem conv, both
+    as the ONNX graph the table imports and as the OpSpecs of its cross-check."""
+    from benchmarks.models.graph import GraphBuilder
+    from benchmarks.models.resnet import _conv_bn, resnet_stage
+
+    g = GraphBuilder("small_resnet", dtype="float16")
+    x = g.input("pixel_values", g.elem, [batch, 3, 32, 32])
+    x = _conv_bn(g, x, 3, 16, 3, 2, "conv1", True)
+    x = resnet_stage(g, x, 16, 8, 2, 2, "layer1")
+    g.output("out", x, [batch, 32, 8, 8])
+    ops = [table._conv("stem", batch, 3, 16, 16, 3, stride=2)]
+    channels, size = 16, 16
+    for block, stride in enumerate((2, 1)):
+        out = size // stride
+        ops.append(table._conv(f"b{block}.conv1", batch, channels, 8, size, 1))
+        ops.append(table._conv(f"b{block}.conv2", batch, 8, 8, out, 3, stride=stride))
+        ops.append(table._conv(f"b{block}.conv3", batch, 8, 32, out, 1))
+        if block == 0:
+            ops.append(table._conv(f"b{block}.down", batch, channels, 32, out, 1, stride=stride))
+        channels, size = 32, out
+    return g.model(), table.ModelSpec("small-resnet", tuple(ops))
+
+
+def test_onnx_and_opspec_paths_agree_on_a_small_model():
+    from irc.planner.op_table import FrontierCache
+
+    onnx_model, direct = small_resnet(2)
+    imported = table.ImportedModel("small-resnet", onnx_model)
+    assert imported.fallbacks == 0
+    cache = FrontierCache("ipu-mk2", "t10")
+    check = table.cross_check(imported.spec, direct, cache)
+    assert check["heavy_ops_agree"]
+    assert check["heavy_time_ratio"] == pytest.approx(1.0, rel=1e-9)
+    # the imported graph also holds the batch-norms, ReLUs and padding the OpSpecs fold away
+    assert len(imported.spec.ops) > len(direct.ops)
+    assert imported.edge_bytes == 2 * (2 * 3 * 32 * 32 + 2 * 32 * 8 * 8)
+
+
+def test_the_table_plans_what_the_importer_produced():
+    """One row through the whole path: ONNX import, Algorithm 1, baselines, host I/O."""
+    from irc.planner.op_table import FrontierCache
+
+    onnx_model, direct = small_resnet(1)
+    imported = table.ImportedModel("small-resnet", onnx_model)
+    cache = FrontierCache("ipu-mk2", "t10")
+    row = table.run_row("small-resnet", 1, imported, cache, 0.0, direct)
+    assert row["ops"] == len(imported.spec.ops)
+    assert row["heavy_ops_agree"]
+    assert 0 < row["host_io_share"] < 1
+    assert row["irc_ms"] > row["opspec_irc_ms"]   # the extra ops cost time
+    assert row["conv_searches"] >= 4
