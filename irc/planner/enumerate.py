@@ -378,7 +378,8 @@ class PlanSpace:
         if self._max_steps is None:
             self._max_steps = np.stack(
                 [self._steps[d][self._start[d] + self._count[d] - 1] for d in range(self.n_axes)], axis=1
-            ).reshape(self.n_spatial, self.n_axes) if self.n_spatial else np.zeros((0, self.n_axes), np.int64)
+            ).reshape(self.n_spatial, self.n_axes) if self.n_spatial and self.n_axes else np.zeros(
+                (self.n_spatial, self.n_axes), np.int64)
         return self._max_steps
 
     # -- candidates --------------------------------------------------------------------

@@ -225,3 +225,15 @@ def test_spec_validation():
         OpSpec((("m", 2),), (TensorSpec("Y", (("m",),)),), (), "sort")
     with pytest.raises(SpecError, match="indexes the output"):
         OpSpec((("m", 2),), (TensorSpec("Y", (("m",),)),), ("m",), "reduce")
+
+
+def test_an_operator_without_axes_is_planned_on_one_core():
+    """A scalar operator (``Y[] = X[] * 2``: no axes at all) has one plan, on one core; the
+    pruned search's tables have zero columns, not zero rows (found by the import fuzzer)."""
+    from irc.dialects.te_expr import parse_expression
+    from irc.planner.from_te import op_spec_from_expr
+
+    bound = parse_expression("Y[] = X[] * 2").bind([()], ())
+    spec = op_spec_from_expr(bound, 4)
+    found = search(spec, "tiny4", "t10")
+    assert found.best.op_factors == () and found.best.cores == 1
