@@ -52,6 +52,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    opt_result_def,
     prop_def,
     result_def,
     var_operand_def,
@@ -259,6 +260,8 @@ def _buffer(value: SSAValue, what: str) -> BufferType:
 
 def _defining_cores(value: SSAValue) -> int | None:
     owner = value.owner
+    if isinstance(owner, ReduceOp):  # a rounded result lives where its accumulator did
+        return _defining_cores(owner.buffer)
     return _int(owner.cores) if isinstance(owner, AllocOp) else None
 
 
@@ -501,7 +504,9 @@ class FillOp(IRDLOperation):
 
 
 class ComputeOpBase(IRDLOperation):
-    """Shared structure of `device.mma` and `device.vector`."""
+    """Shared structure of `device.mma` and `device.vector`. ``dtype_bytes``, when present,
+    is the element size the cost model prices the sub-task at (the operator's type) where
+    the output buffer is a wider accumulator."""
 
     output = operand_def(BufferType)
     inputs = var_operand_def(BufferType)
@@ -512,6 +517,7 @@ class ComputeOpBase(IRDLOperation):
     kind = prop_def(StringAttr)
     roles = prop_def(DictionaryAttr)
     step = prop_def(IntegerAttr[I64])
+    dtype_bytes = opt_prop_def(IntegerAttr[I64])
 
     assembly_format = (
         "$expression $output `,` `(` $inputs `)` attr-dict `:` type($output) `,` `(` type($inputs) `)`"
@@ -519,17 +525,23 @@ class ComputeOpBase(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, expression: str, output: SSAValue, inputs: Sequence[SSAValue], tiles, cores: int,
-                 windows, kind: str, roles: dict[str, int], step: int):
-        super().__init__(
-            operands=[output, list(inputs)],
-            properties={
-                "expression": ExprAttr(expression), "tiles": i64_array(tiles),
-                "cores": i64_attr(cores), "windows": ArrayAttr([table_attr(w) for w in windows]),
-                "kind": StringAttr(kind),
-                "roles": DictionaryAttr({k: i64_attr(v) for k, v in roles.items()}),
-                "step": i64_attr(step),
-            },
-        )
+                 windows, kind: str, roles: dict[str, int], step: int, dtype_bytes: int | None = None):
+        properties = {
+            "expression": ExprAttr(expression), "tiles": i64_array(tiles),
+            "cores": i64_attr(cores), "windows": ArrayAttr([table_attr(w) for w in windows]),
+            "kind": StringAttr(kind),
+            "roles": DictionaryAttr({k: i64_attr(v) for k, v in roles.items()}),
+            "step": i64_attr(step),
+        }
+        if dtype_bytes is not None:
+            properties["dtype_bytes"] = i64_attr(dtype_bytes)
+        super().__init__(operands=[output, list(inputs)], properties=properties)
+
+    def subtask_bytes(self) -> int:
+        """The element size of the sub-task the cost model prices."""
+        if self.dtype_bytes is not None:
+            return _int(self.dtype_bytes)
+        return element_bytes(_buffer(self.output, "the output").element_type)
 
     def parsed(self):
         return self.expression.expr
@@ -583,6 +595,8 @@ class ComputeOpBase(IRDLOperation):
                 )
         if _int(self.cores) < 1:
             raise VerifyException(f"a compute needs at least one core, got {_int(self.cores)}")
+        if self.dtype_bytes is not None and _int(self.dtype_bytes) < 1:
+            raise VerifyException(f"dtype_bytes must be positive, got {_int(self.dtype_bytes)}")
 
 
 @irdl_op_definition
@@ -684,11 +698,15 @@ class ReduceOp(IRDLOperation):
     """Combine the partial copies of an output buffer: the ``replicas`` cores with an
     equal ``group(c)`` hold copies of the same output partition, and the lowest of them
     receives their combination (sum for ``+=``). Priced as the cost model's output shuffle and
-    partial-sum reduction (IPU_COST_FACTS s5) for sub-task ``kind``."""
+    partial-sum reduction (IPU_COST_FACTS s5) for sub-task ``kind``. With a result, the
+    buffer is an accumulator (f32 partial sums of an f16 output) and the combination is
+    rounded once into the result's narrower element type, in place: the result occupies
+    the first bytes of the accumulator's SRAM, which is dead afterwards."""
 
     name = "device.reduce"
 
     buffer = operand_def(BufferType)
+    result = opt_result_def(BufferType)
     group = prop_def(CORE_TABLE)
     replicas = prop_def(IntegerAttr[I64])
     combiner = prop_def(StringAttr)
@@ -698,13 +716,16 @@ class ReduceOp(IRDLOperation):
     out_resident_elems = prop_def(IntegerAttr[I64])
     cores = prop_def(IntegerAttr[I64])
 
-    assembly_format = "$buffer attr-dict `:` type($buffer)"
+    assembly_format = "$buffer attr-dict `:` type($buffer) (`->` type($result)^)?"
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, buffer: SSAValue, group, replicas: int, combiner: str, kind: str,
-                 roles: dict[str, int], out_step_elems: int, out_resident_elems: int, cores: int):
+                 roles: dict[str, int], out_step_elems: int, out_resident_elems: int, cores: int,
+                 rounded: Attribute | None = None):
+        result_types = [] if rounded is None else [BufferType(buffer.type.get_shape(), rounded)]
         super().__init__(
             operands=[buffer],
+            result_types=[result_types],
             properties={
                 "group": table_attr(group), "replicas": i64_attr(replicas),
                 "combiner": StringAttr(combiner), "kind": StringAttr(kind),
@@ -733,6 +754,17 @@ class ReduceOp(IRDLOperation):
             raise VerifyException(
                 f"every group must hold replicas={replicas} cores, but one holds {int(counts[counts != replicas][0])}"
             )
+        if self.result is not None:
+            accumulator, rounded = _buffer(self.buffer, "the accumulator"), _buffer(self.result, "the result")
+            if accumulator.get_shape() != rounded.get_shape():
+                raise VerifyException(
+                    f"the rounded result {rounded} must have the accumulator's shape, {accumulator}"
+                )
+            if rounded.bytes > accumulator.bytes:
+                raise VerifyException(
+                    f"the rounded result {rounded} is rounded in place, so it cannot be wider "
+                    f"than the accumulator {accumulator}"
+                )
 
 
 DEVICE = Dialect(

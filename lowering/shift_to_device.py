@@ -13,6 +13,12 @@ generation, multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in pl
 - ``device.reduce`` of the output's partial copies, a ``device.store`` of one copy of every
   output partition into a host tensor, and ``device.free`` of every buffer.
 
+Numerics: an output left with partial sums (``ShiftKernel.holds_partial_sums``: a ``+=``
+whose reduction the plan splits over cores or steps) is allocated as an accumulator (f32
+for f16; i32 for narrower integers) through the loop, and ``device.reduce`` rounds it once
+into the output's type, in place, after combining the copies; the te level likewise
+accumulates in f32 and rounds once.
+
 SPMD: every per-core value (tile origins, window offsets, ring partners, replica groups)
 is the kernel's geometry (``irc.schedule.kernel``) evaluated at the symbolic core id
 ``d0``, so it prints as an ``affine_map<(d0) -> (...)>`` whose size does not depend on
@@ -53,6 +59,7 @@ from irc.dialects.device import (
 from irc.dialects.shift import KernelOp
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import product_reads
+from irc.dialects.dtypes import element_type
 from irc.schedule.kernel import initial_placement
 from irc.diagnostics import location_of
 
@@ -182,6 +189,8 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     operands = {name: value for name, value in zip(expr.inputs, op.inputs if inputs is None else inputs)}
     elements = {name: value.type.get_element_type() for name, value in operands.items()}
     elements[expr.output.tensor] = op.output.type.get_element_type()
+    # partial sums accumulate wider (f32 for f16), rounded once by the reduce
+    elements[expr.output.tensor] = element_type(kernel.output.dtype)
     identity = identity_value(expr.combiner, kernel.dtype)
     subtask = kernel.subtask()
     roles = {k: int(v) for k, v in subtask.roles.items()}
@@ -238,6 +247,8 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
             ops.append(compute_class(
                 str(expr), buffers[expr.output.tensor], [buffers[n] for n in expr.inputs],
                 kernel.tiles, kernel.cores, windows, subtask.kind, roles, step,
+                # the sub-task's own element size, where the output accumulates wider
+                subtask.dtype_bytes if subtask.dtype_bytes != kernel.output.dtype.itemsize else None,
             ))
             step += 1
         else:
@@ -249,10 +260,16 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     final = kernel.digits_after(start, kernel.final_counters())
     group = kernel.replica_key(final, core)
     work = kernel.op_work()
-    ops.append(ReduceOp(
+    widened = kernel.output.dtype != kernel.dtype   # partial sums in wider accumulators
+    rounded = op.output.type.get_element_type() if widened else None
+    reduce = ReduceOp(
         buffers[out.name], group, out.rings, expr.combiner, subtask.kind, roles,
-        int(work.out_step_elems), int(work.out_resident_elems), kernel.cores,
-    ))
+        int(work.out_step_elems), int(work.out_resident_elems), kernel.cores, rounded,
+    )
+    ops.append(reduce)
+    if rounded is not None:
+        buffers[out.name] = reduce.result
+        reduce.result.name_hint = f"{out.name}_rounded"
     origins = kernel.partition_origin(out, final, core)
     store = None
     if store_output:

@@ -4,7 +4,8 @@ T10 s4.4 "Sub-tensor placement": allocate every partition in each core's local m
 and reuse the memory of buffers that are dead. Walking each block in program order, a
 ``device.alloc`` takes the lowest offset where it fits among the buffers live at that
 point (first fit) and a ``device.free`` releases its range; the same offset is used on
-every core of the buffer's core set (SPMD). A program whose live buffers exceed a core's
+every core of the buffer's core set (SPMD). A ``device.reduce`` that rounds an accumulator
+in place hands the first bytes of its range to the rounded result and frees the rest. A program whose live buffers exceed a core's
 SRAM is an error naming the core, the live buffers with their bytes, and the total.
 """
 
@@ -17,7 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.dialects.device import AllocOp, FreeOp, i64_attr
+from irc.dialects.device import AllocOp, FreeOp, ReduceOp, i64_attr
 from irc.diagnostics import location_of
 
 
@@ -29,6 +30,13 @@ def first_fit(live: list[tuple[int, int]], size: int) -> int:
             return offset
         offset = max(offset, end)
     return offset
+
+
+def _name(op) -> str:
+    """The buffer name of an alloc, or of the accumulator a reduce rounds in place."""
+    while isinstance(op, ReduceOp):
+        op = op.buffer.owner
+    return op.buffer_name.data
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,7 @@ class DeviceAlloc(ModulePass):
                         )
                     if offset + size > device.sram_bytes:
                         listing = ", ".join(
-                            f"{a.buffer_name.data} ({e - s} B)" for a, (s, e) in sorted(live.items(), key=lambda x: x[1])
+                            f"{_name(a)} ({e - s} B)" for a, (s, e) in sorted(live.items(), key=lambda x: x[1])
                         )
                         need = sum(e - s for s, e in live.values()) + size
                         raise DiagnosticException(
@@ -86,6 +94,10 @@ class DeviceAlloc(ModulePass):
                         )
                     inner.properties["offset"] = i64_attr(offset)
                     live[inner] = (offset, offset + size)
+                elif isinstance(inner, ReduceOp) and inner.result is not None:
+                    # rounded in place: the result takes the first bytes of the accumulator
+                    start, _ = live.pop(inner.buffer.owner)
+                    live[inner] = (start, start + inner.result.type.bytes)
                 elif isinstance(inner, FreeOp):
                     owner = inner.buffer.owner
                     live.pop(owner, None)

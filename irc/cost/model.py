@@ -69,6 +69,14 @@ class OpWork:
     out_resident_elems: ArrayLike    # output elements resident on one core
     cores: ArrayLike                 # cores used by the plan
     geometry: PlanGeometry | None = None  # the planner fills it in; other callers may not
+    partial_bytes: ArrayLike | None = None
+    """Bytes per element of the output's partial sums (the reduction moves and adds them):
+    4 for a ``+=`` output narrower than that (f32/i32 accumulators), else the output's
+    own size; None means ``subtask.dtype_bytes``."""
+
+    @property
+    def partial_element_bytes(self) -> ArrayLike:
+        return self.subtask.dtype_bytes if self.partial_bytes is None else self.partial_bytes
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ Choices the seed leaves open, fixed here and documented:
 - throughput: the padded multiply-accumulates run at ``device.macs_per_cycle`` (the IPU
   Mk2's 250 TFLOPS fp16, T10 Table 3 = 64 MACs/cycle/core);
 - communication is bytes / link bandwidth, with no barrier cost; a plan that leaves R
-  partial-sum copies of the output pays a reduce-scatter of (R-1)/R of the resident output
-  (the additions themselves are not modelled, as the seed only prices matmuls);
+  partial-sum copies of the output pays a reduce-scatter of (R-1)/R of the resident output,
+  in the accumulators' width (f32 partial sums of an f16 output: the numerics every level
+  shares; the additions themselves are not modelled, as the seed only prices matmuls);
 - conv is priced as its implicit GEMM (m = batch*spatial, k = in_channels*window,
   n = out_channels); other kinds raise ``CostModelError``.
 """
@@ -79,7 +80,8 @@ class Seed003CostModel:
         compute = as_float_array(work.steps) * self.compute_cycles(device, work.subtask)
         shift = self.shift_cycles(device, work.shifted_bytes)
         copies = as_float_array(work.partial_copies)
-        reduce_bytes = (copies - 1) / copies * as_float_array(work.out_resident_elems) * work.subtask.dtype_bytes
+        # the partial sums move in the accumulators' width (f32 for an f16 output)
+        reduce_bytes = (copies - 1) / copies * as_float_array(work.out_resident_elems) * work.partial_element_bytes
         reduction = self.shift_cycles(device, reduce_bytes)
         sync = np.zeros_like(shift)
         return CostBreakdown(compute=compute, shift=shift, sync=sync, reduction=reduction)

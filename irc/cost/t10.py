@@ -178,18 +178,25 @@ class T10CostModel:
         R = 1: g = red = 0; R = 2: g = 2 syncs + shift(O_s / 2), red = elementwise(O_r);
         R > 2: g = R syncs + shift(O_s), red = reduce(O_r, R rows);
         sh = shift(e_0) + 6 syncs + g + red.
+
+        The gathered partial sums ``g`` move in the accumulators' width
+        (``work.partial_bytes``: f32 for an f16 ``+=`` output), the reduced, rounded
+        output ``e_0`` in the output's own.
         """
         kind = work.subtask.kind
         sync = float(device.sync_cycles)
         b = work.subtask.dtype_bytes
+        p = work.partial_element_bytes
         if kind in ("unary", "elementwise", "pool"):
             return np.zeros_like(as_float_array(work.steps)) + sync
         copies = as_float_array(work.partial_copies)
         out_step = as_float_array(work.out_step_elems)
         reduced = out_step / copies
         shift = lambda elems: self.shift_cycles(device, as_float_array(elems) * b)  # noqa: E731
+        partials = lambda elems: self.shift_cycles(device, as_float_array(elems) * p)  # noqa: E731
         gather = np.where(
-            copies <= 1, 0.0, np.where(copies == 2, 2 * sync + shift(out_step / 2), sync * copies + shift(out_step))
+            copies <= 1, 0.0,
+            np.where(copies == 2, 2 * sync + partials(out_step / 2), sync * copies + partials(out_step)),
         )
         reduce = np.where(
             copies <= 1,

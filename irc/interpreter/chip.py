@@ -6,10 +6,14 @@ all cores at once, never a Python loop over cores. Each instruction acts on the 
 ``[0, n)``; per-core differences (where a tile starts, which ring neighbour to receive
 from) are tables indexed by the core id.
 
-Numerics: buffers store the tensor's dtype. A sub-task computes in f32 for f16 and f32
-data (in f64 for f64), adds into the stored partial result in that precision and rounds
-back to the dtype once per step, as the IPU's AMP units accumulate f16 products in f32
-and write f16 partial sums back to SRAM.
+Numerics: buffers store their element type. A sub-task computes in f32 for f16 and f32
+data (in f64 for f64, in int64 for integers) and adds into the stored result in that
+precision. An output whose plan leaves partial sums is an f32 accumulator (i32 for
+narrower integers; the lowering allocates it so) through every step and the cross-core
+reduction, and ``reduce`` rounds it to the output's type once, in place: as the IPU's
+AMP units accumulate f16 products in f32, and as the te level computes (f32, one
+rounding). So a device result differs from te's only by the order of the f32 additions
+before that one rounding.
 
 Checks (``ChipFault`` names the instruction, its source location, the core and the
 buffer): SRAM bounds and overlapping live buffers, capacity, a window outside its buffer,
@@ -545,7 +549,7 @@ class Chip:
         if len(cores):
             self._check_readable(buffer, int(cores.max()) + 1, where, "store")
         scatter_tiles(host, buffer.data[cores], origins[cores], buffer.shape)
-        cycles = buffer.bytes * self.device.link_cycles_per_byte
+        cycles = int(math.prod(buffer.shape)) * host.dtype.itemsize * self.device.link_cycles_per_byte
         self._record("host_io", f"store {buffer.name}", cycles, buffer.cores, where)
 
     def relayout(self, source: Buffer, source_origins: np.ndarray, writers: np.ndarray, target: Buffer,
@@ -634,7 +638,11 @@ class Chip:
         cycles = self.cost.sync_cycles(self.device) * self._overhead(cores)
         self._record("sync", "sync", cycles, cores, where)
 
-    def reduce(self, buffer: Buffer, groups: np.ndarray, combiner: str, work: OpWork, where: str) -> None:
+    def reduce(self, buffer: Buffer, groups: np.ndarray, combiner: str, work: OpWork, where: str,
+               rounded: np.dtype | None = None) -> Buffer | None:
+        """Combine each group's partial copies into its lowest core. With ``rounded``, the
+        buffer is an accumulator: the combination is rounded once into ``rounded`` in
+        place, and the returned buffer (the accumulator's first bytes) replaces it."""
         if groups.size:
             self._check_readable(buffer, int(groups.max()) + 1, where, "reduce")
         if groups.ndim == 2 and groups.shape[1] > 1:
@@ -650,6 +658,16 @@ class Chip:
             buffer.touch()
         cycles = float(self.cost.op_time(self.device, work).reduction)
         self._record("reduction", f"reduce {buffer.name}", cycles, int(work.cores), where)
+        if rounded is None:
+            return None
+        result = Buffer(buffer.name, buffer.shape, np.dtype(rounded), buffer.cores, buffer.offset,
+                        buffer.data.astype(rounded), buffer.written.copy(), buffer.tags)
+        buffer.live = False
+        self.live.pop(id(buffer), None)
+        self.live_bytes[: buffer.cores] -= buffer.bytes - result.bytes
+        buffer.data = np.zeros((0,), dtype=buffer.dtype)
+        self.live[id(result)] = result
+        return result
 
 
 # -- tiles and windows (vectorised over cores) ---------------------------------------------

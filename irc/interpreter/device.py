@@ -131,7 +131,7 @@ class DeviceFunctions(InterpreterFunctions):
         roles = {k: _int(v) for k, v in op.roles.data.items()}
         tiles = op.tile_map()
         volume = int(np.prod(list(tiles.values()))) if tiles else 1
-        subtask = SubTask(op.kind.data, output.dtype.itemsize, volume, roles)
+        subtask = SubTask(op.kind.data, op.subtask_bytes(), volume, roles)
         self.chip_for(interpreter, op).compute(
             expr, tiles, _int(op.cores), output, tables[0], list(zip(inputs, tables[1:])), subtask,
             where(op), f"{op.name} step {_int(op.step)}",
@@ -161,10 +161,14 @@ class DeviceFunctions(InterpreterFunctions):
     def run_reduce(self, interpreter: Interpreter, op: ReduceOp, args: tuple[Any, ...]):
         (buffer,) = args
         replicas = _int(op.replicas)
+        rounded = None if op.result is None else numpy_dtype(op.result.type.get_element_type())
         work = OpWork(
-            SubTask(op.kind.data, buffer.dtype.itemsize, 1, {k: _int(v) for k, v in op.roles.data.items()}),
+            SubTask(op.kind.data, (rounded or buffer.dtype).itemsize, 1,
+                    {k: _int(v) for k, v in op.roles.data.items()}),
             0, 0, 0, replicas,
             _int(op.out_step_elems), _int(op.out_resident_elems), _int(op.cores),
+            partial_bytes=buffer.dtype.itemsize,
         )
-        self.chip_for(interpreter, op).reduce(buffer, op.group_table(), op.combiner.data, work, where(op))
-        return ()
+        result = self.chip_for(interpreter, op).reduce(buffer, op.group_table(), op.combiner.data, work,
+                                                       where(op), rounded)
+        return () if result is None else (result,)

@@ -136,9 +136,13 @@ def check_plan(
             elements *= sum(terms) - (len(terms) - 1)
         resident[tensor.name] = elements
     rotating = {t.name: any(f > 1 for f in plan.temporal_factors[t.name]) for t in tensors}
+    # an output left with partial sums is held in accumulators (OpSpec.partial_bytes)
+    held = {t.name: spec.bytes_of(t.name) for t in tensors}
+    held[spec.output.name] = int(spec.output_bytes(op_factors, steps_per_axis))
     memory = MemoryBreakdown(
-        partitions={name: spec.bytes_of(name) * e for name, e in resident.items()},
-        rotation_buffers={name: (spec.bytes_of(name) * resident[name] if rotating[name] else 0) for name in resident},
+        partitions={name: held[name] * e for name, e in resident.items()},
+        rotation_buffers={name: (held[name] * resident[name] if rotating[name] else 0) for name in resident},
+        element_bytes=held,
     )
     if memory.total > device.sram_bytes:
         raise PlanError(
@@ -146,7 +150,7 @@ def check_plan(
             f"on {device.name}"
         )
 
-    levels = _shift_levels(spec, plan, resident, b)
+    levels = _shift_levels(spec, plan, resident, held)
     levels = _order_loops(levels, cost, device)
     shifted_bytes = 0
     events = 0
@@ -176,6 +180,7 @@ def check_plan(
             np.asarray([plan.temporal_factors[t.name] for t in tensors]),
             np.asarray([sharing[t.name] for t in tensors]),
         ),
+        partial_bytes=spec.partial_bytes,
     )
     breakdown = cost.op_time(device, work)
     breakdown = type(breakdown)(*(float(x) for x in (breakdown.compute, breakdown.shift, breakdown.sync, breakdown.reduction)))
@@ -201,9 +206,10 @@ def check_plan(
     )
 
 
-def _shift_levels(spec: OpSpec, plan: Plan, resident: dict[str, int], b: int) -> list[ShiftLevel]:
+def _shift_levels(spec: OpSpec, plan: Plan, resident: dict[str, int], held: dict[str, int]) -> list[ShiftLevel]:
     """Per axis, peel the temporal factors by their gcd (IPU_COST_FACTS s3): each distinct
-    pace is one loop level whose shifted set is every tensor split at least that finely."""
+    pace is one loop level whose shifted set is every tensor split at least that finely
+    (``held``: bytes per element as each tensor is held, partial sums in accumulators)."""
     levels = []
     for d, axis in enumerate(spec.axis_names):
         remaining = {t.name: plan.temporal_factors[t.name][d] for t in spec.tensors}
@@ -211,7 +217,7 @@ def _shift_levels(spec: OpSpec, plan: Plan, resident: dict[str, int], b: int) ->
             moving = [name for name, v in remaining.items() if v > 1]
             g = math.gcd(*(remaining[name] for name in moving))
             levels.append(
-                ShiftLevel(axis, g - 1, tuple(moving), sum(spec.bytes_of(name) * resident[name] for name in moving))
+                ShiftLevel(axis, g - 1, tuple(moving), sum(held[name] * resident[name] for name in moving))
             )
             for name in moving:
                 remaining[name] //= g

@@ -220,6 +220,7 @@ def op_spec_from_expr(
             reduction_axes=tuple(expr.reduction_axes),
             kind=classify(bound),
             dtype_bytes=int(dtype_bytes),
+            combiner=expr.combiner,
         )
     except SpecError:
         raise

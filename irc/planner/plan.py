@@ -41,10 +41,17 @@ class ShiftLevel:
 @dataclass(frozen=True)
 class MemoryBreakdown:
     """Bytes per core: each tensor's resident partition, plus a same-size receive buffer
-    for every rotating tensor (T10 s5 "multi-copy shift with buffer"; IPU_COST_FACTS s4)."""
+    for every rotating tensor (T10 s5 "multi-copy shift with buffer"; IPU_COST_FACTS s4).
+    ``element_bytes`` is each tensor's bytes per element as held: its own size, or the
+    accumulator's for an output that holds partial sums (``OpSpec.output_bytes``)."""
 
     partitions: Mapping[str, int]
     rotation_buffers: Mapping[str, int]
+    element_bytes: Mapping[str, int] = field(default_factory=dict)
+
+    def elements(self, name: str) -> int:
+        """Elements of ``name``'s resident partition."""
+        return self.partitions[name] // self.element_bytes[name]
 
     @property
     def total(self) -> int:

@@ -63,7 +63,7 @@ def tensor_layout(spec: OpSpec, plan: Plan, tensor: str) -> TensorLayout:
         d = axes.index(dim[0])
         span = score.steps_per_axis[d] * score.step_tiles[d]
         dims.append((plan.op_factors[d] * factors[d], span // factors[d]))
-    elements = score.memory.partitions[tensor] // spec.bytes_of(tensor)
+    elements = score.memory.elements(tensor)
     return TensorLayout(tuple(dims), score.replicas[tensor], elements, spec.bytes_of(tensor))
 
 

@@ -15,8 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+import numpy as np
+
 from irc.cost import KINDS
 from irc.planner.errors import SpecError
+
+COMBINERS = ("=", "+=", "max=", "min=")
+ACCUMULATOR_BYTES = 4
+"""Width of a partial-sum accumulator (f32 / i32): narrower ``+=`` outputs widen to it."""
 
 
 @dataclass(frozen=True)
@@ -45,13 +51,16 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class OpSpec:
-    """A tensor-expression operator: axes, operands (output first), reduction axes, kind."""
+    """A tensor-expression operator: axes, operands (output first), reduction axes, kind,
+    and the combiner folding the reduction axes (``+=`` sums: a plan that splits a
+    reduction keeps the output's partial sums in accumulators, ``partial_bytes``)."""
 
     axes: tuple[tuple[str, int], ...]
     tensors: tuple[TensorSpec, ...]
     reduction_axes: tuple[str, ...]
     kind: str
     dtype_bytes: int = 2
+    combiner: str = "+="
 
     def __post_init__(self) -> None:
         names = [name for name, _ in self.axes]
@@ -64,6 +73,8 @@ class OpSpec:
             raise SpecError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if self.dtype_bytes < 1:
             raise SpecError(f"dtype_bytes must be positive, got {self.dtype_bytes}")
+        if self.combiner not in COMBINERS:
+            raise SpecError(f"combiner must be one of {', '.join(COMBINERS)}, got {self.combiner!r}")
         for tensor in self.tensors:
             if tensor.dtype_bytes is not None and tensor.dtype_bytes < 1:
                 raise SpecError(f"dtype_bytes of {tensor.name!r} must be positive, got {tensor.dtype_bytes}")
@@ -130,6 +141,38 @@ class OpSpec:
     def tensor_bytes(self) -> tuple[int, ...]:
         """Bytes per element of every tensor, in ``tensors`` order."""
         return tuple(t.dtype_bytes or self.dtype_bytes for t in self.tensors)
+
+    @property
+    def partial_bytes(self) -> int:
+        """Bytes per element of the output while it holds partial sums: a ``+=`` output
+        narrower than 4 bytes is accumulated in 4-byte accumulators (f32 for floats, as
+        the IPU's AMP units accumulate f16 products; i32 for integers) and rounded to its
+        own type once, after the cross-core reduction. ``max=``/``min=`` commute with
+        rounding, so their partial results keep the output's type."""
+        own = self.bytes_of(self.output.name)
+        return max(ACCUMULATOR_BYTES, own) if self.combiner == "+=" else own
+
+    def holds_partial_sums(self, op_factors, steps_per_axis):
+        """Whether a plan leaves partial sums in the output: its combiner adds and some
+        reduction axis is split over cores (``F_op > 1``: replicas reduced at the end, or
+        an output rotating through the cores that share it) or over steps (``T_d > 1``).
+        Broadcasts over arrays of candidates (the last axis indexes the op axes)."""
+        if self.combiner != "+=" or not self.reduction_axes:
+            return np.zeros(np.shape(op_factors)[:-1], dtype=bool) if np.ndim(op_factors) > 1 else False
+        columns = [self.axis_index(a) for a in self.reduction_axes]
+        split = (np.take(np.asarray(op_factors), columns, axis=-1) > 1) | \
+            (np.take(np.asarray(steps_per_axis), columns, axis=-1) > 1)
+        found = split.any(axis=-1)
+        return bool(found) if np.ndim(found) == 0 else found
+
+    def output_bytes(self, op_factors, steps_per_axis):
+        """Bytes per element of the output's buffers under a plan: ``partial_bytes`` when
+        the plan leaves partial sums (``holds_partial_sums``), else the output's own."""
+        partial = self.holds_partial_sums(op_factors, steps_per_axis)
+        own = self.bytes_of(self.output.name)
+        if np.ndim(partial):
+            return np.where(partial, self.partial_bytes, own)
+        return self.partial_bytes if partial else own
 
 
 def matmul_spec(m: int, k: int, n: int, dtype_bytes: int = 2) -> OpSpec:

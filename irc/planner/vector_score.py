@@ -34,7 +34,7 @@ def _ceil_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _resident(spec: OpSpec, candidates: CandidateSet):
     """Per candidate: per-core extents, steps per axis, step tiles [N, D], resident
-    elements [N, V] and bytes per core [N]."""
+    elements [N, V], bytes per element as held [N, V] and bytes per core [N]."""
     axes = spec.axis_names
     op_factors = candidates.op_factors              # [N, D]
     temporal = candidates.temporal_factors          # [N, V, D]
@@ -55,9 +55,11 @@ def _resident(spec: OpSpec, candidates: CandidateSet):
         resident.append(elements)
     resident = np.stack(resident, axis=1)           # [N, V]
     rotating = (temporal > 1).any(axis=2)           # [N, V]
-    tensor_bytes = np.asarray(spec.tensor_bytes, dtype=np.int64)  # [V]: each tensor its own size
-    memory = (tensor_bytes[None, :] * resident * (1 + rotating)).sum(axis=1)
-    return per_core, steps_per_axis, step_tiles, resident, memory
+    # [N, V]: each tensor its own size; an output left with partial sums in accumulators
+    tensor_bytes = np.broadcast_to(np.asarray(spec.tensor_bytes, dtype=np.int64), resident.shape).copy()
+    tensor_bytes[:, 0] = spec.output_bytes(op_factors, steps_per_axis)
+    memory = (tensor_bytes * resident * (1 + rotating)).sum(axis=1)
+    return per_core, steps_per_axis, step_tiles, resident, tensor_bytes, memory
 
 
 def candidate_memory(spec: OpSpec, candidates: CandidateSet) -> np.ndarray:
@@ -73,8 +75,7 @@ def score_candidates(
     b = spec.dtype_bytes
     op_factors = candidates.op_factors              # [N, D]
     temporal = candidates.temporal_factors          # [N, V, D]
-    per_core, steps_per_axis, step_tiles, resident, memory = _resident(spec, candidates)
-    tensor_bytes = np.asarray(spec.tensor_bytes, dtype=np.int64)
+    per_core, steps_per_axis, step_tiles, resident, tensor_bytes, memory = _resident(spec, candidates)
 
     # shift levels: one slot per (axis, tensor indexing it); the slot owned by tensor w
     # is the level at pace u = f_t[w, d], stepping from the next coarser pace, shifting
@@ -92,7 +93,7 @@ def score_candidates(
             steps = np.where(owner & (u > 1), u // coarser - 1, 0)
             moving = paces >= u[:, None]
             slot_steps.append(steps)
-            slot_bytes.append((tensor_bytes[members][None, :] * resident[:, members] * moving).sum(axis=1))
+            slot_bytes.append((tensor_bytes[:, members] * resident[:, members] * moving).sum(axis=1))
             slot_tensors.append(moving.sum(axis=1))
     if slot_steps:
         steps = np.stack(slot_steps, axis=1).astype(np.float64)
@@ -125,6 +126,7 @@ def score_candidates(
         out_resident_elems=resident[:, 0],
         cores=op_factors.prod(axis=1),
         geometry=PlanGeometry(tensor_dim_axes(spec), per_core, temporal, sharing),
+        partial_bytes=spec.partial_bytes,
     )
     breakdown = cost.op_time(device, work)
     total = np.asarray(breakdown.total, dtype=np.float64)

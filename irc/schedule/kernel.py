@@ -119,7 +119,8 @@ class ShiftKernel:
     plan: Plan
     device: Device
     cost: CostModel
-    dtype: np.dtype                    # the output's element type
+    dtype: np.dtype                    # the output's element type (its accumulators'
+                                       # may be wider: ``holds_partial_sums``)
     axes: tuple[str, ...]
     extents: tuple[int, ...]
     grid: tuple[int, ...]              # F_op
@@ -147,6 +148,13 @@ class ShiftKernel:
     @property
     def output(self) -> TensorLayout:
         return self.tensors[self.spec.output.name]
+
+    @property
+    def holds_partial_sums(self) -> bool:
+        """Whether the output's buffers hold partial sums (``OpSpec.holds_partial_sums``):
+        then they are accumulators (``output.dtype``, f32 for an f16 output) through the
+        loop and the cross-core reduction, rounded to ``dtype`` once at the end."""
+        return bool(self.spec.holds_partial_sums(self.grid, self.steps_per_axis))
 
     @property
     def inputs(self) -> list[TensorLayout]:
@@ -194,6 +202,7 @@ class ShiftKernel:
                 np.asarray([self.tensors[t.name].temporal for t in self.spec.tensors]),
                 np.asarray([self.tensors[t.name].sharing for t in self.spec.tensors]),
             ),
+            partial_bytes=self.spec.partial_bytes,
         )
 
     def shifted_bytes_beyond_plan(self) -> int:
@@ -218,7 +227,7 @@ class ShiftKernel:
         """Resident elements as the planner counts them (equal to the partition held
         for every spec ``irc.planner.from_te`` builds)."""
         if self.plan.score is not None:
-            return self.plan.score.memory.partitions[tensor.name] // self.spec.bytes_of(tensor.name)
+            return self.plan.score.memory.elements(tensor.name)
         return tensor.partition_elements
 
     # -- per-core geometry -------------------------------------------------------------
@@ -495,6 +504,17 @@ class ShiftKernel:
         return groups_of(np.broadcast_to(self.replica_key(self.final_digits()), (self.cores,)), self.output.rings)
 
 
+def accumulator_dtype(dtype) -> np.dtype:
+    """Where partial sums of a ``dtype`` output accumulate (``OpSpec.partial_bytes``): f32
+    for narrower floats, i32 (u32) for narrower integers, ``dtype`` itself otherwise."""
+    dtype = np.dtype(dtype)
+    if dtype.itemsize >= 4:
+        return dtype
+    if dtype.kind == "f":
+        return np.dtype(np.float32)
+    return np.dtype(np.uint32 if dtype.kind == "u" else np.int32)
+
+
 def groups_of(keys: np.ndarray, replicas: int) -> np.ndarray:
     """(groups, replicas) core ids with equal ``keys``, lowest core first in each row."""
     order = np.lexsort((np.arange(len(keys)), keys))
@@ -627,6 +647,7 @@ def assemble_kernel(
     for name in expr.inputs:
         accesses[name] = expr.accesses_of(name)[0]
     tensors: dict[str, TensorLayout] = {}
+    partial = spec.holds_partial_sums(grid, steps_per_axis)
     for t in spec.tensors:
         temporal = tuple(plan.temporal_factors[t.name])
         spans = {a: (steps_per_axis[d] // temporal[d]) * tiles[d] for d, a in enumerate(axes)}
@@ -646,7 +667,8 @@ def assemble_kernel(
             partition_shape=tuple(_extent(i, spans) for i in indices),
             window_shape=tuple(_extent(i, dict(zip(axes, tiles))) for i in indices),
             levels=tuple(own_levels),
-            dtype=np.dtype((dtypes or {}).get(t.name, dtype)),
+            dtype=accumulator_dtype(dtype) if t.name == spec.output.name and partial
+            else np.dtype((dtypes or {}).get(t.name, dtype)),
         )
 
     kernel = ShiftKernel(

@@ -102,6 +102,23 @@ def test_t10_shift_sync_and_shuffle():
     assert shifted.compute == 4 * t10.matmul_step_cycles(1, 64, 64, 64, 2)
 
 
+def test_partial_sums_move_in_the_accumulators_width():
+    """An f16 ``+=`` output's partial sums are f32 (IPU_COST_FACTS s5's gather ``g`` and
+    seed 003's reduce-scatter move 4 bytes per element); the reduced, rounded output
+    (``shift(e_0)``) moves in its own 2."""
+    model = get_cost_model("t10")
+    for copies, gathered in ((2, 2048), (4, 4096)):
+        f16 = model.op_time(IPU, _work(partial_copies=copies))
+        f32 = model.op_time(IPU, _work(partial_copies=copies, partial_bytes=4))
+        assert f32.reduction - f16.reduction == pytest.approx(0.28 * 2 * gathered)
+    one = model.op_time(IPU, _work(partial_bytes=4))
+    assert one.reduction == pytest.approx(0.28 * 2 * 4096 + 6 * 118)  # no copies: nothing gathered
+    seed = get_cost_model("seed003")
+    task = SubTask("matmul", 2, 16, {"batch": 1, "m": 1, "k": 16, "n": 1})
+    wide = seed.op_time(IPU, _work(subtask=task, partial_copies=4, out_resident_elems=1000, partial_bytes=4))
+    assert wide.reduction == pytest.approx(0.75 * 1000 * 4 * 1.325 / 5.5)
+
+
 def test_t10_multi_chip_overhead():
     model = get_cost_model("t10")
     big = load_device("ipu-mk2")

@@ -42,11 +42,30 @@ def test_legal_plan_scores():
     assert score.replicas == {"C": 1, "A": 1, "B": 2}
     assert score.steps == 4 and score.step_tiles == (4, 2, 2)
     assert [(lv.axis, lv.steps, lv.tensors) for lv in score.loop_order] == [("k", 3, ("A",))]
-    # A: 4x2 partition + buffer; B: 8x2; C: 4x2 (fp16)
-    assert score.memory.partitions == {"C": 16, "A": 16, "B": 32}
+    # A: 4x2 partition + buffer; B: 8x2 (fp16); C: 4x2 accumulating over 4 k-steps in f32
+    assert score.memory.partitions == {"C": 32, "A": 16, "B": 32}
     assert score.memory.rotation_buffers == {"C": 0, "A": 16, "B": 0}
+    assert score.memory.element_bytes == {"C": 4, "A": 2, "B": 2}
     assert score.cost.shift == pytest.approx(3 * 16 * 0.28)
     assert score.cost.sync == 3 * 236
+
+
+def test_partial_sums_are_held_in_f32_accumulators():
+    """An f16 ``+=`` output holds f32 partial sums exactly when the plan splits a
+    reduction axis over cores or steps; a rotating output shifts them at 4 bytes."""
+    whole = check_plan(SPEC, plan((2, 1, 4)), "tiny8", "t10")     # k neither split nor stepped
+    assert whole.memory.partitions["C"] == 2 * 4 * 2
+    split = check_plan(SPEC, plan((2, 2, 2)), "tiny8", "t10")     # k over 2 cores: replicas
+    assert split.replicas["C"] == 2 and split.memory.partitions["C"] == 4 * 4 * 4
+    # C rotates along m through the 2 cores that share it (k split): 2x8 f32 per shift
+    rotating = check_plan(SPEC, plan((1, 2, 1), c=(2, 1, 1)), "tiny8", "t10")
+    assert rotating.memory.partitions["C"] == rotating.memory.rotation_buffers["C"] == 4 * 8 * 4
+    (level,) = rotating.loop_order
+    assert level.tensors == ("C",) and level.bytes_per_step == 4 * 8 * 4
+    f32 = check_plan(replace(SPEC, dtype_bytes=4), plan((2, 2, 2)), "tiny8", "t10")
+    assert f32.memory.partitions["C"] == 4 * 4 * 4              # f32 outputs are their own accumulators
+    maxed = check_plan(replace(SPEC, combiner="max="), plan((2, 2, 2)), "tiny8", "t10")
+    assert maxed.memory.partitions["C"] == 4 * 4 * 2            # max commutes with rounding
 
 
 @pytest.mark.parametrize(

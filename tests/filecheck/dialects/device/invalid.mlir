@@ -64,3 +64,21 @@ func.func @groups() {
   func.return
 }
 // CHECK: error: 'device.reduce' op group has 3 entries, but the reduction runs on 2 cores
+
+// -----
+
+func.func @rounded_wider() {
+  %C = device.alloc {name = "C", cores = 2 : i64, bytes = 8 : i64, offset = 0 : i64} : !device.buffer<1x4xf16>
+  %R = device.reduce %C {group = array<i64: 0, 1>, replicas = 1 : i64, combiner = "+=", kind = "matmul", roles = {}, out_step_elems = 4 : i64, out_resident_elems = 4 : i64, cores = 2 : i64} : !device.buffer<1x4xf16> -> !device.buffer<1x4xf32>
+  func.return
+}
+// CHECK: error: 'device.reduce' op the rounded result !device.buffer<1x4xf32> is rounded in place, so it cannot be wider than the accumulator !device.buffer<1x4xf16>
+
+// -----
+
+func.func @rounded_shape() {
+  %C = device.alloc {name = "C", cores = 2 : i64, bytes = 16 : i64, offset = 0 : i64} : !device.buffer<1x4xf32>
+  %R = device.reduce %C {group = array<i64: 0, 1>, replicas = 1 : i64, combiner = "+=", kind = "matmul", roles = {}, out_step_elems = 4 : i64, out_resident_elems = 4 : i64, cores = 2 : i64} : !device.buffer<1x4xf32> -> !device.buffer<4xf16>
+  func.return
+}
+// CHECK: error: 'device.reduce' op the rounded result !device.buffer<4xf16> must have the accumulator's shape, !device.buffer<1x4xf32>
