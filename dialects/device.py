@@ -207,19 +207,39 @@ def evaluate_affine(expr: AffineExpr, cores: np.ndarray) -> np.ndarray:
     raise VerifyException(f"a per-core map uses symbols, which have no value: {expr}")
 
 
+_TABLES: dict = {}
+"""Affine per-core tables already evaluated (a loop nest repeats its maps), read-only."""
+
+
 def core_table(attr, columns: int, cores: int, what: str) -> np.ndarray:
     """A per-core table of ``columns`` entries per row, one row per core: an affine map
     evaluated at every core id, or dense rows (one row for every core, or one shared)."""
     if isinstance(attr, AffineMapAttr):
-        mapping = attr.data
-        if mapping.num_dims != 1 or mapping.num_symbols:
-            raise VerifyException(f"{what} must be a map of the core id alone, (d0) -> (...), got {mapping}")
-        if len(mapping.results) != columns:
-            raise VerifyException(f"{what} has {len(mapping.results)} results; expected {columns}")
-        ids = np.arange(cores, dtype=np.int64)
-        if columns == 0:
-            return np.zeros((cores, 0), dtype=np.int64)
-        return np.stack([evaluate_affine(e, ids) for e in mapping.results], axis=1)
+        key = (attr, columns, cores)
+        found = _TABLES.get(key)
+        if found is None:
+            found = _evaluate_map(attr, columns, cores, what)
+            found.flags.writeable = False
+            if len(_TABLES) >= 4096:
+                _TABLES.clear()
+            _TABLES[key] = found
+        return found
+    return _dense_table(attr, columns, cores, what)
+
+
+def _evaluate_map(attr: AffineMapAttr, columns: int, cores: int, what: str) -> np.ndarray:
+    mapping = attr.data
+    if mapping.num_dims != 1 or mapping.num_symbols:
+        raise VerifyException(f"{what} must be a map of the core id alone, (d0) -> (...), got {mapping}")
+    if len(mapping.results) != columns:
+        raise VerifyException(f"{what} has {len(mapping.results)} results; expected {columns}")
+    ids = np.arange(cores, dtype=np.int64)
+    if columns == 0:
+        return np.zeros((cores, 0), dtype=np.int64)
+    return np.stack([evaluate_affine(e, ids) for e in mapping.results], axis=1)
+
+
+def _dense_table(attr, columns: int, cores: int, what: str) -> np.ndarray:
     values = array_values(attr)
     if columns == 0:
         return np.zeros((cores, 0), dtype=np.int64)

@@ -100,3 +100,22 @@ def run_kernel(kernel, inputs: dict, device, cost):
     (result,) = interpreter.call_op("main", tuple(np.asarray(inputs[n]) for n in expr.inputs))
     (chip,) = chips_of(interpreter)
     return np.asarray(result), chip.report()
+
+
+F32_ROUNDOFF = 2.0 ** -24
+
+
+def one_rounding_bound(bound, inputs, device_result, te_result) -> np.ndarray:
+    """Per element, how far a chip result may lie from te's under the numerics contract
+    (README, "Numerics of the interpreter"): one ulp of the output type at the larger of
+    the two values, plus twice the f32 error bound ``gamma_n * S`` of summing the ``n``
+    reduced terms in any order (``S``: the expression evaluated on |inputs|)."""
+    from irc.interpreter.te_eval import evaluate
+
+    dtype = np.dtype(te_result.dtype)
+    larger = np.maximum(np.abs(device_result.astype(np.float64)), np.abs(te_result.astype(np.float64)))
+    ulp = np.spacing(larger.astype(dtype)).astype(np.float64)
+    terms = math.prod(bound.extent[a] for a in bound.expr.reduction_axes)
+    gamma = terms * F32_ROUNDOFF / (1 - terms * F32_ROUNDOFF)
+    magnitude = evaluate(bound, [np.abs(inputs[n]).astype(np.float64) for n in bound.expr.inputs], np.float64)
+    return ulp + 2 * gamma * np.abs(magnitude)

@@ -631,6 +631,7 @@ class Chip:
         buffer.touch()
         receive.touch()
         buffer.written, receive.written = receive.written, buffer.written
+        receive.written[:cores] = False  # the exchange's landing area: nothing to read after
         cycles = self.cost.shift_cycles(self.device, buffer.bytes) * self._overhead(cores)
         self._record("shift", f"shift {buffer.name}", cycles, cores, where)
 

@@ -31,6 +31,7 @@ from irc.dialects.device import (
 from irc.cost import OpWork, SubTask
 from irc.diagnostics import location_of
 from irc.interpreter.chip import Chip, ChipFault
+from irc.interpreter.loops import Compute, Loop, Shift, Sync, run_loop
 from irc.interpreter.te_eval import evaluate
 from irc.dialects.dtypes import numpy_dtype
 from irc.lowering.target import TargetError, chip_cost_of, device_of, require_target
@@ -51,6 +52,37 @@ def chip_of(interpreter: Interpreter, target: TargetAttr) -> Chip:
     if target not in table:
         table[target] = Chip(device_of(target), chip_cost_of(target))
     return table[target]
+
+
+def _pending(interpreter: Interpreter) -> set:
+    """Instructions a batched loop run has executed ahead of their turn."""
+    return interpreter.get_data(DeviceFunctions, "pending", set)
+
+
+def _same_step(op: MmaOp, other) -> bool:
+    return (isinstance(other, MmaOp) and other.operands == op.operands and other.expression == op.expression
+            and other.tiles == op.tiles and other.cores == op.cores and other.kind == op.kind
+            and other.roles == op.roles and other.dtype_bytes == op.dtype_bytes)
+
+
+def _loop_run(interpreter: Interpreter, op: MmaOp) -> list:
+    """``op`` and the compute steps of the same kernel after it, with the shifts and
+    syncs between them: a loop nest as ``shift-to-device`` unrolls it (cached per op)."""
+    runs = interpreter.get_data(DeviceFunctions, "runs", dict)
+    found = runs.get(op)
+    if found is None:
+        found, tail, following = [op], [], op.next_op
+        while isinstance(following, (MmaOp, ShiftOp, SyncOp)):
+            if isinstance(following, MmaOp):
+                if not _same_step(op, following):
+                    break
+                found += tail + [following]
+                tail = []
+            else:
+                tail.append(following)
+            following = following.next_op
+        runs[op] = found
+    return found
 
 
 def where(op) -> str:
@@ -140,20 +172,64 @@ class DeviceFunctions(InterpreterFunctions):
 
     @impl(MmaOp)
     def run_mma(self, interpreter: Interpreter, op: MmaOp, args: tuple[Any, ...]):
+        if self._done(interpreter, op):
+            return ()
+        stepwise = interpreter.get_data(DeviceFunctions, "stepwise", set)
+        if op in stepwise:  # in a run already refused as a whole: one step at a time
+            stepwise.discard(op)
+            return self._compute(interpreter, op, args)
+        run = _loop_run(interpreter, op)
+        chip = self.chip_for(interpreter, op)
+        if run_loop(chip, self._loop(interpreter, run)):
+            _pending(interpreter).update(run[1:])
+            return ()
+        stepwise.update(o for o in run[1:] if isinstance(o, MmaOp))
         return self._compute(interpreter, op, args)
+
+    def _loop(self, interpreter: Interpreter, run: list) -> Loop:
+        """The run's instructions with their tables, for ``irc.interpreter.loops``."""
+        first = run[0]
+        output, *inputs = interpreter.get_values(first.operands)
+        tiles = first.tile_map()
+        volume = int(np.prod(list(tiles.values()))) if tiles else 1
+        roles = {k: _int(v) for k, v in first.roles.data.items()}
+        events = []
+        for op in run:
+            if isinstance(op, MmaOp):
+                events.append(Compute(op.window_tables(), where(op), f"{op.name} step {_int(op.step)}"))
+            elif isinstance(op, ShiftOp):
+                buffer, receive = interpreter.get_values(op.operands)
+                events.append(Shift(buffer, receive, op.sources(buffer.cores), where(op)))
+            else:
+                events.append(Sync(_int(op.cores), where(op)))
+        return Loop(first.parsed(), tiles, _int(first.cores), output, inputs,
+                    SubTask(first.kind.data, first.subtask_bytes(), volume, roles), events)
 
     @impl(VectorOp)
     def run_vector(self, interpreter: Interpreter, op: VectorOp, args: tuple[Any, ...]):
         return self._compute(interpreter, op, args)
 
+    @staticmethod
+    def _done(interpreter: Interpreter, op) -> bool:
+        """Whether ``op`` was executed already, as part of a batched loop run."""
+        pending = _pending(interpreter)
+        if op in pending:
+            pending.discard(op)
+            return True
+        return False
+
     @impl(ShiftOp)
     def run_shift(self, interpreter: Interpreter, op: ShiftOp, args: tuple[Any, ...]):
+        if self._done(interpreter, op):
+            return ()
         buffer, receive = args
         self.chip_for(interpreter, op).shift(buffer, receive, op.sources(buffer.cores), where(op))
         return ()
 
     @impl(SyncOp)
     def run_sync(self, interpreter: Interpreter, op: SyncOp, args: tuple[Any, ...]):
+        if self._done(interpreter, op):
+            return ()
         self.chip_for(interpreter, op).sync(_int(op.cores), where(op))
         return ()
 

@@ -21,8 +21,6 @@ sum and max reductions) x random legal plans (not only the best) x tiny devices:
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
@@ -34,22 +32,7 @@ from irc.interpreter.te_eval import evaluate
 from irc.planner import PlanError, check_plan
 from irc.schedule.kernel import AlignError, build_shift_kernel
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
-from tests.plan_strategies import DEVICES, legal_plans, operators, random_inputs, run_kernel
-
-
-F32_ROUNDOFF = 2.0 ** -24
-
-
-def one_rounding_bound(bound, inputs, device_result, te_result) -> np.ndarray:
-    """Per element: one ulp of the output type at the larger of the two values, plus
-    twice the f32 error bound of summing the ``n`` reduced terms in any order."""
-    dtype = np.dtype(te_result.dtype)
-    larger = np.maximum(np.abs(device_result.astype(np.float64)), np.abs(te_result.astype(np.float64)))
-    ulp = np.spacing(larger.astype(dtype)).astype(np.float64)
-    terms = math.prod(bound.extent[a] for a in bound.expr.reduction_axes)
-    gamma = terms * F32_ROUNDOFF / (1 - terms * F32_ROUNDOFF)
-    magnitude = evaluate(bound, [np.abs(inputs[n]).astype(np.float64) for n in bound.expr.inputs], np.float64)
-    return ulp + 2 * gamma * np.abs(magnitude)
+from tests.plan_strategies import DEVICES, legal_plans, one_rounding_bound, operators, random_inputs, run_kernel
 
 
 def run_case(bound, shapes, plan, device, cost, dtype, seed=0):

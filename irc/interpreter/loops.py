@@ -1,0 +1,376 @@
+"""Batched execution of a compute-shift loop nest (T10 s4.4, DESIGN.md s5).
+
+A kernel's device program states its loop nest unrolled: per step one ``device.mma`` with
+per-core window tables, between steps ``device.shift`` (a ring permutation of a buffer)
+and ``device.sync``. Executed instruction by instruction, every step is a handful of numpy
+calls over all cores, but a rotating plan with hundreds of steps of small tiles re-reads
+its stationary operands once per step. ``run_loop`` executes such a run of instructions
+(on one output and the same inputs) at once, with a number of numpy calls that depends
+neither on the cores nor, beyond reading each instruction's tables, on the steps:
+
+1. Shifts are permutations: instead of moving data, each buffer keeps a table of which
+   original core's data every core holds (``holder``); at each step, core ``c`` reads the
+   window at its offset in the original data of ``holder[c]``. Every sub-task (step,
+   core) is thus named by the content of its input windows (content ids, which the chip
+   keeps per core: equal ids hold equal data, plus the window offset) and by the output
+   window it adds into (original core and offset: the partial sum travels with its data).
+2. The sub-tasks are a block matrix product when they form a grid: each left window is
+   one (r, i, l), each right window one (r, l, j), each output window one (r, i, j), and
+   every (r, i, l, j) occurs once. Then the run computes, for every group r, the whole
+   ``[A_(i,l)] @ [B_(l,j)]`` as one batched matmul over the stacked windows: each
+   distinct window is read and converted once, and the k-sum of all steps and of every
+   step's tile happens inside the matmul, in f32 (the accumulators' type). The grid is
+   found from the ids alone (connected components: windows sharing a row, a column or a
+   k-block), and checked: anything else is run instruction by instruction.
+3. The output windows receive their sums, the buffers take their final permutation, and
+   the timeline records every instruction with the cycles its sequential execution pays
+   (planned == interpreted holds as before).
+
+The chip's checks stay exact: every buffer must be live and written on every core the run
+reads, every window inside its buffer; when one fails the run is executed instruction by
+instruction, which raises the fault at the instruction that commits it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from irc.dialects.te_expr import AffineIndex, TensorExpr, product_reads
+from irc.interpreter.te_eval import compute_dtype
+
+
+@dataclass
+class Compute:
+    """One ``device.mma`` of the run: its window tables (output first) and where it is."""
+
+    tables: list[np.ndarray]
+    where: str
+    name: str
+
+
+@dataclass
+class Shift:
+    buffer: object
+    receive: object
+    source: np.ndarray
+    where: str
+
+
+@dataclass
+class Sync:
+    cores: int
+    where: str
+
+
+@dataclass
+class Loop:
+    """A run of compute steps on one output and the same inputs, with the shifts and
+    syncs between them, in program order."""
+
+    expression: TensorExpr
+    tiles: dict[str, int]
+    cores: int
+    output: object
+    inputs: list
+    subtask: object
+    events: list
+
+
+def _compact(labels: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Labels renumbered 0.. in order of value, and the first position of each: by a
+    dense table when the labels are small non-negative integers (O(n)), else by sorting."""
+    n = len(labels)
+    if n == 0:
+        return labels.astype(np.int64), np.zeros(0, dtype=np.int64)
+    bound = int(labels.max()) + 1 if bound is None else bound
+    if labels.min() >= 0 and bound <= 4 * n + 1024:
+        present = np.zeros(bound, dtype=bool)
+        present[labels] = True
+        remap = np.cumsum(present) - 1
+        ids = remap[labels]
+        first = np.empty(int(remap[-1]) + 1, dtype=np.int64)
+        first[ids[::-1]] = np.arange(n - 1, -1, -1)   # the last write of each id is its first
+        return ids, first
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    return inverse.reshape(-1), first
+
+
+def _components(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Connected components of the bipartite graph whose edges are (x[n], y[n]): a label
+    per edge (x, y compact ids)."""
+    label = x.copy()
+    by_y = np.empty(int(y.max()) + 1, dtype=np.int64)
+    by_x = np.empty(int(x.max()) + 1, dtype=np.int64)
+    while True:
+        by_y.fill(np.iinfo(np.int64).max)
+        np.minimum.at(by_y, y, label)
+        new = by_y[y]
+        by_x.fill(np.iinfo(np.int64).max)
+        np.minimum.at(by_x, x, new)
+        new = np.minimum(new, by_x[x])
+        if (new == label).all():
+            return _compact(label, len(by_x))[0]
+        label = new
+
+
+def _local(group: np.ndarray, label: np.ndarray, groups: int) -> tuple[np.ndarray, int] | None:
+    """Each edge's label renumbered 0.. within its group (every label lies in one group);
+    None unless every group has the same number of labels (then also that number)."""
+    owner = np.empty(int(label.max()) + 1, dtype=np.int64)
+    owner[label] = group
+    counts = np.bincount(owner, minlength=groups)
+    if counts.min() != counts.max():
+        return None
+    order = np.argsort(owner, kind="stable")
+    local = np.empty(len(owner), dtype=np.int64)
+    local[order] = np.arange(len(owner)) % int(counts[0])
+    return local[label], int(counts[0])
+
+
+def _distinct(keys: np.ndarray, bound: int) -> int:
+    """How many distinct values ``keys`` (in ``[0, bound)``) holds."""
+    return int(np.count_nonzero(np.bincount(keys, minlength=bound)))
+
+
+def _window_ids(tags: np.ndarray, sources: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Compact ids of windows named by (content id of the source core, flat offset), and
+    the first sub-task naming each id."""
+    tag_ids, _ = _compact(np.unique(tags, return_inverse=True)[1].reshape(-1)[sources])
+    offset_ids, _ = _compact(flat)
+    return _compact(tag_ids * (int(offset_ids.max()) + 1) + offset_ids)
+
+
+def _flat_offsets(offsets: np.ndarray, shape) -> np.ndarray:
+    """Row-major element index of each (.., rank) window origin inside ``shape``."""
+    strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
+    return offsets @ strides if len(shape) else np.zeros(offsets.shape[:-1], dtype=np.int64)
+
+
+def gather_windows(data: np.ndarray, cores: np.ndarray, offsets: np.ndarray, shape) -> np.ndarray:
+    """(n, *shape): the window of ``data[cores[n]]`` at ``offsets[n]`` for every n."""
+    shape = tuple(int(s) for s in shape)
+    full = data.shape[1:]
+    if shape and all(s > 0 and f % s == 0 for s, f in zip(shape, full)) and not (offsets % np.array(shape)).any():
+        # windows on the buffer's block grid: pick whole blocks (memcpy speed)
+        inter = [data.shape[0]] + [x for f, s in zip(full, shape) for x in (f // s, s)]
+        rank = len(shape)
+        view = data.reshape(inter).transpose([0] + [1 + 2 * d for d in range(rank)] + [2 + 2 * d for d in range(rank)])
+        return view[(cores,) + tuple((offsets // np.array(shape)).T)]
+    index = [cores.reshape((-1,) + (1,) * len(shape))]
+    for d, s in enumerate(shape):
+        index.append(offsets[:, d].reshape((-1,) + (1,) * len(shape))
+                     + np.arange(s).reshape((1,) * (d + 1) + (s,) + (1,) * (len(shape) - d - 1)))
+    return data[tuple(index)]
+
+
+def _block_view(data: np.ndarray, shape) -> np.ndarray | None:
+    """``data`` (cores, *full) viewed as (cores, *blocks, *shape), or None off the grid."""
+    full = data.shape[1:]
+    if not shape or not all(s > 0 and f % s == 0 for s, f in zip(shape, full)):
+        return None
+    rank = len(shape)
+    inter = [data.shape[0]] + [x for f, s in zip(full, shape) for x in (f // s, s)]
+    return data.reshape(inter).transpose([0] + [1 + 2 * d for d in range(rank)] + [2 + 2 * d for d in range(rank)])
+
+
+def _plain_axes(indices) -> list[str | None]:
+    return [None if isinstance(i, AffineIndex) and not i.terms else i.simple_axis for i in indices]
+
+
+def run_loop(chip, loop: Loop) -> bool:
+    """Execute ``loop`` on ``chip`` as a batched block product (module docstring); False,
+    with nothing changed, when the run is not one (the caller runs it instruction by
+    instruction)."""
+    plan = _prepare(chip, loop)
+    if plan is None:
+        return False
+    _execute(chip, loop, plan)
+    return True
+
+
+@dataclass
+class _Prepared:
+    out_core: np.ndarray       # per output window: its original core
+    out_offset: np.ndarray     # per output window: its offset (rank)
+    out_tiles: np.ndarray      # per output window: the sums to add, window-shaped
+    holders: dict              # id(buffer) -> final holder table
+    steps: int
+
+
+def _prepare(chip, loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of checks
+    expr = loop.expression
+    out, inputs, cores = loop.output, loop.inputs, loop.cores
+    computes = [e for e in loop.events if isinstance(e, Compute)]
+    if not computes or expr.combiner != "+=":
+        return None
+    found = product_reads(expr)
+    if found is None:
+        return None
+    scale, (left, right) = found
+    names = [expr.output.tensor, *expr.inputs]
+    buffers = [out, *inputs]
+    if left.tensor == right.tensor or out in inputs or len(inputs) != 2:
+        return None
+    receives = {id(e.receive) for e in loop.events if isinstance(e, Shift)}
+    for event in loop.events:
+        if isinstance(event, Shift):
+            if event.buffer not in buffers or event.receive in buffers or len(event.source) != cores:
+                return None
+            if not event.receive.live or event.receive.cores != cores:
+                return None
+    for buffer in buffers:
+        if not buffer.live or buffer.cores != cores or not buffer.written[:cores].all():
+            return None
+    if len(receives) != len({id(e.buffer) for e in loop.events if isinstance(e, Shift)}):
+        return None
+    work = compute_dtype(out.dtype)
+    if any(compute_dtype(b.dtype) != work for b in inputs):
+        return None
+
+    # axis roles of one sub-task (as irc.interpreter.chip.contract reads them)
+    la, ra, written = _plain_axes(left.indices), _plain_axes(right.indices), _plain_axes(expr.output.indices)
+    lk, rk, wk = ([a for a in axes if a is not None] for axes in (la, ra, written))
+    if len(set(lk)) != len(lk) or len(set(rk)) != len(rk) or len(set(wk)) != len(wk):
+        return None
+    if any(a not in lk and a not in rk for a in wk) or any(a not in wk and (a not in lk or a not in rk) for a in lk + rk):
+        return None
+    batch = [a for a in wk if a in lk and a in rk]
+    m = [a for a in wk if a in lk and a not in rk]
+    n = [a for a in wk if a in rk and a not in lk]
+    k = [a for a in lk if a in rk and a not in wk]
+    tiles = loop.tiles
+    size = lambda axes: int(math.prod(tiles[a] for a in axes))  # noqa: E731
+    TB, TM, TN, TK = size(batch), size(m), size(n), size(k)
+    factor = scale * math.prod(tiles[a] for a in expr.axes if a not in lk + rk + wk)
+
+    def window_shape(access):
+        return tuple(1 if a is None else tiles[a] for a in _plain_axes(access.indices))
+
+    shapes = [window_shape(expr.output), window_shape(left), window_shape(right)]
+    order = [expr.output.tensor, left.tensor, right.tensor]
+    position = {name: i for i, name in enumerate(names)}
+    steps = len(computes)
+
+    # holders: which original core's data each core holds at every step
+    holder = {id(b): np.arange(cores, dtype=np.int64) for b in buffers}
+    snaps = {id(b): [] for b in buffers}
+    for event in loop.events:
+        if isinstance(event, Compute):
+            for b in buffers:
+                snaps[id(b)].append(holder[id(b)])
+        elif isinstance(event, Shift):
+            holder[id(event.buffer)] = holder[id(event.buffer)][event.source]
+    sources, offsets = [], []
+    for name, shape in zip(order, shapes):
+        buffer = buffers[position[name]]
+        table = np.stack([np.broadcast_to(c.tables[position[name]], (cores, len(shape))) for c in computes])
+        if table.size and ((table < 0).any() or (table + np.array(shape) > np.array(buffer.shape)).any()):
+            return None
+        sources.append(np.stack(snaps[id(buffer)]).reshape(-1))
+        offsets.append(table.reshape(steps * cores, len(shape)))
+
+    # window ids: inputs by content (equal tags and offsets hold equal data), the
+    # output by place (its original core and offset: partial sums travel with it)
+    left_buffer, right_buffer = (buffers[position[nm]] for nm in order[1:])
+    g, g_first = _window_ids(np.arange(cores), sources[0], _flat_offsets(offsets[0], out.shape))
+    a, a_first = _window_ids(left_buffer.tags[:cores], sources[1], _flat_offsets(offsets[1], left_buffer.shape))
+    b, b_first = _window_ids(right_buffer.tags[:cores], sources[2], _flat_offsets(offsets[2], right_buffer.shape))
+
+    # the grid: rows (i) join output windows sharing a left window, columns (j) those
+    # sharing a right window, k-blocks (l) left and right windows met together
+    rows, cols, ks = _components(a, g), _components(b, g), _components(a, b)
+    group = _components(rows, cols)
+    groups = int(group.max()) + 1
+    found_i, found_j, found_l = _local(group, rows, groups), _local(group, cols, groups), _local(group, ks, groups)
+    if found_i is None or found_j is None or found_l is None:
+        return None
+    (i, I), (j, J), (l, L) = found_i, found_j, found_l
+    total = steps * cores
+    if groups * I * J * L != total:
+        return None
+    if _distinct(((group * I + i) * L + l) * J + j, total) != total:
+        return None
+    for ids, key, count in ((a, (group * I + i) * L + l, groups * I * L),
+                            (b, (group * L + l) * J + j, groups * L * J),
+                            (g, (group * I + i) * J + j, groups * I * J)):
+        if int(ids.max()) + 1 != count or _distinct(key, count) != count:
+            return None
+    if L > 1 and out.dtype.kind == "f" and out.dtype != work:
+        return None   # several partial sums would each be rounded: run them step by step
+    out_view = _block_view(out.data, shapes[0])
+    if out_view is None or (offsets[0] % np.array(shapes[0])).any():
+        return None   # output windows off the block grid might overlap
+
+    # stacked operands: every distinct window once, in (group, row/col, k-block) order
+    arrange_a = np.empty((groups, I, L), dtype=np.int64)
+    arrange_a[group, i, l] = a
+    arrange_b = np.empty((groups, L, J), dtype=np.int64)
+    arrange_b[group, l, j] = b
+    arrange_g = np.empty((groups, I, J), dtype=np.int64)
+    arrange_g[group, i, j] = g
+
+    def stacked(buffer, first, arrange, shape, axes, dims, lead, rows_, cols_):
+        pick = first[arrange.reshape(-1)]
+        tiles_ = gather_windows(buffer.data, sources[lead][pick], offsets[lead][pick], shape)
+        keep = [d for d, a_ in enumerate(axes) if a_ is not None]
+        named = [axes[d] for d in keep]
+        tiles_ = tiles_.reshape((len(pick),) + tuple(shape[d] for d in keep))
+        tiles_ = tiles_.transpose([0] + [1 + named.index(x) for x in dims[0] + dims[1] + dims[2]])
+        blocks = tiles_.reshape(arrange.shape + (size(dims[0]), size(dims[1]), size(dims[2])))
+        # (g, R, C, TB, TR, TC) -> (g, TB, R*TR, C*TC), converted to the compute dtype once
+        result = np.empty((groups, size(dims[0]), rows_ * size(dims[1]), cols_ * size(dims[2])), dtype=work)
+        result.reshape(groups, size(dims[0]), rows_, size(dims[1]), cols_, size(dims[2]))[...] = \
+            blocks.transpose(0, 3, 1, 4, 2, 5)
+        return result
+
+    left_stack = stacked(left_buffer, a_first, arrange_a, shapes[1], la, (batch, m, k), 1, I, L)
+    right_stack = stacked(right_buffer, b_first, arrange_b, shapes[2], ra, (batch, k, n), 2, L, J)
+    product = np.matmul(left_stack, right_stack)
+    if factor != 1:
+        product *= work.type(factor)
+    # (g, TB, I*TM, J*TN) -> per output window (g, I, J) its tile in the buffer's layout
+    tile_axes = batch + m + n
+    tiles_out = product.reshape((groups, TB, I, TM, J, TN)).transpose(0, 2, 4, 1, 3, 5)
+    tiles_out = tiles_out.reshape((groups * I * J,) + tuple(tiles[x] for x in tile_axes))
+    tiles_out = tiles_out.transpose([0] + [1 + tile_axes.index(x) for x in wk]).reshape((-1,) + shapes[0])
+    windows = arrange_g.reshape(-1)
+    pick = g_first[windows]
+    final = {id(b_): holder[id(b_)] for b_ in buffers}
+    return _Prepared(sources[0][pick], offsets[0][pick], tiles_out, final, steps)
+
+
+def _execute(chip, loop: Loop, prep: _Prepared) -> None:
+    out, cores = loop.output, loop.cores
+    window = prep.out_tiles.shape[1:]
+    view = _block_view(out.data, window)
+    index = (prep.out_core,) + tuple((prep.out_offset // np.array(window)).T)
+    work = prep.out_tiles.dtype
+    current = view[index].astype(work)
+    view[index] = (current + prep.out_tiles).astype(out.dtype)
+    # buffers take their final places; a receive buffer holds nothing readable after
+    for buffer in [out, *loop.inputs]:
+        final = prep.holders[id(buffer)]
+        if (final != np.arange(cores)).any():
+            buffer.data = buffer.data[final]
+            buffer.tags = buffer.tags[final]
+            buffer.written = buffer.written[final]
+        buffer.touch()
+    out.tags = chip._fresh_tags(out.cores)
+    for event in loop.events:
+        if isinstance(event, Shift):
+            event.receive.written[:] = False
+            event.receive.touch()
+    # the timeline: every instruction, as executed one by one
+    compute = chip.cost.compute_cycles(chip.device, loop.subtask)
+    for event in loop.events:
+        if isinstance(event, Compute):
+            chip.steps += 1
+            chip._record("compute", event.name, compute, cores, event.where)
+        elif isinstance(event, Shift):
+            cycles = chip.cost.shift_cycles(chip.device, event.buffer.bytes) * chip._overhead(cores)
+            chip._record("shift", f"shift {event.buffer.name}", cycles, cores, event.where)
+        else:
+            chip.sync(event.cores, event.where)
