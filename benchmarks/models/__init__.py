@@ -4,7 +4,8 @@ parametrised so tests can build scaled-down configurations:
 * `build_bert_layer(BertConfig)`: a BERT-base encoder layer;
 * `build_vit_block(ViTConfig)`: a ViT-base block;
 * `build_resnet_stage(ResNetStageConfig)`: a ResNet-50 bottleneck stage;
-* `build_gpt2_block(GPT2Config)`: a GPT-2-style decoder block with embeddings.
+* `build_gpt2_block(GPT2Config)`: a GPT-2-style decoder block with embeddings;
+* `build_llama_layer(LlamaConfig)`: a Llama2-13B decoder layer decoding one token (f16).
 
 Whole models (``benchmarks/models_table.py``): `build_bert_layer` with
 ``BertConfig(layers=...)``, `build_vit(ViTConfig)`, `build_resnet50(ResNet50Config)`,
@@ -16,6 +17,7 @@ builds them in T10's element type.
 
 from .bert import BertConfig, build_bert_layer
 from .gpt2 import GPT2Config, build_gpt2_block
+from .llama import LLAMA2_13B, LlamaConfig, build_llama_layer
 from .resnet import ResNet50Config, ResNetStageConfig, build_resnet50, build_resnet_stage
 from .vit import ViTConfig, build_vit, build_vit_block
 
@@ -24,6 +26,7 @@ MODELS = {
     "vit_block": (build_vit_block, ViTConfig),
     "resnet50_stage": (build_resnet_stage, ResNetStageConfig),
     "gpt2_block": (build_gpt2_block, GPT2Config),
+    "llama2_13b_layer": (build_llama_layer, LlamaConfig),
 }
 
 __all__ = [
@@ -31,11 +34,14 @@ __all__ = [
     "BertConfig",
     "GPT2Config",
     "ResNet50Config",
+    "LLAMA2_13B",
+    "LlamaConfig",
     "ResNetStageConfig",
     "ViTConfig",
     "build_bert_layer",
     "build_gpt2_block",
     "build_resnet50",
+    "build_llama_layer",
     "build_resnet_stage",
     "build_vit",
     "build_vit_block",
