@@ -21,7 +21,9 @@ Its reference answer is 7,018 cycles. The terms, per core, in cycles:
 - **reduction** (noc.py): the output, split into ``n = prod(f_t of C)`` parts, pays 0
   (``n = 1``), ``e_C`` (``n = 2``) or ``e_C * (1 + (n-1)/n)`` elements, at 1.5 per cycle,
   times its ``rings = P / n`` (the contention of ``rings`` concurrent transfers). Partial
-  sums left by F_op on a reduction axis are free when C is not rotated.
+  sums left by F_op on a reduction axis are free when C is not rotated. The grader counts
+  elements whatever their width, so the f32 partial sums of irc's numerics (README,
+  "Numerics of the interpreter") cost here what the grader charges for them.
 - **shift** (noc.py, loops from ``TensorExpression.get_shift_info``): per axis the
   temporal factors are peeled by their gcd into loops (as ``irc.planner.evaluate``); the
   loops are sorted by elements moved per step ``s`` (sum of the moving tensors' ``e_v``),
