@@ -98,10 +98,14 @@ def build_op_table(
     cweights = tuple(f"t{names.index(w)}" for w in weights)
     result = search(canon, device, cost, min_utilization=min_utilization, max_padding=max_padding)
     active = result.pareto
+    # an idle plan's bytes are those of the slices of one active plan's partitions: it
+    # pairs only with active plans of the same per-core spans (plans with equal F_op but
+    # other steps pad differently, so the same idle factors cut other partitions)
     idle: dict[tuple, IdlePlan] = {}
     for plan in active:
         for candidate in idle_plans(canon, cweights, plan):
-            idle.setdefault(candidate.key(), candidate)
+            idle.setdefault((candidate.key(), _spans(plan)), candidate)
+    idle_spans = [spans for _, spans in idle]
     idle_list = list(idle.values())
     hot = np.array([p.memory_per_core for p in active], dtype=np.float64)
     cycles = np.array([p.cycles for p in active], dtype=np.float64)
@@ -109,6 +113,8 @@ def build_op_table(
     raw_setup = np.full_like(raw, np.inf)
     for c, candidate in enumerate(idle_list):
         for j, plan in enumerate(active):
+            if idle_spans[c] != _spans(plan):
+                continue
             setup = setup_cycles(candidate, plan, device, cost)
             if setup is not None:
                 raw[c, j] = cycles[j] + setup
@@ -140,6 +146,11 @@ def build_op_table(
         idle=tuple(idle_list),
         search_seconds=time.perf_counter() - started,
     )
+
+
+def _spans(plan: Plan) -> tuple[int, ...]:
+    score = plan._scored()
+    return tuple(t * tau for t, tau in zip(score.steps_per_axis, score.step_tiles))
 
 
 class FrontierCache:

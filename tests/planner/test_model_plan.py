@@ -7,10 +7,12 @@ import math
 import random
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from irc.cost import get_cost_model
 from irc.devices import load_device
 from irc.planner import OpSpec, TensorSpec
 from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
@@ -286,3 +288,27 @@ def test_cost_model_that_cannot_price_an_op_names_it():
 
     with pytest.raises(CostModelError, match=r"op 1 \(relu1\): seed003 cost model prices only matmul and conv"):
         plan_model(chain([(8, 8, 8)], with_relu=True), TINY16, "seed003")
+
+
+def test_idle_plans_pair_only_with_active_plans_they_slice():
+    """An idle plan's bytes are slices of one active plan's partitions: frontier plans with
+    the same F_op but other steps pad their partitions differently (1x60x20 on tiny16: k
+    spans 10 or 11), so every table entry's idle bytes are those of its own active plan
+    (what rtensor-check recomputes from the IR's idle attribute)."""
+    from irc.planner import matmul_spec
+    from irc.planner.idle import partition_elements
+    from irc.planner.op_table import build_op_table
+
+    table = build_op_table(matmul_spec(1, 60, 20), ["B"], load_device("tiny16"), get_cost_model("t10"))
+    pairs = 0
+    for r in range(len(table.cold)):
+        for j, plan in enumerate(table.active):
+            if not np.isfinite(table.table[r, j]):
+                continue
+            idle = table.idle[table.idle_index[r, j]]
+            spans = [t * tau for t, tau in zip(plan.score.steps_per_axis, plan.score.step_tiles)]
+            held = sum(table.spec.bytes_of(w) * partition_elements(table.spec, w, f, spans)
+                       for w, f in idle.weight_factors.items())
+            assert held == idle.cold_bytes == table.cold[r]
+            pairs += 1
+    assert pairs >= len(table.active)
