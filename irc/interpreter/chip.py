@@ -715,6 +715,8 @@ def scatter_tiles(host: np.ndarray, tiles: np.ndarray, origins: np.ndarray, shap
         host[...] = tiles[0]
         return
     origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (cores, len(shape)))
+    if _scatter_blocks(host, tiles, origins, tuple(int(s) for s in shape)):
+        return
     index, mask = [], np.ones(tiles.shape, dtype=bool)
     for d, s in enumerate(shape):
         idx = origins[:, d].reshape((cores,) + (1,) * len(shape)) + np.arange(s).reshape(
@@ -726,6 +728,28 @@ def scatter_tiles(host: np.ndarray, tiles: np.ndarray, origins: np.ndarray, shap
         host[tuple(index)] = tiles
     else:
         host[tuple(i[mask] for i in index)] = tiles[mask]
+
+
+def _scatter_blocks(host: np.ndarray, tiles: np.ndarray, origins: np.ndarray, shape) -> bool:
+    """``scatter_tiles`` for tiles on a block grid of ``host`` (origins multiples of the
+    tile shape): whole blocks assigned through a blocked view, without index arrays the
+    size of the tiles. False (nothing written) for tiles off the grid."""
+    if not all(s > 0 for s in shape) or (origins < 0).any() or (origins % np.array(shape)).any():
+        return False
+    inside = (origins < np.array(host.shape)).all(axis=1)   # wholly outside: padding, dropped
+    blocks = [-(-h // s) for h, s in zip(host.shape, shape)]
+    grown = [b * s for b, s in zip(blocks, shape)]
+    target = host
+    if grown != list(host.shape):  # a ragged edge: scatter into a padded copy, crop back
+        target = np.zeros(grown, dtype=host.dtype)
+        target[tuple(slice(0, h) for h in host.shape)] = host
+    inter = [x for b, s in zip(blocks, shape) for x in (b, s)]
+    rank = len(shape)
+    view = target.reshape(inter).transpose(list(range(0, 2 * rank, 2)) + list(range(1, 2 * rank, 2)))
+    view[tuple((origins[inside] // np.array(shape)).T)] = tiles[inside]
+    if target is not host:
+        host[...] = target[tuple(slice(0, h) for h in host.shape)]
+    return True
 
 
 _INDEX_CACHE: dict = {}
