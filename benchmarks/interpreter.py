@@ -13,14 +13,27 @@ reference chip with random f16 inputs, compare with numpy, and print in one run:
     python benchmarks/interpreter.py [--m 32 --k 5120 --n 15360] [--device ipu-mk2] [--repeat 3] [--json out.json]
 
 ``--json`` writes every row's figures (and the ratios) to a file (``-`` for stdout).
+
+``--model llama2-13b-layer`` instead runs a whole model at device level: the Llama2-13B
+decoder layer of ``benchmarks/models/llama.py`` (decoding one token for a batch of 32
+against 127 cached positions: it fits one IPU Mk2, weights and KV cache on chip), built as
+ONNX, imported with ``irc-translate`` and compiled with ``inference{device=ipu-mk2}``, then
+run by ``irc-run`` at te level (numpy semantics, the baseline) and at device level, each
+in its own process, printing the wall time and peak resident memory of both runs and
+their ratios, and how far the device results lie from te's. ``--workdir`` keeps (and
+reuses) the model files; ``--batch``, ``--past``, ``--layers`` scale the model.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -45,7 +58,14 @@ def main(argv=None) -> None:
     parser.add_argument("--device", default="ipu-mk2")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="write the figures and ratios as JSON to this file ('-': stdout)")
+    parser.add_argument("--model", choices=["llama2-13b-layer"], help="run a whole model instead (module docstring)")
+    parser.add_argument("--workdir", help="where the model's files go (kept and reused); default: a temporary one")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--past", type=int, default=127)
+    parser.add_argument("--layers", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.model:
+        return model_run(args)
     m, k, n = args.m, args.k, args.n
     rng = np.random.default_rng(0)
     a = rng.standard_normal((m, k)).astype(np.float16)
@@ -112,13 +132,96 @@ def main(argv=None) -> None:
             "interpreted_over_planned": report.kernel_cycles / planned, "max_relative_error": error,
             "share_differing_from_te": float(np.mean(result != te)), "max_error_over_one_rounding_bound": within,
         })
-    if args.json:
-        text = json.dumps({"matmul": [m, k, n], "device": args.device, "plans": figures}, indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            with open(args.json, "w") as stream:
-                stream.write(text + "\n")
+    _write_json(args.json, {"matmul": [m, k, n], "device": args.device, "plans": figures})
+
+
+def _write_json(path: str | None, figures: dict) -> None:
+    if not path:
+        return
+    text = json.dumps(figures, indent=2)
+    if path == "-":
+        print(text)
+    else:
+        with open(path, "w") as stream:
+            stream.write(text + "\n")
+
+
+def _measured(command: list[str], out) -> tuple[float, int, str]:
+    """Run ``command`` in its own process: wall seconds, its peak resident bytes, stdout."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - start
+        stdout.seek(0)
+        stderr.seek(0)
+        text, errors = stdout.read(), stderr.read()
+    if process.returncode:
+        print(f"failed: {' '.join(command)}\n{errors}", file=out)
+        raise SystemExit(1)
+    return seconds, usage.ru_maxrss * 1024, text
+
+
+def model_run(args) -> None:
+    """The Llama2-13B layer at te and device level, each run measured in its own process."""
+    out = sys.stderr if args.json == "-" else sys.stdout
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="irc-llama-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    stem = f"llama2-13b-b{args.batch}-p{args.past}-l{args.layers}"
+    onnx_path, te_path, device_path = (workdir / f"{stem}{suffix}" for suffix in (".onnx", ".mlir", ".device.mlir"))
+    bin_dir = Path(sys.executable).parent
+    tool = lambda name: str(bin_dir / name)  # noqa: E731
+    steps = []
+    if not onnx_path.exists():
+        build = (
+            "import sys, onnx; sys.path.insert(0, {root!r}); from benchmarks import models; "
+            "onnx.save(models.build_llama_layer(models.LlamaConfig(batch={b}, past={p}, layers={l})), {path!r})"
+        ).format(root=str(Path(__file__).resolve().parents[1]), b=args.batch, p=args.past, l=args.layers,
+                 path=str(onnx_path))
+        steps.append(("build ONNX", [sys.executable, "-c", build]))
+    if not te_path.exists():
+        steps.append(("import", [tool("irc-translate"), "--import-onnx", str(onnx_path), "-o", str(te_path)]))
+    if not device_path.exists():
+        steps.append(("compile", [tool("irc-opt"), str(te_path), "-p", f"inference{{device={args.device}}}",
+                                  "-o", str(device_path)]))
+    for label, command in steps:
+        seconds, peak, _ = _measured(command, out)
+        print(f"{label}: {seconds:.1f} s, peak {peak / 2**30:.2f} GiB", file=out)
+    te_ops = te_path.read_text().count("te.op ") + te_path.read_text().count("te.opaque ")
+    device_text = device_path.read_text()
+    instructions = {name: device_text.count(f"device.{name} ") for name in ("load", "relayout", "mma", "vector", "store")}
+    print(f"Llama2-13B decoder layer x{args.layers}: batch {args.batch}, {args.past} cached positions, "
+          f"{te_ops} te ops on {args.device}; device program: "
+          + ", ".join(f"{count} {name}" for name, count in instructions.items()), file=out)
+    runs = {}
+    for level, path in (("te", te_path), ("device", device_path)):
+        results = workdir / f"{stem}.{level}.npz"
+        command = [tool("irc-run"), str(path), "--output", str(results)] + (["--report"] if level == "device" else [])
+        seconds, peak, text = _measured(command, out)
+        runs[level] = {"seconds": seconds, "peak_rss_bytes": peak, "results": results, "report": text}
+        print(f"{level:<6} level run: {seconds:7.1f} s, peak RSS {peak / 2**30:.2f} GiB", file=out)
+    te, device = runs["te"], runs["device"]
+    for line in device["report"].splitlines():
+        if line.startswith(("chip time", "peak SRAM", "interpreter peak", "model-wide plan")):
+            print(f"  {line}", file=out)
+    expected, got = np.load(te["results"]), np.load(device["results"])
+    differ = {name: float(np.mean(expected[name] != got[name])) for name in expected.files}
+    largest = {name: float(np.max(np.abs(expected[name].astype(np.float64) - got[name].astype(np.float64))))
+               for name in expected.files}
+    print(f"device / te: time {device['seconds'] / te['seconds']:.2f}x, peak RSS "
+          f"{device['peak_rss_bytes'] / te['peak_rss_bytes']:.2f}x (target: device run < 4 GiB)", file=out)
+    for name in expected.files:
+        print(f"  {name}: {differ[name]:.2%} of elements differ from te, by at most {largest[name]:.3g}", file=out)
+    _write_json(args.json, {
+        "model": "llama2-13b-layer", "batch": args.batch, "past": args.past, "layers": args.layers,
+        "device": args.device, "te_ops": te_ops, "instructions": instructions,
+        "te_seconds": te["seconds"], "device_seconds": device["seconds"],
+        "te_peak_rss_bytes": te["peak_rss_bytes"], "device_peak_rss_bytes": device["peak_rss_bytes"],
+        "time_ratio_device_over_te": device["seconds"] / te["seconds"],
+        "rss_ratio_device_over_te": device["peak_rss_bytes"] / te["peak_rss_bytes"],
+        "share_differing_from_te": differ, "max_abs_difference_from_te": largest,
+    })
 
 
 def _timed(function) -> float:

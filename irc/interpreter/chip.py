@@ -17,7 +17,12 @@ before that one rounding.
 
 Checks (``ChipFault`` names the instruction, its source location, the core and the
 buffer): SRAM bounds and overlapping live buffers, capacity, a window outside its buffer,
-a shift from or to a core without the buffer, reading a buffer a core never wrote.
+a shift from or to a core without the buffer, reading a buffer a core never wrote (a
+receive buffer holds nothing readable after the shift that used it).
+
+A loop nest's compute steps, shifts and syncs run at once as a batched block product
+where they form one (``irc.interpreter.loops``), with the same results, checks and
+timeline as one instruction at a time.
 
 Time: the chip is bulk synchronous, so chip time is the sum of its instructions' times.
 Each instruction is timed with the same ``irc.cost`` functions the planner used
