@@ -149,23 +149,6 @@ def _flat_offsets(offsets: np.ndarray, shape) -> np.ndarray:
     return offsets @ strides if len(shape) else np.zeros(offsets.shape[:-1], dtype=np.int64)
 
 
-def gather_windows(data: np.ndarray, cores: np.ndarray, offsets: np.ndarray, shape) -> np.ndarray:
-    """(n, *shape): the window of ``data[cores[n]]`` at ``offsets[n]`` for every n."""
-    shape = tuple(int(s) for s in shape)
-    full = data.shape[1:]
-    if shape and all(s > 0 and f % s == 0 for s, f in zip(shape, full)) and not (offsets % np.array(shape)).any():
-        # windows on the buffer's block grid: pick whole blocks (memcpy speed)
-        inter = [data.shape[0]] + [x for f, s in zip(full, shape) for x in (f // s, s)]
-        rank = len(shape)
-        view = data.reshape(inter).transpose([0] + [1 + 2 * d for d in range(rank)] + [2 + 2 * d for d in range(rank)])
-        return view[(cores,) + tuple((offsets // np.array(shape)).T)]
-    index = [cores.reshape((-1,) + (1,) * len(shape))]
-    for d, s in enumerate(shape):
-        index.append(offsets[:, d].reshape((-1,) + (1,) * len(shape))
-                     + np.arange(s).reshape((1,) * (d + 1) + (s,) + (1,) * (len(shape) - d - 1)))
-    return data[tuple(index)]
-
-
 def _block_view(data: np.ndarray, shape) -> np.ndarray | None:
     """``data`` (cores, *full) viewed as (cores, *blocks, *shape), or None off the grid."""
     full = data.shape[1:]
@@ -176,6 +159,20 @@ def _block_view(data: np.ndarray, shape) -> np.ndarray | None:
     return data.reshape(inter).transpose([0] + [1 + 2 * d for d in range(rank)] + [2 + 2 * d for d in range(rank)])
 
 
+def gather_windows(data: np.ndarray, cores: np.ndarray, offsets: np.ndarray, shape) -> np.ndarray:
+    """(n, *shape): the window of ``data[cores[n]]`` at ``offsets[n]`` for every n."""
+    shape = tuple(int(s) for s in shape)
+    view = _block_view(data, shape)
+    if view is not None and not (offsets % np.array(shape)).any():
+        # windows on the buffer's block grid: pick whole blocks (memcpy speed)
+        return view[(cores,) + tuple((offsets // np.array(shape)).T)]
+    index = [cores.reshape((-1,) + (1,) * len(shape))]
+    for d, s in enumerate(shape):
+        index.append(offsets[:, d].reshape((-1,) + (1,) * len(shape))
+                     + np.arange(s).reshape((1,) * (d + 1) + (s,) + (1,) * (len(shape) - d - 1)))
+    return data[tuple(index)]
+
+
 def _plain_axes(indices) -> list[str | None]:
     return [None if isinstance(i, AffineIndex) and not i.terms else i.simple_axis for i in indices]
 
@@ -184,7 +181,7 @@ def run_loop(chip, loop: Loop) -> bool:
     """Execute ``loop`` on ``chip`` as a batched block product (module docstring); False,
     with nothing changed, when the run is not one (the caller runs it instruction by
     instruction)."""
-    plan = _prepare(chip, loop)
+    plan = _prepare(loop)
     if plan is None:
         return False
     _execute(chip, loop, plan)
@@ -197,10 +194,11 @@ class _Prepared:
     out_offset: np.ndarray     # per output window: its offset (rank)
     out_tiles: np.ndarray      # per output window: the sums to add, window-shaped
     holders: dict              # id(buffer) -> final holder table
-    steps: int
 
 
-def _prepare(chip, loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of checks
+def _prepare(loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of checks
+    """Check that ``loop`` is a block product and compute its sums; None (nothing changed)
+    otherwise. Reads the chip's state, never writes it."""
     expr = loop.expression
     out, inputs, cores = loop.output, loop.inputs, loop.cores
     computes = [e for e in loop.events if isinstance(e, Compute)]
@@ -339,10 +337,11 @@ def _prepare(chip, loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of 
     windows = arrange_g.reshape(-1)
     pick = g_first[windows]
     final = {id(b_): holder[id(b_)] for b_ in buffers}
-    return _Prepared(sources[0][pick], offsets[0][pick], tiles_out, final, steps)
+    return _Prepared(sources[0][pick], offsets[0][pick], tiles_out, final)
 
 
 def _execute(chip, loop: Loop, prep: _Prepared) -> None:
+    """Write the sums, put every buffer in its final place, record the timeline."""
     out, cores = loop.output, loop.cores
     window = prep.out_tiles.shape[1:]
     view = _block_view(out.data, window)
