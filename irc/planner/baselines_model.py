@@ -232,7 +232,8 @@ def _vgm_baseline(
             )
         partitions = plan.score.memory.partitions
         load = sum(partitions[t.name] for t in space.spec.inputs)
-        store = partitions[space.spec.output.name]
+        # the output leaves rounded to its own type (not as its f32 partial sums)
+        store = plan.score.memory.elements(space.spec.output.name) * space.spec.bytes_of(space.spec.output.name)
         transfer = 0.0
         for nbytes in (load, store):
             if nbytes:
