@@ -521,6 +521,7 @@ class Chip:
         self.live.pop(id(buffer), None)
         self.live_bytes[: buffer.cores] -= buffer.bytes
         buffer.data = np.zeros((0,), dtype=buffer.dtype)
+        buffer.shadow = None  # the interpreter's scope keeps the value: drop its data now
 
     def fill(self, buffer: Buffer, value: float, where: str) -> None:
         buffer.data[...] = value
@@ -672,6 +673,7 @@ class Chip:
         self.live.pop(id(buffer), None)
         self.live_bytes[: buffer.cores] -= buffer.bytes - result.bytes
         buffer.data = np.zeros((0,), dtype=buffer.dtype)
+        buffer.shadow = None  # the interpreter's scope keeps the value: drop its data now
         self.live[id(result)] = result
         return result
 
