@@ -694,23 +694,63 @@ def _pad_for(host: np.ndarray, origins: np.ndarray, shape) -> tuple[np.ndarray, 
 def gather_tiles(host: np.ndarray, origins: np.ndarray, shape, cores: int) -> np.ndarray:
     """(cores, *shape): the tile of ``host`` at each core's origin, zeros outside."""
     origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (cores, len(shape)))
+    shape = tuple(int(s) for s in shape)
+    if shape and all(s > 0 for s in shape) and (origins >= 0).all() and not (origins % np.array(shape)).any():
+        return _gather_blocks(host, origins, shape)
     host, origins = _pad_for(host, origins, shape)
-    shape = tuple(shape)
-    if shape and all(s > 0 for s in shape) and not (origins % np.array(shape)).any():
-        # tiles on a block grid: reshape into blocks and pick whole blocks (memcpy speed)
-        blocks = [-(-h // s) for h, s in zip(host.shape, shape)]
-        grown = [b * s for b, s in zip(blocks, shape)]
-        if grown != list(host.shape):
-            host = np.pad(host, [(0, g - h) for g, h in zip(grown, host.shape)])
-        inter = [x for b, s in zip(blocks, shape) for x in (b, s)]
-        view = host.reshape(inter).transpose(list(range(0, 2 * len(shape), 2)) + list(range(1, 2 * len(shape), 2)))
-        return view[tuple((origins // np.array(shape)).T)]
     index = [
         origins[:, d].reshape((cores,) + (1,) * len(shape))
         + np.arange(s).reshape((1,) * (d + 1) + (s,) + (1,) * (len(shape) - d - 1))
         for d, s in enumerate(shape)
     ]
     return host[tuple(index)] if shape else np.broadcast_to(host, (cores,)).copy()
+
+
+EDGE_SHARE = 0.05
+"""Above this share of tiles crossing a tensor's end, tiles go through a padded copy of it
+(one pass) rather than element by element."""
+
+
+def _interior_blocks(host: np.ndarray, shape) -> np.ndarray:
+    """The whole blocks of ``host`` as a (*blocks, *shape) view (a ragged edge left out)."""
+    whole = [h // s for h, s in zip(host.shape, shape)]
+    cropped = host[tuple(slice(0, w * s) for w, s in zip(whole, shape))]
+    rank = len(shape)
+    inter = [x for w, s in zip(whole, shape) for x in (w, s)]
+    return cropped.reshape(inter).transpose(list(range(0, 2 * rank, 2)) + list(range(1, 2 * rank, 2)))
+
+
+def _edge_index(host: np.ndarray, origins: np.ndarray, shape) -> tuple[tuple, np.ndarray]:
+    """Index arrays of the tiles at ``origins`` clipped into ``host``, and which elements
+    lie inside it."""
+    count, index, inside = len(origins), [], np.ones((len(origins), *shape), dtype=bool)
+    for d, s in enumerate(shape):
+        idx = origins[:, d].reshape((count,) + (1,) * len(shape)) + np.arange(s).reshape(
+            (1,) * (d + 1) + (s,) + (1,) * (len(shape) - d - 1))
+        inside &= idx < host.shape[d]
+        index.append(np.broadcast_to(np.minimum(idx, host.shape[d] - 1), inside.shape))
+    return tuple(index), inside
+
+
+def _gather_blocks(host: np.ndarray, origins: np.ndarray, shape) -> np.ndarray:
+    """``gather_tiles`` for tiles on a block grid: whole blocks picked through a blocked view
+    of ``host`` (no copy of it), tiles crossing its end read element by element."""
+    tile = np.array(shape)
+    whole = (origins + tile <= np.array(host.shape)).all(axis=1)
+    if whole.mean() < 1 - EDGE_SHARE:  # many tiles cross the end: pad a copy instead
+        grown = [-(-h // s) * s for h, s in zip(host.shape, shape)]
+        host = np.pad(host, [(0, max(0, g_ - h)) for g_, h in zip(grown, host.shape)])
+        whole[:] = (origins + tile <= np.array(host.shape)).all(axis=1)
+    view = _interior_blocks(host, shape)
+    if whole.all():
+        return view[tuple((origins // tile).T)]
+    out = np.zeros((len(origins), *shape), dtype=host.dtype)
+    out[whole] = view[tuple((origins[whole] // tile).T)]
+    edge = np.flatnonzero(~whole)
+    if edge.size and host.size:
+        index, inside = _edge_index(host, origins[edge], shape)
+        out[edge] = np.where(inside, host[index], np.zeros((), dtype=host.dtype))
+    return out
 
 
 def scatter_tiles(host: np.ndarray, tiles: np.ndarray, origins: np.ndarray, shape) -> None:
@@ -739,23 +779,27 @@ def scatter_tiles(host: np.ndarray, tiles: np.ndarray, origins: np.ndarray, shap
 
 def _scatter_blocks(host: np.ndarray, tiles: np.ndarray, origins: np.ndarray, shape) -> bool:
     """``scatter_tiles`` for tiles on a block grid of ``host`` (origins multiples of the
-    tile shape): whole blocks assigned through a blocked view, without index arrays the
-    size of the tiles. False (nothing written) for tiles off the grid."""
+    tile shape): whole blocks assigned through a blocked view, tiles crossing its end
+    element by element (the parts outside dropped), without index arrays the size of all
+    the tiles. False (nothing written) for tiles off the grid."""
     if not all(s > 0 for s in shape) or (origins < 0).any() or (origins % np.array(shape)).any():
         return False
-    inside = (origins < np.array(host.shape)).all(axis=1)   # wholly outside: padding, dropped
-    blocks = [-(-h // s) for h, s in zip(host.shape, shape)]
-    grown = [b * s for b, s in zip(blocks, shape)]
-    target = host
-    if grown != list(host.shape):  # a ragged edge: scatter into a padded copy, crop back
+    tile, extent = np.array(shape), np.array(host.shape)
+    whole = (origins + tile <= extent).all(axis=1)
+    inside_host = (origins < extent).all(axis=1)       # wholly outside: padding, dropped
+    if (whole.sum() < (1 - EDGE_SHARE) * inside_host.sum()):  # many cross the end: a padded copy
+        grown = [-(-h // s) * s for h, s in zip(host.shape, shape)]
         target = np.zeros(grown, dtype=host.dtype)
         target[tuple(slice(0, h) for h in host.shape)] = host
-    inter = [x for b, s in zip(blocks, shape) for x in (b, s)]
-    rank = len(shape)
-    view = target.reshape(inter).transpose(list(range(0, 2 * rank, 2)) + list(range(1, 2 * rank, 2)))
-    view[tuple((origins[inside] // np.array(shape)).T)] = tiles[inside]
-    if target is not host:
+        _interior_blocks(target, shape)[tuple((origins[inside_host] // tile).T)] = tiles[inside_host]
         host[...] = target[tuple(slice(0, h) for h in host.shape)]
+        return True
+    if whole.any():
+        _interior_blocks(host, shape)[tuple((origins[whole] // tile).T)] = tiles[whole]
+    edge = np.flatnonzero(~whole & inside_host)
+    if edge.size:
+        index, inside = _edge_index(host, origins[edge], shape)
+        host[tuple(i[inside] for i in index)] = tiles[edge][inside]
     return True
 
 

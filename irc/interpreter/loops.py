@@ -17,7 +17,7 @@ neither on the cores nor, beyond reading each instruction's tables, on the steps
 2. The sub-tasks are a block matrix product when they form a grid: each left window is
    one (r, i, l), each right window one (r, l, j), each output window one (r, i, j), and
    every (r, i, l, j) occurs once. Then the run computes, for every group r, the whole
-   ``[A_(i,l)] @ [B_(l,j)]`` as one batched matmul over the stacked windows: each
+   ``[A_(i,l)] @ [B_(l,j)]`` with one batched matmul over the stacked windows: each
    distinct window is read and converted once, and the k-sum of all steps and of every
    step's tile happens inside the matmul, in f32 (the accumulators' type). The grid is
    found from the ids alone (connected components: windows sharing a row, a column or a
@@ -159,13 +159,37 @@ def _block_view(data: np.ndarray, shape) -> np.ndarray | None:
     return data.reshape(inter).transpose([0] + [1 + 2 * d for d in range(rank)] + [2 + 2 * d for d in range(rank)])
 
 
-def gather_windows(data: np.ndarray, cores: np.ndarray, offsets: np.ndarray, shape) -> np.ndarray:
-    """(n, *shape): the window of ``data[cores[n]]`` at ``offsets[n]`` for every n."""
+def _affine(values: np.ndarray) -> tuple[int, list[int]] | None:
+    """(base, per-axis steps) when ``values`` is ``base + sum_k step_k * index_k``."""
+    base = int(values.reshape(-1)[0]) if values.size else 0
+    steps = []
+    for k, extent in enumerate(values.shape):
+        unit = tuple(1 if d == k and extent > 1 else 0 for d in range(values.ndim))
+        steps.append(int(values[unit]) - base if extent > 1 else 0)
+    grid = base + sum(step * np.arange(extent).reshape([-1 if d == k else 1 for d in range(values.ndim)])
+                      for k, (step, extent) in enumerate(zip(steps, values.shape)))
+    return (base, steps) if np.array_equal(values, np.broadcast_to(grid, values.shape)) else None
+
+
+def gather_windows(data: np.ndarray, cores: np.ndarray, offsets: np.ndarray, shape,
+                   layout: tuple[int, ...] | None = None) -> np.ndarray:
+    """(n, *shape): the window of ``data[cores[n]]`` at ``offsets[n]`` for every n. With
+    ``layout`` (n = its product), windows whose block coordinates are an affine function
+    of their position in ``layout`` come back as a strided view of ``data``, uncopied:
+    ``(*layout, *shape)``."""
     shape = tuple(int(s) for s in shape)
     view = _block_view(data, shape)
     if view is not None and not (offsets % np.array(shape)).any():
-        # windows on the buffer's block grid: pick whole blocks (memcpy speed)
-        return view[(cores,) + tuple((offsets // np.array(shape)).T)]
+        # windows on the buffer's block grid: pick whole blocks (memcpy speed), or view them
+        coordinates = (cores,) + tuple((offsets // np.array(shape)).T)
+        if layout is not None:
+            found = [_affine(c.reshape(layout)) for c in coordinates]
+            if all(f is not None for f in found):
+                start = view[tuple(base for base, _ in found)]
+                strides = [sum(f[1][k] * view.strides[d] for d, f in enumerate(found)) for k in range(len(layout))]
+                return np.lib.stride_tricks.as_strided(
+                    start, shape=tuple(layout) + start.shape, strides=tuple(strides) + start.strides, writeable=False)
+        return view[coordinates]
     index = [cores.reshape((-1,) + (1,) * len(shape))]
     for d, s in enumerate(shape):
         index.append(offsets[:, d].reshape((-1,) + (1,) * len(shape))
@@ -302,37 +326,46 @@ def _prepare(loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of checks
     if out_view is None or (offsets[0] % np.array(shapes[0])).any():
         return None   # output windows off the block grid might overlap
 
-    # stacked operands: every distinct window once, in (group, row/col, k-block) order
+    # stacked operands: every distinct window once, converted to the compute dtype once
     arrange_a = np.empty((groups, I, L), dtype=np.int64)
     arrange_a[group, i, l] = a
-    arrange_b = np.empty((groups, L, J), dtype=np.int64)
-    arrange_b[group, l, j] = b
+    arrange_b = np.empty((groups, J, L), dtype=np.int64)
+    arrange_b[group, j, l] = b
     arrange_g = np.empty((groups, I, J), dtype=np.int64)
     arrange_g[group, i, j] = g
 
-    def stacked(buffer, first, arrange, shape, axes, dims, lead, rows_, cols_):
+    def blocks_of(buffer, first, arrange, shape, axes, dims, lead):
+        """The windows named in ``arrange``, as (*arrange.shape, TB, TR, TC) blocks."""
         pick = first[arrange.reshape(-1)]
-        tiles_ = gather_windows(buffer.data, sources[lead][pick], offsets[lead][pick], shape)
+        found = gather_windows(buffer.data, sources[lead][pick], offsets[lead][pick], shape, arrange.shape)
         keep = [d for d, a_ in enumerate(axes) if a_ is not None]
         named = [axes[d] for d in keep]
-        tiles_ = tiles_.reshape((len(pick),) + tuple(shape[d] for d in keep))
-        tiles_ = tiles_.transpose([0] + [1 + named.index(x) for x in dims[0] + dims[1] + dims[2]])
-        blocks = tiles_.reshape(arrange.shape + (size(dims[0]), size(dims[1]), size(dims[2])))
-        # (g, R, C, TB, TR, TC) -> (g, TB, R*TR, C*TC), converted to the compute dtype once
-        result = np.empty((groups, size(dims[0]), rows_ * size(dims[1]), cols_ * size(dims[2])), dtype=work)
-        result.reshape(groups, size(dims[0]), rows_, size(dims[1]), cols_, size(dims[2]))[...] = \
-            blocks.transpose(0, 3, 1, 4, 2, 5)
-        return result
+        lead_ = arrange.ndim
+        # (*arrange, *window) without the constant dims, tile axes in (TB, TR, TC) order:
+        # only splits, drops of unit axes and transposes, so a view stays a view
+        found = found.reshape(arrange.shape + tuple(shape[d] for d in keep))
+        found = found.transpose(list(range(lead_)) + [lead_ + named.index(x) for x in dims[0] + dims[1] + dims[2]])
+        return found.reshape(arrange.shape + (size(dims[0]), size(dims[1]), size(dims[2])))
 
-    left_stack = stacked(left_buffer, a_first, arrange_a, shapes[1], la, (batch, m, k), 1, I, L)
-    right_stack = stacked(right_buffer, b_first, arrange_b, shapes[2], ra, (batch, k, n), 2, L, J)
-    product = np.matmul(left_stack, right_stack)
+    # left: (g, I, L, TB, TM, TK) -> (g, TB, I*TM, L*TK)
+    left_stack = np.empty((groups, TB, I * TM, L * TK), dtype=work)
+    left_stack.reshape(groups, TB, I, TM, L, TK)[...] = \
+        blocks_of(left_buffer, a_first, arrange_a, shapes[1], la, (batch, m, k), 1).transpose(0, 3, 1, 4, 2, 5)
+    # right: (g, J, L, TB, TK, TN) -> (g, TB, L*TK, J*TN): one product over all columns (a
+    # batch of small products is far slower in numpy than one large one)
+    right = blocks_of(right_buffer, b_first, arrange_b, shapes[2], ra, (batch, k, n), 2)
+    right_stack = np.empty((groups, TB, L * TK, J * TN), dtype=work)
+    right_stack.reshape(groups, TB, L, TK, J, TN)[...] = right.transpose(0, 3, 2, 4, 1, 5)
+    if groups * TB == 1:   # numpy's 2-D product is faster than a batch of one
+        product = (left_stack[0, 0] @ right_stack[0, 0])[None, None]      # (g, TB, I*TM, J*TN)
+    else:
+        product = np.matmul(left_stack, right_stack)
+    product = product.reshape(groups, TB, I, TM, J, TN).transpose(0, 2, 4, 1, 3, 5)
     if factor != 1:
-        product *= work.type(factor)
-    # (g, TB, I*TM, J*TN) -> per output window (g, I, J) its tile in the buffer's layout
+        product = product * work.type(factor)
+    # (g, I, J, TB, TM, TN) -> per output window (g, I, J) its tile in the buffer's layout
     tile_axes = batch + m + n
-    tiles_out = product.reshape((groups, TB, I, TM, J, TN)).transpose(0, 2, 4, 1, 3, 5)
-    tiles_out = tiles_out.reshape((groups * I * J,) + tuple(tiles[x] for x in tile_axes))
+    tiles_out = product.reshape((groups * I * J,) + tuple(tiles[x] for x in tile_axes))
     tiles_out = tiles_out.transpose([0] + [1 + tile_axes.index(x) for x in wk]).reshape((-1,) + shapes[0])
     windows = arrange_g.reshape(-1)
     pick = g_first[windows]
