@@ -66,6 +66,7 @@ IRC_UNIVERSE = IrcUniverse(
         "rtensor": lazy("irc.dialects.rtensor:RTENSOR"),
         "shift": lazy("irc.dialects.shift:SHIFT"),
         "device": lazy("irc.dialects.device:DEVICE"),
+        "igo": lazy("irc.dialects.igo:IGO"),
     },
     all_passes={
         # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
@@ -82,6 +83,7 @@ IRC_UNIVERSE = IrcUniverse(
         "inference": lazy("irc.passes.pipelines:InferencePipeline"),
         # training: the backward pass (IGO §2.1)
         "te-autodiff": lazy("irc.passes.te_autodiff:TeAutodiff"),
+        "igo-fuse": lazy("irc.passes.igo_fuse:IgoFuse"),
     },
     cost_models={
         "t10": lazy("irc.cost.t10:T10CostModel"),            # measured IPU Mk2 constants
