@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import NoMemoryEffect
@@ -21,6 +21,9 @@ from xdsl.utils.exceptions import VerifyException
 from irc.dialects.te import ExprAttr, verify_element_types
 from irc.dialects.te_expr import Access, Binary, BoundExpr, Const, ExprError, TensorExpr
 
+SCHEMES = ("weight-sharing", "dy-sharing", "ifmap-sharing")
+"""Partitions of the fused GEMM (§5, Fig. 11): split M (W shared), N (X shared) or K (dY
+shared); an op may carry ``partition = "<scheme>"`` and ``parts = n : i64``."""
 ORDERS = ("sequential", "interleave", "dx-major", "dw-major")
 """Tile access orders of the fused loop: ``sequential`` (every dX tile, then every dW
 tile: the unfused baseline's order), ``interleave`` (the two traditional orders, one
@@ -65,8 +68,10 @@ class GradPairOp(IRDLOperation):
     output gradient (IGO §4.2). `dx_expression` reads dY and W (``dX[m,k] += dY[m,n] *
     W[k,n]``), `dw_expression` reads dY and X (``dW[k,n] += dY[m,n] * X[m,k]``); both are
     contractions (``+=`` of a product of two reads) and must read the same tensor, which
-    binds `dy`. `order` is the tile access order (`ORDERS`, §4.3). The results are dX
-    and dW, equal to what the two expressions compute alone."""
+    binds `dy`. `order` is the tile access order (`ORDERS`, §4.3); the optional attributes
+    ``partition`` (`SCHEMES`) and ``parts`` say how the GEMM is split (§5: over time on one
+    core, or over the cores). The results are dX and dW, equal to what the two expressions
+    compute alone."""
 
     name = "igo.grad_pair"
 
@@ -111,6 +116,14 @@ class GradPairOp(IRDLOperation):
     def verify_(self) -> None:
         if self.order.data not in ORDERS:
             raise VerifyException(f"unknown order '{self.order.data}' (known: {', '.join(ORDERS)})")
+        scheme, parts = self.attributes.get("partition"), self.attributes.get("parts")
+        if (scheme is None) != (parts is None):
+            raise VerifyException("'partition' and 'parts' go together")
+        if scheme is not None:
+            if not isinstance(scheme, StringAttr) or scheme.data not in SCHEMES:
+                raise VerifyException(f"partition must be one of {', '.join(SCHEMES)}, got {scheme}")
+            if not isinstance(parts, IntegerAttr) or parts.value.data < 2:
+                raise VerifyException(f"parts must be an integer of at least 2, got {parts}")
         dx, dw = self.dx_expression.expr, self.dw_expression.expr
         for which, expr in (("dX", dx), ("dW", dw)):
             if contraction_reads(expr) is None:

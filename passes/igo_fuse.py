@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
@@ -31,11 +31,12 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width
-from irc.dialects.igo import ORDERS, GradPairOp, contraction_reads
+from irc.dialects.igo import ORDERS, SCHEMES, GradPairOp, contraction_reads
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import Access, Binary, Call, Expr, TensorExpr
 
 CHOICES = ("cost", "paper", *ORDERS)
+PARTITIONS = ("cost", "none", *SCHEMES)
 COST_ORDER = {"sequential": "baseline"}
 """The order names of `irc.cost.igo` where they differ from the dialect's."""
 
@@ -126,7 +127,22 @@ def choose_order(layer, choice: str, device) -> str:
     return min(preference, key=lambda o: (costs[o].cycles, costs[o].dram_bytes, preference.index(o)))
 
 
-def fuse(pair: Pair, choice: str, device) -> GradPairOp:
+def choose_partition(layer, order: str, choice: str, device) -> tuple[str, int] | None:
+    """The partition (§5) of a fused layer: ``cost`` prices every scheme (on one core
+    split into 1, 2 or 4 parts over time, else into the cores) and keeps the cheapest,
+    None when that is no split; ``none`` never splits; a scheme's name splits into the
+    cores (2 parts over time on one core)."""
+    from irc.cost.igo import best_partition
+
+    if choice == "none":
+        return None
+    if choice in SCHEMES:
+        return choice, max(device.cores, 2)
+    (scheme, parts), _ = best_partition(layer, device, COST_ORDER.get(order, order))
+    return None if parts == 1 else (scheme, parts)
+
+
+def fuse(pair: Pair, choice: str, device, partition: str = "none") -> GradPairOp:
     """The `igo.grad_pair` replacing `pair` (not yet inserted)."""
     dx_expr, dw_expr = pair.dx.parsed(), pair.dw.parsed()
     g_dx, g_dw = _reads(pair.dx)[pair.dy], _reads(pair.dw)[pair.dy]
@@ -141,19 +157,25 @@ def fuse(pair: Pair, choice: str, device) -> GradPairOp:
     layer = layer_of(dx_expr, name, pair.dx.bound().extent, byte_width(pair.dy.type.get_element_type()),
                      f"{op_name} ({location_of(pair.forward)})")
     order = choose_order(layer, choice, device)
+    attributes = {"irc.gemm": StringAttr(f"M={layer.M} K={layer.K} N={layer.N}")}
+    split = choose_partition(layer, order, partition, device)
+    if split is not None:
+        attributes["partition"], attributes["parts"] = StringAttr(split[0]), IntegerAttr(split[1], i64)
     return GradPairOp(dx_expr, dw_expr, pair.dy, pair.w, pair.x, pair.dx.output.type, pair.dw.output.type,
-                      order, {"irc.gemm": StringAttr(f"M={layer.M} K={layer.K} N={layer.N}")})
+                      order, attributes)
 
 
 @dataclass(frozen=True)
 class IgoFuse(ModulePass):
-    """``igo-fuse{order=cost device=npu-edge cores=0}``: fuse each layer's gradient pair.
-
-    `cores` 0 keeps the device file's core count."""
+    """``igo-fuse{order=cost partition=none device=npu-edge cores=0}``: fuse each layer's
+    gradient pair. `partition` (§5): ``cost`` picks each layer's scheme and parts with the
+    cost model, ``none`` leaves the GEMM whole, a scheme's name imposes it. `cores` 0
+    keeps the device file's core count."""
 
     name = "igo-fuse"
 
     order: str = "cost"
+    partition: str = "none"
     device: str = "npu-edge"
     cores: int = 0
 
@@ -164,6 +186,10 @@ class IgoFuse(ModulePass):
 
         if self.order not in CHOICES:
             raise DiagnosticException(f"igo-fuse: unknown order={self.order}; known: {', '.join(CHOICES)}")
+        if self.partition not in PARTITIONS:
+            raise DiagnosticException(
+                f"igo-fuse: unknown partition={self.partition}; known: {', '.join(PARTITIONS)}"
+            )
         try:
             device = load_device(self.device)
         except DeviceError as error:
@@ -180,7 +206,7 @@ class IgoFuse(ModulePass):
             block = function.body.block
             for pair in find_pairs(block):
                 try:
-                    fused = fuse(pair, self.order, device)
+                    fused = fuse(pair, self.order, device, self.partition)
                 except ScratchpadError as error:
                     raise DiagnosticException(
                         f"{location_of(pair.forward)}: error: 'te.op' op the gradients of "

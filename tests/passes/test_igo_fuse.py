@@ -70,3 +70,28 @@ def test_paper_order_follows_algorithm_1():
             dy_name = (set(op.dx_expression.expr.inputs) & set(op.dw_expression.expr.inputs)).pop()
             layer = layer_of(op.dx_expression.expr, dy_name, op.bound_dx().extent, 4, "l")
             assert op.order.data == paper_order(layer)
+
+
+@pytest.mark.parametrize("cores", [1, 4])
+def test_partition_is_the_exhaustive_minimum(cores):
+    """§5: each layer's scheme and parts equal the best of every scheme x parts priced."""
+    from irc.cost.igo import SCHEMES
+
+    module = parse_module(WORKLOADS["bert"], "bert.mlir")
+    TeAutodiff().apply(make_context(), module)
+    IgoFuse(order="cost", partition="cost", device="npu-server", cores=cores).apply(make_context(), module)
+    device = load_device("npu-server").with_cores(cores)
+    seen = 0
+    for op in module.walk():
+        if not isinstance(op, GradPairOp):
+            continue
+        dy_name = (set(op.dx_expression.expr.inputs) & set(op.dw_expression.expr.inputs)).pop()
+        layer = layer_of(op.dx_expression.expr, dy_name, op.bound_dx().extent, 4, "l")
+        order = COST_ORDER.get(op.order.data, op.order.data)
+        options = {(s, p): evaluate(layer, device, order, s if (p > 1 or cores > 1) else None, p).cycles
+                   for p in ((1, 2, 4) if cores == 1 else (cores,)) for s in SCHEMES}
+        chosen = ((op.attributes["partition"].data, op.attributes["parts"].value.data)
+                  if "partition" in op.attributes else (SCHEMES[0], 1))
+        assert options[chosen] == min(options.values())
+        seen += 1
+    assert seen >= 2

@@ -30,3 +30,11 @@ func.func @wrong_shape(%dy: tensor<4x5xf32>, %w: tensor<6x5xf32>, %x: tensor<4x6
   func.return %dx, %dw : tensor<4x7xf32>, tensor<6x5xf32>
 }
 // CHECK: invalid.mlir:29:3: error: 'igo.grad_pair' op the dX expression 'DX[m,k] += G[m,n] * W[k,n]': W[...] reads axis 'k' over [0, 6] (DX (dim 1)) past the end of W (dim 0), which has size 6
+
+// -----
+
+func.func @bad_partition(%dy: tensor<4x5xf32>, %w: tensor<6x5xf32>, %x: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<6x5xf32>) {
+  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "interleave" {partition = "batch", parts = 2 : i64} : (tensor<4x5xf32>, tensor<6x5xf32>, tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<6x5xf32>)
+  func.return %dx, %dw : tensor<4x6xf32>, tensor<6x5xf32>
+}
+// CHECK: invalid.mlir:37:3: error: 'igo.grad_pair' op partition must be one of weight-sharing, dy-sharing, ifmap-sharing, got "batch"
