@@ -335,3 +335,19 @@ def test_irc_translate_explicit_gradient_and_errors(tmp_path, capsys):
     assert translate(["--import-onnx", str(path), "--loss", "mse"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'te.opaque' \"TopK\" has no gradient rule" in err
+
+
+def test_plugin_gradient_rule_comes_first():
+    """tests/plugin_example registers a closed-form softsign rule; it wins over the
+    expression rule and still agrees with numpy."""
+    text = """
+    func.func @main(%x: tensor<5xf64> {irc.name = "x"}, %dy: tensor<5xf64> {irc.name = "dy", irc.grad_of = 0 : i64}) -> tensor<5xf64> {
+      %y = te.op "Y[i] = X[i] / (1 + abs(X[i]))" (%x) : (tensor<5xf64>) -> tensor<5xf64>
+      func.return %y : tensor<5xf64>
+    }
+    """
+    module = differentiated(parse_module(text, "softsign.mlir"))
+    exprs = [op.expression.text for op in module.walk() if hasattr(op, "expression")]
+    assert "DS[i] = G[i] / ((1 + abs(X[i])) * (1 + abs(X[i])))" in exprs
+    x, dy = np.linspace(-2, 2, 5), np.arange(5.0)
+    np.testing.assert_allclose(run_function(module, {"x": x, "dy": dy})["dx"], dy / (1 + abs(x)) ** 2)
