@@ -344,8 +344,8 @@ def simulate(rounds: list[list[Step]], layer: Layer, tiling: Tiling, device, pol
 
 def default_tiling(layer: Layer, device) -> Tiling:
     """Tiles of the array's size times the largest power of two for which one fused
-    step's five tiles (dY, X, W, dX, dW) take at most a quarter of the resident half of
-    the SPM, leaving the rest for reuse; clipped to the layer. The same tiles serve
+    step's five tiles (dY, X, W, dX, dW) on every core take at most a quarter of the
+    resident half of the SPM, leaving the rest for reuse; clipped to the layer. The same tiles serve
     every order, so orders differ only in the order of the steps."""
     capacity = device.spm_bytes // 2
     scale = 1
@@ -353,7 +353,7 @@ def default_tiling(layer: Layer, device) -> Tiling:
         bigger = scale * 2
         tm, tk, tn = (min(layer.M, device.pe_rows * bigger), min(layer.K, device.pe_rows * bigger),
                       min(layer.N, device.pe_cols * bigger))
-        step = (tm * tn + 2 * tk * tn + 2 * tm * tk) * layer.element_bytes
+        step = (tm * tn + 2 * tk * tn + 2 * tm * tk) * layer.element_bytes * device.cores
         if step > capacity // 4 or (tm, tk, tn) == (min(layer.M, device.pe_rows * scale),
                                                      min(layer.K, device.pe_rows * scale),
                                                      min(layer.N, device.pe_cols * scale)):
