@@ -84,6 +84,7 @@ IRC_UNIVERSE = IrcUniverse(
         # training: the backward pass (IGO §2.1)
         "te-autodiff": lazy("irc.passes.te_autodiff:TeAutodiff"),
         "igo-fuse": lazy("irc.passes.igo_fuse:IgoFuse"),
+        "training": lazy("irc.passes.pipelines:TrainingPipeline"),
     },
     cost_models={
         "t10": lazy("irc.cost.t10:T10CostModel"),            # measured IPU Mk2 constants
