@@ -28,19 +28,22 @@ class PluginError(Exception):
 
 class IrcUniverse(Universe):
     """An xDSL ``Universe`` that also brings cost models (name -> factory returning a
-    ``irc.cost.CostModel`` class) and devices (name -> factory returning the path of the
-    device's TOML file)."""
+    ``irc.cost.CostModel`` class), devices (name -> factory returning the path of the
+    device's TOML file) and gradient rules for te-autodiff."""
 
     def __init__(
         self,
         *,
         cost_models: Mapping[str, Callable[[], type]] | None = None,
         devices: Mapping[str, Callable[[], str | Path]] | None = None,
+        gradient_rules: Mapping[str, Callable[[], object]] | None = None,
         **universe,
     ):
         super().__init__(**universe)
         self.cost_models = dict(cost_models or {})
         self.devices = dict(devices or {})
+        self.gradient_rules = dict(gradient_rules or {})
+        """name -> factory of a ``irc.passes.te_autodiff.GradientRule`` (te-autodiff)."""
 
 
 def lazy(path: str) -> Callable[[], object]:
@@ -63,6 +66,7 @@ IRC_UNIVERSE = IrcUniverse(
         "rtensor": lazy("irc.dialects.rtensor:RTENSOR"),
         "shift": lazy("irc.dialects.shift:SHIFT"),
         "device": lazy("irc.dialects.device:DEVICE"),
+        "igo": lazy("irc.dialects.igo:IGO"),
     },
     all_passes={
         # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
@@ -77,6 +81,10 @@ IRC_UNIVERSE = IrcUniverse(
         "device-alloc": lazy("irc.passes.device_alloc:DeviceAlloc"),
         # named pipelines
         "inference": lazy("irc.passes.pipelines:InferencePipeline"),
+        # training: the backward pass (IGO §2.1)
+        "te-autodiff": lazy("irc.passes.te_autodiff:TeAutodiff"),
+        "igo-fuse": lazy("irc.passes.igo_fuse:IgoFuse"),
+        "training": lazy("irc.passes.pipelines:TrainingPipeline"),
     },
     cost_models={
         "t10": lazy("irc.cost.t10:T10CostModel"),            # measured IPU Mk2 constants
@@ -134,3 +142,8 @@ def plugin_cost_models() -> dict[str, tuple[str, Callable[[], type]]]:
 def plugin_devices() -> dict[str, tuple[str, Callable[[], str | Path]]]:
     """Devices the plug-ins bring: name -> (plug-in, factory of the TOML path)."""
     return _extensions("device", "devices")
+
+
+def plugin_gradient_rules() -> dict[str, tuple[str, Callable[[], object]]]:
+    """Gradient rules the plug-ins bring: name -> (plug-in, factory of the rule)."""
+    return _extensions("gradient rule", "gradient_rules")

@@ -6,6 +6,8 @@ target's constraints), rtensor-to-shift (rings, seed 003 s3.2), rotation-align (
 loop order, placement, T10 s4.2/s4.4), shift-to-device (SPMD instructions, T10 s4.4/s5)
 and device-alloc (SRAM offsets and capacity, T10 s4.4). It runs as an xDSL
 ``PassPipeline``; ``pipeline(callback)`` lets a caller look at the module between passes.
+
+``training{device=npu-server cores=4 order=cost}``: te-autodiff and igo-fuse (IGO s4-5).
 """
 
 from __future__ import annotations
@@ -53,3 +55,31 @@ class InferencePipeline(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self.pipeline().apply(ctx, op)
+
+
+@dataclass(frozen=True)
+class TrainingPipeline(ModulePass):
+    """``training{device=npu-edge cores=0 order=cost partition=cost wrt=auto}``: a forward
+    te function to its backward pass with each layer's gradient pair fused (IGO §4-5):
+    te-autodiff, then igo-fuse with the tile order and partition chosen per layer on the
+    NPU `device` (`cores` 0: the device file's count)."""
+
+    name = "training"
+
+    device: str = "npu-edge"
+    cores: int = 0
+    order: str = "cost"
+    partition: str = "cost"
+    wrt: str = "auto"
+
+    def passes(self) -> list[ModulePass]:
+        from irc.passes.igo_fuse import IgoFuse
+        from irc.passes.te_autodiff import TeAutodiff
+
+        return [
+            TeAutodiff(wrt=self.wrt),
+            IgoFuse(order=self.order, partition=self.partition, device=self.device, cores=self.cores),
+        ]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PassPipeline(tuple(self.passes())).apply(ctx, op)

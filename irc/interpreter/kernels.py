@@ -113,3 +113,27 @@ def _argmin(op, x):
 def _trilu(op, x):
     k = _int_attr(op, "k", 0)
     return [np.triu(x, k) if _int_attr(op, "upper", 1) else np.tril(x, k)]
+
+
+@kernel("ScatterElements")
+def _scatter_elements(op, data, indices, updates):
+    # ONNX ScatterElements: out[..., indices[p], ...] (at `axis`) takes updates[p];
+    # reduction "add" sums the updates that land on one element (a gather's gradient).
+    axis = _int_attr(op, "axis", 0) % data.ndim
+    reduction = op.attributes.get("reduction")
+    reduction = reduction.data if reduction is not None else "none"
+    size = data.shape[axis]
+    where = np.asarray(indices).astype(np.int64)
+    where = np.where(where < 0, where + size, where)
+    if where.size and (where.min() < 0 or where.max() >= size):
+        raise KernelError(f"ScatterElements index outside [-{size}, {size}) on axis {axis}")
+    grid = list(np.indices(where.shape, sparse=True))
+    grid[axis] = where
+    out = np.array(data, copy=True)
+    if reduction == "add":
+        np.add.at(out, tuple(grid), updates)
+    elif reduction == "none":
+        out[tuple(grid)] = updates
+    else:
+        raise KernelError(f"ScatterElements reduction '{reduction}' is not supported (none, add)")
+    return [out]

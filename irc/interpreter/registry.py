@@ -19,6 +19,7 @@ LEVELS = (
     "irc.interpreter.rtensor:RTensorFunctions",
     "irc.interpreter.shift:ShiftFunctions",
     "irc.interpreter.device:DeviceFunctions",
+    "irc.interpreter.igo:IgoFunctions",
 )
 
 

@@ -2,11 +2,15 @@
 
     irc-translate --import-onnx model.onnx [-o out.mlir] [--shape NAME=1x128 ...]
                   [--constant NAME=value.npy ...] [--weights out.weights.npz]
+                  [--loss mse|xent | --output-gradient]
 
 The ONNX graph becomes one `func.func @main` of `te` ops (`irc.frontend`). Its
 constants are weight arguments stored in a side ``.npz`` (by default
 ``out.weights.npz`` beside ``-o out.mlir``, or ``model.weights.npz`` beside the
-model when the IR goes to stdout), which `irc-run` loads by itself. Every problem is
+model when the IR goes to stdout), which `irc-run` loads by itself. ``--loss`` appends a
+training loss against a new ``<output>_target`` argument and ``--output-gradient`` an
+explicit ``d<output>`` argument per output; either way `te-autodiff` then appends the
+backward pass (gradients of the weights). Every problem is
 one ``error:`` line and exit status 1; the input file is never written.
 """
 
@@ -42,7 +46,30 @@ def _arguments(argv):
         help="bind a graph input to a constant value, which folds (repeatable)",
     )
     parser.add_argument("--weights", help="where to write the weights .npz (default: beside the IR)")
+    training = parser.add_mutually_exclusive_group()
+    training.add_argument("--loss", choices=["mse", "xent"], help="train: append this loss and the backward pass")
+    training.add_argument(
+        "--output-gradient", action="store_true",
+        help="train: take each output's gradient as an argument and append the backward pass",
+    )
     return parser.parse_args(argv)
+
+
+def _train(module, loss: str | None, output_gradient: bool) -> None:
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from irc.frontend.loss import LossError, append_loss, append_output_gradients
+    from irc.passes.te_autodiff import TeAutodiff
+    from irc.runner import make_context
+
+    try:
+        if loss:
+            append_loss(module, loss)
+        else:
+            append_output_gradients(module)
+        TeAutodiff().apply(make_context(), module)
+    except (LossError, DiagnosticException) as error:
+        raise TranslateError(str(error).removeprefix("loc(unknown): error: ")) from None
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -81,6 +108,8 @@ def run(argv=None) -> int:
             raise TranslateError(str(error)) from None
         shapes = parse_shape_overrides(args.shape)
         result = import_onnx(model_path, shapes, _constants(args.constant))
+        if args.loss or args.output_gradient:
+            _train(result.module, args.loss, args.output_gradient)
         if result.weights:
             if args.weights:
                 weights_file = args.weights

@@ -1,4 +1,4 @@
-"""An out-of-tree irc plug-in: a pass, a cost model and a device, exported as an
+"""An out-of-tree irc plug-in: a pass, a cost model, a device and a gradient rule, exported as an
 `irc.plugins.IrcUniverse` (a plain xDSL `Universe` works too, for dialects and passes)."""
 
 from pathlib import Path
@@ -18,6 +18,12 @@ def _fast_exchange():
     return FastExchangeCostModel
 
 
+def _softsign():
+    from irc_plugin_example.softsign_gradient import SOFTSIGN
+
+    return SOFTSIGN
+
+
 def _example_chip() -> Path:
     return Path(__file__).parent / "example_chip.toml"
 
@@ -26,4 +32,5 @@ UNIVERSE = IrcUniverse(
     all_passes={"example-annotate-points": _annotate_points},
     cost_models={"example-fast-exchange": _fast_exchange},
     devices={"example-chip": _example_chip},
+    gradient_rules={"example-softsign": _softsign},
 )

@@ -1,0 +1,139 @@
+"""The scratchpad model of IGO's backward pass (irc.cost.igo): SCALE-Sim's compute
+cycles to the cycle, DRAM traffic per tensor derived by hand for two small layers,
+Algorithm 1, and the order and partition choices against exhaustive evaluation."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from irc.cost.igo import (
+    FUSED_ORDERS,
+    ORDERS,
+    SCHEMES,
+    Layer,
+    ScratchpadError,
+    Tiling,
+    best_order,
+    best_partition,
+    evaluate,
+    paper_order,
+    plan_transfers,
+    schedule,
+)
+from irc.devices import load_device
+from irc.devices.npu import NpuDevice, gemm_cycles
+
+
+def test_scale_sim_compute_cycles():
+    # output-stationary: ceil(M/R) ceil(N/C) (K+R+C-2); weight-stationary: ceil(K/R) ceil(N/C) (2R+C+M-2)
+    assert gemm_cycles(100, 64, 50, 32, 32, "os") == 4 * 2 * (64 + 32 + 32 - 2)
+    assert gemm_cycles(100, 64, 50, 32, 32, "ws") == 2 * 2 * (2 * 32 + 32 + 100 - 2)
+    assert gemm_cycles(128, 128, 128, 128, 128, "os") == 382
+    assert gemm_cycles(45, 45, 45, 45, 45, "ws") == 45 * 4 - 2
+    assert load_device("npu-edge").gemm_cycles(90, 10, 46) == 2 * 2 * (10 + 88)
+
+
+def test_npu_devices_are_table_3():
+    edge, server = load_device("npu-edge"), load_device("npu-server")
+    assert (edge.pe_rows, edge.pe_cols, edge.spm_bytes, edge.dram_bytes_per_s, edge.clock_hz) == (45, 45, 1 << 20, 22e9, 1e9)
+    quad = server.with_cores(4)
+    assert (quad.pe_rows, quad.spm_bytes, quad.dram_bytes_per_s, quad.clock_hz) == (128, 4 * 8 << 20, 600e9, 1.05e9)
+    assert server.core_counts == (1, 2, 4, 8) and edge.dataflow == server.dataflow == "os"
+    with pytest.raises(ValueError, match="comes with 1, 2, 4, 8 cores, not 3"):
+        server.with_cores(3)
+
+
+def _device(spm_bytes: int) -> NpuDevice:
+    return NpuDevice("hand", "", 1, (1,), 2, 2, spm_bytes, 1e9, 1e9)
+
+
+LAYER_A = Layer(M=4, K=2, N=2, element_bytes=1)
+"""2 x 1 x 1 tiles of 2x2 bytes: dY0, dY1, W, X0, X1, dX0, dX1, dW, 4 bytes each."""
+
+
+def _traffic(order: str, capacity: int):
+    rounds = schedule(LAYER_A, Tiling(2, 2, 2), order)
+    read, written = {}, {}
+    for tr in plan_transfers(rounds, LAYER_A, Tiling(2, 2, 2), capacity):
+        table = read if tr.kind == "load" else written
+        table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
+    return read, written
+
+
+def test_hand_traffic_baseline_reads_dy_twice():
+    # 12 bytes resident (3 tiles), LRU. dx0: load dY0, W, write dX0. dx1: W hits, load dY1,
+    # evict dY0, write dX1. dw0: load X0, reload dY0, evict dY1. dw1: load X1, reload dY1,
+    # write dW: dY is read twice.
+    read, written = _traffic("baseline", 12)
+    assert read == {"dY": 16, "W": 4, "X": 8}
+    assert written == {"dX": 8, "dW": 4}
+
+
+def test_hand_traffic_interleave_reads_dy_once_but_spills_dw():
+    # dx0: load dY0, W, write dX0. dw0: dY0 hits, load X0, evict W (LRU) for dW.
+    # dx1: load dY1, reload W, spill the dW partial (write 4) for dX1, write dX1.
+    # dw1: load X1, dY1 hits, read dW back (4), write dW.
+    read, written = _traffic("interleave", 12)
+    assert read == {"dY": 8, "W": 8, "X": 8, "dW": 4}
+    assert written == {"dX": 8, "dW": 8}
+
+
+def test_hand_traffic_with_room_for_everything():
+    # 16 bytes: the baseline keeps both dY tiles until dW: every tensor moves once.
+    for order in ORDERS:
+        read, written = _traffic(order, 16)
+        assert read == {"dY": 8, "W": 4, "X": 8} and written == {"dX": 8, "dW": 4}, order
+
+
+def test_scratchpad_too_small_names_bytes():
+    with pytest.raises(ScratchpadError, match="one step needs 12 bytes of scratchpad but 8 are available"):
+        evaluate(LAYER_A, _device(16), "baseline", tiling=Tiling(2, 2, 2))
+
+
+def test_paper_algorithm_1_as_printed():
+    assert paper_order(Layer(M=100, K=300, N=200)) == "interleave"   # 300/100 < 4
+    assert paper_order(Layer(M=100, K=800, N=200)) == "dw-major"     # K > N and K > M
+    assert paper_order(Layer(M=800, K=100, N=200)) == "dx-major"
+    assert paper_order(Layer(M=100, K=400, N=800)) == "dx-major"     # K > M but not K > N
+
+
+layers = st.builds(
+    Layer, M=st.integers(1, 80), K=st.integers(1, 80), N=st.integers(1, 80), element_bytes=st.sampled_from([2, 4]),
+)
+
+
+@settings(max_examples=15)
+@given(layer=layers, spm=st.sampled_from([16384, 32768, 131072]))
+def test_cost_model_invariants(layer, spm):
+    """Every order computes every tile once: the same compute and the same final writes;
+    time is never below compute nor below the DRAM time."""
+    device = NpuDevice("small", "", 1, (1,), 8, 8, spm, 8e9, 1e9)
+    tiling = Tiling(min(layer.M, 16), min(layer.K, 16), min(layer.N, 16))
+    costs = {o: evaluate(layer, device, o, tiling=tiling) for o in ORDERS}
+    base = costs["baseline"]
+    for order, cost in costs.items():
+        assert cost.compute_cycles == base.compute_cycles, order
+        assert cost.cycles >= cost.compute_cycles
+        assert cost.cycles >= device.dram_cycles(cost.dram_bytes) - 1e-6
+        sizes = {"dY": layer.M * layer.N, "X": layer.M * layer.K, "W": layer.K * layer.N}
+        for tensor, elements in sizes.items():  # every input tile is loaded at least once
+            assert cost.read[tensor] >= elements * layer.element_bytes, (order, tensor)
+        assert cost.written["dX"] >= layer.M * layer.K * layer.element_bytes
+        assert cost.written["dW"] >= layer.K * layer.N * layer.element_bytes
+
+
+@settings(max_examples=10)
+@given(layer=layers)
+def test_best_order_and_partition_are_exhaustive_minima(layer):
+    device = NpuDevice("small", "", 1, (1, 2, 4), 8, 8, 16384, 8e9, 1e9)
+    tiling = Tiling(min(layer.M, 16), min(layer.K, 16), min(layer.N, 16))
+    order, costs = best_order(layer, device, tiling)
+    assert costs[order].cycles == min(evaluate(layer, device, o, tiling=tiling).cycles for o in FUSED_ORDERS)
+    for cores in (1, 4):
+        dev = device.with_cores(cores)
+        (scheme, parts), table = best_partition(layer, dev, order, tiling)
+        every = [evaluate(layer, dev, order, s, p, tiling).cycles
+                 for s in SCHEMES for p in ((1, 2, 4) if cores == 1 else (cores,))]
+        assert table[(scheme, parts)].cycles == min(every)

@@ -1,0 +1,19 @@
+// RUN: irc-opt %s -p 'training{device=npu-server cores=4 order=cost partition=cost}' | filecheck %s
+// RUN: irc-opt %s -p 'training{device=npu-server cores=4 order=cost partition=cost}' --print-op-generic | irc-opt | filecheck %s
+
+// The training pipeline: te-autodiff appends the backward pass, igo-fuse fuses the pair
+// of the layer whose input needs a gradient (the second linear) and gives it the order
+// and the 4-core partition the cost model prices lowest; the first linear keeps its dW.
+// CHECK-LABEL: func.func @main
+// CHECK:         igo.grad_pair dx "{{.*}}" dw "{{.*}}" (%{{.*}}, %w2, %{{.*}}) order "{{[a-z-]+}}" {irc.gemm = "M=64 K=32 N=16", partition = "{{[a-z-]+}}", parts = 4 : i64}
+// CHECK-NOT:     igo.grad_pair
+// CHECK:         te.op "{{.*}} += G[a0,a1,n] * X[a0,a1,k]"
+// CHECK:         func.return
+func.func @main(%x: tensor<2x32x8xf32> {irc.name = "x"}, %w1: tensor<8x32xf32> {irc.name = "w1", irc.weight},
+                %w2: tensor<32x16xf32> {irc.name = "w2", irc.weight}) -> (tensor<f32> {irc.name = "loss"}) {
+  %h = te.op "Y[a0,a1,n] += X[a0,a1,k] * W[k,n]" (%x, %w1) : (tensor<2x32x8xf32>, tensor<8x32xf32>) -> tensor<2x32x32xf32>
+  %g = te.op "Y[a0,a1,a2] = gelu(X[a0,a1,a2])" (%h) : (tensor<2x32x32xf32>) -> tensor<2x32x32xf32>
+  %y = te.op "Y[a0,a1,n] += X[a0,a1,k] * W[k,n]" (%g, %w2) : (tensor<2x32x32xf32>, tensor<32x16xf32>) -> tensor<2x32x16xf32>
+  %l = te.op "L[] += Y[a0,a1,a2] * Y[a0,a1,a2] * 0.5" (%y) : (tensor<2x32x16xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
