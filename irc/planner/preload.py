@@ -721,3 +721,26 @@ def ideal_latency(ops: Sequence[PreloadOp]) -> float:
         best = max(best, loaded + tail)
         tail -= execute
     return best
+
+
+def widest_frontiers(exec_bytes: Sequence[float], preload_bytes: Sequence[float], capacity: float) -> list[int]:
+    """The preload frontiers of ops whose plans are fixed (their execute time does not
+    depend on what is resident): by Theorem 4.2 each op's start is non-decreasing in its
+    frontier (it ends at min(next op's start, the start of the first load waiting for
+    it)), so the inductive scheduler's choice is the widest frontier whose resident ops
+    fit beside it. Execution order = preload order; an op that fits under no frontier
+    raises ``PreloadFitError``."""
+    n = len(exec_bytes)
+    frontiers = []
+    for i in range(n):
+        if exec_bytes[i] > capacity:
+            raise PreloadFitError(str(i), exec_bytes[i], capacity)
+        used, q = exec_bytes[i], i + 1
+        while q < n and used + preload_bytes[q] <= capacity:
+            used += preload_bytes[q]
+            q += 1
+        frontiers.append(q)
+    # a load cannot wait for an op after one that already lets it start (frontiers rise)
+    for i in range(n - 2, -1, -1):
+        frontiers[i] = min(frontiers[i], frontiers[i + 1])
+    return frontiers

@@ -244,3 +244,25 @@ def test_an_op_too_large_for_the_chip_is_named_with_its_bytes():
            PreloadOp.simple("huge.matmul", [(700, 1.0), (900, 0.5)], [(1, 0.0)], 1.0)]
     with pytest.raises(PreloadFitError, match=r"op 'huge.matmul' cannot run even with preloading: .* 700 bytes .* 640"):
         plan_preloads(ops, 640.0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 5), st.integers(1, 20), st.integers(0, 30)),
+                min_size=1, max_size=5), st.integers(6, 14))
+def test_widest_frontiers_are_optimal_for_fixed_plans(ops, capacity):
+    from irc.planner.preload import widest_frontiers
+
+    exec_bytes = [e for e, _, _, _ in ops]
+    pre = [p for _, p, _, _ in ops]
+    times = [float(t) for _, _, t, _ in ops]
+    loads = [float(l) for _, _, _, l in ops]
+    n = len(ops)
+
+    def fits(i, held):
+        return times[i] if exec_bytes[i] + sum(pre[k] for k in held) <= capacity else None
+
+    frontiers = widest_frontiers(exec_bytes, pre, capacity)
+    for i, q in enumerate(frontiers):
+        assert fits(i, tuple(range(i + 1, q))) is not None
+    best, _ = exhaustive_schedule(n, fits, lambda k: loads[k])
+    assert timeline_latency(n, list(range(n)), frontiers, times, loads) == pytest.approx(best)
