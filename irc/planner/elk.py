@@ -95,7 +95,8 @@ def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> l
 
 
 def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split: str = "paper",
-             ops: list[PreloadOp] | None = None, capacity: float | None = None) -> ElkDecision:
+             ops: list[PreloadOp] | None = None, capacity: float | None = None,
+             max_displacement: int | None = None) -> ElkDecision:
     """One design of ELK s6.1 for ``model`` on ``cache``'s device (which must have off-chip
     memory). ``PreloadFitError`` names an op no plan fits even alone."""
     if cache.device.offchip is None:
@@ -116,7 +117,7 @@ def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split:
         plan = plan_preloads(ops, capacity, None, split)
         order = list(range(len(ops)))
     elif design == "full":
-        plan, order, tried = reorder(ops, capacity, split)
+        plan, order, tried = reorder(ops, capacity, split, max_displacement=max_displacement)
     else:
         raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
     return ElkDecision(design, plan.latency, decisions_of(model, cache, plan), plan, order, tried, static_bytes)

@@ -514,20 +514,27 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
 # s4.4: preload order permutation
 
 
-def valid_preload_orders(ops: Sequence[int], space: Callable[[int], float], capacity: float) -> list[list[int]]:
+def valid_preload_orders(ops: Sequence[int], space: Callable[[int], float], capacity: float,
+                         max_displacement: int | None = None) -> list[list[int]]:
     """Every preload order of ``ops`` (execution order, ascending) that cannot overflow
     SRAM, built as ELK's suffix tree from the last load backwards (s4.4, Figure 14):
     choosing op x as the next-earlier load means every op still unplaced that executes
     after x is loaded before x and stays on chip with x until x executes, so x and those
-    ops must fit together (``space``: an op's smallest preload size)."""
+    ops must fit together (``space``: an op's smallest preload size). ``max_displacement``
+    bounds how far an op moves from its place in execution order (the artifact's
+    bounded-displacement orders, IPU_COST_FACTS s6; None: the paper's whole tree)."""
     ops = sorted(ops)
+    home = {x: t for t, x in enumerate(ops)}
     found: list[list[int]] = []
 
     def grow(unplaced: list[int], suffix: list[int]) -> None:
         if not unplaced:
             found.append(suffix)
             return
+        slot = len(unplaced) - 1
         for x in unplaced:
+            if max_displacement is not None and abs(home[x] - slot) > max_displacement:
+                continue
             together = [y for y in unplaced if y >= x]
             if sum(space(y) for y in together) <= capacity:
                 grow([y for y in unplaced if y != x], [x] + suffix)
@@ -544,7 +551,8 @@ def heavy_ops(ops: Sequence[PreloadOp]) -> list[int]:
     return [i for i, op in enumerate(ops) if op.hbm_bytes > mean]
 
 
-def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | None = None) -> list[list[int]]:
+def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | None = None,
+                 max_displacement: int | None = None) -> list[list[int]]:
     """Whole-model preload orders from s4.4's pruned space: within the first layer, the
     valid orders of its HBM-heavy ops (light ops keep their own positions, heavy ops
     permute among the heavy ops' positions); the same permutation for every layer with
@@ -562,7 +570,7 @@ def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | No
     kind = tuple(ops[i].signature for i in layers[first])
     slots = [t for t, i in enumerate(layers[first]) if i in heavy]
     members = [layers[first][t] for t in slots]
-    orders = valid_preload_orders(members, lambda i: ops[i].min_preload(), capacity)
+    orders = valid_preload_orders(members, lambda i: ops[i].min_preload(), capacity, max_displacement)
     identity = sorted(members)
     orders.sort(key=lambda o: o != identity)
     if max_orders is not None:
@@ -582,13 +590,13 @@ def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | No
 
 def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
             max_orders: int | None = None, window_layers: int | None = 3,
-            finalists: int = 3) -> tuple[PreloadPlan, list[int], int]:
+            finalists: int = 3, max_displacement: int | None = None) -> tuple[PreloadPlan, list[int], int]:
     """ELK-Full (s4.4): the best ``plan_preloads`` over ``layer_orders``; returns the plan,
     its order and how many orders were tried. ELK plans the whole model for every order
     (seconds each on one of 32 cores, s5); on a small machine, ``window_layers`` ranks the
     orders on the model's first layers (identical layers share the order) and plans the
     whole model for the ``finalists`` best and the execution order (None: whole model)."""
-    orders = layer_orders(ops, capacity, max_orders)
+    orders = layer_orders(ops, capacity, max_orders, max_displacement)
     layers = sorted({op.layer for op in ops if op.layer is not None})
     candidates = orders
     if window_layers is not None and len(layers) > window_layers and len(orders) > finalists:

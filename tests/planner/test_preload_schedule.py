@@ -266,3 +266,11 @@ def test_widest_frontiers_are_optimal_for_fixed_plans(ops, capacity):
         assert fits(i, tuple(range(i + 1, q))) is not None
     best, _ = exhaustive_schedule(n, fits, lambda k: loads[k])
     assert timeline_latency(n, list(range(n)), frontiers, times, loads) == pytest.approx(best)
+
+
+def test_displacement_bound_prunes_far_moves():
+    orders = valid_preload_orders(list(range(5)), lambda i: 1.0, 10.0, max_displacement=1)
+    assert list(range(5)) in orders
+    for order in orders:
+        assert all(abs(order.index(x) - x) <= 1 for x in range(5))
+    assert len(orders) < len(valid_preload_orders(list(range(5)), lambda i: 1.0, 10.0))
