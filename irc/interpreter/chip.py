@@ -226,7 +226,7 @@ class Report:
 
     def chrome_trace(self) -> dict:
         """Chrome/Perfetto trace: one track per category, microseconds."""
-        tids = {name: i for i, name in enumerate(CATEGORIES + ("preload_wait", "hbm"))}
+        tids = {name: i for i, name in enumerate(CATEGORIES + ("preload_wait", "contention", "hbm", "links"))}
         scale = 1e6 / self.clock_hz
         events = [
             {"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": name}}
@@ -453,6 +453,7 @@ class Chip:
         self.in_flight: dict[int, float] = {}    # preloaded buffer -> the cycle its data arrives
         self.hbm_events: list[Event] = []        # preloads on the off-chip memory's own track
         self.hbm_bytes = 0.0
+        self.flows: list[tuple[float, float, dict]] = []  # preloads on the exchange: (start, end, link -> bytes/cycle)
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _fresh_tags(self, cores: int) -> np.ndarray:
@@ -585,6 +586,14 @@ class Chip:
         self.in_flight[id(buffer)] = self.hbm_free
         self.hbm_bytes += hbm_bytes
         self.hbm_events.append(Event("hbm", f"preload {buffer.name}", start, cycles, buffer.cores, where))
+        if cycles > 0:
+            from irc.interpreter.offchip import preload_link_rates
+
+            rates = preload_link_rates(self.device, tile, cycles)
+            self.flows.append((start, start + cycles, rates))
+            busiest = max(rates, key=rates.get)   # the trace's link track: the most loaded link
+            self.hbm_events.append(Event("links", f"{buffer.name} on {' '.join(map(str, busiest))}", start, cycles,
+                                         buffer.cores, where))
 
     def wait(self, buffer: Buffer, where: str) -> None:
         """Stall until ``buffer``'s preload has arrived: the exposed (not overlapped) load time."""
@@ -685,6 +694,14 @@ class Chip:
         buffer.written, receive.written = receive.written, buffer.written
         cycles = self.cost.shift_cycles(self.device, buffer.bytes) * self._overhead(cores)
         self._record("shift", f"shift {buffer.name}", cycles, cores, where)
+        self.flows = [flow for flow in self.flows if flow[1] > self.now - cycles]
+        if self.flows:  # preload traffic on the shift's links (ELK s3.3, s6.1)
+            from irc.interpreter.offchip import contention_cycles
+
+            extra = contention_cycles(self.device, source, buffer.bytes, self.now - cycles, cycles, self.flows)
+            if extra > 0:
+                self.cycles.setdefault("contention", 0.0)
+                self._record("contention", f"contention {buffer.name}", extra, cores, where)
 
     def sync(self, cores: int, where: str) -> None:
         cycles = self.cost.sync_cycles(self.device) * self._overhead(cores)

@@ -77,7 +77,7 @@ def test_preloads_are_serial_and_overlap_execution_by_hand():
     chip.preload(a, host, origins, "a:")
     chip.preload(b, host, origins, "b:")
     one = 16 * 0.5e-9 * 1.325e9                    # 16 B per core via a 16 GB/s controller serving 8x
-    assert [e.start for e in chip.hbm_events] == pytest.approx([0.0, one])
+    assert [e.start for e in chip.hbm_events if e.category == "hbm"] == pytest.approx([0.0, one])
     chip._record("compute", "work", 100.0, 2, "w:")  # the cores compute for 100 cycles meanwhile
     chip.wait(a, "a:")
     chip.wait(b, "b:")
@@ -95,3 +95,49 @@ def test_breakdown_of_hand_made_timelines():
                     hbm_bytes=10.0, hbm_bytes_per_s=1.0)
     assert breakdown(report) == {"preload": 4.0, "execute": 4.0, "overlapped": 6.0, "interconnect": 0.0}
     assert offchip_summary(report)["hbm_utilisation"] == pytest.approx(10.0 / 14.0)
+
+
+def test_a_shift_during_a_preload_shares_its_links_by_hand():
+    # tiny16-hbm: a preload of 160 B to each of the 16 cores is paced by its two
+    # controllers (8 B per byte per core at 16 GB/s: 80 ns = 106 cycles), so each core's
+    # ingress link carries 160 B / 80 ns = 2 GB/s of its 5.5 GB/s. A ring shift of 64 B
+    # per core during the preload gets the remaining 3.5 GB/s: 5.5 / 3.5 = 11/7 times its
+    # time alone, i.e. 4/7 of it more, recorded as interconnect contention.
+    chip = Chip("tiny16-hbm")
+    preloaded = chip.alloc("P", (1, 40), np.float32, 16, 0, "p:")
+    shifted = chip.alloc("A", (1, 16), np.float32, 16, 1024, "a:")
+    receive = chip.alloc("R", (1, 16), np.float32, 16, 2048, "r:")
+    chip.fill(shifted, 1.0, "f:")
+    chip.preload(preloaded, np.ones((16, 40), np.float32), np.stack([np.arange(16), np.zeros(16, int)], 1), "p:")
+    assert chip.hbm_events[0].cycles == pytest.approx(80e-9 * 1.325e9)
+    alone = chip.cost.shift_cycles(chip.device, 64)
+    chip.shift(shifted, receive, (np.arange(16) + 1) % 16, "s:")
+    assert chip.cycles["shift"] == pytest.approx(alone)
+    assert chip.cycles["contention"] == pytest.approx(alone * 4 / 7)
+    chip.wait(preloaded, "w:")
+    assert breakdown(chip.report())["interconnect"] == pytest.approx(alone * 4 / 7)
+    # after the preload has arrived, a shift runs alone
+    chip.shift(shifted, receive, (np.arange(16) + 1) % 16, "s:")
+    assert chip.cycles["contention"] == pytest.approx(alone * 4 / 7)
+
+
+def test_mesh_preload_loads_the_links_near_the_controllers():
+    from irc.interpreter.offchip import contention_cycles, preload_link_rates
+
+    device = Chip("tiny16-hbm-mesh").device
+    rates = preload_link_rates(device, 100.0, 100.0)      # 100 B to every core in 100 cycles
+    assert rates[("out", 16)] == pytest.approx(8.0)         # half of 16 x 100 B leaves each controller
+    # controller 1 (bottom and left edge) enters at (1,0) = core 4 for cores 1, 2, 5 and 6
+    # (nearest edge core, ties to the lower one) and routes along row 1 first: all four
+    # cross mesh link 4 -> 5, 4 x 50 B per 100 cycles
+    assert rates[("mesh", 4, 5)] == pytest.approx(2.0)
+    assert ("mesh", 0, 1) not in rates and ("mesh", 1, 0) not in rates
+    bw = 5.5e9 / 1.325e9
+    swap = lambda a, b: np.array([b if c == a else a if c == b else c for c in range(16)])  # noqa: E731
+    flows = [(0.0, 100.0, rates)]
+    # cores 4 and 5 swap: link 4 -> 5 has bw - 2 B/cycle left (more than half) for 10 cycles
+    assert contention_cycles(device, swap(4, 5), 64, 0.0, 10.0, flows) == pytest.approx(10.0 * (bw / (bw - 2.0) - 1.0))
+    # cores 0 and 1 swap over links no preload uses
+    assert contention_cycles(device, swap(0, 1), 64, 0.0, 10.0, flows) == 0.0
+    # a shift after the preload is done is not slowed
+    assert contention_cycles(device, swap(4, 5), 64, 100.0, 10.0, flows) == 0.0
