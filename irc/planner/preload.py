@@ -199,17 +199,29 @@ class CostAwareAllocation:
     The executing op's own preload state starts at its fastest and may be shrunk by the
     ops that execute before it."""
 
-    def __init__(self, ops: Sequence[PreloadOp], capacity: float) -> None:
+    def __init__(self, ops: Sequence[PreloadOp], capacity: float, smallest: bool = False) -> None:
         self.ops = ops
         self.capacity = capacity
+        self.smallest = smallest
         self.exec_plan: dict[int, int] = {}
         self.preload_plan: dict[int, int] = {}
+
+    def own_preload(self, i: int, j: int) -> int:
+        """The executing op's preload state: its fastest for execute state j (s4.3), or
+        with ``smallest`` its smallest (the other end Static also tries, s6.1)."""
+        op = self.ops[i]
+        if not self.smallest:
+            return op.fastest_preload(j)
+        ok = np.flatnonzero(np.isfinite(op.distribute[:, j]))
+        if not len(ok):
+            return -1
+        return int(ok[np.argmin(op.preload_bytes[ok])])
 
     def exec_curve(self, i: int) -> list[tuple[float, float, int]]:
         op = self.ops[i]
         points = []
         for j in range(len(op.exec_bytes)):
-            r = op.fastest_preload(j)
+            r = self.own_preload(i, j)
             points.append((op.exec_bytes[j], np.inf if r < 0 else op.exec_cycles[j] + op.distribute[r, j]))
         return pareto_curve(points)
 
@@ -235,7 +247,7 @@ class CostAwareAllocation:
                 kop = self.ops[k]
                 charged += kop.distribute[r, self.exec_plan[k]] - kop.distribute[self.preload_plan[k], self.exec_plan[k]]
                 # (its load only gets shorter: that gain is the later placement's)
-        return Allocation(cycles + charged, j, op.fastest_preload(j), shrunk, charged)
+        return Allocation(cycles + charged, j, self.own_preload(i, j), shrunk, charged)
 
     def commit(self, i: int, allocation: Allocation) -> None:
         self.exec_plan[i] = allocation.exec_plan
@@ -472,7 +484,19 @@ class PreloadPlan:
 
 
 def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None = None,
-                  split: str = "paper") -> PreloadPlan:
+                  split: str = "paper", start: str = "both") -> PreloadPlan:
+    """``_plan_preloads`` from each op's fastest preload state (``start="fastest"``, s4.3),
+    from its smallest (``"smallest"``), or both, the faster kept (``"both"``, the default:
+    the two ends Static chooses between, s6.1)."""
+    if start not in ("fastest", "smallest", "both"):
+        raise ValueError(f"unknown start '{start}'; known: fastest, smallest, both")
+    plans = [_plan_preloads(ops, capacity, order, split, smallest)
+             for smallest in ((False, True) if start == "both" else (start == "smallest",))]
+    return min(plans, key=lambda plan: plan.latency)
+
+
+def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
+                   split: str, smallest: bool) -> PreloadPlan:
     """ELK-Dyn for one preload order: the inductive schedule with the cost-aware split
     (``split="paper"``) or the artifact's (``split="artifact"``). An op that fits under
     no plan even alone is a ``PreloadFitError`` naming it and its bytes."""
@@ -482,7 +506,7 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
     allocation = {"paper": CostAwareAllocation, "artifact": ExecOnlyAllocation}.get(split)
     if allocation is None:
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
-    alloc = allocation(ops, capacity)
+    alloc = allocation(ops, capacity, smallest)
     memo: dict[tuple, Allocation | None] = {}
 
     def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
