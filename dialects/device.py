@@ -787,8 +787,97 @@ class ReduceOp(IRDLOperation):
                 )
 
 
+def _block_after(op: IRDLOperation):
+    """The ops after ``op`` in its block, in order (empty when it has no block)."""
+    current = op.next_op
+    while current is not None:
+        yield current
+        current = current.next_op
+
+
+@irdl_op_definition
+class PreloadAsyncOp(IRDLOperation):
+    """Start loading a tensor from off-chip memory (HBM) into a buffer, asynchronously
+    (ELK s4.5 ``preload_async``): core ``c`` receives the tile at ``origins(c)`` in the
+    op's *preload-state* layout while the instructions after this one run. Preloads are
+    served one after another in program order (ELK's rule 2); one placed after an
+    operator's instructions starts when they are done (rule 1). The buffer may be touched
+    only by the ``device.wait`` that completes it (rule 3), which must follow in the
+    same block."""
+
+    name = "device.preload_async"
+
+    source = operand_def(TensorType)
+    buffer = operand_def(BufferType)
+    origins = prop_def(CORE_TABLE)
+
+    assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, source: SSAValue, buffer: SSAValue, origins):
+        if not isinstance(origins, (AffineMapAttr, DenseArrayBase)):
+            origins = table_attr(origins)
+        super().__init__(operands=[source, buffer], properties={"origins": origins})
+
+    def verify_(self) -> None:
+        type_ = _buffer(self.buffer, "the destination")
+        rank = len(self.source.type.get_shape())
+        if rank != len(type_.get_shape()):
+            raise VerifyException(f"cannot preload a rank-{rank} tensor into a rank-{len(type_.get_shape())} buffer")
+        if self.source.type.get_element_type() != type_.element_type:
+            raise VerifyException(
+                f"element type mismatch: tensor of {self.source.type.get_element_type()} "
+                f"into a buffer of {type_.element_type}"
+            )
+        cores = _defining_cores(self.buffer)
+        if cores is not None:
+            core_table(self.origins, rank, cores, "origins")
+        if self.parent is None:
+            return
+        for later in _block_after(self):
+            if self.buffer in later.operands:
+                if isinstance(later, WaitOp):
+                    return
+                raise VerifyException(
+                    f"'{later.name}' uses the preloaded buffer before the device.wait that completes its preload"
+                )
+        raise VerifyException("the preload is never waited for: no device.wait of its buffer follows in the block")
+
+
+@irdl_op_definition
+class WaitOp(IRDLOperation):
+    """Block every core until the preload into ``buffer`` has arrived (ELK s4.5: the
+    ``done_preload`` tag is checked before an operator executes); afterwards the buffer
+    holds the preloaded data and the op redistributes it into its *execute-state* layout
+    over the exchange (``device.relayout``) or computes on it directly."""
+
+    name = "device.wait"
+
+    buffer = operand_def(BufferType)
+
+    assembly_format = "$buffer attr-dict `:` type($buffer)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, buffer: SSAValue):
+        super().__init__(operands=[buffer])
+
+    def verify_(self) -> None:
+        _buffer(self.buffer, "the waited-for buffer")
+        if self.parent is None:
+            return
+        current = self.prev_op
+        while current is not None:
+            if self.buffer in current.operands:
+                if isinstance(current, PreloadAsyncOp):
+                    return
+                break
+            current = current.prev_op
+        raise VerifyException("no device.preload_async into this buffer precedes the wait in its block")
+
+
 DEVICE = Dialect(
     "device",
-    [AllocOp, FreeOp, LoadOp, StoreOp, RelayoutOp, FillOp, MmaOp, VectorOp, ShiftOp, SyncOp, ReduceOp],
+    [AllocOp, FreeOp, LoadOp, StoreOp, RelayoutOp, FillOp, MmaOp, VectorOp, ShiftOp, SyncOp, ReduceOp,
+     PreloadAsyncOp, WaitOp],
     [BufferType],
 )

@@ -79,6 +79,7 @@ IRC_UNIVERSE = IrcUniverse(
         # shift -> device: SPMD per-core code, then SRAM offsets
         "shift-to-device": lazy("irc.lowering.shift_to_device:ShiftToDevice"),
         "device-alloc": lazy("irc.passes.device_alloc:DeviceAlloc"),
+        "preload-schedule": lazy("irc.passes.preload_schedule:PreloadSchedule"),
         # named pipelines
         "inference": lazy("irc.passes.pipelines:InferencePipeline"),
         # training: the backward pass (IGO §2.1)

@@ -8,7 +8,6 @@ elsewhere still runs.
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
 
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp, StringAttr, f64, i64
@@ -52,7 +51,7 @@ def _value(attr: Attribute):
 
 def target_attr(device: Device, cost: str) -> TargetAttr:
     """The self-contained target of ``device`` priced by cost model ``cost``."""
-    description = {f.name: _attribute(getattr(device, f.name)) for f in dataclasses.fields(device)}
+    description = {name: _attribute(value) for name, value in device.fields().items()}
     return TargetAttr(device.name, cost, description)
 
 
@@ -66,17 +65,10 @@ def device_of(target: TargetAttr) -> Device:
             return load_device(target.device_name)
         except DeviceError as error:
             raise TargetError(str(error)) from None
-    known = {f.name for f in dataclasses.fields(Device)}
-    missing = sorted(known - set(fields))
-    if missing:
-        raise TargetError(f"#irc.target of '{target.device_name}' lacks device field(s) {', '.join(missing)}")
-    unknown = sorted(set(fields) - known)
-    if unknown:
-        raise TargetError(f"#irc.target of '{target.device_name}' has unknown device field(s) {', '.join(unknown)}")
     try:
-        return Device(**fields)
-    except TypeError as error:
-        raise TargetError(f"#irc.target of '{target.device_name}': {error}") from None
+        return Device.from_fields(fields)
+    except (TypeError, ValueError) as error:
+        raise TargetError(f"#irc.target of '{target.device_name}' {error}") from None
 
 
 @lru_cache(maxsize=16)

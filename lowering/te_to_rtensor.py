@@ -283,7 +283,9 @@ class RTensorPartition(ModulePass):
                     )
                 except ModelFitError as error:
                     self._raise_unplaceable_op(found, cache)
-                    raise _error(function, self._fit_message(found, error, device)) from None
+                    if device.offchip is None:
+                        raise _error(function, self._fit_message(found, error, device)) from None
+                    decision = self._plan_preloading(found, cache, function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
             planned[function] = decision.seconds * device.clock_hz
@@ -293,6 +295,23 @@ class RTensorPartition(ModulePass):
                 if attr is not None:
                     idle[te_op] = attr
         return plans, idle, fallbacks, planned
+
+    @staticmethod
+    def _plan_preloading(found, cache, function):
+        """A model larger than the chip's SRAM on a chip with off-chip memory: ELK's plans
+        (seeds/004 s4.2-s4.3: each op's execute-state plan and the preload state its
+        weights rest in while earlier ops run); ``preload-schedule`` places the loads."""
+        from types import SimpleNamespace
+
+        from irc.planner.elk import elk_plan
+        from irc.planner.preload import PreloadFitError
+
+        try:
+            elk = elk_plan(found.model, cache, "dyn")
+        except PreloadFitError as error:
+            culprit = next((t for t, m in zip(found.ops, found.model.ops) if m.name == error.op), function)
+            raise _error(culprit, str(error)) from None
+        return SimpleNamespace(seconds=elk.latency_cycles / cache.device.clock_hz, ops=elk.ops)
 
     def _plan_each_op_list(self, ops, device, cost):
         cache: dict = {}

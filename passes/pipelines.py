@@ -3,7 +3,8 @@
 ``inference{device=ipu-mk2 cost=t10}``: te -> device for inference (DESIGN.md s1):
 rtensor-partition (plan each operator, T10 s4.3), rtensor-check (the plans against the
 target's constraints), rtensor-to-shift (rings, seed 003 s3.2), rotation-align (paces,
-loop order, placement, T10 s4.2/s4.4), shift-to-device (SPMD instructions, T10 s4.4/s5)
+loop order, placement, T10 s4.2/s4.4), shift-to-device (SPMD instructions, T10 s4.4/s5),
+preload-schedule on chips with off-chip memory (HBM loads ahead of use, ELK s4.2/s4.5)
 and device-alloc (SRAM offsets and capacity, T10 s4.4). It runs as an xDSL
 ``PassPipeline``; ``pipeline(callback)`` lets a caller look at the module between passes.
 
@@ -35,6 +36,7 @@ class InferencePipeline(ModulePass):
         from irc.lowering.shift_to_device import ShiftToDevice
         from irc.lowering.te_to_rtensor import RTensorPartition
         from irc.passes.device_alloc import DeviceAlloc
+        from irc.passes.preload_schedule import PreloadSchedule
         from irc.passes.rotation_align import RotationAlign
         from irc.passes.rtensor_check import RTensorCheck
 
@@ -44,6 +46,7 @@ class InferencePipeline(ModulePass):
             RTensorToShift(),
             RotationAlign(),
             ShiftToDevice(),
+            PreloadSchedule(if_offchip=True),
             DeviceAlloc(),
         ]
 

@@ -4,11 +4,30 @@ A ``Device`` is everything the planner and the cost models need to know about a 
 core count, per-core SRAM, the compute unit, and the exchange (link bandwidth, measured
 shift throughput, barrier cost). Instances are loaded from TOML files by
 ``irc.devices.loader``; nothing in here is IPU-specific.
+
+Two optional parts describe chips of ELK's kind (seeds/004 s2.1, s5 "Simulation
+framework"): ``offchip``, an off-chip memory (HBM) whose controllers are nodes of the
+exchange, and ``mesh``, a 2D-mesh exchange (each core linked to its 4 neighbours,
+controllers on the mesh edges, dimension-order routing; the geometry is in
+``irc.devices.topology``). A device without them is T10's all-on-chip IPU.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OffChipMemory:
+    """Off-chip memory attached to the exchange (ELK s2.1, Figure 1): HBM controllers are
+    exchange nodes that coalesce the cores' requests and send the data to the cores over
+    the same links the cores use between themselves."""
+
+    capacity_bytes: int             # all chips together
+    bytes_per_s: float              # all chips together (IPU-POD4 with HBM3E: 16 TB/s)
+    controllers_per_chip: int       # one per HBM stack; each serves bytes_per_s / controllers
+    inter_chip_bytes_per_s: float   # all inter-chip links together (IPU-POD4: 640 GB/s)
 
 
 @dataclass(frozen=True)
@@ -29,6 +48,67 @@ class Device:
     sync_cycles: int                # one barrier
     syncs_per_shift: int            # barriers paid per shifted tensor per step
     inter_chip_overhead: float      # multiplier on exchange when cores > cores_per_chip
+    mesh: tuple[int, int] | None = None   # (rows, cols) per chip when topology is "mesh-2d"
+    link_latency_cycles: float = 0.0      # per hop (mesh) or per transfer (all-to-all)
+    offchip: OffChipMemory | None = None  # HBM, when the chip has any (ELK)
+
+    @property
+    def chips(self) -> int:
+        return -(-self.cores // self.cores_per_chip)
+
+    @property
+    def hbm_controllers(self) -> int:
+        """HBM controllers of all chips (0 without off-chip memory)."""
+        return 0 if self.offchip is None else self.offchip.controllers_per_chip * self.chips
+
+    def fields(self) -> dict[str, object]:
+        """The description as flat fields (``offchip.bytes_per_s``), None ones left out:
+        what ``#irc.target`` carries; ``from_fields`` reads it back."""
+        flat: dict[str, object] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if dataclasses.is_dataclass(value):
+                for inner in dataclasses.fields(value):
+                    flat[f"{f.name}.{inner.name}"] = getattr(value, inner.name)
+            else:
+                flat[f.name] = value
+        return flat
+
+    @classmethod
+    def from_fields(cls, flat: dict[str, object]) -> "Device":
+        """The device ``fields`` wrote; ``ValueError`` naming missing or unknown fields."""
+        own = {f.name: f for f in dataclasses.fields(cls)}
+        required = {name for name, f in own.items()
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+        sections: dict[str, dict[str, object]] = {}
+        plain: dict[str, object] = {}
+        unknown = []
+        for key, value in flat.items():
+            head, _, tail = key.partition(".")
+            if tail and head == "offchip":
+                sections.setdefault(head, {})[tail] = value
+            elif not tail and key in own:
+                plain[key] = value
+            else:
+                unknown.append(key)
+        missing = sorted(required - set(plain))
+        if missing:
+            raise ValueError(f"lacks device field(s) {', '.join(missing)}")
+        if "offchip" in sections:
+            inner = {f.name for f in dataclasses.fields(OffChipMemory)}
+            unknown += [f"offchip.{k}" for k in sections["offchip"] if k not in inner]
+            lacking = sorted(f"offchip.{k}" for k in inner - set(sections["offchip"]))
+            if lacking:
+                raise ValueError(f"lacks device field(s) {', '.join(lacking)}")
+            if not unknown:
+                plain["offchip"] = OffChipMemory(**sections["offchip"])
+        if unknown:
+            raise ValueError(f"has unknown device field(s) {', '.join(sorted(unknown))}")
+        if "mesh" in plain:
+            plain["mesh"] = tuple(plain["mesh"])
+        return cls(**plain)
 
     @property
     def link_cycles_per_byte(self) -> float:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from irc.devices.device import Device
+from irc.devices.device import Device, OffChipMemory
 from irc.plugins import plugin_devices
 
 DEVICE_DIR = Path(__file__).resolve().parent
@@ -82,24 +82,45 @@ def _read_version(path: Path, size: int, mtime_ns: int) -> Device:
         raise DeviceError(f"{path.name}: not valid TOML: {error}") from error
     fields = _Fields(path.name, data)
     family = data.get("family")
-    if family is not None:
+    if family is not None and family != "ipu":
         return _family_device(fields, family)
+    fields.refuse_unknown(KNOWN_FIELDS)
     rows, cols = fields.pair_of_positive_ints("compute.systolic")
+    topology = fields.choice("interconnect.topology", TOPOLOGIES)
+    per_chip = fields.positive_int("cores.per_chip")
+    mesh = None
+    if topology == "mesh-2d":
+        mesh = fields.pair_of_positive_ints("interconnect.mesh")
+        if mesh[0] * mesh[1] != per_chip:
+            raise fields.bad("interconnect.mesh", f"[rows, cols] with rows * cols = cores.per_chip ({per_chip})", list(mesh))
+    elif fields.has("interconnect.mesh"):
+        raise fields.bad("interconnect.mesh", 'absent unless interconnect.topology is "mesh-2d"', fields.get("interconnect.mesh"))
+    offchip = None
+    if fields.has("offchip"):
+        offchip = OffChipMemory(
+            capacity_bytes=fields.positive_int("offchip.capacity_bytes", limit=1 << 50),
+            bytes_per_s=fields.positive_number("offchip.bytes_per_s"),
+            controllers_per_chip=fields.positive_int("offchip.controllers_per_chip", limit=1 << 16),
+            inter_chip_bytes_per_s=fields.positive_number("offchip.inter_chip_bytes_per_s"),
+        )
     device = Device(
         name=fields.string("name"),
         description=fields.string("description", default=""),
         cores=fields.positive_int("cores.count"),
-        cores_per_chip=fields.positive_int("cores.per_chip"),
+        cores_per_chip=per_chip,
         sram_bytes=fields.positive_int("cores.sram_bytes"),
         clock_hz=fields.positive_number("compute.clock_hz"),
         systolic=(rows, cols),
         macs_per_cycle=fields.positive_int("compute.macs_per_cycle"),
-        topology=fields.choice("interconnect.topology", ("all-to-all",)),
+        topology=topology,
         link_bytes_per_s=fields.positive_number("interconnect.link_bytes_per_s"),
         shift_cycles_per_byte=fields.positive_number("interconnect.shift_cycles_per_byte"),
         sync_cycles=fields.non_negative_int("interconnect.sync_cycles"),
         syncs_per_shift=fields.non_negative_int("interconnect.syncs_per_shift"),
         inter_chip_overhead=fields.positive_number("interconnect.inter_chip_overhead"),
+        mesh=mesh,
+        link_latency_cycles=fields.non_negative_number("interconnect.link_latency_cycles", default=0.0),
+        offchip=offchip,
     )
     return device
 
@@ -112,6 +133,23 @@ def _family_device(fields: "_Fields", family: Any):
     from importlib import import_module
 
     return getattr(import_module(module_name), function)(fields)
+
+
+TOPOLOGIES = ("all-to-all", "mesh-2d")
+
+KNOWN_FIELDS = {
+    "family": None,   # dispatched on by loader families; absent or "ipu" here
+    "name": None,
+    "description": None,
+    "cores": {"count", "per_chip", "sram_bytes"},
+    "compute": {"clock_hz", "systolic", "macs_per_cycle"},
+    "interconnect": {
+        "topology", "link_bytes_per_s", "shift_cycles_per_byte", "sync_cycles", "syncs_per_shift",
+        "inter_chip_overhead", "mesh", "link_latency_cycles",
+    },
+    "offchip": {"capacity_bytes", "bytes_per_s", "controllers_per_chip", "inter_chip_bytes_per_s"},
+}
+"""Every field an IPU-kind device file may have: top-level keys, and each table's keys."""
 
 
 class _Fields:
@@ -133,10 +171,36 @@ class _Fields:
             node = node[part]
         return node
 
-    def _bad(self, dotted: str, expected: str, value: Any) -> DeviceError:
+    def has(self, dotted: str) -> bool:
+        return self._get(dotted, None) is not None
+
+    def get(self, dotted: str) -> Any:
+        return self._get(dotted, None)
+
+    def refuse_unknown(self, known: dict[str, set[str] | None]) -> None:
+        """An error naming the first field (dotted) that ``known`` does not list."""
+        for key, value in self.data.items():
+            if key not in known:
+                raise DeviceError(f"{self.file_name}: unknown field {key!r}; known fields: {', '.join(known)}")
+            inner = known[key]
+            if inner is None:
+                if isinstance(value, dict):
+                    raise self.bad(key, "a value, not a table", value)
+                continue
+            if not isinstance(value, dict):
+                raise self.bad(key, "a table", value)
+            for sub in value:
+                if sub not in inner:
+                    raise DeviceError(
+                        f"{self.file_name}: unknown field '{key}.{sub}'; known fields of [{key}]: {', '.join(sorted(inner))}"
+                    )
+
+    def bad(self, dotted: str, expected: str, value: Any) -> DeviceError:
         return DeviceError(
             f"{self.file_name}: field {dotted!r} must be {expected}, got {value!r}"
         )
+
+    _bad = bad
 
     def string(self, dotted: str, default: Any = _MISSING) -> str:
         value = self._get(dotted, default)
@@ -150,11 +214,17 @@ class _Fields:
             raise self._bad(dotted, f"one of {', '.join(options)}", value)
         return value
 
-    def positive_int(self, dotted: str) -> int:
+    def positive_int(self, dotted: str, limit: int = 1 << 40) -> int:
         value = self._get(dotted)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1 << 40:
-            raise self._bad(dotted, "a positive integer (at most 2**40)", value)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
+            raise self._bad(dotted, f"a positive integer (at most 2**{limit.bit_length() - 1})", value)
         return value
+
+    def non_negative_number(self, dotted: str, default: Any = _MISSING) -> float:
+        value = self._get(dotted, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1e15:
+            raise self._bad(dotted, "a non-negative, finite number (at most 1e15)", value)
+        return float(value)
 
     def non_negative_int(self, dotted: str) -> int:
         value = self._get(dotted)

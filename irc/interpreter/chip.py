@@ -122,6 +122,9 @@ class Report:
     interpreter_peak_bytes: int = 0
     """The interpreter's own peak resident memory when the report was made (the host's,
     not the chip's)."""
+    hbm_events: list[Event] = field(default_factory=list, repr=False)
+    hbm_bytes: float = 0.0
+    hbm_bytes_per_s: float = 0.0
 
     @classmethod
     def combine(cls, reports: list["Report"]) -> "Report":
@@ -142,6 +145,8 @@ class Report:
             steps=sum(r.steps for r in reports),
             events=[e for r in reports for e in r.events],
             interpreter_peak_bytes=max(r.interpreter_peak_bytes for r in reports),
+            hbm_events=[e for r in reports for e in r.hbm_events], hbm_bytes=sum(r.hbm_bytes for r in reports),
+            hbm_bytes_per_s=first.hbm_bytes_per_s,
         )
 
     @property
@@ -190,7 +195,15 @@ class Report:
             "core_utilisation": self.core_utilisation,
             "steps": self.steps,
             "interpreter_peak_bytes": self.interpreter_peak_bytes,
+            **self._offchip_dict(),
         }
+
+    def _offchip_dict(self) -> dict:
+        if not self.hbm_events:
+            return {}
+        from irc.interpreter.offchip import offchip_summary
+
+        return {"offchip": offchip_summary(self)}
 
     def __str__(self) -> str:
         total = self.total_cycles or 1.0
@@ -214,18 +227,22 @@ class Report:
         )
         if self.interpreter_peak_bytes:
             lines.append(f"interpreter peak memory: {self.interpreter_peak_bytes / 2**20:,.0f} MiB (host)")
+        if self.hbm_events:
+            from irc.interpreter.offchip import offchip_lines
+
+            lines += offchip_lines(self)
         return "\n".join(lines)
 
     def chrome_trace(self) -> dict:
         """Chrome/Perfetto trace: one track per category, microseconds."""
-        tids = {name: i for i, name in enumerate(CATEGORIES)}
+        tids = {name: i for i, name in enumerate(CATEGORIES + ("preload_wait", "contention", "hbm", "links"))}
         scale = 1e6 / self.clock_hz
         events = [
             {"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": name}}
             for name, tid in tids.items()
         ]
         events.append({"name": "process_name", "ph": "M", "pid": 0, "args": {"name": self.device}})
-        for event in self.events:
+        for event in self.events + self.hbm_events:
             events.append({
                 "name": event.name, "cat": event.category, "ph": "X", "pid": 0,
                 "tid": tids[event.category], "ts": event.start * scale,
@@ -441,6 +458,11 @@ class Chip:
         self.peak = 0
         self.cores_used = 0
         self.steps = 0
+        self.hbm_free = 0.0                      # when the off-chip memory finishes its last preload
+        self.in_flight: dict[int, float] = {}    # preloaded buffer -> the cycle its data arrives
+        self.hbm_events: list[Event] = []        # preloads on the off-chip memory's own track
+        self.hbm_bytes = 0.0
+        self.flows: list[tuple[float, float, dict]] = []  # preloads on the exchange: (start, end, link -> bytes/cycle)
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _fresh_tags(self, cores: int) -> np.ndarray:
@@ -466,6 +488,8 @@ class Chip:
             sram_bytes=self.device.sram_bytes, cores_used=self.cores_used,
             device_cores=self.device.cores, steps=self.steps, events=list(self.events),
             interpreter_peak_bytes=_peak_resident_bytes(),
+            hbm_events=list(self.hbm_events), hbm_bytes=self.hbm_bytes,
+            hbm_bytes_per_s=self.device.offchip.bytes_per_s if self.device.offchip else 0.0,
         )
 
     @staticmethod
@@ -475,6 +499,8 @@ class Chip:
     def _check_readable(self, buffer: Buffer, cores: int, where: str, what: str) -> None:
         if not buffer.live:
             raise self.fault(where, f"{what} reads buffer {buffer.name} after it was freed")
+        if id(buffer) in self.in_flight:
+            raise self.fault(where, f"{what} reads buffer {buffer.name} before the device.wait of its preload")
         if cores > buffer.cores:
             raise self.fault(
                 where, f"core {buffer.cores} has no buffer {buffer.name} (allocated on cores 0..{buffer.cores - 1})"
@@ -548,6 +574,45 @@ class Chip:
         self._gather_into(buffer, np.asarray(host), origins)
         cycles = buffer.bytes * self.device.link_cycles_per_byte
         self._record("host_io", f"load {buffer.name}", cycles, buffer.cores, where)
+
+    def preload(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str) -> None:
+        """Start loading ``host`` (resting in off-chip memory) into ``buffer`` (ELK s4.5
+        ``preload_async``): the data is in place at once, but the buffer may be read only
+        after ``wait``. The load starts when the chip reaches it and the off-chip memory
+        is done with the previous one (preloads are serial), and lasts the HBM roofline of
+        the distinct tiles or the exchange's delivery of every core's tile, whichever is
+        longer (``irc.devices.topology.preload_seconds``)."""
+        from irc.devices.topology import preload_seconds
+
+        if self.device.offchip is None:
+            raise self.fault(where, f"device.preload_async on {self.device.name}, which has no off-chip memory")
+        self._gather_into(buffer, np.asarray(host), origins)
+        distinct = len(np.unique(buffer.tags)) if buffer.tags is not None else buffer.cores
+        tile = buffer.bytes
+        hbm_bytes = float(distinct * tile)
+        cycles = preload_seconds(self.device, tile, hbm_bytes) * self.device.clock_hz
+        start = max(self.now, self.hbm_free)
+        self.hbm_free = start + cycles
+        self.in_flight[id(buffer)] = self.hbm_free
+        self.hbm_bytes += hbm_bytes
+        self.hbm_events.append(Event("hbm", f"preload {buffer.name}", start, cycles, buffer.cores, where))
+        if cycles > 0:
+            from irc.interpreter.offchip import preload_link_rates
+
+            rates = preload_link_rates(self.device, tile, cycles)
+            self.flows.append((start, start + cycles, rates))
+            busiest = max(rates, key=rates.get)   # the trace's link track: the most loaded link
+            self.hbm_events.append(Event("links", f"{buffer.name} on {' '.join(map(str, busiest))}", start, cycles,
+                                         buffer.cores, where))
+
+    def wait(self, buffer: Buffer, where: str) -> None:
+        """Stall until ``buffer``'s preload has arrived: the exposed (not overlapped) load time."""
+        arrival = self.in_flight.pop(id(buffer), None)
+        if arrival is None:
+            raise self.fault(where, f"device.wait for buffer {buffer.name}, which has no preload in flight")
+        stall = max(0.0, arrival - self.now)
+        self.cycles.setdefault("preload_wait", 0.0)
+        self._record("preload_wait", f"wait {buffer.name}", stall, buffer.cores, where)
 
     def store(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, cores: np.ndarray,
               where: str) -> None:
@@ -640,6 +705,14 @@ class Chip:
         receive.written[:cores] = False  # the exchange's landing area: nothing to read after
         cycles = self.cost.shift_cycles(self.device, buffer.bytes) * self._overhead(cores)
         self._record("shift", f"shift {buffer.name}", cycles, cores, where)
+        self.flows = [flow for flow in self.flows if flow[1] > self.now - cycles]
+        if self.flows:  # preload traffic on the shift's links (ELK s3.3, s6.1)
+            from irc.interpreter.offchip import contention_cycles
+
+            extra = contention_cycles(self.device, source, buffer.bytes, self.now - cycles, cycles, self.flows)
+            if extra > 0:
+                self.cycles.setdefault("contention", 0.0)
+                self._record("contention", f"contention {buffer.name}", extra, cores, where)
 
     def sync(self, cores: int, where: str) -> None:
         cycles = self.cost.sync_cycles(self.device) * self._overhead(cores)

@@ -19,12 +19,14 @@ from irc.dialects.device import (
     FreeOp,
     LoadOp,
     MmaOp,
+    PreloadAsyncOp,
     ReduceOp,
     RelayoutOp,
     ShiftOp,
     StoreOp,
     SyncOp,
     VectorOp,
+    WaitOp,
     array_values,
     core_table,
 )
@@ -121,6 +123,18 @@ class DeviceFunctions(InterpreterFunctions):
         host, buffer = args
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
         self.chip_for(interpreter, op).load(buffer, np.asarray(host), origins, where(op))
+        return ()
+
+    @impl(PreloadAsyncOp)
+    def run_preload(self, interpreter: Interpreter, op: PreloadAsyncOp, args: tuple[Any, ...]):
+        host, buffer = args
+        origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
+        self.chip_for(interpreter, op).preload(buffer, np.asarray(host), origins, where(op))
+        return ()
+
+    @impl(WaitOp)
+    def run_wait(self, interpreter: Interpreter, op: WaitOp, args: tuple[Any, ...]):
+        self.chip_for(interpreter, op).wait(args[0], where(op))
         return ()
 
     @impl(StoreOp)

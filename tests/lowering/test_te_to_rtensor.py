@@ -83,7 +83,7 @@ def test_seed003_cost_model_plans_matmul_and_conv():
     "options, message",
     [
         ({"mode": "fast"}, "unknown mode=fast; known modes: model, op"),
-        ({"device": "tpu"}, "unknown device 'tpu'; known devices: ipu-mk2, npu-edge, npu-server, tiny16, tiny4, tiny8"),
+        ({"device": "tpu"}, "unknown device 'tpu'; known devices: ipu-mk2, .*tiny4, tiny8"),
         ({"cost": "vgm"}, "unknown cost model 'vgm'; known cost models: engdesign, seed003, t10"),
     ],
 )

@@ -133,7 +133,7 @@ builtin.module attributes {irc.target = #irc.target<"ipu-mk3", "t10", {}>} {
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
-// CHECK: invalid.mlir:132:5: error: 'rtensor.op' op unknown device 'ipu-mk3'; known devices: ipu-mk2, npu-edge, npu-server, tiny16, tiny4, tiny8
+// CHECK: invalid.mlir:132:5: error: 'rtensor.op' op unknown device 'ipu-mk3'; known devices: ipu-mk2, {{.*}}tiny4, tiny8
 
 // -----
 

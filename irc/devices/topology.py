@@ -1,0 +1,158 @@
+"""The exchange's links, and where preload traffic from the HBM controllers goes over them.
+
+ELK models the interconnect link by link (seeds/004 s4.3 "per-link transfer models", s5
+"Simulation framework"): packets that share a link are served one after another, each at
+the link's full bandwidth. Two topologies (s5, s6.1):
+
+- ``all-to-all`` (IPU): every node (core or HBM controller) reaches every other directly;
+  a transfer from a to b occupies a's egress port ``("out", a)`` and b's ingress port
+  ``("in", b)``. A core's ports run at the device's link bandwidth; an HBM controller's
+  egress at its share of the HBM bandwidth (the controllers are exchange nodes, s2.1).
+- ``mesh-2d``: each core links to its 4 neighbours (one link per direction,
+  ``("mesh", a, b)``); each chip's HBM controllers sit on the mesh's edge, each attached to
+  an equal contiguous segment of the edge cores; a transfer takes dimension-order routing
+  (along the row first, then the column) from the edge core nearest to its destination.
+
+Nodes are ints: cores 0..cores-1, then controllers ``cores + k``. Every function here is a
+pure function of a ``Device`` (cached per device), so the planner's delivery estimates and
+the interpreter's contention model agree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+
+from irc.devices.device import Device
+
+Link = tuple  # ("in", node) | ("out", node) | ("mesh", from_core, to_core) | ("edge", controller, core)
+
+
+def controller_node(device: Device, controller: int) -> int:
+    return device.cores + controller
+
+
+def chip_of(device: Device, node: int) -> int:
+    if node >= device.cores:
+        return (node - device.cores) // max(1, device.offchip.controllers_per_chip if device.offchip else 1)
+    return node // device.cores_per_chip
+
+
+def mesh_coords(device: Device, core: int) -> tuple[int, int]:
+    """(row, col) of ``core`` in its chip's mesh."""
+    rows, cols = device.mesh
+    local = core % device.cores_per_chip
+    return divmod(local, cols)
+
+
+def _core_at(device: Device, chip: int, row: int, col: int) -> int:
+    return chip * device.cores_per_chip + row * device.mesh[1] + col
+
+
+def edge_cores(rows: int, cols: int) -> list[tuple[int, int]]:
+    """The mesh's perimeter, clockwise from (0, 0), each edge core once."""
+    if rows == 1:
+        return [(0, c) for c in range(cols)]
+    if cols == 1:
+        return [(r, 0) for r in range(rows)]
+    ring = [(0, c) for c in range(cols)]
+    ring += [(r, cols - 1) for r in range(1, rows)]
+    ring += [(rows - 1, c) for c in range(cols - 2, -1, -1)]
+    ring += [(r, 0) for r in range(rows - 2, 0, -1)]
+    return ring
+
+
+def controller_segments(device: Device) -> list[list[tuple[int, int]]]:
+    """Per controller of one chip: the edge cores (row, col) it is attached to."""
+    ring = edge_cores(*device.mesh)
+    count = device.offchip.controllers_per_chip
+    return [ring[k * len(ring) // count:(k + 1) * len(ring) // count] or [ring[k % len(ring)]] for k in range(count)]
+
+
+def mesh_route(device: Device, src: int, dst: int) -> list[Link]:
+    """Dimension-order route between two cores of one chip: along the row, then the column."""
+    (r0, c0), (r1, c1) = mesh_coords(device, src), mesh_coords(device, dst)
+    chip = src // device.cores_per_chip
+    links: list[Link] = []
+    r, c = r0, c0
+    while c != c1:
+        step = 1 if c1 > c else -1
+        links.append(("mesh", _core_at(device, chip, r, c), _core_at(device, chip, r, c + step)))
+        c += step
+    while r != r1:
+        step = 1 if r1 > r else -1
+        links.append(("mesh", _core_at(device, chip, r, c), _core_at(device, chip, r + step, c)))
+        r += step
+    return links
+
+
+def route(device: Device, src: int, dst: int) -> list[Link]:
+    """The links a transfer from node ``src`` to node ``dst`` occupies."""
+    if device.topology == "all-to-all" or device.mesh is None:
+        return [("out", src), ("in", dst)]
+    if src >= device.cores:  # an HBM controller: enter at the attached edge core nearest dst
+        controller = (src - device.cores) % device.offchip.controllers_per_chip
+        chip = dst // device.cores_per_chip
+        row, col = mesh_coords(device, dst)
+        entry = min(controller_segments(device)[controller], key=lambda rc: (abs(rc[0] - row) + abs(rc[1] - col), rc))
+        entry_core = _core_at(device, chip, *entry)
+        return [("out", src), ("edge", src, entry_core)] + mesh_route(device, entry_core, dst)
+    if chip_of(device, src) != chip_of(device, dst):
+        return [("chip", chip_of(device, src), chip_of(device, dst))]
+    return mesh_route(device, src, dst)
+
+
+def link_bytes_per_s(device: Device, link: Link) -> float:
+    """A link's bandwidth: a core's port or mesh link at the device's link rate, an HBM
+    controller's egress at its share of the HBM bandwidth."""
+    kind = link[0]
+    if kind == "chip":
+        return device.offchip.inter_chip_bytes_per_s / max(1, device.chips) if device.offchip else device.link_bytes_per_s
+    if kind == "out" and link[1] >= device.cores:
+        return controller_bytes_per_s(device)
+    return device.link_bytes_per_s
+
+
+def controller_bytes_per_s(device: Device) -> float:
+    """One HBM controller's bandwidth (the HBM's total over all controllers)."""
+    if device.offchip is None:
+        raise ValueError(f"device '{device.name}' has no off-chip memory")
+    return device.offchip.bytes_per_s / device.hbm_controllers
+
+
+@lru_cache(maxsize=32)
+def preload_link_shares(device: Device) -> dict[Link, float]:
+    """Bytes crossing each link of chip 0 when every core of the chip receives one byte
+    from the HBM, evenly sliced over the chip's controllers (ELK s5: tensors are sliced
+    evenly across HBM modules, each chip's partitions in its own HBM). Chips are alike."""
+    if device.offchip is None:
+        raise ValueError(f"device '{device.name}' has no off-chip memory")
+    count = device.offchip.controllers_per_chip
+    share = 1.0 / count
+    loads: Counter = Counter()
+    for core in range(device.cores_per_chip):
+        for k in range(count):
+            for link in route(device, controller_node(device, k), core):
+                loads[link] += share
+    return dict(loads)
+
+
+@lru_cache(maxsize=32)
+def preload_seconds_per_byte(device: Device) -> float:
+    """Seconds the exchange needs to deliver one byte to every core from the HBM, at its
+    most loaded link (the exchange's side of a preload; the HBM's own side is
+    ``bytes / offchip.bytes_per_s``)."""
+    return max(load / link_bytes_per_s(device, link) for link, load in preload_link_shares(device).items())
+
+
+def preload_seconds(device: Device, bytes_per_core: float, hbm_bytes: float) -> float:
+    """A preload's duration (ELK s4.2): the larger of the HBM roofline (``hbm_bytes`` read
+    once) and the exchange's delivery of ``bytes_per_core`` to every core (replicas are
+    sent to each core that holds one), plus one route's latency."""
+    if device.offchip is None:
+        raise ValueError(f"device '{device.name}' has no off-chip memory")
+    if hbm_bytes <= 0 and bytes_per_core <= 0:
+        return 0.0
+    hops = 1 if device.mesh is None else 1 + (device.mesh[0] + device.mesh[1]) // 2
+    latency = hops * device.link_latency_cycles / device.clock_hz
+    return max(hbm_bytes / device.offchip.bytes_per_s, bytes_per_core * preload_seconds_per_byte(device)) + latency

@@ -1,0 +1,130 @@
+"""What a run with off-chip memory did (ELK s6.3, Figure 18): HBM and exchange
+utilisation, the exposed (not overlapped) load time, and the four-way breakdown of the
+chip's time into preload only (the HBM loads while the cores wait), execute only,
+overlapped preload and execution, and interconnect (execution or preload stopped by a
+busy exchange: the stretch contention adds to shifts, ``contention`` events).
+
+Pure functions of a ``Report``'s events: the chip's own timeline (``events``) and the
+off-chip memory's (``hbm_events``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+BREAKDOWN = ("preload", "execute", "overlapped", "interconnect")
+EXCHANGE = ("shift", "sync", "reduction", "relayout")
+
+
+def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if end <= start:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0.0, end - start)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def _length(intervals: list[tuple[float, float]]) -> float:
+    return sum(end - start for start, end in intervals)
+
+
+def breakdown(report) -> dict[str, float]:
+    """Cycles of each of Figure 18's four categories (they add up to the chip time spent
+    busy or waiting for the HBM; host I/O counts as execution)."""
+    hbm = _merge([(e.start, e.start + e.cycles) for e in report.hbm_events if e.category == "hbm"])
+    stalled = [(e.start, e.start + e.cycles) for e in report.events if e.category == "preload_wait"]
+    contended = _merge([(e.start, e.start + e.cycles) for e in report.events if e.category == "contention"])
+    busy = _merge([(e.start, e.start + e.cycles) for e in report.events
+                   if e.category not in ("preload_wait", "contention")])
+    overlapped = _overlap(busy, hbm)
+    return {
+        "preload": _length(_merge(stalled)),
+        "execute": _length(busy) - overlapped,
+        "overlapped": overlapped,
+        "interconnect": _length(contended),
+    }
+
+
+def offchip_summary(report) -> dict:
+    total = report.total_cycles
+    seconds = total / report.clock_hz if report.clock_hz else 0.0
+    hbm_busy = _length(_merge([(e.start, e.start + e.cycles) for e in report.hbm_events if e.category == "hbm"]))
+    exchange = sum(report.cycles.get(k, 0.0) for k in EXCHANGE)
+    parts = breakdown(report)
+    return {
+        "preloads": sum(e.category == "hbm" for e in report.hbm_events),
+        "hbm_bytes": report.hbm_bytes,
+        "hbm_busy_cycles": hbm_busy,
+        "hbm_utilisation": (report.hbm_bytes / report.hbm_bytes_per_s / seconds) if seconds and report.hbm_bytes_per_s else 0.0,
+        "exchange_utilisation": exchange / total if total else 0.0,
+        "exposed_load_cycles": report.cycles.get("preload_wait", 0.0),
+        "breakdown": parts,
+    }
+
+
+def offchip_lines(report) -> list[str]:
+    summary = offchip_summary(report)
+    total = report.total_cycles or 1.0
+    lines = [
+        f"off-chip memory: {summary['preloads']} preloads, {summary['hbm_bytes']:,.0f} bytes, "
+        f"HBM busy {summary['hbm_busy_cycles']:,.0f} cycles, HBM utilisation {100 * summary['hbm_utilisation']:.1f}%, "
+        f"exchange utilisation {100 * summary['exchange_utilisation']:.1f}%",
+        f"  exposed load time {summary['exposed_load_cycles']:,.0f} cycles "
+        f"({100 * summary['exposed_load_cycles'] / total:.1f}% of chip time)",
+        "  breakdown (ELK Figure 18): " + ", ".join(
+            f"{name} {value:,.0f} ({100 * value / total:.1f}%)" for name, value in summary["breakdown"].items()),
+    ]
+    return lines
+
+
+def preload_link_rates(device, bytes_per_core: float, cycles: float) -> dict:
+    """Bytes per cycle a preload puts on each exchange link of a chip while it runs: every
+    core receives ``bytes_per_core`` over ``cycles`` along the routes from the HBM
+    controllers (``irc.devices.topology.preload_link_shares``)."""
+    from irc.devices.topology import preload_link_shares
+
+    return {link: share * bytes_per_core / cycles for link, share in preload_link_shares(device).items()}
+
+
+def contention_cycles(device, source: np.ndarray, nbytes: int, start: float, cycles: float, flows) -> float:
+    """Extra cycles a shift (core c receives ``nbytes`` from core ``source[c]``) running in
+    [start, start + cycles] takes because preloads share its links (ELK s6.1: packets that
+    share a link are served in turn). On each link the shift uses, a preload streaming rho
+    bytes per cycle leaves max(bw - rho, bw / 2) to the shift (sharing a saturated link
+    fairly); the most slowed link sets the shift's pace while the preload overlaps it."""
+    from irc.devices.topology import link_bytes_per_s, route
+
+    per_cycle = lambda link: link_bytes_per_s(device, link) / device.clock_hz  # noqa: E731
+    links = set()
+    chip_cores = device.cores_per_chip
+    for dst, src in enumerate(np.asarray(source).tolist()):
+        if src != dst and dst < chip_cores:   # chips are alike: chip 0's links
+            links.update(route(device, int(src), int(dst)))
+    extra = 0.0
+    for begin, end, rates in flows:
+        overlap = min(end, start + cycles) - max(begin, start)
+        if overlap <= 0:
+            continue
+        slowest = 1.0
+        for link in links:
+            rho = rates.get(link, 0.0)
+            if rho > 0:
+                bw = per_cycle(link)
+                slowest = max(slowest, bw / max(bw - rho, bw / 2))
+        extra += overlap * (slowest - 1.0)
+    return extra

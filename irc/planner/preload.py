@@ -1,0 +1,778 @@
+"""ELK's preload scheduling as pure functions (seeds/004 s2.2, s4.2-s4.4; IPU_COST_FACTS s6).
+
+A chip with off-chip memory runs a model operator by operator: each op's data is
+*preloaded* from HBM into a *preload-state* layout while earlier ops execute, then
+*distributed* over the exchange into its *execute-state* layout and executed (s2.2, s4.5).
+Everything here works on numbers only (no IR, no device file): a ``PreloadOp`` is one op's
+execute-state plans (execution space per core, cycles), its preload-state plans (preload
+space per core) and the distribution cycles between each pair, plus its HBM bytes.
+
+- ``inductive_schedule`` (s4.2, Theorem 4.2): from the last op backwards, pick for each op
+  the number of ops preloaded before or during its execution (its *preload frontier*)
+  that lets it start latest; each op's load ends when it executes or when the next load
+  in preload order starts, whichever is first (HBM loads are serial). O(KN) calls of the
+  allocation for N ops of which at most K fit on chip; optimal for any allocation that
+  depends only on (op, resident set) (``exhaustive_schedule`` is the reference). A preload
+  order other than the execution order is supported (s4.4).
+- ``cost_aware_split`` (s4.3): start every involved op at its fastest plan, then shrink
+  the op whose next smaller plan saves the most space per extra cycle until all fit.
+- ``CostAwareAllocation`` (s4.3, the paper: default) shrinks the executing op's
+  execute-state plan and the preloaded ops' preload-state plans together;
+  ``ExecOnlyAllocation`` (the artifact, IPU_COST_FACTS s6) only optimises the executing
+  op against the space the preloaded ops already hold.
+- ``valid_preload_orders`` and ``reorder`` (s4.4): the suffix tree of preload orders that
+  do not overflow SRAM, restricted to HBM-heavy ops (above-average bytes) within one layer,
+  one order shared by identical layers.
+- ``basic_schedule``, ``static_schedule``, ``ideal_latency`` (s6.1): the baselines.
+
+Times are cycles; memory is bytes per core.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from irc.planner.errors import PlanError
+
+
+class PreloadFitError(PlanError):
+    """An op that fits in SRAM under no plan even with nothing preloaded; names the op and bytes."""
+
+    def __init__(self, op: str, needed: float, available: float) -> None:
+        super().__init__(
+            f"op '{op}' cannot run even with preloading: its smallest plan needs {int(needed)} bytes per core "
+            f"(execute state), the chip has {int(available)}"
+        )
+        self.op, self.needed, self.available = op, needed, available
+
+
+class OrderError(PlanError):
+    """A preload order that forces more ops on chip at once than fit."""
+
+
+@dataclass(eq=False)
+class PreloadOp:
+    """One operator as the preload scheduler sees it (s4.3, Figure 11).
+
+    ``exec_bytes[j]``/``exec_cycles[j]``: execute-state plan j (execution space per core,
+    local execution cycles: compute and the op's own shifts; ``exchange_cycles[j]`` of them
+    keep the exchange busy). ``preload_bytes[r]``: preload-state plan r (preload space per
+    core). ``distribute[r, j]``: cycles of the data distribution phase turning preload state
+    r into execute state j (inf where r cannot feed j). ``load_cycles[r]``: the preload's
+    duration (the HBM roofline or the exchange's delivery, whichever is longer, s4.2).
+    ``signature`` equal for identical ops of identical layers; ``layer`` (or None) groups
+    ops for reordering (s4.4)."""
+
+    name: str
+    hbm_bytes: float
+    exec_bytes: np.ndarray
+    exec_cycles: np.ndarray
+    preload_bytes: np.ndarray
+    distribute: np.ndarray
+    load_cycles: np.ndarray
+    exchange_cycles: np.ndarray | None = None
+    signature: object = None
+    layer: int | None = None
+
+    def __post_init__(self) -> None:
+        self.exec_bytes = np.asarray(self.exec_bytes, dtype=np.float64)
+        self.exec_cycles = np.asarray(self.exec_cycles, dtype=np.float64)
+        self.preload_bytes = np.asarray(self.preload_bytes, dtype=np.float64)
+        self.distribute = np.asarray(self.distribute, dtype=np.float64).reshape(len(self.preload_bytes), len(self.exec_bytes))
+        self.load_cycles = np.asarray(self.load_cycles, dtype=np.float64)
+        if self.exchange_cycles is None:
+            self.exchange_cycles = np.zeros_like(self.exec_cycles)
+        if self.signature is None:
+            self.signature = self.name
+
+    def min_preload(self) -> float:
+        return float(self.preload_bytes.min()) if len(self.preload_bytes) else 0.0
+
+    def min_exec(self) -> float:
+        return float(self.exec_bytes.min())
+
+    def preload_cost(self, r: int, j: int) -> float:
+        """What preload state r costs execute state j (s4.3, Figure 11 tradeoffs 2 and 3):
+        its distribution phase, plus the exchange time its extra broadcast adds to the
+        load over the smallest state's (the contention a larger preload state causes)."""
+        return float(self.distribute[r, j] + self.load_cycles[r] - self.load_cycles.min())
+
+    def fastest_preload(self, j: int, at_most: float = np.inf) -> int:
+        """The preload state of least ``preload_cost`` for execute state j within
+        ``at_most`` bytes (-1: none; ties: the smaller state)."""
+        ok = np.isfinite(self.distribute[:, j]) & (self.preload_bytes <= at_most)
+        if not ok.any():
+            return -1
+        times = np.where(ok, self.distribute[:, j] + self.load_cycles - self.load_cycles.min(), np.inf)
+        best = times.min()
+        candidates = np.flatnonzero(times == best)
+        return int(candidates[np.argmin(self.preload_bytes[candidates])])
+
+    @classmethod
+    def simple(cls, name: str, exec_plans: Sequence[tuple[float, float]], preload_plans: Sequence[tuple[float, float]],
+               load_cycles: Sequence[float] | float, hbm_bytes: float = 0.0, **extra) -> "PreloadOp":
+        """An op whose distribution time depends on the preload state only:
+        ``exec_plans`` = [(bytes, cycles)], ``preload_plans`` = [(bytes, distribute cycles)]."""
+        eb, ec = zip(*exec_plans)
+        pb, pd = zip(*preload_plans)
+        loads = np.broadcast_to(np.asarray(load_cycles, dtype=np.float64), (len(pb),)).copy()
+        return cls(name, hbm_bytes, np.array(eb), np.array(ec), np.array(pb),
+                   np.repeat(np.array(pd)[:, None], len(eb), axis=1), loads, **extra)
+
+
+# ----------------------------------------------------------------------------------------
+# s4.3: the cost-aware split of SRAM among the executing op and the preloaded ones
+
+
+def pareto_curve(points: Sequence[tuple[float, float]]) -> list[tuple[float, float, int]]:
+    """The (bytes, cycles, index) points no other point beats on both, bytes descending
+    (cycles ascending): the order in which the split shrinks an op."""
+    order = sorted(range(len(points)), key=lambda k: (points[k][0], points[k][1], k))
+    kept: list[tuple[float, float, int]] = []
+    best = np.inf
+    for k in order:
+        size, time = points[k]
+        if not np.isfinite(time):
+            continue
+        if time < best:
+            kept.append((size, time, k))
+            best = time
+    return kept[::-1]
+
+
+def cost_aware_split(curves: Sequence[Sequence[tuple[float, float, int]]], capacity: float) -> list[int] | None:
+    """ELK s4.3's inter-operator trade-off: each curve is one involved op's Pareto plans
+    (``pareto_curve``, bytes descending). Start from every op's fastest plan; while the
+    total exceeds ``capacity``, move the op whose next plan has the largest
+    saved bytes / extra cycles (no extra cycles: infinitely cost-effective) one step down
+    its curve. Returns each op's position on its curve, or None if even the smallest
+    plans do not fit."""
+    if any(not curve for curve in curves):
+        return None
+    if sum(curve[-1][0] for curve in curves) > capacity:
+        return None
+    at = [0] * len(curves)
+    total = sum(curve[0][0] for curve in curves)
+    heap: list[tuple[float, int, int]] = []
+
+    def push(k: int) -> None:
+        curve = curves[k]
+        if at[k] + 1 < len(curve):
+            saved = curve[at[k]][0] - curve[at[k] + 1][0]
+            extra = curve[at[k] + 1][1] - curve[at[k]][1]
+            ratio = np.inf if extra <= 0 else saved / extra
+            heapq.heappush(heap, (-ratio, k, at[k]))
+
+    for k in range(len(curves)):
+        push(k)
+    while total > capacity:
+        _, k, was = heapq.heappop(heap)
+        if was != at[k]:
+            continue
+        total -= curves[k][at[k]][0] - curves[k][at[k] + 1][0]
+        at[k] += 1
+        push(k)
+    return at
+
+
+@dataclass
+class Allocation:
+    """What one allocation decides for an executing op and its resident set."""
+
+    cycles: float                     # the executing op's execute time (distribution + execution)
+    exec_plan: int
+    preload_plan: int                 # the executing op's own preload state (may shrink later)
+    shrunk: dict[int, int] = field(default_factory=dict)   # resident op -> its new preload state
+    charged: float = 0.0              # extra distribution cycles of shrunk resident ops
+
+
+class CostAwareAllocation:
+    """ELK s4.3 (the paper, the default): the executing op's execute-state plan and the
+    resident ops' preload-state plans are split by ``cost_aware_split``. A resident op's
+    execute state is already fixed (it was scheduled earlier, s4.2); shrinking its preload
+    state lengthens its distribution phase, which is charged to the executing op's time.
+    The executing op's own preload state starts at its fastest and may be shrunk by the
+    ops that execute before it."""
+
+    def __init__(self, ops: Sequence[PreloadOp], capacity: float, smallest: bool = False) -> None:
+        self.ops = ops
+        self.capacity = capacity
+        self.smallest = smallest
+        self.exec_plan: dict[int, int] = {}
+        self.preload_plan: dict[int, int] = {}
+
+    def own_preload(self, i: int, j: int) -> int:
+        """The executing op's preload state: its fastest for execute state j (s4.3), or
+        with ``smallest`` its smallest (the other end Static also tries, s6.1)."""
+        op = self.ops[i]
+        if not self.smallest:
+            return op.fastest_preload(j)
+        ok = np.flatnonzero(np.isfinite(op.distribute[:, j]))
+        if not len(ok):
+            return -1
+        return int(ok[np.argmin(op.preload_bytes[ok])])
+
+    def exec_curve(self, i: int) -> list[tuple[float, float, int]]:
+        op = self.ops[i]
+        points = []
+        for j in range(len(op.exec_bytes)):
+            r = self.own_preload(i, j)
+            points.append((op.exec_bytes[j], np.inf if r < 0 else op.exec_cycles[j] + op.distribute[r, j]))
+        return pareto_curve(points)
+
+    def preload_curve(self, k: int) -> list[tuple[float, float, int]]:
+        op = self.ops[k]
+        j, now = self.exec_plan[k], self.preload_plan[k]
+        points = [(op.preload_bytes[r], op.preload_cost(r, j)) if op.preload_bytes[r] <= op.preload_bytes[now]
+                  else (np.inf, np.inf) for r in range(len(op.preload_bytes))]
+        return [p for p in pareto_curve(points) if np.isfinite(p[0])]
+
+    def __call__(self, i: int, resident: Sequence[int]) -> Allocation | None:
+        curves = [self.exec_curve(i)] + [self.preload_curve(k) for k in resident]
+        at = cost_aware_split(curves, self.capacity)
+        if at is None:
+            return None
+        _, cycles, j = curves[0][at[0]]
+        op = self.ops[i]
+        shrunk, charged = {}, 0.0
+        for k, curve, a in zip(resident, curves[1:], at[1:]):
+            r = curve[a][2]
+            if r != self.preload_plan[k]:
+                shrunk[k] = r
+                kop = self.ops[k]
+                charged += kop.distribute[r, self.exec_plan[k]] - kop.distribute[self.preload_plan[k], self.exec_plan[k]]
+                # (its load only gets shorter: that gain is the later placement's)
+        return Allocation(cycles + charged, j, self.own_preload(i, j), shrunk, charged)
+
+    def commit(self, i: int, allocation: Allocation) -> None:
+        self.exec_plan[i] = allocation.exec_plan
+        self.preload_plan[i] = allocation.preload_plan
+        self.preload_plan.update(allocation.shrunk)
+
+
+class ExecOnlyAllocation(CostAwareAllocation):
+    """The artifact's split (IPU_COST_FACTS s6): resident ops keep their preload states;
+    the executing op takes the fastest (preload state, execute state) pair whose execute
+    state fits beside them. (The artifact reserves a geometric mean of the resident ops'
+    smallest and chosen preload sizes; a program must fit, so their real sizes are used.)"""
+
+    def __call__(self, i: int, resident: Sequence[int]) -> Allocation | None:
+        op = self.ops[i]
+        held = sum(self.ops[k].preload_bytes[self.preload_plan[k]] for k in resident)
+        budget = self.capacity - held
+        usable = op.exec_bytes <= budget
+        if not usable.any():
+            return None
+        extra = (op.load_cycles - op.load_cycles.min())[:, None]   # the artifact's contention penalty
+        total = np.where(usable[None, :], op.exec_cycles[None, :] + op.distribute + extra, np.inf)
+        r, j = np.unravel_index(np.argmin(total), total.shape)
+        if not np.isfinite(total[r, j]):
+            return None
+        return Allocation(float(op.exec_cycles[j] + op.distribute[r, j]), int(j), int(r))
+
+
+# ----------------------------------------------------------------------------------------
+# s4.2: the inductive scheduler
+
+
+@dataclass
+class Schedule:
+    """A schedule in cycles from the model's start: op i executes in
+    [exec_start[i], exec_end[i]] and loads in [load_start[i], load_end[i]]; loads run in
+    ``order``; ``frontier[i]`` is the preload-order position of the first load that waits
+    for op i to finish (so the ops loaded before it and executed after op i are resident
+    while op i runs: ``resident[i]``)."""
+
+    order: list[int]
+    frontier: list[int]
+    resident: list[tuple[int, ...]]
+    exec_start: np.ndarray
+    exec_end: np.ndarray
+    load_start: np.ndarray
+    load_end: np.ndarray
+    exec_plan: list[int] = field(default_factory=list)
+    preload_plan: list[int] = field(default_factory=list)
+
+    @property
+    def latency(self) -> float:
+        if len(self.exec_end) == 0:
+            return 0.0
+        return float(max(self.exec_end.max(), self.load_end.max()) - min(self.exec_start.min(), self.load_start.min()))
+
+    def preload_numbers(self) -> list[int]:
+        return [len(r) for r in self.resident]
+
+
+def _order_bounds(order: Sequence[int]) -> tuple[list[int], list[int]]:
+    n = len(order)
+    if sorted(order) != list(range(n)):
+        raise ValueError(f"a preload order must be a permutation of the ops 0..{n - 1}")
+    pos = [0] * n
+    for t, k in enumerate(order):
+        pos[k] = t
+    lower, running = [0] * n, 0
+    for i in range(n):
+        running = max(running, pos[i] + 1)
+        lower[i] = running
+    return pos, lower
+
+
+def inductive_schedule(
+    n: int,
+    allocate: Callable[[int, tuple[int, ...]], Allocation | float | None],
+    load_cycles: Callable[[int], float],
+    order: Sequence[int] | None = None,
+    commit: Callable[[int, Allocation], None] | None = None,
+) -> Schedule:
+    """ELK's two-level inductive scheduling (s4.2, Lemma 4.1 and Theorem 4.2), from the
+    last op backwards with the model ending at time 0.
+
+    For op i every preload frontier q (the preload-order position of the first load that
+    waits for op i) from the least possible one upwards is tried; the ops loaded before
+    position q that execute after op i are resident while it runs, and ``allocate(i,
+    resident)`` gives op i's execute time (or None: they do not fit, and neither will a
+    larger set). Op i ends at min(start of op i+1, start of the load at q) and starts
+    its execute time earlier; the q with the latest start wins. Then every load whose
+    op is scheduled is placed, latest first: it ends at min(its op's start, the next
+    load's start). ``load_cycles(k)`` is read when op k's load is placed, after every op
+    that may change it (``commit``) has been scheduled."""
+    order = list(range(n)) if order is None else list(order)
+    pos, lower = _order_bounds(order)
+    exec_start = np.zeros(n)
+    exec_end = np.zeros(n)
+    load_start = np.zeros(n)
+    load_end = np.zeros(n)
+    frontier = [n] * n
+    resident: list[tuple[int, ...]] = [()] * n
+    exec_plan = [0] * n
+    placed = n  # loads at positions >= placed are placed
+    for i in range(n - 1, -1, -1):
+        after = exec_start[i + 1] if i + 1 < n else 0.0
+        best = None
+        held: list[int] = [order[t] for t in range(lower[i]) if order[t] > i]
+        q = lower[i]
+        while True:
+            allocation = allocate(i, tuple(held))
+            if allocation is None:
+                break
+            cycles = allocation if isinstance(allocation, (int, float)) else allocation.cycles
+            end = after if q >= n else min(after, load_start[order[q]])
+            start = end - cycles
+            if best is None or start > best[0]:
+                best = (start, end, q, tuple(held), allocation)
+            if q >= n or end >= after:
+                break  # later loads start after op i+1 does: more residents only cost space
+            held.append(order[q])
+            q += 1
+        if best is None:
+            raise OrderError(f"preload order {order}: the ops that must be on chip while op {i} runs do not fit")
+        exec_start[i], exec_end[i], frontier[i], resident[i], allocation = best
+        if not isinstance(allocation, (int, float)):
+            exec_plan[i] = allocation.exec_plan
+            if commit is not None:
+                commit(i, allocation)
+        while placed > 0 and order[placed - 1] >= i:
+            k = order[placed - 1]
+            end = exec_start[k] if placed >= n else min(exec_start[k], load_start[order[placed]])
+            load_end[k] = end
+            load_start[k] = end - load_cycles(k)
+            placed -= 1
+    origin = min(exec_start.min(), load_start.min()) if n else 0.0
+    return Schedule(order, frontier, resident, exec_start - origin, exec_end - origin,
+                    load_start - origin, load_end - origin, exec_plan)
+
+
+def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles: Sequence[float],
+             load_cycles: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Fixed decisions as they run, every activity as early as it may start: (load_start,
+    load_end, exec_start, exec_end). Edges: exec i -> exec i+1, load order[t] -> load
+    order[t+1] (HBM loads are serial), load k -> exec k, exec i -> load order[frontier[i]]
+    (that load needs the space op i frees)."""
+    pos, _ = _order_bounds(order)
+    waits_for: dict[int, list[int]] = {}
+    for i, q in enumerate(frontier):
+        if q < n:
+            waits_for.setdefault(order[q], []).append(i)
+    load_start, load_end = np.zeros(n), np.zeros(n)
+    exec_start, exec_end = np.zeros(n), np.zeros(n)
+    t_load = i_exec = 0
+    while i_exec < n or t_load < n:
+        if t_load < n:
+            k = order[t_load]
+            blockers = waits_for.get(k, [])
+            if all(b < i_exec for b in blockers):
+                load_start[k] = max([load_end[order[t_load - 1]] if t_load else 0.0] + [exec_end[b] for b in blockers])
+                load_end[k] = load_start[k] + load_cycles[k]
+                t_load += 1
+                continue
+        if i_exec < n and pos[i_exec] < t_load:
+            exec_start[i_exec] = max(exec_end[i_exec - 1] if i_exec else 0.0, load_end[i_exec])
+            exec_end[i_exec] = exec_start[i_exec] + exec_cycles[i_exec]
+            i_exec += 1
+            continue
+        raise ValueError("the decisions deadlock: a load waits for an op that waits for it")
+    return load_start, load_end, exec_start, exec_end
+
+
+def timeline_latency(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles: Sequence[float],
+                     load_cycles: Sequence[float]) -> float:
+    """The latency of fixed decisions (``timeline``): the longest path through them."""
+    if n == 0:
+        return 0.0
+    _, load_end, _, exec_end = timeline(n, order, frontier, exec_cycles, load_cycles)
+    return float(max(load_end.max(), exec_end.max()))
+
+
+def exhaustive_schedule(
+    n: int,
+    exec_cycles: Callable[[int, tuple[int, ...]], float | None],
+    load_cycles: Callable[[int], float],
+    order: Sequence[int] | None = None,
+) -> tuple[float, list[int]]:
+    """The least latency over every combination of preload frontiers (small n only): the
+    reference the inductive scheduler must equal (Theorem 4.2)."""
+    order = list(range(n)) if order is None else list(order)
+    pos, lower = _order_bounds(order)
+    choices = []
+    for i in range(n):
+        options = []
+        for q in range(lower[i], n + 1):
+            held = tuple(order[t] for t in range(q) if order[t] > i)
+            cycles = exec_cycles(i, held)
+            if cycles is None:
+                break
+            options.append((q, cycles))
+        choices.append(options)
+    loads = [load_cycles(k) for k in range(n)]
+    best = (np.inf, [])
+    for combo in itertools.product(*choices):
+        latency = timeline_latency(n, order, [q for q, _ in combo], [c for _, c in combo], loads)
+        if latency < best[0]:
+            best = (latency, [q for q, _ in combo])
+    return best
+
+
+# ----------------------------------------------------------------------------------------
+# The whole plan: scheduler + allocation + load times
+
+
+@dataclass
+class PreloadPlan:
+    """A model's preload plan: the scheduler's decisions (preload order, frontiers), each
+    op's execute- and preload-state plans and their final times; ``timeline()`` is how it
+    runs (the scheduler's own estimate is ``schedule``'s times)."""
+
+    schedule: Schedule
+    exec_plan: list[int]
+    preload_plan: list[int]
+    exec_cycles: list[float]
+    load_cycles: list[float]
+
+    def timeline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        s = self.schedule
+        return timeline(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles)
+
+    @property
+    def latency(self) -> float:
+        s = self.schedule
+        return timeline_latency(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles)
+
+
+def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None = None,
+                  split: str = "paper", start: str = "both") -> PreloadPlan:
+    """``_plan_preloads`` from each op's fastest preload state (``start="fastest"``, s4.3),
+    from its smallest (``"smallest"``), or both, the faster kept (``"both"``, the default:
+    the two ends Static chooses between, s6.1)."""
+    if start not in ("fastest", "smallest", "both"):
+        raise ValueError(f"unknown start '{start}'; known: fastest, smallest, both")
+    plans = [_plan_preloads(ops, capacity, order, split, smallest)
+             for smallest in ((False, True) if start == "both" else (start == "smallest",))]
+    return min(plans, key=lambda plan: plan.latency)
+
+
+def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
+                   split: str, smallest: bool) -> PreloadPlan:
+    """ELK-Dyn for one preload order: the inductive schedule with the cost-aware split
+    (``split="paper"``) or the artifact's (``split="artifact"``). An op that fits under
+    no plan even alone is a ``PreloadFitError`` naming it and its bytes."""
+    for op in ops:
+        if op.min_exec() > capacity:
+            raise PreloadFitError(op.name, op.min_exec(), capacity)
+    allocation = {"paper": CostAwareAllocation, "artifact": ExecOnlyAllocation}.get(split)
+    if allocation is None:
+        raise ValueError(f"unknown split '{split}'; known: paper, artifact")
+    alloc = allocation(ops, capacity, smallest)
+    memo: dict[tuple, Allocation | None] = {}
+
+    def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
+        key = (ops[i].signature, tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k]) for k in resident))
+        if key not in memo:
+            found = alloc(i, resident)
+            if found is not None and found.shrunk:  # store by position in the resident set
+                found = Allocation(found.cycles, found.exec_plan, found.preload_plan,
+                                   {resident.index(k): r for k, r in found.shrunk.items()}, found.charged)
+            memo[key] = found
+        hit = memo[key]
+        if hit is None or not hit.shrunk:
+            return hit
+        return Allocation(hit.cycles, hit.exec_plan, hit.preload_plan,
+                          {resident[t]: r for t, r in hit.shrunk.items()}, hit.charged)
+
+    schedule = inductive_schedule(len(ops), allocate, lambda k: float(ops[k].load_cycles[alloc.preload_plan[k]]),
+                                  order, alloc.commit)
+    exec_plan = [alloc.exec_plan[i] for i in range(len(ops))]
+    preload_plan = [alloc.preload_plan[i] for i in range(len(ops))]
+    # the plan as it will run: final preload states, their distribution and load times
+    exec_cycles = [float(op.exec_cycles[j] + op.distribute[r, j]) for op, j, r in zip(ops, exec_plan, preload_plan)]
+    load_cycles = [float(op.load_cycles[r]) for op, r in zip(ops, preload_plan)]
+    schedule.exec_plan, schedule.preload_plan = exec_plan, preload_plan
+    return PreloadPlan(schedule, exec_plan, preload_plan, exec_cycles, load_cycles)
+
+
+# ----------------------------------------------------------------------------------------
+# s4.4: preload order permutation
+
+
+def valid_preload_orders(ops: Sequence[int], space: Callable[[int], float], capacity: float,
+                         max_displacement: int | None = None) -> list[list[int]]:
+    """Every preload order of ``ops`` (execution order, ascending) that cannot overflow
+    SRAM, built as ELK's suffix tree from the last load backwards (s4.4, Figure 14):
+    choosing op x as the next-earlier load means every op still unplaced that executes
+    after x is loaded before x and stays on chip with x until x executes, so x and those
+    ops must fit together (``space``: an op's smallest preload size). ``max_displacement``
+    bounds how far an op moves from its place in execution order (the artifact's
+    bounded-displacement orders, IPU_COST_FACTS s6; None: the paper's whole tree)."""
+    ops = sorted(ops)
+    home = {x: t for t, x in enumerate(ops)}
+    found: list[list[int]] = []
+
+    def grow(unplaced: list[int], suffix: list[int]) -> None:
+        if not unplaced:
+            found.append(suffix)
+            return
+        slot = len(unplaced) - 1
+        for x in unplaced:
+            if max_displacement is not None and abs(home[x] - slot) > max_displacement:
+                continue
+            together = [y for y in unplaced if y >= x]
+            if sum(space(y) for y in together) <= capacity:
+                grow([y for y in unplaced if y != x], [x] + suffix)
+
+    grow(ops, [])
+    return found
+
+
+def heavy_ops(ops: Sequence[PreloadOp]) -> list[int]:
+    """s4.4's first pruning rule: the ops whose HBM bytes are above the average."""
+    if not ops:
+        return []
+    mean = sum(op.hbm_bytes for op in ops) / len(ops)
+    return [i for i, op in enumerate(ops) if op.hbm_bytes > mean]
+
+
+def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | None = None,
+                 max_displacement: int | None = None) -> list[list[int]]:
+    """Whole-model preload orders from s4.4's pruned space: within the first layer, the
+    valid orders of its HBM-heavy ops (light ops keep their own positions, heavy ops
+    permute among the heavy ops' positions); the same permutation for every layer with
+    the same op signatures (identical layers), execution order elsewhere. The identity
+    comes first."""
+    n = len(ops)
+    heavy = set(heavy_ops(ops))
+    layers: dict[int, list[int]] = {}
+    for i, op in enumerate(ops):
+        if op.layer is not None:
+            layers.setdefault(op.layer, []).append(i)
+    if not layers:
+        return [list(range(n))]
+    first = min(layers)
+    kind = tuple(ops[i].signature for i in layers[first])
+    slots = [t for t, i in enumerate(layers[first]) if i in heavy]
+    members = [layers[first][t] for t in slots]
+    orders = valid_preload_orders(members, lambda i: ops[i].min_preload(), capacity, max_displacement)
+    identity = sorted(members)
+    orders.sort(key=lambda o: o != identity)
+    if max_orders is not None:
+        orders = orders[:max_orders]
+    result = []
+    for permuted in orders:
+        local = [members.index(x) for x in permuted]   # slot t gets the local[t]-th heavy op
+        order = list(range(n))
+        for layer in layers.values():
+            if tuple(ops[i].signature for i in layer) != kind:
+                continue
+            for t, slot in enumerate(slots):
+                order[layer[slot]] = layer[slots[local[t]]]
+        result.append(order)
+    return result
+
+
+def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
+            max_orders: int | None = None, window_layers: int | None = 3,
+            finalists: int = 3, max_displacement: int | None = None) -> tuple[PreloadPlan, list[int], int]:
+    """ELK-Full (s4.4): the best ``plan_preloads`` over ``layer_orders``; returns the plan,
+    its order and how many orders were tried. ELK plans the whole model for every order
+    (seconds each on one of 32 cores, s5); on a small machine, ``window_layers`` ranks the
+    orders on the model's first layers (identical layers share the order) and plans the
+    whole model for the ``finalists`` best and the execution order (None: whole model)."""
+    orders = layer_orders(ops, capacity, max_orders, max_displacement)
+    layers = sorted({op.layer for op in ops if op.layer is not None})
+    candidates = orders
+    if window_layers is not None and len(layers) > window_layers and len(orders) > finalists:
+        last = layers[window_layers - 1]
+        cut = max(i for i, op in enumerate(ops) if op.layer is not None and op.layer <= last) + 1
+        window = list(ops[:cut])
+        ranked = []
+        for t, order in enumerate(orders):
+            local = [k for k in order if k < cut]
+            try:
+                ranked.append((plan_preloads(window, capacity, local, split).latency, t))
+            except OrderError:
+                continue
+        ranked.sort()
+        keep = {0} | {t for _, t in ranked[:finalists]}
+        candidates = [orders[t] for t in sorted(keep)]
+    best = None
+    for order in candidates:
+        try:
+            plan = plan_preloads(ops, capacity, order, split)
+        except OrderError:
+            continue
+        if best is None or plan.latency < best[0].latency:
+            best = (plan, order)
+    if best is None:
+        plan = plan_preloads(ops, capacity, None, split)
+        return plan, list(range(len(ops))), len(orders)
+    return best[0], best[1], len(orders)
+
+
+# ----------------------------------------------------------------------------------------
+# s6.1: the baselines
+
+
+def _fixed_plan(ops: Sequence[PreloadOp], capacity: float, exec_space: float | None, exec_pick, preload_pick) -> PreloadPlan:
+    """A schedule whose plans are decided up front: op i runs ``exec_pick(op)`` and rests
+    in ``preload_pick(op, j)``; ``exec_space`` None: each op's execution space is its plan's
+    own (Basic), else a fixed space (Static) and the rest preloads."""
+    plans = []
+    for op in ops:
+        j = exec_pick(op)
+        if j < 0:
+            raise PreloadFitError(op.name, op.min_exec(), capacity if exec_space is None else exec_space)
+        r = preload_pick(op, j)
+        plans.append((j, r))
+    sizes = [op.preload_bytes[r] for op, (j, r) in zip(ops, plans)]
+
+    def allocate(i: int, resident: tuple[int, ...]) -> float | None:
+        op, (j, r) = ops[i], plans[i]
+        if exec_space is None:
+            if len(resident) > 1 or op.exec_bytes[j] + sum(sizes[k] for k in resident) > capacity:
+                return None
+        elif sum(sizes[k] for k in resident) > capacity - exec_space:
+            return None
+        return float(op.exec_cycles[j] + op.distribute[r, j])
+
+    schedule = inductive_schedule(len(ops), allocate, lambda k: float(ops[k].load_cycles[plans[k][1]]))
+    exec_cycles = [float(op.exec_cycles[j] + op.distribute[r, j]) for op, (j, r) in zip(ops, plans)]
+    load_cycles = [float(op.load_cycles[r]) for op, (j, r) in zip(ops, plans)]
+    schedule.exec_plan = [j for j, _ in plans]
+    schedule.preload_plan = [r for _, r in plans]
+    return PreloadPlan(schedule, schedule.exec_plan, schedule.preload_plan, exec_cycles, load_cycles)
+
+
+def basic_schedule(ops: Sequence[PreloadOp], capacity: float) -> PreloadPlan:
+    """Basic (s6.1): every op at its fastest plan (the largest execution space), the next
+    op preloaded in the space left (its fastest preload state that fits), else nothing."""
+    def fastest(op):
+        fits = op.exec_bytes <= capacity
+        return int(np.argmin(np.where(fits, op.exec_cycles, np.inf))) if fits.any() else -1
+
+    def preload(op, j):
+        r = op.fastest_preload(j, at_most=max(0.0, capacity - op.exec_bytes[j]))
+        return r if r >= 0 else op.fastest_preload(j)
+
+    return _fixed_plan(ops, capacity, None, fastest, preload)
+
+
+def static_schedule(ops: Sequence[PreloadOp], capacity: float, exec_space: float) -> PreloadPlan:
+    """Static (s6.1, T10 with a fixed split): every op runs its fastest plan within
+    ``exec_space``; the rest preloads as many ops as fit, all at the largest or all at the
+    smallest preload states, whichever is faster."""
+    def fastest(op):
+        fits = op.exec_bytes <= exec_space
+        return int(np.argmin(np.where(fits, op.exec_cycles, np.inf))) if fits.any() else -1
+
+    best = None
+    for largest in (True, False):
+        def preload(op, j, largest=largest):
+            ok = np.flatnonzero(np.isfinite(op.distribute[:, j]))
+            sizes = op.preload_bytes[ok]
+            return int(ok[np.argmax(sizes)] if largest else ok[np.argmin(sizes)])
+        try:
+            plan = _fixed_plan(ops, capacity, exec_space, fastest, preload)
+        except PreloadFitError:
+            continue
+        if best is None or plan.latency < best.latency:
+            best = plan
+    if best is None:
+        raise PreloadFitError(max(ops, key=lambda op: op.min_exec()).name, max(op.min_exec() for op in ops), exec_space)
+    return best
+
+
+def static_sweep(ops: Sequence[PreloadOp], capacity: float, steps: int = 16) -> tuple[PreloadPlan, float]:
+    """Static with its execution space swept over ``steps`` sizes (the best kept, s6.1)."""
+    least = max(op.min_exec() for op in ops)
+    best = None
+    for space in np.linspace(least, capacity, steps):
+        try:
+            plan = static_schedule(ops, capacity, float(space))
+        except OrderError:
+            continue
+        if best is None or plan.latency < best[0].latency:
+            best = (plan, float(space))
+    if best is None:
+        raise PreloadFitError(max(ops, key=lambda op: op.min_exec()).name, least, capacity)
+    return best
+
+
+def ideal_latency(ops: Sequence[PreloadOp]) -> float:
+    """Ideal (s6.1): no memory or interconnect contention: every op at its fastest plan
+    with no distribution, every load at its smallest preload state, and loads never wait
+    for space; the longest chain of loads then executions."""
+    loads = [float(op.load_cycles.min()) for op in ops]
+    execs = [float(op.exec_cycles.min()) for op in ops]
+    best, loaded = 0.0, 0.0
+    tail = float(sum(execs))
+    for load, execute in zip(loads, execs):
+        loaded += load
+        best = max(best, loaded + tail)
+        tail -= execute
+    return best
+
+
+def widest_frontiers(exec_bytes: Sequence[float], preload_bytes: Sequence[float], capacity: float) -> list[int]:
+    """The preload frontiers of ops whose plans are fixed (their execute time does not
+    depend on what is resident): by Theorem 4.2 each op's start is non-decreasing in its
+    frontier (it ends at min(next op's start, the start of the first load waiting for
+    it)), so the inductive scheduler's choice is the widest frontier whose resident ops
+    fit beside it. Execution order = preload order; an op that fits under no frontier
+    raises ``PreloadFitError``."""
+    n = len(exec_bytes)
+    frontiers = []
+    for i in range(n):
+        if exec_bytes[i] > capacity:
+            raise PreloadFitError(str(i), exec_bytes[i], capacity)
+        used, q = exec_bytes[i], i + 1
+        while q < n and used + preload_bytes[q] <= capacity:
+            used += preload_bytes[q]
+            q += 1
+        frontiers.append(q)
+    # a load cannot wait for an op after one that already lets it start (frontiers rise)
+    for i in range(n - 2, -1, -1):
+        frontiers[i] = min(frontiers[i], frontiers[i + 1])
+    return frontiers

@@ -1,0 +1,39 @@
+// RUN: irc-opt %s -p 'inference{device=tiny16-hbm}' | filecheck %s
+// RUN: irc-opt %s -p 'rtensor-partition{device=tiny16-hbm},rtensor-to-shift,rotation-align,shift-to-device,preload-schedule,device-alloc' | filecheck %s
+
+// Four 256 KB weights (2 MB) do not fit in tiny16-hbm's 1 MB of SRAM: rtensor-partition
+// plans the model with ELK (seeds/004 s4.2-s4.3) instead of failing, and preload-schedule
+// issues each operator's HBM loads while earlier operators run (s4.5): w1 during the
+// first matmul, w2 once it is done, w3 once the second is done (the widest frontiers
+// that fit), each waited for right before its redistribution into the execute state.
+func.func @main(%x: tensor<16x256xf32> {irc.name = "x"}, %w0: tensor<256x256xf32> {irc.name = "w0", irc.weight}, %w1: tensor<256x256xf32> {irc.name = "w1", irc.weight}, %w2: tensor<256x256xf32> {irc.name = "w2", irc.weight}, %w3: tensor<256x256xf32> {irc.name = "w3", irc.weight}) -> (tensor<16x256xf32> {irc.name = "y"}) {
+  %h0 = te.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w0) : (tensor<16x256xf32>, tensor<256x256xf32>) -> tensor<16x256xf32>
+  %r0 = te.op "R[m,n] = relu(H[m,n])" (%h0) : (tensor<16x256xf32>) -> tensor<16x256xf32>
+  %h1 = te.op "H[m,n] += X[m,k] * W[k,n]" (%r0, %w1) : (tensor<16x256xf32>, tensor<256x256xf32>) -> tensor<16x256xf32>
+  %r1 = te.op "R[m,n] = relu(H[m,n])" (%h1) : (tensor<16x256xf32>) -> tensor<16x256xf32>
+  %h2 = te.op "H[m,n] += X[m,k] * W[k,n]" (%r1, %w2) : (tensor<16x256xf32>, tensor<256x256xf32>) -> tensor<16x256xf32>
+  %r2 = te.op "R[m,n] = relu(H[m,n])" (%h2) : (tensor<16x256xf32>) -> tensor<16x256xf32>
+  %h3 = te.op "H[m,n] += X[m,k] * W[k,n]" (%r2, %w3) : (tensor<16x256xf32>, tensor<256x256xf32>) -> tensor<16x256xf32>
+  %r3 = te.op "R[m,n] = relu(H[m,n])" (%h3) : (tensor<16x256xf32>) -> tensor<16x256xf32>
+  func.return %r3 : tensor<16x256xf32>
+}
+
+// CHECK:      device.preload_async %w0 into %W_idle
+// CHECK:      device.preload_async %x into %X
+// CHECK:      device.preload_async %w1 into %W_idle_1
+// CHECK:      device.wait %W_idle :
+// CHECK-NEXT: device.relayout %W_idle into %W
+// CHECK:      device.wait %X :
+// CHECK:      device.reduce %H {
+// CHECK-NOT:  device.wait
+// CHECK:      device.preload_async %w2 into %W_idle_2
+// CHECK:      device.reduce %R {
+// CHECK:      device.wait %W_idle_1 :
+// CHECK-NEXT: device.relayout %W_idle_1 into %W_1
+// CHECK:      device.reduce %H_2 {
+// CHECK:      device.preload_async %w3 into %W_idle_3
+// CHECK:      device.wait %W_idle_2 :
+// CHECK:      device.wait %W_idle_3 :
+// CHECK-NOT:  device.preload_async
+// CHECK-NOT:  device.load
+// CHECK:      func.return

@@ -1,0 +1,143 @@
+"""Preloaded programs on the reference chip (ELK s4.5): numbers, HBM timing, the report."""
+
+import numpy as np
+import pytest
+
+from irc.compile import compile_and_run
+from irc.interpreter.chip import Chip, ChipFault, Event, Report
+from irc.interpreter.offchip import breakdown, offchip_summary
+from tests.programs import mlp
+
+
+def _inputs(widths, tokens, seed=0):
+    rng = np.random.default_rng(seed)
+    inputs = {"x": rng.standard_normal((tokens, widths[0])).astype(np.float32)}
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        inputs[f"w{i}"] = (rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32)
+    return inputs
+
+
+def test_preloaded_program_computes_what_the_all_on_chip_one_does():
+    widths = [64, 64, 64, 64]
+    text, inputs = mlp(widths, tokens=16, dtype="f32"), _inputs(widths, 16)
+    on_chip, on_chip_report = compile_and_run(text, device="tiny16", inputs=inputs)
+    preloaded, report = compile_and_run(text, device="tiny16-hbm", inputs=inputs)
+    assert "device.preload_async" in report.device_ir and "device.load %w" not in report.device_ir
+    assert "device.preload_async" not in on_chip_report.device_ir
+    for name in on_chip:
+        np.testing.assert_array_equal(preloaded[name], on_chip[name])
+    summary = offchip_summary(report.chip)
+    assert summary["preloads"] == 4                           # x and the three weights
+    assert summary["hbm_bytes"] == sum(v.nbytes for v in inputs.values())
+    parts = summary["breakdown"]
+    assert parts["overlapped"] > 0                             # later weights load while earlier ops run
+    assert summary["exposed_load_cycles"] == pytest.approx(parts["preload"])
+    assert sum(parts.values()) == pytest.approx(report.chip.total_cycles)
+
+
+def test_a_model_larger_than_sram_runs_through_preloading():
+    widths = [256] * 5                                          # four 256 KB weights, 1 MB of SRAM
+    text, inputs = mlp(widths, tokens=16, dtype="f32"), _inputs(widths, 16)
+    with pytest.raises(Exception, match="cannot be planned model-wide"):
+        compile_and_run(text, device="tiny16", inputs=inputs)
+    results, report = compile_and_run(text, device="tiny16-hbm", inputs=inputs)
+    assert max(report.max_abs_error.values()) < 1e-4                  # against the te interpreter
+    assert report.chip.peak_sram_bytes <= 65536
+    assert offchip_summary(report.chip)["preloads"] == 5
+
+
+def test_a_wait_without_a_preload_is_a_fault():
+    chip = Chip("tiny16-hbm")
+    buffer = chip.alloc("P", (1, 4), np.float32, 2, 0, "here:")
+    with pytest.raises(ChipFault, match="device.wait for buffer P, which has no preload in flight"):
+        chip.wait(buffer, "here:")
+
+
+def test_reading_a_buffer_before_its_wait_is_a_fault():
+    chip = Chip("tiny16-hbm")
+    buffer = chip.alloc("P", (1, 4), np.float32, 2, 0, "here:")
+    chip.preload(buffer, np.ones((2, 4), np.float32), np.array([[0, 0], [1, 0]]), "here:")
+    with pytest.raises(ChipFault, match="reads buffer P before the device.wait of its preload"):
+        chip.store(buffer, np.zeros((2, 4), np.float32), np.array([[0, 0], [1, 0]]), np.array([0, 1]), "there:")
+
+
+def test_no_preload_on_a_chip_without_offchip_memory():
+    chip = Chip("tiny16")
+    buffer = chip.alloc("P", (1, 4), np.float32, 2, 0, "here:")
+    with pytest.raises(ChipFault, match="no off-chip memory"):
+        chip.preload(buffer, np.ones((2, 4), np.float32), np.array([[0, 0], [1, 0]]), "here:")
+
+
+def test_preloads_are_serial_and_overlap_execution_by_hand():
+    chip = Chip("tiny16-hbm")
+    a = chip.alloc("A", (1, 4), np.float32, 2, 0, "a:")
+    b = chip.alloc("B", (1, 4), np.float32, 2, 16, "b:")
+    host = np.ones((2, 4), np.float32)
+    origins = np.array([[0, 0], [1, 0]])
+    chip.preload(a, host, origins, "a:")
+    chip.preload(b, host, origins, "b:")
+    one = 16 * 0.5e-9 * 1.325e9                    # 16 B per core via a 16 GB/s controller serving 8x
+    assert [e.start for e in chip.hbm_events if e.category == "hbm"] == pytest.approx([0.0, one])
+    chip._record("compute", "work", 100.0, 2, "w:")  # the cores compute for 100 cycles meanwhile
+    chip.wait(a, "a:")
+    chip.wait(b, "b:")
+    assert chip.cycles["preload_wait"] == 0.0       # both loads were hidden by the work
+    parts = breakdown(chip.report())
+    assert parts["overlapped"] == pytest.approx(2 * one)
+    assert parts["execute"] == pytest.approx(100.0 - 2 * one)
+    assert parts["preload"] == 0.0
+
+
+def test_breakdown_of_hand_made_timelines():
+    report = Report("d", "t10", 1.0, {"compute": 10.0, "preload_wait": 4.0}, 0, 1, 1, 1, 0,
+                    events=[Event("preload_wait", "w", 0.0, 4.0, 1, ""), Event("compute", "c", 4.0, 10.0, 1, "")],
+                    hbm_events=[Event("hbm", "p", 0.0, 4.0, 1, ""), Event("hbm", "q", 4.0, 6.0, 1, "")],
+                    hbm_bytes=10.0, hbm_bytes_per_s=1.0)
+    assert breakdown(report) == {"preload": 4.0, "execute": 4.0, "overlapped": 6.0, "interconnect": 0.0}
+    assert offchip_summary(report)["hbm_utilisation"] == pytest.approx(10.0 / 14.0)
+
+
+def test_a_shift_during_a_preload_shares_its_links_by_hand():
+    # tiny16-hbm: a preload of 160 B to each of the 16 cores is paced by its two
+    # controllers (8 B per byte per core at 16 GB/s: 80 ns = 106 cycles), so each core's
+    # ingress link carries 160 B / 80 ns = 2 GB/s of its 5.5 GB/s. A ring shift of 64 B
+    # per core during the preload gets the remaining 3.5 GB/s: 5.5 / 3.5 = 11/7 times its
+    # time alone, i.e. 4/7 of it more, recorded as interconnect contention.
+    chip = Chip("tiny16-hbm")
+    preloaded = chip.alloc("P", (1, 40), np.float32, 16, 0, "p:")
+    shifted = chip.alloc("A", (1, 16), np.float32, 16, 1024, "a:")
+    receive = chip.alloc("R", (1, 16), np.float32, 16, 2048, "r:")
+    chip.fill(shifted, 1.0, "f:")
+    chip.preload(preloaded, np.ones((16, 40), np.float32), np.stack([np.arange(16), np.zeros(16, int)], 1), "p:")
+    assert chip.hbm_events[0].cycles == pytest.approx(80e-9 * 1.325e9)
+    alone = chip.cost.shift_cycles(chip.device, 64)
+    chip.shift(shifted, receive, (np.arange(16) + 1) % 16, "s:")
+    assert chip.cycles["shift"] == pytest.approx(alone)
+    assert chip.cycles["contention"] == pytest.approx(alone * 4 / 7)
+    chip.wait(preloaded, "w:")
+    assert breakdown(chip.report())["interconnect"] == pytest.approx(alone * 4 / 7)
+    # after the preload has arrived, a shift runs alone
+    chip.shift(shifted, receive, (np.arange(16) + 1) % 16, "s:")
+    assert chip.cycles["contention"] == pytest.approx(alone * 4 / 7)
+
+
+def test_mesh_preload_loads_the_links_near_the_controllers():
+    from irc.interpreter.offchip import contention_cycles, preload_link_rates
+
+    device = Chip("tiny16-hbm-mesh").device
+    rates = preload_link_rates(device, 100.0, 100.0)      # 100 B to every core in 100 cycles
+    assert rates[("out", 16)] == pytest.approx(8.0)         # half of 16 x 100 B leaves each controller
+    # controller 1 (bottom and left edge) enters at (1,0) = core 4 for cores 1, 2, 5 and 6
+    # (nearest edge core, ties to the lower one) and routes along row 1 first: all four
+    # cross mesh link 4 -> 5, 4 x 50 B per 100 cycles
+    assert rates[("mesh", 4, 5)] == pytest.approx(2.0)
+    assert ("mesh", 0, 1) not in rates and ("mesh", 1, 0) not in rates
+    bw = 5.5e9 / 1.325e9
+    swap = lambda a, b: np.array([b if c == a else a if c == b else c for c in range(16)])  # noqa: E731
+    flows = [(0.0, 100.0, rates)]
+    # cores 4 and 5 swap: link 4 -> 5 has bw - 2 B/cycle left (more than half) for 10 cycles
+    assert contention_cycles(device, swap(4, 5), 64, 0.0, 10.0, flows) == pytest.approx(10.0 * (bw / (bw - 2.0) - 1.0))
+    # cores 0 and 1 swap over links no preload uses
+    assert contention_cycles(device, swap(0, 1), 64, 0.0, 10.0, flows) == 0.0
+    # a shift after the preload is done is not slowed
+    assert contention_cycles(device, swap(4, 5), 64, 100.0, 10.0, flows) == 0.0
