@@ -53,4 +53,6 @@ def small_models() -> dict:
             models.ResNetStageConfig(batch=1, in_channels=16, width=8, size=8, blocks=2)),
         "gpt2": lambda: models.build_gpt2_block(
             models.GPT2Config(batch=1, seq=8, hidden=32, heads=2, vocab=50, positions=16)),
+        "opt": lambda: models.build_opt_decoder(
+            models.OPTConfig(batch=1, seq=8, hidden=32, heads=2, ffn=64, vocab=50, positions=16)),
     }
