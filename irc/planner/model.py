@@ -248,7 +248,7 @@ class _ModelProblem:
             except PlanError as error:
                 raise ModelFitError(
                     f"op {i} ({op.name}) has no plan on {self.device.name}: {error}",
-                    needed=self.sram + 1, available=self.sram,
+                    needed=least_plan_bytes(op.spec, self.device, self.cost, error), available=self.sram,
                 ) from None
             except CostModelError as error:
                 raise CostModelError(f"op {i} ({op.name}): {error}") from None
@@ -304,6 +304,16 @@ class _ModelProblem:
         return int(sum(t.cold[r] for t, r in zip(self.tables, rows)))
 
     # ----------------------------------------------------------------- fit check
+    def least_needed(self) -> int:
+        """Bytes per core the tightest op needs with every op at its smallest idle plan
+        and its smallest compatible active plan: what a failed fit reports."""
+        rows = [0] * len(self.tables)
+        idle = self.idle_total(rows)
+        return max(
+            idle - int(t.cold[0]) + self.resting[i] + int(least[0])
+            for i, (t, least) in enumerate(zip(self.tables, self.least_hot))
+        )
+
     def check_fits(self) -> None:
         """Raise ``ModelFitError`` when the smallest idle plans leave some op no room."""
         least_idle = self.idle_total([0] * len(self.tables))
@@ -413,7 +423,7 @@ class _ModelProblem:
         if choice is None:
             raise ModelFitError(
                 f"model {self.model.name!r}: no combination of idle plans lets every op execute on "
-                f"{self.device.name}", needed=self.sram + 1, available=self.sram,
+                f"{self.device.name}", needed=self.least_needed(), available=self.sram,
             )
         clock = self.device.clock_hz
         relayout_cycles = [0.0] * len(rows)
@@ -462,6 +472,20 @@ class _ModelProblem:
         )
 
 
+def least_plan_bytes(spec: OpSpec, device: Device, cost: CostModel, error: PlanError | None = None) -> int:
+    """The least memory per core any plan of ``spec`` takes (the search's own figure when
+    ``error`` carries it, else over every partition, constraints aside)."""
+    if error is not None and error.needed is not None:
+        return int(error.needed)
+    from irc.planner.enumerate import candidate_set
+    from irc.planner.vector_score import score_candidates
+
+    candidates = candidate_set(spec, device, 0.0, math.inf)
+    if len(candidates) == 0:
+        return int(sum(spec.bytes_of(t.name) * tensor_elements(spec, t.name) for t in spec.tensors))
+    return int(score_candidates(spec, candidates, device, cost).memory.min())
+
+
 def _named_idle(spec: OpSpec, idle: IdlePlan) -> IdlePlan:
     names = {f"t{i}": t.name for i, t in enumerate(spec.tensors)}
     return IdlePlan(
@@ -503,7 +527,7 @@ def plan_model(
     if not math.isfinite(total):
         raise ModelFitError(
             f"model {model.name!r}: no explored combination of idle plans lets every op execute on "
-            f"{cache.device.name}", needed=cache.device.sram_bytes + 1, available=cache.device.sram_bytes,
+            f"{cache.device.name}", needed=problem.least_needed(), available=cache.device.sram_bytes,
         )
     return problem.result(rows, direction, trajectory, started)
 

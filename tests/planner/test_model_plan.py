@@ -5,6 +5,7 @@ import itertools
 import json
 import math
 import random
+import re
 from dataclasses import replace
 
 import pytest
@@ -188,6 +189,21 @@ def test_model_whose_active_op_cannot_fit_names_it():
                                             r"the 2080 bytes .* idle weights \(64 bytes\) .* 2112 bytes needed") as info:
         plan_model(model, dev)
     assert (info.value.needed, info.value.available) == (2112, 2080)
+
+
+def test_an_op_no_plan_fits_reports_its_least_plan_bytes():
+    """Not a sentinel one byte over SRAM: the least memory any plan of the op takes, the
+    figure the search names (issue 11), from irc's planner and the fastest bound alike."""
+    model = chain([(64, 64, 64), (64, 64, 8)])
+    dev = device(256)
+    with pytest.raises(ModelFitError, match=r"op 0 \(mm0\) has no plan .* least memory per core any plan needs "
+                                            r"is (\d+) bytes") as info:
+        plan_model(model, dev)
+    least = int(re.search(r"needs is (\d+) bytes", str(info.value)).group(1))
+    assert (info.value.needed, info.value.available) == (least, 256) and least > 256 + 1
+    with pytest.raises(ModelFitError) as bound:
+        fastest_bound(model, dev)
+    assert bound.value.needed == least
 
 
 def test_cache_for_another_device_is_refused():
