@@ -307,7 +307,7 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
     active layout: (decisions, total seconds, peak bytes per core while any op runs).
 
     Priced as `irc.planner.model` prices a model: active cycles, no setup (idle = active),
-    plus the relayout of every activation edge; peak memory counts the other ops' resting
+    plus the relayout of every activation edge; peak memory counts every op's resting
     weights and the activations resting across the op. `plans` caches searches by spec;
     with `cache`, an op's fastest plan is its signature's frontier's last plan, searched
     once for all identical operators (as the model-wide search does).
@@ -339,8 +339,8 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
         for i, (op, (best, idle)) in enumerate(zip(model.ops, chosen))
     )
     resting = resting_activation_bytes(model, device)
-    cold = [d.idle_bytes for d in decisions]
-    peak = max(sum(cold) - cold[i] + resting[i] + d.active_bytes for i, d in enumerate(decisions))
+    idle = sum(d.idle_bytes for d in decisions)
+    peak = max(idle + resting[i] + d.active_bytes for i, d in enumerate(decisions))
     return decisions, sum(d.seconds for d in decisions), peak
 
 

@@ -7,11 +7,16 @@ and an *active* plan (how it executes: a point of its Pareto frontier, T10 s4.3.
 idle into active costs a setup over the exchange. Activations flowing from a producer to a
 consumer whose plan wants another layout pay a relayout (``irc.planner.relayout``).
 
-Memory while op i executes, per core: the idle bytes of every other op, the activations
-resting between their producer and a later consumer (spread evenly over all cores: a lower
-bound), and op i's active plan. So op i's active budget is
-``SRAM - (idle total - idle_i) - resting_i``, and its time is the fastest active plan within
-that budget compatible with its idle plan, plus setup, plus the relayout of its inputs.
+Memory while op i executes, per core: the idle bytes of every op, its own included (T10
+s4.3.2: "the remaining memory space after placing all operators is considered as the
+active memory"; the device program keeps every weight in its idle layout for the whole
+run and gathers the active partition into buffers of its own), the activations resting
+between their producer and a later consumer (spread evenly over all cores: a lower
+bound), and op i's active plan. So op i's active budget is ``SRAM - idle total -
+resting_i``, and its time is the fastest active plan within that budget compatible with
+its idle plan, plus setup, plus the relayout of its inputs. (The T10 artifact counts
+``idle total - idle_i``, as if the active partition grew around the idle slice in place;
+the paper and the device program count both.)
 
 Algorithm 1 (``direction="paper"``): start every op at its smallest idle plan; repeatedly
 record the end-to-end time with every op at its fastest fitting active plan, then grow the
@@ -268,8 +273,8 @@ class _ModelProblem:
 
     # ----------------------------------------------------------------- objective
     def budgets(self, rows: Sequence[int]) -> np.ndarray:
-        colds = np.array([t.cold[r] for t, r in zip(self.tables, rows)])
-        return self.sram - (colds.sum() - colds) - np.array(self.resting, dtype=np.float64)
+        idle = sum(float(t.cold[r]) for t, r in zip(self.tables, rows))
+        return self.sram - idle - np.array(self.resting, dtype=np.float64)
 
     def relayout(self, consumer: int, tensor: str, producer: int, j_consumer: int, j_producer: int,
                  whole: bool = False):
@@ -307,12 +312,8 @@ class _ModelProblem:
     def least_needed(self) -> int:
         """Bytes per core the tightest op needs with every op at its smallest idle plan
         and its smallest compatible active plan: what a failed fit reports."""
-        rows = [0] * len(self.tables)
-        idle = self.idle_total(rows)
-        return max(
-            idle - int(t.cold[0]) + self.resting[i] + int(least[0])
-            for i, (t, least) in enumerate(zip(self.tables, self.least_hot))
-        )
+        idle = self.idle_total([0] * len(self.tables))
+        return max(idle + self.resting[i] + int(least[0]) for i, least in enumerate(self.least_hot))
 
     def check_fits(self) -> None:
         """Raise ``ModelFitError`` when the smallest idle plans leave some op no room."""
@@ -329,12 +330,11 @@ class _ModelProblem:
         for i, (budget, least) in enumerate(zip(budgets, self.least_hot)):
             if least[0] > budget:
                 op = self.model.ops[i]
-                others = least_idle - int(self.tables[i].cold[0])
-                needed = others + self.resting[i] + int(least[0])
+                needed = least_idle + self.resting[i] + int(least[0])
                 raise ModelFitError(
                     f"model {self.model.name!r} does not fit on {self.device.name}: op {i} ({op.name}) needs "
                     f"{int(least[0])} bytes per core to execute, but only {int(budget)} of the {self.sram} bytes "
-                    f"of SRAM are left after the other ops' idle weights ({others} bytes) and resting "
+                    f"of SRAM are left after the idle weights ({least_idle} bytes, its own included) and resting "
                     f"activations ({self.resting[i]} bytes): {needed} bytes needed",
                     needed=needed, available=self.sram,
                 )
@@ -361,15 +361,20 @@ class _ModelProblem:
             for i, (table, row, budget) in enumerate(zip(self.tables, rows, budgets)):
                 if row + 1 >= len(table.cold):
                     continue
+                # growing op i's idle plan shrinks every op's budget by as much, its own too
                 cap = second if i == first else slack[first]
                 key = (id(table), row, int(budget), cap)
                 if key not in memo:
-                    times, _ = table.best_at(budget)
-                    grow = table.cold[row + 1:] - table.cold[row]
-                    saved = times[row] - times[row + 1:]        # times[row] is finite: the state fits
-                    ratio = np.where((grow <= cap) & (saved > 0), saved / grow, -np.inf)
-                    k = int(np.argmax(ratio))
-                    memo[key] = (float(ratio[k]), row + 1 + k) if ratio[k] > -np.inf else None
+                    now = table.best_at(budget)[0][row]          # finite: the state fits
+                    found = None
+                    for r in range(row + 1, len(table.cold)):
+                        grow = float(table.cold[r] - table.cold[row])
+                        if grow > cap:
+                            break                                  # cold ascends: larger rows grow more
+                        saved = now - table.best_at(budget - grow)[0][r]
+                        if saved > 0 and (found is None or saved / grow > found[0]):
+                            found = (saved / grow, r)
+                    memo[key] = found
                 hit = memo[key]
                 if hit is not None and (pick is None or hit[0] > pick[0]):
                     pick = (hit[0], i, hit[1])
@@ -442,7 +447,7 @@ class _ModelProblem:
             setup_s = table.setup[row, j] / clock
             relayout_s = relayout_cycles[i] / clock
             seconds = active_s + setup_s + relayout_s
-            peak = max(peak, idle_total - int(table.cold[row]) + self.resting[i] + int(table.hot[j]))
+            peak = max(peak, idle_total + self.resting[i] + int(table.hot[j]))
             planned.append(
                 PlannedOp(
                     name=op.name, signature=self.signature_ids[i], active=active, idle=idle,

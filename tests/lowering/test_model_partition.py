@@ -29,8 +29,8 @@ from irc.runner import find_function, make_context, parse_module, run_function
 from irc.lowering.te_to_rtensor import REMARK_ATTR, RTensorPartition
 from tests.programs import FALLBACK, MLP3, mlp
 
-TINY16_1K = str(Path(__file__).parents[1] / "filecheck/passes/rtensor-partition/Inputs/tiny16-1k.toml")
-"""tiny16 with 1 KiB of SRAM per core: weights must rest in idle plans finer than active."""
+TINY16_1152 = str(Path(__file__).parents[1] / "filecheck/passes/rtensor-partition/Inputs/tiny16-1152.toml")
+"""tiny16 with 1152 bytes of SRAM per core: weights must rest in idle plans finer than active."""
 
 
 
@@ -75,7 +75,7 @@ def assert_same_results(text, module, seed=3):
         np.testing.assert_array_equal(results[name], value, err_msg=name)
 
 
-@pytest.mark.parametrize("device", ["tiny16", TINY16_1K])
+@pytest.mark.parametrize("device", ["tiny16", TINY16_1152])
 def test_model_mode_verifies_and_computes_what_te_computes(device):
     module = partition(MLP3, device)
     assert not any(isinstance(op, TensorOp) for op in module.walk())
@@ -83,7 +83,7 @@ def test_model_mode_verifies_and_computes_what_te_computes(device):
     assert_same_results(MLP3, module)
 
 
-@pytest.mark.parametrize("device", ["tiny16", TINY16_1K])
+@pytest.mark.parametrize("device", ["tiny16", TINY16_1152])
 def test_ir_records_the_planners_model_wide_decision(device):
     module = partition(MLP3, device)
     found, decision, _ = decision_for(MLP3, device)
@@ -101,16 +101,16 @@ def test_ir_records_the_planners_model_wide_decision(device):
         assert attr.bytes_per_core == chosen.idle.cold_bytes == chosen.idle_bytes
         assert attr.setup_cycles == math.ceil(setup_cycles(chosen.idle, chosen.active, device))
         assert chosen.setup_seconds * load_device(device).clock_hz == pytest.approx(chosen.setup_cycles)
-    if device == TINY16_1K:
-        # 1 KiB per core: the weights rest cut finer than they execute and pay a setup
+    if device == TINY16_1152:
+        # 1152 bytes per core: the weights rest cut finer than they execute and pay a setup
         setups = [op.attributes[IDLE_ATTR].setup_cycles for op in planned if IDLE_ATTR in op.attributes]
         assert setups and all(s > 0 for s in setups)
-        assert decision.peak_bytes <= 1024
+        assert decision.peak_bytes <= 1152
 
 
 def test_relayouts_appear_exactly_where_layouts_differ():
-    module = partition(MLP3, TINY16_1K)
-    found, decision, _ = decision_for(MLP3, TINY16_1K)
+    module = partition(MLP3, TINY16_1152)
+    found, decision, _ = decision_for(MLP3, TINY16_1152)
     layouts = [
         layout_types(bound, chosen.active, op.output.type.get_element_type())
         for op, bound, chosen in zip(found.ops, found.bounds, decision.ops)
@@ -146,7 +146,7 @@ def test_identical_layers_are_planned_once():
 @given(
     widths=st.lists(st.sampled_from([8, 16, 32, 64]), min_size=3, max_size=4),
     tokens=st.sampled_from([8, 16, 32]),
-    device=st.sampled_from(["tiny16", TINY16_1K]),
+    device=st.sampled_from(["tiny16", TINY16_1152]),
 )
 def test_model_mode_never_slower_than_op_mode(widths, tokens, device):
     """In the planner's accounting (active + setup + relayout), the model-wide plan is never
@@ -216,11 +216,11 @@ def test_weights_that_cannot_rest_are_an_error_with_bytes():
     module = parse_module(text, "big.mlir")
     before = str(module)
     with pytest.raises(DiagnosticException) as caught:
-        RTensorPartition(device=TINY16_1K).apply(make_context(), module)
+        RTensorPartition(device=TINY16_1152).apply(make_context(), module)
     message = str(caught.value)
     assert message.startswith("big.mlir:1:1: error: 'func.func' op @main cannot be planned model-wide: ")
     assert "its weights need 1536 bytes per core at rest" in message
-    assert "but a core has 1024 bytes of SRAM" in message
+    assert "but a core has 1152 bytes of SRAM" in message
     assert str(module) == before
 
 

@@ -1,8 +1,8 @@
-// RUN: irc-opt %s -p 'rtensor-partition{device="%S/Inputs/tiny16-1k.toml"}' | filecheck %s
-// RUN: irc-opt %s -p 'rtensor-partition{device="%S/Inputs/tiny16-1k.toml" mode=model}' --print-op-generic | irc-opt | filecheck %s
+// RUN: irc-opt %s -p 'rtensor-partition{device="%S/Inputs/tiny16-1152.toml"}' | filecheck %s
+// RUN: irc-opt %s -p 'rtensor-partition{device="%S/Inputs/tiny16-1152.toml" mode=model}' --print-op-generic | irc-opt | filecheck %s
 // RUN: irc-opt %s -p 'rtensor-partition{device=tiny16}' | filecheck %s --check-prefix=ROOMY
 
-// Model-wide planning (the default mode) on a 16-core chip with 1 KiB per core: the
+// Model-wide planning (the default mode) on a 16-core chip with 1152 bytes per core: the
 // three 2 KiB weights (irc.weight arguments) cannot all rest in the layout their
 // matmul executes in, so each rests in an idle plan that cuts its partition finer
 // (idle ft a multiple of the active ft) and pays a setup when its op starts.
