@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
@@ -262,6 +263,39 @@ def _defining_cores(value: SSAValue) -> int | None:
     return _int(owner.cores) if isinstance(owner, AllocOp) else None
 
 
+def moves_properties(moves: Sequence[tuple[str, Sequence[int]]]) -> dict[str, Attribute]:
+    """The ``moves``/``moved_shapes`` properties of data movements applied on the way (one
+    tensor expression ``Y[...] = X[...]`` each, with the shape it makes)."""
+    if not moves:
+        return {}
+    return {"moves": ArrayAttr([ExprAttr(text) for text, _ in moves]),
+            "moved_shapes": ArrayAttr([i64_array(moved) for _, moved in moves])}
+
+
+def movements_of(op) -> list[tuple[ExprAttr, tuple[int, ...]]]:
+    """An op's data movements with the shape each produces (none: empty)."""
+    if op.moves is None:
+        return []
+    return [(expr, tuple(int(d) for d in array_values(shape)))
+            for expr, shape in zip(op.moves.data, op.moved_shapes.data)]
+
+
+def verify_moves(op, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Check that the movements bind one after the other from ``shape``; the final shape."""
+    if (op.moves is None) != (op.moved_shapes is None) or (
+            op.moves is not None and len(op.moves.data) != len(op.moved_shapes.data)):
+        raise VerifyException("moves and moved_shapes go together, one shape per movement")
+    for expr, moved in movements_of(op):
+        if not isinstance(expr, ExprAttr):
+            raise VerifyException(f"moves holds tensor expressions, got {expr}")
+        try:
+            expr.expr.bind([shape], moved)
+        except ExprError as error:
+            raise VerifyException(f"'{expr.data}': {error.message}") from None
+        shape = moved
+    return shape
+
+
 @irdl_op_definition
 class AllocOp(IRDLOperation):
     """Reserve ``bytes`` of SRAM at byte ``offset`` on every core of ``[0, cores)`` for a
@@ -321,23 +355,32 @@ class FreeOp(IRDLOperation):
 class LoadOp(IRDLOperation):
     """Copy from a host tensor into a buffer: core ``c`` receives the tile of the tensor
     starting at ``origins(c)`` (one element index per dimension) with the buffer's
-    shape; elements outside the tensor read as zero (padding)."""
+    shape; elements outside the tensor read as zero (padding). ``moves``, when present,
+    are data movements (a transpose, a merge or split of axes) the transfer applies to
+    the tensor first, each giving a tensor of the matching shape in ``moved_shapes``: the
+    tiles are those of the last (a layout change at the model's edge costs no kernel)."""
 
     name = "device.load"
 
     source = operand_def(TensorType)
     buffer = operand_def(BufferType)
     origins = prop_def(CORE_TABLE)
+    moves = opt_prop_def(ArrayAttr)
+    moved_shapes = opt_prop_def(ArrayAttr)
 
     assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, source: SSAValue, buffer: SSAValue, origins):
-        super().__init__(operands=[source, buffer], properties={"origins": table_attr(origins)})
+    def __init__(self, source: SSAValue, buffer: SSAValue, origins, moves: Sequence[tuple[str, Sequence[int]]] = ()):
+        super().__init__(operands=[source, buffer],
+                         properties={"origins": table_attr(origins), **moves_properties(moves)})
+
+    def movements(self) -> list[tuple[ExprAttr, tuple[int, ...]]]:
+        return movements_of(self)
 
     def verify_(self) -> None:
         type_ = _buffer(self.buffer, "the destination")
-        rank = len(self.source.type.get_shape())
+        rank = len(verify_moves(self, tuple(self.source.type.get_shape())))
         if rank != len(type_.get_shape()):
             raise VerifyException(
                 f"cannot load a rank-{rank} tensor into a rank-{len(type_.get_shape())} buffer"
@@ -357,7 +400,10 @@ class StoreOp(IRDLOperation):
     """Assemble a host tensor from the tiles of the cores that lead their ``group``:
     cores with an equal ``group(c)`` hold copies of one tile and the lowest of them
     writes it, at ``origins(c)``; parts outside the tensor (padding) are dropped and
-    elements no tile covers hold ``fill``."""
+    elements no tile covers hold ``fill``. With ``moves``, the tiles assemble a tensor
+    of ``shape`` that the transfer then moves (transposes, merges or splits axes), each
+    movement giving a tensor of the matching shape in ``moved_shapes``; the result is the
+    last."""
 
     name = "device.store"
 
@@ -366,16 +412,29 @@ class StoreOp(IRDLOperation):
     origins = prop_def(CORE_TABLE)
     group = prop_def(CORE_TABLE)
     fill = prop_def(FloatAttr)
+    shape = opt_prop_def(DenseArrayBase)
+    moves = opt_prop_def(ArrayAttr)
+    moved_shapes = opt_prop_def(ArrayAttr)
 
     assembly_format = "$buffer attr-dict `:` type($buffer) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, buffer: SSAValue, result_type: Attribute, origins, group, fill: float = 0.0):
-        super().__init__(
-            operands=[buffer], result_types=[result_type],
-            properties={"origins": table_attr(origins), "group": table_attr(group),
-                        "fill": FloatAttr(float(fill), 64)},
-        )
+    def __init__(self, buffer: SSAValue, result_type: Attribute, origins, group, fill: float = 0.0,
+                 moves: Sequence[tuple[str, Sequence[int]]] = (), shape: Sequence[int] | None = None):
+        properties = {"origins": table_attr(origins), "group": table_attr(group), "fill": FloatAttr(float(fill), 64)}
+        if moves:
+            properties.update(moves_properties(moves))
+            properties["shape"] = i64_array(shape)
+        super().__init__(operands=[buffer], result_types=[result_type], properties=properties)
+
+    def movements(self) -> list[tuple[ExprAttr, tuple[int, ...]]]:
+        return movements_of(self)
+
+    def assembled_shape(self) -> tuple[int, ...]:
+        """The shape the tiles assemble (the result's without movements)."""
+        if self.shape is None:
+            return tuple(self.result.type.get_shape())
+        return tuple(int(d) for d in array_values(self.shape))
 
     def writers(self, cores: int) -> np.ndarray:
         """The cores whose tiles are written: the lowest core of each group."""
@@ -383,7 +442,12 @@ class StoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         type_ = _buffer(self.buffer, "the source")
-        rank = len(self.result.type.get_shape())
+        if (self.moves is None) != (self.shape is None):
+            raise VerifyException("a store moves its tensor (moves) exactly when it states the assembled shape")
+        final = verify_moves(self, self.assembled_shape())
+        if final != tuple(self.result.type.get_shape()):
+            raise VerifyException(f"the movements make a tensor of shape {list(final)}, but the result is {self.result.type}")
+        rank = len(self.assembled_shape())
         if rank != len(type_.get_shape()):
             raise VerifyException(f"cannot store a rank-{len(type_.get_shape())} buffer as a rank-{rank} tensor")
         cores = _defining_cores(self.buffer)
@@ -420,28 +484,26 @@ class RelayoutOp(IRDLOperation):
     barriers = prop_def(IntegerAttr[I64])
     moves = opt_prop_def(ArrayAttr)
     moved_shapes = opt_prop_def(ArrayAttr)
+    setup = opt_prop_def(UnitAttr)
 
     assembly_format = "$source `into` $target attr-dict `:` type($source) `,` type($target)"
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, source: SSAValue, target: SSAValue, shape, source_origins, source_group, origins,
-                 nbytes: int, barriers: int, moves: Sequence[tuple[str, Sequence[int]]] = ()):
+                 nbytes: int, barriers: int, moves: Sequence[tuple[str, Sequence[int]]] = (), setup: bool = False):
         properties = {
             "shape": i64_array(shape), "source_origins": table_attr(source_origins),
             "source_group": table_attr(source_group), "origins": table_attr(origins),
             "bytes": i64_attr(nbytes), "barriers": i64_attr(barriers),
         }
-        if moves:
-            properties["moves"] = ArrayAttr([ExprAttr(text) for text, _ in moves])
-            properties["moved_shapes"] = ArrayAttr([i64_array(moved) for _, moved in moves])
+        if setup:
+            properties["setup"] = UnitAttr()
+        properties.update(moves_properties(moves))
         super().__init__(operands=[source, target], properties=properties)
 
     def movements(self) -> list[tuple[ExprAttr, tuple[int, ...]]]:
         """The data movements on the way, with the shape each produces."""
-        if self.moves is None:
-            return []
-        return [(expr, tuple(int(d) for d in array_values(shape)))
-                for expr, shape in zip(self.moves.data, self.moved_shapes.data)]
+        return movements_of(self)
 
     def target_shape(self) -> tuple[int, ...]:
         moved = self.movements()
@@ -453,18 +515,7 @@ class RelayoutOp(IRDLOperation):
 
     def verify_(self) -> None:
         source, target = _buffer(self.source, "the source"), _buffer(self.target, "the target")
-        if (self.moves is None) != (self.moved_shapes is None) or (
-                self.moves is not None and len(self.moves.data) != len(self.moved_shapes.data)):
-            raise VerifyException("moves and moved_shapes go together, one shape per movement")
-        shape = tuple(int(d) for d in array_values(self.shape))
-        for expr, moved in self.movements():
-            if not isinstance(expr, ExprAttr):
-                raise VerifyException(f"moves holds tensor expressions, got {expr}")
-            try:
-                expr.expr.bind([shape], moved)
-            except ExprError as error:
-                raise VerifyException(f"'{expr.data}': {error.message}") from None
-            shape = moved
+        verify_moves(self, tuple(int(d) for d in array_values(self.shape)))
         rank, target_rank = len(array_values(self.shape)), len(self.target_shape())
         if len(source.get_shape()) != rank or len(target.get_shape()) != target_rank:
             raise VerifyException(

@@ -39,7 +39,7 @@ from irc.devices import Device, load_device
 from irc.interpreter.te_eval import compute_dtype, evaluate
 
 CORE_AXIS = "__core__"
-CATEGORIES = ("compute", "shift", "sync", "reduction", "relayout", "host_io")
+CATEGORIES = ("compute", "shift", "sync", "reduction", "setup", "relayout", "host_io")
 
 
 class ChipFault(InterpretationError):
@@ -141,14 +141,15 @@ class Report:
 
     @property
     def kernel_cycles(self) -> float:
-        """The operators' compute-shift time: chip time without host I/O and without the
-        on-chip relayouts between operators (what the planner predicts per operator)."""
-        return self.total_cycles - self.cycles.get("host_io", 0.0) - self.cycles.get("relayout", 0.0)
+        """The operators' compute-shift time: chip time without host I/O, the weights'
+        setups and the on-chip relayouts between operators (what the planner predicts
+        per operator)."""
+        return self.model_cycles - self.cycles.get("relayout", 0.0) - self.cycles.get("setup", 0.0)
 
     @property
     def model_cycles(self) -> float:
-        """Chip time without host I/O: the operators and the relayouts between them
-        (what the model-wide planner predicts)."""
+        """Chip time without host I/O: the operators, the setups of their weights and the
+        relayouts between them (what the model-wide planner predicts)."""
         return self.total_cycles - self.cycles.get("host_io", 0.0)
 
     @property
@@ -193,8 +194,8 @@ class Report:
             value = self.cycles.get(name, 0.0)
             lines.append(f"  {name:<10} {value:>14,.0f} cycles  {100 * value / total:5.1f}%")
         lines.append(f"  kernels without host I/O: {self.kernel_cycles:,.0f} cycles")
-        if self.cycles.get("relayout", 0.0):
-            lines.append(f"  kernels and relayouts without host I/O: {self.model_cycles:,.0f} cycles")
+        if self.cycles.get("relayout", 0.0) or self.cycles.get("setup", 0.0):
+            lines.append(f"  kernels, setups and relayouts without host I/O: {self.model_cycles:,.0f} cycles")
         lines.append(
             f"peak SRAM per core: {self.peak_sram_bytes:,} of {self.sram_bytes:,} bytes "
             f"({100 * self.peak_sram_bytes / max(self.sram_bytes, 1):.1f}%)"
@@ -550,13 +551,13 @@ class Chip:
 
     def relayout(self, source: Buffer, source_origins: np.ndarray, writers: np.ndarray, target: Buffer,
                  target_origins: np.ndarray, shape: tuple[int, ...], nbytes: int, barriers: int,
-                 where: str, move=None) -> None:
+                 where: str, move=None, setup: bool = False) -> None:
         """Move a tensor between two on-chip layouts over the exchange: the tiles of
         ``writers`` in ``source`` (at ``source_origins``) become, per core of ``target``,
         the tile at ``target_origins`` (zeros outside the tensor). Timed as the cost
         model's shift of ``nbytes`` per core plus ``barriers`` barriers, as the planner
-        prices relayouts and setups (``irc.planner.relayout``, ``irc.planner.idle``);
-        nothing crosses the host link."""
+        prices relayouts and setups (``irc.planner.relayout``, ``irc.planner.idle``; a
+        ``setup`` is reported apart); nothing crosses the host link."""
         if len(writers):
             self._check_readable(source, int(writers.max()) + 1, where, "relayout")
         whole = np.zeros(shape, dtype=source.dtype)
@@ -566,7 +567,8 @@ class Chip:
         self._gather_into(target, whole, target_origins)
         barrier = float(self.cost.sync_cycles(self.device)) / max(1, self.device.syncs_per_shift)
         cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
-        self._record("relayout", f"relayout {source.name} -> {target.name}", cycles, target.cores, where)
+        category = "setup" if setup else "relayout"
+        self._record(category, f"{category} {source.name} -> {target.name}", cycles, target.cores, where)
 
     def compute(
         self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,

@@ -61,6 +61,13 @@ def _int(attr) -> int:
     return int(attr.value.data)
 
 
+def moved(movements, whole: np.ndarray) -> np.ndarray:
+    """``whole`` after the data movements of a load, store or relayout (in order)."""
+    for expr, shape in movements:
+        whole = evaluate(expr.expr.bind([whole.shape], shape), [whole], whole.dtype)
+    return whole
+
+
 @register_impls
 class DeviceFunctions(InterpreterFunctions):
     def chip_for(self, interpreter: Interpreter, op) -> Chip:
@@ -88,17 +95,18 @@ class DeviceFunctions(InterpreterFunctions):
     def run_load(self, interpreter: Interpreter, op: LoadOp, args: tuple[Any, ...]):
         host, buffer = args
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
-        self.chip_for(interpreter, op).load(buffer, np.asarray(host), origins, where(op))
+        host = moved(op.movements(), np.asarray(host))
+        self.chip_for(interpreter, op).load(buffer, host, origins, where(op))
         return ()
 
     @impl(StoreOp)
     def run_store(self, interpreter: Interpreter, op: StoreOp, args: tuple[Any, ...]):
         (buffer,) = args
         type_ = op.result.type
-        host = np.full(tuple(type_.get_shape()), op.fill.value.data, dtype=numpy_dtype(type_.get_element_type()))
+        host = np.full(op.assembled_shape(), op.fill.value.data, dtype=numpy_dtype(type_.get_element_type()))
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
         self.chip_for(interpreter, op).store(buffer, host, origins, op.writers(buffer.cores), where(op))
-        return (host,)
+        return (moved(op.movements(), host),)
 
     @impl(RelayoutOp)
     def run_relayout(self, interpreter: Interpreter, op: RelayoutOp, args: tuple[Any, ...]):
@@ -107,15 +115,13 @@ class DeviceFunctions(InterpreterFunctions):
         movements = op.movements()
 
         def move(whole):
-            for expr, moved in movements:
-                whole = evaluate(expr.expr.bind([whole.shape], moved), [whole], whole.dtype)
-            return whole
+            return moved(movements, whole)
 
         self.chip_for(interpreter, op).relayout(
             source, core_table(op.source_origins, len(source.shape), source.cores, "source_origins"),
             op.writers(source.cores), target, core_table(op.origins, len(target.shape), target.cores, "origins"),
             shape, int(op.bytes.value.data), int(op.barriers.value.data), where(op),
-            move if movements else None,
+            move if movements else None, setup=op.setup is not None,
         )
         return ()
 

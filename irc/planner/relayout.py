@@ -99,21 +99,30 @@ def relayout_cost(
     *,
     producer_tensor: str | None = None,
     whole: bool = False,
+    view: tuple[int | None, ...] | None = None,
 ) -> tuple[int, float]:
-    """(bytes per core received, cycles) to move the producer's output into the layout the
+    """(bytes per core received, cycles) to move the producer's tensor into the layout the
     consumer's plan wants for its input ``tensor``.
 
-    ``producer_tensor`` names the tensor in the producer (default: its output). When the two
-    ops see the tensor with different dimension extents (a reshape), or when ``whole`` (the
-    consumer reads it through a data movement such as a transpose or a merge of axes), the
-    consumer's whole partition is received.
+    ``producer_tensor`` names the tensor in the producer (default: its output; an input it
+    shares with the consumer, loaded once). When the two ops see the tensor with different
+    dimension extents (a reshape), or when ``whole`` (the consumer reads it through a data
+    movement such as a merge of axes), the consumer's whole partition is received. A
+    movement that only permutes dims (a transpose, dims of extent 1 added or dropped) gives
+    ``view``, per plan dim of the consumer's tensor the producer's (None: extent 1): the
+    layouts are then compared through it, so a transpose whose two layouts cut the same
+    blocks moves nothing.
     """
     device = load_device(device)
     cost = get_cost_model(cost)
     producer_tensor = producer_tensor or producer_spec.output.name
     produced = tensor_layout(producer_spec, producer_plan, producer_tensor)
     consumed = tensor_layout(consumer_spec, consumer_plan, tensor)
-    if whole or dim_extents(producer_spec, producer_tensor) != dim_extents(consumer_spec, tensor):
+    if view is not None:
+        dims = tuple(produced.dims[j] if j is not None else (1, 1) for j in view)
+        elements = relayout_elements(TensorLayout(dims, produced.replicas, produced.elements, produced.dtype_bytes),
+                                     consumed)
+    elif whole or dim_extents(producer_spec, producer_tensor) != dim_extents(consumer_spec, tensor):
         elements = consumed.elements
     else:
         elements = relayout_elements(produced, consumed)

@@ -18,7 +18,7 @@ func.func @active_does_not_fit(%x: tensor<32x32xf32>, %w0: tensor<32x32xf32> {ir
   %h1 = te.op "H[m,n] += X[m,k] * W[k,n]" (%h0, %w1) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
   func.return %h1 : tensor<32x32xf32>
 }
-// FIT: model-invalid.mlir:16:1: error: 'func.func' op @active_does_not_fit cannot be planned model-wide: model 'active_does_not_fit' does not fit on tiny16-1152: op {{[0-9]}} (%h{{[0-9]}}) needs {{[0-9]+}} bytes per core to execute, but only {{[0-9]+}} of the 1152 bytes of SRAM are left after the idle weights ({{[0-9]+}} bytes, its own included) and resting activations ({{[0-9]+}} bytes): {{[0-9]+}} bytes needed
+// FIT: model-invalid.mlir:16:1: error: 'func.func' op @active_does_not_fit cannot be planned model-wide: model 'active_does_not_fit' does not fit on tiny16-1152: op {{[0-9]}} (%h{{[0-9]}}) needs {{[0-9]+}} bytes per core to execute, but only {{[0-9]+}} of the 1152 bytes of SRAM are left after the idle weights ({{[0-9]+}} bytes, its own included) and the tensors kept on chip across it ({{[0-9]+}} bytes): {{[0-9]+}} bytes needed
 
 // An idle plan written into rtensor IR is checked by rtensor-check
 // (tests/filecheck/passes/rtensor-check) and the rtensor verifier (dialects/rtensor).
