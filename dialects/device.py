@@ -62,7 +62,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te import ExprAttr
-from irc.dialects.te_expr import ExprError, product_reads
+from irc.dialects.te_expr import ExprError, IndirectIndex, gather_parts, product_reads
 
 
 def element_bytes(element_type: Attribute) -> int:
@@ -624,7 +624,8 @@ class ComputeOpBase(IRDLOperation):
             shape = _buffer(value, f"buffer of {name}").get_shape()
             if len(shape) != len(access.indices):
                 raise VerifyException(f"{name} has rank {len(access.indices)} but its buffer has rank {len(shape)}")
-            need = [sum(abs(c) * (tile[a] - 1) for a, c in getattr(i, "terms", ())) + 1 for i in access.indices]
+            need = [shape[d] if isinstance(i, IndirectIndex) else
+                    sum(abs(c) * (tile[a] - 1) for a, c in i.terms) + 1 for d, i in enumerate(access.indices)]
             end = table + np.array(need)
             if (table < 0).any() or (end > np.array(shape)).any():
                 core = int(np.argwhere((table < 0) | (end > np.array(shape)))[0][0])
@@ -663,6 +664,38 @@ class VectorOp(ComputeOpBase):
     each core evaluates the expression over its windows and combines into its output."""
 
     name = "device.vector"
+
+
+@irdl_op_definition
+class GatherOp(ComputeOpBase):
+    """One step of a gather ``Y[...] = E[..., I[...], ...]`` (ONNX Gather: an embedding
+    lookup) on every core: each core reads the indices in its window of the index
+    buffer and copies the rows of its table window they select into its output window.
+    The table's indexed dims are resident whole in every core's partition (their window
+    starts at 0), its other dims are windowed as any step's (the table may rotate along
+    them between steps, T10's rotating tensor); the indices are global row numbers. An
+    index outside the table's dim is a fault naming the op, the core and the value,
+    never a wrapped or clamped read. Priced as the cost model's gather sub-task."""
+
+    name = "device.gather"
+
+    def verify_(self) -> None:
+        super().verify_()
+        found = gather_parts(self.parsed())
+        if found is None:
+            raise VerifyException(
+                f"device.gather reads a table at the values of an index tensor (Y[i,j] = E[I[i],j]), "
+                f"not '{self.expression.text}'; use device.vector"
+            )
+        table, _ = found
+        position = self.parsed().inputs.index(table.tensor)
+        window = self.window_tables()[1 + position]
+        for dim, index in enumerate(table.indices):
+            if isinstance(index, IndirectIndex) and window.size and (window[:, dim] != 0).any():
+                raise VerifyException(
+                    f"the table {table.tensor} is held whole along dim {dim} (read at '{index}'), so its "
+                    f"window starts at 0 there on every core"
+                )
 
 
 @irdl_op_definition
@@ -788,6 +821,6 @@ class ReduceOp(IRDLOperation):
 
 DEVICE = Dialect(
     "device",
-    [AllocOp, FreeOp, LoadOp, StoreOp, RelayoutOp, FillOp, MmaOp, VectorOp, ShiftOp, SyncOp, ReduceOp],
+    [AllocOp, FreeOp, LoadOp, StoreOp, RelayoutOp, FillOp, MmaOp, VectorOp, GatherOp, ShiftOp, SyncOp, ReduceOp],
     [BufferType],
 )

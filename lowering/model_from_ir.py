@@ -285,7 +285,8 @@ def input_homes(ops: list, planned, movements) -> dict[tuple, tuple]:
     ``(op, operand position)`` that reads such an input from another op's copy, the
     ``(op, operand position)`` holding it. The copy is the input as read by the first op
     reading it directly (through no movement), which readers through movements relayout
-    with the movements applied; with no direct reader, readers of one view share it."""
+    with the movements applied; with no direct reader, readers through equal movements
+    share one copy."""
     readers: dict[SSAValue, list[tuple]] = {}
     for op in ops:
         if op not in planned:
@@ -294,10 +295,15 @@ def input_homes(ops: list, planned, movements) -> dict[tuple, tuple]:
             origin, _ = through_movements(value, movements)
             if _is_argument(origin) and not is_weight(origin):
                 readers.setdefault(origin, []).append((op, position, value))
+    def view_of(value):   # readers through equal movement chains (a copy per layer) share a view
+        _, chain = through_movements(value, movements)
+        return tuple((m.expression.text, tuple(m.output.type.get_shape())) for m in chain)
+
     homes = {}
     for origin, found in readers.items():
         direct = [r for r in found if r[2] is origin]
-        views = [direct] if direct else [[r for r in found if r[2] is v] for v in dict.fromkeys(r[2] for r in found)]
+        keys = [view_of(r[2]) for r in found]
+        views = [direct] if direct else [[r for r, k in zip(found, keys) if k == key] for key in dict.fromkeys(keys)]
         for view in views:
             whole = [r for r in view if _reads_whole(*r[:2])]   # the copy must hold every element
             if not whole:

@@ -41,6 +41,7 @@ from irc.dialects.device import (
     BufferType,
     FillOp,
     FreeOp,
+    GatherOp,
     LoadOp,
     MmaOp,
     ReduceOp,
@@ -170,7 +171,7 @@ def op_idle_factors(kernel, attr) -> dict[str, tuple[int, ...]]:
             continue
         per_axis = list(layout.temporal)
         for index, terms in zip(layout.indices, dims):
-            for (axis, _), factor in zip(index.terms, terms):
+            for (axis, _), factor in zip(getattr(index, "terms", ()), terms):
                 per_axis[axes.index(axis)] = factor
         factors[name] = tuple(per_axis)
     return factors
@@ -222,7 +223,12 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     identity = identity_value(expr.combiner, kernel.dtype)
     subtask = kernel.subtask()
     roles = {k: int(v) for k, v in subtask.roles.items()}
-    compute_class = MmaOp if (expr.combiner in ("=", "+=") and product_reads(expr) is not None) else VectorOp
+    if kernel.spec.kind == "gather":
+        compute_class = GatherOp
+    elif expr.combiner in ("=", "+=") and product_reads(expr) is not None:
+        compute_class = MmaOp
+    else:
+        compute_class = VectorOp
     names = [expr.output.tensor, *expr.inputs]
     ops: list[Operation] = []
     buffers, receives = {}, {}
@@ -259,9 +265,13 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
             continue
         producer = source.kernel
         device, cost = device_and_cost(op)
-        view = read_view(source.chain, producer.bound, source.tensor, kernel.bound, layout.name) if source.chain else None
-        nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name,
-                                  device, cost, producer_tensor=source.tensor, whole=bool(source.chain), view=view)
+        if producer is kernel and source.tensor == layout.name and not source.chain:
+            nbytes = 0   # the copy of a shared input in this very layout: a local copy
+        else:
+            view = read_view(source.chain, producer.bound, source.tensor, kernel.bound, layout.name) \
+                if source.chain else None
+            nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name, device,
+                                      cost, producer_tensor=source.tensor, whole=bool(source.chain), view=view)
         barriers = device.syncs_per_shift if nbytes else 0   # one shift event, as the planner prices it
         ops.append(RelayoutOp(source.buffer, buffers[layout.name], source.shape, source.origins, source.group,
                               origins, nbytes, barriers, source.moves))
@@ -361,6 +371,7 @@ def lower_block(block: Block, counter: list[int]) -> None:
     for op in kernel_ops:
         ops, resting[op] = idle_weights(kernels[op], op, f"w{position[op] + 1}.", movements)
         for new in ops:
+            new.location = op.location   # an error in it points at the op reading the weight
             block.insert_op_before(new, first)
     resident: dict = {}
     stores: list[tuple[SSAValue, StoreOp]] = []
@@ -392,6 +403,7 @@ def lower_block(block: Block, counter: list[int]) -> None:
             weights=resting[op], loads=loads, outputs=outputs,
         )
         for new in ops:
+            new.location = op.location   # errors in the program point at the te op it computes
             block.insert_op_before(new, op)
         stores += [(output.value, new) for output, new in zip(outputs, (o for o in ops if isinstance(o, StoreOp)))]
         # an on-chip value read for the last time here is freed right after this kernel
@@ -430,8 +442,10 @@ def _load_home(block: Block, reader: KernelOp, home: tuple, kernels, movements, 
     buffer = AllocOp(f"{prefix}{name}.in", BufferType(layout.partition_shape, origin.type.get_element_type()),
                      kernel.cores)
     buffer.buffer.name_hint = f"{name}_in"
-    block.insert_op_before(buffer, reader)
-    block.insert_op_before(LoadOp(origin, buffer.buffer, origins, moves_of(chain)), reader)
+    load = LoadOp(origin, buffer.buffer, origins, moves_of(chain))
+    for new in (buffer, load):
+        new.location = reader.location
+        block.insert_op_before(new, reader)
     group = core_id() if placed else np.arange(kernel.cores)   # every core holds its tile
     return Resident(buffer.buffer, origins, group, kernel, name, tuple(op.inputs[index].type.get_shape()), chain)
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, TensorExpr, product_reads
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, IndirectIndex, TensorExpr, gather_parts, product_reads
 from xdsl.interpreter import InterpretationError
 
 from irc.cost import CostModel, OpWork, SubTask, get_cost_model
@@ -249,13 +249,19 @@ def _identity(combiner: str, dtype: np.dtype):
     return 0
 
 
-def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int) -> BoundExpr:
+def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int,
+                     held: dict[str, tuple[int, ...]] | None = None) -> BoundExpr:
     """The sub-task of one step on every core at once: ``expr`` over step tiles, with a
-    leading core axis on every tensor and indices relative to each window's origin."""
+    leading core axis on every tensor and indices relative to each window's origin. A
+    dim read at another tensor's values (a gather's table) is held whole: its size is
+    the buffer's, from ``held`` (tensor -> buffer shape)."""
 
     def localise(access: Access) -> Access:
         indices = [AffineIndex(((CORE_AXIS, 1),), 0)]
         for index in access.indices:
+            if isinstance(index, IndirectIndex):
+                indices.append(IndirectIndex(localise(index.access)))
+                continue
             constant = sum(-c * (tiles[a] - 1) for a, c in index.terms if c < 0)
             indices.append(AffineIndex(index.terms, constant))
         return Access(access.tensor, tuple(indices))
@@ -276,7 +282,8 @@ def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int) -> Bou
 
     def shape(access: Access):
         return tuple(
-            cores if i == 0 else sum(abs(c) * (tiles[a] - 1) for a, c in index.terms) + 1
+            cores if i == 0 else held[access.tensor][i - 1] if isinstance(index, IndirectIndex)
+            else sum(abs(c) * (tiles[a] - 1) for a, c in index.terms) + 1
             for i, index in enumerate(access.indices)
         )
 
@@ -570,12 +577,41 @@ class Chip:
         category = "setup" if setup else "relayout"
         self._record(category, f"{category} {source.name} -> {target.name}", cycles, target.cores, where)
 
-    def compute(
+    def gather(
         self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,
         out_offsets: np.ndarray, inputs: list[tuple[Buffer, np.ndarray]], subtask: SubTask,
         where: str, name: str,
     ) -> None:
-        bound = local_expression(expression, tiles, cores)
+        """One gather step (``device.gather``): the indices in every core's window select
+        rows of its table partition, held whole along the indexed dims; an index outside
+        them is a fault naming the core and the value."""
+        table_read, index_read = gather_parts(expression)
+        buffers = dict(zip(expression.inputs, inputs))
+        table, _ = buffers[table_read.tensor]
+        index, offsets = buffers[index_read.tensor]
+        self._check_readable(index, cores, where, name)
+        shape = tuple(sum(abs(c) * (tiles[a] - 1) for a, c in i.terms) + 1 for i in index_read.indices)
+        values = read_window(index, offsets, shape, cores, where)
+        for dim, read in enumerate(table_read.indices):
+            if not isinstance(read, IndirectIndex):
+                continue
+            rows = table.shape[dim]
+            bad = (values < 0) | (values >= rows)
+            if bad.any():
+                at = np.argwhere(bad)[0]
+                raise self.fault(
+                    where, f"core {int(at[0])}: index {int(values[tuple(at)])} read from {index.name} selects "
+                    f"row {int(values[tuple(at)])} of table {table.name} (dim {dim}), which has {rows} rows"
+                )
+        self.compute(expression, tiles, cores, output, out_offsets, inputs, subtask, where, name,
+                     held={table_read.tensor: table.shape})
+
+    def compute(
+        self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,
+        out_offsets: np.ndarray, inputs: list[tuple[Buffer, np.ndarray]], subtask: SubTask,
+        where: str, name: str, held: dict[str, tuple[int, ...]] | None = None,
+    ) -> None:
+        bound = local_expression(expression, tiles, cores, held)
         work = compute_dtype(output.dtype)
         arrays, classes = {}, {}
         for (buffer, offsets), tensor in zip(inputs, expression.inputs):

@@ -17,6 +17,7 @@ from irc.dialects.device import (
     AllocOp,
     FillOp,
     FreeOp,
+    GatherOp,
     LoadOp,
     MmaOp,
     ReduceOp,
@@ -151,6 +152,19 @@ class DeviceFunctions(InterpreterFunctions):
     @impl(VectorOp)
     def run_vector(self, interpreter: Interpreter, op: VectorOp, args: tuple[Any, ...]):
         return self._compute(interpreter, op, args)
+
+    @impl(GatherOp)
+    def run_gather(self, interpreter: Interpreter, op: GatherOp, args: tuple[Any, ...]):
+        output, *inputs = args
+        tables = op.window_tables()
+        roles = {k: _int(v) for k, v in op.roles.data.items()}
+        tiles = op.tile_map()
+        subtask = SubTask(op.kind.data, output.dtype.itemsize, int(np.prod(list(tiles.values()))) if tiles else 1, roles)
+        self.chip_for(interpreter, op).gather(
+            op.parsed(), tiles, _int(op.cores), output, tables[0], list(zip(inputs, tables[1:])), subtask,
+            where(op), f"{op.name} step {_int(op.step)}",
+        )
+        return ()
 
     @impl(ShiftOp)
     def run_shift(self, interpreter: Interpreter, op: ShiftOp, args: tuple[Any, ...]):

@@ -63,6 +63,7 @@ def tensor_layout(spec: OpSpec, plan: Plan, tensor: str) -> TensorLayout:
         d = axes.index(dim[0])
         span = score.steps_per_axis[d] * score.step_tiles[d]
         dims.append((plan.op_factors[d] * factors[d], span // factors[d]))
+    dims += [None] * len(spec.tensor(tensor).whole)   # held whole: no blocks to match
     elements = score.memory.partitions[tensor] // spec.bytes_of(tensor)
     return TensorLayout(tuple(dims), score.replicas[tensor], elements, spec.bytes_of(tensor))
 
@@ -135,7 +136,8 @@ def relayout_cost(
 def dim_extents(spec: OpSpec, tensor: str) -> tuple[int, ...]:
     """Extent of each dimension of ``tensor`` (compound dims: sum of terms minus overlap)."""
     extent = dict(spec.axes)
-    return tuple(sum(extent[a] for a in dim) - (len(dim) - 1) for dim in spec.tensor(tensor).dims)
+    found = spec.tensor(tensor)
+    return tuple(sum(extent[a] for a in dim) - (len(dim) - 1) for dim in found.dims) + found.whole
 
 
 def tensor_elements(spec: OpSpec, tensor: str) -> int:

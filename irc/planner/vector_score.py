@@ -48,7 +48,7 @@ def _resident(spec: OpSpec, candidates: CandidateSet):
 
     resident = []
     for v, tensor in enumerate(spec.tensors):
-        elements = np.ones(len(candidates), dtype=np.int64)
+        elements = np.full(len(candidates), tensor.whole_elements, dtype=np.int64)
         for dim in tensor.dims:
             terms = [partition_spans[:, v, axes.index(a)] for a in dim]
             elements = elements * (sum(terms) - (len(terms) - 1))

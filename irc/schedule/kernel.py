@@ -57,7 +57,7 @@ from typing import Iterator
 
 import numpy as np
 
-from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, Const
+from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, Const, IndirectIndex
 from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner import OpSpec, Plan, PlanError, check_plan
@@ -90,7 +90,7 @@ class TensorLayout:
 
     name: str
     is_output: bool
-    indices: tuple[AffineIndex, ...]
+    indices: tuple[AffineIndex | IndirectIndex, ...]   # a gather's table: whole along its indirect dims
     temporal: tuple[int, ...]          # f_t per op axis
     ring_size: int                     # prod f_t: partitions per ring
     rings: int                         # replicas of each sub-tensor (P / prod f_t)
@@ -288,6 +288,9 @@ class ShiftKernel:
     def _origins(self, tensor: TensorLayout, ranges) -> list:
         origin = []
         for index in tensor.indices:
+            if isinstance(index, IndirectIndex):   # a gather's table dim: held whole
+                origin.append(0)
+                continue
             value = index.constant
             for axis, coeff in index.terms:
                 low, length = ranges[self.axis_index(axis)]
@@ -315,7 +318,7 @@ class ShiftKernel:
         values = []
         for index in tensor.indices:
             value = 0
-            for axis, coeff in index.terms:
+            for axis, coeff in getattr(index, "terms", ()):
                 d = self.axis_index(axis)
                 g, tile = self.span(tensor, d), self.tiles[d]
                 inside = (j[d] % g) * tile if g > 1 else 0
@@ -439,7 +442,7 @@ class ShiftKernel:
                 slice_index = slice_index // multipliers[d]
         shape = list(tensor.partition_shape)
         for dim, index in enumerate(tensor.indices):
-            cut = [self.axis_index(a) for a, _ in index.terms if multipliers[self.axis_index(a)] > 1]
+            cut = [self.axis_index(a) for a, _ in getattr(index, "terms", ()) if multipliers[self.axis_index(a)] > 1]
             if not cut:
                 continue
             if index.simple_axis is None:
@@ -505,7 +508,10 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _extent(index: AffineIndex, spans: dict[str, int]) -> int:
+def _extent(index: AffineIndex | IndirectIndex, spans: dict[str, int], size: int) -> int:
+    """Elements of a dim a range of its index covers (a gather's table dim: all ``size``)."""
+    if isinstance(index, IndirectIndex):
+        return size
     return sum(abs(c) * (spans[a] - 1) for a, c in index.terms) + 1
 
 
@@ -643,8 +649,8 @@ def assemble_kernel(
             ring_size=math.prod(temporal),
             rings=score.replicas[t.name],
             sharing=score.sharing_cores[t.name],
-            partition_shape=tuple(_extent(i, spans) for i in indices),
-            window_shape=tuple(_extent(i, dict(zip(axes, tiles))) for i in indices),
+            partition_shape=tuple(_extent(i, spans, n) for i, n in zip(indices, bound.shapes[t.name])),
+            window_shape=tuple(_extent(i, dict(zip(axes, tiles)), n) for i, n in zip(indices, bound.shapes[t.name])),
             levels=tuple(own_levels),
             dtype=np.dtype((dtypes or {}).get(t.name, dtype)),
         )

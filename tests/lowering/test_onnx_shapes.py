@@ -148,7 +148,7 @@ def test_constant_indices_are_slices_of_the_host_tensor():
 @pytest.mark.parametrize(
     "text, inputs, output, reason",
     [
-        ("Y[i,j] = E[I[i],j]", [(10, 3), (4,)], (4, 3), "dimension 0 of E is indexed by I\\[i\\]"),
+        ("Y[i,j] = E[I[i],j] * 2", [(10, 3), (4,)], (4, 3), "dimension 0 of E is indexed by I\\[i\\]"),
         ("Y[0,4*i+j] = X[i,j]", [(3, 4)], (1, 12), "output dimension 1 of Y is indexed by '4\\*i\\+j'"),
     ],
 )
