@@ -152,7 +152,9 @@ def simplify(expr: AffineExpr) -> AffineExpr:
     """Folds what xDSL leaves into shorter equal forms: ``e mod 1`` is 0, ``e floordiv 1``
     is ``e``; ``(e mod a) mod b`` is ``e mod b`` when b divides a; ``(e floordiv a) floordiv
     b`` is ``e floordiv (a * b)``; ``(e mod m) floordiv a`` is ``(e floordiv a) mod (m / a)``
-    when a divides m (true for every integer e)."""
+    when a divides m; ``(e * a) floordiv b`` is ``e floordiv (b / a)`` and ``(e * a) mod b``
+    is ``(e mod (b / a)) * a`` when a divides b, ``e * (a / b)`` and 0 when b divides a
+    (true for every integer e)."""
     if not isinstance(expr, AffineBinaryOpExpr):
         return expr
     lhs, rhs = simplify(expr.lhs), simplify(expr.rhs)
@@ -163,6 +165,18 @@ def simplify(expr: AffineExpr) -> AffineExpr:
             return lhs
     if isinstance(rhs, AffineConstantExpr) and isinstance(lhs, AffineBinaryOpExpr) \
             and isinstance(lhs.rhs, AffineConstantExpr) and rhs.value > 0 and lhs.rhs.value > 0:
+        if lhs.kind == AffineBinaryOpKind.Mul and rhs.value % lhs.rhs.value == 0:
+            a, b = lhs.rhs.value, rhs.value
+            if expr.kind == AffineBinaryOpKind.FloorDiv:
+                return simplify(lhs.lhs // (b // a))
+            if expr.kind == AffineBinaryOpKind.Mod:
+                return simplify((lhs.lhs % (b // a)) * a)
+        if lhs.kind == AffineBinaryOpKind.Mul and lhs.rhs.value % rhs.value == 0:
+            a, b = lhs.rhs.value, rhs.value
+            if expr.kind == AffineBinaryOpKind.FloorDiv:
+                return simplify(lhs.lhs * (a // b))
+            if expr.kind == AffineBinaryOpKind.Mod:
+                return AffineExpr.constant(0)
         if expr.kind == lhs.kind == AffineBinaryOpKind.Mod and lhs.rhs.value % rhs.value == 0:
             return simplify(lhs.lhs % rhs.value)
         if expr.kind == lhs.kind == AffineBinaryOpKind.FloorDiv:
@@ -190,16 +204,20 @@ _NUMPY_OPS = {
 }
 
 
-def evaluate_affine(expr: AffineExpr, cores: np.ndarray) -> np.ndarray:
-    """``expr`` at every core id of ``cores`` at once (numpy, one call per node)."""
+def evaluate_affine(expr: AffineExpr, cores: np.ndarray, pieces: np.ndarray | None = None) -> np.ndarray:
+    """``expr`` at every core id of ``cores`` at once (numpy, one call per node); with
+    ``pieces``, a map of the core ``d0`` and a relayout's piece ``d1`` (broadcast)."""
     if isinstance(expr, AffineConstantExpr):
-        return np.full(cores.shape, expr.value, dtype=np.int64)
+        return np.full(np.broadcast_shapes(cores.shape, () if pieces is None else pieces.shape), expr.value,
+                       dtype=np.int64)
     if isinstance(expr, AffineDimExpr):
+        if expr.position == 1 and pieces is not None:
+            return pieces
         if expr.position != 0:
             raise VerifyException(f"a per-core map has one dimension (the core id d0), got d{expr.position}")
         return cores
     if isinstance(expr, AffineBinaryOpExpr):
-        lhs, rhs = evaluate_affine(expr.lhs, cores), evaluate_affine(expr.rhs, cores)
+        lhs, rhs = evaluate_affine(expr.lhs, cores, pieces), evaluate_affine(expr.rhs, cores, pieces)
         if expr.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod) \
                 and (rhs <= 0).any():
             raise VerifyException(f"'{expr}' divides by a non-positive value")
@@ -461,25 +479,35 @@ class StoreOp(IRDLOperation):
 @irdl_op_definition
 class RelayoutOp(IRDLOperation):
     """Move a tensor of shape ``shape`` from one on-chip layout into another over the
-    exchange, never through the host (T10 s4.3.2's layout change between operators): the
-    cores leading each ``source_group`` contribute their tile of ``source`` at
-    ``source_origins(c)``; core ``c`` of ``target`` receives the tile at ``origins(c)``
-    (zeros outside the tensor). Priced as the cost model's shift of ``bytes`` per core
-    plus ``barriers`` barriers: a layout change between operators is one shift event
-    (the planner's relayout cost), turning a weight's idle layout into its active one
-    gathers one slice per barrier (the planner's setup cost, T10 s4.3.2). ``moves``, when
-    present, are data movements (``Y[...] = X[...]``: a transpose, a merge or split of
-    axes) applied on the way, each giving a tensor of the matching shape in
-    ``moved_shapes``: the target then lays out the last of them."""
+    exchange, never through the host: one exchange permutation (a BSP exchange phase,
+    T10 s4.3.2's layout change between operators, s5's rearrangement before the next
+    one). Stated as pieces when their SPMD form is known: destination core ``d0``
+    receives, for each of ``piece_count`` pieces ``d1``, the box of ``piece_shape`` from
+    the buffer of core ``pieces(d0, d1)[0]`` at the offsets that follow, written at the
+    last ``rank`` offsets (boxes clipped to both buffers; every element of the target
+    tile inside the tensor written by exactly one piece). Otherwise stated by where the
+    tiles lie: the cores leading each ``source_group`` contribute their tile at
+    ``source_origins(c)``, optionally through data movements ``moves`` (a transpose, a
+    merge or split of axes, each giving a tensor of the matching shape in
+    ``moved_shapes``). Either way core ``c`` of ``target`` holds the tile at
+    ``origins(c)``, zeros outside the tensor. One primitive rather than a loop of
+    ``device.shift``s: a shift rotates whole buffers around rings, while a layout change
+    moves boxes of different offsets between arbitrary cores, which this op's pieces
+    state exactly. Priced as the cost model's shift of ``bytes`` per core plus
+    ``barriers`` barriers: a layout change is one shift event (the planner's relayout),
+    a weight's ``setup`` from its idle layout gathers one slice per barrier (T10 s4.3.2)."""
 
     name = "device.relayout"
 
     source = operand_def(BufferType)
     target = operand_def(BufferType)
     shape = prop_def(DenseArrayBase)
-    source_origins = prop_def(CORE_TABLE)
-    source_group = prop_def(CORE_TABLE)
+    source_origins = opt_prop_def(CORE_TABLE)
+    source_group = opt_prop_def(CORE_TABLE)
     origins = prop_def(CORE_TABLE)
+    pieces = opt_prop_def(CORE_TABLE)
+    piece_count = opt_prop_def(IntegerAttr[I64])
+    piece_shape = opt_prop_def(DenseArrayBase)
     bytes = prop_def(IntegerAttr[I64])
     barriers = prop_def(IntegerAttr[I64])
     moves = opt_prop_def(ArrayAttr)
@@ -490,12 +518,19 @@ class RelayoutOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, source: SSAValue, target: SSAValue, shape, source_origins, source_group, origins,
-                 nbytes: int, barriers: int, moves: Sequence[tuple[str, Sequence[int]]] = (), setup: bool = False):
-        properties = {
-            "shape": i64_array(shape), "source_origins": table_attr(source_origins),
-            "source_group": table_attr(source_group), "origins": table_attr(origins),
-            "bytes": i64_attr(nbytes), "barriers": i64_attr(barriers),
-        }
+                 nbytes: int, barriers: int, moves: Sequence[tuple[str, Sequence[int]]] = (), setup: bool = False,
+                 pieces=None):
+        """``pieces``: an ``irc.lowering.relayout_pieces.Pieces`` (then ``source_origins``
+        and ``source_group`` are not stated)."""
+        properties = {"shape": i64_array(shape), "origins": table_attr(origins),
+                      "bytes": i64_attr(nbytes), "barriers": i64_attr(barriers)}
+        if pieces is None:
+            properties["source_origins"] = table_attr(source_origins)
+            properties["source_group"] = table_attr(source_group)
+        else:
+            properties["pieces"] = piece_attr(pieces)
+            properties["piece_count"] = i64_attr(pieces.count)
+            properties["piece_shape"] = i64_array(pieces.shape)
         if setup:
             properties["setup"] = UnitAttr()
         properties.update(moves_properties(moves))
@@ -513,6 +548,11 @@ class RelayoutOp(IRDLOperation):
         """The source cores whose tiles are moved: the lowest core of each group."""
         return group_leaders(core_vector(self.source_group, cores, "source_group"))
 
+    def piece_table(self, cores: int) -> np.ndarray:
+        """(cores, piece_count, 1 + 2 * rank): every piece's source core and offsets."""
+        rank = len(array_values(self.shape))
+        return piece_table(self.pieces, _int(self.piece_count), 1 + 2 * rank, cores)
+
     def verify_(self) -> None:
         source, target = _buffer(self.source, "the source"), _buffer(self.target, "the target")
         verify_moves(self, tuple(int(d) for d in array_values(self.shape)))
@@ -527,11 +567,66 @@ class RelayoutOp(IRDLOperation):
         for what in ("bytes", "barriers"):
             if _int(getattr(self, what)) < 0:
                 raise VerifyException(f"{what} must not be negative, got {_int(getattr(self, what))}")
-        for value, table, what in ((self.source, self.source_origins, "source_origins"),
-                                   (self.target, self.origins, "origins")):
+        tile_form = [self.source_origins is not None, self.source_group is not None]
+        piece_form = [self.pieces is not None, self.piece_count is not None, self.piece_shape is not None]
+        tiles = all(tile_form)
+        if not (all(tile_form) and not any(piece_form) or all(piece_form) and not any(tile_form)):
+            raise VerifyException(
+                "a relayout states either its pieces (pieces, piece_count, piece_shape) or where the source "
+                "tiles lie (source_origins, source_group), not both"
+            )
+        if not tiles:
+            if self.moves is not None:
+                raise VerifyException("data movements (moves) go with source tiles, not with pieces")
+            if _int(self.piece_count) < 1 or len(array_values(self.piece_shape)) != rank \
+                    or (array_values(self.piece_shape) < 1).any():
+                raise VerifyException(
+                    f"piece_count must be positive and piece_shape {rank} positive extents, got "
+                    f"{_int(self.piece_count)} and {array_values(self.piece_shape).tolist()}"
+                )
+            cores = _defining_cores(self.target)
+            if cores is not None:
+                self.piece_table(cores)
+        tables = [(self.target, self.origins, "origins")]
+        if tiles:
+            tables.append((self.source, self.source_origins, "source_origins"))
+        for value, table, what in tables:
             cores = _defining_cores(value)
             if cores is not None:
                 core_table(table, len(value.type.get_shape()), cores, what)
+
+
+def piece_attr(pieces) -> DenseArrayBase | AffineMapAttr:
+    """The ``pieces`` property: an affine map of the core ``d0`` and the piece ``d1``, or
+    dense rows (cores x count x columns) where no closed form is known."""
+    if pieces.table is not None:
+        return i64_array(pieces.table)
+    exprs = tuple(simplify(c) if isinstance(c, AffineExpr) else AffineExpr.constant(int(c)) for c in pieces.columns)
+    return AffineMapAttr(AffineMap(2, 0, exprs))
+
+
+def piece_table(attr, count: int, columns: int, cores: int) -> np.ndarray:
+    """(cores, count, columns) of a ``pieces`` property (module docstring of RelayoutOp)."""
+    if isinstance(attr, AffineMapAttr):
+        mapping = attr.data
+        if mapping.num_dims != 2 or mapping.num_symbols:
+            raise VerifyException(f"pieces must be a map of the core and the piece, (d0, d1) -> (...), got {mapping}")
+        if len(mapping.results) != columns:
+            raise VerifyException(
+                f"pieces has {len(mapping.results)} results; expected {columns} (source core, source offsets, "
+                f"destination offsets)"
+            )
+        ids = np.arange(cores, dtype=np.int64)[:, None]
+        piece = np.arange(count, dtype=np.int64)[None, :]
+        return np.stack([np.broadcast_to(evaluate_affine(e, ids, piece), (cores, count)) for e in mapping.results],
+                        axis=2)
+    values = array_values(attr)
+    if values.size != cores * count * columns:
+        raise VerifyException(
+            f"pieces has {values.size} entries; expected {cores} cores x {count} pieces x {columns} = "
+            f"{cores * count * columns}"
+        )
+    return values.reshape(cores, count, columns)
 
 
 @irdl_op_definition

@@ -1,25 +1,34 @@
 """`shift-to-device`: lower every aligned `shift.kernel` to SPMD `device` instructions.
 
-T10 s4.4 ("allocate", "compute", "shift", sub-tensor placement) and s5 (kernel code
-generation, multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in place:
+T10 s4.4 ("allocate", "compute", "shift", sub-tensor placement), s4.3.2 (idle and active
+plans, setup, layout changes between operators) and s5 (kernel code generation,
+multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in place:
 
 - ``device.alloc`` of each tensor's partition (and a receive buffer per rotating tensor);
-- ``device.load`` of each input's initial placement (per-core tile origins);
+- each input in its initial placement (per-core tile origins): a weight gathered from
+  the idle slices its ring group keeps at rest (``device.relayout {setup}``), an
+  activation moved on chip from where its producer left it (``device.relayout``), an
+  input from outside loaded from the host (``device.load``) - once, when several kernels
+  read it (`lower_block`);
 - ``device.fill`` of the output with its combiner's identity;
-- the loop nest unrolled: per step one ``device.mma`` (a two-read contraction) or
-  ``device.vector`` (anything else) with per-core window offsets; between steps, per
-  tensor of the advancing loop, a ``device.shift`` (ring permutation) and a ``device.sync``
-  (each shift plus one barrier event per tensor of the advancing level);
-- ``device.reduce`` of the output's partial copies, a ``device.store`` of one copy of every
-  output partition into a host tensor, and ``device.free`` of every buffer.
+- the loop nest unrolled: per step one ``device.mma`` (a two-read contraction),
+  ``device.gather`` (a table read at an index tensor's values) or ``device.vector``
+  (anything else) with per-core window offsets; between steps, per tensor of the
+  advancing loop, a ``device.shift`` (ring permutation) and a ``device.sync`` (each
+  shift plus one barrier event per tensor of the advancing level);
+- ``device.reduce`` of the output's partial copies; the output stays on chip when
+  other kernels read it, and a ``device.store`` writes it to the host only when the
+  function returns it (or a host-fallback op reads it); ``device.free`` of the rest.
 
 SPMD: every per-core value (tile origins, window offsets, ring partners, replica groups)
 is the kernel's geometry (``irc.schedule.kernel``) evaluated at the symbolic core id
 ``d0``, so it prints as an ``affine_map<(d0) -> (...)>`` whose size does not depend on
 the number of cores.
 
-The chip is the module's ``irc.target``. Between operators data goes through host
-memory (store, then the next kernel's load).
+The chip is the module's ``irc.target``. Between operators data stays on chip: every
+relayout and setup is an exchange permutation stated as SPMD pieces where their closed
+form is known (`irc.lowering.relayout_pieces`), priced as the planner prices it, so
+the interpreted whole-model time equals the model-wide plan's.
 """
 
 from __future__ import annotations
@@ -50,10 +59,15 @@ from irc.dialects.device import (
     StoreOp,
     SyncOp,
     VectorOp,
+    core_table,
+    core_vector,
+    group_leaders,
+    table_attr,
 )
 from irc.dialects.shift import KernelOp
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import product_reads
+from irc.lowering.relayout_pieces import block_pieces, setup_pieces
 from irc.schedule.kernel import initial_placement
 from irc.diagnostics import location_of
 
@@ -126,6 +140,8 @@ class IdleWeight:
     shape: tuple[int, ...]
     setup_bytes: int
     setup_barriers: int
+    factors: tuple[int, ...] = ()
+    """Its idle temporal factors, one per op axis."""
 
 
 def idle_weights(kernel, op: KernelOp, prefix: str, movements=frozenset()):
@@ -157,7 +173,7 @@ def idle_weights(kernel, op: KernelOp, prefix: str, movements=frozenset()):
         ops += [buffer, LoadOp(origin, buffer.buffer, origins, moves_of(chain))]
         nbytes = buffer.buffer.type.bytes
         found[name] = IdleWeight(buffer.buffer, origins, tuple(value.type.get_shape()),
-                                 slices * nbytes if slices > 1 else 0, slices if slices > 1 else 0)
+                                 slices * nbytes if slices > 1 else 0, slices if slices > 1 else 0, idle_factors[name])
     return ops, found
 
 
@@ -245,10 +261,11 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     for name, weight in weights.items():
         layout = kernel.tensors[name]
         buffers[name] = alloc(name, layout)
+        pieces = setup_pieces(kernel, name, weight.factors, weight.buffer.type.get_shape(), core)
         ops.append(RelayoutOp(weight.buffer, buffers[name], weight.shape, weight.origins,
                               core_id() if placed else np.arange(kernel.cores),
                               kernel.partition_origin(layout, start, core), weight.setup_bytes, weight.setup_barriers,
-                              setup=True))
+                              setup=True, pieces=pieces))
     for name, layout in kernel.tensors.items():
         if name not in buffers:
             buffers[name] = alloc(name, layout)
@@ -273,8 +290,9 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
             nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name, device,
                                       cost, producer_tensor=source.tensor, whole=bool(source.chain), view=view)
         barriers = device.syncs_per_shift if nbytes else 0   # one shift event, as the planner prices it
+        pieces = None if source.chain else _relayout_pieces(source, kernel, layout, start, origins if placed else None)
         ops.append(RelayoutOp(source.buffer, buffers[layout.name], source.shape, source.origins, source.group,
-                              origins, nbytes, barriers, source.moves))
+                              origins, nbytes, barriers, source.moves, pieces=pieces))
     ops.append(FillOp(buffers[expr.output.tensor], identity))
     sources = _sources(kernel, core)
     counters = [0] * len(kernel.levels)
@@ -317,6 +335,18 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     if keep_output:
         kept = Resident(buffers[out.name], origins, group, kernel, out.name, shape)
     return ops, (stores[0] if stores else None), kept
+
+
+def _relayout_pieces(source: Resident, kernel, layout, start, symbolic):
+    """The pieces of the relayout of ``source`` into ``layout`` of ``kernel``, or None."""
+    producer = source.kernel
+    rank = len(source.shape)
+    source_origins = core_table(table_attr(source.origins), rank, producer.cores, "origins")
+    writers = group_leaders(core_vector(table_attr(source.group), producer.cores, "group"))
+    numeric = start if all(isinstance(d, np.ndarray) for d in start) else list(kernel.start)
+    target = kernel.partition_origin(layout, numeric)
+    return block_pieces(producer, source.tensor, source_origins, writers, target, layout.partition_shape,
+                        source.shape, symbolic)
 
 
 def lower_block(block: Block, counter: list[int]) -> None:

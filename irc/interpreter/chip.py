@@ -577,6 +577,59 @@ class Chip:
         category = "setup" if setup else "relayout"
         self._record(category, f"{category} {source.name} -> {target.name}", cycles, target.cores, where)
 
+    def relayout_pieces(self, source: Buffer, target: Buffer, pieces: np.ndarray, piece_shape: tuple[int, ...],
+                        target_origins: np.ndarray, shape: tuple[int, ...], nbytes: int, barriers: int,
+                        where: str, setup: bool = False) -> None:
+        """A relayout stated as pieces (``device.relayout``'s ``pieces``): core ``c`` of
+        ``target`` receives, per piece ``k``, the box of ``piece_shape`` from core
+        ``pieces[c, k, 0]``'s ``source`` at the source offsets into its own buffer at the
+        destination offsets (boxes clipped to both buffers); every element of its tile
+        inside the tensor must be written once, the rest is zero. Timed as ``relayout``."""
+        cores, rank = target.cores, len(shape)
+        grids = np.meshgrid(*[np.arange(n) for n in piece_shape], indexing="ij")
+        box = [g.reshape(1, -1) for g in grids]                          # (1, box elements) per dim
+        result = np.zeros((cores, *target.shape), dtype=source.dtype)
+        written = np.zeros((cores, *target.shape), dtype=np.int64)
+        for k in range(pieces.shape[1]):
+            src = pieces[:, k, 0]
+            if src.size and (src.min() < 0 or src.max() >= source.cores):
+                bad = int(np.flatnonzero((src < 0) | (src >= source.cores))[0])
+                raise self.fault(where, f"core {bad} receives piece {k} from core {int(src[bad])}, "
+                                        f"which has no buffer {source.name}")
+            at = [pieces[:, k, 1 + d][:, None] + box[d] for d in range(rank)]
+            to = [pieces[:, k, 1 + rank + d][:, None] + box[d] for d in range(rank)]
+            keep = np.ones((cores, math.prod(piece_shape)), dtype=bool)   # a scalar's box: one element
+            for d in range(rank):
+                keep &= (at[d] >= 0) & (at[d] < source.shape[d]) & (to[d] >= 0) & (to[d] < target.shape[d])
+            rows = np.broadcast_to(np.arange(cores)[:, None], keep.shape)[keep]
+            senders = np.broadcast_to(src[:, None], keep.shape)[keep]
+            unwritten = np.unique(senders[~source.written[senders]]) if senders.size else senders
+            if unwritten.size:
+                raise self.fault(where, f"core {int(unwritten[0])} sends buffer {source.name} before anything wrote it")
+            values = source.data[(senders, *[a[keep] for a in at])]
+            result[(rows, *[t[keep] for t in to])] = values
+            np.add.at(written, (rows, *[t[keep] for t in to]), 1)
+        inside = np.ones((cores, *target.shape), dtype=bool)
+        for d in range(rank):
+            position = target_origins[:, d].reshape((cores,) + (1,) * rank) + np.arange(target.shape[d]).reshape(
+                (1,) * (d + 1) + (target.shape[d],) + (1,) * (rank - d - 1))
+            inside &= (position >= 0) & (position < shape[d])
+        if (written[inside] != 1).any():
+            core = int(np.argwhere(inside & (written != 1))[0][0])
+            raise self.fault(where, f"core {core}: the pieces write an element of {target.name}'s tile "
+                                    f"{'more than once' if (written[inside] > 1).any() else 'not at all'}")
+        result[~inside] = 0
+        target.data = result.astype(target.dtype, copy=False)
+        target.written[:] = True
+        target.touch()
+        # cores holding the same tile hold the same data (as after a load)
+        _, inverse = np.unique(target_origins, axis=0, return_inverse=True)
+        target.tags = self._fresh_tags(int(inverse.max()) + 1 if inverse.size else 0)[inverse.reshape(-1)]
+        barrier = float(self.cost.sync_cycles(self.device)) / max(1, self.device.syncs_per_shift)
+        cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
+        category = "setup" if setup else "relayout"
+        self._record(category, f"{category} {source.name} -> {target.name}", cycles, cores, where)
+
     def gather(
         self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,
         out_offsets: np.ndarray, inputs: list[tuple[Buffer, np.ndarray]], subtask: SubTask,

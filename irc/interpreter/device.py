@@ -113,6 +113,13 @@ class DeviceFunctions(InterpreterFunctions):
     def run_relayout(self, interpreter: Interpreter, op: RelayoutOp, args: tuple[Any, ...]):
         source, target = args
         shape = tuple(int(d) for d in array_values(op.shape))
+        if op.pieces is not None:
+            self.chip_for(interpreter, op).relayout_pieces(
+                source, target, op.piece_table(target.cores), tuple(int(d) for d in array_values(op.piece_shape)),
+                core_table(op.origins, len(target.shape), target.cores, "origins"), shape,
+                int(op.bytes.value.data), int(op.barriers.value.data), where(op), setup=op.setup is not None,
+            )
+            return ()
         movements = op.movements()
 
         def move(whole):

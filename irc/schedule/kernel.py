@@ -402,21 +402,26 @@ class ShiftKernel:
         digit = (position // weight) % trips if weight > 1 else position % trips
         # the neighbour's position: this digit one further, mod trips
         delta = ((digit + 1) % trips - digit) * weight
-        new_phi = phi + delta
-        # unravel the neighbour's free index back into coordinates, keep the others
+        return self.core_at_free_index(tensor, phi + delta, core)
+
+    def core_at_free_index(self, tensor: TensorLayout, phi, core=None):
+        """The core whose coordinates on the axes indexing ``tensor`` are the core's and
+        whose free index (its number among the cores sharing the sub-tensor) is ``phi``."""
+        core = self._core(core)
+        coords = self.core_coords(core)
         free = [d for d in range(len(self.axes)) if not self.spec.tensor(tensor.name).indexed_by(self.axes[d])]
-        neighbour = list(coords)
+        other = list(coords)
         stride = 1
         for d in reversed(free):
             g = self.grid[d]
             if g > 1:
-                value = new_phi if stride == 1 else new_phi // stride
-                neighbour[d] = value % g
+                value = phi if stride == 1 else phi // stride
+                other[d] = value % g
             stride *= g
         result, place = 0, self.cores
         for d, g in enumerate(self.grid):
             place //= g
-            result = result + neighbour[d] * place
+            result = result + other[d] * place
         return result
 
     def idle_partition(self, tensor: TensorLayout, idle: tuple[int, ...], core=None):

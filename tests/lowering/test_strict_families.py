@@ -78,8 +78,8 @@ def test_embedding_lookups_run_as_device_gathers(family):
 
 def test_an_index_outside_the_table_is_a_located_error():
     """An embedding id past the vocabulary: te level names the op (at its file:line:col
-    in a program written as text), the device program names its gather, the core and
-    the value."""
+    in a program written as text, at its node in an imported graph), the device program
+    names its gather, the core and the value."""
     from irc.runner import parse_module
 
     module = parse_module(LOOKUP, "fallback.mlir")
@@ -97,6 +97,10 @@ def test_an_index_outside_the_table_is_a_located_error():
     feeds = feeds_for("gpt2", imported.module)
     feeds["input_ids"][0, 3] = 50   # the vocabulary has 50 rows
     compiled, _ = compile_module(imported.module.clone(), "tiny16")
-    with pytest.raises(InterpretationError, match=r"error: 'device.gather' op core \d+: index 50 read from "
-                                                  r"\S+ selects row 50 of table \S+ \(dim 0\), which has 50 rows"):
+    # an imported op is located at its ONNX node
+    with pytest.raises(InterpretationError, match=r'^loc\("Gather_\d+"\): error: \'te.op\' op indirect index'):
+        run_function(imported.module, {**feeds, **imported.weights})
+    with pytest.raises(InterpretationError, match=r'^loc\("Gather_\d+"\): error: \'device.gather\' op core \d+: '
+                                                  r"index 50 read from \S+ selects row 50 of table \S+ \(dim 0\), "
+                                                  r"which has 50 rows"):
         run(compiled, {**feeds, **imported.weights})
