@@ -116,15 +116,22 @@ ONNX_MODELS = {
 
 @pytest.mark.parametrize("name", sorted(ONNX_MODELS))
 def test_exported_models_run_as_planned(name):
-    imported = import_model(ONNX_MODELS[name]())
+    """Whole models on chip: planned == interpreted to the cycle, host I/O only at the
+    edges, and the device results equal onnx's reference evaluator (and te level)."""
+    from onnx.reference import ReferenceEvaluator
+
+    model = ONNX_MODELS[name]()
+    imported = import_model(model)
     signature = find_function(imported.module, None)
-    inputs = random_inputs(signature, 0)
-    inputs.update(imported.weights)
+    feeds = random_inputs(signature, 0)
+    inputs = {**feeds, **imported.weights}
     reference, results, report, planned, text = _run(imported.module, "tiny16", inputs)
     assert report.model_cycles == pytest.approx(planned, rel=1e-9)
     _host_io_only_at_edges(text, arguments=len(signature.arg_names), results=len(reference))
+    onnx_reference = dict(zip((o.name for o in model.graph.output), ReferenceEvaluator(model).run(None, feeds)))
     for key, value in reference.items():
         np.testing.assert_allclose(results[key], value, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(results[key], onnx_reference[key], rtol=1e-4, atol=1e-4)
 
 
 def test_bert_base_layer_runs_as_planned_on_the_ipu():
