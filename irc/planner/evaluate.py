@@ -175,6 +175,7 @@ def check_plan(
             np.asarray(per_core),
             np.asarray([plan.temporal_factors[t.name] for t in tensors]),
             np.asarray([sharing[t.name] for t in tensors]),
+            tuple(t.whole_elements for t in tensors),
         ),
     )
     breakdown = cost.op_time(device, work)

@@ -124,7 +124,8 @@ def score_candidates(
         out_step_elems=out_step,
         out_resident_elems=resident[:, 0],
         cores=op_factors.prod(axis=1),
-        geometry=PlanGeometry(tensor_dim_axes(spec), per_core, temporal, sharing),
+        geometry=PlanGeometry(tensor_dim_axes(spec), per_core, temporal, sharing,
+                              tuple(t.whole_elements for t in tensors)),
     )
     breakdown = cost.op_time(device, work)
     total = np.asarray(breakdown.total, dtype=np.float64)

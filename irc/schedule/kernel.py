@@ -193,6 +193,7 @@ class ShiftKernel:
                 np.asarray([-(-e // f) for e, f in zip(self.extents, self.grid)]),
                 np.asarray([self.tensors[t.name].temporal for t in self.spec.tensors]),
                 np.asarray([self.tensors[t.name].sharing for t in self.spec.tensors]),
+                tuple(t.whole_elements for t in self.spec.tensors),
             ),
         )
 
