@@ -63,21 +63,33 @@ def _run(te_module, device: str, inputs: dict):
 
 
 def _host_io_only_at_edges(text: str, arguments: int, results: int) -> None:
-    """Every load reads a function argument, each input once (a weight once per kernel
-    holding it at rest), and every store is a result of the function."""
+    """Every load reads a function argument, an input once, a weight once per kernel
+    keeping it at rest (all before the first computation: the model's edge), and every
+    store is a result of the function."""
+    from collections import Counter
+
     from xdsl.dialects.func import ReturnOp
     from xdsl.ir import BlockArgument
 
-    from irc.dialects.device import LoadOp, StoreOp
+    from irc.dialects.device import GatherOp, LoadOp, MmaOp, StoreOp, VectorOp
+    from irc.lowering.model_from_ir import is_weight
 
     module = parse_module(text, "device.mlir")
-    loads = [op for op in module.walk() if isinstance(op, LoadOp)]
-    stores = [op for op in module.walk() if isinstance(op, StoreOp)]
+    ops = list(module.walk())
+    loads = [op for op in ops if isinstance(op, LoadOp)]
+    stores = [op for op in ops if isinstance(op, StoreOp)]
     assert all(isinstance(op.source, BlockArgument) for op in loads), "a load mid-model"
     assert all(all(isinstance(use.operation, ReturnOp) for use in op.result.uses) for op in stores), \
         "a store mid-model"
     assert "te.op" not in text and "te.opaque" not in text, "an op left on the host"
-    assert len(loads) <= arguments, "a value was loaded from the host twice"
+    first = min(i for i, op in enumerate(ops) if isinstance(op, (MmaOp, VectorOp, GatherOp)))
+    for op in loads:
+        if is_weight(op.source):
+            assert ops.index(op) < first and op.buffer.owner.buffer_name.data.endswith(".idle"), \
+                "a weight loaded at its use instead of resting in its idle layout"
+    inputs = Counter(op.source for op in loads if not is_weight(op.source))
+    assert all(count == 1 for count in inputs.values()), "an input was loaded from the host twice"
+    assert len(inputs) <= arguments
     assert len(stores) == results
 
 
