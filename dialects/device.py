@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
@@ -62,7 +63,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te import ExprAttr
-from irc.dialects.te_expr import ExprError, product_reads
+from irc.dialects.te_expr import ExprError, IndirectIndex, gather_parts, product_reads
 
 
 def element_bytes(element_type: Attribute) -> int:
@@ -152,7 +153,9 @@ def simplify(expr: AffineExpr) -> AffineExpr:
     """Folds what xDSL leaves into shorter equal forms: ``e mod 1`` is 0, ``e floordiv 1``
     is ``e``; ``(e mod a) mod b`` is ``e mod b`` when b divides a; ``(e floordiv a) floordiv
     b`` is ``e floordiv (a * b)``; ``(e mod m) floordiv a`` is ``(e floordiv a) mod (m / a)``
-    when a divides m (true for every integer e)."""
+    when a divides m; ``(e * a) floordiv b`` is ``e floordiv (b / a)`` and ``(e * a) mod b``
+    is ``(e mod (b / a)) * a`` when a divides b, ``e * (a / b)`` and 0 when b divides a
+    (true for every integer e)."""
     if not isinstance(expr, AffineBinaryOpExpr):
         return expr
     lhs, rhs = simplify(expr.lhs), simplify(expr.rhs)
@@ -163,6 +166,18 @@ def simplify(expr: AffineExpr) -> AffineExpr:
             return lhs
     if isinstance(rhs, AffineConstantExpr) and isinstance(lhs, AffineBinaryOpExpr) \
             and isinstance(lhs.rhs, AffineConstantExpr) and rhs.value > 0 and lhs.rhs.value > 0:
+        if lhs.kind == AffineBinaryOpKind.Mul and rhs.value % lhs.rhs.value == 0:
+            a, b = lhs.rhs.value, rhs.value
+            if expr.kind == AffineBinaryOpKind.FloorDiv:
+                return simplify(lhs.lhs // (b // a))
+            if expr.kind == AffineBinaryOpKind.Mod:
+                return simplify((lhs.lhs % (b // a)) * a)
+        if lhs.kind == AffineBinaryOpKind.Mul and lhs.rhs.value % rhs.value == 0:
+            a, b = lhs.rhs.value, rhs.value
+            if expr.kind == AffineBinaryOpKind.FloorDiv:
+                return simplify(lhs.lhs * (a // b))
+            if expr.kind == AffineBinaryOpKind.Mod:
+                return AffineExpr.constant(0)
         if expr.kind == lhs.kind == AffineBinaryOpKind.Mod and lhs.rhs.value % rhs.value == 0:
             return simplify(lhs.lhs % rhs.value)
         if expr.kind == lhs.kind == AffineBinaryOpKind.FloorDiv:
@@ -190,16 +205,20 @@ _NUMPY_OPS = {
 }
 
 
-def evaluate_affine(expr: AffineExpr, cores: np.ndarray) -> np.ndarray:
-    """``expr`` at every core id of ``cores`` at once (numpy, one call per node)."""
+def evaluate_affine(expr: AffineExpr, cores: np.ndarray, pieces: np.ndarray | None = None) -> np.ndarray:
+    """``expr`` at every core id of ``cores`` at once (numpy, one call per node); with
+    ``pieces``, a map of the core ``d0`` and a relayout's piece ``d1`` (broadcast)."""
     if isinstance(expr, AffineConstantExpr):
-        return np.full(cores.shape, expr.value, dtype=np.int64)
+        return np.full(np.broadcast_shapes(cores.shape, () if pieces is None else pieces.shape), expr.value,
+                       dtype=np.int64)
     if isinstance(expr, AffineDimExpr):
+        if expr.position == 1 and pieces is not None:
+            return pieces
         if expr.position != 0:
             raise VerifyException(f"a per-core map has one dimension (the core id d0), got d{expr.position}")
         return cores
     if isinstance(expr, AffineBinaryOpExpr):
-        lhs, rhs = evaluate_affine(expr.lhs, cores), evaluate_affine(expr.rhs, cores)
+        lhs, rhs = evaluate_affine(expr.lhs, cores, pieces), evaluate_affine(expr.rhs, cores, pieces)
         if expr.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod) \
                 and (rhs <= 0).any():
             raise VerifyException(f"'{expr}' divides by a non-positive value")
@@ -285,6 +304,39 @@ def _defining_cores(value: SSAValue) -> int | None:
     return _int(owner.cores) if isinstance(owner, AllocOp) else None
 
 
+def moves_properties(moves: Sequence[tuple[str, Sequence[int]]]) -> dict[str, Attribute]:
+    """The ``moves``/``moved_shapes`` properties of data movements applied on the way (one
+    tensor expression ``Y[...] = X[...]`` each, with the shape it makes)."""
+    if not moves:
+        return {}
+    return {"moves": ArrayAttr([ExprAttr(text) for text, _ in moves]),
+            "moved_shapes": ArrayAttr([i64_array(moved) for _, moved in moves])}
+
+
+def movements_of(op) -> list[tuple[ExprAttr, tuple[int, ...]]]:
+    """An op's data movements with the shape each produces (none: empty)."""
+    if op.moves is None:
+        return []
+    return [(expr, tuple(int(d) for d in array_values(shape)))
+            for expr, shape in zip(op.moves.data, op.moved_shapes.data)]
+
+
+def verify_moves(op, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Check that the movements bind one after the other from ``shape``; the final shape."""
+    if (op.moves is None) != (op.moved_shapes is None) or (
+            op.moves is not None and len(op.moves.data) != len(op.moved_shapes.data)):
+        raise VerifyException("moves and moved_shapes go together, one shape per movement")
+    for expr, moved in movements_of(op):
+        if not isinstance(expr, ExprAttr):
+            raise VerifyException(f"moves holds tensor expressions, got {expr}")
+        try:
+            expr.expr.bind([shape], moved)
+        except ExprError as error:
+            raise VerifyException(f"'{expr.data}': {error.message}") from None
+        shape = moved
+    return shape
+
+
 @irdl_op_definition
 class AllocOp(IRDLOperation):
     """Reserve ``bytes`` of SRAM at byte ``offset`` on every core of ``[0, cores)`` for a
@@ -344,23 +396,32 @@ class FreeOp(IRDLOperation):
 class LoadOp(IRDLOperation):
     """Copy from a host tensor into a buffer: core ``c`` receives the tile of the tensor
     starting at ``origins(c)`` (one element index per dimension) with the buffer's
-    shape; elements outside the tensor read as zero (padding)."""
+    shape; elements outside the tensor read as zero (padding). ``moves``, when present,
+    are data movements (a transpose, a merge or split of axes) the transfer applies to
+    the tensor first, each giving a tensor of the matching shape in ``moved_shapes``: the
+    tiles are those of the last (a layout change at the model's edge costs no kernel)."""
 
     name = "device.load"
 
     source = operand_def(TensorType)
     buffer = operand_def(BufferType)
     origins = prop_def(CORE_TABLE)
+    moves = opt_prop_def(ArrayAttr)
+    moved_shapes = opt_prop_def(ArrayAttr)
 
     assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, source: SSAValue, buffer: SSAValue, origins):
-        super().__init__(operands=[source, buffer], properties={"origins": table_attr(origins)})
+    def __init__(self, source: SSAValue, buffer: SSAValue, origins, moves: Sequence[tuple[str, Sequence[int]]] = ()):
+        super().__init__(operands=[source, buffer],
+                         properties={"origins": table_attr(origins), **moves_properties(moves)})
+
+    def movements(self) -> list[tuple[ExprAttr, tuple[int, ...]]]:
+        return movements_of(self)
 
     def verify_(self) -> None:
         type_ = _buffer(self.buffer, "the destination")
-        rank = len(self.source.type.get_shape())
+        rank = len(verify_moves(self, tuple(self.source.type.get_shape())))
         if rank != len(type_.get_shape()):
             raise VerifyException(
                 f"cannot load a rank-{rank} tensor into a rank-{len(type_.get_shape())} buffer"
@@ -380,7 +441,10 @@ class StoreOp(IRDLOperation):
     """Assemble a host tensor from the tiles of the cores that lead their ``group``:
     cores with an equal ``group(c)`` hold copies of one tile and the lowest of them
     writes it, at ``origins(c)``; parts outside the tensor (padding) are dropped and
-    elements no tile covers hold ``fill``."""
+    elements no tile covers hold ``fill``. With ``moves``, the tiles assemble a tensor
+    of ``shape`` that the transfer then moves (transposes, merges or splits axes), each
+    movement giving a tensor of the matching shape in ``moved_shapes``; the result is the
+    last."""
 
     name = "device.store"
 
@@ -389,16 +453,29 @@ class StoreOp(IRDLOperation):
     origins = prop_def(CORE_TABLE)
     group = prop_def(CORE_TABLE)
     fill = prop_def(FloatAttr)
+    shape = opt_prop_def(DenseArrayBase)
+    moves = opt_prop_def(ArrayAttr)
+    moved_shapes = opt_prop_def(ArrayAttr)
 
     assembly_format = "$buffer attr-dict `:` type($buffer) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, buffer: SSAValue, result_type: Attribute, origins, group, fill: float = 0.0):
-        super().__init__(
-            operands=[buffer], result_types=[result_type],
-            properties={"origins": table_attr(origins), "group": table_attr(group),
-                        "fill": FloatAttr(float(fill), 64)},
-        )
+    def __init__(self, buffer: SSAValue, result_type: Attribute, origins, group, fill: float = 0.0,
+                 moves: Sequence[tuple[str, Sequence[int]]] = (), shape: Sequence[int] | None = None):
+        properties = {"origins": table_attr(origins), "group": table_attr(group), "fill": FloatAttr(float(fill), 64)}
+        if moves:
+            properties.update(moves_properties(moves))
+            properties["shape"] = i64_array(shape)
+        super().__init__(operands=[buffer], result_types=[result_type], properties=properties)
+
+    def movements(self) -> list[tuple[ExprAttr, tuple[int, ...]]]:
+        return movements_of(self)
+
+    def assembled_shape(self) -> tuple[int, ...]:
+        """The shape the tiles assemble (the result's without movements)."""
+        if self.shape is None:
+            return tuple(self.result.type.get_shape())
+        return tuple(int(d) for d in array_values(self.shape))
 
     def writers(self, cores: int) -> np.ndarray:
         """The cores whose tiles are written: the lowest core of each group."""
@@ -406,7 +483,12 @@ class StoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         type_ = _buffer(self.buffer, "the source")
-        rank = len(self.result.type.get_shape())
+        if (self.moves is None) != (self.shape is None):
+            raise VerifyException("a store moves its tensor (moves) exactly when it states the assembled shape")
+        final = verify_moves(self, self.assembled_shape())
+        if final != tuple(self.result.type.get_shape()):
+            raise VerifyException(f"the movements make a tensor of shape {list(final)}, but the result is {self.result.type}")
+        rank = len(self.assembled_shape())
         if rank != len(type_.get_shape()):
             raise VerifyException(f"cannot store a rank-{len(type_.get_shape())} buffer as a rank-{rank} tensor")
         cores = _defining_cores(self.buffer)
@@ -420,51 +502,66 @@ class StoreOp(IRDLOperation):
 @irdl_op_definition
 class RelayoutOp(IRDLOperation):
     """Move a tensor of shape ``shape`` from one on-chip layout into another over the
-    exchange, never through the host (T10 s4.3.2's layout change between operators): the
-    cores leading each ``source_group`` contribute their tile of ``source`` at
-    ``source_origins(c)``; core ``c`` of ``target`` receives the tile at ``origins(c)``
-    (zeros outside the tensor). Priced as the cost model's shift of ``bytes`` per core
-    plus ``barriers`` barriers: a layout change between operators is one shift event
-    (the planner's relayout cost), turning a weight's idle layout into its active one
-    gathers one slice per barrier (the planner's setup cost, T10 s4.3.2). ``moves``, when
-    present, are data movements (``Y[...] = X[...]``: a transpose, a merge or split of
-    axes) applied on the way, each giving a tensor of the matching shape in
-    ``moved_shapes``: the target then lays out the last of them."""
+    exchange, never through the host: one exchange permutation (a BSP exchange phase,
+    T10 s4.3.2's layout change between operators, s5's rearrangement before the next
+    one). Stated as pieces when their SPMD form is known: destination core ``d0``
+    receives, for each of ``piece_count`` pieces ``d1``, the box of ``piece_shape`` from
+    the buffer of core ``pieces(d0, d1)[0]`` at the offsets that follow, written at the
+    last ``rank`` offsets (boxes clipped to both buffers; every element of the target
+    tile inside the tensor written by exactly one piece). Otherwise stated by where the
+    tiles lie: the cores leading each ``source_group`` contribute their tile at
+    ``source_origins(c)``, optionally through data movements ``moves`` (a transpose, a
+    merge or split of axes, each giving a tensor of the matching shape in
+    ``moved_shapes``). Either way core ``c`` of ``target`` holds the tile at
+    ``origins(c)``, zeros outside the tensor. One primitive rather than a loop of
+    ``device.shift``s: a shift rotates whole buffers around rings, while a layout change
+    moves boxes of different offsets between arbitrary cores, which this op's pieces
+    state exactly. Priced as the cost model's shift of ``bytes`` per core plus
+    ``barriers`` barriers: a layout change is one shift event (the planner's relayout),
+    a weight's ``setup`` from its idle layout gathers one slice per barrier (T10 s4.3.2)."""
 
     name = "device.relayout"
 
     source = operand_def(BufferType)
     target = operand_def(BufferType)
     shape = prop_def(DenseArrayBase)
-    source_origins = prop_def(CORE_TABLE)
-    source_group = prop_def(CORE_TABLE)
+    source_origins = opt_prop_def(CORE_TABLE)
+    source_group = opt_prop_def(CORE_TABLE)
     origins = prop_def(CORE_TABLE)
+    pieces = opt_prop_def(CORE_TABLE)
+    piece_count = opt_prop_def(IntegerAttr[I64])
+    piece_shape = opt_prop_def(DenseArrayBase)
     bytes = prop_def(IntegerAttr[I64])
     barriers = prop_def(IntegerAttr[I64])
     moves = opt_prop_def(ArrayAttr)
     moved_shapes = opt_prop_def(ArrayAttr)
+    setup = opt_prop_def(UnitAttr)
 
     assembly_format = "$source `into` $target attr-dict `:` type($source) `,` type($target)"
     irdl_options = (ParsePropInAttrDict(),)
 
     def __init__(self, source: SSAValue, target: SSAValue, shape, source_origins, source_group, origins,
-                 nbytes: int, barriers: int, moves: Sequence[tuple[str, Sequence[int]]] = ()):
-        properties = {
-            "shape": i64_array(shape), "source_origins": table_attr(source_origins),
-            "source_group": table_attr(source_group), "origins": table_attr(origins),
-            "bytes": i64_attr(nbytes), "barriers": i64_attr(barriers),
-        }
-        if moves:
-            properties["moves"] = ArrayAttr([ExprAttr(text) for text, _ in moves])
-            properties["moved_shapes"] = ArrayAttr([i64_array(moved) for _, moved in moves])
+                 nbytes: int, barriers: int, moves: Sequence[tuple[str, Sequence[int]]] = (), setup: bool = False,
+                 pieces=None):
+        """``pieces``: an ``irc.lowering.relayout_pieces.Pieces`` (then ``source_origins``
+        and ``source_group`` are not stated)."""
+        properties = {"shape": i64_array(shape), "origins": table_attr(origins),
+                      "bytes": i64_attr(nbytes), "barriers": i64_attr(barriers)}
+        if pieces is None:
+            properties["source_origins"] = table_attr(source_origins)
+            properties["source_group"] = table_attr(source_group)
+        else:
+            properties["pieces"] = piece_attr(pieces)
+            properties["piece_count"] = i64_attr(pieces.count)
+            properties["piece_shape"] = i64_array(pieces.shape)
+        if setup:
+            properties["setup"] = UnitAttr()
+        properties.update(moves_properties(moves))
         super().__init__(operands=[source, target], properties=properties)
 
     def movements(self) -> list[tuple[ExprAttr, tuple[int, ...]]]:
         """The data movements on the way, with the shape each produces."""
-        if self.moves is None:
-            return []
-        return [(expr, tuple(int(d) for d in array_values(shape)))
-                for expr, shape in zip(self.moves.data, self.moved_shapes.data)]
+        return movements_of(self)
 
     def target_shape(self) -> tuple[int, ...]:
         moved = self.movements()
@@ -474,20 +571,14 @@ class RelayoutOp(IRDLOperation):
         """The source cores whose tiles are moved: the lowest core of each group."""
         return group_leaders(core_vector(self.source_group, cores, "source_group"))
 
+    def piece_table(self, cores: int) -> np.ndarray:
+        """(cores, piece_count, 1 + 2 * rank): every piece's source core and offsets."""
+        rank = len(array_values(self.shape))
+        return piece_table(self.pieces, _int(self.piece_count), 1 + 2 * rank, cores)
+
     def verify_(self) -> None:
         source, target = _buffer(self.source, "the source"), _buffer(self.target, "the target")
-        if (self.moves is None) != (self.moved_shapes is None) or (
-                self.moves is not None and len(self.moves.data) != len(self.moved_shapes.data)):
-            raise VerifyException("moves and moved_shapes go together, one shape per movement")
-        shape = tuple(int(d) for d in array_values(self.shape))
-        for expr, moved in self.movements():
-            if not isinstance(expr, ExprAttr):
-                raise VerifyException(f"moves holds tensor expressions, got {expr}")
-            try:
-                expr.expr.bind([shape], moved)
-            except ExprError as error:
-                raise VerifyException(f"'{expr.data}': {error.message}") from None
-            shape = moved
+        verify_moves(self, tuple(int(d) for d in array_values(self.shape)))
         rank, target_rank = len(array_values(self.shape)), len(self.target_shape())
         if len(source.get_shape()) != rank or len(target.get_shape()) != target_rank:
             raise VerifyException(
@@ -499,11 +590,66 @@ class RelayoutOp(IRDLOperation):
         for what in ("bytes", "barriers"):
             if _int(getattr(self, what)) < 0:
                 raise VerifyException(f"{what} must not be negative, got {_int(getattr(self, what))}")
-        for value, table, what in ((self.source, self.source_origins, "source_origins"),
-                                   (self.target, self.origins, "origins")):
+        tile_form = [self.source_origins is not None, self.source_group is not None]
+        piece_form = [self.pieces is not None, self.piece_count is not None, self.piece_shape is not None]
+        tiles = all(tile_form)
+        if not (all(tile_form) and not any(piece_form) or all(piece_form) and not any(tile_form)):
+            raise VerifyException(
+                "a relayout states either its pieces (pieces, piece_count, piece_shape) or where the source "
+                "tiles lie (source_origins, source_group), not both"
+            )
+        if not tiles:
+            if self.moves is not None:
+                raise VerifyException("data movements (moves) go with source tiles, not with pieces")
+            if _int(self.piece_count) < 1 or len(array_values(self.piece_shape)) != rank \
+                    or (array_values(self.piece_shape) < 1).any():
+                raise VerifyException(
+                    f"piece_count must be positive and piece_shape {rank} positive extents, got "
+                    f"{_int(self.piece_count)} and {array_values(self.piece_shape).tolist()}"
+                )
+            cores = _defining_cores(self.target)
+            if cores is not None:
+                self.piece_table(cores)
+        tables = [(self.target, self.origins, "origins")]
+        if tiles:
+            tables.append((self.source, self.source_origins, "source_origins"))
+        for value, table, what in tables:
             cores = _defining_cores(value)
             if cores is not None:
                 core_table(table, len(value.type.get_shape()), cores, what)
+
+
+def piece_attr(pieces) -> DenseArrayBase | AffineMapAttr:
+    """The ``pieces`` property: an affine map of the core ``d0`` and the piece ``d1``, or
+    dense rows (cores x count x columns) where no closed form is known."""
+    if pieces.table is not None:
+        return i64_array(pieces.table)
+    exprs = tuple(simplify(c) if isinstance(c, AffineExpr) else AffineExpr.constant(int(c)) for c in pieces.columns)
+    return AffineMapAttr(AffineMap(2, 0, exprs))
+
+
+def piece_table(attr, count: int, columns: int, cores: int) -> np.ndarray:
+    """(cores, count, columns) of a ``pieces`` property (module docstring of RelayoutOp)."""
+    if isinstance(attr, AffineMapAttr):
+        mapping = attr.data
+        if mapping.num_dims != 2 or mapping.num_symbols:
+            raise VerifyException(f"pieces must be a map of the core and the piece, (d0, d1) -> (...), got {mapping}")
+        if len(mapping.results) != columns:
+            raise VerifyException(
+                f"pieces has {len(mapping.results)} results; expected {columns} (source core, source offsets, "
+                f"destination offsets)"
+            )
+        ids = np.arange(cores, dtype=np.int64)[:, None]
+        piece = np.arange(count, dtype=np.int64)[None, :]
+        return np.stack([np.broadcast_to(evaluate_affine(e, ids, piece), (cores, count)) for e in mapping.results],
+                        axis=2)
+    values = array_values(attr)
+    if values.size != cores * count * columns:
+        raise VerifyException(
+            f"pieces has {values.size} entries; expected {cores} cores x {count} pieces x {columns} = "
+            f"{cores * count * columns}"
+        )
+    return values.reshape(cores, count, columns)
 
 
 @irdl_op_definition
@@ -605,7 +751,8 @@ class ComputeOpBase(IRDLOperation):
             shape = _buffer(value, f"buffer of {name}").get_shape()
             if len(shape) != len(access.indices):
                 raise VerifyException(f"{name} has rank {len(access.indices)} but its buffer has rank {len(shape)}")
-            need = [sum(abs(c) * (tile[a] - 1) for a, c in getattr(i, "terms", ())) + 1 for i in access.indices]
+            need = [shape[d] if isinstance(i, IndirectIndex) else
+                    sum(abs(c) * (tile[a] - 1) for a, c in i.terms) + 1 for d, i in enumerate(access.indices)]
             end = table + np.array(need)
             if (table < 0).any() or (end > np.array(shape)).any():
                 core = int(np.argwhere((table < 0) | (end > np.array(shape)))[0][0])
@@ -646,6 +793,38 @@ class VectorOp(ComputeOpBase):
     each core evaluates the expression over its windows and combines into its output."""
 
     name = "device.vector"
+
+
+@irdl_op_definition
+class GatherOp(ComputeOpBase):
+    """One step of a gather ``Y[...] = E[..., I[...], ...]`` (ONNX Gather: an embedding
+    lookup) on every core: each core reads the indices in its window of the index
+    buffer and copies the rows of its table window they select into its output window.
+    The table's indexed dims are resident whole in every core's partition (their window
+    starts at 0), its other dims are windowed as any step's (the table may rotate along
+    them between steps, T10's rotating tensor); the indices are global row numbers. An
+    index outside the table's dim is a fault naming the op, the core and the value,
+    never a wrapped or clamped read. Priced as the cost model's gather sub-task."""
+
+    name = "device.gather"
+
+    def verify_(self) -> None:
+        super().verify_()
+        found = gather_parts(self.parsed())
+        if found is None:
+            raise VerifyException(
+                f"device.gather reads a table at the values of an index tensor (Y[i,j] = E[I[i],j]), "
+                f"not '{self.expression.text}'; use device.vector"
+            )
+        table, _ = found
+        position = self.parsed().inputs.index(table.tensor)
+        window = self.window_tables()[1 + position]
+        for dim, index in enumerate(table.indices):
+            if isinstance(index, IndirectIndex) and window.size and (window[:, dim] != 0).any():
+                raise VerifyException(
+                    f"the table {table.tensor} is held whole along dim {dim} (read at '{index}'), so its "
+                    f"window starts at 0 there on every core"
+                )
 
 
 @irdl_op_definition
@@ -877,7 +1056,7 @@ class WaitOp(IRDLOperation):
 
 DEVICE = Dialect(
     "device",
-    [AllocOp, FreeOp, LoadOp, StoreOp, RelayoutOp, FillOp, MmaOp, VectorOp, ShiftOp, SyncOp, ReduceOp,
+    [AllocOp, FreeOp, LoadOp, StoreOp, RelayoutOp, FillOp, MmaOp, VectorOp, GatherOp, ShiftOp, SyncOp, ReduceOp,
      PreloadAsyncOp, WaitOp],
     [BufferType],
 )

@@ -433,6 +433,12 @@ def _index_terms(bound: BoundExpr, tensor: str) -> tuple[AffineIndex, ...]:
     return accesses[0].indices
 
 
+def _partitioning_axes(index) -> tuple[str, ...]:
+    """The axes whose partition factors cut a dim read at ``index``: none for a constant
+    and for an index read from another tensor (a gather's table dim is held whole)."""
+    return index.axes if isinstance(index, AffineIndex) else ()
+
+
 def layout_types(bound: BoundExpr, plan, element_type) -> dict[str, RTensorType]:
     """The `RTensorType` of every tensor of `bound` under a scored `irc.planner.Plan`;
     ``element_type`` is one element type for all, or one per tensor name."""
@@ -446,10 +452,12 @@ def layout_types(bound: BoundExpr, plan, element_type) -> dict[str, RTensorType]
         indices = _index_terms(bound, tensor)
         spatial, temporal, padded = [], [], []
         for size, index in zip(shape, indices):
-            # a dimension read at a constant index is not partitioned: fs = ft = [1]
-            spatial.append([plan.op_factors[axes.index(a)] for a in index.axes] or [1])
-            temporal.append([plan.temporal_factors[tensor][axes.index(a)] for a in index.axes] or [1])
-            _, high = index.value_range(padded_extent)
+            # a dimension read at a constant index (or a gather's table dim, read at the
+            # index tensor's values) is not partitioned: fs = ft = [1]
+            terms = _partitioning_axes(index)
+            spatial.append([plan.op_factors[axes.index(a)] for a in terms] or [1])
+            temporal.append([plan.temporal_factors[tensor][axes.index(a)] for a in terms] or [1])
+            high = index.value_range(padded_extent)[1] if isinstance(index, AffineIndex) else size - 1
             padded.append(max(size, high + 1))
         element = element_type[tensor] if isinstance(element_type, dict) else element_type
         types[tensor] = RTensorType(shape, element, spatial, temporal, score.replicas[tensor], padded)
@@ -548,13 +556,13 @@ class RTensorOp(IRDLOperation):
             indices = _index_terms(bound, tensor)
             per_axis = dict.fromkeys(axes, None)
             for dim, index in enumerate(indices):
-                terms = index.axes
+                terms = _partitioning_axes(index)
                 fs, ft = type_.spatial_factors[dim], type_.temporal_factors[dim]
-                if not terms:  # read at a constant index: the dimension is not partitioned
+                if not terms:  # read at a constant (or indirect) index: the dimension is not partitioned
                     if fs != (1,) or ft != (1,):
                         raise VerifyException(
-                            f"{tensor} dimension {dim} is read at the constant index '{index}', so it "
-                            f"is not partitioned: fs and ft must be [1], got fs={list(fs)} ft={list(ft)}"
+                            f"{tensor} dimension {dim} is read at the index '{index}', which no axis "
+                            f"partitions: fs and ft must be [1], got fs={list(fs)} ft={list(ft)}"
                         )
                     continue
                 if len(fs) != len(terms):
@@ -614,11 +622,11 @@ class RTensorOp(IRDLOperation):
             per_axis = dict.fromkeys(axes, 1)
             seen: dict[str, int] = {}
             for dim, (terms, index) in enumerate(zip(dims, indices)):
-                if not index.axes:  # a constant index: not partitioned, idle or active
+                if not _partitioning_axes(index):  # a constant (or indirect) index: not partitioned
                     if tuple(terms) != (1,):
                         raise VerifyException(
                             f"idle ft of {name} dimension {dim} must be [1]: it is read at the "
-                            f"constant index '{index}'"
+                            f"index '{index}', which no axis partitions"
                         )
                     continue
                 if len(terms) != len(index.axes):

@@ -441,6 +441,26 @@ class TensorExpr:
             raise ExprError("an axis is bound twice in the where clause")
 
 
+def gather_parts(expr: TensorExpr) -> tuple[Access, Access] | None:
+    """``(table read, index read)`` when ``expr`` is a gather ``Y[...] = E[..., I[...], ...]``:
+    ``=`` of one read of a table some of whose dims are indexed by the values of one
+    other tensor (read with affine indices, last among the inputs); else None."""
+    body = expr.body
+    if expr.combiner != "=" or not isinstance(body, Access) or len(expr.inputs) != 2:
+        return None
+    indirect = [i for i in body.indices if isinstance(i, IndirectIndex)]
+    if not indirect:
+        return None
+    inner = {i.access.tensor for i in indirect}
+    if len(inner) != 1 or inner == {body.tensor} or expr.inputs[-1] not in inner:
+        return None
+    if not all(isinstance(j, AffineIndex) for i in indirect for j in i.access.indices):
+        return None
+    if any(i.access != indirect[0].access for i in indirect):
+        return None
+    return body, indirect[0].access
+
+
 def product_reads(expr: TensorExpr):
     """(scale, [Access, Access]) when the body is c * X[...] * Y[...] with plain indices:
     each index one axis or a constant (``A[0,m,k]``, a slice of a size-1 batch): the
@@ -736,6 +756,7 @@ __all__ = [
     "ExprError",
     "IndirectIndex",
     "check_element_types",
+    "gather_parts",
     "TensorExpr",
     "parse_expression",
     "walk_accesses",

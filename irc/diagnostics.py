@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
@@ -89,11 +89,14 @@ class LocatingParser(Parser):
 
 
 def location_of(op: Operation | None) -> str:
-    """The nearest ``file:line:col`` of an op or its ancestors, or ``loc(unknown)``."""
+    """The nearest ``file:line:col`` of an op or its ancestors, ``loc("name")`` for an op
+    imported from a graph node of that name (ONNX), or ``loc(unknown)``."""
     while op is not None:
         loc = op.location
         if isinstance(loc, FileLineColLoc):
             return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+        if isinstance(loc, NameLoc):
+            return f'loc("{loc.desc.data}")'
         op = op.parent_op()
     return "loc(unknown)"
 

@@ -40,7 +40,7 @@ from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import BoundExpr, ExprError
 from irc.planner.errors import PlanError, SpecError
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
-from irc.planner.model import ModelOp, ModelPlan, ModelSpec, plan_model, resting_activation_bytes
+from irc.planner.model import ModelOp, ModelPlan, ModelSpec, plan_model
 from irc.planner.op_table import FrontierCache
 from irc.planner.plan import Plan
 from irc.planner.relayout import relayout_cost, tensor_elements
@@ -114,13 +114,14 @@ class FunctionModel:
     fallbacks: dict[TensorOp, str] = field(default_factory=dict)
 
 
-def is_movement(op: TensorOp) -> bool:
+def is_movement(op) -> bool:
     """Whether ``op`` only moves data (``Y[...] = X[...]``: one read, affine indices, no
-    reduction, one element type): a transpose, or a merge or split of axes. Such an op
-    the planner cannot describe runs as the relayout between its producer and its
-    readers (`irc.lowering.shift_to_device`), not as a computation."""
+    reduction, one element type): a transpose, a merge or split of axes, a slice or a
+    broadcast."""
     from irc.dialects.te_expr import Access, AffineIndex
 
+    if not isinstance(op, TensorOp):
+        return False
     try:
         expr = op.parsed()
     except ExprError:
@@ -134,27 +135,197 @@ def is_movement(op: TensorOp) -> bool:
     )
 
 
-def absorbed_movements(ops: list[TensorOp], plannable) -> set[TensorOp]:
-    """The data-movement ops (``is_movement``) the planner cannot describe whose input an
-    op of ``plannable`` produces (directly or through such movements) and whose every
-    reader is plannable or such a movement: they become the relayout between the two."""
-    absorbed: set[TensorOp] = set()
-    for op in ops:  # program order: a movement's producer is decided before it
-        if op in plannable or not isinstance(op, TensorOp) or not is_movement(op):
-            continue
-        source = op.inputs[0].owner
-        if not (source in plannable or source in absorbed):
-            continue
-        absorbed.add(op)
+def is_layout_change(op) -> bool:
+    """A data movement that keeps every element once (a transpose, a reshape merging or
+    splitting axes, dims of extent 1 added or dropped): as many elements out as in and
+    every output axis read. Such an op is a layout change, never a computation."""
+    if not is_movement(op):
+        return False
+    expr = op.parsed()
+    read = set(expr.body.axes)
+    return (math.prod(op.inputs[0].type.get_shape()) == math.prod(op.output.type.get_shape())  # type: ignore[union-attr]
+            and all(axis in read for axis in expr.output.axes))
+
+
+def _is_argument(value: SSAValue) -> bool:
+    return isinstance(value, BlockArgument) and isinstance(value.block.parent_op(), FuncOp)
+
+
+def absorbed_movements(ops: list, plannable) -> set[TensorOp]:
+    """The data movements that run as layout changes instead of computations: every
+    movement the planner cannot describe (a merged output index) and every layout change
+    (`is_layout_change`) reading a planned op, another such movement or a function
+    argument, whose every reader is a planned op, such a movement or the function's
+    return; a chain starting at an argument must reach a planned op. Between planned ops
+    they become the relayout from one to the other, at the edges the origins of the
+    ``device.load`` or ``device.store`` (`irc.lowering.shift_to_device`)."""
+    from xdsl.dialects.func import ReturnOp
+
+    candidates = [op for op in ops if is_movement(op) and (op not in plannable or is_layout_change(op))]
+    absorbed = set(candidates)
     changed = True
-    while changed:  # drop movements with a reader that is neither (back to front)
+    while changed:
         changed = False
-        for op in list(absorbed):
+        for op in candidates:
+            if op not in absorbed:
+                continue
+            source = op.inputs[0]
             readers = [use.operation for use in op.output.uses]
-            if not readers or any(r not in plannable and r not in absorbed for r in readers):
+            planned = lambda o: o in plannable and o not in absorbed  # noqa: E731
+            fed = planned(source.owner) or source.owner in absorbed or _is_argument(source)
+            read = bool(readers) and all(planned(r) or r in absorbed or isinstance(r, ReturnOp) for r in readers)
+            if not (fed and read and _reaches_chip(op, absorbed, planned)):
                 absorbed.discard(op)
                 changed = True
     return absorbed
+
+
+def _reaches_chip(op, absorbed, planned) -> bool:
+    """Whether a movement chain through ``op`` has a planned op at one end."""
+    value = op.inputs[0]
+    while value.owner in absorbed:
+        value = value.owner.inputs[0]
+    if planned(value.owner):
+        return True
+    stack = [op]
+    while stack:
+        for use in stack.pop().output.uses:
+            if planned(use.operation):
+                return True
+            if use.operation in absorbed:
+                stack.append(use.operation)
+    return False
+
+
+def through_movements(value: SSAValue, movements) -> tuple[SSAValue, tuple[TensorOp, ...]]:
+    """The value ``value`` is, through absorbed movements, and the movements in the order
+    they apply (first reads the origin)."""
+    chain = []
+    while value.owner in movements:
+        chain.append(value.owner)
+        value = value.owner.inputs[0]
+    return value, tuple(reversed(chain))
+
+
+def _tensor_dim_map(chain) -> tuple[int | None, ...] | None:
+    """Per dim of the chain's result, the dim of its origin (None: a dim of extent 1),
+    when every movement only permutes dims and adds or drops dims of extent 1."""
+    mapping = None
+    for op in chain:
+        expr = op.parsed()
+        out_shape, in_shape = op.output.type.get_shape(), op.inputs[0].type.get_shape()
+        where = {}
+        for p, index in enumerate(expr.body.indices):
+            if index.simple_axis is not None:
+                where[index.simple_axis] = p
+            elif index.terms or in_shape[p] != 1:
+                return None
+        step = []
+        for d, index in enumerate(expr.output.indices):
+            axis = index.simple_axis
+            if axis is None:
+                if index.terms or out_shape[d] != 1:
+                    return None
+                step.append(None)
+            elif axis not in where or in_shape[where[axis]] != out_shape[d]:
+                return None
+            else:
+                step.append(where[axis])
+        if len({p for p in step if p is not None}) != sum(1 for p in step if p is not None):
+            return None
+        mapping = tuple(step) if mapping is None else tuple(None if p is None else mapping[p] for p in step)
+    return mapping
+
+
+def _spec_dims(access, shape) -> list[int | None] | None:
+    """Per tensor dim of an access, its dim in the planner's `TensorSpec` (constant dims of
+    extent 1 are none); None when a constant index picks from a larger dim."""
+    from irc.dialects.te_expr import AffineIndex
+
+    dims, count = [], 0
+    for index, size in zip(access.indices, shape):
+        if not isinstance(index, AffineIndex):
+            return None
+        if not index.terms:
+            if size != 1:
+                return None
+            dims.append(None)
+        else:
+            dims.append(count)
+            count += 1
+    return dims
+
+
+def read_view(chain, source_bound: BoundExpr, source_tensor: str, reader_bound: BoundExpr,
+              reader_tensor: str) -> tuple[int | None, ...] | None:
+    """The planner's view of a read through the movements ``chain`` (`ModelOp.read_views`):
+    per plan dim of ``reader_tensor``, the plan dim of ``source_tensor`` it is, or None when
+    the movements do more than permute dims."""
+    mapping = _tensor_dim_map(chain) if chain else None
+    if mapping is None:
+        return None
+
+    def access(bound, name):
+        expr = bound.expr
+        return expr.output if name == expr.output.tensor else expr.accesses_of(name)[0]
+
+    source = _spec_dims(access(source_bound, source_tensor), source_bound.shapes[source_tensor])
+    reader = _spec_dims(access(reader_bound, reader_tensor), reader_bound.shapes[reader_tensor])
+    if source is None or reader is None:
+        return None
+    view: list[int | None] = [None] * sum(1 for d in reader if d is not None)
+    for d, spec_dim in enumerate(reader):
+        if spec_dim is not None:
+            view[spec_dim] = None if mapping[d] is None else source[mapping[d]]
+    return tuple(view)
+
+
+def input_homes(ops: list, planned, movements) -> dict[tuple, tuple]:
+    """Inputs from outside read by several planned ops, loaded once (issue 11): per
+    ``(op, operand position)`` that reads such an input from another op's copy, the
+    ``(op, operand position)`` holding it. The copy is the input as read by the first op
+    reading it directly (through no movement), which readers through movements relayout
+    with the movements applied; with no direct reader, readers through equal movements
+    share one copy."""
+    readers: dict[SSAValue, list[tuple]] = {}
+    for op in ops:
+        if op not in planned:
+            continue
+        for position, value in enumerate(op.inputs):
+            origin, _ = through_movements(value, movements)
+            if _is_argument(origin) and not is_weight(origin):
+                readers.setdefault(origin, []).append((op, position, value))
+    def view_of(value):   # readers through equal movement chains (a copy per layer) share a view
+        _, chain = through_movements(value, movements)
+        return tuple((m.expression.text, tuple(m.output.type.get_shape())) for m in chain)
+
+    homes = {}
+    for origin, found in readers.items():
+        direct = [r for r in found if r[2] is origin]
+        keys = [view_of(r[2]) for r in found]
+        views = [direct] if direct else [[r for r, k in zip(found, keys) if k == key] for key in dict.fromkeys(keys)]
+        for view in views:
+            whole = [r for r in view if _reads_whole(*r[:2])]   # the copy must hold every element
+            if not whole:
+                continue
+            home = whole[0][:2]
+            for op, position, _ in (found if direct else view):
+                if (op, position) != home:
+                    homes[(op, position)] = home
+    return homes
+
+
+def _reads_whole(op, position: int) -> bool:
+    """Whether ``op`` reads every element of its operand ``position`` (no window of it)."""
+    from irc.dialects.te_expr import AffineIndex
+
+    bound = op.bound()
+    name = bound.expr.inputs[position]
+    extents = bound.extent
+    for index, size in zip(bound.expr.accesses_of(name)[0].indices, bound.shapes[name]):
+        if not isinstance(index, AffineIndex) or index.value_range(extents) != (0, size - 1):
+            return False
+    return True
 
 
 def tensor_ops(scope: Operation | Block) -> list[TensorOp]:
@@ -171,8 +342,6 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
 
     label = name or function.sym_name.data
     result = FunctionModel(label, None)
-    index_of: dict[TensorOp, int] = {}
-    model_ops: list[ModelOp] = []
     ops = tensor_ops(function)
     described = {}
     for op in ops:
@@ -184,31 +353,46 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
     movements = absorbed_movements(ops, plannable)
     for op in ops:
         text = op.expression.text
-        bound, spec, reason = described[op]
-        if op in movements:
-            continue  # runs as the relayout between its producer and its readers
-        if reason is not None:
-            if strict:
-                raise ModelIRError(op, f'"{text}": the planner cannot describe it: {reason}') from None
-            result.fallbacks[op] = f"the planner cannot describe it ({reason})"
-            continue
-        weights, producers, windows, moved = [], {}, set(), set()
-        for tensor, value in zip(bound.expr.inputs, op.inputs):
-            if is_weight(value):
+        _, spec, reason = described[op]
+        if op in movements or reason is None:
+            continue  # a movement runs as a layout change between its producer and its readers
+        if strict:
+            raise ModelIRError(op, f'"{text}": the planner cannot describe it: {reason}') from None
+        result.fallbacks[op] = f"the planner cannot describe it ({reason})"
+    planned = [op for op in ops if op in plannable and op not in movements]
+    index_of = {op: i for i, op in enumerate(planned)}
+    homes = input_homes(planned, set(planned), movements)
+    model_ops: list[ModelOp] = []
+    for i, op in enumerate(planned):
+        bound, spec, _ = described[op]
+        weights, producers, windows, moved, views, shared = [], {}, set(), set(), {}, {}
+        for position, (tensor, value) in enumerate(zip(bound.expr.inputs, op.inputs)):
+            origin, chain = through_movements(value, movements)
+            if is_weight(origin):
                 weights.append(tensor)
                 continue
-            producer = value.owner
-            while producer in movements:
+            source = None
+            if origin.owner in index_of:
+                k = index_of[origin.owner]
+                producers[tensor] = k
+                source = (k, model_ops[k].spec.output.name)
+            elif (op, position) in homes:
+                home, home_position = homes[(op, position)]
+                k = index_of[home]
+                source = (k, described[home][0].expr.inputs[home_position])
+                shared[tensor] = source
+                chain = chain[len(through_movements(home.inputs[home_position], movements)[1]):]
+            if source is not None and tensor_elements(described[planned[source[0]]][1], source[1]) \
+                    != tensor_elements(spec, tensor):
+                windows.add(tensor)
+            if source is not None and chain:
                 moved.add(tensor)
-                producer = producer.inputs[0].owner
-            if isinstance(producer, TensorOp) and producer in index_of:
-                producers[tensor] = index_of[producer]
-                source = model_ops[index_of[producer]].spec
-                if tensor_elements(source, source.output.name) != tensor_elements(spec, tensor):
-                    windows.add(tensor)
-        index_of[op] = len(model_ops)
-        model_ops.append(ModelOp(_op_label(op, len(model_ops)), spec, tuple(weights), producers,
-                                 frozenset(windows - moved), frozenset(moved)))
+                source_bound = described[planned[source[0]]][0]
+                view = read_view(chain, source_bound, source[1], bound, tensor)
+                if view is not None:
+                    views[tensor] = view
+        model_ops.append(ModelOp(_op_label(op, i), spec, tuple(weights), producers,
+                                 frozenset(windows - moved), frozenset(moved), views, shared))
         result.ops.append(op)
         result.bounds.append(bound)
     if model_ops:
@@ -307,8 +491,8 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
     active layout: (decisions, total seconds, peak bytes per core while any op runs).
 
     Priced as `irc.planner.model` prices a model: active cycles, no setup (idle = active),
-    plus the relayout of every activation edge; peak memory counts the other ops' resting
-    weights and the activations resting across the op. `plans` caches searches by spec;
+    plus the relayout of every activation edge; peak memory counts every op's resting
+    weights and the tensors kept on chip across the op (``ModelSpec.live_across``). `plans` caches searches by spec;
     with `cache`, an op's fastest plan is its signature's frontier's last plan, searched
     once for all identical operators (as the model-wide search does).
     """
@@ -324,12 +508,12 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
         best = plans[op.spec]
         chosen.append((best, active_idle_plan(op.spec, op.weights, best) if op.weights else None))
     relayout = [0.0] * len(model.ops)
-    for i, op in enumerate(model.ops):
-        for tensor, producer in op.producers.items():
-            relayout[i] += relayout_cost(
-                model.ops[producer].spec, chosen[producer][0], op.spec, chosen[i][0], tensor, device, cost,
-                whole=tensor in op.moved_reads,
-            )[1]
+    for edge in model.edges():
+        relayout[edge.consumer] += relayout_cost(
+            model.ops[edge.producer].spec, chosen[edge.producer][0], model.ops[edge.consumer].spec,
+            chosen[edge.consumer][0], edge.tensor, device, cost, producer_tensor=edge.source,
+            whole=edge.moved, view=edge.view,
+        )[1]
     decisions = tuple(
         OpDecision(
             name=op.name, active=best, idle=idle, setup_cycles=0.0,
@@ -338,9 +522,9 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
         )
         for i, (op, (best, idle)) in enumerate(zip(model.ops, chosen))
     )
-    resting = resting_activation_bytes(model, device)
-    cold = [d.idle_bytes for d in decisions]
-    peak = max(sum(cold) - cold[i] + resting[i] + d.active_bytes for i, d in enumerate(decisions))
+    idle = sum(d.idle_bytes for d in decisions)
+    live = [sum(decisions[h].active.score.memory.partitions[t] for h, t in across) for across in model.live_across()]
+    peak = max(idle + live[i] + d.active_bytes for i, d in enumerate(decisions))
     return decisions, sum(d.seconds for d in decisions), peak
 
 

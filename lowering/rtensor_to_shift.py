@@ -15,9 +15,11 @@ into
       ...
     }
 
-`rotation-align` then adds the loop nest. Data moves between operators through host
-memory in this first version: a relayout between two on-chip layouts becomes the
-producer's store and the consumer's load (priced as host I/O by the interpreter).
+`rotation-align` then adds the loop nest. The relayouts disappear at this level: a
+kernel reads the values its operands were relayouted from, and the layouts they need
+are the kernels' own (their rings). `shift-to-device` turns each producer -> consumer
+edge between two kernels into an on-chip ``device.relayout`` priced as the planner's
+relayout, and touches the host only at the function's edges.
 """
 
 from __future__ import annotations

@@ -1,17 +1,24 @@
 """`shift-to-device`: lower every aligned `shift.kernel` to SPMD `device` instructions.
 
-T10 s4.4 ("allocate", "compute", "shift", sub-tensor placement) and s5 (kernel code
-generation, multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in place:
+T10 s4.4 ("allocate", "compute", "shift", sub-tensor placement), s4.3.2 (idle and active
+plans, setup, layout changes between operators) and s5 (kernel code generation,
+multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in place:
 
 - ``device.alloc`` of each tensor's partition (and a receive buffer per rotating tensor);
-- ``device.load`` of each input's initial placement (per-core tile origins);
+- each input in its initial placement (per-core tile origins): a weight gathered from
+  the idle slices its ring group keeps at rest (``device.relayout {setup}``), an
+  activation moved on chip from where its producer left it (``device.relayout``), an
+  input from outside loaded from the host (``device.load``) - once, when several kernels
+  read it (`lower_block`);
 - ``device.fill`` of the output with its combiner's identity;
-- the loop nest unrolled: per step one ``device.mma`` (a two-read contraction) or
-  ``device.vector`` (anything else) with per-core window offsets; between steps, per
-  tensor of the advancing loop, a ``device.shift`` (ring permutation) and a ``device.sync``
-  (each shift plus one barrier event per tensor of the advancing level);
-- ``device.reduce`` of the output's partial copies, a ``device.store`` of one copy of every
-  output partition into a host tensor, and ``device.free`` of every buffer.
+- the loop nest unrolled: per step one ``device.mma`` (a two-read contraction),
+  ``device.gather`` (a table read at an index tensor's values) or ``device.vector``
+  (anything else) with per-core window offsets; between steps, per tensor of the
+  advancing loop, a ``device.shift`` (ring permutation) and a ``device.sync`` (each
+  shift plus one barrier event per tensor of the advancing level);
+- ``device.reduce`` of the output's partial copies; the output stays on chip when
+  other kernels read it, and a ``device.store`` writes it to the host only when the
+  function returns it (or a host-fallback op reads it); ``device.free`` of the rest.
 
 Numerics: an output left with partial sums (``ShiftKernel.holds_partial_sums``: a ``+=``
 whose reduction the plan splits over cores or steps) is allocated as an accumulator (f32
@@ -24,15 +31,17 @@ is the kernel's geometry (``irc.schedule.kernel``) evaluated at the symbolic cor
 ``d0``, so it prints as an ``affine_map<(d0) -> (...)>`` whose size does not depend on
 the number of cores.
 
-The chip is the module's ``irc.target``. Between operators data goes through host
-memory (store, then the next kernel's load).
+The chip is the module's ``irc.target``. Between operators data stays on chip: every
+relayout and setup is an exchange permutation stated as SPMD pieces where their closed
+form is known (`irc.lowering.relayout_pieces`), priced as the planner prices it, so
+the interpreted whole-model time equals the model-wide plan's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
@@ -47,6 +56,7 @@ from irc.dialects.device import (
     BufferType,
     FillOp,
     FreeOp,
+    GatherOp,
     LoadOp,
     MmaOp,
     ReduceOp,
@@ -55,11 +65,16 @@ from irc.dialects.device import (
     StoreOp,
     SyncOp,
     VectorOp,
+    core_table,
+    core_vector,
+    group_leaders,
+    table_attr,
 )
 from irc.dialects.shift import KernelOp
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import product_reads
 from irc.dialects.dtypes import element_type
+from irc.lowering.relayout_pieces import block_pieces, setup_pieces
 from irc.schedule.kernel import initial_placement
 from irc.diagnostics import location_of
 
@@ -93,17 +108,32 @@ def _sources(kernel, core) -> dict[tuple[str, int], object]:
 
 @dataclass
 class Resident:
-    """An operator's output kept on chip for the operators that read it: its buffer, its
-    layout (per-core origins, and the replica groups whose lowest core holds the reduced
-    tile) and the kernel that produced it (whose plan prices a relayout out of it)."""
+    """A tensor kept on chip for the operators that read it: its buffer, its layout
+    (per-core origins, and the replica groups whose lowest core holds the tile) and the
+    kernel whose layout that is, with the tensor's name there (an operator's output, or
+    an input from outside loaded once into the layout of one of its readers), whose plan
+    prices a relayout out of it."""
 
     buffer: SSAValue
     origins: object
     group: object
     kernel: object
+    tensor: str
     shape: tuple[int, ...]
-    moves: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    """Data movements (expression, shape it makes) between the buffer and the reader."""
+    chain: tuple = ()
+    """Data movements (te ops ``Y[...] = X[...]``) between the buffer and the reader."""
+
+    @property
+    def moves(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        return moves_of(self.chain)
+
+    def through(self, movement) -> "Resident":
+        return dataclasses.replace(self, chain=self.chain + (movement,))
+
+
+def moves_of(chain) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The (expression, shape it makes) of each data movement of ``chain``."""
+    return tuple((m.expression.text, tuple(m.output.type.get_shape())) for m in chain)
 
 
 @dataclass
@@ -117,13 +147,16 @@ class IdleWeight:
     shape: tuple[int, ...]
     setup_bytes: int
     setup_barriers: int
+    factors: tuple[int, ...] = ()
+    """Its idle temporal factors, one per op axis."""
 
 
-def idle_weights(kernel, op: KernelOp, block: Block, prefix: str, only: set[SSAValue]):
-    """For each weight of ``op`` among ``only`` that is an argument of ``block`` with an
-    idle plan on ``op``: the ops that load it once into its idle layout, and its
-    ``IdleWeight``."""
+def idle_weights(kernel, op: KernelOp, prefix: str, movements=frozenset()):
+    """For each weight of ``op`` (a function argument marked ``irc.weight``, read directly
+    or through data movements) with an idle plan on ``op``: the ops that load it once
+    into its idle layout (applying the movements on the way), and its ``IdleWeight``."""
     from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr
+    from irc.lowering.model_from_ir import is_weight, through_movements
 
     attr = op.attributes.get(IDLE_ATTR)
     if not isinstance(attr, IdlePlanAttr):
@@ -133,7 +166,8 @@ def idle_weights(kernel, op: KernelOp, block: Block, prefix: str, only: set[SSAV
     idle_factors = op_idle_factors(kernel, attr)
     ops, found = [], {}
     for name, value in zip(kernel.bound.expr.inputs, op.inputs):
-        if name not in idle_factors or value.owner is not block or value not in only:
+        origin, chain = through_movements(value, movements)
+        if name not in idle_factors or not is_weight(origin):
             continue
         layout = kernel.tensors[name]
         partition = kernel.idle_partition(layout, idle_factors[name], core)
@@ -143,10 +177,10 @@ def idle_weights(kernel, op: KernelOp, block: Block, prefix: str, only: set[SSAV
         slices = math.prod(idle_factors[name]) // layout.ring_size
         buffer = AllocOp(f"{prefix}{name}.idle", BufferType(shape, value.type.get_element_type()), kernel.cores)
         buffer.buffer.name_hint = f"{name}_idle"
-        ops += [buffer, LoadOp(value, buffer.buffer, origins)]
+        ops += [buffer, LoadOp(origin, buffer.buffer, origins, moves_of(chain))]
         nbytes = buffer.buffer.type.bytes
         found[name] = IdleWeight(buffer.buffer, origins, tuple(value.type.get_shape()),
-                                 slices * nbytes if slices > 1 else 0, slices if slices > 1 else 0)
+                                 slices * nbytes if slices > 1 else 0, slices if slices > 1 else 0, idle_factors[name])
     return ops, found
 
 
@@ -160,29 +194,49 @@ def op_idle_factors(kernel, attr) -> dict[str, tuple[int, ...]]:
             continue
         per_axis = list(layout.temporal)
         for index, terms in zip(layout.indices, dims):
-            for (axis, _), factor in zip(index.terms, terms):
+            for (axis, _), factor in zip(getattr(index, "terms", ()), terms):
                 per_axis[axes.index(axis)] = factor
         factors[name] = tuple(per_axis)
     return factors
 
 
+@dataclass
+class Output:
+    """Where a kernel's output goes besides the chip: a host tensor of ``result_type``
+    (after the data movements ``chain``), standing for ``value`` for its host readers."""
+
+    value: SSAValue | None
+    result_type: object
+    chain: tuple = ()
+
+
 def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | None = None,
-               keep_output: bool = False, store_output: bool = True, weights: dict | None = None):
-    """The SPMD device program of ``kernel`` (an aligned ``irc.schedule.ShiftKernel``): it
-    reads ``op``'s inputs (or the values ``inputs`` in their place) from the host, or,
-    for an input named in ``resident``, moves it on chip from where its producer left it
-    (``device.relayout``, priced as the planner prices the layout change). Its output is
-    stored to the host when ``store_output``, and stays on chip when ``keep_output``. A
-    weight named in ``weights`` (an ``IdleWeight``) is gathered from the slices the cores
-    keep at rest into its active layout (the setup of T10 s4.3.2).
-    Returns ``(ops, store or None, Resident of the output or None)``. Every per-core
-    value is the kernel's geometry at the symbolic core id (module docstring); a kernel
-    whose loops start elsewhere than the placement gets per-core tables."""
+               keep_output: bool = False, store_output: bool = True, weights: dict | None = None,
+               loads: dict | None = None, outputs: list | None = None):
+    """The SPMD device program of ``kernel`` (an aligned ``irc.schedule.ShiftKernel``).
+
+    Inputs: an input named in ``resident`` moves on chip from where its producer (or the
+    copy of an input shared with other kernels) left it (``device.relayout``, priced as
+    the planner prices the layout change); a weight named in
+    ``weights`` (an ``IdleWeight``) is gathered from the slices the cores keep at rest
+    into its active layout (the setup of T10 s4.3.2, ``device.relayout {setup}``); the
+    others are loaded from the host: ``op``'s operand (or the value ``inputs`` gives in
+    its place), or ``loads[name] = (host value, movements)``.
+    Output: stored to the host as ``outputs`` lists (by default, with ``store_output``,
+    one store of ``op``'s result type), kept on chip with ``keep_output``.
+    Returns ``(ops, first store or None, Resident of the output or None)``; every store
+    is in ``ops``, in ``outputs`` order. Every per-core value is the kernel's geometry at
+    the symbolic core id (module docstring); a kernel whose loops start elsewhere than the
+    placement gets per-core tables."""
+    from irc.lowering.model_from_ir import read_view
     from irc.lowering.target import device_and_cost
     from irc.planner.relayout import relayout_cost
 
     resident = resident or {}
     weights = weights or {}
+    loads = loads or {}
+    if outputs is None:
+        outputs = [Output(None, op.output.type)] if store_output else []
     placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
     core = core_id() if placed else None
     expr = kernel.bound.expr
@@ -194,7 +248,12 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     identity = identity_value(expr.combiner, kernel.dtype)
     subtask = kernel.subtask()
     roles = {k: int(v) for k, v in subtask.roles.items()}
-    compute_class = MmaOp if (expr.combiner in ("=", "+=") and product_reads(expr) is not None) else VectorOp
+    if kernel.spec.kind == "gather":
+        compute_class = GatherOp
+    elif expr.combiner in ("=", "+=") and product_reads(expr) is not None:
+        compute_class = MmaOp
+    else:
+        compute_class = VectorOp
     names = [expr.output.tensor, *expr.inputs]
     ops: list[Operation] = []
     buffers, receives = {}, {}
@@ -206,16 +265,16 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
         return buffer.buffer
 
     start = kernel.start_digits(core) if placed else list(kernel.start)
-    # Weights first: each gathers its active partition from the slices at rest, and its
-    # idle slice is released before the other buffers exist (it lies inside the active
-    # partition, which is how the planner counts the op's memory).
+    # Weights first: each gathers its active partition from the slices at rest, which
+    # stay where they are for the next run (the idle layout is resident throughout).
     for name, weight in weights.items():
         layout = kernel.tensors[name]
         buffers[name] = alloc(name, layout)
+        pieces = setup_pieces(kernel, name, weight.factors, weight.buffer.type.get_shape(), core)
         ops.append(RelayoutOp(weight.buffer, buffers[name], weight.shape, weight.origins,
                               core_id() if placed else np.arange(kernel.cores),
-                              kernel.partition_origin(layout, start, core), weight.setup_bytes, weight.setup_barriers))
-        ops.append(FreeOp(weight.buffer))
+                              kernel.partition_origin(layout, start, core), weight.setup_bytes, weight.setup_barriers,
+                              setup=True, pieces=pieces))
     for name, layout in kernel.tensors.items():
         if name not in buffers:
             buffers[name] = alloc(name, layout)
@@ -227,15 +286,22 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
         origins = kernel.partition_origin(layout, start, core)
         source = resident.get(layout.name)
         if source is None:
-            ops.append(LoadOp(operands[layout.name], buffers[layout.name], origins))
+            host, chain = loads.get(layout.name, (operands[layout.name], ()))
+            ops.append(LoadOp(host, buffers[layout.name], origins, moves_of(chain)))
             continue
         producer = source.kernel
         device, cost = device_and_cost(op)
-        nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name,
-                                  device, cost, producer_tensor=producer.output.name, whole=bool(source.moves))
+        if producer is kernel and source.tensor == layout.name and not source.chain:
+            nbytes = 0   # the copy of a shared input in this very layout: a local copy
+        else:
+            view = read_view(source.chain, producer.bound, source.tensor, kernel.bound, layout.name) \
+                if source.chain else None
+            nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name, device,
+                                      cost, producer_tensor=source.tensor, whole=bool(source.chain), view=view)
         barriers = device.syncs_per_shift if nbytes else 0   # one shift event, as the planner prices it
+        pieces = None if source.chain else _relayout_pieces(source, kernel, layout, start, origins if placed else None)
         ops.append(RelayoutOp(source.buffer, buffers[layout.name], source.shape, source.origins, source.group,
-                              origins, nbytes, barriers, source.moves))
+                              origins, nbytes, barriers, source.moves, pieces=pieces))
     ops.append(FillOp(buffers[expr.output.tensor], identity))
     sources = _sources(kernel, core)
     counters = [0] * len(kernel.levels)
@@ -271,10 +337,12 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
         buffers[out.name] = reduce.result
         reduce.result.name_hint = f"{out.name}_rounded"
     origins = kernel.partition_origin(out, final, core)
-    store = None
-    if store_output:
-        store = StoreOp(buffers[out.name], op.output.type, origins, group, identity)
-        ops.append(store)
+    shape = tuple(op.output.type.get_shape())
+    stores = []
+    for output in outputs:
+        stores.append(StoreOp(buffers[out.name], output.result_type, origins, group, identity,
+                              moves_of(output.chain), shape))
+    ops += stores
     for name in kernel.tensors:
         if not (keep_output and name == out.name):
             ops.append(FreeOp(buffers[name]))
@@ -282,83 +350,167 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
             ops.append(FreeOp(receives[name]))
     kept = None
     if keep_output:
-        kept = Resident(buffers[out.name], origins, group, kernel, tuple(op.output.type.get_shape()))
-    return ops, store, kept
+        kept = Resident(buffers[out.name], origins, group, kernel, out.name, shape)
+    return ops, (stores[0] if stores else None), kept
+
+
+def _relayout_pieces(source: Resident, kernel, layout, start, symbolic):
+    """The pieces of the relayout of ``source`` into ``layout`` of ``kernel``, or None."""
+    producer = source.kernel
+    rank = len(source.shape)
+    source_origins = core_table(table_attr(source.origins), rank, producer.cores, "origins")
+    writers = group_leaders(core_vector(table_attr(source.group), producer.cores, "group"))
+    numeric = start if all(isinstance(d, np.ndarray) for d in start) else list(kernel.start)
+    target = kernel.partition_origin(layout, numeric)
+    return block_pieces(producer, source.tensor, source_origins, writers, target, layout.partition_shape,
+                        source.shape, symbolic)
 
 
 def lower_block(block: Block, counter: list[int]) -> None:
-    """Lower the kernels of ``block`` in program order, keeping every output that other
-    kernels read on chip (moved into their layouts by ``device.relayout``) and going
-    through the host only for the block's own inputs and for values something other than
-    a kernel reads (the function's results, a host-fallback op)."""
-    from irc.lowering.shift_ir import KernelIRError, kernel_of
+    """Lower the kernels of ``block`` in program order so that the model lives on the
+    chip (T10 s4.3.2; issue 11):
 
-    from irc.lowering.model_from_ir import absorbed_movements
+    - every weight with an idle plan is loaded once, at the start, into its idle layout
+      (one copy per kernel reading it), stays there for the whole run, and is gathered
+      into its active layout at each use (``device.relayout {setup}``);
+    - an input from outside is loaded once, into the layout of the first kernel reading
+      it directly (`irc.lowering.model_from_ir.input_homes`); its other readers relayout
+      it from there;
+    - every output other kernels read stays on chip and moves into their layouts by
+      ``device.relayout``; data movements between kernels (`absorbed_movements`) are
+      applied by those relayouts, and at the edges by the loads and stores;
+    - the host sees only the block's inputs and the values something other than a kernel
+      reads (the function's results, a host-fallback op), each stored once."""
+    from irc.lowering.model_from_ir import absorbed_movements, input_homes, through_movements
+    from irc.lowering.shift_ir import KernelIRError, kernel_of
 
     kernel_ops = [op for op in block.ops if isinstance(op, KernelOp)]
     position = {op: i for i, op in enumerate(kernel_ops)}
-    # data movements between kernels run as the relayout from one to the other
     movements = absorbed_movements([op for op in block.ops if isinstance(op, (KernelOp, TensorOp))], set(kernel_ops))
-
-    def origin(value: SSAValue) -> SSAValue:
-        """The kernel output a value is, through data movements."""
-        while value.owner in movements:
-            value = value.owner.inputs[0]
-        return value
-
-    last_reader: dict[SSAValue, int] = {}
-    for op in kernel_ops:
-        for value in op.inputs:
-            value = origin(value)
-            if isinstance(value.owner, KernelOp) and value.owner in position:
-                last_reader[value] = position[op]
-    resident: dict[SSAValue, Resident] = {}
-    stores: dict[KernelOp, StoreOp | None] = {}
+    homes = input_homes(kernel_ops, set(kernel_ops), movements)
     kernels = {}
     for op in kernel_ops:
         try:
             kernels[op] = kernel_of(op)  # raises when rotations are not yet aligned
         except KernelIRError as error:
             raise _error(op, str(error)) from None
-    # weights read by one kernel each rest in their idle layout until it runs
-    readers_of = {}
+
+    def key_of(op, index):
+        """What an input is on chip: a kernel's output, or the home of a shared input."""
+        origin, _ = through_movements(op.inputs[index], movements)
+        if isinstance(origin.owner, KernelOp) and origin.owner in position:
+            return origin
+        if (op, index) in homes:
+            return homes[(op, index)]
+        if any(home == (op, index) for home in homes.values()):
+            return (op, index)
+        return None
+
+    last_reader: dict = {}
     for op in kernel_ops:
-        for value in op.inputs:
-            readers_of.setdefault(value, set()).add(op)
+        for index in range(len(op.inputs)):
+            key = key_of(op, index)
+            if key is not None:
+                last_reader[key] = position[op]
+    # weights with an idle plan rest in their idle layouts from the start, throughout
     resting: dict[KernelOp, dict[str, IdleWeight]] = {}
     first = block.first_op
-    single = {value for value, readers in readers_of.items() if len(readers) == 1}
     for op in kernel_ops:
-        ops, resting[op] = idle_weights(kernels[op], op, block, f"w{position[op] + 1}.", single)
+        ops, resting[op] = idle_weights(kernels[op], op, f"w{position[op] + 1}.", movements)
         for new in ops:
+            new.location = op.location   # an error in it points at the op reading the weight
             block.insert_op_before(new, first)
+    resident: dict = {}
+    stores: list[tuple[SSAValue, StoreOp]] = []
     for op in kernel_ops:
         kernel = kernels[op]
         counter[0] += 1
         names = kernel.bound.expr.inputs
-        on_chip = {name: resident[value] for name, value in zip(names, op.inputs) if value in resident}
+        on_chip, loads = {}, {}
+        for index, (name, value) in enumerate(zip(names, op.inputs)):
+            if name in resting[op]:
+                continue
+            origin, chain = through_movements(value, movements)
+            key = key_of(op, index)
+            if key is None:
+                loads[name] = (origin, chain)
+            elif isinstance(key, tuple):
+                if key not in resident:
+                    resident[key] = _load_home(block, op, key, kernels, movements, f"k{counter[0]}.")
+                home = resident[key]
+                on_chip[name] = dataclasses.replace(home, chain=chain[len(home.chain):])
+            else:
+                on_chip[name] = resident[value]
         readers = [use.operation for use in op.output.uses]
-        kernel_readers = [r for r in readers if (isinstance(r, KernelOp) and r in position) or r in movements]
-        ops, store, kept = device_ops(
+        kernel_readers = [r for r in readers if r in position or r in movements]
+        outputs = [Output(op.output, op.output.type)] if len(kernel_readers) < len(readers) or not readers else []
+        outputs += _returned_through(op.output, movements)
+        ops, _, kept = device_ops(
             kernel, op, f"k{counter[0]}.", resident=on_chip, keep_output=bool(kernel_readers),
-            store_output=len(kernel_readers) < len(readers) or not readers, weights=resting[op],
+            weights=resting[op], loads=loads, outputs=outputs,
         )
         for new in ops:
+            new.location = op.location   # errors in the program point at the te op it computes
             block.insert_op_before(new, op)
-        # a resident value read for the last time here is freed right after this kernel
-        for value in dict.fromkeys(origin(v) for v in op.inputs):
-            if value in resident and last_reader.get(value) == position[op]:
-                block.insert_op_before(FreeOp(resident.pop(value).buffer), op)
+        stores += [(output.value, new) for output, new in zip(outputs, (o for o in ops if isinstance(o, StoreOp)))]
+        # an on-chip value read for the last time here is freed right after this kernel
+        for index in range(len(op.inputs)):
+            key = key_of(op, index)
+            if key is not None and key in resident and last_reader.get(key) == position[op]:
+                block.insert_op_before(FreeOp(resident.pop(key).buffer), op)
         if kept is not None:
             resident[op.output] = kept
             _follow_movements(op.output, kept, movements, resident)
-        stores[op] = store
-    for op in reversed([o for o in block.ops if o in stores or o in movements]):  # readers first
-        store = stores.get(op)
-        if store is not None:
-            op.output.replace_all_uses_with(store.result)
+    for value, store in stores:  # host readers (results, fallback ops) read the stored tensor
+        store.result.name_hint = value.name_hint
+        for use in list(value.uses):
+            if use.operation not in position and use.operation not in movements:
+                use.operation.operands[use.index] = store.result
+    for op in reversed([o for o in block.ops if o in position or o in movements]):  # readers first
         op.detach()
         op.erase()
+
+
+def _load_home(block: Block, reader: KernelOp, home: tuple, kernels, movements, prefix: str) -> Resident:
+    """The copy of an input shared by several kernels, loaded from the host into the
+    layout its home kernel (``home = (kernel op, operand index)``) reads it in, before
+    ``reader`` (the first kernel reading it)."""
+    from irc.lowering.model_from_ir import through_movements
+
+    op, index = home
+    kernel = kernels[op]
+    name = kernel.bound.expr.inputs[index]
+    layout = kernel.tensors[name]
+    placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
+    core = core_id() if placed else None
+    start = kernel.start_digits(core) if placed else list(kernel.start)
+    origins = kernel.partition_origin(layout, start, core)
+    origin, chain = through_movements(op.inputs[index], movements)
+    buffer = AllocOp(f"{prefix}{name}.in", BufferType(layout.partition_shape, origin.type.get_element_type()),
+                     kernel.cores)
+    buffer.buffer.name_hint = f"{name}_in"
+    load = LoadOp(origin, buffer.buffer, origins, moves_of(chain))
+    for new in (buffer, load):
+        new.location = reader.location
+        block.insert_op_before(new, reader)
+    group = core_id() if placed else np.arange(kernel.cores)   # every core holds its tile
+    return Resident(buffer.buffer, origins, group, kernel, name, tuple(op.inputs[index].type.get_shape()), chain)
+
+
+def _returned_through(value: SSAValue, movements, chain=()) -> list[Output]:
+    """The stores a kernel output needs for values derived from it by data movements
+    that something other than a kernel or a movement reads (the function's results)."""
+    found = []
+    for use in value.uses:
+        movement = use.operation
+        if movement not in movements:
+            continue
+        moved = chain + (movement,)
+        host = [u for u in movement.output.uses if u.operation not in movements and not isinstance(u.operation, KernelOp)]
+        if host:
+            found.append(Output(movement.output, movement.output.type, moved))
+        found += _returned_through(movement.output, movements, moved)
+    return found
 
 
 def _follow_movements(value: SSAValue, kept: Resident, movements, resident: dict) -> None:
@@ -368,9 +520,7 @@ def _follow_movements(value: SSAValue, kept: Resident, movements, resident: dict
         movement = use.operation
         if movement not in movements:
             continue
-        shape = tuple(movement.output.type.get_shape())
-        moved = Resident(kept.buffer, kept.origins, kept.group, kept.kernel, kept.shape,
-                         kept.moves + ((movement.expression.text, shape),))
+        moved = kept.through(movement)
         resident[movement.output] = moved
         _follow_movements(movement.output, moved, movements, resident)
 

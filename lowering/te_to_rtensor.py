@@ -64,7 +64,7 @@ from irc.dialects.rtensor import (
     layout_types,
 )
 from irc.dialects.te import TensorOp
-from irc.dialects.te_expr import ExprError
+from irc.dialects.te_expr import AffineIndex, ExprError
 from irc.diagnostics import location_of
 from irc.dialects.target import TARGET_ATTR
 
@@ -129,7 +129,9 @@ def idle_attribute(bound, decision, device, cost) -> IdlePlanAttr | None:
     temporal = {}
     for name, factors in idle.weight_factors.items():
         indices = bound.expr.accesses_of(name)[0].indices
-        temporal[name] = [[factors[axes.index(a)] for a in index.axes] or [1] for index in indices]
+        # a dim read at a constant or at another tensor's values (a gather's table) is not cut
+        temporal[name] = [[factors[axes.index(a)] for a in (index.axes if isinstance(index, AffineIndex) else ())]
+                          or [1] for index in indices]
     return IdlePlanAttr(temporal, idle.cold_bytes, math.ceil(decision.setup_cycles))
 
 
@@ -181,6 +183,7 @@ class PartitionTensorOp(RewritePattern):
             plan.op_factors,
             attributes=attributes,
         )
+        planned.location = op.location   # diagnostics down to the device program point here
         back = RelayoutOp(planned.output, result_type)
         rewriter.replace(op, [planned, back], [back.result])
 

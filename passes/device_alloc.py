@@ -1,12 +1,25 @@
 """`device-alloc`: assign SRAM offsets to device buffers and check capacity (T10 s4.4).
 
 T10 s4.4 "Sub-tensor placement": allocate every partition in each core's local memory
-and reuse the memory of buffers that are dead. Walking each block in program order, a
-``device.alloc`` takes the lowest offset where it fits among the buffers live at that
-point (first fit) and a ``device.free`` releases its range; the same offset is used on
-every core of the buffer's core set (SPMD). A ``device.reduce`` that rounds an accumulator
-in place hands the first bytes of its range to the rounded result and frees the rest. A program whose live buffers exceed a core's
-SRAM is an error naming the core, the live buffers with their bytes, and the total.
+and reuse the memory of buffers that are dead. The same offset is used on every core of
+the buffer's core set (SPMD). Every buffer's live range is known (from its
+``device.alloc`` to its ``device.free``, or to the end of the function: a weight resting
+in its idle layout), so the placement is decided with the whole program in view:
+
+1. first fit in program order (a ``device.alloc`` takes the lowest offset where it fits
+   among the buffers live at that point, a ``device.free`` releases its range);
+2. if that leaves a core without room although the bytes live at every point fit (the
+   free space is fragmented), the buffers are placed offline, largest first and then
+   longest-lived first, each at the lowest offset free over its whole live range (the
+   buffers resting throughout pack at the bottom, the short-lived ones above them).
+
+A ``device.reduce`` that rounds an accumulator in place keeps the first bytes of its
+range for the rounded result and releases the rest (the buffer shrinks at the reduce;
+the offline placement reserves the whole range, the conservative choice).
+
+A program whose live buffers exceed a core's SRAM at some point (or that no placement
+packs) is an error at the ``device.alloc`` that does not fit, naming the core, the
+buffers live there with their bytes, and the total.
 """
 
 from __future__ import annotations
@@ -32,11 +45,90 @@ def first_fit(live: list[tuple[int, int]], size: int) -> int:
     return offset
 
 
-def _name(op) -> str:
-    """The buffer name of an alloc, or of the accumulator a reduce rounds in place."""
+@dataclass
+class Interval:
+    """One buffer: its alloc op, bytes, and live range ``[start, end)`` in program order."""
+
+    op: AllocOp
+    size: int
+    start: int
+    end: int
+    shrink: tuple[int, int] | None = None   # (position, bytes kept) of an in-place rounding
+
+    def bytes_at(self, position: int) -> int:
+        if self.shrink is not None and position >= self.shrink[0]:
+            return self.shrink[1]
+        return self.size
+
+
+def _alloc_of(value) -> AllocOp | None:
+    """The alloc a buffer value comes from (through in-place rounding reduces)."""
+    op = value.owner
     while isinstance(op, ReduceOp):
         op = op.buffer.owner
-    return op.buffer_name.data
+    return op if isinstance(op, AllocOp) else None
+
+
+def live_intervals(func) -> list[Interval]:
+    """Every ``device.alloc`` of ``func`` with its live range (to its free, or to the end)."""
+    intervals, by_op, position = [], {}, 0
+    for position, inner in enumerate(func.walk()):
+        if isinstance(inner, AllocOp):
+            by_op[inner] = Interval(inner, int(inner.bytes.value.data), position, -1)
+            intervals.append(by_op[inner])
+        elif isinstance(inner, ReduceOp) and inner.result is not None and _alloc_of(inner.buffer) in by_op:
+            by_op[_alloc_of(inner.buffer)].shrink = (position, inner.result.type.bytes)
+        elif isinstance(inner, FreeOp) and _alloc_of(inner.buffer) in by_op:
+            by_op[_alloc_of(inner.buffer)].end = position
+    for interval in intervals:
+        if interval.end < 0:
+            interval.end = position + 1
+    return intervals
+
+
+def online_first_fit(intervals: list[Interval]) -> dict[AllocOp, int]:
+    """Offsets by first fit in program order (1. of the module docstring)."""
+    events = sorted([(i.start, 2, i) for i in intervals] + [(i.end, 0, i) for i in intervals]
+                    + [(i.shrink[0], 1, i) for i in intervals if i.shrink is not None],
+                    key=lambda e: (e[0], e[1]))
+    live: dict[AllocOp, tuple[int, int]] = {}
+    offsets = {}
+    for _, kind, interval in events:
+        if kind == 0:
+            live.pop(interval.op, None)
+            continue
+        if kind == 1:   # rounded in place: the result keeps the first bytes
+            start, _ = live[interval.op]
+            live[interval.op] = (start, start + interval.shrink[1])
+            continue
+        offset = first_fit(list(live.values()), interval.size)
+        offsets[interval.op] = offset
+        live[interval.op] = (offset, offset + interval.size)
+    return offsets
+
+
+def offline_placement(intervals: list[Interval], key) -> dict[AllocOp, int]:
+    """Offsets placing the buffers in ``key`` order, each at the lowest offset free over
+    its whole live range (2. of the module docstring)."""
+    placed: list[tuple[Interval, int]] = []
+    offsets = {}
+    for interval in sorted(intervals, key=key):
+        taken = [(offset, offset + other.size) for other, offset in placed
+                 if other.start < interval.end and interval.start < other.end]
+        offset = first_fit(taken, interval.size)
+        offsets[interval.op] = offset
+        placed.append((interval, offset))
+    return offsets
+
+
+STRATEGIES = (
+    lambda i: (-i.size, i.start),                      # largest first
+    lambda i: (-(i.end - i.start), -i.size, i.start),  # longest-lived first
+)
+
+
+def _peak(intervals: list[Interval], offsets: dict[AllocOp, int]) -> int:
+    return max((offsets[i.op] + i.size for i in intervals), default=0)
 
 
 @dataclass(frozen=True)
@@ -70,34 +162,59 @@ class DeviceAlloc(ModulePass):
                 device = device_of(require_target(func))
             except TargetError as error:
                 raise DiagnosticException(f"{location_of(func)}: error: device-alloc: {error}") from None
-            live: dict[AllocOp, tuple[int, int]] = {}
-            for inner in func.walk():
-                if isinstance(inner, AllocOp):
-                    size = int(inner.bytes.value.data)
-                    offset = first_fit(list(live.values()), size)
-                    cores = int(inner.cores.value.data)
-                    if cores > device.cores:
-                        raise DiagnosticException(
-                            f"{location_of(inner)}: error: 'device.alloc' op buffer {inner.buffer_name.data} "
-                            f"is placed on {cores} cores but {device.name} has {device.cores}"
-                        )
-                    if offset + size > device.sram_bytes:
-                        listing = ", ".join(
-                            f"{_name(a)} ({e - s} B)" for a, (s, e) in sorted(live.items(), key=lambda x: x[1])
-                        )
-                        need = sum(e - s for s, e in live.values()) + size
-                        raise DiagnosticException(
-                            f"{location_of(inner)}: error: 'device.alloc' op SRAM overflow on core 0: "
-                            f"buffer {inner.buffer_name.data} ({size} B) does not fit next to the live buffers "
-                            f"{listing or 'none'}: {need} bytes needed (first free offset {offset}), "
-                            f"core has {device.sram_bytes} bytes on {device.name}"
-                        )
-                    inner.properties["offset"] = i64_attr(offset)
-                    live[inner] = (offset, offset + size)
-                elif isinstance(inner, ReduceOp) and inner.result is not None:
-                    # rounded in place: the result takes the first bytes of the accumulator
-                    start, _ = live.pop(inner.buffer.owner)
-                    live[inner] = (start, start + inner.result.type.bytes)
-                elif isinstance(inner, FreeOp):
-                    owner = inner.buffer.owner
-                    live.pop(owner, None)
+            intervals = live_intervals(func)
+            for interval in intervals:
+                cores = int(interval.op.cores.value.data)
+                if cores > device.cores:
+                    raise DiagnosticException(
+                        f"{location_of(interval.op)}: error: 'device.alloc' op buffer "
+                        f"{interval.op.buffer_name.data} is placed on {cores} cores but {device.name} has {device.cores}"
+                    )
+            offsets = online_first_fit(intervals)
+            if _peak(intervals, offsets) > device.sram_bytes and not self._overflows(intervals, device):
+                for strategy in STRATEGIES:
+                    packed = offline_placement(intervals, strategy)
+                    if _peak(intervals, packed) <= device.sram_bytes:
+                        offsets = packed
+                        break
+            if _peak(intervals, offsets) > device.sram_bytes:
+                self._overflow(intervals, offsets, device)
+            for interval in intervals:
+                interval.op.properties["offset"] = i64_attr(offsets[interval.op])
+
+    @staticmethod
+    def _overflows(intervals: list[Interval], device) -> bool:
+        """Whether the bytes live at some point exceed a core's SRAM (no placement fits)."""
+        return DeviceAlloc._first_over(intervals, device) is not None
+
+    @staticmethod
+    def _first_over(intervals: list[Interval], device) -> Interval | None:
+        """The first buffer whose alloc brings the live bytes over a core's SRAM."""
+        events = sorted([(i.start, i.size, i) for i in intervals]
+                        + [(i.end, -i.bytes_at(i.end), i) for i in intervals]
+                        + [(i.shrink[0], i.shrink[1] - i.size, i) for i in intervals if i.shrink is not None],
+                        key=lambda e: (e[0], e[1]))
+        live = 0
+        for _, change, interval in events:
+            live += change
+            if change > 0 and live > device.sram_bytes:
+                return interval
+        return None
+
+    @staticmethod
+    def _overflow(intervals: list[Interval], offsets: dict[AllocOp, int], device) -> None:
+        """The error at the first buffer that does not fit: where the live bytes exceed
+        SRAM, else the first one first fit places past its end (fragmentation no
+        placement could pack)."""
+        culprit = DeviceAlloc._first_over(intervals, device) or next(
+            i for i in sorted(intervals, key=lambda i: i.start) if offsets[i.op] + i.size > device.sram_bytes)
+        live = [o for o in intervals if o.start < culprit.start < o.end]
+        live.sort(key=lambda o: offsets[o.op])
+        listing = ", ".join(f"{o.op.buffer_name.data} ({o.bytes_at(culprit.start)} B)" for o in live)
+        need = sum(o.bytes_at(culprit.start) for o in live) + culprit.size
+        raise DiagnosticException(
+            f"{location_of(culprit.op)}: error: 'device.alloc' op SRAM overflow on core 0: "
+            f"buffer {culprit.op.buffer_name.data} ({culprit.size} B) does not fit next to the live buffers "
+            f"{listing or 'none'}: {need} bytes needed (first free offset {offsets[culprit.op]}), "
+            f"core has {device.sram_bytes} bytes on {device.name}"
+        )

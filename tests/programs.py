@@ -29,7 +29,7 @@ MLP3 = mlp([32, 32, 32, 32])
 FALLBACK = """\
 func.func @main(%table: tensor<16x8xf32> {irc.name = "table", irc.weight}, %ids: tensor<4xi32> {irc.name = "ids"},
                 %w: tensor<8x8xf32> {irc.name = "w", irc.weight}) -> (tensor<4x8xf32> {irc.name = "y"}, tensor<4x4xf32> {irc.name = "halves"}) {
-  %g = te.op "G[i,j] = E[I[i],j]" (%table, %ids) : (tensor<16x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
+  %g = te.op "G[i,j] = E[I[i],j] * 2" (%table, %ids) : (tensor<16x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
   %h = te.op "H[m,n] += G[m,k] * W[k,n]" (%g, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %f = te.op "F[i,j] = H[i,j] - H[i,j+4] where j in 4" (%h) : (tensor<4x8xf32>) -> tensor<4x4xf32>
   func.return %h, %f : tensor<4x8xf32>, tensor<4x4xf32>
@@ -53,4 +53,6 @@ def small_models() -> dict:
             models.ResNetStageConfig(batch=1, in_channels=16, width=8, size=8, blocks=2)),
         "gpt2": lambda: models.build_gpt2_block(
             models.GPT2Config(batch=1, seq=8, hidden=32, heads=2, vocab=50, positions=16)),
+        "opt": lambda: models.build_opt_decoder(
+            models.OPTConfig(batch=1, seq=8, hidden=32, heads=2, ffn=64, vocab=50, positions=16)),
     }

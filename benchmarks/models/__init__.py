@@ -6,6 +6,7 @@ parametrised so tests can build scaled-down configurations:
 * `build_resnet_stage(ResNetStageConfig)`: a ResNet-50 bottleneck stage;
 * `build_gpt2_block(GPT2Config)`: a GPT-2-style decoder block with embeddings;
 * `build_llama_layer(LlamaConfig)`: a Llama2-13B decoder layer decoding one token (f16).
+* `build_opt_decoder(OPTConfig)`: an OPT-1.3B-style pre-LN decoder with embeddings.
 
 Whole models (``benchmarks/models_table.py``): `build_bert_layer` with
 ``BertConfig(layers=...)``, `build_vit(ViTConfig)`, `build_resnet50(ResNet50Config)`,
@@ -18,6 +19,7 @@ builds them in T10's element type.
 from .bert import BertConfig, build_bert_layer
 from .gpt2 import GPT2Config, build_gpt2_block
 from .llama import LLAMA2_13B, LlamaConfig, build_llama_layer
+from .opt import OPTConfig, build_opt_decoder
 from .resnet import ResNet50Config, ResNetStageConfig, build_resnet50, build_resnet_stage
 from .vit import ViTConfig, build_vit, build_vit_block
 
@@ -27,12 +29,14 @@ MODELS = {
     "resnet50_stage": (build_resnet_stage, ResNetStageConfig),
     "gpt2_block": (build_gpt2_block, GPT2Config),
     "llama2_13b_layer": (build_llama_layer, LlamaConfig),
+    "opt_decoder": (build_opt_decoder, OPTConfig),
 }
 
 __all__ = [
     "MODELS",
     "BertConfig",
     "GPT2Config",
+    "OPTConfig",
     "ResNet50Config",
     "LLAMA2_13B",
     "LlamaConfig",
@@ -40,6 +44,7 @@ __all__ = [
     "ViTConfig",
     "build_bert_layer",
     "build_gpt2_block",
+    "build_opt_decoder",
     "build_resnet50",
     "build_llama_layer",
     "build_resnet_stage",

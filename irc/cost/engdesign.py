@@ -120,12 +120,13 @@ def noc_cycles(elements: ArrayLike, transfers: ArrayLike) -> ArrayLike:
 def partition_elements(geometry: PlanGeometry) -> np.ndarray:
     """``e_v`` [..., V]: per tensor, prod over its dimensions of ceil(L'_d / f_t[v, d]); a
     compound dimension is the sum of its axes' terms minus (terms - 1)
-    (``get_sub_op_var_sizes`` with ``shape_to_size``)."""
+    (``get_sub_op_var_sizes`` with ``shape_to_size``); dims held whole (a gather's table
+    rows) multiply in."""
     per_core = np.asarray(geometry.per_core)
     temporal = np.asarray(geometry.temporal)
     columns = []
     for v, dims in enumerate(geometry.tensor_dims):
-        elements = np.ones(per_core.shape[:-1], dtype=np.int64)
+        elements = np.full(per_core.shape[:-1], geometry.whole[v] if geometry.whole else 1, dtype=np.int64)
         for dim in dims:
             terms = [_ceil_div(per_core[..., a], temporal[..., v, a]) for a in dim]
             elements = elements * (sum(terms) - (len(terms) - 1))

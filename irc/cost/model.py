@@ -54,6 +54,8 @@ class PlanGeometry:
     per_core: ArrayLike              # [..., D] ceil(L_d / F_op[d]), before temporal padding
     temporal: ArrayLike              # [..., V, D] f_t (1 on axes not indexing the tensor)
     sharing: ArrayLike               # [..., V] cores sharing one sub-tensor (P)
+    whole: tuple[int, ...] = ()      # per tensor, elements of its dims held whole (a gather's
+                                     # table rows; 1 for every tensor when empty)
 
 
 @dataclass(frozen=True)

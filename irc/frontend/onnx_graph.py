@@ -16,7 +16,10 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IntegerType,
     ModuleOp,
+    NameLoc,
+    NoneAttr,
     Signedness,
+    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, SSAValue
@@ -249,13 +252,23 @@ class Importer:
             op.erase(safe_erase=False)
             raise NodeError(str(error).splitlines()[0]) from None
         self.block.add_op(op)
+        self.locate(op)
         return Tensor(op.output, shape, np.dtype(dtype))
+
+    def locate(self, op) -> None:
+        """Give ``op`` the name of the node it comes from as its location (diagnostics down
+        to the device program name it: ``loc("/m/embeddings/Gather")``)."""
+        if self.node is not None:
+            name = self.node.name or (self.node.output[0] if self.node.output else "")
+            if name:
+                op.location = NameLoc(StringAttr(name), NoneAttr())
 
     def emit_opaque(self, kind: str, inputs: list[Value], outputs, attributes) -> list[Tensor]:
         tensors = [self.as_tensor(v) for v in inputs]
         types = [TensorType(element_type(d), s) for s, d in outputs]
         op = OpaqueOp(kind, [t.ssa for t in tensors], types, attributes)
         self.block.add_op(op)
+        self.locate(op)
         return [Tensor(r, tuple(s), np.dtype(d)) for r, (s, d) in zip(op.results, outputs)]
 
     def as_tensor(self, value: Value) -> Tensor:

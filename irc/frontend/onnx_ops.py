@@ -106,8 +106,14 @@ def _fold_gather_elements(node, data, indices):
     return [np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis=axis)]
 
 
-NUMPY_FOLDERS = {"GatherElements": _fold_gather_elements}
-"""Constant folding in numpy where onnx.reference's kernel has corner cases."""
+NUMPY_FOLDERS = {
+    "GatherElements": _fold_gather_elements,
+    # the same array, not a copy: a deduplicated initializer reached through Identity
+    # chains stays one weight
+    "Identity": lambda node, value: [value],
+}
+"""Constant folding in numpy where onnx.reference's kernel has corner cases (or would
+copy what must stay the same tensor)."""
 
 
 def fold(im: Importer, node, inputs) -> list[np.ndarray]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, TensorExpr, product_reads
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, IndirectIndex, TensorExpr, gather_parts, product_reads
 from xdsl.interpreter import InterpretationError
 
 from irc.cost import CostModel, OpWork, SubTask, get_cost_model
@@ -48,7 +48,7 @@ from irc.devices import Device, load_device
 from irc.interpreter.te_eval import compute_dtype, evaluate
 
 CORE_AXIS = "__core__"
-CATEGORIES = ("compute", "shift", "sync", "reduction", "relayout", "host_io")
+CATEGORIES = ("compute", "shift", "sync", "reduction", "setup", "relayout", "host_io")
 
 
 class ChipFault(InterpretationError):
@@ -155,14 +155,15 @@ class Report:
 
     @property
     def kernel_cycles(self) -> float:
-        """The operators' compute-shift time: chip time without host I/O and without the
-        on-chip relayouts between operators (what the planner predicts per operator)."""
-        return self.total_cycles - self.cycles.get("host_io", 0.0) - self.cycles.get("relayout", 0.0)
+        """The operators' compute-shift time: chip time without host I/O, the weights'
+        setups and the on-chip relayouts between operators (what the planner predicts
+        per operator)."""
+        return self.model_cycles - self.cycles.get("relayout", 0.0) - self.cycles.get("setup", 0.0)
 
     @property
     def model_cycles(self) -> float:
-        """Chip time without host I/O: the operators and the relayouts between them
-        (what the model-wide planner predicts)."""
+        """Chip time without host I/O: the operators, the setups of their weights and the
+        relayouts between them (what the model-wide planner predicts)."""
         return self.total_cycles - self.cycles.get("host_io", 0.0)
 
     @property
@@ -215,8 +216,8 @@ class Report:
             value = self.cycles.get(name, 0.0)
             lines.append(f"  {name:<10} {value:>14,.0f} cycles  {100 * value / total:5.1f}%")
         lines.append(f"  kernels without host I/O: {self.kernel_cycles:,.0f} cycles")
-        if self.cycles.get("relayout", 0.0):
-            lines.append(f"  kernels and relayouts without host I/O: {self.model_cycles:,.0f} cycles")
+        if self.cycles.get("relayout", 0.0) or self.cycles.get("setup", 0.0):
+            lines.append(f"  kernels, setups and relayouts without host I/O: {self.model_cycles:,.0f} cycles")
         lines.append(
             f"peak SRAM per core: {self.peak_sram_bytes:,} of {self.sram_bytes:,} bytes "
             f"({100 * self.peak_sram_bytes / max(self.sram_bytes, 1):.1f}%)"
@@ -274,13 +275,19 @@ def _identity(combiner: str, dtype: np.dtype):
     return 0
 
 
-def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int) -> BoundExpr:
+def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int,
+                     held: dict[str, tuple[int, ...]] | None = None) -> BoundExpr:
     """The sub-task of one step on every core at once: ``expr`` over step tiles, with a
-    leading core axis on every tensor and indices relative to each window's origin."""
+    leading core axis on every tensor and indices relative to each window's origin. A
+    dim read at another tensor's values (a gather's table) is held whole: its size is
+    the buffer's, from ``held`` (tensor -> buffer shape)."""
 
     def localise(access: Access) -> Access:
         indices = [AffineIndex(((CORE_AXIS, 1),), 0)]
         for index in access.indices:
+            if isinstance(index, IndirectIndex):
+                indices.append(IndirectIndex(localise(index.access)))
+                continue
             constant = sum(-c * (tiles[a] - 1) for a, c in index.terms if c < 0)
             indices.append(AffineIndex(index.terms, constant))
         return Access(access.tensor, tuple(indices))
@@ -301,7 +308,8 @@ def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int) -> Bou
 
     def shape(access: Access):
         return tuple(
-            cores if i == 0 else sum(abs(c) * (tiles[a] - 1) for a, c in index.terms) + 1
+            cores if i == 0 else held[access.tensor][i - 1] if isinstance(index, IndirectIndex)
+            else sum(abs(c) * (tiles[a] - 1) for a, c in index.terms) + 1
             for i, index in enumerate(access.indices)
         )
 
@@ -625,13 +633,13 @@ class Chip:
 
     def relayout(self, source: Buffer, source_origins: np.ndarray, writers: np.ndarray, target: Buffer,
                  target_origins: np.ndarray, shape: tuple[int, ...], nbytes: int, barriers: int,
-                 where: str, move=None) -> None:
+                 where: str, move=None, setup: bool = False) -> None:
         """Move a tensor between two on-chip layouts over the exchange: the tiles of
         ``writers`` in ``source`` (at ``source_origins``) become, per core of ``target``,
         the tile at ``target_origins`` (zeros outside the tensor). Timed as the cost
         model's shift of ``nbytes`` per core plus ``barriers`` barriers, as the planner
-        prices relayouts and setups (``irc.planner.relayout``, ``irc.planner.idle``);
-        nothing crosses the host link."""
+        prices relayouts and setups (``irc.planner.relayout``, ``irc.planner.idle``; a
+        ``setup`` is reported apart); nothing crosses the host link."""
         if len(writers):
             self._check_readable(source, int(writers.max()) + 1, where, "relayout")
         whole = np.zeros(shape, dtype=source.dtype)
@@ -641,14 +649,97 @@ class Chip:
         self._gather_into(target, whole, target_origins)
         barrier = float(self.cost.sync_cycles(self.device)) / max(1, self.device.syncs_per_shift)
         cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
-        self._record("relayout", f"relayout {source.name} -> {target.name}", cycles, target.cores, where)
+        category = "setup" if setup else "relayout"
+        self._record(category, f"{category} {source.name} -> {target.name}", cycles, target.cores, where)
 
-    def compute(
+    def relayout_pieces(self, source: Buffer, target: Buffer, pieces: np.ndarray, piece_shape: tuple[int, ...],
+                        target_origins: np.ndarray, shape: tuple[int, ...], nbytes: int, barriers: int,
+                        where: str, setup: bool = False) -> None:
+        """A relayout stated as pieces (``device.relayout``'s ``pieces``): core ``c`` of
+        ``target`` receives, per piece ``k``, the box of ``piece_shape`` from core
+        ``pieces[c, k, 0]``'s ``source`` at the source offsets into its own buffer at the
+        destination offsets (boxes clipped to both buffers); every element of its tile
+        inside the tensor must be written once, the rest is zero. Timed as ``relayout``."""
+        cores, rank = target.cores, len(shape)
+        grids = np.meshgrid(*[np.arange(n) for n in piece_shape], indexing="ij")
+        box = [g.reshape(1, -1) for g in grids]                          # (1, box elements) per dim
+        result = np.zeros((cores, *target.shape), dtype=source.dtype)
+        written = np.zeros((cores, *target.shape), dtype=np.int64)
+        for k in range(pieces.shape[1]):
+            src = pieces[:, k, 0]
+            if src.size and (src.min() < 0 or src.max() >= source.cores):
+                bad = int(np.flatnonzero((src < 0) | (src >= source.cores))[0])
+                raise self.fault(where, f"core {bad} receives piece {k} from core {int(src[bad])}, "
+                                        f"which has no buffer {source.name}")
+            at = [pieces[:, k, 1 + d][:, None] + box[d] for d in range(rank)]
+            to = [pieces[:, k, 1 + rank + d][:, None] + box[d] for d in range(rank)]
+            keep = np.ones((cores, math.prod(piece_shape)), dtype=bool)   # a scalar's box: one element
+            for d in range(rank):
+                keep &= (at[d] >= 0) & (at[d] < source.shape[d]) & (to[d] >= 0) & (to[d] < target.shape[d])
+            rows = np.broadcast_to(np.arange(cores)[:, None], keep.shape)[keep]
+            senders = np.broadcast_to(src[:, None], keep.shape)[keep]
+            unwritten = np.unique(senders[~source.written[senders]]) if senders.size else senders
+            if unwritten.size:
+                raise self.fault(where, f"core {int(unwritten[0])} sends buffer {source.name} before anything wrote it")
+            values = source.data[(senders, *[a[keep] for a in at])]
+            result[(rows, *[t[keep] for t in to])] = values
+            np.add.at(written, (rows, *[t[keep] for t in to]), 1)
+        inside = np.ones((cores, *target.shape), dtype=bool)
+        for d in range(rank):
+            position = target_origins[:, d].reshape((cores,) + (1,) * rank) + np.arange(target.shape[d]).reshape(
+                (1,) * (d + 1) + (target.shape[d],) + (1,) * (rank - d - 1))
+            inside &= (position >= 0) & (position < shape[d])
+        if (written[inside] != 1).any():
+            core = int(np.argwhere(inside & (written != 1))[0][0])
+            raise self.fault(where, f"core {core}: the pieces write an element of {target.name}'s tile "
+                                    f"{'more than once' if (written[inside] > 1).any() else 'not at all'}")
+        result[~inside] = 0
+        target.data = result.astype(target.dtype, copy=False)
+        target.written[:] = True
+        target.touch()
+        # cores holding the same tile hold the same data (as after a load)
+        _, inverse = np.unique(target_origins, axis=0, return_inverse=True)
+        target.tags = self._fresh_tags(int(inverse.max()) + 1 if inverse.size else 0)[inverse.reshape(-1)]
+        barrier = float(self.cost.sync_cycles(self.device)) / max(1, self.device.syncs_per_shift)
+        cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
+        category = "setup" if setup else "relayout"
+        self._record(category, f"{category} {source.name} -> {target.name}", cycles, cores, where)
+
+    def gather(
         self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,
         out_offsets: np.ndarray, inputs: list[tuple[Buffer, np.ndarray]], subtask: SubTask,
         where: str, name: str,
     ) -> None:
-        bound = local_expression(expression, tiles, cores)
+        """One gather step (``device.gather``): the indices in every core's window select
+        rows of its table partition, held whole along the indexed dims; an index outside
+        them is a fault naming the core and the value."""
+        table_read, index_read = gather_parts(expression)
+        buffers = dict(zip(expression.inputs, inputs))
+        table, _ = buffers[table_read.tensor]
+        index, offsets = buffers[index_read.tensor]
+        self._check_readable(index, cores, where, name)
+        shape = tuple(sum(abs(c) * (tiles[a] - 1) for a, c in i.terms) + 1 for i in index_read.indices)
+        values = read_window(index, offsets, shape, cores, where)
+        for dim, read in enumerate(table_read.indices):
+            if not isinstance(read, IndirectIndex):
+                continue
+            rows = table.shape[dim]
+            bad = (values < 0) | (values >= rows)
+            if bad.any():
+                at = np.argwhere(bad)[0]
+                raise self.fault(
+                    where, f"core {int(at[0])}: index {int(values[tuple(at)])} read from {index.name} selects "
+                    f"row {int(values[tuple(at)])} of table {table.name} (dim {dim}), which has {rows} rows"
+                )
+        self.compute(expression, tiles, cores, output, out_offsets, inputs, subtask, where, name,
+                     held={table_read.tensor: table.shape})
+
+    def compute(
+        self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,
+        out_offsets: np.ndarray, inputs: list[tuple[Buffer, np.ndarray]], subtask: SubTask,
+        where: str, name: str, held: dict[str, tuple[int, ...]] | None = None,
+    ) -> None:
+        bound = local_expression(expression, tiles, cores, held)
         work = compute_dtype(output.dtype)
         arrays, classes = {}, {}
         for (buffer, offsets), tensor in zip(inputs, expression.inputs):

@@ -17,6 +17,7 @@ from irc.dialects.device import (
     AllocOp,
     FillOp,
     FreeOp,
+    GatherOp,
     LoadOp,
     MmaOp,
     PreloadAsyncOp,
@@ -95,6 +96,13 @@ def _int(attr) -> int:
     return int(attr.value.data)
 
 
+def moved(movements, whole: np.ndarray) -> np.ndarray:
+    """``whole`` after the data movements of a load, store or relayout (in order)."""
+    for expr, shape in movements:
+        whole = evaluate(expr.expr.bind([whole.shape], shape), [whole], whole.dtype)
+    return whole
+
+
 @register_impls
 class DeviceFunctions(InterpreterFunctions):
     def chip_for(self, interpreter: Interpreter, op) -> Chip:
@@ -122,7 +130,8 @@ class DeviceFunctions(InterpreterFunctions):
     def run_load(self, interpreter: Interpreter, op: LoadOp, args: tuple[Any, ...]):
         host, buffer = args
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
-        self.chip_for(interpreter, op).load(buffer, np.asarray(host), origins, where(op))
+        host = moved(op.movements(), np.asarray(host))
+        self.chip_for(interpreter, op).load(buffer, host, origins, where(op))
         return ()
 
     @impl(PreloadAsyncOp)
@@ -141,27 +150,32 @@ class DeviceFunctions(InterpreterFunctions):
     def run_store(self, interpreter: Interpreter, op: StoreOp, args: tuple[Any, ...]):
         (buffer,) = args
         type_ = op.result.type
-        host = np.full(tuple(type_.get_shape()), op.fill.value.data, dtype=numpy_dtype(type_.get_element_type()))
+        host = np.full(op.assembled_shape(), op.fill.value.data, dtype=numpy_dtype(type_.get_element_type()))
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
         self.chip_for(interpreter, op).store(buffer, host, origins, op.writers(buffer.cores), where(op))
-        return (host,)
+        return (moved(op.movements(), host),)
 
     @impl(RelayoutOp)
     def run_relayout(self, interpreter: Interpreter, op: RelayoutOp, args: tuple[Any, ...]):
         source, target = args
         shape = tuple(int(d) for d in array_values(op.shape))
+        if op.pieces is not None:
+            self.chip_for(interpreter, op).relayout_pieces(
+                source, target, op.piece_table(target.cores), tuple(int(d) for d in array_values(op.piece_shape)),
+                core_table(op.origins, len(target.shape), target.cores, "origins"), shape,
+                int(op.bytes.value.data), int(op.barriers.value.data), where(op), setup=op.setup is not None,
+            )
+            return ()
         movements = op.movements()
 
         def move(whole):
-            for expr, moved in movements:
-                whole = evaluate(expr.expr.bind([whole.shape], moved), [whole], whole.dtype)
-            return whole
+            return moved(movements, whole)
 
         self.chip_for(interpreter, op).relayout(
             source, core_table(op.source_origins, len(source.shape), source.cores, "source_origins"),
             op.writers(source.cores), target, core_table(op.origins, len(target.shape), target.cores, "origins"),
             shape, int(op.bytes.value.data), int(op.barriers.value.data), where(op),
-            move if movements else None,
+            move if movements else None, setup=op.setup is not None,
         )
         return ()
 
@@ -231,6 +245,18 @@ class DeviceFunctions(InterpreterFunctions):
             pending.discard(op)
             return True
         return False
+    @impl(GatherOp)
+    def run_gather(self, interpreter: Interpreter, op: GatherOp, args: tuple[Any, ...]):
+        output, *inputs = args
+        tables = op.window_tables()
+        roles = {k: _int(v) for k, v in op.roles.data.items()}
+        tiles = op.tile_map()
+        subtask = SubTask(op.kind.data, output.dtype.itemsize, int(np.prod(list(tiles.values()))) if tiles else 1, roles)
+        self.chip_for(interpreter, op).gather(
+            op.parsed(), tiles, _int(op.cores), output, tables[0], list(zip(inputs, tables[1:])), subtask,
+            where(op), f"{op.name} step {_int(op.step)}",
+        )
+        return ()
 
     @impl(ShiftOp)
     def run_shift(self, interpreter: Interpreter, op: ShiftOp, args: tuple[Any, ...]):

@@ -30,7 +30,7 @@ from irc.devices import Device
 from irc.planner.enumerate import candidate_set
 from irc.planner.errors import PlanError
 from irc.planner.evaluate import check_plan
-from irc.planner.model import ModelFitError, ModelSpec, _cache_for, resting_activation_bytes
+from irc.planner.model import ModelFitError, ModelSpec, _cache_for, least_plan_bytes, resting_activation_bytes
 from irc.planner.op_table import FrontierCache, canonical_spec
 from irc.planner.plan import Plan
 from irc.planner.relayout import tensor_elements
@@ -100,8 +100,8 @@ def fastest_bound(
         try:
             table = cache.table(op.spec, op.weights)
         except PlanError as error:
-            raise ModelFitError(f"op {op.name} has no plan: {error}", cache.device.sram_bytes + 1,
-                                cache.device.sram_bytes) from None
+            raise ModelFitError(f"op {op.name} has no plan: {error}",
+                                least_plan_bytes(op.spec, cache.device, cache.cost, error), cache.device.sram_bytes) from None
         j = int(np.argmin(table.active_cycles))
         ops.append(BaselineOp(op.name, None, table.active_cycles[j] / cache.device.clock_hz, 0.0, int(table.hot[j]), 0))
     return BaselinePlan("fastest", model.name, tuple(ops), time.perf_counter() - started)

@@ -130,7 +130,7 @@ def check_plan(
     resident: dict[str, int] = {}
     for tensor in tensors:
         factors = plan.temporal_factors[tensor.name]
-        elements = 1
+        elements = tensor.whole_elements
         for dim in tensor.dims:
             terms = [spans[axes.index(a)] // factors[axes.index(a)] for a in dim]
             elements *= sum(terms) - (len(terms) - 1)
@@ -179,6 +179,7 @@ def check_plan(
             np.asarray(per_core),
             np.asarray([plan.temporal_factors[t.name] for t in tensors]),
             np.asarray([sharing[t.name] for t in tensors]),
+            tuple(t.whole_elements for t in tensors),
         ),
         partial_bytes=spec.partial_bytes,
     )

@@ -25,9 +25,14 @@ IPU_COST_FACTS §2). `op_spec_from_expr` reads all three off a `BoundExpr`:
   partitions are ranges of the index, offset by its constant;
 - the kind from the expression's structure (see `classify`).
 
+A gather ``Y[i,j] = E[I[i],j]`` (kind ``gather``) is partitioned over the index tensor's
+axes and the table's other dims: the dims indexed by the index values are held whole by
+every partition (``TensorSpec.whole``), so the table is resident on the cores (or
+rotates along its other axes), never cut by rows.
+
 What the planner or the compute-shift lowering cannot describe raises `SpecError`
 with the reason (the op then runs on the host): an index read from another tensor
-(a gather ``E[I[i],j]``), an output dimension whose index combines several axes
+anywhere but a gather's table read, an output dimension whose index combines several axes
 of extent > 1 (a merged ``Y[4*i+j]`` or summed ``Y[h+r]`` write: one core's
 partition of it is not a block that its store can write without overwriting the
 neighbours' elements), a tensor read with two different index patterns, or an
@@ -38,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Call, Const
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Call, Const, IndirectIndex, gather_parts
 from irc.planner.errors import SpecError
 from irc.planner.spec import OpSpec, TensorSpec
 
@@ -83,12 +88,15 @@ MAX_COEFFICIENT = 4096
 
 
 def _dims(
-    access: Access, extents: dict[str, int], is_output: bool = False
+    access: Access, extents: dict[str, int], is_output: bool = False, shape: tuple[int, ...] | None = None,
 ) -> tuple[tuple[str, ...], ...]:
     """The planner dims of one access (module docstring): constant dims dropped, an axis
-    listed once per unit of its coefficient."""
+    listed once per unit of its coefficient. With ``shape``, dims indexed by another
+    tensor's values (a gather's table) are held whole and left out too."""
     dims = []
     for position, index in enumerate(access.indices):
+        if isinstance(index, IndirectIndex) and shape is not None:
+            continue
         if not isinstance(index, AffineIndex):
             raise SpecError(
                 f"dimension {position} of {access.tensor} is indexed by {index}, which is not "
@@ -144,6 +152,8 @@ def classify(bound: BoundExpr) -> str:
       reduction axis into a spatial index (``X[n,c,h+r,w+s] * W[f,c,r,s]``);
     - ``pool``: a fold (``+=``/``max=``/``min=``) over one tensor with such a window;
     - ``reduce``: any other fold over one tensor;
+    - ``gather``: ``=`` of one read of a table at rows another tensor's values give
+      (``Y[i,j] = E[I[i],j]``, `gather_parts`);
     - ``unary`` / ``elementwise``: ``=`` of plain reads of one / several tensors;
     - ``other``: everything else (shifted writes or reads, three-way products, ...).
     """
@@ -151,6 +161,8 @@ def classify(bound: BoundExpr) -> str:
     reductions = set(expr.reduction_axes)
     accesses = [node for node in _walk(expr.body) if isinstance(node, Access)]
     tensors = list(dict.fromkeys(a.tensor for a in accesses))
+    if gather_parts(expr) is not None:
+        return "gather"
     if expr.combiner == "=":
         plain = _is_simple(expr.output) and all(_is_simple(a) for a in accesses)
         if not plain or not tensors:
@@ -204,8 +216,15 @@ def op_spec_from_expr(
         accesses = [node for node in _walk(expr.body) if isinstance(node, Access)]
         tensors = [TensorSpec(expr.output.tensor, _dims(expr.output, extents, is_output=True),
                               sizes.get(expr.output.tensor))]
+        gather = gather_parts(expr)
         for name in expr.inputs:
             reads = [a for a in accesses if a.tensor == name]
+            if gather is not None and name == gather[0].tensor:
+                whole = tuple(size for index, size in zip(gather[0].indices, bound.shapes[name])
+                              if isinstance(index, IndirectIndex))
+                tensors.append(TensorSpec(name, _dims(reads[0], extents, shape=bound.shapes[name]),
+                                          sizes.get(name), whole))
+                continue
             patterns = {a.indices for a in reads}
             if len(patterns) > 1:
                 listing = ", ".join(sorted(str(a) for a in dict.fromkeys(reads)))

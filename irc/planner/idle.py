@@ -70,7 +70,7 @@ def partition_elements(spec: OpSpec, tensor: str, factors: Sequence[int], spans:
     """Elements of one partition of ``tensor`` when each op axis' per-core span is cut into
     ``factors`` slices (compound dims overlap by terms - 1, as in ``check_plan``)."""
     axes = spec.axis_names
-    elements = 1
+    elements = spec.tensor(tensor).whole_elements
     for dim in spec.tensor(tensor).dims:
         terms = [-(-spans[axes.index(a)] // factors[axes.index(a)]) for a in dim]
         elements *= sum(terms) - (len(terms) - 1)

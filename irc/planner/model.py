@@ -7,11 +7,20 @@ and an *active* plan (how it executes: a point of its Pareto frontier, T10 s4.3.
 idle into active costs a setup over the exchange. Activations flowing from a producer to a
 consumer whose plan wants another layout pay a relayout (``irc.planner.relayout``).
 
-Memory while op i executes, per core: the idle bytes of every other op, the activations
-resting between their producer and a later consumer (spread evenly over all cores: a lower
-bound), and op i's active plan. So op i's active budget is
-``SRAM - (idle total - idle_i) - resting_i``, and its time is the fastest active plan within
-that budget compatible with its idle plan, plus setup, plus the relayout of its inputs.
+Memory while op i executes, per core: the idle bytes of every op, its own included (T10
+s4.3.2: "the remaining memory space after placing all operators is considered as the
+active memory"; the device program keeps every weight in its idle layout for the whole
+run and gathers the active partition into buffers of its own), the tensors kept on chip
+across it (``ModelSpec.live_across``: the outputs of earlier ops read by it or later, and
+the one copy of each input several ops share), each at the bytes its holder's plan
+places on a core, and op i's active plan. So op i's active budget is ``SRAM - idle total
+- live_i``, and its time is the fastest active plan within that budget compatible with
+its idle plan, plus setup, plus the relayout of its inputs. Ops are chosen in program
+order, so ``live_i`` uses the plans already chosen (a tensor held by a later op counts at
+the most any of that op's plans places). This is exactly what the device program keeps
+on a core (`irc.lowering.shift_to_device`), so `device-alloc` places what the plan admits.
+(The T10 artifact counts ``idle total - idle_i``, as if the active partition grew around
+the idle slice in place, and spreads resting activations evenly over all cores.)
 
 Algorithm 1 (``direction="paper"``): start every op at its smallest idle plan; repeatedly
 record the end-to-end time with every op at its fastest fitting active plan, then grow the
@@ -77,8 +86,17 @@ class ModelOp:
     producers: Mapping[str, int] = field(default_factory=dict)
     window_reads: frozenset[str] = frozenset()
     moved_reads: frozenset[str] = frozenset()
-    """Produced inputs read through a pure data movement (a transpose, a merge or split of
-    axes) that runs as the relayout itself: the consumer receives its whole partition."""
+    """Produced (or shared) inputs read through a pure data movement (a transpose, a merge
+    or split of axes) that runs as the relayout itself: the consumer receives its whole
+    partition, unless ``read_views`` maps its dims onto the source's."""
+    read_views: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict)
+    """For a moved read that only permutes dims (a transpose; dims of extent 1 added or
+    dropped): per plan dim of the input, the source's plan dim it is (None: extent 1), so
+    the relayout moves only what the two layouts place on different cores."""
+    shared_reads: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    """Inputs from outside the model that another op (or this op under another name; by
+    index, and its name for the tensor) also reads: the tensor is loaded once, into that
+    op's layout, and relayouted from there (``irc.lowering.shift_to_device``)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +135,17 @@ class ModelSpec:
                         f"{dim_extents(op.spec, tensor)}, but op {producer} ({self.ops[producer].name}) "
                         f"produces {produced} elements {dim_extents(source, source.output.name)}"
                     )
+            for tensor, (home, name) in op.shared_reads.items():
+                if tensor not in inputs or tensor in op.weights or tensor in op.producers:
+                    raise ModelSpecError(
+                        f"op {i} ({op.name}): shared input {tensor!r} must be an input that is neither a weight "
+                        f"nor produced; inputs are {sorted(inputs)}"
+                    )
+                if not (isinstance(home, int) and 0 <= home < len(self.ops)) or (home, name) == (i, tensor) or \
+                        name not in {t.name for t in self.ops[home].spec.inputs}:
+                    raise ModelSpecError(
+                        f"op {i} ({op.name}): shared input {tensor!r} must name another op's input, got {(home, name)!r}"
+                    )
 
     def weight_bytes(self) -> int:
         """Bytes of all weights of the model (whole chip)."""
@@ -130,10 +159,63 @@ class ModelSpec:
                 readers.setdefault(producer, []).append(i)
         return readers
 
+    def edges(self) -> list["Edge"]:
+        """Every relayout the model may pay: activations from their producer, and inputs
+        shared with another op from that op's layout."""
+        found = []
+        for i, op in enumerate(self.ops):
+            for tensor, producer in op.producers.items():
+                found.append(Edge(i, tensor, producer, self.ops[producer].spec.output.name,
+                                  tensor in op.moved_reads, op.read_views.get(tensor)))
+            for tensor, (home, name) in op.shared_reads.items():
+                found.append(Edge(i, tensor, home, name, tensor in op.moved_reads, op.read_views.get(tensor)))
+        return found
+
+    def shared_spans(self) -> list[tuple[int, int, set[int], int, str]]:
+        """Per input shared by several ops: (first reader, last reader, readers, the op
+        whose layout the copy has, its name there): the one copy on chip lives from the
+        first reader to the last."""
+        groups: dict[tuple[int, str], set[int]] = {}
+        for i, op in enumerate(self.ops):
+            for tensor, (home, name) in op.shared_reads.items():
+                groups.setdefault((home, name), {home}).add(i)
+        return [(min(readers), max(readers), readers, home, name) for (home, name), readers in groups.items()]
+
+    def live_across(self) -> list[list[tuple[int, str]]]:
+        """Per op: the tensors on chip while it runs besides its own plan's, as (the op
+        whose layout holds it, its name there): every output other ops read, from its
+        producer to its last reader (the reader copies it into its own layout, the source
+        stays until that reader is done), and the copy of every shared input, from its
+        first reader to its last."""
+        live: list[list[tuple[int, str]]] = [[] for _ in self.ops]
+        for producer, readers in self.consumers().items():
+            for i in range(producer + 1, max(readers) + 1):
+                live[i].append((producer, self.ops[producer].spec.output.name))
+        for first, last, _, home, name in self.shared_spans():
+            for i in range(first, last + 1):
+                live[i].append((home, name))
+        return live
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One relayout of the model: ``consumer``'s input ``tensor`` from ``producer``'s
+    tensor ``source`` (its output, or an input it shares), through a data movement
+    (``moved``) whose dim map, when known, is ``view``."""
+
+    consumer: int
+    tensor: str
+    producer: int
+    source: str
+    moved: bool = False
+    view: tuple[int | None, ...] | None = None
+
 
 def resting_activation_bytes(model: ModelSpec, device: Device) -> list[int]:
     """Per op position: bytes per core of activations produced earlier and read later but
-    not by this op, spread evenly over all cores."""
+    not by this op (and of inputs shared by ops before and after it), spread evenly over
+    all cores: how the baselines' virtual global memory holds them (the model-wide plan
+    counts what a core really holds, ``ModelSpec.live_across``)."""
     resting = [0] * len(model.ops)
     for producer, readers in model.consumers().items():
         spec = model.ops[producer].spec
@@ -141,6 +223,12 @@ def resting_activation_bytes(model: ModelSpec, device: Device) -> list[int]:
         for i in range(producer + 1, max(readers)):
             if i not in readers:
                 resting[i] += per_core
+    for first, last, readers, home, name in model.shared_spans():
+        spec = model.ops[home].spec
+        nbytes = spec.bytes_of(name) * tensor_elements(spec, name)
+        for i in range(first + 1, last):
+            if i not in readers:
+                resting[i] += -(-nbytes // device.cores)
     return resting
 
 
@@ -248,7 +336,7 @@ class _ModelProblem:
             except PlanError as error:
                 raise ModelFitError(
                     f"op {i} ({op.name}) has no plan on {self.device.name}: {error}",
-                    needed=self.sram + 1, available=self.sram,
+                    needed=least_plan_bytes(op.spec, self.device, self.cost, error), available=self.sram,
                 ) from None
             except CostModelError as error:
                 raise CostModelError(f"op {i} ({op.name}): {error}") from None
@@ -256,54 +344,82 @@ class _ModelProblem:
             self.signature_ids.append(ids.setdefault(id(table), len(ids)))
             if progress is not None:
                 progress(i + 1, total, op.name)
-        self.resting = resting_activation_bytes(model, self.device)
         self.least_hot = [t.least_hot() for t in self.tables]
-        # activation edges: (consumer, canonical input name, producer)
+        canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
+        self.live = [[(holder, canonical(holder, name)) for holder, name in across] for across in model.live_across()]
+        self._bytes: dict[tuple[int, int, str], int] = {}
+        # relayout edges, with the tensors' canonical names (t0 = output, t1, ...)
+        canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.edges = [
-            (i, f"t{op.spec.tensor_index(tensor)}", producer, tensor in op.moved_reads)
-            for i, op in enumerate(model.ops)
-            for tensor, producer in op.producers.items()
+            Edge(e.consumer, canonical(e.consumer, e.tensor), e.producer, canonical(e.producer, e.source),
+                 e.moved, e.view)
+            for e in model.edges()
         ]
         self._relayout: dict[tuple, tuple[int, float]] = {}
 
     # ----------------------------------------------------------------- objective
-    def budgets(self, rows: Sequence[int]) -> np.ndarray:
-        colds = np.array([t.cold[r] for t, r in zip(self.tables, rows)])
-        return self.sram - (colds.sum() - colds) - np.array(self.resting, dtype=np.float64)
+    def held_bytes(self, holder: int, plan: int, tensor: str) -> int:
+        """Bytes per core of ``tensor`` in plan ``plan`` of op ``holder`` (-1: the most any
+        of its plans places)."""
+        key = (holder, plan, tensor)
+        if key not in self._bytes:
+            table = self.tables[holder]
+            plans = table.active if plan < 0 else (table.active[plan],)
+            self._bytes[key] = max(p.score.memory.partitions[tensor] for p in plans)
+        return self._bytes[key]
 
-    def relayout(self, consumer: int, tensor: str, producer: int, j_consumer: int, j_producer: int,
-                 whole: bool = False):
-        tc, tp = self.tables[consumer], self.tables[producer]
-        key = (id(tp), j_producer, id(tc), j_consumer, tensor, whole)
+    def live_bytes(self, i: int, choice: Sequence[int]) -> int:
+        """Bytes per core of the tensors kept on chip across op ``i`` under ``choice``."""
+        return sum(self.held_bytes(h, choice[h] if h < len(choice) else -1, t) for h, t in self.live[i])
+
+    def relayout(self, edge: "Edge", j_consumer: int, j_producer: int):
+        tc, tp = self.tables[edge.consumer], self.tables[edge.producer]
+        key = (id(tp), j_producer, id(tc), j_consumer, edge.tensor, edge.source, edge.moved, edge.view)
         hit = self._relayout.get(key)
         if hit is None:
             hit = relayout_cost(
-                tp.spec, tp.active[j_producer], tc.spec, tc.active[j_consumer], tensor, self.device, self.cost,
-                whole=whole,
+                tp.spec, tp.active[j_producer], tc.spec, tc.active[j_consumer], edge.tensor, self.device, self.cost,
+                producer_tensor=edge.source, whole=edge.moved, view=edge.view,
             )
             self._relayout[key] = hit
         return hit
 
     def evaluate(self, rows: Sequence[int]):
-        """Total cycles with every op at its fastest fitting active plan, the chosen plan
-        indices and the budgets; total is inf when some op fits no active plan."""
-        budgets = self.budgets(rows)
+        """Total cycles with every op, in program order, at its fastest active plan
+        fitting what the idle weights and the tensors kept across it leave, the chosen
+        plan indices and the budgets; total is inf (and choice None) when some op fits no
+        active plan (the budgets of the ops after it then assume their producers' largest
+        plans)."""
+        idle = self.idle_total(rows)
+        budgets = np.zeros(len(self.tables))
         total = 0.0
-        choice = []
-        for table, row, budget in zip(self.tables, rows, budgets):
-            times, picks = table.best_at(budget)
-            if picks[row] < 0:
-                return math.inf, None, budgets
+        choice: list[int] = []
+        for i, (table, row) in enumerate(zip(self.tables, rows)):
+            budgets[i] = self.sram - idle - self.live_bytes(i, choice)
+            times, picks = table.best_at(budgets[i])
+            if picks[row] < 0 or not math.isfinite(total):
+                total = math.inf
+                choice.append(-1)
+                continue
             total += times[row]
             choice.append(int(picks[row]))
-        for consumer, tensor, producer, whole in self.edges:
-            total += self.relayout(consumer, tensor, producer, choice[consumer], choice[producer], whole)[1]
+        if not math.isfinite(total):
+            return math.inf, None, budgets
+        for edge in self.edges:
+            total += self.relayout(edge, choice[edge.consumer], choice[edge.producer])[1]
         return total, choice, budgets
 
     def idle_total(self, rows: Sequence[int]) -> int:
         return int(sum(t.cold[r] for t, r in zip(self.tables, rows)))
 
     # ----------------------------------------------------------------- fit check
+    def least_needed(self) -> int:
+        """Bytes per core the tightest op needs with every op at its smallest idle plan
+        and its smallest compatible active plan: what a failed fit reports."""
+        rows = [0] * len(self.tables)
+        _, _, budgets = self.evaluate(rows)
+        return max(int(self.sram - budget + least[0]) for budget, least in zip(budgets, self.least_hot))
+
     def check_fits(self) -> None:
         """Raise ``ModelFitError`` when the smallest idle plans leave some op no room."""
         least_idle = self.idle_total([0] * len(self.tables))
@@ -315,17 +431,17 @@ class _ModelProblem:
                 f"{self.sram} bytes of SRAM ({self.sram * self.device.cores} bytes in all)",
                 needed=least_idle, available=self.sram,
             )
-        budgets = self.budgets([0] * len(self.tables))
+        _, _, budgets = self.evaluate([0] * len(self.tables))
         for i, (budget, least) in enumerate(zip(budgets, self.least_hot)):
             if least[0] > budget:
                 op = self.model.ops[i]
-                others = least_idle - int(self.tables[i].cold[0])
-                needed = others + self.resting[i] + int(least[0])
+                live = int(self.sram - least_idle - budget)
+                needed = least_idle + live + int(least[0])
                 raise ModelFitError(
                     f"model {self.model.name!r} does not fit on {self.device.name}: op {i} ({op.name}) needs "
                     f"{int(least[0])} bytes per core to execute, but only {int(budget)} of the {self.sram} bytes "
-                    f"of SRAM are left after the other ops' idle weights ({others} bytes) and resting "
-                    f"activations ({self.resting[i]} bytes): {needed} bytes needed",
+                    f"of SRAM are left after the idle weights ({least_idle} bytes, its own included) and the "
+                    f"tensors kept on chip across it ({live} bytes): {needed} bytes needed",
                     needed=needed, available=self.sram,
                 )
 
@@ -351,15 +467,20 @@ class _ModelProblem:
             for i, (table, row, budget) in enumerate(zip(self.tables, rows, budgets)):
                 if row + 1 >= len(table.cold):
                     continue
+                # growing op i's idle plan shrinks every op's budget by as much, its own too
                 cap = second if i == first else slack[first]
                 key = (id(table), row, int(budget), cap)
                 if key not in memo:
-                    times, _ = table.best_at(budget)
-                    grow = table.cold[row + 1:] - table.cold[row]
-                    saved = times[row] - times[row + 1:]        # times[row] is finite: the state fits
-                    ratio = np.where((grow <= cap) & (saved > 0), saved / grow, -np.inf)
-                    k = int(np.argmax(ratio))
-                    memo[key] = (float(ratio[k]), row + 1 + k) if ratio[k] > -np.inf else None
+                    now = table.best_at(budget)[0][row]          # finite: the state fits
+                    found = None
+                    for r in range(row + 1, len(table.cold)):
+                        grow = float(table.cold[r] - table.cold[row])
+                        if grow > cap:
+                            break                                  # cold ascends: larger rows grow more
+                        saved = now - table.best_at(budget - grow)[0][r]
+                        if saved > 0 and (found is None or saved / grow > found[0]):
+                            found = (saved / grow, r)
+                    memo[key] = found
                 hit = memo[key]
                 if hit is not None and (pick is None or hit[0] > pick[0]):
                     pick = (hit[0], i, hit[1])
@@ -413,15 +534,15 @@ class _ModelProblem:
         if choice is None:
             raise ModelFitError(
                 f"model {self.model.name!r}: no combination of idle plans lets every op execute on "
-                f"{self.device.name}", needed=self.sram + 1, available=self.sram,
+                f"{self.device.name}", needed=self.least_needed(), available=self.sram,
             )
         clock = self.device.clock_hz
         relayout_cycles = [0.0] * len(rows)
         relayout_bytes = [0] * len(rows)
-        for consumer, tensor, producer, whole in self.edges:
-            nbytes, cycles = self.relayout(consumer, tensor, producer, choice[consumer], choice[producer], whole)
-            relayout_cycles[consumer] += cycles
-            relayout_bytes[consumer] += nbytes
+        for edge in self.edges:
+            nbytes, cycles = self.relayout(edge, choice[edge.consumer], choice[edge.producer])
+            relayout_cycles[edge.consumer] += cycles
+            relayout_bytes[edge.consumer] += nbytes
         idle_total = self.idle_total(rows)
         planned = []
         peak = 0
@@ -432,7 +553,7 @@ class _ModelProblem:
             setup_s = table.setup[row, j] / clock
             relayout_s = relayout_cycles[i] / clock
             seconds = active_s + setup_s + relayout_s
-            peak = max(peak, idle_total - int(table.cold[row]) + self.resting[i] + int(table.hot[j]))
+            peak = max(peak, idle_total + self.live_bytes(i, choice) + int(table.hot[j]))
             planned.append(
                 PlannedOp(
                     name=op.name, signature=self.signature_ids[i], active=active, idle=idle,
@@ -460,6 +581,20 @@ class _ModelProblem:
             searches=self.cache.searches,
             planning_seconds=time.perf_counter() - started,
         )
+
+
+def least_plan_bytes(spec: OpSpec, device: Device, cost: CostModel, error: PlanError | None = None) -> int:
+    """The least memory per core any plan of ``spec`` takes (the search's own figure when
+    ``error`` carries it, else over every partition, constraints aside)."""
+    if error is not None and error.needed is not None:
+        return int(error.needed)
+    from irc.planner.enumerate import candidate_set
+    from irc.planner.vector_score import score_candidates
+
+    candidates = candidate_set(spec, device, 0.0, math.inf)
+    if len(candidates) == 0:
+        return int(sum(spec.bytes_of(t.name) * tensor_elements(spec, t.name) for t in spec.tensors))
+    return int(score_candidates(spec, candidates, device, cost).memory.min())
 
 
 def _named_idle(spec: OpSpec, idle: IdlePlan) -> IdlePlan:
@@ -503,7 +638,7 @@ def plan_model(
     if not math.isfinite(total):
         raise ModelFitError(
             f"model {model.name!r}: no explored combination of idle plans lets every op execute on "
-            f"{cache.device.name}", needed=cache.device.sram_bytes + 1, available=cache.device.sram_bytes,
+            f"{cache.device.name}", needed=problem.least_needed(), available=cache.device.sram_bytes,
         )
     return problem.result(rows, direction, trajectory, started)
 

@@ -26,12 +26,12 @@ from irc.planner.evaluate import check_plan
 from irc.planner.idle import IdlePlan, idle_plans, setup_cycles
 from irc.planner.plan import Plan
 from irc.planner.search import search
-from irc.planner.spec import OpSpec, TensorSpec
+from irc.planner.spec import OpSpec
 
 
 def canonical_spec(spec: OpSpec) -> OpSpec:
     """``spec`` with its tensors renamed t0 (output), t1, ... : equal for identical layers."""
-    return replace(spec, tensors=tuple(TensorSpec(f"t{i}", t.dims, t.dtype_bytes) for i, t in enumerate(spec.tensors)))
+    return replace(spec, tensors=tuple(replace(t, name=f"t{i}") for i, t in enumerate(spec.tensors)))
 
 
 def signature(spec: OpSpec, weights) -> tuple:

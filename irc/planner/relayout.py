@@ -63,6 +63,7 @@ def tensor_layout(spec: OpSpec, plan: Plan, tensor: str) -> TensorLayout:
         d = axes.index(dim[0])
         span = score.steps_per_axis[d] * score.step_tiles[d]
         dims.append((plan.op_factors[d] * factors[d], span // factors[d]))
+    dims += [None] * len(spec.tensor(tensor).whole)   # held whole: no blocks to match
     elements = score.memory.elements(tensor)
     return TensorLayout(tuple(dims), score.replicas[tensor], elements, spec.bytes_of(tensor))
 
@@ -99,21 +100,30 @@ def relayout_cost(
     *,
     producer_tensor: str | None = None,
     whole: bool = False,
+    view: tuple[int | None, ...] | None = None,
 ) -> tuple[int, float]:
-    """(bytes per core received, cycles) to move the producer's output into the layout the
+    """(bytes per core received, cycles) to move the producer's tensor into the layout the
     consumer's plan wants for its input ``tensor``.
 
-    ``producer_tensor`` names the tensor in the producer (default: its output). When the two
-    ops see the tensor with different dimension extents (a reshape), or when ``whole`` (the
-    consumer reads it through a data movement such as a transpose or a merge of axes), the
-    consumer's whole partition is received.
+    ``producer_tensor`` names the tensor in the producer (default: its output; an input it
+    shares with the consumer, loaded once). When the two ops see the tensor with different
+    dimension extents (a reshape), or when ``whole`` (the consumer reads it through a data
+    movement such as a merge of axes), the consumer's whole partition is received. A
+    movement that only permutes dims (a transpose, dims of extent 1 added or dropped) gives
+    ``view``, per plan dim of the consumer's tensor the producer's (None: extent 1): the
+    layouts are then compared through it, so a transpose whose two layouts cut the same
+    blocks moves nothing.
     """
     device = load_device(device)
     cost = get_cost_model(cost)
     producer_tensor = producer_tensor or producer_spec.output.name
     produced = tensor_layout(producer_spec, producer_plan, producer_tensor)
     consumed = tensor_layout(consumer_spec, consumer_plan, tensor)
-    if whole or dim_extents(producer_spec, producer_tensor) != dim_extents(consumer_spec, tensor):
+    if view is not None:
+        dims = tuple(produced.dims[j] if j is not None else (1, 1) for j in view)
+        elements = relayout_elements(TensorLayout(dims, produced.replicas, produced.elements, produced.dtype_bytes),
+                                     consumed)
+    elif whole or dim_extents(producer_spec, producer_tensor) != dim_extents(consumer_spec, tensor):
         elements = consumed.elements
     else:
         elements = relayout_elements(produced, consumed)
@@ -126,7 +136,8 @@ def relayout_cost(
 def dim_extents(spec: OpSpec, tensor: str) -> tuple[int, ...]:
     """Extent of each dimension of ``tensor`` (compound dims: sum of terms minus overlap)."""
     extent = dict(spec.axes)
-    return tuple(sum(extent[a] for a in dim) - (len(dim) - 1) for dim in spec.tensor(tensor).dims)
+    found = spec.tensor(tensor)
+    return tuple(sum(extent[a] for a in dim) - (len(dim) - 1) for dim in found.dims) + found.whole
 
 
 def tensor_elements(spec: OpSpec, tensor: str) -> int:

@@ -52,7 +52,8 @@ def compute_roles(spec: OpSpec) -> dict[str, tuple[int, ...]]:
     if spec.kind == "reduce":
         return {"out": pick(out.indexed_by)}
     if spec.kind == "gather":
-        # convention: the index tensor is the last input (IPU_COST_FACTS s2 gather)
+        # IPU_COST_FACTS s2 gather: n_i the index tensor's tiles (the last input, as
+        # irc.planner.from_te orders a gather's tensors), n_t every tile but the last axis'
         indices = spec.tensors[-1]
         last = names[-1]
         return {"index": pick(indices.indexed_by), "leading": pick(lambda x: x != last)}

@@ -338,7 +338,8 @@ def _search(
         least = run.least_memory() if exact_least else int(min(run.least_scored, run.least_unexpanded))
         raise PlanError(
             f"no plan fits: the least memory per core any plan needs is {least} bytes, "
-            f"but {device.name} has {device.sram_bytes} bytes of SRAM per core"
+            f"but {device.name} has {device.sram_bytes} bytes of SRAM per core",
+            needed=least,
         )
     pareto = []
     for i in range(len(frontier)):

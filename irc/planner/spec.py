@@ -34,6 +34,14 @@ class TensorSpec:
     name: str
     dims: tuple[tuple[str, ...], ...]
     dtype_bytes: int | None = None
+    whole: tuple[int, ...] = ()
+    """Extents of the dims indexed by another tensor's values (a gather's table rows,
+    ``E[I[i],j]``): no axis partitions them, every partition holds them whole."""
+
+    @property
+    def whole_elements(self) -> int:
+        """Elements of one slice across the whole dims (1 without)."""
+        return prod(self.whole)
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -78,6 +86,8 @@ class OpSpec:
         for tensor in self.tensors:
             if tensor.dtype_bytes is not None and tensor.dtype_bytes < 1:
                 raise SpecError(f"dtype_bytes of {tensor.name!r} must be positive, got {tensor.dtype_bytes}")
+            if any(not isinstance(e, int) or e < 1 for e in tensor.whole):
+                raise SpecError(f"whole dims of {tensor.name!r} must have positive extents, got {list(tensor.whole)}")
         if len(self.tensors) < 1:
             raise SpecError("an operator needs at least an output tensor")
         tensor_names = [t.name for t in self.tensors]

@@ -48,7 +48,7 @@ def _resident(spec: OpSpec, candidates: CandidateSet):
 
     resident = []
     for v, tensor in enumerate(spec.tensors):
-        elements = np.ones(len(candidates), dtype=np.int64)
+        elements = np.full(len(candidates), tensor.whole_elements, dtype=np.int64)
         for dim in tensor.dims:
             terms = [partition_spans[:, v, axes.index(a)] for a in dim]
             elements = elements * (sum(terms) - (len(terms) - 1))
@@ -125,7 +125,8 @@ def score_candidates(
         out_step_elems=out_step,
         out_resident_elems=resident[:, 0],
         cores=op_factors.prod(axis=1),
-        geometry=PlanGeometry(tensor_dim_axes(spec), per_core, temporal, sharing),
+        geometry=PlanGeometry(tensor_dim_axes(spec), per_core, temporal, sharing,
+                              tuple(t.whole_elements for t in tensors)),
         partial_bytes=spec.partial_bytes,
     )
     breakdown = cost.op_time(device, work)

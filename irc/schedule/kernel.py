@@ -57,7 +57,7 @@ from typing import Iterator
 
 import numpy as np
 
-from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, Const
+from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, Const, IndirectIndex
 from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner import OpSpec, Plan, PlanError, check_plan
@@ -90,7 +90,7 @@ class TensorLayout:
 
     name: str
     is_output: bool
-    indices: tuple[AffineIndex, ...]
+    indices: tuple[AffineIndex | IndirectIndex, ...]   # a gather's table: whole along its indirect dims
     temporal: tuple[int, ...]          # f_t per op axis
     ring_size: int                     # prod f_t: partitions per ring
     rings: int                         # replicas of each sub-tensor (P / prod f_t)
@@ -201,6 +201,7 @@ class ShiftKernel:
                 np.asarray([-(-e // f) for e, f in zip(self.extents, self.grid)]),
                 np.asarray([self.tensors[t.name].temporal for t in self.spec.tensors]),
                 np.asarray([self.tensors[t.name].sharing for t in self.spec.tensors]),
+                tuple(t.whole_elements for t in self.spec.tensors),
             ),
             partial_bytes=self.spec.partial_bytes,
         )
@@ -297,6 +298,9 @@ class ShiftKernel:
     def _origins(self, tensor: TensorLayout, ranges) -> list:
         origin = []
         for index in tensor.indices:
+            if isinstance(index, IndirectIndex):   # a gather's table dim: held whole
+                origin.append(0)
+                continue
             value = index.constant
             for axis, coeff in index.terms:
                 low, length = ranges[self.axis_index(axis)]
@@ -324,7 +328,7 @@ class ShiftKernel:
         values = []
         for index in tensor.indices:
             value = 0
-            for axis, coeff in index.terms:
+            for axis, coeff in getattr(index, "terms", ()):
                 d = self.axis_index(axis)
                 g, tile = self.span(tensor, d), self.tiles[d]
                 inside = (j[d] % g) * tile if g > 1 else 0
@@ -408,21 +412,26 @@ class ShiftKernel:
         digit = (position // weight) % trips if weight > 1 else position % trips
         # the neighbour's position: this digit one further, mod trips
         delta = ((digit + 1) % trips - digit) * weight
-        new_phi = phi + delta
-        # unravel the neighbour's free index back into coordinates, keep the others
+        return self.core_at_free_index(tensor, phi + delta, core)
+
+    def core_at_free_index(self, tensor: TensorLayout, phi, core=None):
+        """The core whose coordinates on the axes indexing ``tensor`` are the core's and
+        whose free index (its number among the cores sharing the sub-tensor) is ``phi``."""
+        core = self._core(core)
+        coords = self.core_coords(core)
         free = [d for d in range(len(self.axes)) if not self.spec.tensor(tensor.name).indexed_by(self.axes[d])]
-        neighbour = list(coords)
+        other = list(coords)
         stride = 1
         for d in reversed(free):
             g = self.grid[d]
             if g > 1:
-                value = new_phi if stride == 1 else new_phi // stride
-                neighbour[d] = value % g
+                value = phi if stride == 1 else phi // stride
+                other[d] = value % g
             stride *= g
         result, place = 0, self.cores
         for d, g in enumerate(self.grid):
             place //= g
-            result = result + neighbour[d] * place
+            result = result + other[d] * place
         return result
 
     def idle_partition(self, tensor: TensorLayout, idle: tuple[int, ...], core=None):
@@ -448,7 +457,7 @@ class ShiftKernel:
                 slice_index = slice_index // multipliers[d]
         shape = list(tensor.partition_shape)
         for dim, index in enumerate(tensor.indices):
-            cut = [self.axis_index(a) for a, _ in index.terms if multipliers[self.axis_index(a)] > 1]
+            cut = [self.axis_index(a) for a, _ in getattr(index, "terms", ()) if multipliers[self.axis_index(a)] > 1]
             if not cut:
                 continue
             if index.simple_axis is None:
@@ -525,7 +534,10 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _extent(index: AffineIndex, spans: dict[str, int]) -> int:
+def _extent(index: AffineIndex | IndirectIndex, spans: dict[str, int], size: int) -> int:
+    """Elements of a dim a range of its index covers (a gather's table dim: all ``size``)."""
+    if isinstance(index, IndirectIndex):
+        return size
     return sum(abs(c) * (spans[a] - 1) for a, c in index.terms) + 1
 
 
@@ -664,8 +676,8 @@ def assemble_kernel(
             ring_size=math.prod(temporal),
             rings=score.replicas[t.name],
             sharing=score.sharing_cores[t.name],
-            partition_shape=tuple(_extent(i, spans) for i in indices),
-            window_shape=tuple(_extent(i, dict(zip(axes, tiles))) for i in indices),
+            partition_shape=tuple(_extent(i, spans, n) for i, n in zip(indices, bound.shapes[t.name])),
+            window_shape=tuple(_extent(i, dict(zip(axes, tiles)), n) for i, n in zip(indices, bound.shapes[t.name])),
             levels=tuple(own_levels),
             dtype=accumulator_dtype(dtype) if t.name == spec.output.name and partial
             else np.dtype((dtypes or {}).get(t.name, dtype)),

@@ -2,16 +2,17 @@
 
 The kind classification and the axis/tensor structure are the planner's own
 (``irc.planner.from_te.op_spec_from_expr``), so the compute-shift program is costed
-exactly as the plan it implements: constant indices, windows and merged read indices
-are described there and lowered by ``irc.schedule.kernel``. This module adds what the
-lowering cannot do: indices read from another tensor (gathers) are rejected with
+exactly as the plan it implements: constant indices, windows, merged read indices and
+a gather's table (held whole along its indexed dims) are described there and lowered by
+``irc.schedule.kernel``. This module adds what the lowering cannot do: an index read
+from another tensor anywhere but a gather's table read is rejected with
 ``UnsupportedExpression``, as is everything the adapter raises ``SpecError`` for (its
 message, e.g. a merged output index, is the reason).
 """
 
 from __future__ import annotations
 
-from irc.dialects.te_expr import AffineIndex, BoundExpr, walk_accesses
+from irc.dialects.te_expr import AffineIndex, BoundExpr, gather_parts, walk_accesses
 from irc.planner import OpSpec, SpecError
 
 
@@ -25,13 +26,14 @@ def op_spec_from_bound(bound: BoundExpr, dtype_bytes: int, tensor_bytes: dict[st
     from irc.planner.from_te import op_spec_from_expr
 
     expr = bound.expr
-    for access in (expr.output, *walk_accesses(expr.body)):
-        for index in access.indices:
-            if not isinstance(index, AffineIndex):
-                raise UnsupportedExpression(
-                    f"index '{index}' of {access.tensor} is read from another tensor (a gather); "
-                    "compute-shift lowering supports affine indices only"
-                )
+    if gather_parts(expr) is None:
+        for access in (expr.output, *walk_accesses(expr.body)):
+            for index in access.indices:
+                if not isinstance(index, AffineIndex):
+                    raise UnsupportedExpression(
+                        f"index '{index}' of {access.tensor} is read from another tensor outside a gather's "
+                        "table read; compute-shift lowering supports affine indices there only"
+                    )
     try:
         return op_spec_from_expr(bound, dtype_bytes, tensor_bytes=tensor_bytes)
     except SpecError as error:

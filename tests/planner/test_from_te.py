@@ -7,6 +7,7 @@ import pytest
 from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, TensorExpr, parse_expression
 from irc.planner import SpecError, matmul_spec
 from irc.planner.from_te import classify, op_spec_from_expr, reading_order
+from irc.planner.roles import compute_roles
 
 
 def bind(text, inputs, output):
@@ -108,15 +109,18 @@ def test_axis_order_must_be_a_permutation():
         op_spec_from_expr(bound, 2, ("m", "k"))
 
 
-def test_a_gather_of_the_expression_language_is_a_spec_error():
-    from irc.dialects.te_expr import ExprError
-
-    try:
-        bound = bind("Y[i,j] = E[I[i],j]", [(10, 3), (4,)], (4, 3))
-    except ExprError:
-        pytest.skip("this te expression language has no indirect indices")
+def test_a_gather_holds_its_table_whole_along_the_indexed_dim():
+    """``Y[i,j] = E[I[i],j]``: partitioned over the index tensor's axes and the table's
+    other dims, the table's rows held whole (``TensorSpec.whole``), priced as a gather;
+    an index read anywhere but a gather's table read stays a spec error."""
+    bound = bind("Y[i,j] = E[I[i],j]", [(10, 3), (4,)], (4, 3))
+    spec = op_spec_from_expr(bound, 2, tensor_bytes={"I": 8})
+    assert spec.kind == "gather"
+    assert [(t.name, t.dims, t.whole) for t in spec.tensors] == [
+        ("Y", (("i",), ("j",)), ()), ("E", (("j",),), (10,)), ("I", (("i",),), ())]
+    assert compute_roles(spec) == {"index": (0,), "leading": (0,)}
     with pytest.raises(SpecError, match="dimension 0 of E is indexed by I\\[i\\], which is not an affine index"):
-        op_spec_from_expr(bound, 2)
+        op_spec_from_expr(bind("Y[i,j] = E[I[i],j] * 2", [(10, 3), (4,)], (4, 3)), 2)
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ import itertools
 import json
 import math
 import random
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -163,7 +164,7 @@ def test_model_plan_is_consistent(dims, sram, direction):
     assert bound.seconds <= best.seconds * (1 + 1e-12)
     resting = resting_activation_bytes(model, dev)
     for i, planned in enumerate(plan.ops):
-        assert plan.idle_bytes - planned.idle_bytes + resting[i] + planned.active_bytes <= dev.sram_bytes
+        assert plan.idle_bytes + resting[i] + planned.active_bytes <= dev.sram_bytes
         assert planned.active_bytes == planned.active.memory_per_core
         assert planned.active_seconds == pytest.approx(planned.active.seconds)
         assert planned.setup_seconds * dev.clock_hz == pytest.approx(setup_cycles(planned.idle, planned.active, dev))
@@ -186,10 +187,26 @@ def test_model_whose_weights_cannot_rest_raises_with_bytes():
 def test_model_whose_active_op_cannot_fit_names_it():
     model = chain([(64, 64, 64), (64, 64, 8)])
     dev = device(2080)     # weights rest in 512 + 64 bytes; mm0 needs 2048 active bytes
-    with pytest.raises(ModelFitError, match=r"op 0 \(mm0\) needs 2048 bytes per core to execute, but only 2016 of "
-                                            r"the 2080 bytes .* idle weights \(64 bytes\) .* 2112 bytes needed") as info:
+    with pytest.raises(ModelFitError, match=r"op 0 \(mm0\) needs 2048 bytes per core to execute, but only 1504 of "
+                                            r"the 2080 bytes .* idle weights \(576 bytes, its own included\) .* "
+                                            r"2624 bytes needed") as info:
         plan_model(model, dev)
-    assert (info.value.needed, info.value.available) == (2112, 2080)
+    assert (info.value.needed, info.value.available) == (2624, 2080)
+
+
+def test_an_op_no_plan_fits_reports_its_least_plan_bytes():
+    """Not a sentinel one byte over SRAM: the least memory any plan of the op takes, the
+    figure the search names (issue 11), from irc's planner and the fastest bound alike."""
+    model = chain([(64, 64, 64), (64, 64, 8)])
+    dev = device(256)
+    with pytest.raises(ModelFitError, match=r"op 0 \(mm0\) has no plan .* least memory per core any plan needs "
+                                            r"is (\d+) bytes") as info:
+        plan_model(model, dev)
+    least = int(re.search(r"needs is (\d+) bytes", str(info.value)).group(1))
+    assert (info.value.needed, info.value.available) == (least, 256) and least > 256 + 1
+    with pytest.raises(ModelFitError) as bound:
+        fastest_bound(model, dev)
+    assert bound.value.needed == least
 
 
 def test_cache_for_another_device_is_refused():

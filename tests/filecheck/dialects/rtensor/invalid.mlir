@@ -102,7 +102,7 @@ func.func @constant(%a: !rtensor.tensor<2x8xf32, fs=[2,1], ft=[1,1]>) -> !rtenso
   %c = rtensor.op "C[i] = A[1,i]" (%a) F_op = array<i64: 1> : (!rtensor.tensor<2x8xf32, fs=[2,1], ft=[1,1]>) -> !rtensor.tensor<8xf32>
   func.return %c : !rtensor.tensor<8xf32>
 }
-// CHECK: invalid.mlir:102:3: error: 'rtensor.op' op A dimension 0 is read at the constant index '1', so it is not partitioned: fs and ft must be [1], got fs=[2] ft=[1]
+// CHECK: invalid.mlir:102:3: error: 'rtensor.op' op A dimension 0 is read at the index '1', which no axis partitions: fs and ft must be [1], got fs=[2] ft=[1]
 
 // -----
 

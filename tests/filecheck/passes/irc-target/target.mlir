@@ -3,7 +3,7 @@
 // RUN: irc-opt %s -p 'irc-target{device=tiny4}' --print-op-generic | irc-opt | filecheck %s --check-prefix=SET
 // RUN: irc-opt %s -p 'irc-target' | filecheck %s --check-prefix=DEFAULT
 // RUN: irc-opt %s -p 'irc-target{device=tiny8 cost=seed003}' | filecheck %s --check-prefix=SEED
-// RUN: irc-opt %s -p 'irc-target{device="%S/../rtensor-partition/Inputs/tiny16-1k.toml"}' | filecheck %s --check-prefix=FILE
+// RUN: irc-opt %s -p 'irc-target{device="%S/../rtensor-partition/Inputs/tiny16-1152.toml"}' | filecheck %s --check-prefix=FILE
 
 // irc-target writes the module's one target: the device's whole description (so the
 // module needs no device file later) and the cost model's name. A module that already
@@ -22,4 +22,4 @@ func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {
 
 // SEED: builtin.module attributes {irc.target = #irc.target<"tiny8", "seed003", {name = "tiny8", {{.*}}cores = 8 : i64, {{.*}}}>} {
 
-// FILE: builtin.module attributes {irc.target = #irc.target<"tiny16-1k", "t10", {name = "tiny16-1k", {{.*}}sram_bytes = 1024 : i64, {{.*}}}>} {
+// FILE: builtin.module attributes {irc.target = #irc.target<"tiny16-1152", "t10", {name = "tiny16-1152", {{.*}}sram_bytes = 1152 : i64, {{.*}}}>} {

@@ -105,13 +105,13 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 
 // A device description written in full is used as it stands, without reading a device
 // file: here a 16-core chip with 1 KiB of SRAM per core.
-builtin.module attributes {irc.target = #irc.target<"tiny16-1k", "t10", {name = "tiny16-1k", description = "tiny16 with 1 KiB SRAM", cores = 16 : i64, cores_per_chip = 16 : i64, sram_bytes = 1024 : i64, clock_hz = 1.325000e+09 : f64, systolic = array<i64: 4, 4>, macs_per_cycle = 4 : i64, topology = "all-to-all", link_bytes_per_s = 5.500000e+09 : f64, shift_cycles_per_byte = 2.800000e-01 : f64, sync_cycles = 118 : i64, syncs_per_shift = 2 : i64, inter_chip_overhead = 1.250000e+00 : f64}>} {
+builtin.module attributes {irc.target = #irc.target<"tiny16-1152", "t10", {name = "tiny16-1152", description = "tiny16 with 1 KiB SRAM", cores = 16 : i64, cores_per_chip = 16 : i64, sram_bytes = 1024 : i64, clock_hz = 1.325000e+09 : f64, systolic = array<i64: 4, 4>, macs_per_cycle = 4 : i64, topology = "all-to-all", link_bytes_per_s = 5.500000e+09 : f64, shift_cycles_per_byte = 2.800000e-01 : f64, sync_cycles = 118 : i64, syncs_per_shift = 2 : i64, inter_chip_overhead = 1.250000e+00 : f64}>} {
   func.func @inline(%a: !rtensor.tensor<64x64xf32, fs=[4,1], ft=[1,1], replicas=4>, %b: !rtensor.tensor<64x64xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<64x64xf32, fs=[4,4], ft=[1,1]> {
     %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 4, 4, 1> : (!rtensor.tensor<64x64xf32, fs=[4,1], ft=[1,1], replicas=4>, !rtensor.tensor<64x64xf32, fs=[1,4], ft=[1,1], replicas=4>) -> !rtensor.tensor<64x64xf32, fs=[4,4], ft=[1,1]>
     func.return %c : !rtensor.tensor<64x64xf32, fs=[4,4], ft=[1,1]>
   }
 }
-// CHECK: invalid.mlir:110:5: error: 'rtensor.op' op plan breaks a T10 constraint: memory per core is {{[0-9]+}} bytes, more than the 1024 bytes of SRAM on tiny16-1k
+// CHECK: invalid.mlir:110:5: error: 'rtensor.op' op plan breaks a T10 constraint: memory per core is {{[0-9]+}} bytes, more than the 1024 bytes of SRAM on tiny16-1152
 
 // -----
 

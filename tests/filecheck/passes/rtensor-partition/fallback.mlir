@@ -2,17 +2,17 @@
 // RUN: irc-opt %s -p 'rtensor-partition{device=tiny16 mode=op}' | filecheck %s
 // RUN: irc-opt %s -p 'rtensor-partition{device=tiny16}' --print-op-generic | irc-opt | filecheck %s
 
-// An op the planner cannot describe (here a gather, E[I[i],j]) does not fail the
+// An op the planner cannot describe (here a gather inside arithmetic, E[I[i],j] * 2) does not fail the
 // model: it stays a te.op for the host/vendor fallback with the reason in irc.remark,
 // reading and writing builtin tensors; the ops around it are planned.
 // CHECK-LABEL: func.func @embed
-// CHECK:         %[[E:.*]] = te.op "G[i,j] = E[I[i],j]" (%table, %ids) {irc.remark = "not planned: the planner cannot describe it (dimension 0 of E is indexed by I[i], which is not an affine index of axes; the planner cannot partition it); left for the host/vendor fallback"} : (tensor<16x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
+// CHECK:         %[[E:.*]] = te.op "G[i,j] = E[I[i],j] * 2" (%table, %ids) {irc.remark = "not planned: the planner cannot describe it (dimension 0 of E is indexed by I[i], which is not an affine index of axes; the planner cannot partition it); left for the host/vendor fallback"} : (tensor<16x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
 // CHECK-NEXT:    %[[G:.*]] = rtensor.relayout %[[E]] : tensor<4x8xf32> -> !rtensor.tensor<4x8xf32,
 // CHECK:         rtensor.op "H[m,n] += G[m,k] * W[k,n]" (%[[G]], %{{.*}})
 // CHECK-NOT:     te.op
 // CHECK:         func.return
 func.func @embed(%table: tensor<16x8xf32> {irc.weight}, %ids: tensor<4xi32>, %w: tensor<8x8xf32> {irc.weight}) -> tensor<4x8xf32> {
-  %g = te.op "G[i,j] = E[I[i],j]" (%table, %ids) : (tensor<16x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
+  %g = te.op "G[i,j] = E[I[i],j] * 2" (%table, %ids) : (tensor<16x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
   %h = te.op "H[m,n] += G[m,k] * W[k,n]" (%g, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   func.return %h : tensor<4x8xf32>
 }

@@ -27,7 +27,7 @@ func.func @two_patterns(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 
 // strict=true: an index read from another tensor (a gather) cannot be partitioned.
 func.func @gather(%e: tensor<16x8xf32>, %ids: tensor<4xi32>) -> tensor<4x8xf32> {
-  %g = te.op "G[i,j] = E[I[i],j]" (%e, %ids) : (tensor<16x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
+  %g = te.op "G[i,j] = E[I[i],j] * 2" (%e, %ids) : (tensor<16x8xf32>, tensor<4xi32>) -> tensor<4x8xf32>
   func.return %g : tensor<4x8xf32>
 }
-// CHECK: invalid.mlir:30:3: error: 'te.op' op "G[i,j] = E[I[i],j]": the planner cannot describe it: dimension 0 of E is indexed by I[i], which is not an affine index of axes; the planner cannot partition it
+// CHECK: invalid.mlir:30:3: error: 'te.op' op "G[i,j] = E[I[i],j] * 2": the planner cannot describe it: dimension 0 of E is indexed by I[i], which is not an affine index of axes; the planner cannot partition it

@@ -44,3 +44,23 @@ func.func @window() {
   func.return
 }
 // CHECK: error: 'device.vector' op core 3: the window of A at [0, 3] with extent [1, 2] lies outside its buffer of shape [1, 4]
+
+// -----
+
+func.func @both_forms() {
+  %X = device.alloc {name = "X", cores = 4 : i64, bytes = 16 : i64, offset = 0 : i64} : !device.buffer<1x4xf32>
+  %Y = device.alloc {name = "Y", cores = 4 : i64, bytes = 16 : i64, offset = 16 : i64} : !device.buffer<2x2xf32>
+  device.relayout %X into %Y {shape = array<i64: 2, 8>, origins = affine_map<(d0) -> (0, d0 * 2)>, source_origins = affine_map<(d0) -> (0, 0)>, source_group = affine_map<(d0) -> (d0)>, pieces = affine_map<(d0, d1) -> (d1, 0, 0, d1, 0)>, piece_count = 2 : i64, piece_shape = array<i64: 1, 2>, bytes = 16 : i64, barriers = 2 : i64} : !device.buffer<1x4xf32>, !device.buffer<2x2xf32>
+  func.return
+}
+// CHECK: error: 'device.relayout' op a relayout states either its pieces (pieces, piece_count, piece_shape) or where the source tiles lie (source_origins, source_group), not both
+
+// -----
+
+func.func @piece_columns() {
+  %X = device.alloc {name = "X", cores = 4 : i64, bytes = 16 : i64, offset = 0 : i64} : !device.buffer<1x4xf32>
+  %Y = device.alloc {name = "Y", cores = 4 : i64, bytes = 16 : i64, offset = 16 : i64} : !device.buffer<2x2xf32>
+  device.relayout %X into %Y {shape = array<i64: 2, 8>, origins = affine_map<(d0) -> (0, d0 * 2)>, pieces = affine_map<(d0, d1) -> (d1, 0, 0)>, piece_count = 2 : i64, piece_shape = array<i64: 1, 2>, bytes = 16 : i64, barriers = 2 : i64} : !device.buffer<1x4xf32>, !device.buffer<2x2xf32>
+  func.return
+}
+// CHECK: error: 'device.relayout' op pieces has 3 results; expected 5 (source core, source offsets, destination offsets)
