@@ -180,6 +180,32 @@ def _check_single_assignment(model: onnx.ModelProto) -> None:
             defined.add(name)
 
 
+def _check_model(model: onnx.ModelProto, opset: int) -> None:
+    """onnx.checker's verdict on the graph (attributes, inputs, topological order,
+    types); its failure is an error naming the node it found at fault. A graph output
+    may leave its shape to inference (the checker wants the field; an empty one is
+    lent for the check)."""
+    lent = [info for info in model.graph.output
+            if info.type.HasField("tensor_type") and not info.type.tensor_type.HasField("shape")]
+    for info in lent:
+        info.type.tensor_type.shape.SetInParent()
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError) as error:
+        text = _sanitize(str(error))
+        found = re.search(r"[Nn]ame: (\S*) OpType: (\S+)", text)
+        message = text.split(" ==> Context:")[0].strip()
+        if found is None:
+            raise OnnxImportError(f"the model is not valid ONNX: {message}") from None
+        name, op_type = found.groups()
+        node = next((n for n in model.graph.node if n.op_type == op_type and n.name == name), None)
+        label = name or (node.output[0] if node is not None and node.output else "?")
+        raise OnnxImportError(f"node '{label}' ({op_type}, opset {opset}): not valid ONNX: {message}") from None
+    finally:
+        for info in lent:
+            info.type.tensor_type.ClearField("shape")
+
+
 def import_model(
     model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]] | None = None,
     function_name: str = "main", constants: Mapping[str, np.ndarray] | None = None,
@@ -214,6 +240,7 @@ def import_model(
         model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
     _fix_input_shapes(model, shapes or {})
     _check_single_assignment(model)
+    _check_model(model, opset)
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as error:  # onnx raises InferenceError / ValidationError subclasses
