@@ -64,7 +64,10 @@ def _opset_of(model: onnx.ModelProto) -> int:
 
 
 def _sanitize(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
+    """onnx's message on one line, without its exception-class tags (``[ShapeInferenceError]``)."""
+    text = re.sub(r"\[\w*(?:Error|Exception)\]\s*", "", text)
+    text = re.sub(r"Inference error\(s\):\s*", "", text)
+    return re.sub(r"\s+", " ", text).strip()
 
 
 def load_model(path: str) -> onnx.ModelProto:
