@@ -25,8 +25,8 @@ from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 
 from irc import universe
-from irc.diagnostics import LocatingParser, verify_located
-from irc.dialects.dtypes import numpy_dtype
+from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_located
+from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.interpreter.chip import Report
 from irc.interpreter.registry import all_interpreter_functions, chips_of
 
@@ -193,6 +193,25 @@ def _out_of_range(value: np.ndarray, target: np.dtype) -> str | None:
     return None
 
 
+def check_storable(function: FuncOp) -> None:
+    """Every value ``function`` computes has an element type the interpreter holds in
+    numpy (not bf16, tf32, index, i3, ...): a located `RunError` before anything runs."""
+    for op in ops_children_first(function):
+        values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        for value in values:
+            get_element_type = getattr(value.type, "get_element_type", None)
+            if get_element_type is None:
+                continue
+            element = get_element_type()
+            try:
+                numpy_dtype(element)
+            except UnsupportedTypeError:
+                raise RunError(
+                    f"{location_of(op)}: error: '{op.name}' op element type {element} has no storage in the "
+                    f"interpreter (it runs f16, f32, f64, i1 and 8-, 16-, 32- and 64-bit integers)"
+                ) from None
+
+
 def interpreter_for(module: ModuleOp) -> Interpreter:
     interpreter = Interpreter(module)
     for functions in all_interpreter_functions():
@@ -208,6 +227,7 @@ def run(
     come from the module's weights file); results by name, and the report of the chip
     time the run took (None for a program with no `shift`/`device` ops)."""
     signature = find_function(module, entry)
+    check_storable(signature.function)
     given = dict(random_inputs(signature, seed) if inputs is None else inputs)
     missing = [name for name in signature.weight_names if name not in given]
     if missing:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import random
 import re
@@ -478,7 +479,7 @@ def mutate_npz(rng: random.Random) -> tuple[bytes, str]:
     elif kind == "missing":
         del arrays[name]
     elif kind == "extra":
-        arrays["unused"] = np.zeros((100000, 100), np.float32)
+        arrays["unused"] = np.zeros((1000, 500), np.float32)
     elif kind == "scalar":
         arrays[name] = np.float32(1.0)
     buffer = io.BytesIO()
@@ -661,22 +662,24 @@ def onnx_models(count: int, seed: int) -> list:
     return found[:count]
 
 
-def cases_for(tool: str, count: int, seed: int) -> list[Case]:
-    """``count`` cases of ``tool``, reproducibly for ``seed``."""
+def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
+    """``count`` cases of ``tool``, reproducibly for ``seed``, made as they are run."""
     rng = random.Random(f"{tool}:{seed}")
     programs = seed_programs()
     if tool == "irc-opt":
         toml = count // 10
-        return [*program_cases(rng, programs, count - toml, tool), *[c for c in toml_cases(rng, 4 * toml)
-                                                                      if c.tool == "irc-opt"][:toml]]
-    if tool == "irc-run":
+        yield from program_cases(rng, programs, count - toml, tool)
+        yield from itertools.islice((c for c in toml_cases(rng, 4 * toml) if c.tool == "irc-opt"), toml)
+    elif tool == "irc-run":
         npz = count // 4
-        return [*program_cases(rng, programs, count - npz, tool), *npz_cases(rng, npz)]
-    if tool == "irc-translate":
-        return list(onnx_cases(rng, count, seed))
-    toml = count // 10
-    return [*plan_cases(rng, programs, seed_expressions(programs), count - toml),
-            *[c for c in toml_cases(rng, 4 * toml) if c.tool == "irc-plan"][:toml]]
+        yield from program_cases(rng, programs, count - npz, tool)
+        yield from npz_cases(rng, npz)
+    elif tool == "irc-translate":
+        yield from onnx_cases(rng, count, seed)
+    else:
+        toml = count // 10
+        yield from plan_cases(rng, programs, seed_expressions(programs), count - toml)
+        yield from itertools.islice((c for c in toml_cases(rng, 4 * toml) if c.tool == "irc-plan"), toml)
 
 
 def fuzz(tools: Iterable[str], count: int, seed: int = 0, jobs: int = 2,
@@ -684,7 +687,7 @@ def fuzz(tools: Iterable[str], count: int, seed: int = 0, jobs: int = 2,
     """Run ``count`` cases per tool; outcome counts per tool. ``report`` sees every
     (case, outcome)."""
     counts: dict[str, Counter] = {tool: Counter() for tool in tools}
-    cases = [case for tool in tools for case in cases_for(tool, count, seed)]
+    cases = (case for tool in tools for case in cases_for(tool, count, seed))
     for case, outcome in run_cases(cases, jobs):
         counts[case.tool][outcome.kind] += 1
         if report is not None:

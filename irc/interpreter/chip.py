@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, TensorExpr, product_reads
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, TensorExpr, fold, product_reads
 from xdsl.interpreter import InterpretationError
 
 from irc.cost import CostModel, OpWork, SubTask, get_cost_model
@@ -259,17 +259,17 @@ def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int) -> Bou
             indices.append(AffineIndex(index.terms, constant))
         return Access(access.tensor, tuple(indices))
 
-    def rewrite(node):
+    def rewrite(node, operands):  # children first (`fold`), so any depth of body works
         if isinstance(node, Access):
             return localise(node)
         if isinstance(node, Binary):
-            return Binary(node.op, rewrite(node.lhs), rewrite(node.rhs))
+            return Binary(node.op, *operands)
         if hasattr(node, "args"):
-            return type(node)(node.function, tuple(rewrite(a) for a in node.args))
+            return type(node)(node.function, tuple(operands))
         return node
 
     local = TensorExpr(
-        localise(expr.output), expr.combiner, rewrite(expr.body),
+        localise(expr.output), expr.combiner, fold(expr.body, rewrite),
         ((CORE_AXIS, cores), *((a, tiles[a]) for a in expr.axes)),
     )
 
