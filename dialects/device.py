@@ -189,9 +189,15 @@ _NUMPY_OPS = {
 }
 
 
+MAX_CORES = 1 << 20
+"""The most cores a device op may run on (verifiers evaluate per-core maps on each)."""
+
+
 def evaluate_affine(expr: AffineExpr, cores: np.ndarray) -> np.ndarray:
     """``expr`` at every core id of ``cores`` at once (numpy, one call per node)."""
     if isinstance(expr, AffineConstantExpr):
+        if not -(2**62) <= expr.value < 2**62:
+            raise VerifyException(f"the constant {expr.value} of a per-core map is beyond what irc computes (2**62)")
         return np.full(cores.shape, expr.value, dtype=np.int64)
     if isinstance(expr, AffineDimExpr):
         if expr.position != 0:
@@ -291,8 +297,10 @@ class AllocOp(IRDLOperation):
 
     def verify_(self) -> None:
         type_ = _buffer(self.buffer, "the result")
-        if _int(self.cores) < 1:
-            raise VerifyException(f"buffer {self.buffer_name.data} is allocated on {_int(self.cores)} cores")
+        if not 1 <= _int(self.cores) <= MAX_CORES:
+            raise VerifyException(
+                f"buffer {self.buffer_name.data} is allocated on {_int(self.cores)} cores; irc handles 1 to {MAX_CORES}"
+            )
         if _int(self.bytes) != type_.bytes:
             raise VerifyException(
                 f"buffer {self.buffer_name.data} declares {_int(self.bytes)} bytes but "
@@ -566,6 +574,8 @@ class ComputeOpBase(IRDLOperation):
                 f"windows must give one table per buffer (output first): expected "
                 f"{1 + len(self.inputs)}, got {len(self.windows.data)}"
             )
+        if not 1 <= _int(self.cores) <= MAX_CORES:
+            raise VerifyException(f"a compute runs on 1 to {MAX_CORES} cores, got {_int(self.cores)}")
         tile = dict(zip(expr.axes, tiles.tolist()))
         accesses = [expr.output] + [expr.accesses_of(name)[0] for name in expr.inputs]
         names = [expr.output.tensor, *expr.inputs]

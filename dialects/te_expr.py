@@ -733,6 +733,8 @@ MAX_DEPTH = 500
 3). Parsing, printing, walking and evaluating bodies are iterative; what still recurses
 on a body (structural equality and hashing of the parsed form, the element-type rule)
 takes one Python frame per level, which this bound keeps well inside Python's limit."""
+MAX_LENGTH = 100_000
+"""Longest expression text irc parses (a longer one is many ops' worth)."""
 MAX_INDIRECTION = 8
 """Deepest nesting of indirect indices (``E[I[J[k]]]`` is 2)."""
 
@@ -742,6 +744,9 @@ def parse_expression(text: str) -> TensorExpr:
 
     Raises `ExprError` with the column of the problem when the text does not parse.
     """
+    if len(text) > MAX_LENGTH:
+        raise ExprError(f"the expression is {len(text)} characters long; irc takes at most {MAX_LENGTH}: "
+                        f"split it into several ops")
     depth = 0
     for column, character in enumerate(text):
         depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(character, 0)

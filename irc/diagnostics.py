@@ -110,6 +110,25 @@ class LocatingParser(Parser):
         return op
 
 
+    def _parse_dialect_type_or_attribute_body(self, attr_name, is_type, is_opaque, starting_opaque_pos):
+        start = self._current_token.span.start
+        try:
+            return super()._parse_dialect_type_or_attribute_body(attr_name, is_type, is_opaque, starting_opaque_pos)
+        except VerifyException as error:  # the attribute's own verifier, run as it is built
+            message = clean_message(str(error))
+        except (ValueError, TypeError) as error:
+            if "zip()" not in str(error):
+                raise
+            # xDSL builds a generic `#dialect.attr<...>` with zip(strict=True)
+            message = f"wrong number of parameters for {'!' if is_type else '#'}{attr_name}"
+        text = self.lexer.input.content
+        name = attr_name.encode() if isinstance(text, bytes) else attr_name
+        at = text.rfind(name, 0, start + 1)
+        if at > 0 and text[at - 1 : at] in ("#", "!", b"#", b"!"):
+            at -= 1
+        at = at if at >= 0 else start
+        self.raise_error(message, at, at + len(attr_name) + 1)
+
     def _at_op_name(self, error: ParseError, start: int) -> ParseError:
         # xDSL reports an unknown op after consuming its name; point at the name.
         match = re.fullmatch(r"Operation (\S+) is not registered", error.msg)

@@ -32,6 +32,7 @@ import random
 import re
 import resource
 import select
+import shutil
 import signal
 import sys
 import tempfile
@@ -129,7 +130,7 @@ def _tool_main(tool: str) -> Callable[[], None]:
     return main
 
 
-def _child(case: Case, directory: str, memory_bytes: int) -> None:
+def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout: str | None = None) -> None:
     """In the forked child: run the tool as its console script would, then exit."""
     status = 1
     try:
@@ -139,7 +140,9 @@ def _child(case: Case, directory: str, memory_bytes: int) -> None:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         for fd, name in ((1, "stdout"), (2, "stderr")):
-            os.dup2(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+            os.dup2(os.open(os.path.join(captured, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+        if stdout is not None:  # e.g. /dev/full
+            os.dup2(os.open(stdout, os.O_WRONLY), 1)
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=False)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
@@ -168,11 +171,13 @@ def _address_space() -> int:
 
 
 class _Running:
-    def __init__(self, case: Case, memory_bytes: int):
+    def __init__(self, case: Case, memory_bytes: int, directory: str | None = None, stdout: str | None = None):
         self.case = case
-        self.directory = tempfile.TemporaryDirectory(prefix="irc-fuzz-")
+        self.temporary = None if directory else tempfile.TemporaryDirectory(prefix="irc-fuzz-")
+        self.where = directory or self.temporary.name
+        self.captured = tempfile.mkdtemp(prefix="irc-fuzz-out-")
         for name, data in case.files.items():
-            path = Path(self.directory.name, name)
+            path = Path(self.where, name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         sys.stdout.flush()
@@ -180,7 +185,7 @@ class _Running:
         self.started = time.perf_counter()
         self.pid = os.fork()
         if self.pid == 0:
-            _child(case, self.directory.name, memory_bytes)
+            _child(case, self.where, self.captured, memory_bytes, stdout)
         self.pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
 
     def finish(self, timed_out: bool) -> Outcome:
@@ -193,9 +198,11 @@ class _Running:
         seconds = time.perf_counter() - self.started
         signalled = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) and not timed_out else 0
         status = os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else None
-        read = lambda name: Path(self.directory.name, name).read_text(errors="replace")  # noqa: E731
+        read = lambda name: Path(self.captured, name).read_text(errors="replace")  # noqa: E731
         stdout, stderr = read("stdout"), read("stderr")
-        self.directory.cleanup()
+        shutil.rmtree(self.captured, ignore_errors=True)
+        if self.temporary is not None:
+            self.temporary.cleanup()
         return Outcome(classify(status, stdout, stderr, timed_out, signalled), status, stdout, stderr, seconds)
 
 
@@ -229,6 +236,22 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
             if finished or timed_out:
                 running.remove(job)
                 yield job.case, job.finish(timed_out)
+
+
+def run_tool(tool: str, *argv, cwd: str | os.PathLike | None = None, files: dict[str, bytes] | None = None,
+             seconds: float = CASE_SECONDS, stdout: str | None = None) -> Outcome:
+    """Run one tool invocation in a forked child (in ``cwd``, which keeps the files the
+    run writes; standard output to ``stdout`` when given) and wait for it: the way the
+    tests run a tool without the start-up of a new interpreter."""
+    _warm_up()
+    job = _Running(Case(tool, [str(a) for a in argv], files or {}), MEMORY_BYTES,
+                   None if cwd is None else str(cwd), stdout)
+    while not _exited(job.pid) and time.perf_counter() - job.started < seconds:
+        if job.pidfd is not None:
+            select.select([job.pidfd], [], [], 0.5)
+        else:
+            time.sleep(0.005)
+    return job.finish(not _exited(job.pid))
 
 
 def _exited(pid: int) -> bool:

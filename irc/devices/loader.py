@@ -39,6 +39,9 @@ def known_devices() -> list[str]:
     return names + sorted(set(plugin_devices()) - set(names))
 
 
+MAX_CORES = 1 << 20
+"""The most cores a device may have (as many as a device op may run on)."""
+
 MAX_NAME_LENGTH = 128
 """The longest device name irc accepts (names are looked up as file names)."""
 
@@ -97,8 +100,8 @@ def _read(path: Path) -> Device:
 FIELDS: dict[str, tuple[str, str]] = {
     "name": ("name", "name"),
     "description": ("description", "text"),
-    "cores": ("cores.count", "positive_int"),
-    "cores_per_chip": ("cores.per_chip", "positive_int"),
+    "cores": ("cores.count", "core_count"),
+    "cores_per_chip": ("cores.per_chip", "core_count"),
     "sram_bytes": ("cores.sram_bytes", "positive_int"),
     "clock_hz": ("compute.clock_hz", "positive_number"),
     "systolic": ("compute.systolic", "pair_of_positive_ints"),
@@ -199,6 +202,11 @@ class _Fields:
     def check_positive_int(self, dotted: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1 << 40:
             raise self._bad(dotted, "a positive integer (at most 2**40)", value)
+        return value
+
+    def check_core_count(self, dotted: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_CORES:
+            raise self._bad(dotted, f"a positive number of cores (at most {MAX_CORES})", value)
         return value
 
     def check_non_negative_int(self, dotted: str, value: Any) -> int:

@@ -385,11 +385,11 @@ def run_model(args) -> int:
         if value is not None and value < 1:
             raise PlanToolError(f"error: --{flag.replace('_', '-')} must be positive, got {value}")
     if args.plot is not None:
+        _check_plot_path(args)
         try:
             import matplotlib  # noqa: F401
         except ImportError:
             raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib") from None
-        _check_plot_path(args)
     source = model_source(args.model, entry=args.entry, input_shapes=args.input_shape, layers=args.layers,
                           seq=args.seq)
     cache = FrontierCache(device, cost)
