@@ -189,6 +189,23 @@ _NUMPY_OPS = {
 }
 
 
+def _check_origins(origins: np.ndarray, tensor, tile, cores: int, what: str) -> None:
+    """Tiles of a tensor start at most one tile before it and at most as far past it as
+    ``cores`` tiles reach (the padding a grid of tiles adds): the interpreter pads the
+    host tensor to the tiles, so an origin beyond that is refused, not allocated."""
+    tensor, tile = np.asarray(list(tensor), dtype=np.int64), np.asarray(list(tile), dtype=np.int64)
+    if origins.size == 0 or origins.shape[-1] != tensor.size:
+        return
+    low, high = -tile, np.maximum(tensor, tile * cores)
+    bad = np.argwhere((origins < low) | (origins > high))
+    if bad.size:
+        core, dim = (int(v) for v in bad[0])
+        raise VerifyException(
+            f"core {core}: {what} {origins[core].tolist()} puts a tile of {tile.tolist()} at {int(origins[core, dim])} "
+            f"in dimension {dim}, outside [{int(low[dim])}, {int(high[dim])}] for a tensor of shape {tensor.tolist()}"
+        )
+
+
 MAX_CORES = 1 << 20
 """The most cores a device op may run on (verifiers evaluate per-core maps on each)."""
 
@@ -357,7 +374,8 @@ class LoadOp(IRDLOperation):
             )
         cores = _defining_cores(self.buffer)
         if cores is not None:
-            core_table(self.origins, rank, cores, "origins")
+            _check_origins(core_table(self.origins, rank, cores, "origins"), self.source.type.get_shape(),
+                           type_.get_shape(), cores, "origins")
 
 
 @irdl_op_definition
@@ -396,7 +414,8 @@ class StoreOp(IRDLOperation):
             raise VerifyException(f"cannot store a rank-{len(type_.get_shape())} buffer as a rank-{rank} tensor")
         cores = _defining_cores(self.buffer)
         if cores is not None:
-            core_table(self.origins, rank, cores, "origins")
+            _check_origins(core_table(self.origins, rank, cores, "origins"), self.result.type.get_shape(),
+                           type_.get_shape(), cores, "origins")
             keys = core_vector(self.group, cores, "group")
             if keys.size != cores:
                 raise VerifyException(f"group has {keys.size} entries, but the buffer lives on {cores} cores")
@@ -488,7 +507,8 @@ class RelayoutOp(IRDLOperation):
                                    (self.target, self.origins, "origins")):
             cores = _defining_cores(value)
             if cores is not None:
-                core_table(table, len(value.type.get_shape()), cores, what)
+                _check_origins(core_table(table, len(value.type.get_shape()), cores, what),
+                               array_values(self.shape).tolist(), value.type.get_shape(), cores, what)
 
 
 @irdl_op_definition
@@ -688,6 +708,10 @@ class SyncOp(IRDLOperation):
     def __init__(self, cores: int):
         super().__init__(properties={"cores": i64_attr(cores)})
 
+    def verify_(self) -> None:
+        if not 1 <= _int(self.cores) <= MAX_CORES:
+            raise VerifyException(f"a barrier spans 1 to {MAX_CORES} cores, got {_int(self.cores)}")
+
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
@@ -733,6 +757,8 @@ class ReduceOp(IRDLOperation):
         if self.combiner.data not in ("=", "+=", "max=", "min="):
             raise VerifyException(f"unknown combiner '{self.combiner.data}'")
         cores = _int(self.cores)
+        if not 1 <= cores <= MAX_CORES:
+            raise VerifyException(f"a reduction runs on 1 to {MAX_CORES} cores, got {cores}")
         if replicas < 1 or cores % replicas:
             raise VerifyException(f"{cores} cores cannot form groups of replicas={replicas}")
         keys = core_vector(self.group, cores, "group")

@@ -497,3 +497,14 @@ builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
   }
 }
 """
+
+
+@pytest.mark.parametrize("origin", ["1000000000000", "9223372036854775807", "-5"])
+def test_a_tile_far_outside_its_tensor_is_a_verifier_error(tmp_path, origin):
+    """irc-run padded the host tensor out to the tile: 29 TiB, or numpy's 'Maximum
+    allowed dimension exceeded'."""
+    program = _write(tmp_path, "d.mlir", DEVICE_RING.replace(
+        "device.load %x into %X {origins = affine_map<(d0) -> (d0 floordiv 2, (d0 mod 2) * 4)>}",
+        f"device.load %x into %X {{origins = array<i64: {origin}, 0, 0, 4, 1, 0, 1, 4>}}"))
+    for tool in ("irc-opt", "irc-run"):
+        _one_diagnostic(run_tool(tool, program), f"'device.load' op core 0: origins [{origin}, 0] puts a tile of [1, 4]")
