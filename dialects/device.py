@@ -61,7 +61,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te import ExprAttr
-from irc.dialects.te_expr import ExprError, product_reads
+from irc.dialects.te_expr import OPERATOR_ROLES, ExprError, product_reads
 
 
 def element_bytes(element_type: Attribute) -> int:
@@ -613,6 +613,21 @@ class ComputeOpBase(IRDLOperation):
                 )
         if _int(self.cores) < 1:
             raise VerifyException(f"a compute needs at least one core, got {_int(self.cores)}")
+        _check_kind(self.kind.data, self.roles)
+
+
+def _check_kind(kind: str, roles: DictionaryAttr) -> None:
+    """A sub-task the cost model can price: a known kind with the roles it needs, each a
+    non-negative integer."""
+    if kind not in OPERATOR_ROLES:
+        raise VerifyException(f"unknown kind '{kind}'; kinds are {', '.join(OPERATOR_ROLES)}")
+    missing = [role for role in OPERATOR_ROLES[kind] if role not in roles.data]
+    if missing:
+        raise VerifyException(f"a {kind} sub-task needs roles {', '.join(OPERATOR_ROLES[kind])}; "
+                              f"{', '.join(missing)} missing")
+    for role, value in roles.data.items():
+        if not isinstance(value, IntegerAttr) or not 0 <= value.value.data <= 1 << 62:
+            raise VerifyException(f"role {role} must be a non-negative integer, got {value}")
 
 
 @irdl_op_definition
@@ -759,6 +774,7 @@ class ReduceOp(IRDLOperation):
         cores = _int(self.cores)
         if not 1 <= cores <= MAX_CORES:
             raise VerifyException(f"a reduction runs on 1 to {MAX_CORES} cores, got {cores}")
+        _check_kind(self.kind.data, self.roles)
         if replicas < 1 or cores % replicas:
             raise VerifyException(f"{cores} cores cannot form groups of replicas={replicas}")
         keys = core_vector(self.group, cores, "group")

@@ -58,6 +58,19 @@ FUNCTION_ARITY = {
     **BOOLEAN_FUNCTIONS,
     **CONVERTING_FUNCTIONS,
 }
+OPERATOR_ROLES: dict[str, tuple[str, ...]] = {
+    "matmul": ("batch", "m", "k", "n"),
+    "conv": ("batch", "in_channels", "out_channels", "spatial", "window"),
+    "elementwise": (),
+    "unary": (),
+    "reduce": ("out",),
+    "pool": ("channels", "spatial", "window"),
+    "gather": ("index", "leading"),
+    "other": (),
+}
+"""The operator kinds a cost model prices (``irc.cost.KINDS``) and the compute roles
+each needs (tile extents by role: a matmul's batch, m, k and n; the others price by
+the sub-task's volume alone, which needs no role)."""
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 """Comparison operators: operands of one element type, the result is i1 (0/1)."""
 

@@ -508,3 +508,17 @@ def test_a_tile_far_outside_its_tensor_is_a_verifier_error(tmp_path, origin):
         f"device.load %x into %X {{origins = array<i64: {origin}, 0, 0, 4, 1, 0, 1, 4>}}"))
     for tool in ("irc-opt", "irc-run"):
         _one_diagnostic(run_tool(tool, program), f"'device.load' op core 0: origins [{origin}, 0] puts a tile of [1, 4]")
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('kind = "matmul"', 'kind = "bogus"', "op unknown kind 'bogus'; kinds are matmul, conv"),
+    ("roles = {batch = 1 : i64, m = 8 : i64, n = 4 : i64, k = 8 : i64}", "roles = {batch = 1 : i64}",
+     "op a matmul sub-task needs roles batch, m, k, n; m, k, n missing"),
+])
+def test_a_sub_task_the_cost_model_cannot_price_is_a_verifier_error(tmp_path, old, new, message):
+    """`kind = "bogus"` verified, then irc-run ended in an internal CostModelError."""
+    compiled = run_tool("irc-opt", ROOT / "examples/mlp.mlir", "-p", "inference{device=tiny16}").stdout
+    assert old in compiled
+    program = _write(tmp_path, "dev.mlir", compiled.replace(old, new, 1))
+    for tool in ("irc-opt", "irc-run"):
+        _one_diagnostic(run_tool(tool, program), message)
