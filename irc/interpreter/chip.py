@@ -34,7 +34,7 @@ import numpy as np
 from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, TensorExpr, fold, product_reads
 from xdsl.interpreter import InterpretationError
 
-from irc.cost import CostModel, OpWork, SubTask, get_cost_model
+from irc.cost import CostModel, CostModelError, OpWork, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.interpreter.te_eval import compute_dtype, evaluate
 
@@ -604,7 +604,15 @@ class Chip:
         output.tags = self._fresh_tags(output.cores)
         output.touch()
         self.steps += 1
-        self._record("compute", name, self.cost.compute_cycles(self.device, subtask), cores, where)
+        self._record("compute", name, self._priced(lambda: self.cost.compute_cycles(self.device, subtask), where),
+                     cores, where)
+
+    def _priced(self, price, where: str):
+        """The cost model's price of a step; one it cannot price is a fault of the op."""
+        try:
+            return price()
+        except CostModelError as error:
+            raise ChipFault(f"{where} {error}") from None
 
     def shift(self, buffer: Buffer, receive: Buffer, source: np.ndarray, where: str) -> None:
         cores = len(source)
@@ -648,7 +656,7 @@ class Chip:
             buffer.data[groups[:, 0]] = combined.astype(buffer.dtype)
             buffer.tags = self._fresh_tags(buffer.cores)
             buffer.touch()
-        cycles = float(self.cost.op_time(self.device, work).reduction)
+        cycles = float(self._priced(lambda: self.cost.op_time(self.device, work).reduction, where))
         self._record("reduction", f"reduce {buffer.name}", cycles, int(work.cores), where)
 
 

@@ -301,10 +301,15 @@ def _guarded(function, args) -> int:
     """Run one --model request: a `PlanToolError` or planner error is one diagnostic."""
     from xdsl.utils.exceptions import DiagnosticException
 
+    from irc.cost import CostModelError
+
     try:
         return function(args)
     except (PlanToolError, ModelSourceError) as error:
         print(error.args[0], file=sys.stderr)
+        return 1
+    except CostModelError as error:  # e.g. seed003 asked to price an elementwise op
+        print(f"error: {error}; choose another --cost", file=sys.stderr)
         return 1
     except DiagnosticException as error:  # a program given to --model that does not verify
         text = str(error)

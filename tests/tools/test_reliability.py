@@ -522,3 +522,16 @@ def test_a_sub_task_the_cost_model_cannot_price_is_a_verifier_error(tmp_path, ol
     program = _write(tmp_path, "dev.mlir", compiled.replace(old, new, 1))
     for tool in ("irc-opt", "irc-run"):
         _one_diagnostic(run_tool(tool, program), message)
+
+
+def test_a_step_the_target_cost_model_cannot_price_is_located(tmp_path):
+    """A device program whose target prices with seed003 (matmuls and convolutions
+    only) ended in an internal CostModelError at its first elementwise step; irc-plan
+    --cost seed003 on an elementwise operator likewise."""
+    compiled = run_tool("irc-opt", ROOT / "examples/mlp.mlir", "-p", "inference{device=tiny16}").stdout
+    program = _write(tmp_path, "dev.mlir", compiled.replace('"tiny16", "t10"', '"tiny16", "seed003"'))
+    first = _one_diagnostic(run_tool("irc-run", program),
+                            "error: 'device.vector' op seed003 cost model prices only matmul and conv operators")
+    assert first.startswith(str(program))
+    _one_diagnostic(run_tool("irc-plan", "--expr", "Y[k] = relu(X[k])", "--shape", "k=64", "--cost", "seed003"),
+                    "error: seed003 cost model prices only matmul and conv operators, not 'unary'; choose another --cost")
