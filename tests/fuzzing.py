@@ -25,6 +25,7 @@ child was killed) and ``unclean`` (another exit status, or no ``error:`` line).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import itertools
 import os
@@ -305,6 +306,22 @@ def seed_programs() -> list[str]:
     return programs
 
 
+@functools.cache
+def verified_programs() -> tuple[str, ...]:
+    """The seed programs that parse and verify (the lit inputs hold invalid ones on
+    purpose): mutations of these reach the passes and the interpreter."""
+    from irc.runner import parse_module
+
+    verified = []
+    for text in seed_programs():
+        try:
+            parse_module(text, "seed.mlir")
+        except Exception:  # noqa: BLE001 - an invalid seed is simply not one of these
+            continue
+        verified.append(text)
+    return tuple(verified)
+
+
 def seed_expressions(programs: list[str]) -> list[str]:
     found = []
     for text in programs:
@@ -373,7 +390,7 @@ def mutate_expression(rng: random.Random, text: str) -> str:
 def mutate_program(rng: random.Random, text: str) -> tuple[str, str]:
     """``text`` with 1-3 mutations; returns it and the names of the mutations."""
     names = []
-    if rng.random() < 0.1:
+    if rng.random() < 0.15:
         return text, "none"
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
         kind = rng.choice(["delete", "duplicate", "swap", "number", "dims", "element", "expression", "attribute",
@@ -539,7 +556,9 @@ BAD_PASS_SPECS = ["nosuchpass", "inference{device}", "inference{x=1}", "inferenc
 
 def program_cases(rng: random.Random, programs: list[str], count: int, tool: str) -> Iterator[Case]:
     for _ in range(count):
-        text, label = mutate_program(rng, rng.choice(programs))
+        verified = verified_programs()
+        seed = rng.choice(verified) if verified and rng.random() < 0.7 else rng.choice(programs)
+        text, label = mutate_program(rng, seed)
         data = text.encode()
         if rng.random() < 0.03:
             at = rng.randrange(len(data) + 1)
