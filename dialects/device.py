@@ -616,12 +616,12 @@ class ComputeOpBase(IRDLOperation):
         _check_kind(self.kind.data, self.roles)
 
 
-def _check_kind(kind: str, roles: DictionaryAttr) -> None:
-    """A sub-task the cost model can price: a known kind with the roles it needs, each a
-    non-negative integer."""
+def _check_kind(kind: str, roles: DictionaryAttr, compute: bool = True) -> None:
+    """A sub-task the cost model can price: a known kind with, for a compute step, the
+    roles it needs; every role a non-negative integer."""
     if kind not in OPERATOR_ROLES:
         raise VerifyException(f"unknown kind '{kind}'; kinds are {', '.join(OPERATOR_ROLES)}")
-    missing = [role for role in OPERATOR_ROLES[kind] if role not in roles.data]
+    missing = [role for role in OPERATOR_ROLES[kind] if role not in roles.data] if compute else []
     if missing:
         raise VerifyException(f"a {kind} sub-task needs roles {', '.join(OPERATOR_ROLES[kind])}; "
                               f"{', '.join(missing)} missing")
@@ -774,7 +774,7 @@ class ReduceOp(IRDLOperation):
         cores = _int(self.cores)
         if not 1 <= cores <= MAX_CORES:
             raise VerifyException(f"a reduction runs on 1 to {MAX_CORES} cores, got {cores}")
-        _check_kind(self.kind.data, self.roles)
+        _check_kind(self.kind.data, self.roles, compute=False)  # priced by its output shuffle alone
         if replicas < 1 or cores % replicas:
             raise VerifyException(f"{cores} cores cannot form groups of replicas={replicas}")
         keys = core_vector(self.group, cores, "group")
