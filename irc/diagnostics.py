@@ -32,11 +32,36 @@ MLIRLexer._unescaped_characters_regex = re.compile(
 )
 
 
-MAX_OP_NESTING = 100
+MAX_OP_NESTING = 64
 """Deepest nesting of operations (an op inside a region of an op ...) a program may have.
 xDSL parses, verifies, prints and rewrites IR recursively; real programs nest a few
 levels (module, function, kernel, loops), so this bound keeps every stage far from
 Python's recursion limit and makes a deeper input one located error."""
+MAX_BRACKET_NESTING = 100
+"""Deepest nesting of brackets (``( [ { <``) outside string literals: attributes and
+types nest recursively in xDSL as ops do."""
+
+_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|[\[({<]|[\])}>]')
+
+
+def check_nesting(text: str, name: str) -> None:
+    """A located `MlirParseError` at the first bracket nested deeper than
+    `MAX_BRACKET_NESTING` (string literals and comments skipped)."""
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        token = match.group()
+        if len(token) != 1:
+            continue  # a string literal, a comment or an arrow
+        if token in "[({<":
+            depth += 1
+            if depth > MAX_BRACKET_NESTING:
+                at = match.start()
+                raise MlirParseError(
+                    Span(at, at + 1, Input(text, name)),
+                    f"brackets nested more than {MAX_BRACKET_NESTING} deep; irc handles at most {MAX_BRACKET_NESTING}",
+                )
+        else:
+            depth = max(0, depth - 1)
 
 
 class MlirParseError(ParseError):
@@ -68,7 +93,9 @@ class LocatingParser(Parser):
     `MAX_OP_NESTING` deep."""
 
     def __init__(self, ctx: Context, text: str | bytes, name: str, line_offset: int = 0):
-        super().__init__(ctx, decode_source(text, name), name)
+        text = decode_source(text, name)
+        check_nesting(text, name)
+        super().__init__(ctx, text, name)
         self._line_offset = line_offset
         self._depth = 0
 
@@ -85,6 +112,9 @@ class LocatingParser(Parser):
             raise
         except ParseError as error:
             raise MlirParseError(error.span, error.msg) from None
+        except RecursionError:  # a nesting the limits above did not foresee
+            span = self._current_token.span
+            raise MlirParseError(span, "the input nests too deeply here for irc's parser") from None
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span

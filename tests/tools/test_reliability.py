@@ -149,10 +149,19 @@ def test_device_file_values_are_finite_and_in_range(tmp_path, field, value):
 # ---------------------------------------------------------------------------
 
 
-def test_a_thousand_nested_modules_are_one_located_error(tmp_path):
-    program = _write(tmp_path, "nested.mlir", "builtin.module {" * 1000 + "}" * 1000)
+@pytest.mark.parametrize("text, message", [
+    ("builtin.module {" * 1000 + "}" * 1000, "nested.mlir:1:1616: error: brackets nested more than 100 deep"),
+    ("builtin.module {" * 70 + "}" * 70, "nested.mlir:1:1025: error: operations nested more than 64 deep"),
+    ("func.func @f() attributes {a = " + "[" * 1000 + "]" * 1000 + "} {\n}\n",
+     "nested.mlir:1:131: error: brackets nested more than 100 deep"),
+    ("func.func @f(%x: " + "tensor<" * 500 + "f32" + ">" * 500 + ") {\n}\n",
+     "nested.mlir:1:717: error: brackets nested more than 100 deep"),
+])
+def test_deep_nesting_is_one_located_error(tmp_path, text, message):
+    """1,000 nested modules were a RecursionError in irc-opt and irc-run."""
+    program = _write(tmp_path, "nested.mlir", text)
     for tool in ("irc-opt", "irc-run"):
-        first = _one_diagnostic(run_tool(tool, program), "nested.mlir:1:1601: error: operations nested more than 100")
+        first = _one_diagnostic(run_tool(tool, program), message)
         assert len(first) < 200
 
 
