@@ -98,6 +98,10 @@ def load_model(path: str) -> onnx.ModelProto:
     return model
 
 
+MAX_DIMENSION = 1 << 40
+"""The largest tensor dimension irc imports (as `irc-plan` plans: int64 stays exact)."""
+
+
 def parse_shape_overrides(items) -> dict[str, tuple[int, ...]]:
     """``["input_ids=1x128", "mask=1x128"]`` -> ``{"input_ids": (1, 128), ...}``."""
     shapes = {}
@@ -111,6 +115,8 @@ def parse_shape_overrides(items) -> dict[str, tuple[int, ...]]:
             raise OnnxImportError(f"--shape '{item}': dimensions must be integers joined by 'x'") from None
         if any(d <= 0 for d in shape):
             raise OnnxImportError(f"--shape '{item}': dimensions must be positive")
+        if any(d > MAX_DIMENSION for d in shape):
+            raise OnnxImportError(f"--shape '{item}': a dimension of more than {MAX_DIMENSION} is beyond what irc plans")
         shapes[name] = shape
     return shapes
 
@@ -165,6 +171,10 @@ def _fix_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ..
                     f"input '{name}' has a dynamic dimension '{symbol}'; fix it with "
                     f"--shape {name}={dims}"
                 )
+            if dim.dim_value > MAX_DIMENSION:
+                raise OnnxImportError(
+                    f"input '{name}' has a dimension of {dim.dim_value}, more than the {MAX_DIMENSION} irc plans"
+                )
 
 
 def _check_single_assignment(model: onnx.ModelProto) -> None:
@@ -181,6 +191,26 @@ def _check_single_assignment(model: onnx.ModelProto) -> None:
                     f"twice; an ONNX graph assigns each value once"
                 )
             defined.add(name)
+
+
+def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Strict shape inference; with data propagation (shape arithmetic, ``Shape`` ->
+    ``Reshape``) only when plain inference leaves a shape unknown, because onnx's data
+    propagation walks every element of a 1-D tensor (a 16M-element input takes seconds
+    and gigabytes to infer a Slice)."""
+    plain = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=False)
+    infos = (*plain.graph.value_info, *plain.graph.output)
+    known = {info.name for info in infos if _static(info)}
+    produced = {name for node in plain.graph.node for name in node.output if name}
+    if produced <= known:
+        return plain
+    return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+
+
+def _static(info) -> bool:
+    tensor = info.type.tensor_type
+    return (info.type.HasField("tensor_type") and tensor.HasField("shape")
+            and all(dim.HasField("dim_value") for dim in tensor.shape.dim))
 
 
 def _check_model(model: onnx.ModelProto, opset: int) -> None:
@@ -245,7 +275,7 @@ def import_model(
     _check_single_assignment(model)
     _check_model(model, opset)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        inferred = _infer_shapes(model)
     except Exception as error:  # onnx raises InferenceError / ValidationError subclasses
         text = _sanitize(str(error))
         found = re.search(r"op_type:(\w+)", text)
