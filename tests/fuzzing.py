@@ -131,15 +131,15 @@ def _tool_main(tool: str) -> Callable[[], None]:
     return main
 
 
-def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout: str | None = None) -> None:
+def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout: str | None = None,
+           stdin: str | None = None) -> None:
     """In the forked child: run the tool as its console script would, then exit."""
     status = 1
     try:
         os.chdir(directory)
         soft = _address_space() + memory_bytes
         resource.setrlimit(resource.RLIMIT_AS, (soft, soft))
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        os.dup2(os.open(stdin or os.devnull, os.O_RDONLY), 0)
         for fd, name in ((1, "stdout"), (2, "stderr")):
             os.dup2(os.open(os.path.join(captured, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
         if stdout is not None:  # e.g. /dev/full
@@ -172,7 +172,8 @@ def _address_space() -> int:
 
 
 class _Running:
-    def __init__(self, case: Case, memory_bytes: int, directory: str | None = None, stdout: str | None = None):
+    def __init__(self, case: Case, memory_bytes: int, directory: str | None = None, stdout: str | None = None,
+                 stdin: bytes | None = None):
         self.case = case
         self.temporary = None if directory else tempfile.TemporaryDirectory(prefix="irc-fuzz-")
         self.where = directory or self.temporary.name
@@ -181,12 +182,16 @@ class _Running:
             path = Path(self.where, name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+        stdin_path = None
+        if stdin is not None:
+            stdin_path = os.path.join(self.captured, "stdin")
+            Path(stdin_path).write_bytes(stdin)
         sys.stdout.flush()
         sys.stderr.flush()
         self.started = time.perf_counter()
         self.pid = os.fork()
         if self.pid == 0:
-            _child(case, self.where, self.captured, memory_bytes, stdout)
+            _child(case, self.where, self.captured, memory_bytes, stdout, stdin_path)
         self.pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
 
     def finish(self, timed_out: bool) -> Outcome:
@@ -240,13 +245,14 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
 
 
 def run_tool(tool: str, *argv, cwd: str | os.PathLike | None = None, files: dict[str, bytes] | None = None,
-             seconds: float = CASE_SECONDS, stdout: str | None = None) -> Outcome:
+             seconds: float = CASE_SECONDS, stdout: str | None = None, stdin: bytes | str | None = None) -> Outcome:
     """Run one tool invocation in a forked child (in ``cwd``, which keeps the files the
-    run writes; standard output to ``stdout`` when given) and wait for it: the way the
-    tests run a tool without the start-up of a new interpreter."""
+    run writes; standard output to the file ``stdout`` and ``stdin`` as standard input
+    when given) and wait for it: the way the tests run a tool without the start-up of a
+    new interpreter."""
     _warm_up()
     job = _Running(Case(tool, [str(a) for a in argv], files or {}), MEMORY_BYTES,
-                   None if cwd is None else str(cwd), stdout)
+                   None if cwd is None else str(cwd), stdout, stdin.encode() if isinstance(stdin, str) else stdin)
     while not _exited(job.pid) and time.perf_counter() - job.started < seconds:
         if job.pidfd is not None:
             select.select([job.pidfd], [], [], 0.5)

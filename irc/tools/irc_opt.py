@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import IO, get_type_hints
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
 from xdsl.utils.arg_spec import _convert_arg_to_type, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
