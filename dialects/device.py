@@ -63,7 +63,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te import ExprAttr
-from irc.dialects.te_expr import ExprError, IndirectIndex, gather_parts, product_reads
+from irc.dialects.te_expr import OPERATOR_ROLES, ExprError, IndirectIndex, gather_parts, product_reads
 
 
 def element_bytes(element_type: Attribute) -> int:
@@ -205,10 +205,33 @@ _NUMPY_OPS = {
 }
 
 
+def _check_origins(origins: np.ndarray, tensor, tile, cores: int, what: str) -> None:
+    """Tiles of a tensor start at most one tile before it and at most as far past it as
+    ``cores`` tiles reach (the padding a grid of tiles adds): the interpreter pads the
+    host tensor to the tiles, so an origin beyond that is refused, not allocated."""
+    tensor, tile = np.asarray(list(tensor), dtype=np.int64), np.asarray(list(tile), dtype=np.int64)
+    if origins.size == 0 or origins.shape[-1] != tensor.size:
+        return
+    low, high = -tile, np.maximum(tensor, tile * cores)
+    bad = np.argwhere((origins < low) | (origins > high))
+    if bad.size:
+        core, dim = (int(v) for v in bad[0])
+        raise VerifyException(
+            f"core {core}: {what} {origins[core].tolist()} puts a tile of {tile.tolist()} at {int(origins[core, dim])} "
+            f"in dimension {dim}, outside [{int(low[dim])}, {int(high[dim])}] for a tensor of shape {tensor.tolist()}"
+        )
+
+
+MAX_CORES = 1 << 20
+"""The most cores a device op may run on (verifiers evaluate per-core maps on each)."""
+
+
 def evaluate_affine(expr: AffineExpr, cores: np.ndarray, pieces: np.ndarray | None = None) -> np.ndarray:
     """``expr`` at every core id of ``cores`` at once (numpy, one call per node); with
     ``pieces``, a map of the core ``d0`` and a relayout's piece ``d1`` (broadcast)."""
     if isinstance(expr, AffineConstantExpr):
+        if not -(2**62) <= expr.value < 2**62:
+            raise VerifyException(f"the constant {expr.value} of a per-core map is beyond what irc computes (2**62)")
         return np.full(np.broadcast_shapes(cores.shape, () if pieces is None else pieces.shape), expr.value,
                        dtype=np.int64)
     if isinstance(expr, AffineDimExpr):
@@ -366,8 +389,10 @@ class AllocOp(IRDLOperation):
 
     def verify_(self) -> None:
         type_ = _buffer(self.buffer, "the result")
-        if _int(self.cores) < 1:
-            raise VerifyException(f"buffer {self.buffer_name.data} is allocated on {_int(self.cores)} cores")
+        if not 1 <= _int(self.cores) <= MAX_CORES:
+            raise VerifyException(
+                f"buffer {self.buffer_name.data} is allocated on {_int(self.cores)} cores; irc handles 1 to {MAX_CORES}"
+            )
         if _int(self.bytes) != type_.bytes:
             raise VerifyException(
                 f"buffer {self.buffer_name.data} declares {_int(self.bytes)} bytes but "
@@ -433,7 +458,8 @@ class LoadOp(IRDLOperation):
             )
         cores = _defining_cores(self.buffer)
         if cores is not None:
-            core_table(self.origins, rank, cores, "origins")
+            _check_origins(core_table(self.origins, rank, cores, "origins"), self.source.type.get_shape(),
+                           type_.get_shape(), cores, "origins")
 
 
 @irdl_op_definition
@@ -493,7 +519,8 @@ class StoreOp(IRDLOperation):
             raise VerifyException(f"cannot store a rank-{len(type_.get_shape())} buffer as a rank-{rank} tensor")
         cores = _defining_cores(self.buffer)
         if cores is not None:
-            core_table(self.origins, rank, cores, "origins")
+            _check_origins(core_table(self.origins, rank, cores, "origins"), self.result.type.get_shape(),
+                           type_.get_shape(), cores, "origins")
             keys = core_vector(self.group, cores, "group")
             if keys.size != cores:
                 raise VerifyException(f"group has {keys.size} entries, but the buffer lives on {cores} cores")
@@ -616,7 +643,8 @@ class RelayoutOp(IRDLOperation):
         for value, table, what in tables:
             cores = _defining_cores(value)
             if cores is not None:
-                core_table(table, len(value.type.get_shape()), cores, what)
+                _check_origins(core_table(table, len(value.type.get_shape()), cores, what),
+                               array_values(self.shape).tolist(), value.type.get_shape(), cores, what)
 
 
 def piece_attr(pieces) -> DenseArrayBase | AffineMapAttr:
@@ -744,6 +772,8 @@ class ComputeOpBase(IRDLOperation):
                 f"windows must give one table per buffer (output first): expected "
                 f"{1 + len(self.inputs)}, got {len(self.windows.data)}"
             )
+        if not 1 <= _int(self.cores) <= MAX_CORES:
+            raise VerifyException(f"a compute runs on 1 to {MAX_CORES} cores, got {_int(self.cores)}")
         tile = dict(zip(expr.axes, tiles.tolist()))
         accesses = [expr.output] + [expr.accesses_of(name)[0] for name in expr.inputs]
         names = [expr.output.tensor, *expr.inputs]
@@ -764,6 +794,21 @@ class ComputeOpBase(IRDLOperation):
             raise VerifyException(f"a compute needs at least one core, got {_int(self.cores)}")
         if self.dtype_bytes is not None and _int(self.dtype_bytes) < 1:
             raise VerifyException(f"dtype_bytes must be positive, got {_int(self.dtype_bytes)}")
+        _check_kind(self.kind.data, self.roles)
+
+
+def _check_kind(kind: str, roles: DictionaryAttr, compute: bool = True) -> None:
+    """A sub-task the cost model can price: a known kind with, for a compute step, the
+    roles it needs; every role a non-negative integer."""
+    if kind not in OPERATOR_ROLES:
+        raise VerifyException(f"unknown kind '{kind}'; kinds are {', '.join(OPERATOR_ROLES)}")
+    missing = [role for role in OPERATOR_ROLES[kind] if role not in roles.data] if compute else []
+    if missing:
+        raise VerifyException(f"a {kind} sub-task needs roles {', '.join(OPERATOR_ROLES[kind])}; "
+                              f"{', '.join(missing)} missing")
+    for role, value in roles.data.items():
+        if not isinstance(value, IntegerAttr) or not 0 <= value.value.data <= 1 << 62:
+            raise VerifyException(f"role {role} must be a non-negative integer, got {value}")
 
 
 @irdl_op_definition
@@ -891,6 +936,10 @@ class SyncOp(IRDLOperation):
     def __init__(self, cores: int):
         super().__init__(properties={"cores": i64_attr(cores)})
 
+    def verify_(self) -> None:
+        if not 1 <= _int(self.cores) <= MAX_CORES:
+            raise VerifyException(f"a barrier spans 1 to {MAX_CORES} cores, got {_int(self.cores)}")
+
 
 @irdl_op_definition
 class ReduceOp(IRDLOperation):
@@ -943,6 +992,9 @@ class ReduceOp(IRDLOperation):
         if self.combiner.data not in ("=", "+=", "max=", "min="):
             raise VerifyException(f"unknown combiner '{self.combiner.data}'")
         cores = _int(self.cores)
+        if not 1 <= cores <= MAX_CORES:
+            raise VerifyException(f"a reduction runs on 1 to {MAX_CORES} cores, got {cores}")
+        _check_kind(self.kind.data, self.roles, compute=False)  # priced by its output shuffle alone
         if replicas < 1 or cores % replicas:
             raise VerifyException(f"{cores} cores cannot form groups of replicas={replicas}")
         keys = core_vector(self.group, cores, "group")

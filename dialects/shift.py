@@ -60,6 +60,7 @@ from xdsl.utils.exceptions import VerifyException
 import numpy as np
 
 from irc.dialects.device import CORE_TABLE, array_values, core_table, i64_array, i64_attr, table_attr
+from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.dialects.te import ExprAttr
 from irc.dialects.te_expr import ExprError
 
@@ -116,6 +117,15 @@ class KernelOp(IRDLOperation):
 
     def verify_(self) -> None:
         expr = self.expression.expr
+        for value in (*self.inputs, self.output):
+            element = value.type.get_element_type()
+            try:
+                numpy_dtype(element)
+            except UnsupportedTypeError:
+                raise VerifyException(
+                    f"element type {element} ({value.type}) is not one the chip stores: f16, f32, f64, i1 and "
+                    f"8-, 16-, 32- and 64-bit integers"
+                ) from None
         try:
             bound = self.bound()
         except ExprError as error:

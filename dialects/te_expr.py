@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from lark import Lark, Transformer, v_args
+from lark import Lark, v_args
+from lark.visitors import Transformer_NonRecursive
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
 
 COMBINERS = ("=", "+=", "max=", "min=")
@@ -57,6 +58,19 @@ FUNCTION_ARITY = {
     **BOOLEAN_FUNCTIONS,
     **CONVERTING_FUNCTIONS,
 }
+OPERATOR_ROLES: dict[str, tuple[str, ...]] = {
+    "matmul": ("batch", "m", "k", "n"),
+    "conv": ("batch", "in_channels", "out_channels", "spatial", "window"),
+    "elementwise": (),
+    "unary": (),
+    "reduce": ("out",),
+    "pool": ("channels", "spatial", "window"),
+    "gather": ("index", "leading"),
+    "other": (),
+}
+"""The operator kinds a cost model prices (``irc.cost.KINDS``) and the compute roles
+each needs (tile extents by role: a matmul's batch, m, k and n; the others price by
+the sub-task's volume alone, which needs no role)."""
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 """Comparison operators: operands of one element type, the result is i1 (0/1)."""
 
@@ -164,7 +178,7 @@ class Access:
         return tuple(dict.fromkeys(a for index in self.indices for a in index.axes))
 
     def __str__(self) -> str:
-        return f"{self.tensor}[{','.join(str(i) for i in self.indices)}]"
+        return expression_text(self)
 
 
 @dataclass(frozen=True)
@@ -183,7 +197,7 @@ class Call:
     args: tuple[Expr, ...]
 
     def __str__(self) -> str:
-        return f"{self.function}({', '.join(str(a) for a in self.args)})"
+        return expression_text(self)
 
 
 @dataclass(frozen=True)
@@ -193,9 +207,7 @@ class Binary:
     rhs: Expr
 
     def __str__(self) -> str:
-        return f"{_operand_text(self.lhs, self.op, False)} {self.op} " + _operand_text(
-            self.rhs, self.op, True
-        )
+        return expression_text(self)
 
 
 Expr = Access | Const | Call | Binary
@@ -203,32 +215,81 @@ Expr = Access | Const | Call | Binary
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, **{op: 0 for op in COMPARISONS}}
 
 
-def _operand_text(expr: Expr, parent_op: str, is_rhs: bool) -> str:
+def children(node) -> tuple:
+    """The sub-expressions of a body node, left to right: a call's arguments, an
+    operator's operands, the reads of an access's indirect indices."""
+    if isinstance(node, Binary):
+        return (node.lhs, node.rhs)
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Access):
+        return tuple(index.access for index in node.indices if isinstance(index, IndirectIndex))
+    return ()
+
+
+def fold(expr: Expr, visit):
+    """``visit(node, values)`` for every node, children first, where ``values`` are
+    what ``visit`` returned for ``children(node)``; returns the root's value. Iterative:
+    no depth of expression exhausts Python's stack (every consumer of deep bodies
+    should fold or `walk_nodes` rather than recurse)."""
+    values: list = []
+    stack: list[tuple[object, bool]] = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        kids = children(node)
+        if ready:
+            count = len(kids)
+            args = values[len(values) - count:] if count else []
+            if count:
+                del values[len(values) - count:]
+            values.append(visit(node, args))
+        else:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in reversed(kids))
+    return values[0]
+
+
+def _node_text(node, texts: list[str]) -> str:
     # Parenthesise only where precedence or left-associativity needs it, so that
     # printing is a fixed point of parse -> print.
-    if isinstance(expr, Binary):
-        mine, parent = _PRECEDENCE[expr.op], _PRECEDENCE[parent_op]
-        if mine < parent or (is_rhs and mine == parent):
-            return f"({expr})"
-    if isinstance(expr, Const) and expr.value < 0:
-        return f"({expr})"
-    return str(expr)
+    if isinstance(node, Binary):
+        operands = []
+        for is_rhs, (operand, text) in enumerate(zip((node.lhs, node.rhs), texts)):
+            if isinstance(operand, Binary):
+                mine, parent = _PRECEDENCE[operand.op], _PRECEDENCE[node.op]
+                if mine < parent or (is_rhs and mine == parent):
+                    text = f"({text})"
+            elif isinstance(operand, Const) and operand.value < 0:
+                text = f"({text})"
+            operands.append(text)
+        return f"{operands[0]} {node.op} {operands[1]}"
+    if isinstance(node, Call):
+        return f"{node.function}({', '.join(texts)})"
+    if isinstance(node, Access):
+        inner = iter(texts)
+        indices = [next(inner) if isinstance(i, IndirectIndex) else str(i) for i in node.indices]
+        return f"{node.tensor}[{','.join(indices)}]"
+    return str(node)
+
+
+def expression_text(expr: Expr) -> str:
+    """The text of a body (iteratively, whatever its depth)."""
+    return fold(expr, _node_text)
+
+
+def expression_depth(expr: Expr) -> int:
+    """Levels of the body's tree (a leaf is 1; ``a + b + c`` is 3)."""
+    return fold(expr, lambda node, depths: 1 + max(depths, default=0))
 
 
 def walk_nodes(expr: Expr):
     """Yield every node of a body, parents before children, left to right; an access
-    comes before the accesses of its indirect indices."""
-    yield expr
-    if isinstance(expr, Access):
-        for index in expr.indices:
-            if isinstance(index, IndirectIndex):
-                yield from walk_nodes(index.access)
-    elif isinstance(expr, Call):
-        for arg in expr.args:
-            yield from walk_nodes(arg)
-    elif isinstance(expr, Binary):
-        yield from walk_nodes(expr.lhs)
-        yield from walk_nodes(expr.rhs)
+    comes before the accesses of its indirect indices. Iterative."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
 
 
 def walk_accesses(expr: Expr):
@@ -272,7 +333,7 @@ class TensorExpr:
         return tuple(a for a in walk_accesses(self.body) if a.tensor == tensor)
 
     def __str__(self) -> str:
-        text = f"{self.output} {self.combiner} {self.body}"
+        text = f"{self.output} {self.combiner} {expression_text(self.body)}"
         if self.bindings:
             text += " where " + ", ".join(f"{a} in {n}" for a, n in self.bindings)
         return text
@@ -634,7 +695,7 @@ def _parser() -> Lark:
 
 
 @v_args(inline=True)
-class _ToTensorExpr(Transformer):
+class _ToTensorExpr(Transformer_NonRecursive):
     def statement(self, output, combiner, body, bindings=None):
         return TensorExpr(output, str(combiner), body, tuple(bindings or ()))
 
@@ -700,10 +761,15 @@ class _ToTensorExpr(Transformer):
         return Call(str(name), tuple(args))
 
 
-MAX_NESTING = 64
-"""Deepest parenthesis nesting an expression may have (its trees are walked recursively)."""
-MAX_OPERATORS = 300
-"""Most arithmetic operators one expression may hold (a longer sum is several ops)."""
+MAX_DEPTH = 500
+"""Deepest tree a body may have (``a + b + ... `` of n terms is n deep, ``relu(relu(x))``
+3). Parsing, printing, walking and evaluating bodies are iterative; what still recurses
+on a body (structural equality and hashing of the parsed form, the element-type rule)
+takes one Python frame per level, which this bound keeps well inside Python's limit."""
+MAX_LENGTH = 100_000
+"""Longest expression text irc parses (a longer one is many ops' worth)."""
+MAX_INDIRECTION = 8
+"""Deepest nesting of indirect indices (``E[I[J[k]]]`` is 2)."""
 
 
 def parse_expression(text: str) -> TensorExpr:
@@ -711,14 +777,14 @@ def parse_expression(text: str) -> TensorExpr:
 
     Raises `ExprError` with the column of the problem when the text does not parse.
     """
-    depth, deepest = 0, 0
+    if len(text) > MAX_LENGTH:
+        raise ExprError(f"the expression is {len(text)} characters long; irc takes at most {MAX_LENGTH}: "
+                        f"split it into several ops")
+    depth = 0
     for column, character in enumerate(text):
         depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(character, 0)
-        if depth > MAX_NESTING:
-            raise ExprError(f"the expression nests more than {MAX_NESTING} parentheses deep", column)
-        deepest = max(deepest, depth)
-    if text.count("+") + text.count("-") + text.count("*") + text.count("/") > MAX_OPERATORS:
-        raise ExprError(f"the expression has more than {MAX_OPERATORS} arithmetic operators; split it into ops")
+        if depth > MAX_DEPTH:  # cheap: no need to parse it to know it is too deep
+            raise ExprError(f"the expression nests brackets more than {MAX_DEPTH} deep", column)
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as error:
@@ -735,6 +801,16 @@ def parse_expression(text: str) -> TensorExpr:
     except LarkError as error:  # pragma: no cover - lark internal
         raise ExprError(f"malformed tensor expression: {error}") from None
     expr = _ToTensorExpr().transform(tree)
+    depth = expression_depth(expr.body)
+    if depth > MAX_DEPTH:
+        raise ExprError(
+            f"the expression's body is {depth} levels deep (a chain of n operators is n deep); irc takes "
+            f"at most {MAX_DEPTH}: split it into several ops"
+        )
+    for access in (expr.output, *walk_accesses(expr.body)):
+        indirection = fold(access, lambda node, inner: 1 + max(inner, default=-1))
+        if indirection > MAX_INDIRECTION:
+            raise ExprError(f"indirect indices nest {indirection} deep; irc takes at most {MAX_INDIRECTION}")
     try:
         expr.check()
     except ExprError as error:
@@ -758,6 +834,11 @@ __all__ = [
     "check_element_types",
     "gather_parts",
     "TensorExpr",
+    "children",
+    "expression_depth",
+    "expression_text",
+    "fold",
     "parse_expression",
     "walk_accesses",
+    "walk_nodes",
 ]

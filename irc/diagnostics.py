@@ -8,17 +8,19 @@ a verifier failure can point at its op in the user's file, as `mlir-opt` does.
 from __future__ import annotations
 
 import argparse
-
+import os
 import re
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
 # xDSL 0.74's string-literal regex nests `+` inside `*`, which backtracks
@@ -30,6 +32,38 @@ MLIRLexer._unescaped_characters_regex = re.compile(
 )
 
 
+MAX_OP_NESTING = 64
+"""Deepest nesting of operations (an op inside a region of an op ...) a program may have.
+xDSL parses, verifies, prints and rewrites IR recursively; real programs nest a few
+levels (module, function, kernel, loops), so this bound keeps every stage far from
+Python's recursion limit and makes a deeper input one located error."""
+MAX_BRACKET_NESTING = 100
+"""Deepest nesting of brackets (``( [ { <``) outside string literals: attributes and
+types nest recursively in xDSL as ops do."""
+
+_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|[\[({<]|[\])}>]')
+
+
+def check_nesting(text: str, name: str) -> None:
+    """A located `MlirParseError` at the first bracket nested deeper than
+    `MAX_BRACKET_NESTING` (string literals and comments skipped)."""
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        token = match.group()
+        if len(token) != 1:
+            continue  # a string literal, a comment or an arrow
+        if token in "[({<":
+            depth += 1
+            if depth > MAX_BRACKET_NESTING:
+                at = match.start()
+                raise MlirParseError(
+                    Span(at, at + 1, Input(text, name)),
+                    f"brackets nested more than {MAX_BRACKET_NESTING} deep; irc handles at most {MAX_BRACKET_NESTING}",
+                )
+        else:
+            depth = max(0, depth - 1)
+
+
 class MlirParseError(ParseError):
     """A `ParseError` that prints as an MLIR diagnostic."""
 
@@ -37,12 +71,33 @@ class MlirParseError(ParseError):
         return format_parse_error(self)
 
 
+def decode_source(data: str | bytes, name: str) -> str:
+    """``data`` as text; bytes that are not UTF-8 are a located error at the first bad
+    byte (irc reads programs as UTF-8, as MLIR does)."""
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        text = data.decode("utf-8", "replace")
+        at = len(data[: error.start].decode("utf-8"))
+        span = Span(at, at + 1, Input(text, name))
+        raise MlirParseError(
+            span, f"byte 0x{data[error.start]:02x} is not UTF-8 text; irc reads programs as UTF-8"
+        ) from None
+
+
 class LocatingParser(Parser):
-    """A `Parser` that gives every op without an explicit ``loc`` its file:line:col."""
+    """A `Parser` that gives every op without an explicit ``loc`` its file:line:col,
+    reads bytes as UTF-8 (a bad byte is a located error) and refuses ops nested more than
+    `MAX_OP_NESTING` deep."""
 
     def __init__(self, ctx: Context, text: str | bytes, name: str, line_offset: int = 0):
+        text = decode_source(text, name)
+        check_nesting(text, name)
         super().__init__(ctx, text, name)
         self._line_offset = line_offset
+        self._depth = 0
 
     def raise_error(self, msg, at_position=None, end_position=None):
         try:
@@ -57,13 +112,24 @@ class LocatingParser(Parser):
             raise
         except ParseError as error:
             raise MlirParseError(error.span, error.msg) from None
+        except RecursionError:  # a nesting the limits above did not foresee
+            span = self._current_token.span
+            raise MlirParseError(span, "the input nests too deeply here for irc's parser") from None
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
+        if self._depth >= MAX_OP_NESTING:
+            self.raise_error(
+                f"operations nested more than {MAX_OP_NESTING} deep; irc handles at most "
+                f"{MAX_OP_NESTING} levels of regions", span.start, span.end,
+            )
+        self._depth += 1
         try:
             op = super().parse_operation()
         except ParseError as error:
             raise self._at_op_name(error, span.start) from None
+        finally:
+            self._depth -= 1
         if not isinstance(op.location, FileLineColLoc):
             where = span.get_location()
             op.location = FileLineColLoc(
@@ -73,6 +139,25 @@ class LocatingParser(Parser):
             )
         return op
 
+
+    def _parse_dialect_type_or_attribute_body(self, attr_name, is_type, is_opaque, starting_opaque_pos):
+        start = self._current_token.span.start
+        try:
+            return super()._parse_dialect_type_or_attribute_body(attr_name, is_type, is_opaque, starting_opaque_pos)
+        except VerifyException as error:  # the attribute's own verifier, run as it is built
+            message = clean_message(str(error))
+        except (ValueError, TypeError) as error:
+            if "zip()" not in str(error):
+                raise
+            # xDSL builds a generic `#dialect.attr<...>` with zip(strict=True)
+            message = f"wrong number of parameters for {'!' if is_type else '#'}{attr_name}"
+        text = self.lexer.input.content
+        name = attr_name.encode() if isinstance(text, bytes) else attr_name
+        at = text.rfind(name, 0, start + 1)
+        if at > 0 and text[at - 1 : at] in ("#", "!", b"#", b"!"):
+            at -= 1
+        at = at if at >= 0 else start
+        self.raise_error(message, at, at + len(attr_name) + 1)
 
     def _at_op_name(self, error: ParseError, start: int) -> ParseError:
         # xDSL reports an unknown op after consuming its name; point at the name.
@@ -112,15 +197,50 @@ class LocatedVerifyError(VerifyException):
         return f"{location_of(self.op)}: error: '{self.op.name}' op {self.message}"
 
 
+def ops_children_first(root: Operation) -> Iterator[Operation]:
+    """Every op under ``root`` (and ``root``), each after all the ops nested in it, in
+    textual order otherwise; iterative, so no input depth can exhaust the stack."""
+    stack: list[tuple[Operation, bool]] = [(root, False)]
+    while stack:
+        op, expanded = stack.pop()
+        if expanded:
+            yield op
+            continue
+        stack.append((op, True))
+        children = [child for region in op.regions for block in region.blocks for child in block.ops]
+        stack.extend((child, False) for child in reversed(children))
+
+
 def verify_located(module: ModuleOp) -> None:
-    """Verify every op, parents before children, raising `LocatedVerifyError`."""
-    for op in module.walk():
+    """Verify every op, children before parents (as xDSL's own verifier does, so that a
+    parent's verifier may rely on its children being well formed), raising
+    `LocatedVerifyError` at the first op that fails."""
+    for op in ops_children_first(module):
         try:
             op.verify(verify_nested_ops=False)
         except LocatedVerifyError:
             raise
         except VerifyException as error:
-            raise LocatedVerifyError(op, str(error)) from None
+            raise LocatedVerifyError(op, clean_message(str(error))) from None
+
+
+_BROKEN_MESSAGES: list[tuple[re.Pattern[str], Callable[[re.Match[str], str], str]]] = [
+    # xDSL 0.74 texts that come out empty or unformatted
+    (re.compile(r"\s*in block definition"), lambda m, at: "expected a block label such as '^bb0'"),
+    (re.compile(r"Expected suffix identifier after \{first_char\}"),
+     lambda m, at: f"expected a name after '{at}'" if at else "expected a name"),
+]
+
+
+def clean_message(message: str, at: str = "") -> str:
+    """A diagnostic's message with xDSL's broken texts repaired (an empty message, a
+    format placeholder never filled in); ``at`` is the source text the error points at."""
+    message = message.strip()
+    for pattern, repair in _BROKEN_MESSAGES:
+        match = pattern.fullmatch(message)
+        if match:
+            return repair(match, at)
+    return message or "malformed input here"
 
 
 def format_parse_error(error: ParseError) -> str:
@@ -133,21 +253,138 @@ def format_parse_error(error: ParseError) -> str:
     line_start = content.rfind("\n", 0, span.start) + 1
     line_end = content.find("\n", span.start)
     line = content[line_start : line_end if line_end >= 0 else len(content)]
-    caret = " " * (span.start - line_start) + "^" * max(1, min(span.end, line_start + len(line)) - span.start)
-    header = f"{where}: error: {error.msg}"
+    column = span.start - line_start
+    width = max(1, min(span.end, line_start + len(line)) - span.start)
+    if len(line) > 2 * SOURCE_CONTEXT:  # a window of a long line around the caret
+        first = max(0, column - SOURCE_CONTEXT)
+        shown = line[first : column + SOURCE_CONTEXT]
+        prefix = "..." if first else ""
+        suffix = "..." if column + SOURCE_CONTEXT < len(line) else ""
+        line, column = prefix + shown + suffix, column - first + len(prefix)
+        width = min(width, SOURCE_CONTEXT)
+    caret = " " * column + "^" * width
+    at = content[span.start : span.start + 1] if span.start < len(content) else ""
+    header = f"{where}: error: {clean_message(error.msg, at)}"
     return f"{header}\n{line}\n{caret}" if line.strip() else header
 
 
-def fail(message: str, status: int = 1) -> "NoReturn":  # noqa: F821
+SOURCE_CONTEXT = 80
+"""Characters of a long source line shown on either side of a diagnostic's caret."""
+
+
+def fail(message: str, status: int = 1) -> NoReturn:
     print(message, file=sys.stderr)
     raise SystemExit(status)
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """The tools' command lines: a usage error is one ``error:`` line after the usage and
-    exit status 1, as every other irc failure (argparse alone exits 2)."""
+    """The tools' command lines: a usage error is one ``error:`` line and exit status 1,
+    as every other irc failure (argparse alone prints the usage and exits 2)."""
 
     def error(self, message):
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(1)
+
+
+# ---------------------------------------------------------------------------
+# The tools' last resort
+# ---------------------------------------------------------------------------
+
+TRACEBACK_VARIABLE = "IRC_TRACEBACK"
+
+
+def internal_error(error: BaseException) -> str:
+    """The one line an unexpected exception becomes: it says it is irc's fault, asks for
+    a report and says how to see the traceback."""
+    lines = str(error).strip().splitlines()
+    message = lines[0] if lines else f"unexpected {type(error).__name__}"
+    return f"error: internal error: {message} (please report it; {TRACEBACK_VARIABLE}=1 shows the traceback)"
+
+
+class StandardOutputError(OSError):
+    """Writing the tool's standard output failed (a full disk, a closed terminal)."""
+
+
+class _CheckedStdout:
+    """``sys.stdout`` for the run of a tool: a failed write (but a closed pipe, which is
+    a reader going away) is a `StandardOutputError`, so it reads as such, not as an
+    error of whatever was being printed."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _checked(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise StandardOutputError(error.errno, error.strerror) from None
+
+    def write(self, text):
+        return self._checked(self._stream.write, text)
+
+    def writelines(self, lines):
+        return self._checked(self._stream.writelines, lines)
+
+    def flush(self):
+        return self._checked(self._stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _silence_stdout() -> None:
+    # Whatever is still buffered must not fail again when Python exits.
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def guarded_main(run: Callable[[], int | None]) -> int:
+    """Run a tool's ``run()`` so that whatever happens is an exit status and at most one
+    diagnostic: usage errors and failures exit 1, a failed write of standard output is
+    one ``error:`` line, an unexpected exception one ``error: internal error:`` line
+    (``IRC_TRACEBACK=1`` lets it through with its traceback)."""
+    original = sys.stdout
+    sys.stdout = _CheckedStdout(original)
+    try:
+        status = run()
+        sys.stdout.flush()
+    except SystemExit as exit:
+        code = exit.code
+        status = 0 if code is None else (1 if not isinstance(code, int) or code == 2 else code)
+        if isinstance(code, str):
+            print(code if code.startswith("error:") else f"error: {code}", file=sys.stderr)
+        try:
+            sys.stdout.flush()
+        except StandardOutputError as error:
+            status = _report_stdout(error)
+        except BrokenPipeError:
+            _silence_stdout()
+    except BrokenPipeError:  # the reader went away (`irc-run ... | head`)
+        _silence_stdout()
+        status = 1
+    except StandardOutputError as error:
+        status = _report_stdout(error)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        status = 1
+    except MemoryError:
+        print("error: out of memory: the input needs more memory than this machine gives irc", file=sys.stderr)
+        status = 1
+    except BaseException as error:  # noqa: BLE001 - the last resort: never a traceback
+        if os.environ.get(TRACEBACK_VARIABLE):
+            raise
+        print(internal_error(error), file=sys.stderr)
+        status = 1
+    finally:
+        sys.stdout = original
+    return 0 if status is None else status
+
+
+def _report_stdout(error: OSError) -> int:
+    print(f"error: cannot write to standard output: {error.strerror or error}", file=sys.stderr)
+    _silence_stdout()
+    return 1

@@ -2,7 +2,9 @@
 
 Every file a tool writes goes through `write_atomically`: the bytes go to a temporary
 file beside the target, which then replaces the target in one rename, so a failure (a
-pass error, a full disk, a file-size limit) leaves the old contents as they were. Before
+pass error, a full disk, a file-size limit) leaves the old contents as they were. A
+target that is a symbolic link is written through: the file it points to gets the new
+contents and the link stays. Before
 anything runs, `check_output` refuses a target that is one of the command's inputs
 (through any path or link), an existing directory, or anything but a regular file.
 """
@@ -33,19 +35,28 @@ def check_output(path: str, what: str, inputs: Iterable[tuple[str, str]] = ()) -
     for source, described in inputs:
         if source and os.path.exists(source) and _same_file(path, source):
             raise OutputError(f"{what} {path} would overwrite {described}; choose another path")
+    if not path:
+        raise OutputError(f"{what} needs a file name")
     if os.path.isdir(path):
         raise OutputError(f"{what} {path} is a directory; give a file name")
     if os.path.exists(path) and not os.path.isfile(path):
         raise OutputError(f"{what} {path} is not a regular file")
-    directory = os.path.dirname(os.path.abspath(path))
+    directory = os.path.dirname(_resolved(path))
     if not os.path.isdir(directory):
         raise OutputError(f"{what} {path}: directory {directory} does not exist")
 
 
+def _resolved(path: str) -> str:
+    """Where writing ``path`` puts the bytes: through symbolic links to their target."""
+    return os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
+
+
 def write_atomically(path: str, data: bytes | str) -> None:
     """Write ``data`` to ``path`` all at once: into a temporary file beside it, then one
-    rename; on any failure ``path`` keeps what it held and the temporary file is gone."""
-    directory = os.path.dirname(os.path.abspath(path))
+    rename; on any failure ``path`` keeps what it held and the temporary file is gone.
+    A symbolic link is written through (its target is replaced, the link kept)."""
+    path = _resolved(path)
+    directory = os.path.dirname(path)
     handle, temporary = tempfile.mkstemp(prefix=".irc-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(handle, "wb") as stream:

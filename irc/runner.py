@@ -25,8 +25,8 @@ from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 
 from irc import universe
-from irc.diagnostics import LocatingParser, verify_located
-from irc.dialects.dtypes import numpy_dtype
+from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_located
+from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.interpreter.chip import Report
 from irc.interpreter.registry import all_interpreter_functions, chips_of
 
@@ -133,10 +133,14 @@ def random_inputs(signature: Signature, seed: int = 0) -> dict[str, np.ndarray]:
     return inputs
 
 
-def check_inputs(signature: Signature, given: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+def check_inputs(
+    signature: Signature, given: Mapping[str, np.ndarray], allow_lossy: bool = False
+) -> list[np.ndarray]:
     """The arguments in order, each checked against its type: present, of the right
     shape, of a kind that converts to the element type without losing what it says
-    (no complex, string, date or structured data; no float beyond the type's range)."""
+    (no complex, string, date or structured data). A value outside the element type's
+    range (a float beyond it, an integer that does not fit, a NaN or infinity for an
+    integer type) is an error unless ``allow_lossy``, which casts as numpy does."""
     args = []
     for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
         if name not in given:
@@ -151,12 +155,61 @@ def check_inputs(signature: Signature, given: Mapping[str, np.ndarray]) -> list[
             raise RunError(
                 f"input '{name}' holds {value.dtype} data; the function expects {target} (numbers or booleans)"
             )
-        if target.kind == "f" and value.dtype.kind == "f" and value.dtype.itemsize > target.itemsize:
-            finite = np.isfinite(value)
-            if (np.abs(value[finite]) > np.finfo(target).max).any():
-                raise RunError(f"input '{name}' has values beyond the range of {target}")
-        args.append(value.astype(target, copy=False))
+        if not allow_lossy:
+            lost = _out_of_range(value, target)
+            if lost is not None:
+                raise RunError(
+                    f"input '{name}' has values beyond the range of {target} ({lost}); "
+                    f"--allow-lossy casts them anyway"
+                )
+        with np.errstate(invalid="ignore", over="ignore"):
+            args.append(value.astype(target, copy=False))
     return args
+
+
+def _out_of_range(value: np.ndarray, target: np.dtype) -> str | None:
+    """An example of a value of ``value`` that ``target`` cannot hold, or None."""
+    if value.size == 0 or target.kind == "b" or value.dtype == target:
+        return None
+    if target.kind == "f":
+        if value.dtype.kind == "f" and value.dtype.itemsize <= target.itemsize or value.dtype.kind == "b":
+            return None
+        finite = value[np.isfinite(value)] if value.dtype.kind == "f" else value
+        bad = finite[np.abs(finite.astype(np.float64)) > np.finfo(target).max]
+        return repr(bad.flat[0].item()) if bad.size else None
+    limits = np.iinfo(target)
+    if value.dtype.kind == "b":
+        return None
+    if value.dtype.kind == "f":
+        if not np.isfinite(value).all():
+            return repr(value[~np.isfinite(value)].flat[0].item())
+        bad = value[(value < limits.min) | (value > limits.max)]
+        return repr(bad.flat[0].item()) if bad.size else None
+    low, high = int(value.min()), int(value.max())
+    if low < limits.min:
+        return str(low)
+    if high > limits.max:
+        return str(high)
+    return None
+
+
+def check_storable(function: FuncOp) -> None:
+    """Every value ``function`` computes has an element type the interpreter holds in
+    numpy (not bf16, tf32, index, i3, ...): a located `RunError` before anything runs."""
+    for op in ops_children_first(function):
+        values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        for value in values:
+            get_element_type = getattr(value.type, "get_element_type", None)
+            if get_element_type is None:
+                continue
+            element = get_element_type()
+            try:
+                numpy_dtype(element)
+            except UnsupportedTypeError:
+                raise RunError(
+                    f"{location_of(op)}: error: '{op.name}' op element type {element} has no storage in the "
+                    f"interpreter (it runs f16, f32, f64, i1 and 8-, 16-, 32- and 64-bit integers)"
+                ) from None
 
 
 def interpreter_for(module: ModuleOp) -> Interpreter:
@@ -168,17 +221,18 @@ def interpreter_for(module: ModuleOp) -> Interpreter:
 
 def run(
     module: ModuleOp, inputs: Mapping[str, np.ndarray] | None = None, entry: str | None = None,
-    seed: int = 0,
+    seed: int = 0, allow_lossy: bool = False,
 ) -> tuple[dict[str, np.ndarray], Report | None]:
     """Run `entry` with named `inputs` (random when None; weights the caller leaves out
     come from the module's weights file); results by name, and the report of the chip
     time the run took (None for a program with no `shift`/`device` ops)."""
     signature = find_function(module, entry)
+    check_storable(signature.function)
     given = dict(random_inputs(signature, seed) if inputs is None else inputs)
     missing = [name for name in signature.weight_names if name not in given]
     if missing:
         given.update(_module_weights(module, missing))
-    args = check_inputs(signature, given)
+    args = check_inputs(signature, given, allow_lossy)
     interpreter = interpreter_for(module)
     results = interpreter.call_op(signature.function, tuple(args))
     named = {name: np.asarray(v) for name, v in zip(signature.result_names, results)}

@@ -14,7 +14,9 @@ from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, Module
 from xdsl.ir import Attribute, Operation
 
 from irc.cost import CostModel, CostModelError, get_cost_model
-from irc.devices import Device, DeviceError, load_device
+from irc.devices import Device, DeviceError, device_from_fields, load_device
+from irc.devices.loader import check_device_name
+from irc.diagnostics import ops_children_first
 from irc.dialects.target import TARGET_ATTR, TargetAttr, target_of
 
 DEFAULT_DEVICE = "ipu-mk2"
@@ -46,7 +48,7 @@ def _value(attr: Attribute):
         return attr.data
     if isinstance(attr, DenseArrayBase):
         return tuple(int(v) for v in attr.get_values())
-    raise TypeError(f"unexpected device field {attr}")
+    raise TypeError(f"device field {attr} is not a number, a string or an integer array")
 
 
 def target_attr(device: Device, cost: str) -> TargetAttr:
@@ -59,16 +61,17 @@ def target_attr(device: Device, cost: str) -> TargetAttr:
 def device_of(target: TargetAttr) -> Device:
     """The ``Device`` a target describes (no file is read, unless the description is
     empty: ``#irc.target<"tiny16", "t10", {}>`` names a known device, for hand-written IR)."""
-    fields = {name: _value(attr) for name, attr in target.fields().items()}
-    if not fields:  # a hand-written target naming a bundled (or plug-in) device
-        try:
-            return load_device(target.device_name)
-        except DeviceError as error:
-            raise TargetError(str(error)) from None
     try:
-        return Device.from_fields(fields)
-    except (TypeError, ValueError) as error:
-        raise TargetError(f"#irc.target of '{target.device_name}' {error}") from None
+        name = check_device_name(target.device_name)  # a name, never a path to read
+        fields = {key: _value(attr) for key, attr in target.fields().items()}
+        if not fields:  # a hand-written target naming a bundled (or plug-in) device
+            return load_device(name)
+        if fields.get("name") != name:
+            raise DeviceError(f"#irc.target of '{name}' describes a device named {fields.get('name')!r}")
+        # each field checked as a device file's (known, finite, in range)
+        return device_from_fields(fields, f"#irc.target of '{name}'")
+    except (DeviceError, TypeError) as error:
+        raise TargetError(f"#irc.target: {error}" if isinstance(error, TypeError) else str(error)) from None
 
 
 @lru_cache(maxsize=16)
@@ -93,6 +96,22 @@ def chip_cost_of(target: TargetAttr) -> CostModel:
             f"a cost model that times instructions (t10, seed003)"
         )
     return cost
+
+
+def check_targets(module: ModuleOp) -> None:
+    """Every ``#irc.target`` in ``module`` names a device and a cost model irc has, and
+    its description is a valid device (the checks of a device file): a `TargetError`
+    whose ``op`` is the op carrying the first bad one. The tools run this right after
+    parsing, so a target is validated where it enters the IR."""
+    for op in ops_children_first(module):
+        target = op.attributes.get(TARGET_ATTR)
+        if isinstance(target, TargetAttr):
+            try:
+                device_of(target)
+                cost_of(target)
+            except TargetError as error:
+                error.op = op
+                raise
 
 
 def require_target(op: Operation) -> TargetAttr:

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 import numpy as np
 
 from irc.devices import Device
+from irc.dialects.te_expr import OPERATOR_ROLES
 
 ArrayLike = Any  # a float/int or a numpy array of them, broadcast together
 
@@ -24,7 +25,7 @@ ArrayLike = Any  # a float/int or a numpy array of them, broadcast together
 #   pool:   channels, spatial, window reduce: out (output-axis tile volume)
 #   gather: index (index-tensor tile volume), leading (all tiles but the last axis)
 #   elementwise / unary / other: only ``volume``.
-KINDS = ("matmul", "conv", "elementwise", "unary", "reduce", "pool", "gather", "other")
+KINDS = tuple(OPERATOR_ROLES)  # ("matmul", "conv", "elementwise", "unary", "reduce", "pool", "gather", "other")
 
 
 class CostModelError(ValueError):

@@ -6,6 +6,6 @@
 """
 
 from irc.devices.device import Device
-from irc.devices.loader import DEVICE_DIR, DeviceError, known_devices, load_device
+from irc.devices.loader import DEVICE_DIR, DeviceError, device_from_fields, known_devices, load_device
 
-__all__ = ["DEVICE_DIR", "Device", "DeviceError", "known_devices", "load_device"]
+__all__ = ["DEVICE_DIR", "Device", "DeviceError", "device_from_fields", "known_devices", "load_device"]

@@ -63,7 +63,8 @@ class Device:
 
     def fields(self) -> dict[str, object]:
         """The description as flat fields (``offchip.bytes_per_s``), None ones left out:
-        what ``#irc.target`` carries; ``from_fields`` reads it back."""
+        what ``#irc.target`` carries; ``irc.devices.device_from_fields`` reads it back,
+        checked as a device file is."""
         flat: dict[str, object] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
@@ -75,40 +76,6 @@ class Device:
             else:
                 flat[f.name] = value
         return flat
-
-    @classmethod
-    def from_fields(cls, flat: dict[str, object]) -> "Device":
-        """The device ``fields`` wrote; ``ValueError`` naming missing or unknown fields."""
-        own = {f.name: f for f in dataclasses.fields(cls)}
-        required = {name for name, f in own.items()
-                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-        sections: dict[str, dict[str, object]] = {}
-        plain: dict[str, object] = {}
-        unknown = []
-        for key, value in flat.items():
-            head, _, tail = key.partition(".")
-            if tail and head == "offchip":
-                sections.setdefault(head, {})[tail] = value
-            elif not tail and key in own:
-                plain[key] = value
-            else:
-                unknown.append(key)
-        missing = sorted(required - set(plain))
-        if missing:
-            raise ValueError(f"lacks device field(s) {', '.join(missing)}")
-        if "offchip" in sections:
-            inner = {f.name for f in dataclasses.fields(OffChipMemory)}
-            unknown += [f"offchip.{k}" for k in sections["offchip"] if k not in inner]
-            lacking = sorted(f"offchip.{k}" for k in inner - set(sections["offchip"]))
-            if lacking:
-                raise ValueError(f"lacks device field(s) {', '.join(lacking)}")
-            if not unknown:
-                plain["offchip"] = OffChipMemory(**sections["offchip"])
-        if unknown:
-            raise ValueError(f"has unknown device field(s) {', '.join(sorted(unknown))}")
-        if "mesh" in plain:
-            plain["mesh"] = tuple(plain["mesh"])
-        return cls(**plain)
 
     @property
     def link_cycles_per_byte(self) -> float:

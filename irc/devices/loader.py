@@ -7,6 +7,7 @@ name (``cores.sram_bytes``) together with the offending value.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import lru_cache
 from pathlib import Path
@@ -45,26 +46,56 @@ def known_devices() -> list[str]:
     return names + sorted(set(plugin_devices()) - set(names))
 
 
+MAX_CORES = 1 << 20
+"""The most cores a device may have (as many as a device op may run on)."""
+
+MAX_NAME_LENGTH = 128
+"""The longest device name irc accepts (names are looked up as file names)."""
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+
+
+def check_device_name(name: str) -> str:
+    """``name`` when it can name a device (letters, digits, ``_ . + -``, at most
+    `MAX_NAME_LENGTH` characters); a `DeviceError` otherwise."""
+    if not isinstance(name, str) or not name:
+        raise DeviceError("a device needs a name")
+    if len(name) > MAX_NAME_LENGTH:
+        raise DeviceError(f"device name of {len(name)} characters; a device name has at most {MAX_NAME_LENGTH}")
+    if not _NAME.fullmatch(name):
+        shown = name if name.isprintable() else name.encode("unicode_escape").decode()
+        raise DeviceError(f"device name {shown!r} may hold only letters, digits and _ . + -")
+    return name
+
+
 def load_device(name_or_path: str | Path) -> Device:
     """A bundled device by name (``ipu-mk2``, ``tiny8``, ...) or a TOML file by path."""
     if not isinstance(name_or_path, (str, Path)):
         return name_or_path  # already a device description (of any family)
     text = str(name_or_path)
     path = Path(text)
-    if text.endswith(".toml") or path.parent != Path("."):
-        if not path.is_file():
-            raise DeviceError(f"device file {text!r} does not exist")
-        return _read(path)
-    candidate = _file_for(text)
-    if not candidate.is_file():
-        found = plugin_devices().get(text)
-        if found is None:
-            raise DeviceError(f"unknown device {text!r}; known devices: {', '.join(known_devices())}")
-        plugin, factory = found
-        candidate = Path(factory())
+    try:
+        if text.endswith(".toml") or path.parent != Path("."):
+            if not path.is_file():
+                raise DeviceError(f"device file {_shown(text)} does not exist")
+            return _read(path)
+        check_device_name(text)
+        candidate = _file_for(text)
         if not candidate.is_file():
-            raise DeviceError(f"device {text!r} of plug-in '{plugin}': file {str(candidate)!r} does not exist")
-    return _read(candidate)
+            found = plugin_devices().get(text)
+            if found is None:
+                raise DeviceError(f"unknown device {text!r}; known devices: {', '.join(known_devices())}")
+            plugin, factory = found
+            candidate = Path(factory())
+            if not candidate.is_file():
+                raise DeviceError(f"device {text!r} of plug-in '{plugin}': file {str(candidate)!r} does not exist")
+        return _read(candidate)
+    except OSError as error:
+        raise DeviceError(f"cannot read device file {_shown(text)}: {error.strerror or error}") from None
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 200 else text[:200] + "...")
 
 
 def _read(path: Path) -> Device:
@@ -80,14 +111,22 @@ def _read_version(path: Path, size: int, mtime_ns: int) -> Device:
             data = tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
         raise DeviceError(f"{path.name}: not valid TOML: {error}") from error
-    fields = _Fields(path.name, data)
-    family = data.get("family")
+    except UnicodeDecodeError:
+        raise DeviceError(f"{path.name}: not valid TOML: the file is not UTF-8 text") from None
+    except RecursionError:  # tomllib nests arrays recursively
+        raise DeviceError(f"{path.name}: arrays or tables nested too deeply for a device file") from None
+    return _device(_Fields(path.name, data))
+
+
+def _device(fields: "_Fields") -> Device:
+    """The device a file's fields describe (a file, or an inline ``#irc.target``)."""
+    family = fields.data.get("family")
     if family is not None and family != "ipu":
         return _family_device(fields, family)
     fields.refuse_unknown(KNOWN_FIELDS)
     rows, cols = fields.pair_of_positive_ints("compute.systolic")
     topology = fields.choice("interconnect.topology", TOPOLOGIES)
-    per_chip = fields.positive_int("cores.per_chip")
+    per_chip = fields.positive_int("cores.per_chip", limit=MAX_CORES)
     mesh = None
     if topology == "mesh-2d":
         mesh = fields.pair_of_positive_ints("interconnect.mesh")
@@ -104,9 +143,9 @@ def _read_version(path: Path, size: int, mtime_ns: int) -> Device:
             inter_chip_bytes_per_s=fields.positive_number("offchip.inter_chip_bytes_per_s"),
         )
     device = Device(
-        name=fields.string("name"),
+        name=fields.device_name("name"),
         description=fields.string("description", default=""),
-        cores=fields.positive_int("cores.count"),
+        cores=fields.positive_int("cores.count", limit=MAX_CORES),
         cores_per_chip=per_chip,
         sram_bytes=fields.positive_int("cores.sram_bytes"),
         clock_hz=fields.positive_number("compute.clock_hz"),
@@ -150,6 +189,30 @@ KNOWN_FIELDS = {
     "offchip": {"capacity_bytes", "bytes_per_s", "controllers_per_chip", "inter_chip_bytes_per_s"},
 }
 """Every field an IPU-kind device file may have: top-level keys, and each table's keys."""
+
+_DOTTED = {
+    "cores": "cores.count", "cores_per_chip": "cores.per_chip", "sram_bytes": "cores.sram_bytes",
+    "clock_hz": "compute.clock_hz", "systolic": "compute.systolic", "macs_per_cycle": "compute.macs_per_cycle",
+    **{name: f"interconnect.{name}" for name in KNOWN_FIELDS["interconnect"]},
+}
+"""A `Device` field's dotted key in a device file, where the two differ."""
+
+
+def device_from_fields(values: dict[str, Any], where: str) -> Device:
+    """A `Device` from its flat fields (as an inline ``#irc.target`` description states
+    them: `Device.fields`), each checked exactly as a device file's would be; ``where``
+    names the description in errors."""
+    data: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, tuple):
+            value = list(value)
+        dotted = _DOTTED.get(key, key)
+        head, _, tail = dotted.partition(".")
+        if tail:
+            data.setdefault(head, {})[tail] = value
+        else:
+            data[head] = value
+    return _device(_Fields(where, data))
 
 
 class _Fields:
@@ -196,17 +259,26 @@ class _Fields:
                     )
 
     def bad(self, dotted: str, expected: str, value: Any) -> DeviceError:
-        return DeviceError(
-            f"{self.file_name}: field {dotted!r} must be {expected}, got {value!r}"
-        )
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:80] + "..."
+        return DeviceError(f"{self.file_name}: field {dotted!r} must be {expected}, got {shown}")
 
     _bad = bad
 
     def string(self, dotted: str, default: Any = _MISSING) -> str:
         value = self._get(dotted, default)
-        if not isinstance(value, str) or (default is self._MISSING and not value):
-            raise self._bad(dotted, "a non-empty string", value)
+        if not isinstance(value, str) or (default is self._MISSING and not value) or len(value) > 4096:
+            raise self._bad(dotted, "a non-empty string (at most 4096 characters)", value)
         return value
+
+    def device_name(self, dotted: str) -> str:
+        value = self._get(dotted)
+        if not isinstance(value, str):
+            raise self._bad(dotted, "a device name (a string)", value)
+        try:
+            return check_device_name(value)
+        except DeviceError as error:
+            raise DeviceError(f"{self.file_name}: field {dotted!r}: {error}") from None
 
     def choice(self, dotted: str, options: tuple[str, ...]) -> str:
         value = self._get(dotted)

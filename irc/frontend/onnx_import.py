@@ -64,7 +64,10 @@ def _opset_of(model: onnx.ModelProto) -> int:
 
 
 def _sanitize(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
+    """onnx's message on one line, without its exception-class tags (``[ShapeInferenceError]``)."""
+    text = re.sub(r"\[\w*(?:Error|Exception)\]\s*", "", text)
+    text = re.sub(r"Inference error\(s\):\s*", "", text)
+    return re.sub(r"\s+", " ", text).strip()
 
 
 def load_model(path: str) -> onnx.ModelProto:
@@ -95,6 +98,10 @@ def load_model(path: str) -> onnx.ModelProto:
     return model
 
 
+MAX_DIMENSION = 1 << 40
+"""The largest tensor dimension irc imports (as `irc-plan` plans: int64 stays exact)."""
+
+
 def parse_shape_overrides(items) -> dict[str, tuple[int, ...]]:
     """``["input_ids=1x128", "mask=1x128"]`` -> ``{"input_ids": (1, 128), ...}``."""
     shapes = {}
@@ -108,6 +115,8 @@ def parse_shape_overrides(items) -> dict[str, tuple[int, ...]]:
             raise OnnxImportError(f"--shape '{item}': dimensions must be integers joined by 'x'") from None
         if any(d <= 0 for d in shape):
             raise OnnxImportError(f"--shape '{item}': dimensions must be positive")
+        if any(d > MAX_DIMENSION for d in shape):
+            raise OnnxImportError(f"--shape '{item}': a dimension of more than {MAX_DIMENSION} is beyond what irc plans")
         shapes[name] = shape
     return shapes
 
@@ -162,6 +171,10 @@ def _fix_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ..
                     f"input '{name}' has a dynamic dimension '{symbol}'; fix it with "
                     f"--shape {name}={dims}"
                 )
+            if dim.dim_value > MAX_DIMENSION:
+                raise OnnxImportError(
+                    f"input '{name}' has a dimension of {dim.dim_value}, more than the {MAX_DIMENSION} irc plans"
+                )
 
 
 def _check_single_assignment(model: onnx.ModelProto) -> None:
@@ -178,6 +191,52 @@ def _check_single_assignment(model: onnx.ModelProto) -> None:
                     f"twice; an ONNX graph assigns each value once"
                 )
             defined.add(name)
+
+
+def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Strict shape inference; with data propagation (shape arithmetic, ``Shape`` ->
+    ``Reshape``) only when plain inference leaves a shape unknown, because onnx's data
+    propagation walks every element of a 1-D tensor (a 16M-element input takes seconds
+    and gigabytes to infer a Slice)."""
+    plain = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=False)
+    infos = (*plain.graph.value_info, *plain.graph.output)
+    known = {info.name for info in infos if _static(info)}
+    produced = {name for node in plain.graph.node for name in node.output if name}
+    if produced <= known:
+        return plain
+    return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+
+
+def _static(info) -> bool:
+    tensor = info.type.tensor_type
+    return (info.type.HasField("tensor_type") and tensor.HasField("shape")
+            and all(dim.HasField("dim_value") for dim in tensor.shape.dim))
+
+
+def _check_model(model: onnx.ModelProto, opset: int) -> None:
+    """onnx.checker's verdict on the graph (attributes, inputs, topological order,
+    types); its failure is an error naming the node it found at fault. A graph output
+    may leave its shape to inference (the checker wants the field; an empty one is
+    lent for the check)."""
+    lent = [info for info in model.graph.output
+            if info.type.HasField("tensor_type") and not info.type.tensor_type.HasField("shape")]
+    for info in lent:
+        info.type.tensor_type.shape.SetInParent()
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError) as error:
+        text = _sanitize(str(error))
+        found = re.search(r"[Nn]ame: (\S*) OpType: (\S+)", text)
+        message = text.split(" ==> Context:")[0].strip()
+        if found is None:
+            raise OnnxImportError(f"the model is not valid ONNX: {message}") from None
+        name, op_type = found.groups()
+        node = next((n for n in model.graph.node if n.op_type == op_type and n.name == name), None)
+        label = name or (node.output[0] if node is not None and node.output else "?")
+        raise OnnxImportError(f"node '{label}' ({op_type}, opset {opset}): not valid ONNX: {message}") from None
+    finally:
+        for info in lent:
+            info.type.tensor_type.ClearField("shape")
 
 
 def import_model(
@@ -214,8 +273,9 @@ def import_model(
         model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
     _fix_input_shapes(model, shapes or {})
     _check_single_assignment(model)
+    _check_model(model, opset)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        inferred = _infer_shapes(model)
     except Exception as error:  # onnx raises InferenceError / ValidationError subclasses
         text = _sanitize(str(error))
         found = re.search(r"op_type:(\w+)", text)

@@ -272,7 +272,12 @@ def _gelu(im, node, inputs):
 
 
 def _float_attr(node, name, default):
-    return repr(float(np.float32(attr(node, name, default))))
+    value = float(attr(node, name, default))
+    with np.errstate(over="ignore"):
+        single = float(np.float32(value))
+    if not np.isfinite(single):  # an expression has no literal for inf (beyond f32 is inf)
+        raise NodeError(f"attribute '{name}' is {value!r}; irc takes finite attributes within f32's range")
+    return repr(single)
 
 
 @converter("LeakyRelu")

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, IndirectIndex, TensorExpr, gather_parts, product_reads
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, IndirectIndex, TensorExpr, fold, gather_parts, product_reads
 from xdsl.interpreter import InterpretationError
 
-from irc.cost import CostModel, OpWork, SubTask, get_cost_model
+from irc.cost import CostModel, CostModelError, OpWork, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.interpreter.te_eval import compute_dtype, evaluate
 
@@ -292,17 +292,17 @@ def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int,
             indices.append(AffineIndex(index.terms, constant))
         return Access(access.tensor, tuple(indices))
 
-    def rewrite(node):
+    def rewrite(node, operands):  # children first (`fold`), so any depth of body works
         if isinstance(node, Access):
             return localise(node)
         if isinstance(node, Binary):
-            return Binary(node.op, rewrite(node.lhs), rewrite(node.rhs))
+            return Binary(node.op, *operands)
         if hasattr(node, "args"):
-            return type(node)(node.function, tuple(rewrite(a) for a in node.args))
+            return type(node)(node.function, tuple(operands))
         return node
 
     local = TensorExpr(
-        localise(expr.output), expr.combiner, rewrite(expr.body),
+        localise(expr.output), expr.combiner, fold(expr.body, rewrite),
         ((CORE_AXIS, cores), *((a, tiles[a]) for a in expr.axes)),
     )
 
@@ -770,7 +770,15 @@ class Chip:
         output.tags = self._fresh_tags(output.cores)
         output.touch()
         self.steps += 1
-        self._record("compute", name, self.cost.compute_cycles(self.device, subtask), cores, where)
+        self._record("compute", name, self._priced(lambda: self.cost.compute_cycles(self.device, subtask), where),
+                     cores, where)
+
+    def _priced(self, price, where: str):
+        """The cost model's price of a step; one it cannot price is a fault of the op."""
+        try:
+            return price()
+        except CostModelError as error:
+            raise ChipFault(f"{where} {error}") from None
 
     def shift(self, buffer: Buffer, receive: Buffer, source: np.ndarray, where: str) -> None:
         cores = len(source)
@@ -827,7 +835,7 @@ class Chip:
             buffer.data[groups[:, 0]] = combined.astype(buffer.dtype)
             buffer.tags = self._fresh_tags(buffer.cores)
             buffer.touch()
-        cycles = float(self.cost.op_time(self.device, work).reduction)
+        cycles = float(self._priced(lambda: self.cost.op_time(self.device, work).reduction, where))
         self._record("reduction", f"reduce {buffer.name}", cycles, int(work.cores), where)
         if rounded is None:
             return None

@@ -32,6 +32,7 @@ from irc.dialects.te_expr import (
     Const,
     Expr,
     IndirectIndex,
+    fold,
     walk_accesses,
 )
 
@@ -299,6 +300,14 @@ def _divide(lhs, rhs, work):
 
 
 def _eval_body(expr: Expr, grids, arrays, work, out_dtype, shapes) -> np.ndarray:
+    # Children first with an explicit stack (`fold`): bodies of any depth evaluate.
+    def visit(node, operands):
+        return np.asarray(_eval_node(node, operands, grids, arrays, work, out_dtype, shapes))
+
+    return fold(expr, visit)
+
+
+def _eval_node(expr: Expr, operands, grids, arrays, work, out_dtype, shapes) -> np.ndarray:
     if isinstance(expr, Const):
         if work.kind != "f" and float(expr.value).is_integer():
             return np.asarray(int(expr.value), dtype=np.int64)
@@ -309,16 +318,12 @@ def _eval_body(expr: Expr, grids, arrays, work, out_dtype, shapes) -> np.ndarray
             for d, i in enumerate(expr.indices)
         )
         return arrays[expr.tensor][index] if index else arrays[expr.tensor][()]
-
-    def operand(node):
-        return np.asarray(_eval_body(node, grids, arrays, work, out_dtype, shapes))
-
     if isinstance(expr, Call):
-        args = [operand(a) for a in expr.args]
+        args = operands
         if expr.function == "cast":
             return args[0].astype(out_dtype).astype(compute_dtype(out_dtype))
         return _apply(expr.function, args)
-    lhs, rhs = operand(expr.lhs), operand(expr.rhs)
+    lhs, rhs = operands
     match expr.op:
         case "+":
             return lhs + rhs
@@ -341,6 +346,5 @@ def _eval_body(expr: Expr, grids, arrays, work, out_dtype, shapes) -> np.ndarray
         case "!=":
             return lhs != rhs
     raise ValueError(f"unknown operator '{expr.op}'")  # the parser admits no other
-
 
 __all__ = ["evaluate", "compute_dtype", "erf", "walk_accesses"]

@@ -43,34 +43,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Call, Const, IndirectIndex, gather_parts
+from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Call, Const, IndirectIndex, gather_parts, walk_nodes
 from irc.planner.errors import SpecError
 from irc.planner.spec import OpSpec, TensorSpec
 
 
 def _walk(node):
     """Every node of a body, refusing node types the adapter does not know; the reads
-    inside an indirect index (``I[i]`` of ``E[I[i],j]``) follow their access."""
-    if isinstance(node, Access):
-        yield node
-        for index in node.indices:
-            inner = getattr(index, "access", None)
-            if isinstance(inner, Access):
-                yield from _walk(inner)
-    elif isinstance(node, Const):
-        yield node
-    elif isinstance(node, Call):
-        yield node
-        for arg in node.args:
-            yield from _walk(arg)
-    elif isinstance(node, Binary):
-        yield node
-        yield from _walk(node.lhs)
-        yield from _walk(node.rhs)
-    else:
-        raise SpecError(
-            f"the planner cannot describe a {type(node).__name__} node ({node}) of a tensor expression"
-        )
+    inside an indirect index (``I[i]`` of ``E[I[i],j]``) follow their access. Iterative
+    (`walk_nodes`), so any depth of body works."""
+    for found in walk_nodes(node):
+        if not isinstance(found, (Access, Const, Call, Binary)):
+            raise SpecError(
+                f"the planner cannot describe a {type(found).__name__} node ({found}) of a tensor expression"
+            )
+        yield found
 
 
 def _product_factors(node) -> list | None:

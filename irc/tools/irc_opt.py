@@ -7,17 +7,29 @@ reported as one MLIR-style diagnostic with a non-zero exit instead of a tracebac
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, get_type_hints
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.arg_spec import _convert_arg_to_type, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from irc import universe
-from irc.diagnostics import LocatingParser, format_parse_error, verify_located
+from irc.diagnostics import (
+    ArgumentParser,
+    LocatingParser,
+    clean_message,
+    format_parse_error,
+    guarded_main,
+    location_of,
+    verify_located,
+)
+from irc.lowering.target import TargetError, check_targets
 from irc.output import Collected, OutputError, check_output, write_atomically
 
 
@@ -32,6 +44,12 @@ class IrcOptMain(xDSLOptMain):
         for name, factory in universe.all_passes().items():
             self.register_pass(name, factory)
 
+    def register_all_arguments(self, arg_parser):
+        # xDSL builds a plain argparse parser; irc's prints one line and exits 1.
+        arg_parser.__class__ = ArgumentParser
+        arg_parser.prog = "irc-opt"
+        super().register_all_arguments(arg_parser)
+
     def register_all_frontends(self):
         super().register_all_frontends()
         self._chunk_line_offset = 0
@@ -44,6 +62,46 @@ class IrcOptMain(xDSLOptMain):
 
         self.available_frontends["mlir"] = parse_mlir
 
+    def setup_pipeline(self):
+        try:
+            super().setup_pipeline()
+        except ArgSpecParseError as error:
+            raise _Diagnostic(_pipeline_syntax_error(str(error.args[0]), self.args.passes)) from None
+        except (ValueError, TypeError):
+            raise _Diagnostic(self._pipeline_error()) from None
+
+    def _pipeline_error(self) -> str:
+        """What is wrong with ``-p`` (a pass or option xDSL would report by its own
+        exception text)."""
+        specs = list(parse_pipeline(self.args.passes))
+        for spec in specs:
+            if spec.name not in self.available_passes:
+                own = sorted(set(universe.IRC_UNIVERSE.all_passes) & set(self.available_passes))
+                others = len(self.available_passes) - len(own)
+                return (f"error: -p: unknown pass '{spec.name}'; irc's passes are {', '.join(own)} "
+                        f"(and {others} of xDSL's and the plug-ins')")
+        for spec in specs:
+            pass_class = self.available_passes[spec.name]()
+            fields = {f.name: f for f in dataclasses.fields(pass_class) if f.init and f.name != "name"}
+            hints = get_type_hints(pass_class)
+            given = spec.normalize_parameter_names().parameters
+            for option, value in given.items():
+                if option not in fields:
+                    options = ", ".join(fields) or "none"
+                    return f"error: -p: pass '{spec.name}' has no option '{option}' (its options: {options})"
+                try:
+                    _convert_arg_to_type(value, hints[option])
+                except ValueError:
+                    shown = ",".join(map(str, value)) if value else "nothing"
+                    kind = _KINDS.get(hints[option], str(hints[option]))
+                    return (f"error: -p: option '{option}' of pass '{spec.name}' must be a {kind}, "
+                            f"got {shown}")
+            try:
+                pass_class.from_pass_spec(spec)
+            except (ValueError, TypeError) as error:
+                return f"error: -p: pass '{spec.name}': {clean_message(str(error))}"
+        return f"error: -p: cannot build the pipeline '{self.args.passes}'"
+
     def parse_chunk(self, chunk, file_extension, start_offset=0):
         self._chunk_line_offset = start_offset
         return super().parse_chunk(chunk, file_extension, start_offset)
@@ -53,11 +111,25 @@ class IrcOptMain(xDSLOptMain):
         # input point at the user's text; the pipeline re-verifies after each pass.
         if not self.args.disable_verify:
             verify_located(prog)
+            try:
+                check_targets(prog)
+            except TargetError as error:
+                raise _LocatedTargetError(error) from None
         super().apply_passes(prog)
 
     def get_input_stream(self):
-        if self.args.input_file is not None and not os.path.isfile(self.args.input_file):
-            raise _InputMissing(self.args.input_file)
+        path = self.args.input_file
+        if path is not None:
+            if os.path.isdir(path):
+                raise _Diagnostic(f"error: {path} is a directory, not a program")
+            if not os.path.isfile(path):
+                raise _InputMissing(path)
+            try:
+                stream = open(path, "rb")
+            except OSError as error:
+                raise _Diagnostic(f"error: cannot read {path}: {error.strerror or error}") from None
+            # the frontend is MLIR whatever the file's suffix (as mlir-opt)
+            return stream, "mlir"
         return super().get_input_stream()
 
     def prepare_output(self):
@@ -95,12 +167,35 @@ class _Diagnostic(Exception):
     pass
 
 
+class _LocatedTargetError(DiagnosticException):
+    def __init__(self, error: TargetError):
+        op = error.op
+        super().__init__(f"{location_of(op)}: error: '{op.name}' op {error}")
+
+
+_KINDS = {str: "string", bool: "boolean (true or false)", int: "integer", float: "number"}
+
+
+def _pipeline_syntax_error(text: str, spec: str) -> str:
+    """xDSL's multi-line pipeline syntax error as one diagnostic with a caret."""
+    lines = text.splitlines()
+    column = re.search(r"pass-pipeline:\d+:(\d+)", text)
+    message = clean_message(lines[-1]) if lines else "malformed pipeline"
+    message = message[0].lower() + message[1:] if message[:1].isupper() and message[1:2].islower() else message
+    if column is None:
+        return f"error: -p: {message}"
+    at = int(column.group(1))
+    return f"error: -p: {message} (column {at})\n  {spec}\n  {' ' * (at - 1)}^"
+
+
 def run_tool(tool: type[xDSLOptMain], args: Sequence[str] | None = None) -> int:
     """Run an xDSLOptMain-style tool, turning every failure into a diagnostic."""
+    return guarded_main(lambda: _run(tool, args))
+
+
+def _run(tool: type[xDSLOptMain], args: Sequence[str] | None) -> int:
     try:
         tool(args=args).run()
-    except SystemExit as error:  # argparse's usage errors exit 2; irc tools exit 1
-        return 1 if error.code == 2 else (error.code or 0)
     except _InputMissing as error:
         print(f"error: no such file: {error.args[0]}", file=sys.stderr)
         return 1
@@ -113,25 +208,19 @@ def run_tool(tool: type[xDSLOptMain], args: Sequence[str] | None = None) -> int:
     except DiagnosticException as error:
         print(_as_error(str(error)), file=sys.stderr)
         return 1
-    except ArgSpecParseError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
     except universe.PluginError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
-    except (BrokenPipeError, KeyboardInterrupt):
-        return 1
-    except Exception as error:  # last resort: still one line, never a traceback
-        if os.environ.get("IRC_TRACEBACK"):
-            raise
-        kind = type(error).__name__
-        print(f"error: {kind}: {error} (set IRC_TRACEBACK=1 for details)", file=sys.stderr)
         return 1
     return 0
 
 
 def _as_error(text: str) -> str:
-    return text if ": error: " in text.splitlines()[0] else f"error: {text}"
+    lines = text.strip().splitlines()
+    if not lines:
+        return "error: the pass failed without saying why"
+    first = clean_message(lines[0])
+    first = first if ": error: " in first else f"error: {first}"
+    return "\n".join([first, *lines[1:]])
 
 
 def main() -> None:

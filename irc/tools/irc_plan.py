@@ -30,14 +30,16 @@ Every failure is one diagnostic and exit status 1.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
 import time
 
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
-from irc.diagnostics import ArgumentParser
+from irc.diagnostics import ArgumentParser, guarded_main
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
+from irc.output import OutputError, check_output, write_atomically
 
 BASELINES = ("vgm", "roller", "fastest")
 
@@ -297,17 +299,21 @@ def run_operator(args) -> int:
 
 def _guarded(function, args) -> int:
     """Run one --model request: a `PlanToolError` or planner error is one diagnostic."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from irc.cost import CostModelError
+
     try:
         return function(args)
     except (PlanToolError, ModelSourceError) as error:
         print(error.args[0], file=sys.stderr)
         return 1
-    except (BrokenPipeError, KeyboardInterrupt):
+    except CostModelError as error:  # e.g. seed003 asked to price an elementwise op
+        print(f"error: {error}; choose another --cost", file=sys.stderr)
         return 1
-    except Exception as error:  # last resort: one line, never a traceback
-        if os.environ.get("IRC_TRACEBACK"):
-            raise
-        print(f"error: {type(error).__name__}: {error} (set IRC_TRACEBACK=1 for details)", file=sys.stderr)
+    except DiagnosticException as error:  # a program given to --model that does not verify
+        text = str(error)
+        print(text if ": error: " in text.split("\n", 1)[0] else f"error: {text}", file=sys.stderr)
         return 1
 
 
@@ -384,6 +390,7 @@ def run_model(args) -> int:
         if value is not None and value < 1:
             raise PlanToolError(f"error: --{flag.replace('_', '-')} must be positive, got {value}")
     if args.plot is not None:
+        _check_plot_path(args)
         try:
             import matplotlib  # noqa: F401
         except ImportError:
@@ -528,12 +535,30 @@ def _plot(args, model, decision, device, cost) -> None:
     right.set(xlabel="idle memory per core (KiB)", ylabel="model time (us)", title=f"{model.name}: memory/time")
     right.legend()
     figure.tight_layout()
-    figure.savefig(args.plot)
+    image = io.BytesIO()
+    figure.savefig(image, format="png")
+    plt.close(figure)
+    try:
+        write_atomically(args.plot, image.getvalue())
+    except OSError as error:
+        raise PlanToolError(f"error: cannot write the --plot file {args.plot}: {error.strerror or error}") from None
     print(f"wrote {args.plot}")
 
 
+def _check_plot_path(args) -> None:
+    """``--plot`` names a new or regular file that is none of the inputs (the model, the
+    device file), checked before any planning."""
+    inputs = [(args.model, "the --model file")]
+    if args.device.endswith(".toml") or os.sep in args.device:
+        inputs.append((args.device, "the --device file"))
+    try:
+        check_output(args.plot, "--plot", inputs)
+    except OutputError as error:
+        raise PlanToolError(f"error: {error}") from None
+
+
 def main() -> None:
-    sys.exit(run())
+    sys.exit(guarded_main(run))
 
 
 if __name__ == "__main__":

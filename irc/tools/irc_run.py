@@ -1,10 +1,12 @@
 """`irc-run`: execute a function of an irc program on the reference interpreter.
 
     irc-run prog.mlir [--inputs in.npz] [--output out.npz] [--entry main] [--seed 0]
-                      [--report] [--trace out.json]
+                      [--report] [--trace out.json] [--allow-lossy]
 
 Inputs are read by name from `--inputs` (random, reproducible ones when absent);
-results are printed, or saved by name to `--output`. A program at `shift` or `device`
+results are printed, or saved by name to `--output`. An input value its argument's
+element type cannot hold (beyond a float type's range, an integer that does not fit,
+NaN for an integer) is an error unless `--allow-lossy`. A program at `shift` or `device`
 level runs on the reference chip: `--report` prints its chip time breakdown, peak SRAM
 and utilisation, `--trace out.json` writes the timeline as a Chrome/Perfetto trace.
 """
@@ -16,16 +18,17 @@ import json
 import os
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 from xdsl.interpreter import InterpretationError
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-from irc.diagnostics import ArgumentParser
-from irc.diagnostics import format_parse_error
+from irc import runner
+from irc.diagnostics import ArgumentParser, decode_source, format_parse_error, guarded_main, location_of
 from irc.dialects.dtypes import UnsupportedTypeError
 from irc.interpreter.kernels import KernelError
-from irc import runner
+from irc.lowering.target import TargetError, check_targets
 from irc.output import OutputError, check_output, write_atomically
 from irc.runner import RunError, parse_module
 
@@ -40,6 +43,8 @@ def _arguments(argv):
     parser.add_argument("--report", action="store_true",
                         help="print the chip time breakdown, peak SRAM and utilisation (shift/device level)")
     parser.add_argument("--trace", help="write the chip timeline as a Chrome/Perfetto trace (.json)")
+    parser.add_argument("--allow-lossy", action="store_true",
+                        help="cast input values the argument's element type cannot hold instead of refusing them")
     return parser.parse_args(argv)
 
 
@@ -49,28 +54,47 @@ def _print_result(name: str, value: np.ndarray) -> None:
         print(value)
 
 
+_UNREADABLE = (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+               RuntimeError)
+"""What numpy and zipfile raise for a damaged, encrypted or oddly compressed archive."""
+
+
 def _check_member(archive, name: str, shape: tuple[int, ...], path: str) -> None:
-    """The member's shape, read from its header: a wrong or huge array is refused before
-    numpy inflates it."""
-    with archive.zip.open(f"{name}.npy") as member:
+    """The member's shape and dtype, read from its header: a wrong or huge array, or
+    data that are not numbers, is refused before numpy inflates it."""
+    member_name = name if name in archive.zip.namelist() else f"{name}.npy"
+    with archive.zip.open(member_name) as member:
         version = np.lib.format.read_magic(member)
         read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        stored, _, _ = read_header(member)
+        stored, _, dtype = read_header(member)
     if tuple(stored) != shape:
         raise RunError(f"input '{name}' has shape {tuple(stored)} but the function expects {shape} ({path})")
+    if dtype.kind not in "biuf":
+        raise RunError(f"input '{name}' holds {dtype} data; the function expects numbers or booleans ({path})")
 
 
 def run(argv=None) -> int:
     args = _arguments(argv)
     try:
         if args.input_file == "-":
-            text, filename = sys.stdin.read(), "stdin"
+            text, filename = decode_source(sys.stdin.buffer.read(), "stdin"), "stdin"
         else:
+            if os.path.isdir(args.input_file):
+                raise RunError(f"{args.input_file} is a directory, not a program")
             if not os.path.isfile(args.input_file):
                 raise RunError(f"no such file: {args.input_file}")
-            with open(args.input_file) as stream:
-                text, filename = stream.read(), args.input_file
+            try:
+                with open(args.input_file, "rb") as stream:
+                    data = stream.read()
+            except OSError as error:
+                raise RunError(f"cannot read {args.input_file}: {error.strerror or error}") from None
+            text, filename = decode_source(data, args.input_file), args.input_file
         module = parse_module(text, filename)
+        try:
+            check_targets(module)
+        except TargetError as error:
+            op = error.op
+            raise RunError(f"{location_of(op)}: error: '{op.name}' op {error}") from None
         protected = [(args.input_file, "the program"), (args.inputs, "the --inputs file")]
         try:
             if args.output:
@@ -79,7 +103,7 @@ def run(argv=None) -> int:
                 check_output(args.trace, "--trace", protected + [(args.output, "the --output file")])
         except OutputError as error:
             raise RunError(str(error)) from None
-        if args.output and args.trace and os.path.abspath(args.output) == os.path.abspath(args.trace):
+        if args.output and args.trace and os.path.realpath(args.output) == os.path.realpath(args.trace):
             raise RunError("--output and --trace name the same file; choose two paths")
         inputs = None
         if args.inputs:
@@ -87,7 +111,7 @@ def run(argv=None) -> int:
                 raise RunError(f"no such file: {args.inputs}")
             try:
                 archive = np.load(args.inputs, allow_pickle=False)
-            except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
+            except _UNREADABLE as error:
                 raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
             if not isinstance(archive, np.lib.npyio.NpzFile):
                 raise RunError(f"{args.inputs} holds one unnamed array; --inputs takes an .npz of arrays by name")
@@ -100,66 +124,56 @@ def run(argv=None) -> int:
                         if name in expected:
                             _check_member(archive, name, tuple(expected[name].get_shape()), args.inputs)
                             inputs[name] = archive[name]
-                except (ValueError, OSError, zipfile.BadZipFile) as error:
+                except _UNREADABLE as error:
                     raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
-        results, report = runner.run(module, inputs, args.entry, args.seed)
+        results, report = runner.run(module, inputs, args.entry, args.seed, args.allow_lossy)
     except ParseError as error:
         print(format_parse_error(error), file=sys.stderr)
         return 1
     except DiagnosticException as error:
         print(str(error) if ": error: " in str(error) else f"error: {error}", file=sys.stderr)
         return 1
-    except (RunError, KernelError, UnsupportedTypeError, InterpretationError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (RunError, KernelError, UnsupportedTypeError, InterpretationError, TargetError) as error:
+        text = str(error)
+        print(text if ": error: " in text.split("\n", 1)[0] else f"error: {text}", file=sys.stderr)
         return 1
     if (args.report or args.trace) and report is None:
         print("note: the program has no shift or device operations; there is no chip timeline",
               file=sys.stderr)
-    try:
-        if report is not None and args.trace:
-            write_atomically(args.trace, json.dumps(report.chrome_trace()))
-            print(f"wrote the chip timeline to {args.trace}", file=sys.stderr)
-        if report is not None and args.report:
-            print(report)
-            planned = runner.find_function(module, args.entry).function.attributes.get("irc.planned_cycles")
-            if planned is not None:
-                cycles = float(planned.value.data)
-                print(f"model-wide plan: {cycles:,.0f} cycles predicted, {report.model_cycles:,.0f} interpreted "
-                      f"(ratio {report.model_cycles / cycles:.4f})")
-        if args.output:
-            archive = io.BytesIO()
-            np.savez(archive, **results)  # into memory: numpy appends no suffix to a stream
-            write_atomically(args.output, archive.getvalue())
-            print(f"wrote {', '.join(results)} to {args.output}")
-    except OSError as error:
-        print(f"error: cannot write {error.filename or 'the output'}: {error.strerror or error}", file=sys.stderr)
-        return 1
+    if report is not None and args.trace:
+        if not _write(args.trace, json.dumps(report.chrome_trace()), "--trace"):
+            return 1
+        print(f"wrote the chip timeline to {args.trace}", file=sys.stderr)
+    if report is not None and args.report:
+        print(report)
+        planned = runner.find_function(module, args.entry).function.attributes.get("irc.planned_cycles")
+        if planned is not None:
+            cycles = float(planned.value.data)
+            print(f"model-wide plan: {cycles:,.0f} cycles predicted, {report.model_cycles:,.0f} interpreted "
+                  f"(ratio {report.model_cycles / cycles:.4f})")
+    if args.output:
+        archive = io.BytesIO()
+        np.savez(archive, **results)  # into memory: numpy appends no suffix to a stream
+        if not _write(args.output, archive.getvalue(), "--output"):
+            return 1
+        print(f"wrote {', '.join(results)} to {args.output}")
     else:
         for name, value in results.items():
             _print_result(name, value)
     return 0
 
 
-def main() -> None:
+def _write(path: str, data: bytes | str, flag: str) -> bool:
+    """Write one output file at once; a failure is one diagnostic naming the file."""
     try:
-        status = run()
-        sys.stdout.flush()
-    except MemoryError:
-        print("error: the run needs more memory than this machine has", file=sys.stderr)
-        status = 1
-    except BrokenPipeError:  # e.g. piped into `head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        status = 1
-    except KeyboardInterrupt:
-        status = 1
-    except Exception as error:  # last resort: still one line, never a traceback
-        if os.environ.get("IRC_TRACEBACK"):
-            raise
-        print(f"error: internal error: {type(error).__name__}: {error} (set IRC_TRACEBACK=1 for details)",
-              file=sys.stderr)
-        status = 1
-    sys.exit(status)
+        write_atomically(path, data)
+    except OSError as error:
+        print(f"error: cannot write the {flag} file {path}: {error.strerror or error}", file=sys.stderr)
+        return False
+    return True
 
+def main() -> None:
+    sys.exit(guarded_main(run))
 
 if __name__ == "__main__":
     main()

@@ -7,11 +7,13 @@
 The ONNX graph becomes one `func.func @main` of `te` ops (`irc.frontend`). Its
 constants are weight arguments stored in a side ``.npz`` (by default
 ``out.weights.npz`` beside ``-o out.mlir``, or ``model.weights.npz`` beside the
-model when the IR goes to stdout), which `irc-run` loads by itself. ``--loss`` appends a
-training loss against a new ``<output>_target`` argument and ``--output-gradient`` an
-explicit ``d<output>`` argument per output; either way `te-autodiff` then appends the
-backward pass (gradients of the weights). Every problem is
-one ``error:`` line and exit status 1; the input file is never written.
+model when the IR goes to stdout), which `irc-run` loads by itself. With the IR on
+stdout the weights file is one the user did not name, so an existing one is never
+replaced: give ``--weights`` (which may name an existing file) or ``-o``. ``--loss``
+appends a training loss against a new ``<output>_target`` argument and
+``--output-gradient`` an explicit ``d<output>`` argument per output; either way
+`te-autodiff` then appends the backward pass (gradients of the weights). Every problem
+is one ``error:`` line and exit status 1; the input file is never written.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from __future__ import annotations
 import io
 import os
 import sys
+import zipfile
 
 import numpy as np
 from xdsl.printer import Printer
 
-from irc.diagnostics import ArgumentParser
+from irc.diagnostics import ArgumentParser, guarded_main
 from irc.frontend.onnx_import import OnnxImportError, import_onnx, parse_shape_overrides
 from irc.frontend.weights import attach_weights, save_weights, weights_path_for
 from irc.output import OutputError, check_output, write_atomically
@@ -85,9 +88,15 @@ def _constants(items) -> dict[str, np.ndarray]:
         if not sep or not name or not path:
             raise TranslateError(f"--constant '{item}' must look like NAME=value.npy")
         try:
-            constants[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as error:
+            value = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
             raise TranslateError(f"--constant {name}: cannot read {path} ({error})") from None
+        if not isinstance(value, np.ndarray):
+            value.close()
+            raise TranslateError(f"--constant {name}: {path} is an .npz archive; give one array as an .npy file")
+        if value.dtype.kind not in "biuf":
+            raise TranslateError(f"--constant {name}: {path} holds {value.dtype} data; a constant is numbers or booleans")
+        constants[name] = value
     return constants
 
 
@@ -117,6 +126,11 @@ def run(argv=None) -> int:
                 weights_file = weights_path_for(args.output)
             else:
                 weights_file = weights_path_for(os.path.splitext(model_path)[0] + ".mlir")
+                if os.path.lexists(weights_file):
+                    raise TranslateError(
+                        f"the weights would go to {weights_file}, which exists; the IR goes to stdout, so "
+                        f"name the weights file with --weights (it may replace an existing file) or use -o"
+                    )
             if _same_file(weights_file, model_path):
                 raise TranslateError("the weights file would overwrite the input model; use --weights")
             try:
@@ -136,12 +150,6 @@ def run(argv=None) -> int:
     except (OnnxImportError, TranslateError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except Exception as error:  # last resort: still one line, never a traceback
-        if os.environ.get("IRC_TRACEBACK"):
-            raise
-        print(f"error: internal error: {type(error).__name__}: {error} "
-              f"(set IRC_TRACEBACK=1 for details)", file=sys.stderr)
-        return 1
     if args.output:
         text = io.StringIO()
         Printer(stream=text).print_op(result.module)
@@ -158,16 +166,7 @@ def run(argv=None) -> int:
 
 
 def main() -> None:
-    try:
-        status = run()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        status = 1
-    except KeyboardInterrupt:
-        status = 1
-    sys.exit(status)
-
+    sys.exit(guarded_main(run))
 
 if __name__ == "__main__":
     main()

@@ -2,10 +2,7 @@
 
 import contextlib
 import io
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 from hypothesis import given
@@ -13,8 +10,8 @@ from hypothesis import strategies as st
 
 from irc.tools.irc_opt import IrcOptMain, run_tool
 from irc.tools.irc_run import run as irc_run
+from tests.fuzzing import run_tool as fork_tool
 
-BIN = Path(sys.executable).parent
 
 PROGRAM = """\
 func.func @main(%x: tensor<2x3xf32> {irc.name = "x"}, %w: tensor<3x4xf32>) -> (tensor<2x4xf32> {irc.name = "y"}) {
@@ -26,10 +23,9 @@ func.func @main(%x: tensor<2x3xf32> {irc.name = "x"}, %w: tensor<3x4xf32>) -> (t
 
 
 def _tool(name, *args, stdin=None):
-    return subprocess.run(
-        [str(BIN / name), *args], input=stdin, capture_output=True, text=True,
-        env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"),
-    )
+    """The tool run as its console script would be, in a forked child (no start-up)."""
+    outcome = fork_tool(name, *args, stdin=stdin)
+    return subprocess.CompletedProcess([name, *args], outcome.status, outcome.stdout, outcome.stderr)
 
 
 def _assert_one_diagnostic(done):

@@ -115,14 +115,14 @@ builtin.module attributes {irc.target = #irc.target<"tiny16-1152", "t10", {name 
 
 // -----
 
-// A written description must have every device field.
+// A written description must have every device field (checked at the op carrying it).
 builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {name = "tiny16", cores = 16 : i64}>} {
   func.func @partial(%a: !rtensor.tensor<8x16xf32>, %b: !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32> {
     %c = rtensor.op "C[m,n] += A[m,k] * B[k,n]" (%a, %b) F_op = array<i64: 1, 1, 1> : (!rtensor.tensor<8x16xf32>, !rtensor.tensor<16x12xf32>) -> !rtensor.tensor<8x12xf32>
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
-// CHECK: invalid.mlir:121:5: error: 'rtensor.op' op #irc.target of 'tiny16' lacks device field(s)
+// CHECK: invalid.mlir:119:1: error: 'builtin.module' op #irc.target of 'tiny16' lacks device field(s)
 
 // -----
 
@@ -133,7 +133,7 @@ builtin.module attributes {irc.target = #irc.target<"ipu-mk3", "t10", {}>} {
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
-// CHECK: invalid.mlir:132:5: error: 'rtensor.op' op unknown device 'ipu-mk3'; known devices: ipu-mk2, {{.*}}tiny4, tiny8
+// CHECK: invalid.mlir:130:1: error: 'builtin.module' op unknown device 'ipu-mk3'; known devices: ipu-mk2, {{.*}}tiny4, tiny8
 
 // -----
 
@@ -143,7 +143,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "roofline", {}>} {
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
-// CHECK: invalid.mlir:142:5: error: 'rtensor.op' op unknown cost model 'roofline'; known cost models: engdesign, seed003, t10
+// CHECK: invalid.mlir:140:1: error: 'builtin.module' op unknown cost model 'roofline'; known cost models: engdesign, seed003, t10
 
 // -----
 

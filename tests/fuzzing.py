@@ -1,0 +1,744 @@
+"""The reliability fuzzer of issue 13: mutated inputs against the four tools, each run
+in a forked child (so it starts in milliseconds, with the parent's imports warm) under
+a time limit and an address-space cap, and each outcome classified.
+
+A *case* is one tool invocation: its command line and the files it reads, made by a
+mutator from a seeded `random.Random`:
+
+* programs: the examples and the lit inputs (``tests/filecheck``, split at ``// -----``)
+  with 1-3 mutations each: token deletion, duplication and swap, numbers set to 0, -1
+  or huge, tensor dimensions and element types, edits inside tensor expressions,
+  attribute deletion, inserted tokens, truncation;
+* ONNX models from the frontend fuzzer's graph generator
+  (``tests/frontend/test_import_fuzz.py``), sometimes with corrupted bytes or shapes;
+* ``.npz`` inputs (wrong shapes, dtypes, values, damaged archives) and device TOML files
+  (values out of range, NaN, wrong types, missing or repeated keys);
+* command lines (pipelines, pass options, output paths).
+
+Every outcome must be ``ok`` (exit 0) or ``diagnostic`` (exit 1 with an ``error:``
+line whose message is text, not an exception's class name). The bad ones are
+``masked`` (a class name, an empty message or a format placeholder in the message),
+``internal error``, ``traceback``, ``timeout``, ``OOM`` (the memory cap was hit or the
+child was killed) and ``unclean`` (another exit status, or no ``error:`` line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import itertools
+import os
+import random
+import re
+import resource
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TOOLS = ("irc-opt", "irc-run", "irc-translate", "irc-plan")
+OUTCOMES = ("ok", "diagnostic", "masked", "internal error", "traceback", "timeout", "OOM", "unclean")
+BAD_OUTCOMES = OUTCOMES[2:]
+
+CASE_SECONDS = 20.0
+"""Per-case time limit; no legitimate small case comes near it."""
+MEMORY_BYTES = 3 << 30
+"""Address space a case may add to the parent's (the child's RLIMIT_AS is the sum)."""
+
+
+# ---------------------------------------------------------------------------
+# Cases and outcomes
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """One invocation: ``tool argv...`` in a fresh directory holding ``files``."""
+
+    tool: str
+    argv: list[str]
+    files: dict[str, bytes] = field(default_factory=dict)
+    label: str = ""
+
+    def describe(self) -> str:
+        return f"{self.tool} {' '.join(self.argv)}  [{self.label}]"
+
+
+@dataclass
+class Outcome:
+    kind: str
+    status: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+_CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Exit|Interrupt|Warning)\b")
+_PLACEHOLDER = re.compile(r"\{[a-z_][a-z0-9_]*\}")
+_ERROR_LINE = re.compile(r"^(?:\S.*?:\d+:\d+: )?error: (.*)$")
+
+
+def classify(status: int | None, stdout: str, stderr: str, timed_out: bool = False, signalled: int = 0) -> str:
+    """The outcome class of one run (see the module docstring)."""
+    if timed_out:
+        return "timeout"
+    if signalled:
+        return "OOM" if signalled == signal.SIGKILL else "traceback"
+    if "Traceback (most recent call last)" in stderr or "Traceback (most recent call last)" in stdout:
+        return "traceback"
+    if "internal error" in stderr:
+        return "internal error"
+    if "out of memory" in stderr or "MemoryError" in stderr:
+        return "OOM"
+    if status == 0:
+        return "ok"
+    if status != 1:
+        return "unclean"
+    for line in stderr.splitlines():
+        match = _ERROR_LINE.match(line)
+        if match:
+            message = match.group(1)
+            if not message.strip() or message.startswith(" "):
+                return "masked"
+            if _CLASS_NAME.search(message) or _PLACEHOLDER.search(message):
+                return "masked"
+            return "diagnostic"
+    return "unclean"
+
+
+def _tool_main(tool: str) -> Callable[[], None]:
+    if tool == "irc-opt":
+        from irc.tools.irc_opt import main
+    elif tool == "irc-run":
+        from irc.tools.irc_run import main
+    elif tool == "irc-translate":
+        from irc.tools.irc_translate import main
+    else:
+        from irc.tools.irc_plan import main
+    return main
+
+
+def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout: str | None = None,
+           stdin: str | None = None) -> None:
+    """In the forked child: run the tool as its console script would, then exit."""
+    status = 1
+    try:
+        os.chdir(directory)
+        soft = _address_space() + memory_bytes
+        resource.setrlimit(resource.RLIMIT_AS, (soft, soft))
+        os.dup2(os.open(stdin or os.devnull, os.O_RDONLY), 0)
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            os.dup2(os.open(os.path.join(captured, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+        if stdout is not None:  # e.g. /dev/full
+            os.dup2(os.open(stdout, os.O_WRONLY), 1)
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=False)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+        sys.argv = [case.tool, *case.argv]
+        main = _tool_main(case.tool)
+        try:
+            main()
+            status = 0
+        except SystemExit as exit:
+            code = exit.code
+            status = 0 if code is None else (code if isinstance(code, int) else 1)
+        except BaseException:  # noqa: BLE001 - what a user would see: a traceback
+            traceback.print_exc()
+            status = 1
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+    finally:
+        os._exit(status)
+
+
+def _address_space() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * resource.getpagesize()
+
+
+class _Running:
+    def __init__(self, case: Case, memory_bytes: int, directory: str | None = None, stdout: str | None = None,
+                 stdin: bytes | None = None):
+        self.case = case
+        self.temporary = None if directory else tempfile.TemporaryDirectory(prefix="irc-fuzz-")
+        self.where = directory or self.temporary.name
+        self.captured = tempfile.mkdtemp(prefix="irc-fuzz-out-")
+        for name, data in case.files.items():
+            path = Path(self.where, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        stdin_path = None
+        if stdin is not None:
+            stdin_path = os.path.join(self.captured, "stdin")
+            Path(stdin_path).write_bytes(stdin)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.started = time.perf_counter()
+        self.pid = os.fork()
+        if self.pid == 0:
+            _child(case, self.where, self.captured, memory_bytes, stdout, stdin_path)
+        self.pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
+
+    def finish(self, timed_out: bool) -> Outcome:
+        if timed_out:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        _, wait_status = os.waitpid(self.pid, 0)
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        seconds = time.perf_counter() - self.started
+        signalled = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) and not timed_out else 0
+        status = os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else None
+        read = lambda name: Path(self.captured, name).read_text(errors="replace")  # noqa: E731
+        stdout, stderr = read("stdout"), read("stderr")
+        shutil.rmtree(self.captured, ignore_errors=True)
+        if self.temporary is not None:
+            self.temporary.cleanup()
+        return Outcome(classify(status, stdout, stderr, timed_out, signalled), status, stdout, stderr, seconds)
+
+
+def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECONDS,
+              memory_bytes: int = MEMORY_BYTES) -> Iterator[tuple[Case, Outcome]]:
+    """Run every case in a forked child, ``jobs`` at a time; yield (case, outcome) as
+    each finishes."""
+    _warm_up()
+    pending = iter(cases)
+    running: list[_Running] = []
+    exhausted = False
+    while running or not exhausted:
+        while not exhausted and len(running) < jobs:
+            case = next(pending, None)
+            if case is None:
+                exhausted = True
+            else:
+                running.append(_Running(case, memory_bytes))
+        if not running:
+            break
+        now = time.perf_counter()
+        wait = max(0.0, min(r.started + seconds for r in running) - now)
+        fds = [r.pidfd for r in running if r.pidfd is not None]
+        if fds:
+            select.select(fds, [], [], min(wait, 0.5))
+        else:
+            time.sleep(min(wait, 0.005))
+        for job in list(running):
+            finished = _exited(job.pid)
+            timed_out = not finished and time.perf_counter() - job.started > seconds
+            if finished or timed_out:
+                running.remove(job)
+                yield job.case, job.finish(timed_out)
+
+
+def run_tool(tool: str, *argv, cwd: str | os.PathLike | None = None, files: dict[str, bytes] | None = None,
+             seconds: float = CASE_SECONDS, stdout: str | None = None, stdin: bytes | str | None = None) -> Outcome:
+    """Run one tool invocation in a forked child (in ``cwd``, which keeps the files the
+    run writes; standard output to the file ``stdout`` and ``stdin`` as standard input
+    when given) and wait for it: the way the tests run a tool without the start-up of a
+    new interpreter."""
+    _warm_up()
+    job = _Running(Case(tool, [str(a) for a in argv], files or {}), MEMORY_BYTES,
+                   None if cwd is None else str(cwd), stdout, stdin.encode() if isinstance(stdin, str) else stdin)
+    while not _exited(job.pid) and time.perf_counter() - job.started < seconds:
+        if job.pidfd is not None:
+            select.select([job.pidfd], [], [], 0.5)
+        else:
+            time.sleep(0.005)
+    return job.finish(not _exited(job.pid))
+
+
+def _exited(pid: int) -> bool:
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+_WARM = False
+
+
+def _warm_up() -> None:
+    """Import and exercise each tool once in this process, so that forked children
+    start with parsers, grammars and dialects loaded."""
+    global _WARM
+    if _WARM:
+        return
+    _WARM = True
+    from irc.runner import parse_module, run_function  # noqa: F401
+    from irc.tools import irc_opt, irc_plan, irc_run, irc_translate  # noqa: F401
+    from irc import universe
+    from irc.dialects.te_expr import parse_expression
+
+    universe.all_dialects()
+    universe.all_passes()
+    parse_expression("C[m,n] += A[m,k] * B[k,n]")
+    module = parse_module((ROOT / "examples/mlp.mlir").read_text(), "warm.mlir")
+    run_function(module)
+    import onnx  # noqa: F401
+    import onnx.reference  # noqa: F401
+    import onnx.shape_inference  # noqa: F401
+
+
+# ---------------------------------------------------------------------------
+# Seeds
+# ---------------------------------------------------------------------------
+
+
+def seed_programs() -> list[str]:
+    """The examples and lit inputs, one program per ``// -----`` chunk, comments and
+    RUN/CHECK lines dropped."""
+    paths = sorted(ROOT.glob("examples/*.mlir")) + sorted(ROOT.glob("tests/filecheck/**/*.mlir"))
+    programs = []
+    for path in paths:
+        for chunk in path.read_text().split("// -----"):
+            text = "\n".join(line for line in chunk.splitlines() if not line.lstrip().startswith("//"))
+            if text.strip():
+                programs.append(text.strip() + "\n")
+    return programs
+
+
+@functools.cache
+def verified_programs() -> tuple[str, ...]:
+    """The seed programs that parse and verify (the lit inputs hold invalid ones on
+    purpose): mutations of these reach the passes and the interpreter."""
+    from irc.runner import parse_module
+
+    verified = []
+    for text in seed_programs():
+        try:
+            parse_module(text, "seed.mlir")
+        except Exception:  # noqa: BLE001 - an invalid seed is simply not one of these
+            continue
+        verified.append(text)
+    return tuple(verified)
+
+
+def seed_expressions(programs: list[str]) -> list[str]:
+    found = []
+    for text in programs:
+        found.extend(re.findall(r'(?:te\.op|rtensor\.op|shift\.kernel) "([^"]+)"', text))
+    return sorted(set(found)) or ["C[m,n] += A[m,k] * B[k,n]"]
+
+
+# ---------------------------------------------------------------------------
+# Mutators
+# ---------------------------------------------------------------------------
+
+HUGE = ["2147483648", "1099511627776", "1000000000000", "9223372036854775807", "1000000000000000000000000000000",
+        "340282366920938463463374607431768211456"]
+ELEMENT_TYPES = ["f16", "f32", "f64", "bf16", "tf32", "i1", "i3", "i8", "i32", "i64", "index", "f8E4M3FN",
+                 "complex<f32>", "ui8", "si16", "none", "f80"]
+INSERTS = ["{", "}", "(", ")", "<", ">", "[", "]", '"', ":", ",", "=", "->", "%x", "%0", "^bb0", "!", "#", "@f",
+           "builtin.module", "te.op", "shift.loop", "func.return", "loc(unknown)", "-", "x", "0", "\n", "\\",
+           "\u00e9", "\ufffd", "dense<1.0>", "array<i64: 1, 2>", "unit", "{}", "#irc.target<\"tiny4\", \"t10\", {}>"]
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[%@^#!]?[A-Za-z_][\w.$-]*|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\s+|.', re.S)
+_DIMS = re.compile(r"(tensor|rtensor\.tensor)<([0-9x?]*?)([a-zA-Z][\w<>]*)")
+_ATTR = re.compile(r"\b\w+ = (?:array<[^>]*>|\[[^\]]*\]|\"[^\"]*\"|[-\w.+]+(?: : \w+)?)(?:, )?")
+EXPR_EDITS = ["axis", "combiner", "bracket", "nest", "wide", "number", "index", "function", "delete", "swap"]
+FUNCTIONS = ["relu", "exp", "log", "sqrt", "max", "min", "pow", "select", "cast", "nosuch", "isnan", "and", "not"]
+
+
+def mutate_expression(rng: random.Random, text: str) -> str:
+    """One edit of a tensor expression: a renamed axis, another combiner, an unbalanced
+    bracket, deep nesting, a very wide sum, a number, an index, a function, a deletion
+    or a swap of two characters."""
+    edit = rng.choice(EXPR_EDITS)
+    if edit == "axis":
+        axes = re.findall(r"\b[a-z]\b", text) or ["i"]
+        return re.sub(rf"\b{rng.choice(axes)}\b", rng.choice(["q", "m", "k", "n2", "0", ""]), text, count=rng.randint(1, 3))
+    if edit == "combiner":
+        return re.sub(r"(\+=|max=|min=|(?<![<>=!])=(?!=))", rng.choice(["=", "+=", "max=", "min=", "*=", "=="]), text, 1)
+    if edit == "bracket":
+        at = rng.randrange(len(text) + 1)
+        return text[:at] + rng.choice("()[],") + text[at:]
+    if edit == "nest":
+        depth = rng.choice([5, 63, 64, 65, 300, 1000, 3000])
+        head, sep, body = text.partition("= ")
+        return head + sep + "relu(" * depth + (body or "X[i]") + ")" * depth if sep else text
+    if edit == "wide":
+        terms = rng.choice([10, 299, 300, 301, 450, 2000])
+        head, sep, body = text.partition("= ")
+        return head + sep + " + ".join([body or "X[i]"] * terms) if sep else text
+    if edit == "number":
+        numbers = list(re.finditer(r"\d+(?:\.\d+)?", text))
+        if not numbers:
+            return text + " * " + rng.choice(HUGE + ["nan", "inf", "1e309", "0"])
+        found = rng.choice(numbers)
+        return text[: found.start()] + rng.choice(["0", "-1", "nan", "1e309", *HUGE]) + text[found.end():]
+    if edit == "index":
+        return re.sub(r"\[([a-z])", lambda m: "[" + rng.choice(["2*", "1000000000*", "-", "3+", "I[0],", ""]) + m.group(1), text, 1)
+    if edit == "function":
+        return re.sub(r"=\s*", lambda m: m.group(0) + rng.choice(FUNCTIONS) + "(", text, 1) + ")"
+    if edit == "delete" and text:
+        at = rng.randrange(len(text))
+        return text[:at] + text[at + rng.randint(1, 4):]
+    if len(text) > 2:
+        a, b = sorted(rng.sample(range(len(text)), 2))
+        return text[:a] + text[b] + text[a + 1:b] + text[a] + text[b + 1:]
+    return text
+
+
+def mutate_program(rng: random.Random, text: str) -> tuple[str, str]:
+    """``text`` with 1-3 mutations; returns it and the names of the mutations."""
+    names = []
+    if rng.random() < 0.15:
+        return text, "none"
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        kind = rng.choice(["delete", "duplicate", "swap", "number", "dims", "element", "expression", "attribute",
+                           "insert", "truncate", "expression", "number", "dims", "element", "number", "attribute"])
+        tokens = _TOKEN.findall(text)
+        significant = [i for i, t in enumerate(tokens) if not t.isspace()]
+        if kind in ("delete", "duplicate", "swap", "insert") and not significant:
+            kind = "truncate"
+        if kind == "delete":
+            at = rng.choice(significant)
+            tokens[at] = ""
+        elif kind == "duplicate":
+            at = rng.choice(significant)
+            tokens[at] = tokens[at] * 2 if rng.random() < 0.5 else tokens[at] + " " + tokens[at]
+        elif kind == "swap":
+            a, b = rng.choice(significant), rng.choice(significant)
+            tokens[a], tokens[b] = tokens[b], tokens[a]
+        elif kind == "insert":
+            at = rng.choice(significant)
+            tokens[at] = rng.choice(INSERTS) + tokens[at]
+        elif kind == "number":
+            numbers = [i for i, t in enumerate(tokens) if re.fullmatch(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?", t)]
+            if numbers:
+                tokens[rng.choice(numbers)] = rng.choice(["0", "-1", "1", "2", *HUGE, "1.0e+309", "0.5"])
+        elif kind == "truncate":
+            text = text[: rng.randrange(len(text) + 1)]
+            names.append(kind)
+            continue
+        text = "".join(tokens)
+        if kind == "dims":
+            found = list(_DIMS.finditer(text))
+            if found:
+                match = rng.choice(found)
+                dims = match.group(2).rstrip("x").split("x") if match.group(2) else []
+                if dims and dims != [""]:
+                    dims[rng.randrange(len(dims))] = rng.choice(["0", "1", "3", "?", "-1", *HUGE[:3]])
+                choice = rng.random()
+                if choice < 0.2:
+                    dims.append(rng.choice(["1", "2", "7"]))
+                elif choice < 0.3 and dims:
+                    dims.pop()
+                new = "x".join(dims) + ("x" if dims else "")
+                text = text[: match.start(2)] + new + text[match.end(2):]
+        elif kind == "element":
+            found = list(_DIMS.finditer(text))
+            if found:
+                match = rng.choice(found)
+                text = text[: match.start(3)] + rng.choice(ELEMENT_TYPES) + text[match.end(3):]
+        elif kind == "expression":
+            found = list(re.finditer(r'((?:te\.op|rtensor\.op|shift\.kernel|device\.\w+) )"([^"]*)"', text))
+            if found:
+                match = rng.choice(found)
+                text = text[: match.start(2)] + mutate_expression(rng, match.group(2)) + text[match.end(2):]
+        elif kind == "attribute":
+            found = list(_ATTR.finditer(text))
+            if found:
+                match = rng.choice(found)
+                text = text[: match.start()] + text[match.end():]
+        names.append(kind)
+    return text, "+".join(names)
+
+
+def mutate_toml(rng: random.Random, text: str) -> tuple[str, str]:
+    """A device file with one or two bad edits: a value out of range or of the wrong
+    type, a deleted, repeated or renamed key, garbage, truncation."""
+    lines = text.splitlines()
+    names = []
+    for _ in range(rng.choice([1, 1, 2])):
+        values = [i for i, line in enumerate(lines) if "=" in line and not line.lstrip().startswith("#")]
+        kind = rng.choice(["value", "value", "value", "delete", "repeat", "rename", "garbage", "truncate", "section"])
+        if kind == "value" and values:
+            at = rng.choice(values)
+            key = lines[at].split("=")[0]
+            lines[at] = key + "= " + rng.choice(["0", "-1", "nan", "inf", "-inf", "1e-300", "1e300", "0.0", '"x"', "true",
+                                                "[1, 2, 3]", "[]", "[0, 16]", "9223372036854775807", "1099511627777",
+                                                "{a = 1}", '"' + "a" * 300 + '"', '""', "1.5", "[16.0, 16.0]"])
+        elif kind == "delete" and values:
+            del lines[rng.choice(values)]
+        elif kind == "repeat" and values:
+            at = rng.choice(values)
+            lines.insert(at, lines[at])
+        elif kind == "rename" and values:
+            at = rng.choice(values)
+            lines[at] = "x" + lines[at]
+        elif kind == "garbage":
+            lines.insert(rng.randrange(len(lines) + 1), rng.choice(["[[[", "= 1", "a = ", "\x00", "[cores]", "a.b.c = [[[[1]]]]"]))
+        elif kind == "section":
+            sections = [i for i, line in enumerate(lines) if line.startswith("[")]
+            if sections:
+                del lines[rng.choice(sections)]
+        else:
+            text = "\n".join(lines)
+            lines = text[: rng.randrange(len(text) + 1)].splitlines()
+        names.append(kind)
+    return "\n".join(lines) + "\n", "+".join(names)
+
+
+MLP_SHAPES = {"x": (8, 64), "w1": (64, 32), "b1": (32,), "w2": (32, 16)}
+
+
+def mutate_npz(rng: random.Random) -> tuple[bytes, str]:
+    """An ``--inputs`` archive for examples/mlp.mlir with one problem (or none)."""
+    arrays = {name: np.random.default_rng(rng.randrange(1 << 30)).standard_normal(shape).astype(np.float32)
+              for name, shape in MLP_SHAPES.items()}
+    kind = rng.choice(["fine", "shape", "dtype", "values", "missing", "extra", "scalar", "npy", "bytes", "truncate",
+                       "empty", "member", "compressed", "dtype", "values"])
+    name = rng.choice(list(arrays))
+    shape = MLP_SHAPES[name]
+    if kind == "shape":
+        arrays[name] = np.zeros(rng.choice([(), (1,), shape + (1,), shape[::-1], (20000, 20000)]), np.float32)
+    elif kind == "dtype":
+        maker = rng.choice([
+            lambda: np.ones(shape, np.complex64), lambda: np.full(shape, "ab"), lambda: np.full(shape, b"ab"),
+            lambda: np.zeros(shape, "datetime64[s]"), lambda: np.zeros(shape, "timedelta64[s]"),
+            lambda: np.zeros(shape, [("a", "f4"), ("b", "i4")]), lambda: np.ones(shape, np.float64),
+            lambda: np.ones(shape, np.int64), lambda: np.ones(shape, bool), lambda: np.ones(shape, np.float16),
+            lambda: np.ones(shape, np.uint8), lambda: np.ones(shape, "V4"), lambda: np.ones(shape, np.longdouble),
+        ])
+        arrays[name] = maker()
+    elif kind == "values":
+        value = rng.choice([np.nan, np.inf, -np.inf, 1e300, -1e39, 2.0**63, 1e-45])
+        dtype = np.float32 if abs(value) < 3e38 or not np.isfinite(value) else np.float64
+        arrays[name] = np.full(shape, value, dtype)
+        if rng.random() < 0.3:
+            arrays[name] = np.full(shape, rng.choice([2**40, -(2**62), 2**63 - 1]), np.int64)
+    elif kind == "missing":
+        del arrays[name]
+    elif kind == "extra":
+        arrays["unused"] = np.zeros((1000, 500), np.float32)
+    elif kind == "scalar":
+        arrays[name] = np.float32(1.0)
+    buffer = io.BytesIO()
+    if kind == "npy":
+        np.save(buffer, arrays["x"])
+    elif kind == "compressed":
+        np.savez_compressed(buffer, **arrays)
+    elif kind == "member":
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("x", b"not an array")
+            archive.writestr("w1.npy", b"\x93NUMPY\x01\x00garbage")
+    elif kind != "empty":
+        np.savez(buffer, **arrays)
+    data = buffer.getvalue()
+    if kind == "bytes" and data:
+        data = bytearray(data)
+        for _ in range(rng.randint(1, 20)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        data = bytes(data)
+    elif kind == "truncate":
+        data = data[: rng.randrange(len(data) + 1)]
+    return data, f"npz-{kind}"
+
+
+PIPELINES = [
+    [], [], ["-p", "inference{device=tiny4}"], ["-p", "rtensor-partition{device=tiny16},rtensor-to-shift,rotation-align"],
+    ["-p", "rtensor-check"], ["-p", "rotation-align"], ["-p", "shift-to-device,device-alloc"],
+    ["-p", "rtensor-partition{device=tiny4 mode=op}"], ["-p", "irc-target{device=tiny8}"], ["--print-op-generic"],
+]
+BAD_PASS_SPECS = ["nosuchpass", "inference{device}", "inference{x=1}", "inference{", "rtensor-partition{strict=maybe}",
+                  "inference{device=" + "a" * 5000 + "}", "inference{device=/nonexistent/d.toml}", ",,", "inference{cost=bogus}",
+                  "inference{device=tiny4 device=tiny8}", "rtensor-partition{mode=x}", "canonicalize{x=1}", "{}", "inference}"]
+
+
+def program_cases(rng: random.Random, programs: list[str], count: int, tool: str) -> Iterator[Case]:
+    for _ in range(count):
+        verified = verified_programs()
+        seed = rng.choice(verified) if verified and rng.random() < 0.7 else rng.choice(programs)
+        text, label = mutate_program(rng, seed)
+        data = text.encode()
+        if rng.random() < 0.03:
+            at = rng.randrange(len(data) + 1)
+            data, label = data[:at] + bytes([rng.choice([0xFF, 0xC3, 0x80, 0x00])]) + data[at:], label + "+byte"
+        files = {"prog.mlir": data}
+        if tool == "irc-opt":
+            argv = ["prog.mlir", *rng.choice(PIPELINES)]
+            roll = rng.random()
+            if roll < 0.05:
+                argv = ["prog.mlir", "-p", rng.choice(BAD_PASS_SPECS)]
+            elif roll < 0.1:
+                argv += ["-o", rng.choice(["prog.mlir", "out.mlir", "missing/out.mlir", ".", "/dev/null"])]
+            elif roll < 0.13:
+                argv = ["prog.mlir", "--split-input-file", "--verify-diagnostics"]
+        else:
+            argv = ["prog.mlir"]
+            roll = rng.random()
+            if roll < 0.15:
+                argv.append("--report")
+            elif roll < 0.2:
+                argv += ["--trace", rng.choice(["t.json", "prog.mlir", "missing/t.json", "."])]
+            elif roll < 0.25:
+                argv += ["--output", rng.choice(["out.npz", "out", "prog.mlir", "missing/o.npz"])]
+            elif roll < 0.3:
+                argv += ["--seed", rng.choice(["-1", "0", "7", str(2**70), "x"])]
+            elif roll < 0.33:
+                argv += ["--entry", rng.choice(["nosuch", "main", ""])]
+        yield Case(tool, argv, files, label)
+
+
+def npz_cases(rng: random.Random, count: int) -> Iterator[Case]:
+    mlp = (ROOT / "examples/mlp.mlir").read_bytes()
+    for _ in range(count):
+        data, label = mutate_npz(rng)
+        argv = ["mlp.mlir", "--inputs", "in.npz"]
+        if rng.random() < 0.2:
+            argv.append("--allow-lossy")
+        if rng.random() < 0.1:
+            argv += ["--output", rng.choice(["in", "in.npz", "out.npz"])]
+        yield Case("irc-run", argv, {"mlp.mlir": mlp, "in.npz": data}, label)
+
+
+def toml_cases(rng: random.Random, count: int) -> Iterator[Case]:
+    base = (ROOT / "irc/devices/tiny16.toml").read_text()
+    mlp = (ROOT / "examples/mlp.mlir").read_bytes()
+    for _ in range(count):
+        text, label = mutate_toml(rng, base)
+        files = {"dev.toml": text.encode()}
+        if rng.random() < 0.5:
+            yield Case("irc-plan", ["--expr", "C[m,n] += A[m,k] * B[k,n]", "--shape", "m=32,k=64,n=48", "--device", "dev.toml"],
+                       files, "toml-" + label)
+        else:
+            files["mlp.mlir"] = mlp
+            yield Case("irc-opt", ["mlp.mlir", "-p", "inference{device=dev.toml}"], files, "toml-" + label)
+
+
+def plan_cases(rng: random.Random, programs: list[str], expressions: list[str], count: int) -> Iterator[Case]:
+    te_programs = [p for p in programs if "te.op" in p and "rtensor" not in p and "shift." not in p]
+    for _ in range(count):
+        roll = rng.random()
+        if roll < 0.55:
+            expr = rng.choice(expressions)
+            if rng.random() < 0.6:
+                expr = mutate_expression(rng, expr)
+            axes = sorted(set(re.findall(r"\b([a-z][a-z0-9]?)\b", expr)) - {"in", "where"} - set(FUNCTIONS)) or ["i"]
+            valid = rng.random() < 0.6
+            choices = ["1", "2", "3", "8", "16", "64"] if valid else ["1", "8", "0", "-1", "x", "1000000", HUGE[1]]
+            extents = ",".join(f"{a}={rng.choice(choices)}" for a in axes[:6] if valid or rng.random() < 0.95)
+            argv = ["--expr", expr, "--shape", extents or "i=4", "--device", rng.choice(["tiny4", "tiny16", "ipu-mk2"])]
+            extra = rng.random()
+            if extra < 0.15:
+                argv.append("--pareto")
+            elif extra < 0.25:
+                argv.append("--json")
+            elif extra < 0.35:
+                argv += ["--explain", rng.choice(['{"axes": ["m"], "F_op": [1]}', "{", "[]", '{"F_op": "x"}', "null"])]
+            elif extra < 0.45:
+                argv += ["--dtype", rng.choice(["f32", "bf16", "i3", "", "complex"])]
+            elif extra < 0.5:
+                argv += ["--cost", rng.choice(["seed003", "bogus", ""])]
+            yield Case("irc-plan", argv, {}, "expr")
+        elif roll < 0.9 and te_programs:
+            text, label = mutate_program(rng, rng.choice(te_programs))
+            argv = ["--model", "m.mlir", "--device", rng.choice(["tiny4", "tiny16"])]
+            if rng.random() < 0.2:
+                argv += ["--baseline", rng.choice(["vgm", "roller", "fastest"])]
+            yield Case("irc-plan", argv, {"m.mlir": text.encode()}, "model-" + label)
+        else:
+            argv = rng.choice([
+                ["--model", "bert-tiny", "--layers", rng.choice(["0", "-1", "1"]), "--seq", rng.choice(["0", "4"])],
+                ["--expr", "C[m] = A[m]"], ["--shape", "m=4"], ["--expr", "C[m] = A[m]", "--shape", "m=4", "--device", "a" * 5000],
+                ["--expr", "C[m] = A[m]", "--shape", "m=4", "--device", "/nonexistent/x.toml"],
+                ["--model", "nosuch.onnx"], ["--model", "bert-tiny", "--batch", "0"], ["--nope"],
+            ])
+            yield Case("irc-plan", argv, {}, "cli")
+
+
+def onnx_cases(rng: random.Random, count: int, seed: int) -> Iterator[Case]:
+    """Models from the frontend fuzzer's generator (drawn deterministically from
+    ``seed``), some with damaged bytes or mutated command lines."""
+    for model, shape in onnx_models(count, seed):
+        data = model.SerializeToString()
+        label = "onnx"
+        argv = ["--import-onnx", "m.onnx"]
+        roll = rng.random()
+        if roll < 0.1:
+            data = bytearray(data)
+            for _ in range(rng.randint(1, 8)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            data, label = bytes(data), "onnx-bytes"
+        elif roll < 0.15:
+            data, label = data[: rng.randrange(len(data) + 1)], "onnx-truncate"
+        elif roll < 0.25:
+            argv += ["--shape", rng.choice([f"x={'x'.join(map(str, shape))}", "x=0", "x=1x2x3x4x5", "y=2", "x=", "=3",
+                                            f"x={HUGE[0]}"])]
+            label = "onnx-shape"
+        elif roll < 0.35:
+            argv += ["-o", rng.choice(["m.onnx", "out.mlir", "missing/o.mlir"])]
+            label = "onnx-output"
+        elif roll < 0.4:
+            argv += ["--weights", rng.choice(["m.onnx", "w.npz", "missing/w.npz"])]
+            label = "onnx-weights"
+        yield Case("irc-translate", argv, {"m.onnx": data}, label)
+
+
+def onnx_models(count: int, seed: int) -> list:
+    """``count`` (model, input shape) pairs from the generator of
+    ``tests/frontend/test_import_fuzz.py``, reproducibly for ``seed``."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    from tests.frontend.test_import_fuzz import graphs
+
+    found = []
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(graphs())
+    def collect(case):
+        found.append(case)
+
+    collect()
+    return found[:count]
+
+
+def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
+    """``count`` cases of ``tool``, reproducibly for ``seed``, made as they are run."""
+    rng = random.Random(f"{tool}:{seed}")
+    programs = seed_programs()
+    if tool == "irc-opt":
+        toml = count // 10
+        yield from program_cases(rng, programs, count - toml, tool)
+        yield from itertools.islice((c for c in toml_cases(rng, 4 * toml) if c.tool == "irc-opt"), toml)
+    elif tool == "irc-run":
+        npz = count // 4
+        yield from program_cases(rng, programs, count - npz, tool)
+        yield from npz_cases(rng, npz)
+    elif tool == "irc-translate":
+        yield from onnx_cases(rng, count, seed)
+    else:
+        toml = count // 10
+        yield from plan_cases(rng, programs, seed_expressions(programs), count - toml)
+        yield from itertools.islice((c for c in toml_cases(rng, 4 * toml) if c.tool == "irc-plan"), toml)
+
+
+def fuzz(tools: Iterable[str], count: int, seed: int = 0, jobs: int = 2,
+         report: Callable[[Case, Outcome], None] | None = None) -> dict[str, Counter]:
+    """Run ``count`` cases per tool; outcome counts per tool. ``report`` sees every
+    (case, outcome)."""
+    counts: dict[str, Counter] = {tool: Counter() for tool in tools}
+    cases = (case for tool in tools for case in cases_for(tool, count, seed))
+    for case, outcome in run_cases(cases, jobs):
+        counts[case.tool][outcome.kind] += 1
+        if report is not None:
+            report(case, outcome)
+    return counts
