@@ -17,6 +17,13 @@ from irc.plugins import plugin_devices
 
 DEVICE_DIR = Path(__file__).resolve().parent
 
+# Device families other than the IPU kind (a file's top-level ``family``; absent means
+# the IPU kind): family -> "module:function" building the family's dataclass from the
+# file's fields (``_Fields``).
+FAMILIES = {
+    "mtia": "irc.devices.mtia:device_from_fields",
+}
+
 
 class DeviceError(ValueError):
     """An unknown device name or a malformed device file."""
@@ -74,6 +81,9 @@ def _read_version(path: Path, size: int, mtime_ns: int) -> Device:
     except tomllib.TOMLDecodeError as error:
         raise DeviceError(f"{path.name}: not valid TOML: {error}") from error
     fields = _Fields(path.name, data)
+    family = data.get("family")
+    if family is not None:
+        return _family_device(fields, family)
     rows, cols = fields.pair_of_positive_ints("compute.systolic")
     device = Device(
         name=fields.string("name"),
@@ -92,6 +102,16 @@ def _read_version(path: Path, size: int, mtime_ns: int) -> Device:
         inter_chip_overhead=fields.positive_number("interconnect.inter_chip_overhead"),
     )
     return device
+
+
+def _family_device(fields: "_Fields", family: Any):
+    """The device of a file of another family (``FAMILIES``), or an error naming 'family'."""
+    if family not in FAMILIES:
+        raise fields._bad("family", f"one of {', '.join(sorted(FAMILIES))} (or absent: the IPU kind)", family)
+    module_name, function = FAMILIES[family].split(":")
+    from importlib import import_module
+
+    return getattr(import_module(module_name), function)(fields)
 
 
 class _Fields:
