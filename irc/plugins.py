@@ -82,6 +82,7 @@ IRC_UNIVERSE = IrcUniverse(
         "t10": lazy("irc.cost.t10:T10CostModel"),            # measured IPU Mk2 constants
         "seed003": lazy("irc.cost.seed003:Seed003CostModel"),  # the T10 benchmark's prose
         "engdesign": lazy("irc.cost.engdesign:EngDesignCostModel"),  # the benchmark's grader
+        "mtia": lazy("irc.cost.mtia:MtiaCostModel"),          # MTIA v1's PEs, memories and networks
     },
     # bundled devices are the TOML files in irc/devices/, found by name (irc.devices.loader)
 )

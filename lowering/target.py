@@ -52,6 +52,12 @@ def _value(attr: Attribute):
 
 def target_attr(device: Device, cost: str) -> TargetAttr:
     """The self-contained target of ``device`` priced by cost model ``cost``."""
+    family = getattr(device, "family", None)
+    if family is not None:  # another family's device level is its own (issue 16)
+        raise TargetError(
+            f"device '{device.name}' is of the {family} family, which the te -> rtensor -> shift -> device "
+            f"pipeline does not target; plan it with irc-plan --device {device.name} --cost {family}"
+        )
     description = {f.name: _attribute(getattr(device, f.name)) for f in dataclasses.fields(device)}
     return TargetAttr(device.name, cost, description)
 

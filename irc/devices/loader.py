@@ -47,8 +47,8 @@ def known_devices() -> list[str]:
 
 def load_device(name_or_path: str | Path) -> Device:
     """A bundled device by name (``ipu-mk2``, ``tiny8``, ...) or a TOML file by path."""
-    if isinstance(name_or_path, Device):
-        return name_or_path
+    if not isinstance(name_or_path, (str, Path)):
+        return name_or_path  # already a device description (of any family)
     text = str(name_or_path)
     path = Path(text)
     if text.endswith(".toml") or path.parent != Path("."):

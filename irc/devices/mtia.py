@@ -57,6 +57,7 @@ class MtiaDevice:
     multicast: str                      # "row-column" or "none"
     noc_pe_bytes_per_cycle: int         # assumed: one PE's fabric interface
     noc_hop_cycles: int                 # assumed
+    barrier_cycles: int                 # assumed
     reduction_directions: tuple[str, ...]
     reduction_link_bytes_per_cycle: int  # assumed
     reduction_hop_cycles: int           # assumed
@@ -166,6 +167,7 @@ def device_from_fields(fields) -> MtiaDevice:
         multicast=fields.choice("noc.multicast", MULTICAST_KINDS),
         noc_pe_bytes_per_cycle=fields.positive_int("noc.pe_link_bytes_per_cycle"),
         noc_hop_cycles=fields.non_negative_int("noc.hop_cycles"),
+        barrier_cycles=fields.non_negative_int("noc.barrier_cycles"),
         reduction_directions=tuple(directions),
         reduction_link_bytes_per_cycle=fields.positive_int("reduction.link_bytes_per_cycle"),
         reduction_hop_cycles=fields.non_negative_int("reduction.hop_cycles"),

@@ -51,7 +51,7 @@ def test_the_t10_planners_view_is_the_pes_and_their_local_memory():
 
 def test_every_assumed_field_is_commented_as_such():
     text = (DEVICE_DIR / "mtia_v1.toml").read_text()
-    for field in ("dma_issue_cycles", "latency_cycles", "pe_link_bytes_per_cycle", "hop_cycles",
+    for field in ("dma_issue_cycles", "latency_cycles", "pe_link_bytes_per_cycle", "hop_cycles", "barrier_cycles",
                   "link_bytes_per_cycle"):
         lines = [line for line in text.splitlines() if line.strip().startswith(field)]
         assert lines and all("ASSUMED" in line for line in lines), field

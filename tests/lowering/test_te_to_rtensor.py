@@ -83,8 +83,8 @@ def test_seed003_cost_model_plans_matmul_and_conv():
     "options, message",
     [
         ({"mode": "fast"}, "unknown mode=fast; known modes: model, op"),
-        ({"device": "tpu"}, "unknown device 'tpu'; known devices: ipu-mk2, tiny16, tiny4, tiny8"),
-        ({"cost": "vgm"}, "unknown cost model 'vgm'; known cost models: engdesign, seed003, t10"),
+        ({"device": "tpu"}, "unknown device 'tpu'; known devices: ipu-mk2, mtia-v1, tiny16, tiny4, tiny8"),
+        ({"cost": "vgm"}, "unknown cost model 'vgm'; known cost models: engdesign, mtia, seed003, t10"),
     ],
 )
 def test_bad_options_are_diagnostics(options, message):

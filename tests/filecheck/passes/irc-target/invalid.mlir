@@ -16,7 +16,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
 
 // DEVICE: irc-target: the module targets device 'tiny4', not 'tiny8'; one module has one target
 // COST: irc-target: the module targets cost model 't10', not 'seed003'; one module has one target
-// UNKNOWN: irc-target: unknown device 'tiny5'; known devices: ipu-mk2, tiny16, tiny4, tiny8
+// UNKNOWN: irc-target: unknown device 'tiny5'; known devices: ipu-mk2, mtia-v1, tiny16, tiny4, tiny8
 // PARTITION: rtensor-partition: the module targets device 'tiny4', not 'tiny8'; one module has one target
 // PARTITION-COST: rtensor-partition: the module targets cost model 't10', not 'seed003'; one module has one target
 

@@ -133,7 +133,7 @@ builtin.module attributes {irc.target = #irc.target<"ipu-mk3", "t10", {}>} {
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
-// CHECK: invalid.mlir:132:5: error: 'rtensor.op' op unknown device 'ipu-mk3'; known devices: ipu-mk2, tiny16, tiny4, tiny8
+// CHECK: invalid.mlir:132:5: error: 'rtensor.op' op unknown device 'ipu-mk3'; known devices: ipu-mk2, mtia-v1, tiny16, tiny4, tiny8
 
 // -----
 
@@ -143,7 +143,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "roofline", {}>} {
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
-// CHECK: invalid.mlir:142:5: error: 'rtensor.op' op unknown cost model 'roofline'; known cost models: engdesign, seed003, t10
+// CHECK: invalid.mlir:142:5: error: 'rtensor.op' op unknown cost model 'roofline'; known cost models: engdesign, mtia, seed003, t10
 
 // -----
 
