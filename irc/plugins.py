@@ -63,6 +63,7 @@ IRC_UNIVERSE = IrcUniverse(
         "rtensor": lazy("irc.dialects.rtensor:RTENSOR"),
         "shift": lazy("irc.dialects.shift:SHIFT"),
         "device": lazy("irc.dialects.device:DEVICE"),
+        "mtia": lazy("irc.dialects.mtia:MTIA"),
     },
     all_passes={
         # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
@@ -75,6 +76,9 @@ IRC_UNIVERSE = IrcUniverse(
         # shift -> device: SPMD per-core code, then SRAM offsets
         "shift-to-device": lazy("irc.lowering.shift_to_device:ShiftToDevice"),
         "device-alloc": lazy("irc.passes.device_alloc:DeviceAlloc"),
+        # MTIA (seeds/001 s4): section 4's mapping on the te level, then per-PE programs
+        "mtia-partition": lazy("irc.lowering.mtia_partition:MtiaPartition"),
+        "te-to-mtia": lazy("irc.lowering.te_to_mtia:TeToMtia"),
         # named pipelines
         "inference": lazy("irc.passes.pipelines:InferencePipeline"),
     },

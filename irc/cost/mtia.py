@@ -78,6 +78,16 @@ def dpe_cycles(device, m, k, n, dtype_bytes: int, batch=1) -> ArrayLike:
     return as_float_array(batch) * blocks * dpe_block_cycles(device, dtype_bytes)
 
 
+def stream_blocks(device, level: str, dtype_bytes: int, hops: int) -> int:
+    """Blocks a circular buffer streaming from ``level`` holds: enough reads in flight to
+    cover one read's issue, latency and hops while the MMLs of each k step (four 32x32x32
+    blocks) consume one block, plus the block in use (section 3.3: the producer runs
+    ahead as far as the buffer's space allows)."""
+    step = 4 * dpe_block_cycles(device, dtype_bytes)
+    read = device.dma_issue_cycles + device.level_latency_cycles(level) + device.noc_hop_cycles * hops
+    return 2 + int(np.ceil(read / step))
+
+
 def simd_cycles(device, elements, dtype_bytes: int) -> ArrayLike:
     """Elementwise work on one PE's SIMD engine: 32 FP16 lanes, INT8 at twice the rate,
     FP32 at half (Table I: SE 1.6 FP16 / 3.2 INT8 TOPS)."""
@@ -103,6 +113,17 @@ def multicast_read_cycles(device, nbytes, group, level: str, hops=1) -> ArrayLik
     served = nbytes if device.has_multicast else nbytes * as_float_array(group)
     stream = np.maximum(nbytes / device.noc_pe_bytes_per_cycle, served / device.level_bytes_per_cycle(level))
     return device.dma_issue_cycles + device.level_latency_cycles(level) + device.noc_hop_cycles * as_float_array(hops) + stream
+
+
+def tile_turnaround_cycles(device, k_chain) -> float:
+    """Cycles the accumulator banks stay busy after a 64x64 output tile's last MML: its
+    partial sums leave over the reduction network (a chain of ``k_chain`` > 1 PEs) or into
+    local memory (CB_C); the next tile's MMLs need the banks (four banks hold one tile
+    under 2x2 blocking)."""
+    tile = TILE_M * TILE_N * device.accumulator_bytes
+    if k_chain > 1:
+        return tile / device.reduction_link_bytes_per_cycle
+    return tile / device.level_bytes_per_cycle("local")
 
 
 def reduction_chain_cycles(device, nbytes, pes) -> ArrayLike:
@@ -159,10 +180,10 @@ class MappingBreakdown:
     largest), the fill and drain around it, and the bytes each level serves."""
 
     compute: float          # DPE
-    memory: float           # the busiest memory level (SRAM / LPDDR), multicast counted once
+    memory: float           # the memory levels' time (SRAM + LPDDR: one DMA queue), multicast counted once
     link: float             # one PE's fabric link (ingress + its share of C's egress)
     local: float            # one PE's local memory (DMA writes + DPE reads)
-    reduction: float        # one PE's reduction link, all its tiles
+    reduction: float        # the DPE waiting for the banks between tiles (serial with compute)
     issue: float            # commands issued by a PE's cores (DMA, MML, REDUCE)
     fill: float             # the first read's latency
     drain: float            # the last tile's reduction chain and store
@@ -170,7 +191,7 @@ class MappingBreakdown:
 
     @property
     def body(self) -> float:
-        return max(self.compute, self.memory, self.link, self.local, self.reduction, self.issue)
+        return max(self.compute + self.reduction, self.memory, self.link, self.local, self.issue)
 
     @property
     def total(self) -> float:
@@ -179,8 +200,8 @@ class MappingBreakdown:
     @property
     def bound(self) -> str:
         """Which term limits the body."""
-        terms = {"compute": self.compute, "memory": self.memory, "link": self.link, "local": self.local,
-                 "reduction": self.reduction, "issue": self.issue}
+        terms = {"compute": self.compute + self.reduction, "memory": self.memory, "link": self.link,
+                 "local": self.local, "issue": self.issue}
         return max(terms, key=terms.get)
 
     def as_cost(self) -> CostBreakdown:
@@ -209,20 +230,26 @@ def mapping_cycles(device, work: MappingWork) -> MappingBreakdown:
     level_bytes[home_a] += a_groups * a_read
     level_bytes[home_b] += b_groups * b_read
     level_bytes[home_c] += c_written
-    memory = max(level_bytes[level] / device.level_bytes_per_cycle(level) for level in level_bytes)
+    # one DMA queue per PE carries the reads from both levels in program order
+    memory = sum(level_bytes[level] / device.level_bytes_per_cycle(level) for level in level_bytes)
     link = (a_read + b_read + tiles * tile_out) / device.noc_pe_bytes_per_cycle
     blocks = compute / dpe_block_cycles(device, b_in)
     bm, bk, bn = device.dpe_block
     local = (a_read + b_read + blocks * (bm * bk + bk * bn) * b_in) / device.level_bytes_per_cycle("local")
     acc_tile = TILE_M * TILE_N * device.accumulator_bytes
-    reduction = tiles * acc_tile / device.reduction_link_bytes_per_cycle if work.k_chain > 1 else 0.0
+    # the banks of tile t are sent on before tile t+1's MMLs start (the DPE waits)
+    reduction = (tiles - 1) * tile_turnaround_cycles(device, work.k_chain)
     # commands: a DMA per 64x32 chunk of A and of Bᵀ, four MMLs per k step, a REDUCE per tile
     dma_commands = a_read / (TILE_M * TILE_K * work.a_bytes) + b_read / (TILE_N * TILE_K * work.b_bytes)
     mml_commands = blocks
     issue = max(dma_commands, mml_commands + tiles) * device.dma_issue_cycles
+    # the first k step waits for its A block and then its B block through the PE's one
+    # DMA queue, each at the rate the queue drains (the slower of the link and the
+    # levels' share)
+    per_byte = max(1.0 / device.noc_pe_bytes_per_cycle, memory / max(a_read + b_read, 1))
     first_home = home_a if device.level_latency_cycles(home_a) >= device.level_latency_cycles(home_b) else home_b
-    fill = float(multicast_read_cycles(device, TILE_M * TILE_K * b_in, max(work.a_group, work.b_group),
-                                       first_home, work.hops))
+    fill = (device.dma_issue_cycles + device.level_latency_cycles(first_home) + device.noc_hop_cycles * work.hops
+            + (TILE_M * TILE_K * work.a_bytes + TILE_N * TILE_K * work.b_bytes) * per_byte)
     drain = float(reduction_chain_cycles(device, acc_tile, work.k_chain)) + device.level_latency_cycles(home_c) \
         + tile_out / device.noc_pe_bytes_per_cycle
     return MappingBreakdown(compute=compute, memory=memory, link=link, local=local, reduction=reduction,

@@ -43,6 +43,7 @@ from irc.cost.mtia import (
     edge_hops,
     mapping_cycles,
     require_mtia,
+    stream_blocks,
     stream_cycles,
 )
 from irc.devices import load_device
@@ -81,6 +82,7 @@ class MtiaMapping:
     local_bytes: int
     homes: tuple[str, ...]
     cost: MappingBreakdown
+    depths: tuple[int, int] = (0, 0)     # bytes of the A and B circular buffers
 
     @property
     def pes(self) -> int:
@@ -189,12 +191,16 @@ def matmul_extents(spec: OpSpec) -> tuple[int, int, int, int]:
     return tuple(_role_extent(spec, roles[r]) for r in ("batch", "m", "n", "k"))  # type: ignore[return-value]
 
 
-def _local_bytes(pk: int, pn: int, a_b: int, b_b: int, c_b: int, a_resident: bool, b_resident: bool) -> int:
-    """Circular buffers of one PE: A's 64-row strip (or two 64x32 blocks streaming), Bᵀ's
-    whole slice (or two blocks), and two 64x64 output tiles."""
-    a = TILE_M * pk * a_b if a_resident else 2 * TILE_M * TILE_K * a_b
-    b = pn * pk * b_b if b_resident else 2 * TILE_N * TILE_K * b_b
-    return a + b + 2 * TILE_M * TILE_N * c_b
+def buffer_depths(device, pk: int, pn: int, a_b: int, b_b: int, a_resident: bool, b_resident: bool,
+                  homes, hops: int) -> tuple[int, int]:
+    """Bytes of the A and B circular buffers of one PE: A's 64-row strip plus room to
+    prefetch the next strip's first blocks while the last ones are used (or, streaming,
+    the 64x32 blocks in flight that cover a read's latency: ``stream_blocks``), Bᵀ's whole
+    slice (or its blocks in flight)."""
+    a_blocks = stream_blocks(device, homes[1], a_b, hops)
+    a = (TILE_M * pk + (a_blocks - 1) * TILE_M * TILE_K) * a_b if a_resident else a_blocks * TILE_M * TILE_K * a_b
+    b = pn * pk * b_b if b_resident else stream_blocks(device, homes[2], a_b, hops) * TILE_N * TILE_K * b_b
+    return a, b
 
 
 def mapping_space(spec: OpSpec, device, homes: Mapping[str, str],
@@ -247,21 +253,23 @@ def _mappings_of(device, splits, grid, rows_axis, k_along, extents, sizes, homes
     pn = _ceil_to(_ceil_div(n, fn), TILE_N)
     pk = _ceil_to(_ceil_div(k, fk), TILE_K)
     out = []
+    rows, cols = grid
+    hops = edge_hops(device, rows, cols)
     for a_resident in (True, False):
         for b_resident in (True, False):
-            need = _local_bytes(pk, pn, a_b, b_b, c_b, a_resident, b_resident)
+            depths = buffer_depths(device, pk, pn, a_b, b_b, a_resident, b_resident, homes, hops)
+            # and two 64x64 output tiles (CB_C)
+            need = sum(depths) + 2 * TILE_M * TILE_N * c_b
             if need > device.local_bytes:
                 continue
             a_passes = 1 if a_resident else pn // TILE_N
             b_passes = 1 if b_resident else pm // TILE_M
-            a_group, b_group = fn, fm
-            rows, cols = grid
             work = MappingWork(
                 batch=pb, m=pm, n=pn, k=pk, a_passes=a_passes, b_passes=b_passes,
-                a_group=a_group, b_group=b_group, k_chain=fk, pes=fb * rows * cols,
-                hops=edge_hops(device, rows, cols), a_bytes=a_b, b_bytes=b_b, c_bytes=c_b, homes=homes)
+                a_group=fn, b_group=fm, k_chain=fk, pes=fb * rows * cols,
+                hops=hops, a_bytes=a_b, b_bytes=b_b, c_bytes=c_b, homes=homes)
             out.append(MtiaMapping(rows_axis, k_along, splits, grid, (pb, pm, pn, pk), a_passes, b_passes,
-                                   need, homes, mapping_cycles(device, work)))
+                                   need, homes, mapping_cycles(device, work), depths))
     return out
 
 

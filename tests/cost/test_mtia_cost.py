@@ -89,9 +89,13 @@ def test_section_4_mapping_terms_by_hand():
     assert cost.memory == pytest.approx(cost.level_bytes["sram"] / 1000)
     # each PE's link: its A and Bᵀ slices and its 4 output tiles at 64 B/cycle
     assert cost.link == (65536 + 65536 + 4 * 4096) / 64
-    # 4 output tiles of 64x64 INT32 partial sums cross the reduction link: 4 x 16384 / 64
-    assert cost.reduction == 1024
-    assert cost.bound == "compute"
+    # between its 4 output tiles the DPE waits while the banks' 64x64 INT32 partial sums
+    # leave over the reduction link: 3 x 16384 / 64
+    assert cost.reduction == 768
+    assert cost.bound == "compute" and cost.body == 8192 + 768
+    # the first k step's A and Bᵀ blocks (2 x 2048 B) through the PE's queue at 64 B/cycle,
+    # after the command, SRAM's latency and 5 hops
+    assert cost.fill == 16 + 200 + 5 * 2 + 4096 / 64
     assert cost.drain == reduction_chain_cycles(MTIA, 16384, 2) + 200 + 4096 / 64
     assert cost.total == cost.fill + cost.body + cost.drain
 
