@@ -109,7 +109,7 @@ class LowerPlannedMatmul(RewritePattern):
         dma_b = DmaOp(b_value, cb_b.buffer, AffineMap(2, 0, b_origin), b_block, b_line, homes[2], b_passes)
         acc_type = AccumulatorType((pm, pn), accumulator_element(a_elem))
         mml = MatMulOp(cb_a.buffer, cb_b.buffer, transposed, acc_type)
-        mml.result.name_hint = "acc"
+        mml.result.name_hint = f"{op.output.name_hint}_acc" if op.output.name_hint else "acc"
         new_ops = [cb_a, cb_b, dma_a, dma_b, mml]
         sums = mml.result
         if fk > 1:

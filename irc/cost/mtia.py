@@ -274,6 +274,26 @@ def stream_cycles(device, read_bytes: dict, write_bytes: dict, elements, dtype_b
     return latency + device.dma_issue_cycles + max(terms.values()), terms
 
 
+def embedding_cycles(device, lookups, row_bytes, pooled_bytes, index_bytes, level: str, pes: int,
+                     dtype_bytes: int, dim: int) -> tuple:
+    """Embedding-bag lookups spread over ``pes`` PEs (section 6's TBE: memory-bound,
+    "priced by bytes moved"): each of the ``lookups`` rows (``row_bytes`` each) is one
+    DMA request from ``level``, so the time is the slowest of the level's bandwidth for
+    the rows, the indices (``index_bytes``) and the pooled results (``pooled_bytes``
+    written to SRAM), the PEs' command issue (one request per row), their links, and the
+    pooling adds on the SIMD engines; plus one request's latency (section 7: with small
+    pooling groups the latency is exposed). Returns (cycles, the body's terms)."""
+    lookups = float(lookups)
+    read = lookups * row_bytes + index_bytes
+    # one DMA queue per PE: the rows from their level, then the pooled rows into SRAM
+    memory = read / device.level_bytes_per_cycle(level) + pooled_bytes / device.level_bytes_per_cycle("sram")
+    issue = lookups / pes * device.dma_issue_cycles
+    link = (read + pooled_bytes) / pes / device.noc_pe_bytes_per_cycle
+    compute = float(simd_cycles(device, lookups * dim / pes, dtype_bytes))
+    terms = {"memory": memory, "issue": issue, "link": link, "compute": compute}
+    return device.level_latency_cycles(level) + device.dma_issue_cycles + max(terms.values()), terms
+
+
 # ---------------------------------------------------------------------------------------
 # T10 plans over the NoC (the CostModel protocol)
 # ---------------------------------------------------------------------------------------

@@ -256,7 +256,9 @@ class MtiaFunctions(InterpreterFunctions):
         else:
             values = np.matmul(a.data.astype(np.float32), rhs.astype(np.float32))
         rows, cols = a.grid
-        record = KernelRecord(name=f"mml({a.name},{b.name})", pes=rows * cols)
+        hint = op.result.name_hint or ""
+        name = hint[:-4] if hint.endswith("_acc") else f"mml({a.name},{b.name})"
+        record = KernelRecord(name=name, pes=rows * cols)
         tile_ends = _simulate(machine.device, op, a, b, record, _written(op), _chain(op))
         machine.kernels.append(record)
         acc_bytes = element_bytes(op.result.type.element_type)

@@ -41,6 +41,7 @@ from irc.cost.mtia import (
     MappingWork,
     MtiaCostModel,
     edge_hops,
+    embedding_cycles,
     mapping_cycles,
     require_mtia,
     stream_blocks,
@@ -335,6 +336,109 @@ def plan_operator(spec: OpSpec, device, *, homes: Mapping[str, str] | None = Non
 
 
 # ---------------------------------------------------------------------------------------
+# Embedding tables: a planner kind of their own (memory-bound)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EmbeddingSpec:
+    """Embedding-bag lookups of one operator (an EmbeddingBag, or a TableBatchedEmbedding
+    of ``tables`` tables): ``batch`` bags per table of ``pooling`` rows each from tables of
+    ``rows`` rows of ``dim`` elements (``dtype_bytes`` each; section 6's TBE tables are
+    INT8), ``index_bytes`` per index. Memory-bound: priced by bytes moved."""
+
+    batch: int
+    pooling: int
+    rows: int
+    dim: int
+    tables: int = 1
+    dtype_bytes: int = 1
+    index_bytes: int = 8
+    out_bytes: int = 4
+    kind: str = "embedding"
+
+    @property
+    def lookups(self) -> int:
+        return self.tables * self.batch * self.pooling
+
+    @property
+    def row_bytes(self) -> int:
+        return self.dim * self.dtype_bytes
+
+    @property
+    def table_bytes(self) -> int:
+        return self.tables * self.rows * self.row_bytes
+
+    @property
+    def moved_bytes(self) -> int:
+        """Bytes an ideal kernel moves: the rows looked up, the indices, the pooled output."""
+        return self.lookups * (self.row_bytes + self.index_bytes) + self.tables * self.batch * self.dim * self.out_bytes
+
+    @property
+    def iteration_volume(self) -> int:
+        return self.lookups * self.dim
+
+
+@dataclass(frozen=True)
+class EmbeddingPlan:
+    """Lookups spread over every PE, tables in ``home``."""
+
+    spec: EmbeddingSpec
+    home: str
+    cycles: float
+    seconds: float
+    terms: Mapping[str, float]
+    bound: str
+
+    chosen = "embedding"
+
+    def describe(self) -> str:
+        return f"{self.spec.lookups} lookups over 64 PEs, tables in {self.home} ({self.bound}-bound)"
+
+
+def plan_embedding(spec: EmbeddingSpec, device, home: str | None = None) -> EmbeddingPlan:
+    """The lookups of ``spec`` on every PE, the tables in ``home`` (SRAM when they fit,
+    else LPDDR, when not given)."""
+    device = require_mtia(load_device(device), "mtia planning")
+    if home is None:
+        home = "sram" if spec.table_bytes <= device.onchip_bytes else "dram"
+    pooled = spec.tables * spec.batch * spec.dim * spec.out_bytes
+    cycles, terms = embedding_cycles(device, spec.lookups, spec.row_bytes, pooled, spec.lookups * spec.index_bytes,
+                                     home, device.pes, spec.dtype_bytes, spec.dim)
+    return EmbeddingPlan(spec, home, cycles, cycles / device.clock_hz, terms, max(terms, key=terms.get))
+
+
+def embedding_roofline_seconds(spec: EmbeddingSpec, device, home: str) -> float:
+    """The bytes an ideal kernel moves, each at its level's bandwidth: the rows looked up
+    and the indices from the tables' level, the pooled rows into SRAM."""
+    device = require_mtia(load_device(device), "mtia planning")
+    pooled = spec.tables * spec.batch * spec.dim * spec.out_bytes
+    read = spec.moved_bytes - pooled
+    cycles = read / device.level_bytes_per_cycle(home) + pooled / device.level_bytes_per_cycle("sram")
+    return cycles / device.clock_hz
+
+
+@dataclass(frozen=True)
+class EmbeddingOp:
+    """An embedding operator of a model (``MtiaModel``): its tables are weights."""
+
+    name: str
+    spec: EmbeddingSpec
+    category: str = "EB"
+
+
+@dataclass(frozen=True)
+class MtiaModel:
+    """A model for MTIA planning: ``ModelOp``s (tensor expressions) and ``EmbeddingOp``s
+    in execution order; ``categories`` names each op's operator class (Table III's FC, EB,
+    Concat, Transpose, Quantize, Dequantize, BatchMatMul, Others) by op name."""
+
+    name: str
+    ops: tuple
+    categories: Mapping[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------
 # A model
 # ---------------------------------------------------------------------------------------
 
@@ -357,15 +461,20 @@ class MtiaModelPlan:
 
 
 def place_model(model, device) -> dict[tuple[int, str], str]:
-    """Homes of every (op index, weight) of a ``ModelSpec``: the activations are budgeted
+    """Homes of every (op index, weight) of a ``ModelSpec`` or ``MtiaModel`` (an embedding
+    op's weight is its tables, named "tables"): the activations are budgeted
     in SRAM first (the largest two live at once: a producer's output and its consumer's);
     weights then fill what is left, those read most per byte of SRAM first (all reads
     count once: the ops run once per batch), the rest go to LPDDR."""
     device = require_mtia(load_device(device), "mtia placement")
-    outputs = [tensor_bytes(op.spec, op.spec.output.name) for op in model.ops]
+    outputs = [tensor_bytes(op.spec, op.spec.output.name) if isinstance(op.spec, OpSpec)
+               else op.spec.tables * op.spec.batch * op.spec.dim * op.spec.out_bytes for op in model.ops]
     largest = sorted(outputs, reverse=True)[:2]
     free = device.onchip_bytes - sum(largest)
-    weights = [(i, w, tensor_bytes(op.spec, w)) for i, op in enumerate(model.ops) for w in op.weights]
+    weights = [(i, w, tensor_bytes(op.spec, w)) for i, op in enumerate(model.ops) if isinstance(op.spec, OpSpec)
+               for w in op.weights]
+    weights += [(i, "tables", op.spec.table_bytes) for i, op in enumerate(model.ops)
+                if isinstance(op.spec, EmbeddingSpec)]
     homes: dict[tuple[int, str], str] = {}
     for i, name, nbytes in sorted(weights, key=lambda x: x[2]):
         if nbytes <= free:
@@ -384,6 +493,14 @@ def plan_model(model, device, *, rotation: bool = True, progress=None) -> MtiaMo
     planned = []
     cache: dict = {}
     for i, op in enumerate(model.ops):
+        if isinstance(op.spec, EmbeddingSpec):
+            key = (op.spec, weight_homes[(i, "tables")])
+            if key not in cache:
+                cache[key] = plan_embedding(op.spec, device, weight_homes[(i, "tables")])
+            planned.append((op.name, cache[key]))
+            if progress is not None:
+                progress(i + 1, len(model.ops), op.name)
+            continue
         homes = {t.name: weight_homes.get((i, t.name), "sram") for t in op.spec.tensors}
         key = (op.spec, tuple(sorted(homes.items())))
         if key not in cache:
@@ -391,9 +508,13 @@ def plan_model(model, device, *, rotation: bool = True, progress=None) -> MtiaMo
         planned.append((op.name, cache[key]))
         if progress is not None:
             progress(i + 1, len(model.ops), op.name)
-    sram = sum(tensor_bytes(model.ops[i].spec, w) for (i, w), h in weight_homes.items() if h == "sram")
-    dram = sum(tensor_bytes(model.ops[i].spec, w) for (i, w), h in weight_homes.items() if h == "dram")
-    activations = sum(tensor_bytes(op.spec, op.spec.output.name) for op in model.ops)
+    def weight_bytes(i: int, name: str) -> int:
+        spec = model.ops[i].spec
+        return spec.table_bytes if isinstance(spec, EmbeddingSpec) else tensor_bytes(spec, name)
+
+    sram = sum(weight_bytes(i, w) for (i, w), h in weight_homes.items() if h == "sram")
+    dram = sum(weight_bytes(i, w) for (i, w), h in weight_homes.items() if h == "dram")
+    activations = sum(tensor_bytes(op.spec, op.spec.output.name) for op in model.ops if isinstance(op.spec, OpSpec))
     total = sum(p.seconds for _, p in planned)
     return MtiaModelPlan(model.name, device.name, tuple(planned), {f"{i}:{w}": h for (i, w), h in weight_homes.items()},
                          sram, dram, activations, total)

@@ -37,7 +37,7 @@
 // EXEC:      chip time on mtia-v1 (MTIA)
 // EXEC:      compute{{ +}}8,192 cycles
 // EXEC:      traffic: {{.*}} SRAM 917,504 B, LPDDR 0 B
-// EXEC:      kernel mml(A,B): {{.*}} on 16 PEs; 256 MML and 68 DMA commands per PE
+// EXEC:      kernel c: {{.*}} on 16 PEs; 256 MML and 68 DMA commands per PE
 // EXEC:      model-wide plan: {{.*}} cycles predicted, {{.*}} interpreted (ratio 1.0
 func.func @main(%A: tensor<512x1024xi8>, %B: tensor<1024x256xi8>) -> tensor<512x256xi8> {
   %c = te.op "C[m,n] += A[m,k] * B[k,n]" (%A, %B) : (tensor<512x1024xi8>, tensor<1024x256xi8>) -> tensor<512x256xi8>
