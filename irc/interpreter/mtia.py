@@ -36,7 +36,8 @@ from irc.cost.mtia import (
 )
 from irc.dialects.dtypes import numpy_dtype
 from irc.dialects.mtia import CircularBufferInitOp, DmaOp, MatMulOp, ReduceOp, StoreOp, element_bytes
-from irc.lowering.mtia_target import require_mtia_target
+from irc.diagnostics import location_of
+from irc.lowering.mtia_target import MtiaTargetError, require_mtia_target
 
 MACHINES_KEY = "mtia_machines"
 
@@ -151,7 +152,10 @@ def machines(interpreter: Interpreter) -> dict:
 
 
 def _machine(interpreter: Interpreter, op) -> MtiaMachine:
-    target, device = require_mtia_target(op)
+    try:
+        target, device = require_mtia_target(op)
+    except MtiaTargetError as error:
+        raise MtiaRunError(f"{location_of(op)}: error: '{op.name}' op: {error}") from None
     table = machines(interpreter)
     if target not in table:
         table[target] = MtiaMachine(device)
