@@ -204,13 +204,6 @@ class MappingBreakdown:
                  "local": self.local, "issue": self.issue}
         return max(terms, key=terms.get)
 
-    def as_cost(self) -> CostBreakdown:
-        """As the planner's four categories: compute = the DPE's busy time; shift = the
-        data movement the DPE waits for beyond it (body - compute) plus fill; reduction =
-        the drain."""
-        return CostBreakdown(compute=self.compute, shift=self.body - self.compute + self.fill, sync=0.0,
-                             reduction=self.drain)
-
 
 def mapping_cycles(device, work: MappingWork) -> MappingBreakdown:
     """Section 4's schedule (Figure 8) of one PE, overlapped as the circular buffers allow."""
