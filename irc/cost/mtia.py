@@ -11,9 +11,11 @@ plans are priced:
   the next PE of its k chain, and the chain's last PE writes C. Reads of PEs in one row
   (A) or one column (Bᵀ) coalesce into one multicast read. DMA, MML and REDUCE run
   decoupled (producer/consumer through circular buffers), so the body is the slowest of
-  the DPE, the memory level's bandwidth, the PE's fabric link, the local memory, the
-  reduction link and the command issue rate; the pipeline's fill (one read's latency) and
-  drain (the last tile's reduction chain) are added.
+  the DPE (with the accumulator banks' turnaround between output tiles), the memory
+  levels' bandwidth, the PE's fabric link, the local memory and the command issue rate;
+  the pipeline's fill (the first k step's reads) and drain (the last tile's reduction
+  chain and store) are added. The interpreter (``irc.interpreter.mtia``) times the same
+  program event by event.
 - **T10 rotation plans over the NoC** (``MtiaCostModel``, the ``CostModel`` protocol):
   the compute-shift plans of T10, with each PE's partitions loaded from their home level
   first and the output stored back, rotations over the NoC between PEs, and partial sums
