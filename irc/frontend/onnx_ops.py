@@ -1337,6 +1337,16 @@ def _per_axis(value, x, node):
     return value.reshape([-1] + [1] * (rank - 1 - axis))
 
 
+def _as_type(im, value, dtype):
+    """A scale or zero point in the arithmetic's element type: a constant converted, a
+    run-time tensor through a te op of its own (``cast`` yields an op's result type)."""
+    if isinstance(value, np.ndarray):
+        return value.astype(dtype)
+    if dtype_of(value) == np.dtype(dtype):
+        return value
+    return elementwise(im, [value], lambda v: f"cast({v})", np.dtype(dtype))
+
+
 @converter("QuantizeLinear")
 def _quantize_linear(im, node, inputs):
     x = inputs[0]
@@ -1346,9 +1356,9 @@ def _quantize_linear(im, node, inputs):
     if out_dtype not in INT_RANGES:
         raise NodeError(f"quantizing to {out_dtype} is not supported (INT8/UINT8/INT16/UINT16)")
     low, high = INT_RANGES[out_dtype]
-    values = [x, np.asarray(scale, dtype=dtype_of(x))]
+    values = [x, _as_type(im, scale, dtype_of(x))]
     if zero is not None:
-        values.append(np.asarray(zero, dtype=dtype_of(x)))
+        values.append(_as_type(im, zero, dtype_of(x)))
         body = lambda v, s, z: f"cast(min(max(round({v} / {s}) + {z}, {low}), {high}))"  # noqa: E731
     else:
         body = lambda v, s: f"cast(min(max(round({v} / {s}), {low}), {high}))"  # noqa: E731
@@ -1362,9 +1372,9 @@ def _dequantize_linear(im, node, inputs):
     out_dtype = dtype_of(scale)
     scale = _per_axis(scale, x, node)
     zero = _per_axis(inputs[2], x, node) if len(inputs) > 2 and inputs[2] is not None else None
-    values = [x, np.asarray(scale, dtype=out_dtype) if isinstance(scale, np.ndarray) else scale]
+    values = [x, _as_type(im, scale, out_dtype)]
     if zero is not None:
-        values.append(np.asarray(zero, dtype=out_dtype))
+        values.append(_as_type(im, zero, out_dtype))
         body = lambda v, s, z: f"(cast({v}) - {z}) * {s}"  # noqa: E731
     else:
         body = lambda v, s: f"cast({v}) * {s}"  # noqa: E731
