@@ -392,6 +392,10 @@ class EmbeddingPlan:
 
     chosen = "embedding"
 
+    @property
+    def homes(self) -> dict:
+        return {"tables": self.home}
+
     def describe(self) -> str:
         return f"{self.spec.lookups} lookups over 64 PEs, tables in {self.home} ({self.bound}-bound)"
 

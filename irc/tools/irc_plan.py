@@ -61,7 +61,8 @@ def _arguments(argv):
     model = parser.add_argument_group("whole models (--model)")
     model.add_argument(
         "--model", metavar="SOURCE",
-        help=f"a .mlir file of te ops, an .onnx file, or a built-in model ({', '.join(BUILTIN_MODELS)})",
+        help=f"a .mlir file of te ops, an .onnx file, or a built-in model ({', '.join(BUILTIN_MODELS)}; "
+             f"on an MTIA device also dlrm-small, dlrm-lc, dlrm-mc)",
     )
     model.add_argument("--entry", help="function of a .mlir model to plan (default: main or the only one)")
     model.add_argument("--baseline", choices=BASELINES, help="report a baseline instead of irc's plan")
@@ -401,15 +402,18 @@ def run_model(args) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib") from None
-    source = model_source(args.model, entry=args.entry, input_shapes=args.input_shape, layers=args.layers,
-                          seq=args.seq)
     from irc.tools import mtia_plan
 
-    if mtia_plan.is_mtia(device):  # MTIA's own mapping and T10 rotation plans (issue 16)
+    def source_of():
+        return model_source(args.model, entry=args.entry, input_shapes=args.input_shape, layers=args.layers,
+                            seq=args.seq)
+
+    if mtia_plan.is_mtia(device):  # MTIA's own mapping and T10 rotation plans; DLRMs (issue 16)
         try:
-            return mtia_plan.run_model(args, source, device, _progress)
+            return mtia_plan.run_model(args, source_of, device, _progress)
         except mtia_plan.MtiaToolError as error:
             raise PlanToolError(error.args[0]) from None
+    source = source_of()
     cache = FrontierCache(device, cost)
 
     if args.max_batch:

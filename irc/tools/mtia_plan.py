@@ -45,6 +45,11 @@ def _mapping_dict(mapping) -> dict | None:
 def operator_dict(plan) -> dict:
     from irc.planner import plan_to_dict
 
+    if plan.chosen == "embedding":
+        return {"device": "mtia", "cost_model": "mtia", "chosen": "embedding", "cycles": plan.cycles,
+                "seconds": plan.seconds, "homes": dict(plan.homes), "bound": plan.bound,
+                "terms": dict(plan.terms), "lookups": plan.spec.lookups}
+
     return {
         "device": plan.device, "cost_model": "mtia", "chosen": plan.chosen, "cycles": plan.cycles,
         "seconds": plan.seconds, "homes": dict(plan.homes), "mapping": _mapping_dict(plan.mapping),
@@ -107,13 +112,23 @@ def run_operator(args, spec, bound, device, dtype: str) -> int:
     return 0
 
 
-def run_model(args, source, device, progress) -> int:
+def run_model(args, source_of, device, progress) -> int:
+    """A model's plan: a built-in DLRM (``irc.dlrm``: ``dlrm-small``, ``dlrm-lc``,
+    ``dlrm-mc``, with its embedding tables and Table III's operator classes) or any model
+    ``irc-plan --model`` reads (``source_of``)."""
+    from irc.dlrm import CONFIGS, dlrm_mtia_model
     from irc.planner import PlanError
     from irc.planner.mtia import plan_model
 
     if args.max_batch or args.baseline is not None or args.plot is not None:
         raise MtiaToolError("error: --max-batch, --baseline and --plot are for the IPU kind's T10 model plans")
-    model, fallbacks = source.build(args.batch or 1)
+    categories = {}
+    if args.model in CONFIGS:
+        config = CONFIGS[args.model]
+        model = dlrm_mtia_model(config.at_batch(args.batch or config.batch))
+        categories, fallbacks = dict(model.categories), []
+    else:
+        model, fallbacks = source_of().build(args.batch or 1)
     with progress(len(model.ops), f"planning {model.name}") as bar:
         try:
             plan = plan_model(model, device, progress=lambda done, total, label: bar.advance(label))
@@ -124,8 +139,8 @@ def run_model(args, source, device, progress) -> int:
             "model": plan.model, "device": plan.device, "cost_model": "mtia", "seconds": plan.seconds,
             "weight_homes": dict(plan.weight_homes), "sram_weight_bytes": plan.sram_weight_bytes,
             "dram_weight_bytes": plan.dram_weight_bytes, "fallbacks": fallbacks,
-            "ops": [dict(name=name, kind=op.spec.kind, share=plan.share(i), **operator_dict(op))
-                    for i, (name, op) in enumerate(plan.ops)],
+            "ops": [dict(name=name, kind=op.spec.kind, share=plan.share(i), category=categories.get(name),
+                         **operator_dict(op)) for i, (name, op) in enumerate(plan.ops)],
         }, indent=2, sort_keys=True, default=float))
         return 0
     print(f"model {model.name}: {len(model.ops)} ops on {device.name} ({device.grid_rows}x{device.grid_cols} PEs), "
@@ -135,9 +150,16 @@ def run_model(args, source, device, progress) -> int:
     print(f"{'#':>4}  {'op':<{width}}  {'kind':<11}  {'time us':>10}  {'share':>6}  {'homes':<18}  plan")
     for i, (name, op) in enumerate(plan.ops):
         homes = ",".join(level[0] for level in op.homes.values())
+        how = {"rotation": "rotation", "mapping": "mapping", "embedding": "lookups"}[op.chosen]
         print(f"{i:>4}  {name:<{width}}  {op.spec.kind:<11}  {op.seconds * 1e6:>10.3f}  {plan.share(i) * 100:>5.1f}%  "
-              f"{homes:<18}  {'rotation' if op.chosen == 'rotation' else 'mapping'}: {op.describe()}")
+              f"{homes:<18}  {how}: {op.describe()}")
     print(f"total: {plan.seconds * 1e6:.3f} us")
+    if categories:
+        shares: dict = {}
+        for i, (name, _) in enumerate(plan.ops):
+            shares[categories[name]] = shares.get(categories[name], 0.0) + plan.share(i)
+        print("operator breakdown: " + ", ".join(f"{c} {s * 100:.1f}%" for c, s in
+                                                 sorted(shares.items(), key=lambda x: -x[1])))
     if fallbacks:
         print(f"left to the host/vendor fallback ({len(fallbacks)} te op(s) the planner cannot describe):")
         for line in fallbacks:

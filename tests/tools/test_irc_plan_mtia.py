@@ -65,3 +65,14 @@ def test_the_ipu_pipeline_refuses_an_mtia_target_by_name():
 
     with pytest.raises(TargetError, match="mtia family"):
         target_attr(load_device("mtia-v1"), "mtia")
+
+
+def test_a_built_in_dlrm_with_its_operator_breakdown(capsys):
+    status, out, _ = plan_tool(capsys, "--model", "dlrm-lc", "--batch", "256", *MTIA)
+    assert status == 0
+    assert "lookups: 133120 lookups over 64 PEs, tables in dram" in out      # 26 tables x 256 bags x 20
+    breakdown = next(line for line in out.splitlines() if line.startswith("operator breakdown: "))
+    shares = [float(part.split()[-1].rstrip("%")) for part in breakdown[len("operator breakdown: "):].split(", ")]
+    assert {"EB", "FC", "Quantize", "Dequantize", "Concat", "BatchMatMul", "Others"} == {
+        part.split()[0] for part in breakdown[len("operator breakdown: "):].split(", ")}
+    assert sum(shares) == pytest.approx(100, abs=0.5)
