@@ -297,7 +297,6 @@ class MtiaFunctions(InterpreterFunctions):
             done = max(end + hop, previous + link)
             ends.append(done)
             previous = done
-        acc.record.traffic.add("local", 0.0)
         return (Accumulators(summed, holders, acc.grid, acc.record, ends, acc.acc_bytes),)
 
     @impl(StoreOp)
