@@ -67,6 +67,7 @@ IRC_UNIVERSE = IrcUniverse(
         "shift": lazy("irc.dialects.shift:SHIFT"),
         "device": lazy("irc.dialects.device:DEVICE"),
         "igo": lazy("irc.dialects.igo:IGO"),
+        "mtia": lazy("irc.dialects.mtia:MTIA"),
     },
     all_passes={
         # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
@@ -80,6 +81,9 @@ IRC_UNIVERSE = IrcUniverse(
         "shift-to-device": lazy("irc.lowering.shift_to_device:ShiftToDevice"),
         "device-alloc": lazy("irc.passes.device_alloc:DeviceAlloc"),
         "preload-schedule": lazy("irc.passes.preload_schedule:PreloadSchedule"),
+        # MTIA (seeds/001 s4): section 4's mapping on the te level, then per-PE programs
+        "mtia-partition": lazy("irc.lowering.mtia_partition:MtiaPartition"),
+        "te-to-mtia": lazy("irc.lowering.te_to_mtia:TeToMtia"),
         # named pipelines
         "inference": lazy("irc.passes.pipelines:InferencePipeline"),
         # training: the backward pass (IGO §2.1)
@@ -91,6 +95,7 @@ IRC_UNIVERSE = IrcUniverse(
         "t10": lazy("irc.cost.t10:T10CostModel"),            # measured IPU Mk2 constants
         "seed003": lazy("irc.cost.seed003:Seed003CostModel"),  # the T10 benchmark's prose
         "engdesign": lazy("irc.cost.engdesign:EngDesignCostModel"),  # the benchmark's grader
+        "mtia": lazy("irc.cost.mtia:MtiaCostModel"),          # MTIA v1's PEs, memories and networks
     },
     # bundled devices are the TOML files in irc/devices/, found by name (irc.devices.loader)
 )

@@ -53,6 +53,12 @@ def _value(attr: Attribute):
 
 def target_attr(device: Device, cost: str) -> TargetAttr:
     """The self-contained target of ``device`` priced by cost model ``cost``."""
+    family = getattr(device, "family", None)
+    if family is not None:  # another family's device level is its own (issue 16)
+        raise TargetError(
+            f"device '{device.name}' is of the {family} family, which the te -> rtensor -> shift -> device "
+            f"pipeline does not target; plan it with irc-plan --device {device.name} --cost {family}"
+        )
     description = {name: _attribute(value) for name, value in device.fields().items()}
     return TargetAttr(device.name, cost, description)
 

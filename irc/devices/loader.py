@@ -23,6 +23,7 @@ DEVICE_DIR = Path(__file__).resolve().parent
 # file's fields (``_Fields``).
 FAMILIES = {
     "npu": "irc.devices.npu:device_from_fields",
+    "mtia": "irc.devices.mtia:device_from_fields",
 }
 
 

@@ -258,7 +258,7 @@ def import_model(
             f"(convert it with onnx.version_converter)"
         )
     for entry in model.opset_import:
-        if entry.domain not in ("", "ai.onnx"):
+        if entry.domain not in ("", "ai.onnx", *onnx_ops.CUSTOM_DOMAINS):
             used = any(n.domain == entry.domain for n in model.graph.node)
             if used:
                 node = next(n for n in model.graph.node if n.domain == entry.domain)

@@ -137,3 +137,99 @@ def _scatter_elements(op, data, indices, updates):
     else:
         raise KernelError(f"ScatterElements reduction '{reduction}' is not supported (none, add)")
     return [out]
+# ---------------------------------------------------------------------------------------
+# Embedding tables (DLRM, seeds/001 section 6): memory-bound lookups with pooling
+# ---------------------------------------------------------------------------------------
+
+
+def _where(op) -> str:
+    from irc.diagnostics import location_of
+
+    return f"{location_of(op)}: te.opaque \"{op.kind.data}\""
+
+
+def _str_attr(op, name: str, default: str) -> str:
+    attr = op.attributes.get(name)
+    if attr is None:
+        return default
+    value = getattr(attr, "data", None)
+    if not isinstance(value, str):
+        raise KernelError(f"{_where(op)}: attribute '{name}' must be a string")
+    return value
+
+
+def _pool(op, table: np.ndarray, indices: np.ndarray, offsets: np.ndarray, bags: int, mode: str,
+          what: str = "", first_position: int = 0) -> np.ndarray:
+    """Sum or mean of ``table``'s rows ``indices[offsets[b]:offsets[b+1]]`` per bag ``b``
+    (the last bag runs to the end of ``indices``); an empty bag is zeros."""
+    rows = table.shape[0]
+    bad = np.flatnonzero((indices < 0) | (indices >= rows))
+    if bad.size:
+        i = int(bad[0])
+        raise KernelError(f"{_where(op)}: index {int(indices[i])} at position {first_position + i} of the indices "
+                          f"is outside {what}the table's {rows} rows")
+    if offsets.size:
+        steps = np.flatnonzero(np.diff(offsets) < 0)
+        if steps.size:
+            i = int(steps[0]) + 1
+            raise KernelError(f"{_where(op)}: offsets must not decrease, but offset {int(offsets[i])} at position "
+                              f"{i} follows {int(offsets[i - 1])}")
+        if offsets[0] < 0 or offsets[-1] > indices.size:
+            i = 0 if offsets[0] < 0 else offsets.size - 1
+            raise KernelError(f"{_where(op)}: offset {int(offsets[i])} at position {i} is outside the "
+                              f"{indices.size} indices")
+    ends = np.append(offsets[1:], indices.size) if offsets.size == bags else offsets[1:]
+    out = np.zeros((bags, table.shape[1]), dtype=np.float64 if table.dtype.kind == "f" else np.int64)
+    for b in range(bags):
+        chosen = table[indices[int(offsets[b]):int(ends[b])]]
+        if chosen.shape[0]:
+            total = chosen.sum(axis=0, dtype=out.dtype)
+            out[b] = total / chosen.shape[0] if mode == "mean" else total
+    return out
+
+
+@kernel("EmbeddingBag")
+def _embedding_bag(op, table, indices, offsets):
+    """PyTorch's ``embedding_bag`` (include_last_offset=False): bag ``b`` pools the rows
+    ``indices[offsets[b]:offsets[b+1]]`` of ``table`` by ``mode`` ("sum" or "mean")."""
+    mode = _str_attr(op, "mode", "sum")
+    if mode not in ("sum", "mean"):
+        raise KernelError(f"{_where(op)}: mode must be sum or mean, got '{mode}'")
+    offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
+    return [_pool(op, np.asarray(table), np.asarray(indices, dtype=np.int64).reshape(-1), offsets,
+                  offsets.size, mode)]
+
+
+@kernel("TableBatchedEmbedding")
+def _table_batched(op, weights, indices, offsets):
+    """Several EmbeddingBags in one op (section 6: "merged together into one or more
+    TableBatchedEmbedding operators"): the tables' rows are stacked in ``weights`` (table
+    t has ``rows[t]`` rows), ``offsets`` holds ``tables x batch + 1`` bag starts into the
+    flat ``indices`` (table-major; indices are rows of their own table), and the result
+    concatenates every table's pooled rows: ``batch x (tables * dim)``."""
+    mode = _str_attr(op, "mode", "sum")
+    rows_attr = op.attributes.get("rows")
+    if rows_attr is None or not hasattr(rows_attr, "get_values"):
+        raise KernelError(f"{_where(op)}: needs rows = array<i64: ...>, the rows of each table")
+    rows = [int(r) for r in rows_attr.get_values()]
+    weights = np.asarray(weights)
+    if sum(rows) != weights.shape[0]:
+        raise KernelError(f"{_where(op)}: the tables' rows add up to {sum(rows)}, but weights has {weights.shape[0]}")
+    offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
+    indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+    tables = len(rows)
+    if (offsets.size - 1) % tables:
+        raise KernelError(f"{_where(op)}: {offsets.size} offsets are not tables x batch + 1 for {tables} tables")
+    batch = (offsets.size - 1) // tables
+    starts = np.cumsum([0] + rows)
+    pooled = []
+    for t in range(tables):
+        bag_offsets = offsets[t * batch:(t + 1) * batch + 1]
+        lo, hi = int(bag_offsets[0]), int(bag_offsets[-1])
+        if lo < 0 or hi > indices.size or lo > hi:
+            raise KernelError(f"{_where(op)}: offsets of table {t} run from {lo} to {hi}, outside the "
+                              f"{indices.size} indices or backwards")
+        table = weights[starts[t]:starts[t + 1]]
+        pooled.append(_pool(op, table, indices[lo:hi], bag_offsets[:-1] - lo, batch, mode,
+                            what=f"table {t}: ", first_position=lo))
+    return [np.concatenate(pooled, axis=1)]

@@ -20,6 +20,7 @@ LEVELS = (
     "irc.interpreter.shift:ShiftFunctions",
     "irc.interpreter.device:DeviceFunctions",
     "irc.interpreter.igo:IgoFunctions",
+    "irc.interpreter.mtia:MtiaFunctions",
 )
 
 
@@ -34,5 +35,6 @@ def all_interpreter_functions() -> list[InterpreterFunctions]:
 def chips_of(interpreter) -> list:
     """The ``Chip``s (``irc.interpreter.chip``) a finished run executed on, for its report."""
     from irc.interpreter.device import chips
+    from irc.interpreter.mtia import machines
 
-    return list(chips(interpreter).values())
+    return list(chips(interpreter).values()) + list(machines(interpreter).values())

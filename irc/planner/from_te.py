@@ -61,12 +61,16 @@ def _walk(node):
 
 
 def _product_factors(node) -> list | None:
-    """The leaves of a pure product (reads and constants), or None."""
+    """The leaves of a pure product (reads and constants), or None. A read widened by
+    ``cast`` is a factor too: an INT8 matmul accumulating in INT32 multiplies
+    ``cast(A[m,k]) * cast(B[k,n])`` (seeds/001 s3.1.2)."""
     if isinstance(node, Binary) and node.op == "*":
         left, right = _product_factors(node.lhs), _product_factors(node.rhs)
         return None if left is None or right is None else left + right
     if isinstance(node, (Access, Const)):
         return [node]
+    if isinstance(node, Call) and node.function == "cast" and len(node.args) == 1 and isinstance(node.args[0], Access):
+        return [node.args[0]]
     return None
 
 

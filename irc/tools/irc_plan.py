@@ -63,7 +63,8 @@ def _arguments(argv):
     model = parser.add_argument_group("whole models (--model)")
     model.add_argument(
         "--model", metavar="SOURCE",
-        help=f"a .mlir file of te ops, an .onnx file, or a built-in model ({', '.join(BUILTIN_MODELS)})",
+        help=f"a .mlir file of te ops, an .onnx file, or a built-in model ({', '.join(BUILTIN_MODELS)}; "
+             f"on an MTIA device also dlrm-small, dlrm-lc, dlrm-mc)",
     )
     model.add_argument("--entry", help="function of a .mlir model to plan (default: main or the only one)")
     model.add_argument("--baseline", choices=BASELINES, help="report a baseline instead of irc's plan")
@@ -225,10 +226,16 @@ def _device_and_cost(args):
     from irc.cost import CostModelError, get_cost_model
     from irc.devices import DeviceError, load_device
 
+    from irc.tools.mtia_plan import MtiaToolError, check_pairing
+
     try:
-        return load_device(args.device), get_cost_model(args.cost)
+        device, cost = load_device(args.device), get_cost_model(args.cost)
+        check_pairing(device, cost)
+        return device, cost
     except (DeviceError, CostModelError) as error:
         raise PlanToolError(f"error: {error}") from None
+    except MtiaToolError as error:
+        raise PlanToolError(error.args[0]) from None
 
 
 def run_operator(args) -> int:
@@ -246,6 +253,13 @@ def run_operator(args) -> int:
         spec = op_spec_from_expr(bound, DTYPE_BYTES[args.dtype], reading_order(bound))
     except SpecError as error:
         raise PlanToolError(f"error: the planner cannot describe '{expr}': {error}") from None
+    from irc.tools import mtia_plan
+
+    if mtia_plan.is_mtia(device):  # MTIA's own mapping and T10 rotation plans (issue 16)
+        try:
+            return mtia_plan.run_operator(args, spec, bound, device, args.dtype)
+        except mtia_plan.MtiaToolError as error:
+            raise PlanToolError(error.args[0]) from None
 
     if args.explain is not None:
         try:
@@ -395,8 +409,18 @@ def run_model(args) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib") from None
-    source = model_source(args.model, entry=args.entry, input_shapes=args.input_shape, layers=args.layers,
-                          seq=args.seq)
+    from irc.tools import mtia_plan
+
+    def source_of():
+        return model_source(args.model, entry=args.entry, input_shapes=args.input_shape, layers=args.layers,
+                            seq=args.seq)
+
+    if mtia_plan.is_mtia(device):  # MTIA's own mapping and T10 rotation plans; DLRMs (issue 16)
+        try:
+            return mtia_plan.run_model(args, source_of, device, _progress)
+        except mtia_plan.MtiaToolError as error:
+            raise PlanToolError(error.args[0]) from None
+    source = source_of()
     cache = FrontierCache(device, cost)
 
     if args.max_batch:

@@ -1,0 +1,374 @@
+"""The `mtia` dialect: one operator's program on an MTIA PE sub-grid (seeds/001 s3-4).
+
+SPMD over the PEs of a ``rows x cols`` sub-grid: every op acts on all of them, and what
+differs between PEs (where a PE's slice of a tensor starts) is an
+``affine_map<(d0, d1) -> (...)>`` of the PE's row ``d0`` and column ``d1``. The ops are
+section 4's Figure 8 program, one op per loop of it:
+
+    %a = mtia.cb_init {name = "A", id = 0 : i64, depth = 32768 : i64, grid = array<i64: 4, 4>}
+           : !mtia.cb<128x512xi8>
+    mtia.dma %A into %a {origin = affine_map<(d0, d1) -> (d0 * 128, (d1 mod 2) * 512)>,
+           block = array<i64: 64, 32>, multicast = "row", level = "sram"}
+           : tensor<512x1024xi8>, !mtia.cb<128x512xi8>
+    %acc = mtia.mml %a, %b {b_transposed = false} : !mtia.cb<128x512xi8>, !mtia.cb<512x128xi8>
+           -> !mtia.acc<128x128xi32>
+    %sum = mtia.reduce %acc {direction = "west-east", chain = 2 : i64} : !mtia.acc<128x128xi32>
+    %c = mtia.store %sum {origin = ..., level = "sram"} : !mtia.acc<128x128xi32> -> tensor<512x256xi32>
+
+A circular buffer (``!mtia.cb``) holds one PE's slice of a tensor in its local memory;
+when its ``depth`` is smaller than the slice the DMA streams it through the buffer (and
+a slice the MML needs again is read again). Accumulators (``!mtia.acc``) are the RE's
+banks: INT32 for integer operands, FP32 for floating-point ones (section 3.1.2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    AffineMapAttr,
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+MULTICAST = ("row", "column", "none")
+LEVELS = ("sram", "dram")
+DIRECTIONS = ("west-east", "north-south")
+
+
+def element_bytes(element_type: Attribute) -> int:
+    width = getattr(element_type, "bitwidth", None)
+    if width is None:
+        width = getattr(getattr(element_type, "width", None), "data", 8)
+    return max(1, int(width) // 8)
+
+
+class _ShapedType(ParametrizedAttribute, TypeAttribute):
+    """A per-PE shape of elements, printed ``<128x512xi8>``."""
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+
+    def __init__(self, shape: Sequence[int], element_type: Attribute):
+        super().__init__(ArrayAttr([IntAttr(int(d)) for d in shape]), element_type)
+
+    def get_shape(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.shape.data)
+
+    def get_element_type(self) -> Attribute:
+        return self.element_type
+
+    @property
+    def bytes(self) -> int:
+        return math.prod(self.get_shape()) * element_bytes(self.element_type)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        shape, element_type = parser.parse_ranked_shape()
+        parser.parse_punctuation(">")
+        return (ArrayAttr([IntAttr(d) for d in shape]), element_type)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + "".join(f"{d}x" for d in self.get_shape()))
+        printer.print_attribute(self.element_type)
+        printer.print_string(">")
+
+    def verify(self) -> None:
+        if len(self.shape.data) != 2 or any(d.data < 1 for d in self.shape.data):
+            raise VerifyException(f"{self.name} needs two positive dimensions, got {list(self.get_shape())}")
+
+
+@irdl_attr_definition
+class CircularBufferType(_ShapedType):
+    """One PE's slice of a tensor, held in a circular buffer of its local memory."""
+
+    name = "mtia.cb"
+
+
+@irdl_attr_definition
+class AccumulatorType(_ShapedType):
+    """One PE's block of partial sums in the reduction engine's accumulator banks."""
+
+    name = "mtia.acc"
+
+
+def _int(attr: IntegerAttr) -> int:
+    return int(attr.value.data)
+
+
+def _i64(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def _array(values) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def _values(array: DenseArrayBase) -> tuple[int, ...]:
+    return tuple(int(v) for v in array.get_values())
+
+
+def _origin(map_attr: AffineMapAttr, rank: int, what: str) -> None:
+    affine = map_attr.data
+    if affine.num_dims != 2 or affine.num_symbols != 0:
+        raise VerifyException(f"{what} must be an affine map of the PE's (row, column): (d0, d1) -> (...), "
+                              f"got {affine}")
+    if len(affine.results) != rank:
+        raise VerifyException(f"{what} has {len(affine.results)} results for a rank-{rank} tensor")
+
+
+def accumulator_element(element_type: Attribute) -> Attribute:
+    """INT8 (any integer) products accumulate in INT32, FP16/BF16/FP32 in FP32."""
+    from xdsl.dialects.builtin import f32, i32
+
+    return i32 if isinstance(element_type, IntegerType) else f32
+
+
+@irdl_op_definition
+class CircularBufferInitOp(IRDLOperation):
+    """Set up circular buffer ``id`` named ``name`` with ``depth`` bytes in the local
+    memory of every PE of a ``grid`` = [rows, cols] sub-grid (section 3.3: a CB is a pair
+    of registers, its start and depth, with read and write pointers); the result stands
+    for each PE's slice of one tensor. Operations that read or write the buffer are
+    ordered by its id, and an operation waits until its data (or space) is there."""
+
+    name = "mtia.cb_init"
+
+    buffer_name = prop_def(StringAttr, prop_name="name")
+    id = prop_def(IntegerAttr[I64])
+    depth = prop_def(IntegerAttr[I64])
+    grid = prop_def(DenseArrayBase)
+    buffer = result_def(CircularBufferType)
+
+    assembly_format = "attr-dict `:` type($buffer)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, name: str, buffer_id: int, depth: int, grid: Sequence[int], buffer_type: CircularBufferType):
+        super().__init__(result_types=[buffer_type], properties={
+            "name": StringAttr(name), "id": _i64(buffer_id), "depth": _i64(depth), "grid": _array(grid)})
+
+    @property
+    def grid_shape(self) -> tuple[int, int]:
+        rows, cols = _values(self.grid)
+        return rows, cols
+
+    def verify_(self) -> None:
+        grid = _values(self.grid)
+        if len(grid) != 2 or min(grid) < 1:
+            raise VerifyException(f"grid must be [rows, cols] of positive integers, got {list(grid)}")
+        if _int(self.id) < 0:
+            raise VerifyException(f"circular buffer id must be non-negative, got {_int(self.id)}")
+        if _int(self.depth) < 1:
+            raise VerifyException(f"circular buffer {self.buffer_name.data} has depth {_int(self.depth)} bytes")
+
+
+def defining_grid(value: SSAValue) -> tuple[int, int] | None:
+    """The sub-grid of the circular buffer a value comes from (through mml/reduce)."""
+    owner = value.owner
+    if isinstance(owner, CircularBufferInitOp):
+        return owner.grid_shape
+    if isinstance(owner, (MatMulOp, ReduceOp)):
+        return defining_grid(owner.operands[0])
+    return None
+
+
+@irdl_op_definition
+class DmaOp(IRDLOperation):
+    """Stream each PE's slice of ``source`` (a tensor living in ``level``, the on-chip
+    SRAM or LPDDR) into its circular buffer, ``block`` elements per DMA operation (Figure
+    8's producer): PE (d0, d1) reads the slice starting at ``origin(d0, d1)`` with the
+    buffer's shape; elements outside the tensor read as zero (padding). ``multicast``:
+    the PEs of one row (or one column) whose slices start at the same place share one
+    read, served once by the memory (section 3.4). ``passes``: how often the slice is
+    read (more than once when the buffer cannot keep it while the MML reuses it)."""
+
+    name = "mtia.dma"
+
+    source = operand_def(TensorType)
+    buffer = operand_def(CircularBufferType)
+    origin = prop_def(AffineMapAttr)
+    block = prop_def(DenseArrayBase)
+    multicast = prop_def(StringAttr)
+    level = prop_def(StringAttr)
+    passes = opt_prop_def(IntegerAttr[I64])
+
+    assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, source: SSAValue, buffer: SSAValue, origin, block: Sequence[int], multicast: str,
+                 level: str, passes: int = 1):
+        properties = {"origin": AffineMapAttr(origin), "block": _array(block), "multicast": StringAttr(multicast),
+                      "level": StringAttr(level)}
+        if passes != 1:
+            properties["passes"] = _i64(passes)
+        super().__init__(operands=[source, buffer], properties=properties)
+
+    @property
+    def read_passes(self) -> int:
+        return 1 if self.passes is None else _int(self.passes)
+
+    def verify_(self) -> None:
+        slice_type = self.buffer.type
+        rank = len(self.source.type.get_shape())
+        if rank != 2:
+            raise VerifyException(f"a DMA streams a rank-2 tensor, got rank {rank}")
+        if self.source.type.get_element_type() != slice_type.element_type:
+            raise VerifyException(f"element type mismatch: tensor of {self.source.type.get_element_type()} "
+                                  f"into a circular buffer of {slice_type.element_type}")
+        _origin(self.origin, rank, "origin")
+        block = _values(self.block)
+        if len(block) != 2 or min(block) < 1:
+            raise VerifyException(f"block must be two positive extents, got {list(block)}")
+        if any(s % b for s, b in zip(slice_type.get_shape(), block)):
+            raise VerifyException(f"block {list(block)} does not tile the slice {list(slice_type.get_shape())}")
+        if self.multicast.data not in MULTICAST:
+            raise VerifyException(f"multicast must be one of {', '.join(MULTICAST)}, got '{self.multicast.data}'")
+        if self.level.data not in LEVELS:
+            raise VerifyException(f"level must be one of {', '.join(LEVELS)}, got '{self.level.data}'")
+        if self.read_passes < 1:
+            raise VerifyException(f"passes must be positive, got {self.read_passes}")
+
+
+@irdl_op_definition
+class MatMulOp(IRDLOperation):
+    """Multiply every PE's slices, A (m x k) by B (k x n, or n x k when ``b_transposed``:
+    section 4's Bᵀ), into its accumulators (Figure 8's consumer): per 64x64 output tile
+    and 32-wide k step, four 32x32x32 MML operations into the four accumulator banks
+    (2x2 blocking, every block used twice). An MML waits until the DMA has brought its
+    blocks into the circular buffers (the hardware's stall, no software sync)."""
+
+    name = "mtia.mml"
+
+    lhs = operand_def(CircularBufferType)
+    rhs = operand_def(CircularBufferType)
+    b_transposed = prop_def(BoolAttr)
+    result = result_def(AccumulatorType)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, b_transposed: bool, result_type: AccumulatorType):
+        super().__init__(operands=[lhs, rhs], result_types=[result_type],
+                         properties={"b_transposed": IntegerAttr.from_bool(b_transposed)})
+
+    @property
+    def transposed(self) -> bool:
+        return bool(self.b_transposed.value.data)
+
+    def extents(self) -> tuple[int, int, int]:
+        """(m, k, n) of one PE's product."""
+        m, k = self.lhs.type.get_shape()
+        rhs = self.rhs.type.get_shape()
+        n = rhs[0] if self.transposed else rhs[1]
+        return m, k, n
+
+    def verify_(self) -> None:
+        m, k = self.lhs.type.get_shape()
+        rhs = self.rhs.type.get_shape()
+        rk = rhs[1] if self.transposed else rhs[0]
+        if rk != k:
+            raise VerifyException(f"the slices' k extents differ: A has {k}, B has {rk}")
+        n = rhs[0] if self.transposed else rhs[1]
+        if self.result.type.get_shape() != (m, n):
+            raise VerifyException(f"accumulators must be {m}x{n}, got {'x'.join(map(str, self.result.type.get_shape()))}")
+        if self.lhs.type.element_type != self.rhs.type.element_type:
+            raise VerifyException("the two slices have different element types")
+        wanted = accumulator_element(self.lhs.type.element_type)
+        if self.result.type.element_type != wanted:
+            raise VerifyException(f"products of {self.lhs.type.element_type} accumulate in {wanted}, "
+                                  f"not {self.result.type.element_type}")
+        if m % 64 or n % 64 or k % 32:
+            raise VerifyException(f"a PE's product must be in 64x64 tiles and 32-wide k steps, got m={m} n={n} k={k}")
+
+
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """Accumulate partial sums over the reduction network (section 3.4): along
+    ``direction`` (west to east: consecutive columns; north to south: consecutive rows),
+    chains of ``chain`` adjacent PEs each pass their accumulators to the next, which adds
+    its own; the sums end at the last PE of every chain."""
+
+    name = "mtia.reduce"
+
+    T: ClassVar = VarConstraint("T", base(AccumulatorType))
+    input = operand_def(T)
+    direction = prop_def(StringAttr)
+    chain = prop_def(IntegerAttr[I64])
+    result = result_def(T)
+
+    assembly_format = "$input attr-dict `:` type($input)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, value: SSAValue, direction: str, chain: int):
+        super().__init__(operands=[value], result_types=[value.type],
+                         properties={"direction": StringAttr(direction), "chain": _i64(chain)})
+
+    def verify_(self) -> None:
+        if self.direction.data not in DIRECTIONS:
+            raise VerifyException(f"direction must be one of {', '.join(DIRECTIONS)}, got '{self.direction.data}'")
+        chain = _int(self.chain)
+        if chain < 2:
+            raise VerifyException(f"a reduction chain needs at least 2 PEs, got {chain}")
+        grid = defining_grid(self.input)
+        if grid is not None:
+            along = grid[1] if self.direction.data == "west-east" else grid[0]
+            if along % chain:
+                raise VerifyException(f"chains of {chain} PEs do not divide the {along} PEs along {self.direction.data}")
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """Write the accumulators into the result tensor in ``level`` (DMA PutAddr): the PEs
+    holding final sums (the last PE of every reduction chain, or every PE when nothing
+    was reduced) write their block at ``origin(d0, d1)``, converted to the result's
+    element type; parts outside the tensor (padding) are dropped."""
+
+    name = "mtia.store"
+
+    input = operand_def(AccumulatorType)
+    origin = prop_def(AffineMapAttr)
+    level = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, value: SSAValue, origin, level: str, result_type: Attribute):
+        super().__init__(operands=[value], result_types=[result_type],
+                         properties={"origin": AffineMapAttr(origin), "level": StringAttr(level)})
+
+    def verify_(self) -> None:
+        _origin(self.origin, len(self.result.type.get_shape()), "origin")
+        if self.level.data not in LEVELS:
+            raise VerifyException(f"level must be one of {', '.join(LEVELS)}, got '{self.level.data}'")
+
+
+MTIA = Dialect("mtia", [CircularBufferInitOp, DmaOp, MatMulOp, ReduceOp, StoreOp],
+               [CircularBufferType, AccumulatorType])

@@ -1,0 +1,498 @@
+"""Interpreter of the `mtia` dialect: real numbers on every PE, and a timeline of the
+producer/consumer program of section 4 (seeds/001) with its memory traffic per level.
+
+Values: a circular buffer is a ``CircularBuffer`` (every PE's slice, a leading
+[rows, cols] axis pair, plus how its DMA streams it); accumulators are ``Accumulators``
+(every PE's partial sums, which PEs hold final sums, and the kernel's timeline so far).
+
+Timing follows Figure 8 for one PE (the program is SPMD and every PE's slices have the
+same shape, so every PE's timeline is the same; the reduction chain is the one place
+where PEs differ, and it is timed end to end). The producer issues the DMAs in the loop
+order (m chunks, n chunks, k steps), each waiting for space in its circular buffer; the
+consumer's four MMLs of a k step wait until their blocks have arrived (the hardware
+stall), and the accumulators of a tile are free again once the reduction engine has sent
+them on. Blocks leave a buffer (POP) after their last use. Every constant comes from the
+target's device description through ``irc.cost.mtia``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.utils.exceptions import InterpretationError
+
+from irc.cost.mtia import (
+    TILE_K,
+    TILE_M,
+    TILE_N,
+    dpe_block_cycles,
+    reduction_chain_cycles,
+    tile_turnaround_cycles,
+)
+from irc.dialects.dtypes import numpy_dtype
+from irc.dialects.mtia import CircularBufferInitOp, DmaOp, MatMulOp, ReduceOp, StoreOp, element_bytes
+from irc.diagnostics import location_of
+from irc.lowering.mtia_target import MtiaTargetError, require_mtia_target
+
+MACHINES_KEY = "mtia_machines"
+
+
+class MtiaRunError(InterpretationError):
+    """A fault of an MTIA program found while running it (a circular buffer too small)."""
+
+
+@dataclass
+class Traffic:
+    """Bytes moved per memory level (local: every PE's local memory summed)."""
+
+    local: float = 0.0
+    sram: float = 0.0
+    dram: float = 0.0
+
+    def add(self, level: str, nbytes: float) -> None:
+        setattr(self, level, getattr(self, level) + float(nbytes))
+
+
+@dataclass
+class KernelRecord:
+    """One operator's program: its timeline's categories (cycles) and traffic."""
+
+    name: str
+    pes: int
+    cycles: dict = field(default_factory=dict)
+    traffic: Traffic = field(default_factory=Traffic)
+    mml_commands: int = 0
+    dma_commands: int = 0
+    last_mml_end: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.cycles.values()))
+
+
+@dataclass
+class MtiaReport:
+    """What an MTIA run took: per kernel and in total, cycles by category and bytes per
+    memory level (``irc-run --report``)."""
+
+    device: str
+    clock_hz: float
+    pes: int
+    kernels: list
+
+    @property
+    def total_cycles(self) -> float:
+        return sum(k.total for k in self.kernels)
+
+    kernel_cycles = total_cycles
+    model_cycles = total_cycles
+
+    @property
+    def seconds(self) -> float:
+        return self.total_cycles / self.clock_hz
+
+    def traffic(self) -> Traffic:
+        total = Traffic()
+        for kernel in self.kernels:
+            for level in ("local", "sram", "dram"):
+                total.add(level, getattr(kernel.traffic, level))
+        return total
+
+    def categories(self) -> dict:
+        merged: dict = {}
+        for kernel in self.kernels:
+            for name, cycles in kernel.cycles.items():
+                merged[name] = merged.get(name, 0.0) + cycles
+        return merged
+
+    def chrome_trace(self) -> dict:
+        events, start = [], 0.0
+        for kernel in self.kernels:
+            for name, cycles in kernel.cycles.items():
+                events.append({"name": f"{kernel.name}:{name}", "ph": "X", "pid": 0, "tid": 0,
+                               "ts": start / self.clock_hz * 1e6, "dur": cycles / self.clock_hz * 1e6})
+                start += cycles
+        return {"traceEvents": events}
+
+    def __str__(self) -> str:
+        total = self.total_cycles
+        lines = [f"chip time on {self.device} (MTIA): {total:,.0f} cycles = {self.seconds * 1e6:.3f} us "
+                 f"({len(self.kernels)} kernel(s))"]
+        for name, cycles in self.categories().items():
+            share = cycles / total * 100 if total else 0.0
+            lines.append(f"  {name:<12} {cycles:>14,.0f} cycles  {share:5.1f}%")
+        traffic = self.traffic()
+        lines.append(f"traffic: local {traffic.local:,.0f} B, SRAM {traffic.sram:,.0f} B, LPDDR {traffic.dram:,.0f} B")
+        for kernel in self.kernels:
+            lines.append(f"  kernel {kernel.name}: {kernel.total:,.0f} cycles on {kernel.pes} PEs; "
+                         f"{kernel.mml_commands} MML and {kernel.dma_commands} DMA commands per PE; "
+                         f"SRAM {kernel.traffic.sram:,.0f} B, LPDDR {kernel.traffic.dram:,.0f} B, "
+                         f"local {kernel.traffic.local:,.0f} B")
+        return "\n".join(lines)
+
+
+class MtiaMachine:
+    """The state of one MTIA chip over a run: the kernels it executed."""
+
+    def __init__(self, device):
+        self.device = device
+        self.kernels: list[KernelRecord] = []
+
+    def report(self) -> MtiaReport:
+        return MtiaReport(self.device.name, self.device.clock_hz, self.device.pes, list(self.kernels))
+
+
+def machines(interpreter: Interpreter) -> dict:
+    return interpreter.get_data(MtiaFunctions, MACHINES_KEY, dict)
+
+
+def _machine(interpreter: Interpreter, op) -> MtiaMachine:
+    try:
+        target, device = require_mtia_target(op)
+    except MtiaTargetError as error:
+        raise MtiaRunError(f"{location_of(op)}: error: '{op.name}' op: {error}") from None
+    table = machines(interpreter)
+    if target not in table:
+        table[target] = MtiaMachine(device)
+    return table[target]
+
+
+@dataclass
+class StreamInfo:
+    """How a DMA streams one tensor into a circular buffer."""
+
+    level: str
+    passes: int
+    block: tuple[int, int]
+    reads: int                 # distinct reads the memory serves (multicast groups)
+    hops: int
+
+
+@dataclass
+class CircularBuffer:
+    name: str
+    depth: int
+    grid: tuple[int, int]
+    shape: tuple[int, int]
+    element_bytes: int
+    data: np.ndarray | None = None
+    stream: StreamInfo | None = None
+
+
+@dataclass
+class Accumulators:
+    values: np.ndarray                 # [rows, cols, m, n]
+    holders: np.ndarray                # [rows, cols] bool: PEs holding final sums
+    grid: tuple[int, int]
+    record: KernelRecord
+    tile_ends: list                    # per output tile: when its sums are final
+    acc_bytes: int
+
+
+def _origins(op, grid) -> np.ndarray:
+    """origin(d0, d1) of every PE: [rows, cols, rank]."""
+    rows, cols = grid
+    affine = op.origin.data
+    return np.array([[affine.eval([r, c], []) for c in range(cols)] for r in range(rows)], dtype=np.int64)
+
+
+def _window(tensor: np.ndarray, origin, shape) -> np.ndarray:
+    """The ``shape`` window of ``tensor`` at ``origin``, zero outside it."""
+    out = np.zeros(shape, dtype=tensor.dtype)
+    lo = [max(0, int(o)) for o in origin]
+    hi = [min(t, int(o) + s) for t, o, s in zip(tensor.shape, origin, shape)]
+    if all(h > l for l, h in zip(lo, hi)):
+        src = tuple(slice(l, h) for l, h in zip(lo, hi))
+        dst = tuple(slice(l - int(o), h - int(o)) for l, h, o in zip(lo, hi, origin))
+        out[dst] = tensor[src]
+    return out
+
+
+def _distinct_reads(origins: np.ndarray, multicast: str) -> int:
+    """Reads the memory serves: one per group of PEs in one row (column) reading the same
+    slice; every PE's own without multicast."""
+    rows, cols = origins.shape[:2]
+    keys = set()
+    for r in range(rows):
+        for c in range(cols):
+            line = r if multicast == "row" else c if multicast == "column" else (r, c)
+            keys.add((line, tuple(origins[r, c])))
+    return len(keys)
+
+
+@register_impls
+class MtiaFunctions(InterpreterFunctions):
+    @impl(CircularBufferInitOp)
+    def run_cb_init(self, interpreter: Interpreter, op: CircularBufferInitOp, args: tuple[Any, ...]):
+        _machine(interpreter, op)
+        slice_type = op.buffer.type
+        return (CircularBuffer(op.buffer_name.data, int(op.depth.value.data), op.grid_shape,
+                               slice_type.get_shape(), element_bytes(slice_type.element_type)),)
+
+    @impl(DmaOp)
+    def run_dma(self, interpreter: Interpreter, op: DmaOp, args: tuple[Any, ...]):
+        tensor, buffer = np.asarray(args[0]), args[1]
+        device = _machine(interpreter, op).device
+        rows, cols = buffer.grid
+        origins = _origins(op, buffer.grid)
+        buffer.data = np.stack([np.stack([_window(tensor, origins[r, c], buffer.shape) for c in range(cols)])
+                                for r in range(rows)])
+        multicast = op.multicast.data if device.has_multicast else "none"
+        buffer.stream = StreamInfo(op.level.data, op.read_passes, tuple(int(v) for v in op.block.get_values()),
+                                   _distinct_reads(origins, multicast), int(cols + rows // 2))
+        return ()
+
+    @impl(MatMulOp)
+    def run_mml(self, interpreter: Interpreter, op: MatMulOp, args: tuple[Any, ...]):
+        a, b = args
+        machine = _machine(interpreter, op)
+        for buffer in (a, b):
+            if buffer.data is None:
+                raise MtiaRunError(f"circular buffer {buffer.name} is read by an MML before any DMA filled it")
+        rhs = np.swapaxes(b.data, -1, -2) if op.transposed else b.data
+        if np.issubdtype(a.data.dtype, np.integer):
+            values = np.matmul(a.data.astype(np.int64), rhs.astype(np.int64))
+        else:
+            values = np.matmul(a.data.astype(np.float32), rhs.astype(np.float32))
+        rows, cols = a.grid
+        hint = op.result.name_hint or ""
+        name = hint[:-4] if hint.endswith("_acc") else f"mml({a.name},{b.name})"
+        record = KernelRecord(name=name, pes=rows * cols)
+        tile_ends = _simulate(machine.device, op, a, b, record, _written(op), _chain(op))
+        machine.kernels.append(record)
+        acc_bytes = element_bytes(op.result.type.element_type)
+        return (Accumulators(values, np.ones((rows, cols), dtype=bool), a.grid, record, tile_ends, acc_bytes),)
+
+    @impl(ReduceOp)
+    def run_reduce(self, interpreter: Interpreter, op: ReduceOp, args: tuple[Any, ...]):
+        (acc,) = args
+        device = _machine(interpreter, op).device
+        chain = int(op.chain.value.data)
+        rows, cols = acc.grid
+        values = acc.values
+        holders = np.zeros((rows, cols), dtype=bool)
+        summed = np.zeros_like(values)
+        if op.direction.data == "west-east":
+            groups = values.reshape(rows, cols // chain, chain, *values.shape[2:]).sum(axis=2)
+            for g in range(cols // chain):
+                summed[:, g * chain + chain - 1] = groups[:, g]
+                holders[:, g * chain + chain - 1] = True
+        else:
+            groups = values.reshape(rows // chain, chain, cols, *values.shape[2:]).sum(axis=1)
+            for g in range(rows // chain):
+                summed[g * chain + chain - 1] = groups[g]
+                holders[g * chain + chain - 1] = True
+        tile_bytes = TILE_M * TILE_N * device.accumulator_bytes
+        hop = float(reduction_chain_cycles(device, tile_bytes, chain))
+        # tile t's sums leave the chain after its chain passes (pipelined: the link is
+        # busy one tile's bytes per tile)
+        link = tile_bytes / device.reduction_link_bytes_per_cycle
+        ends, previous = [], 0.0
+        for end in acc.tile_ends:
+            done = max(end + hop, previous + link)
+            ends.append(done)
+            previous = done
+        return (Accumulators(summed, holders, acc.grid, acc.record, ends, acc.acc_bytes),)
+
+    @impl(StoreOp)
+    def run_store(self, interpreter: Interpreter, op: StoreOp, args: tuple[Any, ...]):
+        (acc,) = args
+        device = _machine(interpreter, op).device
+        out_type = op.result.type
+        dtype = numpy_dtype(out_type.get_element_type())
+        shape = tuple(out_type.get_shape())
+        result = np.zeros(shape, dtype=dtype)
+        origins = _origins(op, acc.grid)
+        rows, cols = acc.grid
+        block = acc.values.shape[2:]
+        writers = 0
+        for r in range(rows):
+            for c in range(cols):
+                if not acc.holders[r, c]:
+                    continue
+                writers += 1
+                lo = origins[r, c]
+                hi = [min(s, int(o) + b) for s, o, b in zip(shape, lo, block)]
+                if any(h <= int(o) for h, o in zip(hi, lo)):
+                    continue
+                part = acc.values[r, c][tuple(slice(0, h - int(o)) for h, o in zip(hi, lo))]
+                result[tuple(slice(int(o), h) for o, h in zip(lo, hi))] = _convert(part, dtype)
+        out_bytes = element_bytes(out_type.get_element_type())
+        tile_out = TILE_M * TILE_N * out_bytes
+        level = op.level.data
+        record = acc.record
+        record.traffic.add(level, writers * math.prod(block) * out_bytes)
+        record.traffic.add("local", writers * math.prod(block) * out_bytes)
+        # the writers' DMAs: one tile each time its sums are final, at the PE link's rate
+        xfer = tile_out / device.noc_pe_bytes_per_cycle
+        done = 0.0
+        for end in acc.tile_ends:
+            done = max(end + device.dma_issue_cycles + device.level_latency_cycles(level) + xfer, done + xfer)
+        record.cycles["drain"] = max(0.0, done - record.last_mml_end)
+        record.dma_commands += len(acc.tile_ends)
+        return (result,)
+
+
+def _chain(op: MatMulOp) -> int:
+    """PEs per reduction chain of this product (1 when it is not reduced)."""
+    for use in op.result.uses:
+        if isinstance(use.operation, ReduceOp):
+            return int(use.operation.chain.value.data)
+    return 1
+
+
+def _written(op: MatMulOp) -> dict:
+    """Bytes the store of this product writes, per level: the chain ends' (or every
+    PE's) blocks, found through the product's uses (mml -> [reduce ->] store)."""
+    value = op.result
+    for _ in range(2):
+        for use in list(value.uses):
+            user = use.operation
+            if isinstance(user, StoreOp):
+                acc_type = op.result.type
+                block = math.prod(acc_type.get_shape()) * element_bytes(user.result.type.get_element_type())
+                rows, cols = op.lhs.owner.grid_shape if isinstance(op.lhs.owner, CircularBufferInitOp) else (1, 1)
+                writers = rows * cols
+                if isinstance(value.owner, ReduceOp):
+                    writers //= int(value.owner.chain.value.data)
+                return {user.level.data: float(writers * block)}
+            if isinstance(user, ReduceOp):
+                value = user.result
+                break
+    return {}
+
+
+def _convert(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Accumulators into the result's element type: integers wrap as the hardware's
+    INT32 does, floats round once."""
+    if np.issubdtype(dtype, np.integer):
+        return values.astype(np.int64).astype(dtype)
+    return values.astype(dtype)
+
+
+def _simulate(device, op: MatMulOp, a: CircularBuffer, b: CircularBuffer, record: KernelRecord,
+              written: dict, chain: int) -> list:
+    """Figure 8 on one PE: the producer's DMAs and the consumer's MMLs, with the stalls
+    the circular buffers impose. Fills ``record`` (cycles by category, traffic, command
+    counts) and returns, per output tile, when its MMLs end. ``written``: bytes the
+    kernel's store writes per level (they share the levels' bandwidth)."""
+    m, k, n = op.extents()
+    tiles_m, tiles_n, steps = m // TILE_M, n // TILE_N, k // TILE_K
+    pes = a.grid[0] * a.grid[1]
+    b_in = a.element_bytes
+    streams = {"a": a.stream, "b": b.stream}
+    block_bytes = {"a": TILE_M * TILE_K * a.element_bytes, "b": TILE_N * TILE_K * b.element_bytes}
+    # A level's bandwidth is shared by every PE's queue: a byte of one PE's queue costs the
+    # level's whole traffic (reads multicast once, and the result's writes) per byte
+    # queued from it, so the queues drain together at the level's rate.
+    served: dict = {}
+    queued: dict = {}
+    for key, buffer in (("a", a), ("b", b)):
+        s = buffer.stream
+        slice_bytes = math.prod(buffer.shape) * buffer.element_bytes
+        served[s.level] = served.get(s.level, 0.0) + s.reads * slice_bytes * s.passes
+        queued[s.level] = queued.get(s.level, 0.0) + slice_bytes * s.passes
+    for level, nbytes in written.items():
+        served[level] = served.get(level, 0.0) + nbytes
+    xfer = {}
+    for key, s in streams.items():
+        nbytes = block_bytes[key]
+        share = served[s.level] / queued[s.level]
+        xfer[key] = max(nbytes / device.noc_pe_bytes_per_cycle, nbytes * share / device.level_bytes_per_cycle(s.level))
+    latency = {key: device.level_latency_cycles(s.level) + device.noc_hop_cycles * s.hops
+               for key, s in streams.items()}
+    depth = {"a": a.depth, "b": b.depth}
+    for key, buffer in (("a", a), ("b", b)):
+        if depth[key] < block_bytes[key]:
+            raise MtiaRunError(f"circular buffer {buffer.name} has {buffer.depth} bytes, less than one "
+                               f"{block_bytes[key]}-byte block")
+    a_resident = a.stream.passes == 1
+    b_resident = b.stream.passes == 1
+    mml_cycles = 4 * dpe_block_cycles(device, b_in)
+
+    filled = {"a": 0.0, "b": 0.0}
+    pops = {"a": [], "b": []}           # (time, bytes), in time order
+    arrival: dict = {}
+    issue_at = 0.0
+    dma_done = {"queue": 0.0}
+    dma_count = 0
+
+    def space_time(key: str, earliest: float) -> float:
+        need = filled[key] + block_bytes[key] - depth[key]
+        if need <= 0:
+            return earliest
+        popped = 0.0
+        for when, nbytes in pops[key]:
+            popped += nbytes
+            if popped >= need:
+                return max(earliest, when)
+        buffer = a if key == "a" else b
+        raise MtiaRunError(
+            f"circular buffer {buffer.name} ({buffer.depth} bytes) cannot take the next block: the MML still "
+            f"needs every block in it (the program deadlocks; the buffer must hold the slice it keeps)")
+
+    def dma(key: str, index) -> None:
+        nonlocal issue_at, dma_count
+        start = space_time(key, issue_at + (device.dma_issue_cycles if dma_count else 0))
+        issue_at = start
+        # one DMA queue per PE (its fabric interface), in issue order
+        done = max(start + device.dma_issue_cycles + latency[key] + xfer[key], dma_done["queue"] + xfer[key])
+        dma_done["queue"] = done
+        arrival[(key, index)] = done
+        filled[key] += block_bytes[key]
+        dma_count += 1
+
+    def pop(key: str, when: float, nbytes: float) -> None:
+        bisect.insort(pops[key], (when, nbytes))
+
+    mml_end = 0.0
+    acc_free = 0.0
+    busy = stall = banks = 0.0
+    first_start = None
+    tile_ends = []
+    for i in range(tiles_m):
+        for j in range(tiles_n):
+            for s in range(steps):
+                if j == 0 or not a_resident:
+                    dma("a", (i, j if not a_resident else 0, s))
+                if i == 0 or not b_resident:
+                    dma("b", (j, i if not b_resident else 0, s))
+                ready = max(arrival[("a", (i, j if not a_resident else 0, s))],
+                            arrival[("b", (j, i if not b_resident else 0, s))])
+                if s == 0 and acc_free > mml_end:   # the banks still send the last tile
+                    banks += acc_free - mml_end
+                free = max(mml_end, acc_free if s == 0 else 0.0)
+                start = max(free, ready)
+                stall += start - free
+                if first_start is None:
+                    first_start = start
+                    stall = 0.0
+                mml_end = start + mml_cycles
+                busy += mml_cycles
+                if not a_resident:
+                    pop("a", mml_end, block_bytes["a"])
+                elif j == tiles_n - 1:
+                    pop("a", mml_end, block_bytes["a"])
+                if not b_resident:
+                    pop("b", mml_end, block_bytes["b"])
+                elif i == tiles_m - 1:
+                    pop("b", mml_end, block_bytes["b"])
+            tile_ends.append(mml_end)
+            acc_free = mml_end + tile_turnaround_cycles(device, chain)
+
+    record.cycles = {"fill": float(first_start or 0.0), "compute": busy, "dma_wait": stall, "acc_wait": banks}
+    record.last_mml_end = mml_end
+    record.mml_commands = 4 * tiles_m * tiles_n * steps
+    record.dma_commands = dma_count
+    for key, buffer in (("a", a), ("b", b)):
+        s = buffer.stream
+        slice_bytes = math.prod(buffer.shape) * buffer.element_bytes
+        record.traffic.add(s.level, s.reads * slice_bytes * s.passes)
+        record.traffic.add("local", pes * slice_bytes * s.passes)
+    record.traffic.add("local", pes * record.mml_commands * 2 * 32 * 32 * b_in)
+    return tile_ends

@@ -1,0 +1,143 @@
+"""``mtia-partition{device=mtia-v1 grid= splits= rows_axis= k_along=}``: plan every
+matmul of the te level on an MTIA device with MTIA's own mapping (seeds/001 section 4).
+
+Rewrites a ``te.op "C[m,n] += A[m,k] * B[k,n]"`` (or ``... * B[n,k]``, section 4's Bᵀ)
+into the same op carrying its plan as the ``mtia.mapping`` attribute: the sub-grid, the
+splits of (batch, m, n, k), each PE's padded extents, which axis runs along the grid's
+rows and along which grid dimension k is reduced, how often each slice is read, where
+each tensor lives, and the multicast groups of A and B (the columns (or rows) of PEs
+sharing one read). The module gets the device as its ``#irc.target``. Options confine
+the plan (``grid=4x4``, ``splits=1x4x2x2`` for batch x m x n x k, ``rows_axis=m``,
+``k_along=cols``); without them the cheapest mapping under the ``mtia`` cost model is
+taken. Ops of other forms stay as they are (the host runs them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64, i64
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from irc.dialects.te import TensorOp
+from irc.lowering.mtia_target import MtiaTargetError, mtia_device_of, set_mtia_target
+from irc.lowering.model_from_ir import describe
+from irc.planner.errors import PlanError
+
+MAPPING_ATTR = "mtia.mapping"
+
+
+def matmul_form(op: TensorOp):
+    """``(spec, b_transposed)`` when ``op`` is a 2-d matmul C[m,n] += A[m,k] * B[k,n] (or
+    B[n,k]) with A read first, else None."""
+    try:
+        _, spec, _ = describe(op)
+    except Exception:  # an expression that does not bind: the verifier's business
+        return None
+    if spec is None or spec.kind != "matmul" or len(spec.axes) != 3 or len(spec.inputs) != 2:
+        return None
+    c, a, b = spec.tensors
+    if any(len(dim) != 1 for t in spec.tensors for dim in t.dims) or len(c.dims) != 2:
+        return None
+    m, n = c.dims[0][0], c.dims[1][0]
+    (k,) = spec.reduction_axes
+    if a.dims != ((m,), (k,)):
+        return None
+    if b.dims == ((k,), (n,)):
+        return spec, False
+    if b.dims == ((n,), (k,)):
+        return spec, True
+    return None
+
+
+def _pair(text: str, option: str, count: int) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        values = tuple(int(v) for v in text.split("x"))
+    except ValueError:
+        values = ()
+    if len(values) != count or min(values) < 1:
+        raise DiagnosticException(f"mtia-partition: {option}={text} must be {count} positive integers joined by 'x'")
+    return values
+
+
+def mapping_attr(mapping, spec) -> DictionaryAttr:
+    groups = mapping.multicast_groups()
+    a_line = "row" if mapping.rows_axis == "m" else "column"
+    b_line = "column" if a_line == "row" else "row"
+
+    def members(tensor: str, line: str) -> ArrayAttr:
+        # the PEs of one group differ along one grid dimension: list that dimension's indices
+        index = 1 if line == "row" else 0
+        seen = []
+        for group in groups[tensor]:
+            key = tuple(sorted({pe[index] for pe in group}))
+            if key not in seen:
+                seen.append(key)
+        return ArrayAttr([DenseArrayBase.from_list(i64, list(k)) for k in seen])
+
+    return DictionaryAttr({
+        "grid": DenseArrayBase.from_list(i64, list(mapping.grid)),
+        "splits": DenseArrayBase.from_list(i64, list(mapping.splits)),
+        "per_pe": DenseArrayBase.from_list(i64, list(mapping.per_pe)),
+        "rows_axis": StringAttr(mapping.rows_axis),
+        "k_along": StringAttr(mapping.k_along),
+        "passes": DenseArrayBase.from_list(i64, [mapping.a_passes, mapping.b_passes]),
+        "depths": DenseArrayBase.from_list(i64, list(mapping.depths)),
+        "homes": ArrayAttr([StringAttr(h) for h in mapping.homes]),
+        f"multicast_{a_line}_A": members("A", a_line),
+        f"multicast_{b_line}_B": members("B", b_line),
+        "planned_cycles": FloatAttr(float(mapping.cycles), f64),
+    })
+
+
+@dataclass(frozen=True)
+class MtiaPartition(ModulePass):
+    """Plan te matmuls with section 4's mapping on an MTIA device."""
+
+    name = "mtia-partition"
+
+    device: str = "mtia-v1"
+    grid: str = ""
+    splits: str = ""
+    rows_axis: str = ""
+    k_along: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from irc.planner.mtia import mapping_space, place_operator
+
+        try:
+            target = set_mtia_target(op, self.device)
+            device = mtia_device_of(target)
+        except MtiaTargetError as error:
+            raise DiagnosticException(f"mtia-partition: {error}") from None
+        grid = _pair(self.grid, "grid", 2)
+        splits = _pair(self.splits, "splits", 4)
+        if self.rows_axis not in ("", "m", "n"):
+            raise DiagnosticException(f"mtia-partition: rows_axis={self.rows_axis} must be m or n")
+        if self.k_along not in ("", "cols", "rows"):
+            raise DiagnosticException(f"mtia-partition: k_along={self.k_along} must be cols or rows")
+        for te_op in [o for o in op.walk() if isinstance(o, TensorOp)]:
+            form = matmul_form(te_op)
+            if form is None:
+                continue
+            spec, _ = form
+            homes = place_operator(spec, device)
+            try:
+                space = mapping_space(spec, device, homes, grid)
+            except PlanError as error:
+                raise DiagnosticException(f"mtia-partition: {error}") from None
+            chosen = [p for p in space
+                      if (splits is None or p.splits == splits)
+                      and (not self.rows_axis or p.rows_axis == self.rows_axis)
+                      and (not self.k_along or p.k_along == self.k_along)]
+            if not chosen:
+                raise DiagnosticException(
+                    f"mtia-partition: no section-4 mapping of '{te_op.bound().expr}' fits "
+                    f"{device.name}'s local memory with grid={self.grid or 'any'} splits={self.splits or 'any'} "
+                    f"rows_axis={self.rows_axis or 'any'} k_along={self.k_along or 'any'}")
+            best = min(chosen, key=lambda p: (p.cycles, p.pes))
+            te_op.attributes[MAPPING_ATTR] = mapping_attr(best, spec)

@@ -1,0 +1,99 @@
+"""Between a module's ``#irc.target`` and an MTIA-family device (seeds/001).
+
+The same self-contained target attribute as the IPU kind's (``irc.lowering.target``):
+the device's fields by name, so a lowered MTIA program runs without its device file.
+Tuples of strings (the reduction network's directions) are written comma-separated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp, StringAttr, f64, i64
+from xdsl.ir import Attribute, Operation
+
+from irc.devices import DeviceError, load_device
+from irc.devices.mtia import MtiaDevice
+from irc.dialects.target import TARGET_ATTR, TargetAttr, target_of
+
+
+class MtiaTargetError(ValueError):
+    """A module whose target is missing or is no MTIA device."""
+
+
+def _attribute(value) -> Attribute:
+    if isinstance(value, bool) or isinstance(value, int):
+        return IntegerAttr(int(value), i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+        return StringAttr(",".join(value))
+    if isinstance(value, tuple):
+        return DenseArrayBase.from_list(i64, [int(v) for v in value])
+    raise TypeError(f"cannot write device field value {value!r} into IR")
+
+
+def mtia_target_attr(device: MtiaDevice) -> TargetAttr:
+    """The self-contained target of an MTIA device, priced by the ``mtia`` cost model."""
+    return TargetAttr(device.name, "mtia", {f.name: _attribute(getattr(device, f.name))
+                                            for f in dataclasses.fields(device)})
+
+
+@lru_cache(maxsize=16)
+def mtia_device_of(target: TargetAttr) -> MtiaDevice:
+    """The MTIA device a target describes (a bundled one by name when the description is
+    empty)."""
+    fields = target.fields()
+    if not fields:
+        try:
+            device = load_device(target.device_name)
+        except DeviceError as error:
+            raise MtiaTargetError(str(error)) from None
+    else:
+        values = {}
+        for f in dataclasses.fields(MtiaDevice):
+            if f.name not in fields:
+                raise MtiaTargetError(f"#irc.target of '{target.device_name}' lacks device field {f.name}")
+            attr = fields[f.name]
+            if isinstance(attr, IntegerAttr):
+                values[f.name] = int(attr.value.data)
+            elif isinstance(attr, FloatAttr):
+                values[f.name] = float(attr.value.data)
+            elif isinstance(attr, DenseArrayBase):
+                values[f.name] = tuple(int(v) for v in attr.get_values())
+            else:
+                values[f.name] = attr.data
+        values["reduction_directions"] = tuple(values["reduction_directions"].split(","))
+        device = MtiaDevice(**values)
+    if getattr(device, "family", None) != "mtia":
+        raise MtiaTargetError(f"the module targets '{target.device_name}', which is not an MTIA device")
+    return device
+
+
+def require_mtia_target(op: Operation) -> tuple[TargetAttr, MtiaDevice]:
+    target = target_of(op)
+    if target is None:
+        raise MtiaTargetError("the module has no irc.target; run mtia-partition{device=...} first")
+    return target, mtia_device_of(target)
+
+
+def set_mtia_target(module: ModuleOp, device_name: str) -> TargetAttr:
+    """Give ``module`` the target of MTIA device ``device_name`` (or check the one it has)."""
+    try:
+        device = load_device(device_name)
+    except DeviceError as error:
+        raise MtiaTargetError(str(error)) from None
+    if getattr(device, "family", None) != "mtia":
+        raise MtiaTargetError(f"device '{device.name}' is not of the mtia family")
+    have = module.attributes.get(TARGET_ATTR)
+    if isinstance(have, TargetAttr):
+        if have.device_name != device.name:
+            raise MtiaTargetError(f"the module targets device '{have.device_name}', not '{device.name}'; "
+                                  f"one module has one target")
+        return have
+    target = mtia_target_attr(device)
+    module.attributes[TARGET_ATTR] = target
+    return target

@@ -1,0 +1,140 @@
+"""``te-to-mtia``: planned te matmuls into `mtia` programs (seeds/001 section 4, Figure 8).
+
+Rewrites each ``te.op`` carrying an ``mtia.mapping`` (``mtia-partition``) into the
+per-PE program of Figure 8, SPMD over its sub-grid:
+
+- two ``mtia.cb_init``: circular buffers for A's slice (deep enough for a 64-row strip
+  when the strip stays resident, else two 64x32 blocks) and B's (the whole slice when it
+  stays resident, else two blocks);
+- two ``mtia.dma``: each PE's slice of A and of B, origins as affine maps of the PE's
+  (row, column), A multicast along the grid dimension its sharers lie on (rows when m
+  runs along rows), B along the other; the read passes the plan implies;
+- ``mtia.mml``: the DPE's 2x2-blocked products, stalling on missing blocks;
+- ``mtia.reduce``: when k is split, chains of that many PEs west to east (k along the
+  columns) or north to south (k along the rows);
+- ``mtia.store``: the chain ends (every PE when k is not split) write their blocks of C.
+
+The PE at (row, column) computes parts (m, n, k): with m along rows and k along the
+columns, m = row, n = column floordiv F_k, k = column mod F_k (section 4's example:
+columns 0, 2 and 1, 3 share A's k halves, so they share its reads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, f64
+from xdsl.dialects.func import FuncOp
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import DiagnosticException
+
+from irc.cost.mtia import TILE_K, TILE_M, TILE_N
+from irc.dialects.mtia import (
+    AccumulatorType,
+    CircularBufferInitOp,
+    CircularBufferType,
+    DmaOp,
+    MatMulOp,
+    ReduceOp,
+    StoreOp,
+    accumulator_element,
+)
+from irc.dialects.te import TensorOp
+from irc.lowering.mtia_partition import MAPPING_ATTR, matmul_form
+
+
+PLANNED_ATTR = "irc.planned_cycles"
+
+
+def _ints(attr) -> tuple[int, ...]:
+    return tuple(int(v) for v in attr.get_values())
+
+
+def pe_parts(rows_axis: str, k_along: str, fk: int):
+    """(m, n, k) part of the PE at (d0, d1), as affine expressions."""
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    if k_along == "cols":
+        outer_r, outer_c, k = d0, d1 // fk, d1 % fk
+    else:
+        outer_r, outer_c, k = d0 // fk, d1, d0 % fk
+    m, n = (outer_r, outer_c) if rows_axis == "m" else (outer_c, outer_r)
+    return m, n, k
+
+
+class LowerPlannedMatmul(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TensorOp, rewriter: PatternRewriter) -> None:
+        plan = op.attributes.get(MAPPING_ATTR)
+        if plan is None:
+            return
+        form = matmul_form(op)
+        if form is None:
+            raise DiagnosticException(f"te-to-mtia: '{op.bound().expr}' carries an mtia.mapping but is not "
+                                      f"C[m,n] += A[m,k] * B[k,n] (or B[n,k])")
+        spec, transposed = form
+        fields = plan.data
+        grid = _ints(fields["grid"])
+        _, fm, fn, fk = _ints(fields["splits"])
+        _, pm, pn, pk = _ints(fields["per_pe"])
+        rows_axis, k_along = fields["rows_axis"].data, fields["k_along"].data
+        a_passes, b_passes = _ints(fields["passes"])
+        homes = [h.data for h in fields["homes"].data]
+        a_value, b_value = op.inputs
+        a_elem = a_value.type.get_element_type()
+        b_elem = b_value.type.get_element_type()
+        m, n, k = pe_parts(rows_axis, k_along, fk)
+
+        a_slice = CircularBufferType((pm, pk), a_elem)
+        b_shape = (pn, pk) if transposed else (pk, pn)
+        b_slice = CircularBufferType(b_shape, b_elem)
+        a_depth, b_depth = _ints(fields["depths"])
+        a_name, b_name = spec.inputs[0].name, spec.inputs[1].name
+        cb_a = CircularBufferInitOp(a_name, 0, a_depth, grid, a_slice)
+        cb_b = CircularBufferInitOp(b_name, 1, b_depth, grid, b_slice)
+        cb_a.buffer.name_hint, cb_b.buffer.name_hint = f"cb_{a_name}", f"cb_{b_name}"
+        a_line = "row" if rows_axis == "m" else "column"
+        b_line = "column" if a_line == "row" else "row"
+        dma_a = DmaOp(a_value, cb_a.buffer, AffineMap(2, 0, (m * pm, k * pk)), (TILE_M, TILE_K), a_line, homes[1],
+                      a_passes)
+        b_origin = (n * pn, k * pk) if transposed else (k * pk, n * pn)
+        b_block = (TILE_N, TILE_K) if transposed else (TILE_K, TILE_N)
+        dma_b = DmaOp(b_value, cb_b.buffer, AffineMap(2, 0, b_origin), b_block, b_line, homes[2], b_passes)
+        acc_type = AccumulatorType((pm, pn), accumulator_element(a_elem))
+        mml = MatMulOp(cb_a.buffer, cb_b.buffer, transposed, acc_type)
+        mml.result.name_hint = f"{op.output.name_hint}_acc" if op.output.name_hint else "acc"
+        new_ops = [cb_a, cb_b, dma_a, dma_b, mml]
+        sums = mml.result
+        if fk > 1:
+            reduce = ReduceOp(sums, "west-east" if k_along == "cols" else "north-south", fk)
+            new_ops.append(reduce)
+            sums = reduce.result
+            sums.name_hint = "sums"
+        store = StoreOp(sums, AffineMap(2, 0, (m * pm, n * pn)), homes[0], op.output.type)
+        new_ops.append(store)
+        store.result.name_hint = op.output.name_hint
+        rewriter.replace(op, new_ops, [store.result])
+        function = store.parent_op()
+        while function is not None and not isinstance(function, FuncOp):
+            function = function.parent_op()
+        if function is not None:  # irc-run compares the interpreted time with the plan's
+            planned = function.attributes.get(PLANNED_ATTR)
+            before = float(planned.value.data) if isinstance(planned, FloatAttr) else 0.0
+            function.attributes[PLANNED_ATTR] = FloatAttr(before + float(fields["planned_cycles"].value.data), f64)
+
+
+@dataclass(frozen=True)
+class TeToMtia(ModulePass):
+    """Planned te matmuls into section 4's per-PE programs in the `mtia` dialect."""
+
+    name = "te-to-mtia"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(LowerPlannedMatmul(), apply_recursively=False).rewrite_module(op)
