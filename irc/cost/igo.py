@@ -236,11 +236,13 @@ class Transfer:
 
 
 def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capacity: int,
-                   policy: str = "lru") -> list[Transfer]:
+                   policy: str = "lru", frees: bool = False) -> list[Transfer]:
     """The DMAs a schedule needs with `capacity` bytes of resident tiles (see the module
     docstring); raises `ScratchpadError` when one round's tiles do not fit. `policy`
     picks the tile to evict: ``lru`` the least recently used, ``belady`` the one used
-    farthest in the future."""
+    farthest in the future. With `frees`, the input tiles dropped without a DMA (evicted,
+    or used for the last time at the end of round t: listed before round t+1's fill)
+    are listed too, as ``kind = "free"`` (what a program needs, `irc.lowering.igo_to_npu`)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown replacement policy '{policy}' (known: {', '.join(POLICIES)})")
     uses: dict[tuple, list[int]] = defaultdict(list)
@@ -286,6 +288,8 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
                 else:
                     victim = max(candidates, key=lambda v: next_use(v, t))
                 used -= resident.pop(victim)
+                if frees and victim[0] not in ("dX", "dW"):
+                    transfers.append(Transfer(t, "free", victim, size(victim)))
                 if victim[0] in ("dX", "dW"):
                     # a partial sum needed again: written now, read back at its next use
                     transfers.append(Transfer(t, "store", victim, size(victim), partial=True,
@@ -302,9 +306,11 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
             written_in[s.output()] = t
         # Output tiles whose every partial is done: the partials are summed in the SPM
         # (spilled ones read back first) and the sum is written once.
+        finished: set[tuple] = set()
         for out in [x for x in needed if x[0] in ("dX", "dW") and last_touch[x] == t]:
-            if any(last_touch[p] > t for p in parts_of[out[:3]]):
+            if out[:3] in finished or any(last_touch[p] > t for p in parts_of[out[:3]]):
                 continue
+            finished.add(out[:3])  # once, however many of its partials this round wrote
             for partial in sorted(parts_of[out[:3]]):
                 if partial in spilled:
                     transfers.append(Transfer(t, "load", partial, size(partial), partial=True, after=True))
@@ -314,6 +320,8 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
             transfers.append(Transfer(t, "store", out[:3] + (0,), size(out), after=True, ready_round=t))
         for tile in [x for x in resident if x[0] not in ("dX", "dW") and next_use(x, t + 1) == math.inf]:
             used -= resident.pop(tile)
+            if frees:
+                transfers.append(Transfer(t + 1, "free", tile, size(tile)))
     return transfers
 
 
@@ -368,6 +376,8 @@ def timeline(order, computes: list[float], dram_cycles) -> tuple[float, list[tup
             start = max(spans[-1][1] if spans else 0.0, fill_done)
             spans.append((start, start + computes[t]))
             fill_done, current = 0.0, t
+            continue
+        if tr.kind == "free":
             continue
         if tr.kind == "load":
             earliest = spans[current][0] if current >= 0 else 0.0

@@ -20,6 +20,7 @@ LEVELS = (
     "irc.interpreter.shift:ShiftFunctions",
     "irc.interpreter.device:DeviceFunctions",
     "irc.interpreter.igo:IgoFunctions",
+    "irc.interpreter.npu:NpuFunctions",
 )
 
 
