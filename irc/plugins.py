@@ -68,6 +68,7 @@ IRC_UNIVERSE = IrcUniverse(
         "device": lazy("irc.dialects.device:DEVICE"),
         "igo": lazy("irc.dialects.igo:IGO"),
         "mtia": lazy("irc.dialects.mtia:MTIA"),
+        "npu": lazy("irc.dialects.npu:NPU"),
     },
     all_passes={
         # te -> rtensor: plan search per op (T10 §4.3) or model-wide (T10 §4.3.2, Alg. 1)
@@ -89,6 +90,8 @@ IRC_UNIVERSE = IrcUniverse(
         # training: the backward pass (IGO §2.1)
         "te-autodiff": lazy("irc.passes.te_autodiff:TeAutodiff"),
         "igo-fuse": lazy("irc.passes.igo_fuse:IgoFuse"),
+        # igo -> npu: the NPU program of each fused layer (IGO §2.2, §4-5)
+        "igo-to-npu": lazy("irc.lowering.igo_to_npu:IgoToNpu"),
         "training": lazy("irc.passes.pipelines:TrainingPipeline"),
     },
     cost_models={

@@ -237,7 +237,11 @@ def run(
     results = interpreter.call_op(signature.function, tuple(args))
     named = {name: np.asarray(v) for name, v in zip(signature.result_names, results)}
     reports = [chip.report() for chip in chips_of(interpreter)]
-    return named, Report.combine(reports) if reports else None
+    if not reports:  # an NPU program (IGO): its DRAM traffic and stalls
+        from irc.interpreter.npu import npu_report
+
+        return named, npu_report(interpreter)
+    return named, Report.combine(reports)
 
 
 def run_function(

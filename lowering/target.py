@@ -81,6 +81,28 @@ def device_of(target: TargetAttr) -> Device:
 
 
 @lru_cache(maxsize=16)
+def npu_device_of(target: TargetAttr):
+    """The ``NpuDevice`` (``irc.devices.npu``) a target of the ``npu`` family describes."""
+    from irc.devices.npu import FAMILY, device_from_values
+
+    fields = {name: _value(attr) for name, attr in target.fields().items()}
+    if not fields:
+        try:
+            device = load_device(target.device_name)
+        except DeviceError as error:
+            raise TargetError(str(error)) from None
+        if getattr(device, "family", None) != FAMILY:
+            raise TargetError(f"'{target.device_name}' is not an NPU (family = \"npu\")")
+        return device
+    if fields.get("family") != FAMILY:
+        raise TargetError(f"#irc.target of '{target.device_name}' is not an NPU (family = \"npu\")")
+    try:
+        return device_from_values(fields)
+    except (ValueError, TypeError) as error:
+        raise TargetError(f"#irc.target of '{target.device_name}': {error}") from None
+
+
+@lru_cache(maxsize=16)
 def cost_of(target: TargetAttr) -> CostModel:
     try:
         return get_cost_model(target.cost_name)

@@ -8,7 +8,8 @@ preload-schedule on chips with off-chip memory (HBM loads ahead of use, ELK s4.2
 and device-alloc (SRAM offsets and capacity, T10 s4.4). It runs as an xDSL
 ``PassPipeline``; ``pipeline(callback)`` lets a caller look at the module between passes.
 
-``training{device=npu-server cores=4 order=cost}``: te-autodiff and igo-fuse (IGO s4-5).
+``training{device=npu-server cores=4 order=cost}``: te-autodiff, igo-fuse and igo-to-npu
+(IGO s2.2, s4-5): the backward pass with each layer's gradient pair as an NPU program.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class TrainingPipeline(ModulePass):
     """``training{device=npu-edge cores=0 order=cost partition=cost wrt=auto}``: a forward
     te function to its backward pass with each layer's gradient pair fused (IGO §4-5):
     te-autodiff, then igo-fuse with the tile order and partition chosen per layer on the
-    NPU `device` (`cores` 0: the device file's count)."""
+    NPU `device` (`cores` 0: the device file's count), then igo-to-npu, each fused pair
+    lowered to the NPU program that runs it (§2.2)."""
 
     name = "training"
 
@@ -76,12 +78,14 @@ class TrainingPipeline(ModulePass):
     wrt: str = "auto"
 
     def passes(self) -> list[ModulePass]:
+        from irc.lowering.igo_to_npu import IgoToNpu
         from irc.passes.igo_fuse import IgoFuse
         from irc.passes.te_autodiff import TeAutodiff
 
         return [
             TeAutodiff(wrt=self.wrt),
             IgoFuse(order=self.order, partition=self.partition, device=self.device, cores=self.cores),
+            IgoToNpu(device=self.device, cores=self.cores),
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

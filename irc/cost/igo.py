@@ -230,14 +230,19 @@ class Transfer:
     nbytes: int
     partial: bool = False
     after: bool = False
+    ready_round: int = -1
+    """For a store: the round that last wrote the tile (its data is final when that
+    round ends); -1 for a load."""
 
 
 def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capacity: int,
-                   policy: str = "lru") -> list[Transfer]:
+                   policy: str = "lru", frees: bool = False) -> list[Transfer]:
     """The DMAs a schedule needs with `capacity` bytes of resident tiles (see the module
     docstring); raises `ScratchpadError` when one round's tiles do not fit. `policy`
     picks the tile to evict: ``lru`` the least recently used, ``belady`` the one used
-    farthest in the future."""
+    farthest in the future. With `frees`, the input tiles dropped without a DMA (evicted,
+    or used for the last time at the end of round t: listed before round t+1's fill)
+    are listed too, as ``kind = "free"`` (what a program needs, `irc.lowering.igo_to_npu`)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown replacement policy '{policy}' (known: {', '.join(POLICIES)})")
     uses: dict[tuple, list[int]] = defaultdict(list)
@@ -253,6 +258,7 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
     cursor: dict[tuple, int] = defaultdict(int)
     resident: dict[tuple, int] = {}  # in order of last use (LRU first)
     spilled: set[tuple] = set()
+    written_in: dict[tuple, int] = {}
     used = 0
     transfers: list[Transfer] = []
 
@@ -282,9 +288,12 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
                 else:
                     victim = max(candidates, key=lambda v: next_use(v, t))
                 used -= resident.pop(victim)
+                if frees and victim[0] not in ("dX", "dW"):
+                    transfers.append(Transfer(t, "free", victim, size(victim)))
                 if victim[0] in ("dX", "dW"):
                     # a partial sum needed again: written now, read back at its next use
-                    transfers.append(Transfer(t, "store", victim, size(victim), partial=True))
+                    transfers.append(Transfer(t, "store", victim, size(victim), partial=True,
+                                              ready_round=written_in[victim]))
                     spilled.add(victim)
             resident[tile] = size(tile)
             used += size(tile)
@@ -293,53 +302,91 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
             elif tile in spilled:
                 transfers.append(Transfer(t, "load", tile, size(tile), partial=True))
                 spilled.discard(tile)
+        for s in steps:
+            written_in[s.output()] = t
         # Output tiles whose every partial is done: the partials are summed in the SPM
         # (spilled ones read back first) and the sum is written once.
+        finished: set[tuple] = set()
         for out in [x for x in needed if x[0] in ("dX", "dW") and last_touch[x] == t]:
-            if any(last_touch[p] > t for p in parts_of[out[:3]]):
+            if out[:3] in finished or any(last_touch[p] > t for p in parts_of[out[:3]]):
                 continue
+            finished.add(out[:3])  # once, however many of its partials this round wrote
             for partial in sorted(parts_of[out[:3]]):
                 if partial in spilled:
                     transfers.append(Transfer(t, "load", partial, size(partial), partial=True, after=True))
                     spilled.discard(partial)
                 elif partial in resident:
                     used -= resident.pop(partial)
-            transfers.append(Transfer(t, "store", out[:3] + (0,), size(out), after=True))
+            transfers.append(Transfer(t, "store", out[:3] + (0,), size(out), after=True, ready_round=t))
         for tile in [x for x in resident if x[0] not in ("dX", "dW") and next_use(x, t + 1) == math.inf]:
             used -= resident.pop(tile)
+            if frees:
+                transfers.append(Transfer(t + 1, "free", tile, size(tile)))
     return transfers
 
 
 def simulate(rounds: list[list[Step]], layer: Layer, tiling: Tiling, device, policy: str = "lru") -> Cost:
     """DRAM traffic per tensor and cycles of `rounds` on `device` (an `NpuDevice`).
 
-    One DMA queue at the device's DRAM bandwidth. Round t's loads (and the spills that
-    make room for them) start once round t-1 has started computing (its tiles are in
-    the other half of the SPM), and round t computes once they are in; the outputs
-    round t finishes are written after round t+1's loads are issued."""
+    One DMA queue at the device's DRAM bandwidth, in the order a program issues them
+    (`queue`): round t-1's fill (the loads and spills round t needs) and then round
+    t-2's write-back are issued while round t-1 computes. A DMA starts when the queue is
+    free and (`timeline`) a load or reload once the round computing when it is issued
+    has started (it fills the other half of the SPM, §2.2), a spill or store once the
+    round that last wrote its tile has ended. Round t computes once round t-1 has ended
+    and its fill is done; what the DMA cannot hide is stall."""
     capacity = device.spm_bytes // 2
     transfers = plan_transfers(rounds, layer, tiling, capacity, policy)
     cost = Cost()
-    before, after = defaultdict(int), defaultdict(int)
     for tr in transfers:
         (cost.read if tr.kind == "load" else cost.written)[tr.tile[0]] += tr.nbytes
-        (after if tr.after else before)[tr.round] += tr.nbytes
-    dma_free = compute_end = previous_start = 0.0
-    pending, pending_ready = 0, 0.0
-    for t, steps in enumerate(rounds):
-        compute = max(device.gemm_cycles(*step_shape(s, layer, tiling)) for s in steps)
-        dma_free = max(dma_free, previous_start) + device.dram_cycles(before[t])
-        start = max(compute_end, dma_free)
-        if pending:
-            dma_free = max(dma_free, pending_ready) + device.dram_cycles(pending)
-        compute_end = start + compute
-        pending, pending_ready, previous_start = after[t], compute_end, start
-        cost.compute_cycles += compute
-        cost.steps += len(steps)
-    if pending:
-        dma_free = max(dma_free, pending_ready) + device.dram_cycles(pending)
-    cost.stall_cycles = max(compute_end, dma_free) - cost.compute_cycles
+    computes = [max(device.gemm_cycles(*step_shape(s, layer, tiling)) for s in steps) for steps in rounds]
+    end, _ = timeline(queue(transfers, len(rounds)), computes, device.dram_cycles)
+    cost.compute_cycles = sum(computes)
+    cost.steps = sum(len(steps) for steps in rounds)
+    cost.stall_cycles = end - cost.compute_cycles
     return cost
+
+
+def queue(transfers: list[Transfer], rounds: int) -> list[tuple[str, int, Transfer | None]]:
+    """The program order of a schedule's DMAs and rounds: ``("dma", t, transfer)`` and
+    ``("round", t, None)``; round t's fill comes before it, round t-1's write-back (the
+    ``after`` transfers of round t-1) right after that fill."""
+    before, after = defaultdict(list), defaultdict(list)
+    for tr in transfers:
+        (after if tr.after else before)[tr.round].append(tr)
+    order: list[tuple[str, int, Transfer | None]] = []
+    for t in range(rounds + 1):
+        order += [("dma", t, tr) for tr in before[t]]
+        order += [("dma", t - 1, tr) for tr in after[t - 1]]
+        if t < rounds:
+            order.append(("round", t, None))
+    return order
+
+
+def timeline(order, computes: list[float], dram_cycles) -> tuple[float, list[tuple[float, float]]]:
+    """The end time of `order` (see `queue`) and each round's (start, end): the timing
+    rules of `simulate`, which the NPU interpreter follows op by op."""
+    spans: list[tuple[float, float]] = []
+    dma_free = 0.0
+    fill_done = 0.0  # the fill of the next round
+    current = -1
+    for kind, t, tr in order:
+        if kind == "round":
+            start = max(spans[-1][1] if spans else 0.0, fill_done)
+            spans.append((start, start + computes[t]))
+            fill_done, current = 0.0, t
+            continue
+        if tr.kind == "free":
+            continue
+        if tr.kind == "load":
+            earliest = spans[current][0] if current >= 0 else 0.0
+        else:
+            earliest = spans[tr.ready_round][1]
+        dma_free = max(dma_free, earliest) + dram_cycles(tr.nbytes)
+        if not tr.after:
+            fill_done = dma_free
+    return max(spans[-1][1] if spans else 0.0, dma_free), spans
 
 
 def default_tiling(layer: Layer, device) -> Tiling:

@@ -116,3 +116,20 @@ def device_from_fields(fields) -> NpuDevice:
         dataflow=dataflow,
         family=fields.choice("family", (FAMILY,)),
     )
+
+
+def device_from_values(values: dict) -> NpuDevice:
+    """The ``NpuDevice`` of its fields by name (an ``irc.target``'s description);
+    ``ValueError`` naming what is missing or unknown."""
+    import dataclasses
+
+    known = {f.name for f in dataclasses.fields(NpuDevice)}
+    missing, unknown = sorted(known - set(values) - {"dataflow", "family"}), sorted(set(values) - known)
+    if missing or unknown:
+        raise ValueError(f"an NPU description lacks {', '.join(missing) or 'nothing'} and has unknown "
+                         f"{', '.join(unknown) or 'nothing'}")
+    fields = dict(values)
+    fields["core_counts"] = tuple(fields["core_counts"])
+    if fields.get("dataflow", DEFAULT_DATAFLOW) not in DATAFLOWS:
+        raise ValueError(f"unknown dataflow '{fields['dataflow']}' (known: {', '.join(DATAFLOWS)})")
+    return NpuDevice(**fields)

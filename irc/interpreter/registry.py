@@ -21,6 +21,7 @@ LEVELS = (
     "irc.interpreter.device:DeviceFunctions",
     "irc.interpreter.igo:IgoFunctions",
     "irc.interpreter.mtia:MtiaFunctions",
+    "irc.interpreter.npu:NpuFunctions",
 )
 
 

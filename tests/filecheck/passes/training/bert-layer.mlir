@@ -3,9 +3,16 @@
 
 // The training pipeline: te-autodiff appends the backward pass, igo-fuse fuses the pair
 // of the layer whose input needs a gradient (the second linear) and gives it the order
-// and the 4-core partition the cost model prices lowest; the first linear keeps its dW.
+// and the 4-core partition the cost model prices lowest, igo-to-npu lowers it to the
+// 4-core NPU's program; the first linear keeps its dW.
+// CHECK:         builtin.module attributes {irc.target = #irc.target<"npu-server", "igo", {{.*}}cores = 4 : i64
 // CHECK-LABEL: func.func @main
-// CHECK:         igo.grad_pair dx "{{.*}}" dw "{{.*}}" (%{{.*}}, %w2, %{{.*}}) order "{{[a-z-]+}}" {irc.gemm = "M=64 K=32 N=16", partition = "{{[a-z-]+}}", parts = 4 : i64}
+// CHECK:         npu.kernel dx "{{.*}}" dw "{{.*}}" (%{{.*}}, %w2, %{{.*}}) {partition = "{{[a-z-]+}}", parts = 4 : i64, gemm = array<i64: 64, 32, 16>, tiles = array<i64: {{[0-9, ]+}}>, order = "{{[a-z-]+}}"}
+// CHECK-NEXT:      npu.load "dY" <0, 0>
+// CHECK:           npu.swap
+// CHECK-NEXT:      npu.gemm "d{{x|w}}" <0, 0, 0> dataflow "os"
+// CHECK:           npu.store "dW" <0, 0>
+// CHECK-NEXT:    }
 // CHECK-NOT:     igo.grad_pair
 // CHECK:         te.op "{{.*}} += G[a0,a1,n] * X[a0,a1,k]"
 // CHECK:         func.return

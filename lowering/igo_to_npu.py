@@ -1,0 +1,208 @@
+"""``igo-to-npu``: each `igo.grad_pair` becomes an `npu.kernel`, the program that computes
+the layer's dX and dW on an NPU with a double-buffered scratchpad (IGO, MICRO'23, §2.2
+double-buffered SPM, §4.2-4.3 interleaving and tile access order, §5 partitioning).
+
+It rewrites::
+
+    %dx, %dw = igo.grad_pair dx "..." dw "..." (%dy, %w, %x) order "dx-major" {partition = ..., parts = ...}
+
+into ``npu.kernel`` over the layer's GEMM view (`irc.dialects.npu.gemm_view`) whose body
+walks the tiles in the op's order (``sequential``: every dX step, then every dW step: the
+unfused baseline), split as its partition says (over time on one core, or over the
+cores), with the scratchpad managed as `irc.cost.igo` plans it: the tiles each round
+needs are loaded into the half being filled while the previous round computes, evicted
+input tiles are freed, evicted partial sums spilled and reloaded, finished gradient
+tiles summed over their parts and written back once. Tiles are `default_tiling`'s. The
+rest of the function (the forward pass, the elementwise backward ops, lone gradients)
+stays `te`. The module's target becomes the NPU (``irc.target``, cost ``igo``).
+
+A layer whose one step does not fit half the scratchpad is an error naming the layer
+and the bytes needed and available.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import DiagnosticException
+
+from irc.diagnostics import location_of
+from irc.dialects.dtypes import byte_width
+from irc.dialects.igo import GradPairOp
+from irc.dialects.npu import (
+    FreeOp,
+    GemmOp,
+    KernelOp,
+    LoadOp,
+    ReloadOp,
+    SpillOp,
+    StoreOp,
+    SwapOp,
+    ViewError,
+    gemm_view,
+)
+from irc.dialects.target import TARGET_ATTR, TargetAttr
+from irc.lowering.target import npu_device_of, target_attr
+
+COST = "igo"
+"""The cost model an NPU target names: `irc.cost.igo`'s scratchpad model."""
+COST_ORDER = {"sequential": "baseline"}
+
+
+def npu_target(device) -> TargetAttr:
+    """The self-contained target of an ``NpuDevice``."""
+    return target_attr(device, COST)
+
+
+def resolve_device(module: ModuleOp, name: str, cores: int):
+    """The NPU to lower for: `name` (with `cores`, 0: the file's count), or the module's
+    NPU target when `name` is empty."""
+    from irc.devices import load_device
+    from irc.devices.loader import DeviceError
+
+    if not name:
+        target = module.attributes.get(TARGET_ATTR)
+        if not isinstance(target, TargetAttr):
+            raise DiagnosticException("igo-to-npu: the module has no irc.target; name the NPU: igo-to-npu{device=...}")
+        device = npu_device_of(target)
+    else:
+        try:
+            device = load_device(name)
+        except DeviceError as error:
+            raise DiagnosticException(f"igo-to-npu: {error}") from None
+        if getattr(device, "family", None) != "npu":
+            raise DiagnosticException(f"igo-to-npu: device '{name}' is not an NPU (family = \"npu\")")
+    if cores:
+        try:
+            device = device.with_cores(cores)
+        except ValueError as error:
+            raise DiagnosticException(f"igo-to-npu: {error}") from None
+    return device
+
+
+def kernel_program(rounds, transfers, dataflow: str) -> list:
+    """The body ops of a schedule (`irc.cost.igo.schedule`) and its planned transfers
+    (with frees), in program order (`irc.cost.igo.queue`)."""
+    from irc.cost.igo import queue
+
+    parts: dict[tuple, set] = {}
+    for steps in rounds:
+        for step in steps:
+            parts.setdefault(step.output()[:3], set()).add(step.output())
+    ops: list = []
+    for kind, t, tr in queue(transfers, len(rounds)):
+        if kind == "round":
+            ops.append(SwapOp())
+            for core, step in enumerate(rounds[t]):
+                ops.append(GemmOp(step.kind, (step.i, step.j, step.k), dataflow, core, step.part))
+        elif tr.kind == "free":
+            ops.append(FreeOp(tr.tile[0], tr.tile[1:3]))
+        elif tr.kind == "load":
+            ops.append(ReloadOp(tr.tile[0], tr.tile[1:4]) if tr.partial else LoadOp(tr.tile[0], tr.tile[1:3]))
+        elif tr.partial:
+            ops.append(SpillOp(tr.tile[0], tr.tile[1:4]))
+        else:
+            ops.append(StoreOp(tr.tile[0], tr.tile[1:3], len(parts[tr.tile[:3]])))
+    return ops
+
+
+def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None):
+    """(layer, tiling, rounds, transfers) of a gradient pair on `device`, as `irc.cost.igo`
+    evaluates it."""
+    from irc.cost.igo import Layer, default_tiling, plan_transfers, schedule
+
+    view = gemm_view(op.dx_expression.expr, op.dw_expression.expr, {
+        "dY": tuple(op.dy.type.get_shape()), "W": tuple(op.w.type.get_shape()), "X": tuple(op.x.type.get_shape()),
+        "dX": tuple(op.dx.type.get_shape()), "dW": tuple(op.dw.type.get_shape()),
+    })
+    m, k, n = view.gemm
+    layer = Layer(M=m, K=k, N=n, element_bytes=byte_width(op.dy.type.get_element_type()),
+                  name=f"{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor} ({location_of(op)})")
+    tiling = tiling or default_tiling(layer, device)
+    scheme = op.attributes.get("partition")
+    parts = op.attributes.get("parts")
+    scheme = scheme.data if scheme is not None else None
+    parts = int(parts.value.data) if parts is not None else (device.cores if scheme else 1)
+    if device.cores > 1 and scheme is None:
+        scheme, parts = "weight-sharing", device.cores  # data parallel: the batch over the cores
+    if device.cores > 1 and parts > device.cores:
+        raise ValueError(f"{parts} parts for {device.cores} cores")
+    rounds = schedule(layer, tiling, COST_ORDER.get(op.order.data, op.order.data), scheme, parts, device.cores)
+    transfers = plan_transfers(rounds, layer, tiling, device.spm_bytes // 2, policy, frees=True)
+    return layer, tiling, rounds, transfers
+
+
+def lower_pair(op: GradPairOp, device, policy: str = "lru", tiling=None) -> KernelOp:
+    """The `npu.kernel` of a gradient pair (`tiling`: `default_tiling`'s when None)."""
+    from irc.cost.igo import ScratchpadError
+
+    try:
+        layer, tiling, rounds, transfers = plan_of(op, device, policy, tiling)
+    except ViewError as error:
+        raise DiagnosticException(f"{location_of(op)}: error: 'igo.grad_pair' op has no GEMM view: {error}") from None
+    except ScratchpadError as error:
+        raise DiagnosticException(
+            f"{location_of(op)}: error: 'igo.grad_pair' op layer {layer_name(op)} does not fit "
+            f"{device.name}'s scratchpad: {error}"
+        ) from None
+    except ValueError as error:
+        raise DiagnosticException(f"{location_of(op)}: error: 'igo.grad_pair' op {error}") from None
+    body = Block(kernel_program(rounds, transfers, device.dataflow))
+    kernel = KernelOp(op.dx_expression, op.dw_expression, op.dy, op.w, op.x, op.dx.type, op.dw.type,
+                      (layer.M, layer.K, layer.N), (tiling.tm, tiling.tk, tiling.tn), op.order.data, Region(body))
+    for name in ("partition", "parts"):  # what the body's split follows, for the reader
+        if name in op.attributes:
+            kernel.attributes[name] = op.attributes[name]
+    kernel.location = op.location
+    return kernel
+
+
+def batch_axes(op: GradPairOp) -> set[str]:
+    """The axes dY, W and X all carry (a batched GEMM, as attention's ``P·V``): such a
+    pair is not one GEMM and is left to the `igo` level."""
+    dx, dw = op.dx_expression.expr, op.dw_expression.expr
+    dy = (set(dx.inputs) & set(dw.inputs)).pop()
+    axes_of = lambda tensors: {a for t in tensors for access in dx.accesses_of(t) for a in access.axes}  # noqa: E731
+    return (axes_of([dy]) & axes_of([t for t in dx.inputs if t != dy])) - set(dx.reduction_axes)
+
+
+def layer_name(op: GradPairOp) -> str:
+    return f"'{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor}'"
+
+
+@dataclass(frozen=True)
+class IgoToNpu(ModulePass):
+    """``igo-to-npu{device=npu-edge cores=0 policy=lru}``: lower every gradient pair to
+    an NPU program (`device` empty: the module's NPU target; `cores` 0: the device
+    file's count; `policy`: the scratchpad's replacement, ``lru`` or ``belady``)."""
+
+    name = "igo-to-npu"
+
+    device: str = "npu-edge"
+    cores: int = 0
+    policy: str = "lru"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from irc.cost.igo import POLICIES
+
+        if self.policy not in POLICIES:
+            raise DiagnosticException(f"igo-to-npu: unknown policy={self.policy}; known: {', '.join(POLICIES)}")
+        device = resolve_device(op, self.device, self.cores)
+        have = op.attributes.get(TARGET_ATTR)
+        target = npu_target(device)
+        if isinstance(have, TargetAttr) and have != target and have.cost_name != COST:
+            raise DiagnosticException(
+                f"igo-to-npu: the module targets '{have.device_name}' ({have.cost_name}), not the NPU {device.name}"
+            )
+        op.attributes[TARGET_ATTR] = target
+        rewriter = Rewriter()
+        for pair in [o for o in op.walk() if isinstance(o, GradPairOp)]:
+            if batch_axes(pair):
+                continue  # a batched GEMM (attention's products): no GEMM view, stays igo
+            kernel = lower_pair(pair, device, self.policy)
+            rewriter.replace_op(pair, kernel)

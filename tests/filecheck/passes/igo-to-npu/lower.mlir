@@ -1,0 +1,67 @@
+// RUN: irc-opt %s -p 'igo-to-npu{device="%S/Inputs/npu_hand.toml"}' | filecheck %s
+// RUN: irc-opt %s -p 'igo-to-npu{device="%S/Inputs/npu_hand.toml"}' --print-op-generic | irc-opt | filecheck %s
+
+// The hand-derived layer of tests/cost/test_igo_cost.py (M=4, K=2, N=2, 2x2 tiles of
+// i8; 12 bytes resident, three tiles). The module's target becomes the NPU.
+// CHECK: builtin.module attributes {irc.target = #irc.target<"npu-hand", "igo", {{.*}}family = "npu"}>}
+
+// The baseline (every dX step, then every dW step) reads dY twice: dY<0,0> is dropped
+// to make room for dX<1,0> and loaded again for dW.
+// CHECK-LABEL: func.func @baseline
+// CHECK:         npu.kernel {{.*}} {gemm = array<i64: 4, 2, 2>, tiles = array<i64: 2, 2, 2>, order = "sequential"}
+// CHECK-NEXT:      npu.load "dY" <0, 0>
+// CHECK-NEXT:      npu.load "W" <0, 0>
+// CHECK-NEXT:      npu.swap
+// CHECK-NEXT:      npu.gemm "dx" <0, 0, 0> dataflow "os"
+// CHECK-NEXT:      npu.load "dY" <1, 0>
+// CHECK-NEXT:      npu.free "dY" <0, 0>
+// CHECK-NEXT:      npu.store "dX" <0, 0>
+// CHECK-NEXT:      npu.swap
+// CHECK-NEXT:      npu.gemm "dx" <1, 0, 0> dataflow "os"
+// CHECK-NEXT:      npu.free "W" <0, 0>
+// CHECK-NEXT:      npu.load "X" <0, 0>
+// CHECK-NEXT:      npu.load "dY" <0, 0>
+// CHECK-NEXT:      npu.free "dY" <1, 0>
+// CHECK-NEXT:      npu.store "dX" <1, 0>
+// CHECK-NEXT:      npu.swap
+// CHECK-NEXT:      npu.gemm "dw" <0, 0, 0> dataflow "os"
+// CHECK-NEXT:      npu.free "X" <0, 0>
+// CHECK-NEXT:      npu.free "dY" <0, 0>
+// CHECK-NEXT:      npu.load "X" <1, 0>
+// CHECK-NEXT:      npu.load "dY" <1, 0>
+// CHECK-NEXT:      npu.swap
+// CHECK-NEXT:      npu.gemm "dw" <1, 0, 0> dataflow "os"
+// CHECK-NEXT:      npu.free "X" <1, 0>
+// CHECK-NEXT:      npu.free "dY" <1, 0>
+// CHECK-NEXT:      npu.store "dW" <0, 0>
+// CHECK-NEXT:    }
+func.func @baseline(%dy: tensor<4x2xi8>, %w: tensor<2x2xi8>, %x: tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>) {
+  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "sequential" : (tensor<4x2xi8>, tensor<2x2xi8>, tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>)
+  func.return %dx, %dw : tensor<4x2xi8>, tensor<2x2xi8>
+}
+
+// Interleaved, each dY tile is read once, but the dW partial is spilled to make room
+// for dX<1,0> and read back (§4.3).
+// CHECK-LABEL: func.func @interleave
+// CHECK:           npu.gemm "dw" <0, 0, 0> dataflow "os"
+// CHECK-NEXT:      npu.free "X" <0, 0>
+// CHECK-NEXT:      npu.free "dY" <0, 0>
+// CHECK-NEXT:      npu.load "dY" <1, 0>
+// CHECK-NEXT:      npu.load "W" <0, 0>
+// CHECK-NEXT:      npu.spill "dW" <0, 0, 0>
+// CHECK-NEXT:      npu.swap
+// CHECK-NEXT:      npu.gemm "dx" <1, 0, 0> dataflow "os"
+// CHECK-NEXT:      npu.free "W" <0, 0>
+// CHECK-NEXT:      npu.load "X" <1, 0>
+// CHECK-NEXT:      npu.reload "dW" <0, 0, 0>
+// CHECK-NEXT:      npu.store "dX" <1, 0>
+// CHECK-NEXT:      npu.swap
+// CHECK-NEXT:      npu.gemm "dw" <1, 0, 0> dataflow "os"
+// CHECK-NEXT:      npu.free "X" <1, 0>
+// CHECK-NEXT:      npu.free "dY" <1, 0>
+// CHECK-NEXT:      npu.store "dW" <0, 0>
+// CHECK-NEXT:    }
+func.func @interleave(%dy: tensor<4x2xi8>, %w: tensor<2x2xi8>, %x: tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>) {
+  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "interleave" : (tensor<4x2xi8>, tensor<2x2xi8>, tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>)
+  func.return %dx, %dw : tensor<4x2xi8>, tensor<2x2xi8>
+}
