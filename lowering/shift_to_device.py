@@ -412,14 +412,20 @@ def lower_block(block: Block, counter: list[int]) -> None:
             key = key_of(op, index)
             if key is not None:
                 last_reader[key] = position[op]
-    # weights with an idle plan rest in their idle layouts from the start, throughout
+    # weights with an idle plan rest in their idle layouts from the start, throughout;
+    # on a function planned with ELK they rest in HBM instead and each is loaded into its
+    # preload-state (idle) layout for its op only (`preload-schedule` moves the load earlier)
+    from irc.lowering.te_to_rtensor import PRELOADED_ATTR
+
+    function = block.parent_op()
+    preloaded = function is not None and PRELOADED_ATTR in function.attributes
     resting: dict[KernelOp, dict[str, IdleWeight]] = {}
     first = block.first_op
     for op in kernel_ops:
         ops, resting[op] = idle_weights(kernels[op], op, f"w{position[op] + 1}.", movements)
         for new in ops:
             new.location = op.location   # an error in it points at the op reading the weight
-            block.insert_op_before(new, first)
+            block.insert_op_before(new, op if preloaded else first)
     resident: dict = {}
     stores: list[tuple[SSAValue, StoreOp]] = []
     for op in kernel_ops:
@@ -453,6 +459,9 @@ def lower_block(block: Block, counter: list[int]) -> None:
             new.location = op.location   # errors in the program point at the te op it computes
             block.insert_op_before(new, op)
         stores += [(output.value, new) for output, new in zip(outputs, (o for o in ops if isinstance(o, StoreOp)))]
+        if preloaded:  # its weights' preload-state buffers are done with
+            for weight in resting[op].values():
+                block.insert_op_before(FreeOp(weight.buffer), op)
         # an on-chip value read for the last time here is freed right after this kernel
         for index in range(len(op.inputs)):
             key = key_of(op, index)

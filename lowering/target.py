@@ -8,7 +8,9 @@ elsewhere still runs.
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
+from importlib import import_module
 
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp, StringAttr, f64, i64
 from xdsl.ir import Attribute, Operation
@@ -51,16 +53,26 @@ def _value(attr: Attribute):
     raise TypeError(f"device field {attr} is not a number, a string or an integer array")
 
 
-def target_attr(device: Device, cost: str) -> TargetAttr:
-    """The self-contained target of ``device`` priced by cost model ``cost``."""
-    family = getattr(device, "family", None)
-    if family is not None:  # another family's device level is its own (issue 16)
-        raise TargetError(
-            f"device '{device.name}' is of the {family} family, which the te -> rtensor -> shift -> device "
-            f"pipeline does not target; plan it with irc-plan --device {device.name} --cost {family}"
-        )
-    description = {name: _attribute(value) for name, value in device.fields().items()}
+def target_attr(device, cost: str) -> TargetAttr:
+    """The self-contained target of ``device`` (of any family) priced by cost model ``cost``."""
+    if isinstance(device, Device):
+        flat = device.fields()
+    else:  # another family's flat dataclass
+        flat = {f.name: getattr(device, f.name) for f in dataclasses.fields(device)}
+    description = {name: _attribute(value) for name, value in flat.items() if value is not None}
     return TargetAttr(device.name, cost, description)
+
+
+def _ipu_kind(device, name: str) -> Device:
+    """``device`` if the te -> rtensor -> shift -> device pipeline targets it (the IPU
+    kind); another family's device level is its own (issue 16)."""
+    if not isinstance(device, Device):
+        family = getattr(device, "family", "another")
+        raise TargetError(
+            f"device '{name}' is of the {family} family, which the te -> rtensor -> shift -> device "
+            f"pipeline does not target; plan it with irc-plan --device {name} --cost {family}"
+        )
+    return device
 
 
 @lru_cache(maxsize=64)
@@ -71,11 +83,11 @@ def device_of(target: TargetAttr) -> Device:
         name = check_device_name(target.device_name)  # a name, never a path to read
         fields = {key: _value(attr) for key, attr in target.fields().items()}
         if not fields:  # a hand-written target naming a bundled (or plug-in) device
-            return load_device(name)
+            return _ipu_kind(load_device(name), name)
         if fields.get("name") != name:
             raise DeviceError(f"#irc.target of '{name}' describes a device named {fields.get('name')!r}")
         # each field checked as a device file's (known, finite, in range)
-        return device_from_fields(fields, f"#irc.target of '{name}'")
+        return _ipu_kind(device_from_fields(fields, f"#irc.target of '{name}'"), name)
     except (DeviceError, TypeError) as error:
         raise TargetError(f"#irc.target: {error}" if isinstance(error, TypeError) else str(error)) from None
 
@@ -135,11 +147,45 @@ def check_targets(module: ModuleOp) -> None:
         target = op.attributes.get(TARGET_ATTR)
         if isinstance(target, TargetAttr):
             try:
-                device_of(target)
-                cost_of(target)
-            except TargetError as error:
+                family = family_of(target)
+                if family is None:
+                    device_of(target)
+                    cost_of(target)
+                else:
+                    module_name, function = FAMILY_TARGETS[family].split(":")
+                    getattr(import_module(module_name), function)(target)
+            except (TargetError, ValueError) as error:
+                if not isinstance(error, TargetError):
+                    error = TargetError(str(error))
                 error.op = op
-                raise
+                raise error from None
+
+
+FAMILY_TARGETS = {
+    "npu": "irc.lowering.target:npu_device_of",
+    "mtia": "irc.lowering.mtia_target:mtia_device_of",
+}
+"""How a target of each device family other than the IPU kind is read (its device level's
+own reader, which checks the description)."""
+
+
+def family_of(target: TargetAttr) -> str | None:
+    """The device family a target describes (None: the IPU kind); a `TargetError` for a
+    family irc does not know or a device name it cannot find."""
+    fields = target.fields()
+    if fields:  # a description written in full: its own family field, absent for the IPU kind
+        family = _value(fields["family"]) if "family" in fields else None
+    else:
+        try:
+            family = getattr(load_device(check_device_name(target.device_name)), "family", None)
+        except DeviceError as error:
+            raise TargetError(str(error)) from None
+    if family in (None, "ipu"):
+        return None
+    if family not in FAMILY_TARGETS:
+        raise TargetError(f"#irc.target of '{target.device_name}': unknown device family {family!r}; "
+                          f"known: ipu, {', '.join(sorted(FAMILY_TARGETS))}")
+    return family
 
 
 def require_target(op: Operation) -> TargetAttr:
@@ -202,4 +248,4 @@ def resolve_target(module: ModuleOp, device: str = "", cost: str = "") -> Target
         get_cost_model(cost or DEFAULT_COST)
     except (DeviceError, CostModelError) as error:
         raise TargetError(str(error)) from None
-    return target_attr(loaded, cost or DEFAULT_COST)
+    return target_attr(_ipu_kind(loaded, loaded.name), cost or DEFAULT_COST)

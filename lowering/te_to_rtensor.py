@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, TensorType, f64
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, TensorType, UnitAttr, f64
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -69,6 +69,10 @@ from irc.diagnostics import location_of
 from irc.dialects.target import TARGET_ATTR
 
 PLANNED_ATTR = "irc.planned_cycles"
+PRELOADED_ATTR = "irc.preloaded"
+"""On a function planned with ELK (its model exceeds SRAM): weights rest in HBM and each
+is loaded into its preload-state (idle) layout for the op that reads it, not resident
+throughout (`shift-to-device` reads it; `preload-schedule` then moves the loads earlier)."""
 """On a function planned model-wide: the cycles the plan predicts for it (operators,
 setups and relayouts), which the interpreted device program must take."""
 from irc.lowering.target import TargetError, cost_of, device_of, resolve_target
@@ -233,12 +237,14 @@ class RTensorPartition(ModulePass):
         # Plan everything first, so that a failure is one diagnostic on untouched IR.
         if self.mode == "op":
             plans, idle, fallbacks = self._plan_each_op(op, device, cost)
-            planned = {}
+            planned, preloaded = {}, set()
         else:
-            plans, idle, fallbacks, planned = self._plan_model(op, device, cost)
+            plans, idle, fallbacks, planned, preloaded = self._plan_model(op, device, cost)
         op.attributes[TARGET_ATTR] = target
         for function, cycles in planned.items():
             function.attributes[PLANNED_ATTR] = FloatAttr(float(cycles), f64)
+            if function in preloaded:
+                function.attributes[PRELOADED_ATTR] = UnitAttr()
         for te_op, reason in fallbacks.items():
             te_op.attributes[REMARK_ATTR] = fallback_remark(reason)
         PatternRewriteWalker(
@@ -262,6 +268,7 @@ class RTensorPartition(ModulePass):
         cache = FrontierCache(device, cost)
         searched: dict = {}
         plans, idle, fallbacks, planned = {}, {}, {}, {}
+        preloaded = set()
         functions = _functions(module)
         covered = {te_op for f in functions for te_op in f.walk() if isinstance(te_op, TensorOp)}
         stray = [o for o in module.walk() if isinstance(o, TensorOp) and o not in covered]
@@ -289,6 +296,7 @@ class RTensorPartition(ModulePass):
                     if device.offchip is None:
                         raise _error(function, self._fit_message(found, error, device)) from None
                     decision = self._plan_preloading(found, cache, function)
+                    preloaded.add(function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
             planned[function] = decision.seconds * device.clock_hz
@@ -297,7 +305,7 @@ class RTensorPartition(ModulePass):
                 attr = idle_attribute(bound, chosen, device, cost)
                 if attr is not None:
                     idle[te_op] = attr
-        return plans, idle, fallbacks, planned
+        return plans, idle, fallbacks, planned, preloaded
 
     @staticmethod
     def _plan_preloading(found, cache, function):

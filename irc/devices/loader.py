@@ -203,6 +203,13 @@ def device_from_fields(values: dict[str, Any], where: str) -> Device:
     """A `Device` from its flat fields (as an inline ``#irc.target`` description states
     them: `Device.fields`), each checked exactly as a device file's would be; ``where``
     names the description in errors."""
+    import dataclasses
+
+    required = [f.name for f in dataclasses.fields(Device)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [name for name in required if name not in values]
+    if missing and values.get("family") in (None, "ipu"):
+        raise DeviceError(f"{where} lacks device field(s) {', '.join(missing)}")
     data: dict[str, Any] = {}
     for key, value in values.items():
         if isinstance(value, tuple):
@@ -213,7 +220,7 @@ def device_from_fields(values: dict[str, Any], where: str) -> Device:
             data.setdefault(head, {})[tail] = value
         else:
             data[head] = value
-    return _device(_Fields(where, data))
+    return _device(_Fields(where, data, {dotted: key for key, dotted in _DOTTED.items()}))
 
 
 class _Fields:
@@ -221,9 +228,10 @@ class _Fields:
 
     _MISSING = object()
 
-    def __init__(self, file_name: str, data: dict[str, Any]):
+    def __init__(self, file_name: str, data: dict[str, Any], names: dict[str, str] | None = None):
         self.file_name = file_name
         self.data = data
+        self.names = names or {}   # dotted key -> the name the user wrote (inline descriptions)
 
     def _get(self, dotted: str, default: Any = _MISSING) -> Any:
         node: Any = self.data
@@ -231,7 +239,7 @@ class _Fields:
             if not isinstance(node, dict) or part not in node:
                 if default is not self._MISSING:
                     return default
-                raise DeviceError(f"{self.file_name}: missing field {dotted!r}")
+                raise DeviceError(f"{self.file_name}: missing field {self.names.get(dotted, dotted)!r}")
             node = node[part]
         return node
 
@@ -262,7 +270,7 @@ class _Fields:
     def bad(self, dotted: str, expected: str, value: Any) -> DeviceError:
         shown = repr(value)
         shown = shown if len(shown) <= 80 else shown[:80] + "..."
-        return DeviceError(f"{self.file_name}: field {dotted!r} must be {expected}, got {shown}")
+        return DeviceError(f"{self.file_name}: field {self.names.get(dotted, dotted)!r} must be {expected}, got {shown}")
 
     _bad = bad
 
@@ -279,7 +287,7 @@ class _Fields:
         try:
             return check_device_name(value)
         except DeviceError as error:
-            raise DeviceError(f"{self.file_name}: field {dotted!r}: {error}") from None
+            raise DeviceError(f"{self.file_name}: field {self.names.get(dotted, dotted)!r}: {error}") from None
 
     def choice(self, dotted: str, options: tuple[str, ...]) -> str:
         value = self._get(dotted)

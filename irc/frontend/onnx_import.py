@@ -233,10 +233,29 @@ def _check_model(model: onnx.ModelProto, opset: int) -> None:
         name, op_type = found.groups()
         node = next((n for n in model.graph.node if n.op_type == op_type and n.name == name), None)
         label = name or (node.output[0] if node is not None and node.output else "?")
+        empty = re.search(r"input (\d+) is marked single but has an empty string", message)
+        if empty is not None and node is not None:
+            message = _missing_input(node, int(empty.group(1)), opset) or message
         raise OnnxImportError(f"node '{label}' ({op_type}, opset {opset}): not valid ONNX: {message}") from None
     finally:
         for info in lent:
             info.type.tensor_type.ClearField("shape")
+
+
+def _missing_input(node, index: int, opset: int) -> str | None:
+    """What a required input left empty is, by the operator's schema (a quantized
+    tensor without its scale names the tensor)."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+    except onnx.defs.SchemaError:
+        return None
+    if index >= len(schema.inputs):
+        return None
+    name = schema.inputs[index].name
+    if node.op_type in ("QuantizeLinear", "DequantizeLinear") and name.endswith("scale") and node.input:
+        verb = "quantized" if node.op_type == "QuantizeLinear" else "dequantized"
+        return f"tensor '{node.input[0]}' is {verb} without a scale (input {name} is missing)"
+    return f"required input {name} (input {index}) is empty"
 
 
 def import_model(
