@@ -236,6 +236,10 @@ def _check_model(model: onnx.ModelProto, opset: int) -> None:
         empty = re.search(r"input (\d+) is marked single but has an empty string", message)
         if empty is not None and node is not None:
             message = _missing_input(node, int(empty.group(1)), opset) or message
+        short = re.search(r"has input size (\d+) not in range \[min=(\d+)", message)
+        if short is not None and node is not None and int(short.group(1)) < int(short.group(2)):
+            # an input omitted at the end: the first one missing is the one to name
+            message = _missing_input(node, int(short.group(1)), opset) or message
         raise OnnxImportError(f"node '{label}' ({op_type}, opset {opset}): not valid ONNX: {message}") from None
     finally:
         for info in lent:
@@ -243,8 +247,8 @@ def _check_model(model: onnx.ModelProto, opset: int) -> None:
 
 
 def _missing_input(node, index: int, opset: int) -> str | None:
-    """What a required input left empty is, by the operator's schema (a quantized
-    tensor without its scale names the tensor)."""
+    """What a required input left empty (or omitted) is, by the operator's schema (a
+    quantized tensor without its scale names the tensor)."""
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
     except onnx.defs.SchemaError:

@@ -158,26 +158,34 @@ def _str_attr(op, name: str, default: str) -> str:
     return value
 
 
+def check_offsets(op, offsets: np.ndarray, count: int) -> None:
+    """The bag starts ``offsets`` into ``count`` indices: non-decreasing and inside
+    ``[0, count]``; else an error naming the op and the first bad position (positions are
+    absolute in the op's offsets operand)."""
+    if not offsets.size:
+        return
+    steps = np.flatnonzero(np.diff(offsets) < 0)
+    if steps.size:
+        i = int(steps[0]) + 1
+        raise KernelError(f"{_where(op)}: offsets must not decrease, but offset {int(offsets[i])} at position "
+                          f"{i} follows {int(offsets[i - 1])}")
+    if offsets[0] < 0 or offsets[-1] > count:
+        i = 0 if offsets[0] < 0 else int(np.flatnonzero(offsets > count)[0])
+        raise KernelError(f"{_where(op)}: offset {int(offsets[i])} at position {i} is outside the "
+                          f"{count} indices")
+
+
 def _pool(op, table: np.ndarray, indices: np.ndarray, offsets: np.ndarray, bags: int, mode: str,
           what: str = "", first_position: int = 0) -> np.ndarray:
     """Sum or mean of ``table``'s rows ``indices[offsets[b]:offsets[b+1]]`` per bag ``b``
-    (the last bag runs to the end of ``indices``); an empty bag is zeros."""
+    (the last bag runs to the end of ``indices``); an empty bag is zeros. The offsets
+    are checked by the caller (``check_offsets``)."""
     rows = table.shape[0]
     bad = np.flatnonzero((indices < 0) | (indices >= rows))
     if bad.size:
         i = int(bad[0])
         raise KernelError(f"{_where(op)}: index {int(indices[i])} at position {first_position + i} of the indices "
                           f"is outside {what}the table's {rows} rows")
-    if offsets.size:
-        steps = np.flatnonzero(np.diff(offsets) < 0)
-        if steps.size:
-            i = int(steps[0]) + 1
-            raise KernelError(f"{_where(op)}: offsets must not decrease, but offset {int(offsets[i])} at position "
-                              f"{i} follows {int(offsets[i - 1])}")
-        if offsets[0] < 0 or offsets[-1] > indices.size:
-            i = 0 if offsets[0] < 0 else offsets.size - 1
-            raise KernelError(f"{_where(op)}: offset {int(offsets[i])} at position {i} is outside the "
-                              f"{indices.size} indices")
     ends = np.append(offsets[1:], indices.size) if offsets.size == bags else offsets[1:]
     out = np.zeros((bags, table.shape[1]), dtype=np.float64 if table.dtype.kind == "f" else np.int64)
     for b in range(bags):
@@ -196,8 +204,9 @@ def _embedding_bag(op, table, indices, offsets):
     if mode not in ("sum", "mean"):
         raise KernelError(f"{_where(op)}: mode must be sum or mean, got '{mode}'")
     offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
-    return [_pool(op, np.asarray(table), np.asarray(indices, dtype=np.int64).reshape(-1), offsets,
-                  offsets.size, mode)]
+    indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+    check_offsets(op, offsets, indices.size)
+    return [_pool(op, np.asarray(table), indices, offsets, offsets.size, mode)]
 
 
 @kernel("TableBatchedEmbedding")
@@ -221,14 +230,12 @@ def _table_batched(op, weights, indices, offsets):
     if (offsets.size - 1) % tables:
         raise KernelError(f"{_where(op)}: {offsets.size} offsets are not tables x batch + 1 for {tables} tables")
     batch = (offsets.size - 1) // tables
+    check_offsets(op, offsets, indices.size)
     starts = np.cumsum([0] + rows)
     pooled = []
     for t in range(tables):
         bag_offsets = offsets[t * batch:(t + 1) * batch + 1]
         lo, hi = int(bag_offsets[0]), int(bag_offsets[-1])
-        if lo < 0 or hi > indices.size or lo > hi:
-            raise KernelError(f"{_where(op)}: offsets of table {t} run from {lo} to {hi}, outside the "
-                              f"{indices.size} indices or backwards")
         table = weights[starts[t]:starts[t + 1]]
         pooled.append(_pool(op, table, indices[lo:hi], bag_offsets[:-1] - lo, batch, mode,
                             what=f"table {t}: ", first_position=lo))

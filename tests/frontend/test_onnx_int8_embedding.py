@@ -59,6 +59,22 @@ def test_an_int8_model_without_a_scale_names_the_tensor():
         import_model(_int8_fc(with_scale=False))
 
 
+@pytest.mark.parametrize("op_type, element, verb, name", [
+    ("QuantizeLinear", TensorProto.FLOAT, "quantized", "y_scale"),
+    ("DequantizeLinear", TensorProto.INT8, "dequantized", "x_scale"),
+])
+def test_an_omitted_scale_names_the_tensor_not_the_input_count(op_type, element, verb, name):
+    # the scale left out altogether (not an empty name): onnx.checker only counts inputs
+    out = TensorProto.INT8 if element == TensorProto.FLOAT else TensorProto.FLOAT
+    model = _model([helper.make_node(op_type, ["acts"], ["y"], name="q")],
+                   [helper.make_tensor_value_info("acts", element, [4, 8])],
+                   [helper.make_tensor_value_info("y", out, [4, 8])], [])
+    with pytest.raises(OnnxImportError) as caught:
+        import_model(model)
+    assert str(caught.value) == (f"node 'q' ({op_type}, opset 19): not valid ONNX: tensor 'acts' is {verb} "
+                                 f"without a scale (input {name} is missing)")
+
+
 def test_per_axis_dequantization():
     scales = np.array([0.5, 0.25, 2.0], dtype=np.float32)
     model = _model([helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=0)],

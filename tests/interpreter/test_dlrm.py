@@ -76,6 +76,21 @@ def test_table_batched_embedding_equals_one_bag_per_table():
         run(parse_module(TBE, "tbe.mlir"), {"arg0": weights, "arg1": np.array([0, 3, 1, 4, 5, 2]), "arg2": off})
 
 
+@pytest.mark.parametrize("offsets, message", [
+    # the whole offsets operand is checked first: a decrease is named as such, at its
+    # absolute position, before any table's range is looked at
+    ([0, 2, 1, 4, 6], "offsets must not decrease, but offset 1 at position 2 follows 2"),
+    ([0, 2, 3, 1, 6], "offsets must not decrease, but offset 1 at position 3 follows 3"),
+    ([0, 2, 3, 4, 7], "offset 7 at position 4 is outside the 6 indices"),
+    ([-1, 2, 3, 4, 6], "offset -1 at position 0 is outside the 6 indices"),
+])
+def test_table_batched_offsets_are_checked_whole_with_absolute_positions(offsets, message):
+    weights = np.arange(18, dtype=np.float32).reshape(9, 2)
+    with pytest.raises(KernelError, match=r'tbe.mlir:3:\d+: te.opaque "TableBatchedEmbedding": ' + message):
+        run(parse_module(TBE, "tbe.mlir"), {"arg0": weights, "arg1": np.array([0, 3, 1, 4, 4, 2]),
+                                             "arg2": np.array(offsets, dtype=np.int64)})
+
+
 def test_the_embedding_kind_is_priced_by_bytes_moved():
     spec = EmbeddingSpec(batch=256, pooling=32, rows=1_000_000, dim=128, tables=20)
     in_dram = plan_embedding(spec, MTIA)          # 2.4 GB of tables: LPDDR
