@@ -1,7 +1,9 @@
 """Models to plan, from what a user hands `irc-plan --model`: a built-in encoder stack
 (batch-parametric), a .mlir file of te ops, or an ONNX file (imported with the
 frontend; batch-parametric when a dimension is symbolic). Each becomes the planner's
-`ModelSpec` through `irc.lowering.model_from_ir`, with the te ops left to the fallback.
+`ModelSpec` through `irc.lowering.model_from_ir`, with the ops left to the fallback
+(te ops the planner cannot describe, every ``te.opaque``); for an MTIA device
+(``build(batch, family="mtia")``) the MTIA planner's model, embedding lookups included.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ class ModelSourceError(Exception):
 
 
 class ModelSource:
-    """A model to plan: ``build(batch)`` gives its `ModelSpec` (and the te ops left to the
-    fallback), ``batched`` says whether the batch is a parameter."""
+    """A model to plan: ``build(batch)`` gives its `ModelSpec` (and the ops left to the
+    fallback, as lines to print), ``build(batch, family="mtia")`` the MTIA planner's
+    model; ``batched`` says whether the batch is a parameter."""
 
     def __init__(self, name: str, build, batched: bool, why_not_batched: str = ""):
         self.name = name
@@ -40,7 +43,7 @@ def _builtin_source(model: str, layers: int | None, seq: int | None) -> ModelSou
     layers = layers or default_layers
     seq = seq or default_seq
 
-    def build(batch: int):
+    def build(batch: int, family: str = "ipu"):
         return bert_model(layers, batch, seq, hidden, heads, ffn), []
 
     return ModelSource(model, build, True)
@@ -55,19 +58,32 @@ def _function_of(module, entry: str | None, where: str):
         raise ModelSourceError(f"error: {where}: {error}") from None
 
 
-def _spec_of_function(function, where: str, name: str | None = None):
-    from irc.lowering.model_from_ir import ModelIRError, function_model
+def _spec_of_function(function, where: str, name: str | None = None, family: str = "ipu"):
+    from irc.lowering.model_from_ir import (
+        ModelIRError,
+        fallback_line,
+        function_model,
+        mtia_function_model,
+        opaque_fallbacks,
+    )
 
     try:
-        found = function_model(function, name=name)
+        if family == "mtia":
+            model, left = mtia_function_model(function, name=name)
+            label = name or function.sym_name.data
+        else:
+            found = function_model(function, name=name)
+            model, label = found.model, found.name
+            left = {**found.fallbacks, **opaque_fallbacks(function)}
     except ModelIRError as error:
         from irc.diagnostics import location_of
 
         raise ModelSourceError(f"{location_of(error.op)}: error: '{error.op.name}' op {error.message}") from None
-    if found.model is None:
-        raise ModelSourceError(f"error: {where}: @{found.name} has no te op the planner can describe")
-    fallbacks = [f"{op.expression.text}: {reason}" for op, reason in found.fallbacks.items()]
-    return found.model, fallbacks
+    if model is None:
+        raise ModelSourceError(f"error: {where}: @{label} has no op the planner can describe")
+    order = {op: i for i, op in enumerate(function.walk())}
+    fallbacks = [fallback_line(op, reason) for op, reason in sorted(left.items(), key=lambda x: order[x[0]])]
+    return model, fallbacks
 
 
 def _mlir_source(path: str, entry: str | None) -> ModelSource:
@@ -86,13 +102,15 @@ def _mlir_source(path: str, entry: str | None) -> ModelSource:
     except ParseError as error:
         raise ModelSourceError(format_parse_error(error)) from None
     function = _function_of(module, entry, path)
-    model, fallbacks = _spec_of_function(function, path)
+    built: dict = {}
 
-    def build(batch: int):
-        return model, fallbacks
+    def build(batch: int, family: str = "ipu"):
+        if family not in built:
+            built[family] = _spec_of_function(function, path, family=family)
+        return built[family]
 
     return ModelSource(
-        model.name, build, False,
+        function.sym_name.data, build, False,
         f"{path} has fixed shapes, so its batch cannot be varied; --max-batch needs a "
         f"batch-parametric source: an ONNX file with a symbolic batch dimension, or a built-in "
         f"model ({', '.join(BUILTIN_MODELS)}; --seq and --layers set its size)",
@@ -118,7 +136,7 @@ def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
     symbols = sorted({d.dim_param or "?" for info in onnx_model.graph.input if info.name in symbolic
                       for d in info.type.tensor_type.shape.dim if not d.HasField("dim_value") or d.dim_value <= 0})
 
-    def build(batch: int):
+    def build(batch: int, family: str = "ipu"):
         shapes = dict(fixed)
         for name, dims in symbolic.items():
             shapes[name] = tuple(batch if d is None else d for d in dims)
@@ -127,7 +145,7 @@ def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
         except OnnxImportError as error:
             raise ModelSourceError(f"error: {path}: {error}") from None
         function = _function_of(result.module, entry, path)
-        return _spec_of_function(function, path, stem)
+        return _spec_of_function(function, path, stem, family)
 
     stem = os.path.splitext(os.path.basename(path))[0]
     why = "" if symbolic else (

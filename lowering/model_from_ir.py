@@ -28,7 +28,7 @@ and are faster, so the model-wide decision is never slower than ``mode=op``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from xdsl.dialects.builtin import DictionaryAttr
@@ -575,13 +575,129 @@ def spec_of(op: TensorOp) -> OpSpec:
     return op_spec_from_expr(op.bound(), _element_bytes(op))
 
 
+# ---------------------------------------------------------------------------
+# te.opaque ops and the MTIA planner's model (seeds/001 section 6)
+# ---------------------------------------------------------------------------
+
+EMBEDDING_KINDS = ("EmbeddingBag", "TableBatchedEmbedding")
+"""``te.opaque`` kinds the MTIA planner prices as its embedding kind (by bytes moved)."""
+
+
+def _element_size(value: SSAValue) -> int:
+    from irc.dialects.rtensor import element_bytes
+
+    return element_bytes(value.type.get_element_type())  # type: ignore[union-attr]
+
+
+def embedding_spec(op):
+    """``(EmbeddingSpec, None)`` of a ``te.opaque "EmbeddingBag"`` / ``"TableBatchedEmbedding"``
+    from its operand shapes (bags from the result, the pooling factor as lookups per bag,
+    rows and dim from the table), or ``(None, why not)``."""
+    from irc.planner.mtia import EmbeddingSpec
+
+    kind = op.kind.data
+    if kind not in EMBEDDING_KINDS:
+        return None, "no tensor expression states it: a vendor kernel the host runs"
+    shapes = [tuple(v.type.get_shape()) for v in op.inputs]  # type: ignore[union-attr]
+    if len(shapes) != 3 or len(op.outputs) != 1 or len(shapes[0]) != 2 or len(shapes[1]) != 1 \
+            or len(shapes[2]) != 1 or len(op.outputs[0].type.get_shape()) != 2:
+        return None, f"a {kind} needs a 2-D table, 1-D indices and 1-D offsets and gives a 2-D result"
+    (table_rows, dim), (lookups,), _ = shapes
+    batch = op.outputs[0].type.get_shape()[0]
+    if kind == "EmbeddingBag":
+        tables, rows, total = 1, table_rows, table_rows
+    else:
+        rows_attr = op.attributes.get("rows")
+        per_table = [int(r) for r in rows_attr.get_values()] if hasattr(rows_attr, "get_values") else []
+        if not per_table or sum(per_table) != table_rows:
+            return None, f"its rows attribute does not list the tables' rows (adding up to {table_rows})"
+        tables, rows, total = len(per_table), max(per_table), table_rows
+    if batch < 1 or lookups < 0:
+        return None, "it pools no bag"
+    spec = EmbeddingSpec(batch=batch, pooling=lookups / (tables * batch), rows=rows, dim=dim, tables=tables,
+                         dtype_bytes=_element_size(op.inputs[0]), index_bytes=_element_size(op.inputs[1]),
+                         out_bytes=_element_size(op.outputs[0]), total_rows=total)
+    return spec, None
+
+
+def opaque_fallbacks(function: FuncOp) -> dict[Operation, str]:
+    """Every ``te.opaque`` op of ``function`` with why the T10 planner leaves it to the
+    host (it has no tensor expression; embedding lookups are planned on MTIA devices)."""
+    from irc.dialects.te import OpaqueOp
+
+    found = {}
+    for op in function.walk():
+        if isinstance(op, OpaqueOp):
+            if op.kind.data in EMBEDDING_KINDS:
+                found[op] = ("an embedding lookup: no tensor expression states it; planned on MTIA devices "
+                             "(--device mtia-v1 --cost mtia), the host runs it here")
+            else:
+                found[op] = embedding_spec(op)[1]
+    return found
+
+
+def fallback_line(op: Operation, reason: str) -> str:
+    """How a tool lists an op left to the host: its expression (or opaque kind) and why."""
+    if isinstance(op, TensorOp):
+        return f"{op.expression.text}: {reason}"
+    return f'{op.name} "{op.kind.data}": {reason}'  # type: ignore[attr-defined]
+
+
+def mtia_function_model(function: FuncOp, *, name: str | None = None):
+    """``function`` as the MTIA planner's model (``irc.planner.mtia.MtiaModel``), in program
+    order: the te ops ``function_model`` plans, the data movements it absorbs (on MTIA
+    a transpose or reshape between operators is an operator of its own, streamed by the
+    PEs: Table III's Transpose), and each ``te.opaque`` EmbeddingBag / TableBatchedEmbedding
+    as the embedding kind (``embedding_spec``). Returns ``(model or None, fallbacks)``:
+    every other op - a te op the planner cannot describe, any other opaque kind - is a
+    fallback with its reason, never dropped."""
+    from irc.dialects.te import OpaqueOp
+    from irc.planner.mtia import EmbeddingOp, MtiaModel
+
+    found = function_model(function, name=name)
+    planned = dict(zip(found.ops, found.model.ops)) if found.model is not None else {}
+    ops, fallbacks = [], {}
+    for op in function.walk():
+        if not isinstance(op, (TensorOp, OpaqueOp)):
+            continue
+        label = f"%{op.results[0].name_hint}" if op.results[0].name_hint else f"op{len(ops) + len(fallbacks)}"
+        if isinstance(op, TensorOp):
+            if op in planned:
+                ops.append(replace(planned[op], name=label))
+            elif op in found.fallbacks:
+                fallbacks[op] = found.fallbacks[op]
+                continue
+            else:
+                _, spec, reason = describe(op)
+                if spec is None:
+                    fallbacks[op] = f"the planner cannot describe it ({reason})"
+                    continue
+                ops.append(ModelOp(label, spec))
+        else:
+            spec, reason = embedding_spec(op)
+            if spec is None:
+                fallbacks[op] = reason
+                continue
+            ops.append(EmbeddingOp(label, spec))
+    names = [o.name for o in ops]
+    if len(set(names)) != len(names):  # labels as the tools print them: unique
+        ops = [replace(o, name=f"{o.name}#{i}") for i, o in enumerate(ops)]
+    if not ops:
+        return None, fallbacks
+    return MtiaModel(found.name, tuple(ops), {}), fallbacks
+
+
 __all__ = [
     "FunctionModel",
     "ModelDecision",
     "ModelIRError",
     "OpDecision",
     "WEIGHT_ATTR",
+    "embedding_spec",
+    "fallback_line",
     "function_model",
+    "mtia_function_model",
+    "opaque_fallbacks",
     "is_weight",
     "per_op_decision",
     "plan_function",

@@ -343,23 +343,26 @@ def plan_operator(spec: OpSpec, device, *, homes: Mapping[str, str] | None = Non
 @dataclass(frozen=True)
 class EmbeddingSpec:
     """Embedding-bag lookups of one operator (an EmbeddingBag, or a TableBatchedEmbedding
-    of ``tables`` tables): ``batch`` bags per table of ``pooling`` rows each from tables of
-    ``rows`` rows of ``dim`` elements (``dtype_bytes`` each; section 6's TBE tables are
-    INT8), ``index_bytes`` per index. Memory-bound: priced by bytes moved."""
+    of ``tables`` tables): ``batch`` bags per table of ``pooling`` rows each (the mean, when
+    bags differ) from tables of ``rows`` rows of ``dim`` elements (``dtype_bytes`` each;
+    section 6's TBE tables are INT8), ``index_bytes`` per index; ``total_rows``, when
+    given, is the rows of all tables together (tables of different sizes; else ``tables
+    x rows``). Memory-bound: priced by bytes moved."""
 
     batch: int
-    pooling: int
+    pooling: float
     rows: int
     dim: int
     tables: int = 1
     dtype_bytes: int = 1
     index_bytes: int = 8
     out_bytes: int = 4
+    total_rows: int = 0
     kind: str = "embedding"
 
     @property
     def lookups(self) -> int:
-        return self.tables * self.batch * self.pooling
+        return int(round(self.tables * self.batch * self.pooling))
 
     @property
     def row_bytes(self) -> int:
@@ -367,7 +370,7 @@ class EmbeddingSpec:
 
     @property
     def table_bytes(self) -> int:
-        return self.tables * self.rows * self.row_bytes
+        return (self.total_rows or self.tables * self.rows) * self.row_bytes
 
     @property
     def moved_bytes(self) -> int:
@@ -389,6 +392,7 @@ class EmbeddingPlan:
     seconds: float
     terms: Mapping[str, float]
     bound: str
+    pes: int
 
     chosen = "embedding"
 
@@ -397,7 +401,7 @@ class EmbeddingPlan:
         return {"tables": self.home}
 
     def describe(self) -> str:
-        return f"{self.spec.lookups} lookups over 64 PEs, tables in {self.home} ({self.bound}-bound)"
+        return f"{self.spec.lookups} lookups over {self.pes} PEs, tables in {self.home} ({self.bound}-bound)"
 
 
 def plan_embedding(spec: EmbeddingSpec, device, home: str | None = None) -> EmbeddingPlan:
@@ -409,7 +413,7 @@ def plan_embedding(spec: EmbeddingSpec, device, home: str | None = None) -> Embe
     pooled = spec.tables * spec.batch * spec.dim * spec.out_bytes
     cycles, terms = embedding_cycles(device, spec.lookups, spec.row_bytes, pooled, spec.lookups * spec.index_bytes,
                                      home, device.pes, spec.dtype_bytes, spec.dim)
-    return EmbeddingPlan(spec, home, cycles, cycles / device.clock_hz, terms, max(terms, key=terms.get))
+    return EmbeddingPlan(spec, home, cycles, cycles / device.clock_hz, terms, max(terms, key=terms.get), device.pes)
 
 
 def embedding_roofline_seconds(spec: EmbeddingSpec, device, home: str) -> float:

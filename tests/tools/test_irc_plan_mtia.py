@@ -77,3 +77,74 @@ def test_a_built_in_dlrm_with_its_operator_breakdown(capsys):
     assert {"EB", "FC", "Quantize", "Dequantize", "Concat", "BatchMatMul", "Others"} == {
         part.split()[0] for part in breakdown[len("operator breakdown: "):].split(", ")}
     assert sum(shares) == pytest.approx(100, abs=0.5)
+
+
+EB_MLIR = """
+func.func @main(%x: tensor<64x32xf32>, %w: tensor<32x64xf32> {irc.weight}, %table: tensor<1000x64xf32> {irc.weight},
+                %idx: tensor<1280xi64>, %off: tensor<64xi64>, %s: tensor<64x10xf32>)
+    -> (tensor<64x64xf32>, tensor<64x3xf32>, tensor<64x3xi64>) {
+  %h = te.op "C[m,n] += A[m,k] * B[k,n]" (%x, %w) : (tensor<64x32xf32>, tensor<32x64xf32>) -> tensor<64x64xf32>
+  %e = te.opaque "EmbeddingBag"(%table, %idx, %off) {mode = "sum"} : (tensor<1000x64xf32>, tensor<1280xi64>, tensor<64xi64>) -> tensor<64x64xf32>
+  %y = te.op "Y[b,d] = X[b,d] + E[b,d]" (%h, %e) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %v, %i = te.opaque "TopK"(%s) {k = 3 : i64} : (tensor<64x10xf32>) -> (tensor<64x3xf32>, tensor<64x3xi64>)
+  func.return %y, %v, %i : tensor<64x64xf32>, tensor<64x3xf32>, tensor<64x3xi64>
+}
+"""
+
+
+def _eb_onnx(path):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"),
+             helper.make_node("TableBatchedEmbedding", ["tables", "idx", "off"], ["e"], name="tbe",
+                              domain="irc.dlrm", rows=[600, 400]),
+             helper.make_node("Concat", ["h", "e"], ["y"], name="join", axis=1)]
+    graph = helper.make_graph(
+        nodes, "eb",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 16]),
+         helper.make_tensor_value_info("idx", TensorProto.INT64, [2 * 32 * 5]),
+         helper.make_tensor_value_info("off", TensorProto.INT64, [2 * 32 + 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 64 + 2 * 8])],
+        [numpy_helper.from_array(rng.standard_normal((16, 64)).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.standard_normal((1000, 8)).astype(np.float32), "tables")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("irc.dlrm", 1)])
+    onnx.save(model, path)
+
+
+def test_a_model_plans_its_embedding_bags_and_lists_what_it_cannot(capsys, tmp_path):
+    path = tmp_path / "eb.mlir"
+    path.write_text(EB_MLIR)
+    status, out, _ = plan_tool(capsys, "--model", str(path), *MTIA, "--json")
+    assert status == 0
+    data = json.loads(out)
+    kinds = [op["kind"] for op in data["ops"]]
+    assert kinds == ["matmul", "embedding", "elementwise"]
+    bag = data["ops"][1]
+    assert bag["name"] == "%e" and bag["lookups"] == 1280 and bag["homes"] == {"tables": "sram"}
+    # priced by bytes moved: 1280 rows of 256 B and their 8-byte indices, 64 pooled rows
+    assert bag["terms"]["memory"] >= (1280 * (256 + 8)) / 1000
+    assert data["fallbacks"] == ['te.opaque "TopK": no tensor expression states it: a vendor kernel the host runs']
+    status, out, _ = plan_tool(capsys, "--model", str(path), *MTIA)
+    assert "lookups: 1280 lookups over 64 PEs, tables in sram" in out
+    assert 'left to the host/vendor fallback (1 te op(s) the planner cannot describe):' in out
+    # the IPU kind's planner cannot price a lookup: it is listed, not dropped
+    status, out, _ = plan_tool(capsys, "--model", str(path), "--device", "tiny16")
+    assert status == 0
+    assert 'te.opaque "EmbeddingBag": an embedding lookup' in out and 'te.opaque "TopK"' in out
+
+
+def test_an_onnx_model_with_a_table_batched_embedding(capsys, tmp_path):
+    path = tmp_path / "eb.onnx"
+    _eb_onnx(str(path))
+    status, out, _ = plan_tool(capsys, "--model", str(path), *MTIA, "--json")
+    assert status == 0
+    data = json.loads(out)
+    embedding = [op for op in data["ops"] if op["kind"] == "embedding"]
+    assert len(embedding) == 1 and embedding[0]["lookups"] == 2 * 32 * 5
+    assert any(op["kind"] == "matmul" for op in data["ops"])
+    assert data["fallbacks"] == []
+    # the two tables' 1000 rows of 8 f32 are the weight the planner placed
+    assert data["sram_weight_bytes"] == 16 * 64 * 4 + 1000 * 8 * 4
