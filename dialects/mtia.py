@@ -15,6 +15,21 @@ section 4's Figure 8 program, one op per loop of it:
     %sum = mtia.reduce %acc {direction = "west-east", chain = 2 : i64} : !mtia.acc<128x128xi32>
     %c = mtia.store %sum {origin = ..., level = "sram"} : !mtia.acc<128x128xi32> -> tensor<512x256xi32>
 
+An embedding bag (section 6's TBE) is a gather and a pooling: each PE DMAs the table
+rows of its samples' bags (addresses read from the indices at run time) into a circular
+buffer, and its SIMD engine adds them into one pooled row per bag:
+
+    %rows = mtia.cb_init {name = "emb0", id = 0 : i64, depth = 832 : i64, grid = array<i64: 1, 8>}
+           : !mtia.cb<26x32xf32>
+    mtia.gather %table, %idx, %off into %rows {first = affine_map<(d0, d1) -> ((d0 * 8 + d1))>,
+           samples = 1 : i64, tables = array<i64: 50>, batch = 8 : i64, level = "sram"}
+           : tensor<50x32xf32>, tensor<32xi64>, tensor<8xi64>, !mtia.cb<26x32xf32>
+    %bags = mtia.pool %rows {mode = "sum"} : !mtia.cb<26x32xf32> -> !mtia.acc<1x32xf32>
+
+and any other operator whose tensor expression the planner describes runs data-parallel
+on the PEs' SIMD engines (``mtia.simd``: elementwise, quantize, concatenation, small
+batched products).
+
 A circular buffer (``!mtia.cb``) holds one PE's slice of a tensor in its local memory;
 when its ``depth`` is smaller than the slice the DMA streams it through the buffer (and
 a slice the MML needs again is read again). Accumulators (``!mtia.acc``) are the RE's
@@ -43,6 +58,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
+    var_operand_def,
     ParsePropInAttrDict,
     VarConstraint,
     base,
@@ -56,6 +72,9 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+
+from irc.dialects.te import ExprAttr, verify_element_types
+from irc.dialects.te_expr import ExprError
 
 MULTICAST = ("row", "column", "none")
 LEVELS = ("sram", "dram")
@@ -190,11 +209,11 @@ class CircularBufferInitOp(IRDLOperation):
 
 
 def defining_grid(value: SSAValue) -> tuple[int, int] | None:
-    """The sub-grid of the circular buffer a value comes from (through mml/reduce)."""
+    """The sub-grid of the circular buffer a value comes from (through mml/reduce/pool)."""
     owner = value.owner
     if isinstance(owner, CircularBufferInitOp):
         return owner.grid_shape
-    if isinstance(owner, (MatMulOp, ReduceOp)):
+    if isinstance(owner, (MatMulOp, ReduceOp, PoolOp)):
         return defining_grid(owner.operands[0])
     return None
 
@@ -370,5 +389,207 @@ class StoreOp(IRDLOperation):
             raise VerifyException(f"level must be one of {', '.join(LEVELS)}, got '{self.level.data}'")
 
 
-MTIA = Dialect("mtia", [CircularBufferInitOp, DmaOp, MatMulOp, ReduceOp, StoreOp],
+def _integer_vector(value: SSAValue, what: str) -> None:
+    shape = value.type.get_shape()  # type: ignore[union-attr]
+    if len(shape) != 1 or not isinstance(value.type.get_element_type(), IntegerType):  # type: ignore[union-attr]
+        raise VerifyException(f"{what} must be a 1-D tensor of integers, got {value.type}")
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """Gather the table rows of each PE's embedding bags into its circular buffer (the
+    DMA of section 6's TBE): PE (d0, d1) takes the ``samples`` consecutive samples from
+    ``first(d0, d1)`` (of ``batch``) and, sample by sample, the bag of each of the
+    ``tables`` tables stacked in ``table`` (``tables`` lists their rows); bag ``b = t *
+    batch + s`` holds the rows ``indices[offsets[b]:offsets[b+1]]`` of table ``t``
+    (``offsets`` has one start per bag, the last bag running to the end of ``indices``,
+    or one more). Each row is
+    one DMA read from ``level`` whose address the PE reads from its indices (loaded from
+    SRAM first): the access pattern is known only at run time (section 7). A row waits
+    for space in the buffer, which the pooling frees row by row."""
+
+    name = "mtia.gather"
+
+    table = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    offsets = operand_def(TensorType)
+    buffer = operand_def(CircularBufferType)
+    first = prop_def(AffineMapAttr)
+    samples = prop_def(IntegerAttr[I64])
+    tables = prop_def(DenseArrayBase)
+    batch = prop_def(IntegerAttr[I64])
+    level = prop_def(StringAttr)
+
+    assembly_format = ("$table `,` $indices `,` $offsets `into` $buffer attr-dict `:` type($table) `,` "
+                       "type($indices) `,` type($offsets) `,` type($buffer)")
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, table: SSAValue, indices: SSAValue, offsets: SSAValue, buffer: SSAValue, first,
+                 samples: int, tables: Sequence[int], level: str, batch: int):
+        super().__init__(operands=[table, indices, offsets, buffer], properties={
+            "first": AffineMapAttr(first), "samples": _i64(samples), "tables": _array(tables),
+            "batch": _i64(batch), "level": StringAttr(level)})
+
+    @property
+    def table_rows(self) -> tuple[int, ...]:
+        return _values(self.tables)
+
+    @property
+    def samples_per_pe(self) -> int:
+        return _int(self.samples)
+
+    @property
+    def batch_size(self) -> int:
+        return _int(self.batch)
+
+    def verify_(self) -> None:
+        shape = self.table.type.get_shape()
+        if len(shape) != 2:
+            raise VerifyException(f"the table must be rank 2 (rows x dim), got {self.table.type}")
+        _integer_vector(self.indices, "indices")
+        _integer_vector(self.offsets, "offsets")
+        rows = self.table_rows
+        if not rows or min(rows) < 1:
+            raise VerifyException(f"tables must list each table's rows, got {list(rows)}")
+        if sum(rows) != shape[0]:
+            raise VerifyException(f"the tables' rows add up to {sum(rows)}, but the table has {shape[0]}")
+        buffer = self.buffer.type
+        if buffer.get_shape()[1] != shape[1]:
+            raise VerifyException(f"the buffer's rows have {buffer.get_shape()[1]} elements, the table's {shape[1]}")
+        if buffer.element_type != self.table.type.get_element_type():
+            raise VerifyException(f"element type mismatch: table of {self.table.type.get_element_type()} "
+                                  f"into a circular buffer of {buffer.element_type}")
+        affine = self.first.data
+        if affine.num_dims != 2 or affine.num_symbols != 0 or len(affine.results) != 1:
+            raise VerifyException(f"first must map the PE's (row, column) to one sample: (d0, d1) -> (s), "
+                                  f"got {affine}")
+        if self.samples_per_pe < 1 or self.batch_size < 1:
+            raise VerifyException(f"samples and batch must be positive, got {self.samples_per_pe} and "
+                                  f"{self.batch_size}")
+        bags = len(rows) * self.batch_size
+        count = self.offsets.type.get_shape()[0]
+        if count not in (bags, bags + 1):
+            raise VerifyException(f"{len(rows)} table(s) x batch {self.batch_size} = {bags} bags need {bags} or "
+                                  f"{bags + 1} offsets, got {count}")
+        if self.level.data not in LEVELS:
+            raise VerifyException(f"level must be one of {', '.join(LEVELS)}, got '{self.level.data}'")
+
+
+POOL_MODES = ("sum", "mean")
+
+
+def gather_of(buffer: SSAValue) -> GatherOp | None:
+    """The ``mtia.gather`` filling ``buffer``, if any."""
+    return next((use.operation for use in buffer.uses if isinstance(use.operation, GatherOp)), None)
+
+
+@irdl_op_definition
+class PoolOp(IRDLOperation):
+    """Pool the rows a ``mtia.gather`` brings into ``buffer``: every PE's SIMD engine adds
+    each row into its bag's sum as it arrives (FP32 for floating-point tables, INT32 for
+    integer ones) and frees its slot; ``mean`` divides by the bag's rows (an empty bag is
+    zeros). The result holds each PE's samples (rows) by every table's pooled row
+    (columns, table-major): ``samples x (tables * dim)``."""
+
+    name = "mtia.pool"
+
+    buffer = operand_def(CircularBufferType)
+    mode = prop_def(StringAttr)
+    result = result_def(AccumulatorType)
+
+    assembly_format = "$buffer attr-dict `:` type($buffer) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, buffer: SSAValue, mode: str, result_type: AccumulatorType):
+        super().__init__(operands=[buffer], result_types=[result_type], properties={"mode": StringAttr(mode)})
+
+    def verify_(self) -> None:
+        if self.mode.data not in POOL_MODES:
+            raise VerifyException(f"mode must be one of {', '.join(POOL_MODES)}, got '{self.mode.data}'")
+        buffer = self.buffer.type
+        wanted = accumulator_element(buffer.element_type)
+        if self.result.type.element_type != wanted:
+            raise VerifyException(f"rows of {buffer.element_type} pool in {wanted}, not "
+                                  f"{self.result.type.element_type}")
+        gather = gather_of(self.buffer)
+        if gather is None:
+            return
+        samples, width = self.result.type.get_shape()
+        want = (gather.samples_per_pe, len(gather.table_rows) * buffer.get_shape()[1])
+        if (samples, width) != want:
+            raise VerifyException(f"a PE pools {want[0]} sample(s) of {len(gather.table_rows)} table(s) of "
+                                  f"{buffer.get_shape()[1]} elements: the result must be {want[0]}x{want[1]}, "
+                                  f"got {samples}x{width}")
+
+
+def simd_traffic(inputs: Sequence[SSAValue], output: SSAValue, levels: Sequence[str]) -> tuple[dict, dict]:
+    """Bytes an operator streamed on the SIMD engines reads and writes per level: every
+    operand read whole from its level (``levels[1:]``), the result written whole to
+    ``levels[0]``."""
+    read: dict = {}
+    for level, value in zip(levels[1:], inputs):
+        read[level] = read.get(level, 0.0) + float(
+            math.prod(value.type.get_shape()) * element_bytes(value.type.get_element_type()))  # type: ignore
+    out = output.type
+    write = {levels[0]: float(math.prod(out.get_shape()) * element_bytes(out.get_element_type()))}  # type: ignore
+    return read, write
+
+
+@irdl_op_definition
+class SimdOp(IRDLOperation):
+    """An operator stated as a tensor expression (as ``te.op``), run data-parallel on the
+    SIMD engines of ``pes`` PEs (section 3.1.4: quantization, nonlinear functions,
+    elementwise arithmetic): each PE DMAs its share of the inputs from their levels
+    (``homes``: the output's first, then each input's), evaluates the expression over its
+    share of the output's elements and writes them back. Elementwise work needs no data
+    from other PEs; a reduction axis (a small batched product) is summed where its output
+    element is."""
+
+    name = "mtia.simd"
+
+    expression = prop_def(ExprAttr)
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    homes = prop_def(ArrayAttr)
+    pes = prop_def(IntegerAttr[I64])
+
+    assembly_format = "$expression ` ` `(` $inputs `)` attr-dict `:` functional-type($inputs, $output)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, expression, inputs: Sequence[SSAValue], result_type: Attribute, homes: Sequence[str],
+                 pes: int):
+        if not isinstance(expression, ExprAttr):
+            expression = ExprAttr(expression)
+        super().__init__(operands=[list(inputs)], result_types=[result_type], properties={
+            "expression": expression, "homes": ArrayAttr([StringAttr(h) for h in homes]), "pes": _i64(pes)})
+
+    def parsed(self):
+        return self.expression.expr
+
+    def bound(self):
+        return self.parsed().bind([tuple(v.type.get_shape()) for v in self.inputs],  # type: ignore[union-attr]
+                                  tuple(self.output.type.get_shape()))  # type: ignore[union-attr]
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        return tuple(h.data for h in self.homes.data)  # type: ignore[union-attr]
+
+    def verify_(self) -> None:
+        try:
+            self.bound()
+        except ExprError as error:
+            raise VerifyException(f"'{self.expression.text}': {error.message}") from None
+        verify_element_types(self.parsed(), self.inputs, self.output)
+        homes = self.homes.data
+        if len(homes) != 1 + len(self.inputs) or not all(isinstance(h, StringAttr) for h in homes):
+            raise VerifyException(f"homes must name the level of the output and of each of the "
+                                  f"{len(self.inputs)} input(s): {1 + len(self.inputs)} strings")
+        for home in self.levels:
+            if home not in LEVELS:
+                raise VerifyException(f"level must be one of {', '.join(LEVELS)}, got '{home}'")
+        if _int(self.pes) < 1:
+            raise VerifyException(f"pes must be positive, got {_int(self.pes)}")
+
+
+MTIA = Dialect("mtia", [CircularBufferInitOp, DmaOp, MatMulOp, ReduceOp, StoreOp, GatherOp, PoolOp, SimdOp],
                [CircularBufferType, AccumulatorType])

@@ -643,16 +643,33 @@ def fallback_line(op: Operation, reason: str) -> str:
     return f'{op.name} "{op.kind.data}": {reason}'  # type: ignore[attr-defined]
 
 
+def stream_spec(op: TensorOp):
+    """The ``irc.planner.mtia.StreamSpec`` of a te op run on MTIA's SIMD engines by its
+    sizes (operands and result whole), or None for a gather (``E[I[i],j]``: its reads
+    depend on the data, so its bytes are not its table's size)."""
+    from irc.dialects.te_expr import IndirectIndex
+    from irc.planner.mtia import StreamSpec
+
+    expr = op.parsed()
+    if any(isinstance(index, IndirectIndex) for name in expr.inputs for access in expr.accesses_of(name)
+           for index in access.indices):
+        return None
+    sizes = [math.prod(v.type.get_shape()) * _element_size(v) for v in op.inputs]  # type: ignore[union-attr]
+    out = math.prod(op.output.type.get_shape()) * _element_size(op.output)  # type: ignore[union-attr]
+    return StreamSpec(tuple(sizes), out, op.bound().iteration_points, _element_size(op.output))
+
+
 def mtia_function_model(function: FuncOp, *, name: str | None = None):
     """``function`` as the MTIA planner's model (``irc.planner.mtia.MtiaModel``), in program
     order: the te ops ``function_model`` plans, the data movements it absorbs (on MTIA
     a transpose or reshape between operators is an operator of its own, streamed by the
-    PEs: Table III's Transpose), and each ``te.opaque`` EmbeddingBag / TableBatchedEmbedding
-    as the embedding kind (``embedding_spec``). Returns ``(model or None, fallbacks)``:
-    every other op - a te op the planner cannot describe, any other opaque kind - is a
-    fallback with its reason, never dropped."""
+    PEs: Table III's Transpose), te ops no ``OpSpec`` describes as streams by their sizes
+    (``stream_spec``), and each ``te.opaque`` EmbeddingBag / TableBatchedEmbedding as the
+    embedding kind (``embedding_spec``). Returns ``(model or None, fallbacks)``: every
+    other op - a gather inside a te op, any other opaque kind - is a fallback with its
+    reason, never dropped."""
     from irc.dialects.te import OpaqueOp
-    from irc.planner.mtia import EmbeddingOp, MtiaModel
+    from irc.planner.mtia import EmbeddingOp, MtiaModel, StreamOp
 
     found = function_model(function, name=name)
     planned = dict(zip(found.ops, found.model.ops)) if found.model is not None else {}
@@ -661,24 +678,25 @@ def mtia_function_model(function: FuncOp, *, name: str | None = None):
         if not isinstance(op, (TensorOp, OpaqueOp)):
             continue
         label = f"%{op.results[0].name_hint}" if op.results[0].name_hint else f"op{len(ops) + len(fallbacks)}"
-        if isinstance(op, TensorOp):
-            if op in planned:
-                ops.append(replace(planned[op], name=label))
-            elif op in found.fallbacks:
-                fallbacks[op] = found.fallbacks[op]
-                continue
-            else:
-                _, spec, reason = describe(op)
-                if spec is None:
-                    fallbacks[op] = f"the planner cannot describe it ({reason})"
-                    continue
-                ops.append(ModelOp(label, spec))
-        else:
+        if isinstance(op, OpaqueOp):
             spec, reason = embedding_spec(op)
             if spec is None:
                 fallbacks[op] = reason
-                continue
-            ops.append(EmbeddingOp(label, spec))
+            else:
+                ops.append(EmbeddingOp(label, spec))
+            continue
+        if op in planned:
+            ops.append(replace(planned[op], name=label))
+            continue
+        _, spec, reason = describe(op)
+        if op not in found.fallbacks and spec is not None:
+            ops.append(ModelOp(label, spec))
+            continue
+        stream = stream_spec(op)   # no OpSpec, but the SIMD engines stream it by its sizes
+        if stream is not None:
+            ops.append(StreamOp(label, stream))
+        else:
+            fallbacks[op] = found.fallbacks.get(op, f"the planner cannot describe it ({reason})")
     names = [o.name for o in ops]
     if len(set(names)) != len(names):  # labels as the tools print them: unique
         ops = [replace(o, name=f"{o.name}#{i}") for i, o in enumerate(ops)]

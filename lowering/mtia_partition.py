@@ -1,23 +1,44 @@
 """``mtia-partition{device=mtia-v1 grid= splits= rows_axis= k_along=}``: plan every
-matmul of the te level on an MTIA device with MTIA's own mapping (seeds/001 section 4).
+operator of the te level on an MTIA device (seeds/001 sections 4 and 6).
 
-Rewrites a ``te.op "C[m,n] += A[m,k] * B[k,n]"`` (or ``... * B[n,k]``, section 4's Bᵀ)
-into the same op carrying its plan as the ``mtia.mapping`` attribute: the sub-grid, the
-splits of (batch, m, n, k), each PE's padded extents, which axis runs along the grid's
-rows and along which grid dimension k is reduced, how often each slice is read, where
-each tensor lives, and the multicast groups of A and B (the columns (or rows) of PEs
-sharing one read). The module gets the device as its ``#irc.target``. Options confine
-the plan (``grid=4x4``, ``splits=1x4x2x2`` for batch x m x n x k, ``rows_axis=m``,
-``k_along=cols``); without them the cheapest mapping under the ``mtia`` cost model is
-taken. Ops of other forms stay as they are (the host runs them).
+- A ``te.op "C[m,n] += A[m,k] * B[k,n]"`` (or ``... * B[n,k]``, section 4's Bᵀ) gets
+  MTIA's own mapping as the ``mtia.mapping`` attribute: the sub-grid, the splits of
+  (batch, m, n, k), each PE's padded extents, which axis runs along the grid's rows and
+  along which grid dimension k is reduced, how often each slice is read, where each
+  tensor lives, and the multicast groups of A and B (the columns (or rows) of PEs
+  sharing one read). Options confine the plan (``grid=4x4``, ``splits=1x4x2x2`` for
+  batch x m x n x k, ``rows_axis=m``, ``k_along=cols``); without them the cheapest
+  mapping under the ``mtia`` cost model is taken.
+- A ``te.opaque "EmbeddingBag"`` / ``"TableBatchedEmbedding"`` gets its embedding plan
+  (``mtia.embedding``: the tables' home, the PE grid, samples per PE, the gather's
+  buffer depth; ``irc.planner.mtia.plan_embedding``).
+- Any other ``te.op`` gets ``mtia.stream``: it runs on the PEs' SIMD engines, its
+  tensors at their homes (SRAM while they fit), priced by its operands' and result's
+  sizes.
+- What is left (a ``te.op`` gathering rows by the data, any other ``te.opaque``) stays
+  for the host, with an ``irc.remark`` saying why.
+
+Each plan records its predicted cycles (``planned_cycles``); the module gets the device
+as its ``#irc.target``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, FloatAttr, ModuleOp, StringAttr, f64, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    f64,
+    i64,
+)
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -27,6 +48,9 @@ from irc.lowering.model_from_ir import describe
 from irc.planner.errors import PlanError
 
 MAPPING_ATTR = "mtia.mapping"
+EMBEDDING_ATTR = "mtia.embedding"
+STREAM_ATTR = "mtia.stream"
+REMARK_ATTR = "irc.remark"
 
 
 def matmul_form(op: TensorOp):
@@ -107,7 +131,7 @@ class MtiaPartition(ModulePass):
     k_along: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.planner.mtia import mapping_space, place_operator
+        from irc.dialects.te import OpaqueOp
 
         try:
             target = set_mtia_target(op, self.device)
@@ -120,24 +144,88 @@ class MtiaPartition(ModulePass):
             raise DiagnosticException(f"mtia-partition: rows_axis={self.rows_axis} must be m or n")
         if self.k_along not in ("", "cols", "rows"):
             raise DiagnosticException(f"mtia-partition: k_along={self.k_along} must be cols or rows")
-        for te_op in [o for o in op.walk() if isinstance(o, TensorOp)]:
-            form = matmul_form(te_op)
-            if form is None:
-                continue
-            spec, _ = form
-            homes = place_operator(spec, device)
-            try:
-                space = mapping_space(spec, device, homes, grid)
-            except PlanError as error:
-                raise DiagnosticException(f"mtia-partition: {error}") from None
-            chosen = [p for p in space
-                      if (splits is None or p.splits == splits)
-                      and (not self.rows_axis or p.rows_axis == self.rows_axis)
-                      and (not self.k_along or p.k_along == self.k_along)]
-            if not chosen:
-                raise DiagnosticException(
-                    f"mtia-partition: no section-4 mapping of '{te_op.bound().expr}' fits "
-                    f"{device.name}'s local memory with grid={self.grid or 'any'} splits={self.splits or 'any'} "
-                    f"rows_axis={self.rows_axis or 'any'} k_along={self.k_along or 'any'}")
-            best = min(chosen, key=lambda p: (p.cycles, p.pes))
-            te_op.attributes[MAPPING_ATTR] = mapping_attr(best, spec)
+        for te_op in list(op.walk()):
+            if isinstance(te_op, TensorOp):
+                if matmul_form(te_op) is not None:
+                    self._plan_matmul(te_op, device, grid, splits)
+                else:
+                    self._plan_stream(te_op, device)
+            elif isinstance(te_op, OpaqueOp):
+                self._plan_opaque(te_op, device)
+
+    def _plan_matmul(self, te_op: TensorOp, device, grid, splits) -> None:
+        from irc.planner.mtia import mapping_space, place_operator
+
+        spec, _ = matmul_form(te_op)
+        homes = place_operator(spec, device)
+        try:
+            space = mapping_space(spec, device, homes, grid)
+        except PlanError as error:
+            raise DiagnosticException(f"mtia-partition: {error}") from None
+        chosen = [p for p in space
+                  if (splits is None or p.splits == splits)
+                  and (not self.rows_axis or p.rows_axis == self.rows_axis)
+                  and (not self.k_along or p.k_along == self.k_along)]
+        if not chosen:
+            raise DiagnosticException(
+                f"mtia-partition: no section-4 mapping of '{te_op.bound().expr}' fits "
+                f"{device.name}'s local memory with grid={self.grid or 'any'} splits={self.splits or 'any'} "
+                f"rows_axis={self.rows_axis or 'any'} k_along={self.k_along or 'any'}")
+        best = min(chosen, key=lambda p: (p.cycles, p.pes))
+        te_op.attributes[MAPPING_ATTR] = mapping_attr(best, spec)
+
+    @staticmethod
+    def _plan_stream(te_op: TensorOp, device) -> None:
+        from irc.lowering.model_from_ir import stream_spec
+        from irc.planner.mtia import stream_homes
+
+        spec = stream_spec(te_op)
+        if spec is None:
+            te_op.attributes[REMARK_ATTR] = StringAttr(
+                "not planned: a gather inside a tensor expression reads rows chosen by the data (an "
+                "EmbeddingBag runs them on the PEs); left for the host")
+            return
+        levels = stream_homes(spec.input_bytes, spec.output_bytes, device)
+        cycles = simd_planned_cycles(device, te_op, levels)
+        te_op.attributes[STREAM_ATTR] = DictionaryAttr({
+            "homes": ArrayAttr([StringAttr(h) for h in levels]),
+            "pes": IntegerAttr(device.pes, i64),
+            "planned_cycles": FloatAttr(float(cycles), f64),
+        })
+
+    @staticmethod
+    def _plan_opaque(te_op, device) -> None:
+        from irc.lowering.model_from_ir import embedding_spec
+        from irc.planner.mtia import plan_embedding
+
+        spec, reason = embedding_spec(te_op)
+        if spec is None:
+            te_op.attributes[REMARK_ATTR] = StringAttr(f"not planned: {reason}")
+            return
+        te_op.attributes[EMBEDDING_ATTR] = embedding_attr(plan_embedding(spec, device))
+
+
+def embedding_attr(plan) -> DictionaryAttr:
+    """An ``irc.planner.mtia.EmbeddingPlan`` as the ``mtia.embedding`` attribute."""
+    return DictionaryAttr({
+        "home": StringAttr(plan.home),
+        "grid": DenseArrayBase.from_list(i64, list(plan.grid)),
+        "samples": IntegerAttr(plan.samples_per_pe, i64),
+        "window": IntegerAttr(plan.window, i64),
+        "planned_cycles": FloatAttr(float(plan.cycles), f64),
+    })
+
+
+def simd_planned_cycles(device, op, levels) -> float:
+    """An operator streamed on the PEs' SIMD engines (``irc.cost.mtia.stream_cycles``):
+    its operands read whole from their levels and its result written whole
+    (``irc.dialects.mtia.simd_traffic``), its iteration points on every PE's SIMD engine
+    at the result's element size; the interpreter times ``mtia.simd`` with the same
+    call."""
+    from irc.cost.mtia import stream_cycles
+    from irc.dialects.mtia import element_bytes, simd_traffic
+
+    read, write = simd_traffic(op.inputs, op.results[0], levels)
+    out = op.results[0].type.get_element_type()
+    cycles, _ = stream_cycles(device, read, write, op.bound().iteration_points, element_bytes(out), device.pes)
+    return cycles

@@ -1,4 +1,4 @@
-"""``te-to-mtia``: planned te matmuls into `mtia` programs (seeds/001 section 4, Figure 8).
+"""``te-to-mtia``: planned te operators into `mtia` programs (seeds/001 sections 4 and 6).
 
 Rewrites each ``te.op`` carrying an ``mtia.mapping`` (``mtia-partition``) into the
 per-PE program of Figure 8, SPMD over its sub-grid:
@@ -17,6 +17,12 @@ per-PE program of Figure 8, SPMD over its sub-grid:
 The PE at (row, column) computes parts (m, n, k): with m along rows and k along the
 columns, m = row, n = column floordiv F_k, k = column mod F_k (section 4's example:
 columns 0, 2 and 1, 3 share A's k halves, so they share its reads).
+
+A ``te.opaque`` embedding bag carrying ``mtia.embedding`` becomes section 6's TBE on the
+PEs: a circular buffer of the plan's depth, ``mtia.gather`` of each PE's samples' rows,
+``mtia.pool`` on its SIMD engine and ``mtia.store`` of the pooled rows (PE (r, c) owns
+samples from ``(r * cols + c) * samples``). A ``te.op`` carrying ``mtia.stream`` becomes
+``mtia.simd``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -42,13 +49,17 @@ from irc.dialects.mtia import (
     CircularBufferInitOp,
     CircularBufferType,
     DmaOp,
+    GatherOp,
     MatMulOp,
+    PoolOp,
     ReduceOp,
+    SimdOp,
     StoreOp,
     accumulator_element,
+    element_bytes,
 )
-from irc.dialects.te import TensorOp
-from irc.lowering.mtia_partition import MAPPING_ATTR, matmul_form
+from irc.dialects.te import OpaqueOp, TensorOp
+from irc.lowering.mtia_partition import EMBEDDING_ATTR, MAPPING_ATTR, STREAM_ATTR, matmul_form
 
 
 PLANNED_ATTR = "irc.planned_cycles"
@@ -120,21 +131,94 @@ class LowerPlannedMatmul(RewritePattern):
         store = StoreOp(sums, AffineMap(2, 0, (m * pm, n * pn)), homes[0], op.output.type)
         new_ops.append(store)
         store.result.name_hint = op.output.name_hint
+        _locate(new_ops, op)
         rewriter.replace(op, new_ops, [store.result])
-        function = store.parent_op()
-        while function is not None and not isinstance(function, FuncOp):
-            function = function.parent_op()
-        if function is not None:  # irc-run compares the interpreted time with the plan's
-            planned = function.attributes.get(PLANNED_ATTR)
-            before = float(planned.value.data) if isinstance(planned, FloatAttr) else 0.0
-            function.attributes[PLANNED_ATTR] = FloatAttr(before + float(fields["planned_cycles"].value.data), f64)
+        _add_planned(store, fields)
+
+
+def _locate(new_ops, op) -> None:
+    """The lowered ops keep the source op's location: a fault found running them points
+    at the operator the user wrote."""
+    for new in new_ops:
+        new.location = op.location
+
+
+def _add_planned(op, fields) -> None:
+    """Add a lowered plan's predicted cycles to its function's ``irc.planned_cycles``
+    (irc-run compares the interpreted time with it)."""
+    function = op.parent_op()
+    while function is not None and not isinstance(function, FuncOp):
+        function = function.parent_op()
+    if function is not None:
+        planned = function.attributes.get(PLANNED_ATTR)
+        before = float(planned.value.data) if isinstance(planned, FloatAttr) else 0.0
+        function.attributes[PLANNED_ATTR] = FloatAttr(before + float(fields["planned_cycles"].value.data), f64)
+
+
+class LowerPlannedEmbedding(RewritePattern):
+    """A planned embedding bag into gather, pool and store (section 6's TBE)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: OpaqueOp, rewriter: PatternRewriter) -> None:
+        plan = op.attributes.get(EMBEDDING_ATTR)
+        if plan is None:
+            return
+        fields = plan.data
+        table, indices, offsets = op.inputs
+        (result,) = op.outputs
+        rows, cols = _ints(fields["grid"])
+        samples = int(fields["samples"].value.data)
+        window = int(fields["window"].value.data)
+        dim = table.type.get_shape()[1]
+        element = table.type.get_element_type()
+        if op.kind.data == "TableBatchedEmbedding":
+            tables = _ints(op.attributes["rows"])
+        else:
+            tables = (table.type.get_shape()[0],)
+        batch = result.type.get_shape()[0]
+        name = table.name_hint or "table"
+        buffer = CircularBufferInitOp(name, 0, window * dim * element_bytes(element), (rows, cols),
+                                      CircularBufferType((window, dim), element))
+        buffer.buffer.name_hint = f"rows_{name}"
+        d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        first = (d0 * cols + d1) * samples
+        gather = GatherOp(table, indices, offsets, buffer.buffer, AffineMap(2, 0, (first,)), samples, tables,
+                          fields["home"].data, batch)
+        mode = op.attributes.get("mode")
+        pool = PoolOp(buffer.buffer, mode.data if mode is not None else "sum",
+                      AccumulatorType((samples, len(tables) * dim), accumulator_element(element)))
+        pool.result.name_hint = f"{result.name_hint}_pooled" if result.name_hint else "pooled"
+        store = StoreOp(pool.result, AffineMap(2, 0, (first, AffineExpr.constant(0))), "sram", result.type)
+        store.result.name_hint = result.name_hint
+        _locate([buffer, gather, pool, store], op)
+        rewriter.replace(op, [buffer, gather, pool, store], [store.result])
+        _add_planned(store, fields)
+
+
+class LowerPlannedStream(RewritePattern):
+    """A te.op planned to stream on the SIMD engines into ``mtia.simd``."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TensorOp, rewriter: PatternRewriter) -> None:
+        plan = op.attributes.get(STREAM_ATTR)
+        if plan is None:
+            return
+        fields = plan.data
+        simd = SimdOp(op.expression, list(op.inputs), op.output.type, [h.data for h in fields["homes"].data],
+                      int(fields["pes"].value.data))
+        simd.output.name_hint = op.output.name_hint
+        _locate([simd], op)
+        rewriter.replace(op, [simd], [simd.output])
+        _add_planned(simd, fields)
 
 
 @dataclass(frozen=True)
 class TeToMtia(ModulePass):
-    """Planned te matmuls into section 4's per-PE programs in the `mtia` dialect."""
+    """Planned te operators into per-PE programs in the `mtia` dialect."""
 
     name = "te-to-mtia"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(LowerPlannedMatmul(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(GreedyRewritePatternApplier(
+            [LowerPlannedMatmul(), LowerPlannedEmbedding(), LowerPlannedStream()]),
+            apply_recursively=False).rewrite_module(op)

@@ -105,16 +105,38 @@ def edge_hops(device, rows: int, cols: int) -> int:
     return int(cols + min(rows, device.grid_rows) // 2)
 
 
+def read_transfer_cycles(device, nbytes, level: str, share=1.0) -> ArrayLike:
+    """Cycles ``nbytes`` of one read take to stream into a PE once the first byte is
+    there: the slower of the PE's fabric link and the level, which serves ``share`` bytes
+    (this read's and the contending reads') per byte of this one."""
+    nbytes = as_float_array(nbytes)
+    return np.maximum(nbytes / device.noc_pe_bytes_per_cycle,
+                      nbytes * as_float_array(share) / device.level_bytes_per_cycle(level))
+
+
+def dma_arrival(device, issued: float, queue_free: float, nbytes: float, level: str, share: float = 1.0,
+                hops: int = 1) -> float:
+    """When a DMA read issued at cycle ``issued`` has brought its ``nbytes`` into the
+    PE, through the PE's one DMA queue (free from ``queue_free``): the command's issue,
+    the level's latency and the hops, then the transfer (``read_transfer_cycles``); a
+    read behind another in the queue streams right after it. The interpreter times every
+    DMA with this formula and ``multicast_read_cycles`` is its lone read."""
+    xfer = float(read_transfer_cycles(device, nbytes, level, share))
+    first = (issued + device.dma_issue_cycles + device.level_latency_cycles(level)
+             + device.noc_hop_cycles * hops)
+    return max(first + xfer, queue_free + xfer)
+
+
 def multicast_read_cycles(device, nbytes, group, level: str, hops=1) -> ArrayLike:
     """One DMA read of ``nbytes`` from ``level`` ("sram" or "dram") delivered to ``group``
     PEs of one row or column (section 3.4): the command's issue, the level's latency, the
-    hops to the farthest PE, then the bytes at the slower of the PE's link and the level.
-    With multicast the level serves the bytes once for the whole group; without it
-    (``multicast = "none"``) every PE's request is served separately."""
-    nbytes = as_float_array(nbytes)
-    served = nbytes if device.has_multicast else nbytes * as_float_array(group)
-    stream = np.maximum(nbytes / device.noc_pe_bytes_per_cycle, served / device.level_bytes_per_cycle(level))
-    return device.dma_issue_cycles + device.level_latency_cycles(level) + device.noc_hop_cycles * as_float_array(hops) + stream
+    hops to the farthest PE, then the bytes at the slower of the PE's link and the level
+    (``dma_arrival`` of a read issued at cycle 0 into an empty queue). With multicast the
+    level serves the bytes once for the whole group; without it (``multicast = "none"``)
+    every PE's request is served separately."""
+    share = 1.0 if device.has_multicast else as_float_array(group)
+    return (device.dma_issue_cycles + device.level_latency_cycles(level)
+            + device.noc_hop_cycles * as_float_array(hops) + read_transfer_cycles(device, nbytes, level, share))
 
 
 def tile_turnaround_cycles(device, k_chain) -> float:
@@ -269,24 +291,67 @@ def stream_cycles(device, read_bytes: dict, write_bytes: dict, elements, dtype_b
     return latency + device.dma_issue_cycles + max(terms.values()), terms
 
 
-def embedding_cycles(device, lookups, row_bytes, pooled_bytes, index_bytes, level: str, pes: int,
-                     dtype_bytes: int, dim: int) -> tuple:
-    """Embedding-bag lookups spread over ``pes`` PEs (section 6's TBE: memory-bound,
-    "priced by bytes moved"): each of the ``lookups`` rows (``row_bytes`` each) is one
-    DMA request from ``level``, so the time is the slowest of the level's bandwidth for
-    the rows, the indices (``index_bytes``) and the pooled results (``pooled_bytes``
-    written to SRAM), the PEs' command issue (one request per row), their links, and the
-    pooling adds on the SIMD engines; plus one request's latency (section 7: with small
-    pooling groups the latency is exposed). Returns (cycles, the body's terms)."""
-    lookups = float(lookups)
-    read = lookups * row_bytes + index_bytes
-    # one DMA queue per PE: the rows from their level, then the pooled rows into SRAM
-    memory = read / device.level_bytes_per_cycle(level) + pooled_bytes / device.level_bytes_per_cycle("sram")
-    issue = lookups / pes * device.dma_issue_cycles
-    link = (read + pooled_bytes) / pes / device.noc_pe_bytes_per_cycle
-    compute = float(simd_cycles(device, lookups * dim / pes, dtype_bytes))
-    terms = {"memory": memory, "issue": issue, "link": link, "compute": compute}
-    return device.level_latency_cycles(level) + device.dma_issue_cycles + max(terms.values()), terms
+def gather_window(device, row_bytes: int, level: str, rate: float, simd: float, hops: int) -> int:
+    """Rows the circular buffer of an embedding gather holds: enough reads in flight to
+    cover one read's issue, latency, hops and transfer plus the pooling of a row while
+    rows arrive one ``rate`` apart (section 7: with too few outstanding requests the
+    latency is exposed), at most half a PE's local memory, at least two rows."""
+    latency = (device.dma_issue_cycles + device.level_latency_cycles(level) + device.noc_hop_cycles * hops
+               + float(read_transfer_cycles(device, row_bytes, level)))
+    wanted = 1 + int(np.ceil((latency + simd) / max(rate, 1e-9)))
+    return max(2, min(wanted, device.local_bytes // 2 // max(1, row_bytes)))
+
+
+@dataclass(frozen=True)
+class GatherWork:
+    """One PE's share of an embedding gather (section 6's TBE on the PEs): ``rows`` table
+    rows of ``row_bytes`` each pooled into ``samples`` output rows of ``sample_bytes``,
+    after one read of its ``index_bytes`` of indices and offsets from SRAM; ``share`` is
+    the bytes the tables' level serves per byte of this PE's rows (the PEs gathering at
+    once), ``index_share`` the same for SRAM and the indices; ``window`` the rows its
+    circular buffer holds."""
+
+    rows: float
+    row_bytes: int
+    samples: int
+    sample_bytes: int
+    index_bytes: float
+    level: str
+    share: float
+    index_share: float
+    dim: int
+    dtype_bytes: int
+    window: int
+    hops: int
+
+
+def gather_pool_cycles(device, work: GatherWork) -> tuple[float, dict]:
+    """The gather-and-pool program of one PE, in closed form (``irc.interpreter.mtia``
+    runs it event by event): the indices arrive (``dma_arrival`` from SRAM); then one
+    DMA command per row, issued ``dma_issue_cycles`` apart, each row streaming in behind
+    the last; the SIMD engine adds each row into its bag's sum as it arrives, and frees
+    its slot in the circular buffer; each sample's pooled row is written to SRAM once
+    its last row is added. Rows arrive one ``rate`` apart (the slowest of the command
+    issue, the row's transfer at the level's shared bandwidth, the SIMD add and the
+    buffer's turnaround), so the last row is pooled ``(rows - 1) x rate + simd`` after
+    the first arrives. Returns (cycles, terms)."""
+    issue = float(device.dma_issue_cycles)
+    xfer = float(read_transfer_cycles(device, work.row_bytes, work.level, work.share))
+    simd = float(simd_cycles(device, work.dim, work.dtype_bytes))
+    turnaround = (device.dma_issue_cycles + device.level_latency_cycles(work.level)
+                  + device.noc_hop_cycles * work.hops + xfer + simd) / max(1, work.window)
+    rate = max(issue, xfer, simd, turnaround)
+    indices = dma_arrival(device, 0.0, 0.0, work.index_bytes, "sram", work.index_share, work.hops)
+    if work.rows <= 0:
+        return 0.0, {"issue": 0.0, "memory": 0.0, "compute": 0.0, "latency": 0.0}
+    first = dma_arrival(device, indices, 0.0, work.row_bytes, work.level, work.share, work.hops)
+    pooled = first + (work.rows - 1) * rate + simd
+    drain = (device.dma_issue_cycles + device.level_latency_cycles("sram")
+             + work.sample_bytes / device.noc_pe_bytes_per_cycle)
+    total = pooled + drain
+    terms = {"issue": work.rows * issue, "memory": work.rows * xfer, "compute": work.rows * simd,
+             "latency": first + drain}
+    return total, terms
 
 
 # ---------------------------------------------------------------------------------------

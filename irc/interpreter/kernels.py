@@ -158,21 +158,30 @@ def _str_attr(op, name: str, default: str) -> str:
     return value
 
 
-def check_offsets(op, offsets: np.ndarray, count: int) -> None:
+def check_offsets(where: str, offsets: np.ndarray, count: int) -> None:
     """The bag starts ``offsets`` into ``count`` indices: non-decreasing and inside
-    ``[0, count]``; else an error naming the op and the first bad position (positions are
-    absolute in the op's offsets operand)."""
+    ``[0, count]``; else an error naming the op (``where``) and the first bad position
+    (positions are absolute in the op's offsets operand)."""
     if not offsets.size:
         return
     steps = np.flatnonzero(np.diff(offsets) < 0)
     if steps.size:
         i = int(steps[0]) + 1
-        raise KernelError(f"{_where(op)}: offsets must not decrease, but offset {int(offsets[i])} at position "
+        raise KernelError(f"{where}: offsets must not decrease, but offset {int(offsets[i])} at position "
                           f"{i} follows {int(offsets[i - 1])}")
     if offsets[0] < 0 or offsets[-1] > count:
         i = 0 if offsets[0] < 0 else int(np.flatnonzero(offsets > count)[0])
-        raise KernelError(f"{_where(op)}: offset {int(offsets[i])} at position {i} is outside the "
-                          f"{count} indices")
+        raise KernelError(f"{where}: offset {int(offsets[i])} at position {i} is outside the {count} indices")
+
+
+def check_indices(where: str, indices: np.ndarray, rows: int, what: str = "", first_position: int = 0) -> None:
+    """Every index a row of a table of ``rows`` rows; else an error naming the op and the
+    first bad position (``first_position`` is where ``indices`` starts in the operand)."""
+    bad = np.flatnonzero((indices < 0) | (indices >= rows))
+    if bad.size:
+        i = int(bad[0])
+        raise KernelError(f"{where}: index {int(indices[i])} at position {first_position + i} of the indices "
+                          f"is outside {what}the table's {rows} rows")
 
 
 def _pool(op, table: np.ndarray, indices: np.ndarray, offsets: np.ndarray, bags: int, mode: str,
@@ -180,12 +189,7 @@ def _pool(op, table: np.ndarray, indices: np.ndarray, offsets: np.ndarray, bags:
     """Sum or mean of ``table``'s rows ``indices[offsets[b]:offsets[b+1]]`` per bag ``b``
     (the last bag runs to the end of ``indices``); an empty bag is zeros. The offsets
     are checked by the caller (``check_offsets``)."""
-    rows = table.shape[0]
-    bad = np.flatnonzero((indices < 0) | (indices >= rows))
-    if bad.size:
-        i = int(bad[0])
-        raise KernelError(f"{_where(op)}: index {int(indices[i])} at position {first_position + i} of the indices "
-                          f"is outside {what}the table's {rows} rows")
+    check_indices(_where(op), indices, table.shape[0], what, first_position)
     ends = np.append(offsets[1:], indices.size) if offsets.size == bags else offsets[1:]
     out = np.zeros((bags, table.shape[1]), dtype=np.float64 if table.dtype.kind == "f" else np.int64)
     for b in range(bags):
@@ -205,7 +209,7 @@ def _embedding_bag(op, table, indices, offsets):
         raise KernelError(f"{_where(op)}: mode must be sum or mean, got '{mode}'")
     offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
     indices = np.asarray(indices, dtype=np.int64).reshape(-1)
-    check_offsets(op, offsets, indices.size)
+    check_offsets(_where(op), offsets, indices.size)
     return [_pool(op, np.asarray(table), indices, offsets, offsets.size, mode)]
 
 
@@ -230,7 +234,7 @@ def _table_batched(op, weights, indices, offsets):
     if (offsets.size - 1) % tables:
         raise KernelError(f"{_where(op)}: {offsets.size} offsets are not tables x batch + 1 for {tables} tables")
     batch = (offsets.size - 1) // tables
-    check_offsets(op, offsets, indices.size)
+    check_offsets(_where(op), offsets, indices.size)
     starts = np.cumsum([0] + rows)
     pooled = []
     for t in range(tables):

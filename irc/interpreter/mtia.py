@@ -30,13 +30,30 @@ from irc.cost.mtia import (
     TILE_K,
     TILE_M,
     TILE_N,
+    dma_arrival,
     dpe_block_cycles,
+    edge_hops,
     reduction_chain_cycles,
+    simd_cycles,
+    stream_cycles,
     tile_turnaround_cycles,
 )
 from irc.dialects.dtypes import numpy_dtype
-from irc.dialects.mtia import CircularBufferInitOp, DmaOp, MatMulOp, ReduceOp, StoreOp, element_bytes
+from irc.dialects.mtia import (
+    CircularBufferInitOp,
+    DmaOp,
+    GatherOp,
+    MatMulOp,
+    PoolOp,
+    ReduceOp,
+    SimdOp,
+    StoreOp,
+    element_bytes,
+    simd_traffic,
+)
 from irc.diagnostics import location_of
+from irc.interpreter.kernels import KernelError, check_indices, check_offsets
+from irc.interpreter.te_eval import evaluate
 from irc.lowering.mtia_target import MtiaTargetError, require_mtia_target
 
 MACHINES_KEY = "mtia_machines"
@@ -60,7 +77,9 @@ class Traffic:
 
 @dataclass
 class KernelRecord:
-    """One operator's program: its timeline's categories (cycles) and traffic."""
+    """One operator's program: its timeline's categories (cycles) and traffic. ``engine``
+    is the unit doing its arithmetic: the DPE (MML commands) or the SIMD engine (the
+    pooling of an embedding bag, a streamed operator)."""
 
     name: str
     pes: int
@@ -69,6 +88,8 @@ class KernelRecord:
     mml_commands: int = 0
     dma_commands: int = 0
     last_mml_end: float = 0.0
+    engine: str = "DPE"
+    kind: str = "matmul"
 
     @property
     def total(self) -> float:
@@ -84,6 +105,7 @@ class MtiaReport:
     clock_hz: float
     pes: int
     kernels: list
+    host_ops: list = field(default_factory=list)
 
     @property
     def total_cycles(self) -> float:
@@ -129,22 +151,45 @@ class MtiaReport:
         traffic = self.traffic()
         lines.append(f"traffic: local {traffic.local:,.0f} B, SRAM {traffic.sram:,.0f} B, LPDDR {traffic.dram:,.0f} B")
         for kernel in self.kernels:
-            lines.append(f"  kernel {kernel.name}: {kernel.total:,.0f} cycles on {kernel.pes} PEs; "
-                         f"{kernel.mml_commands} MML and {kernel.dma_commands} DMA commands per PE; "
-                         f"SRAM {kernel.traffic.sram:,.0f} B, LPDDR {kernel.traffic.dram:,.0f} B, "
+            commands = (f"{kernel.mml_commands} MML and {kernel.dma_commands} DMA commands per PE"
+                        if kernel.engine == "DPE" else f"{kernel.dma_commands} DMA commands per PE, SIMD")
+            lines.append(f"  kernel {kernel.name}: {kernel.total:,.0f} cycles on {kernel.pes} PEs ({kernel.kind}); "
+                         f"{commands}; SRAM {kernel.traffic.sram:,.0f} B, LPDDR {kernel.traffic.dram:,.0f} B, "
                          f"local {kernel.traffic.local:,.0f} B")
+        if self.host_ops:
+            lines.append(f"host: {len(self.host_ops)} op(s) run by the host, untimed (not in the chip time): "
+                         + ", ".join(self.host_ops))
         return "\n".join(lines)
 
 
 class MtiaMachine:
-    """The state of one MTIA chip over a run: the kernels it executed."""
+    """The state of one MTIA chip over a run: the kernels it executed, and the ops of its
+    program left at te level (the host runs them; the chip time does not count them)."""
 
-    def __init__(self, device):
+    def __init__(self, device, host_ops=()):
         self.device = device
         self.kernels: list[KernelRecord] = []
+        self.host_ops = list(host_ops)
 
     def report(self) -> MtiaReport:
-        return MtiaReport(self.device.name, self.device.clock_hz, self.device.pes, list(self.kernels))
+        return MtiaReport(self.device.name, self.device.clock_hz, self.device.pes, list(self.kernels),
+                          list(self.host_ops))
+
+
+def _host_ops(op) -> list[str]:
+    """The te ops of the program ``op`` belongs to, named as a report lists them."""
+    from irc.dialects.te import OpaqueOp, TensorOp
+
+    top = op
+    while top.parent_op() is not None:
+        top = top.parent_op()
+    names = []
+    for each in top.walk():
+        if isinstance(each, TensorOp):
+            names.append(f"te.op \"{each.expression.text}\"")
+        elif isinstance(each, OpaqueOp):
+            names.append(f"te.opaque \"{each.kind.data}\"")
+    return names
 
 
 def machines(interpreter: Interpreter) -> dict:
@@ -158,7 +203,7 @@ def _machine(interpreter: Interpreter, op) -> MtiaMachine:
         raise MtiaRunError(f"{location_of(op)}: error: '{op.name}' op: {error}") from None
     table = machines(interpreter)
     if target not in table:
-        table[target] = MtiaMachine(device)
+        table[target] = MtiaMachine(device, _host_ops(op))
     return table[target]
 
 
@@ -182,6 +227,7 @@ class CircularBuffer:
     element_bytes: int
     data: np.ndarray | None = None
     stream: StreamInfo | None = None
+    gathered: Any = None               # a GatheredBags, once a mtia.gather filled it
 
 
 @dataclass
@@ -192,6 +238,8 @@ class Accumulators:
     record: KernelRecord
     tile_ends: list                    # per output tile: when its sums are final
     acc_bytes: int
+    tile_elements: int = TILE_M * TILE_N   # elements one tile_ends entry writes
+    exact_writes: bool = False         # the store writes only what lies inside the result
 
 
 def _origins(op, grid) -> np.ndarray:
@@ -223,6 +271,75 @@ def _distinct_reads(origins: np.ndarray, multicast: str) -> int:
             line = r if multicast == "row" else c if multicast == "column" else (r, c)
             keys.add((line, tuple(origins[r, c])))
     return len(keys)
+
+
+@dataclass
+class GatheredBags:
+    """What a ``mtia.gather`` left in a circular buffer for its ``mtia.pool``: the table
+    (the level's data), every bag's pooled rows ``pooled`` (in the accumulators' type:
+    the sums are the pooling's, computed here once for all PEs), and per PE the row
+    counts of its bags in gather order (samples, then tables)."""
+
+    op: GatherOp
+    pooled: np.ndarray                 # [tables * batch, dim], bag b = t * batch + s
+    counts: np.ndarray                 # [tables * batch] rows per bag
+    first: np.ndarray                  # [rows, cols] first sample of each PE
+    row_bytes: int
+    index_bytes: int                   # per index
+    offset_bytes: int                  # per offset
+
+
+def _bag_sums(table: np.ndarray, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, accumulate,
+              mode: str) -> np.ndarray:
+    """Every bag's sum (or mean) of ``table[rows[starts[b]:ends[b]]]`` in ``accumulate``,
+    added row after row as the SIMD engine does; an empty bag is zeros."""
+    data = np.concatenate([table[rows].astype(accumulate), np.zeros((1, table.shape[1]), dtype=accumulate)])
+    sums = np.add.reduceat(data, np.minimum(starts, len(rows)), axis=0)
+    counts = ends - starts
+    sums[counts == 0] = 0
+    if mode == "mean":
+        divided = sums / np.maximum(counts, 1)[:, None]
+        sums = divided.astype(accumulate) if np.issubdtype(accumulate, np.floating) else np.trunc(divided).astype(
+            accumulate)
+    return sums
+
+
+def _gather_timeline(device, counts: list, work: dict) -> tuple[list, dict]:
+    """One PE's gather-and-pool program event by event (the closed form is
+    ``irc.cost.mtia.gather_pool_cycles``): its indices arrive; a DMA command per row,
+    issued one after another once the row has a slot in the ``window``-row buffer, each
+    row streaming in behind the last; the SIMD engine adds each row when it is there and
+    frees its slot. ``counts``: rows per bag, in gather order, grouped per sample.
+    Returns when each sample's last row is pooled and the timeline's categories."""
+    issue = float(device.dma_issue_cycles)
+    simd = work["simd"]
+    window = work["window"]
+    indices = dma_arrival(device, 0.0, 0.0, work["index_bytes"], "sram", work["index_share"], work["hops"])
+    issued = queue = pooled = 0.0
+    frees: list = []
+    first = None
+    busy = 0.0
+    sample_ends = []
+    j = 0
+    for sample in counts:
+        for bag in sample:
+            for _ in range(bag):
+                at = indices if j == 0 else issued + issue
+                if j >= window:
+                    at = max(at, frees[j - window])
+                issued = at
+                queue = dma_arrival(device, at, queue, work["row_bytes"], work["level"], work["share"], work["hops"])
+                start = max(queue, pooled)
+                if first is None:
+                    first = start
+                pooled = start + simd
+                busy += simd
+                frees.append(pooled)
+                j += 1
+        sample_ends.append(pooled if j else indices)
+    if first is None:   # no rows at all: the indices and the (empty) samples
+        return sample_ends, {"fill": indices, "compute": 0.0, "dma_wait": 0.0}
+    return sample_ends, {"fill": first, "compute": busy, "dma_wait": pooled - first - busy}
 
 
 @register_impls
@@ -310,7 +427,7 @@ class MtiaFunctions(InterpreterFunctions):
         origins = _origins(op, acc.grid)
         rows, cols = acc.grid
         block = acc.values.shape[2:]
-        writers = 0
+        writers = inside = 0
         for r in range(rows):
             for c in range(cols):
                 if not acc.holders[r, c]:
@@ -322,12 +439,14 @@ class MtiaFunctions(InterpreterFunctions):
                     continue
                 part = acc.values[r, c][tuple(slice(0, h - int(o)) for h, o in zip(hi, lo))]
                 result[tuple(slice(int(o), h) for o, h in zip(lo, hi))] = _convert(part, dtype)
+                inside += part.size
         out_bytes = element_bytes(out_type.get_element_type())
-        tile_out = TILE_M * TILE_N * out_bytes
+        tile_out = acc.tile_elements * out_bytes
         level = op.level.data
         record = acc.record
-        record.traffic.add(level, writers * math.prod(block) * out_bytes)
-        record.traffic.add("local", writers * math.prod(block) * out_bytes)
+        written = (inside if acc.exact_writes else writers * math.prod(block)) * out_bytes
+        record.traffic.add(level, written)
+        record.traffic.add("local", written)
         # the writers' DMAs: one tile each time its sums are final, at the PE link's rate
         xfer = tile_out / device.noc_pe_bytes_per_cycle
         done = 0.0
@@ -336,6 +455,146 @@ class MtiaFunctions(InterpreterFunctions):
         record.cycles["drain"] = max(0.0, done - record.last_mml_end)
         record.dma_commands += len(acc.tile_ends)
         return (result,)
+
+
+    @impl(GatherOp)
+    def run_gather(self, interpreter: Interpreter, op: GatherOp, args: tuple[Any, ...]):
+        table = np.asarray(args[0])
+        indices = np.asarray(args[1]).astype(np.int64).reshape(-1)
+        offsets = np.asarray(args[2]).astype(np.int64).reshape(-1)
+        buffer = args[3]
+        _machine(interpreter, op)
+        where = f"{location_of(op)}: error: '{op.name}' op"
+        rows = op.table_rows
+        batch, tables = op.batch_size, len(rows)
+        bags = tables * batch
+        starts = np.cumsum([0, *rows])
+        try:
+            check_offsets(where, offsets, indices.size)
+            ends = np.append(offsets[1:], indices.size) if offsets.size == bags else offsets[1:bags + 1]
+            lo = int(offsets[0]) if offsets.size else 0
+            table_of = np.zeros(indices.size, dtype=np.int64)
+            for t in range(tables):
+                first, last = int(offsets[t * batch]), int(ends[(t + 1) * batch - 1])
+                check_indices(where, indices[first:last], rows[t], f"table {t}: " if tables > 1 else "", first)
+                table_of[first:last] = starts[t]
+        except KernelError as error:
+            raise MtiaRunError(str(error)) from None
+        global_rows = (indices + table_of)[lo:]
+        accumulate = numpy_dtype(accumulator_type(op))
+        mode = _pool_mode(op)
+        pooled = _bag_sums(table, global_rows, offsets[:bags] - lo, ends - lo, accumulate, mode)
+        buffer.data = np.empty((0,))   # the rows stream through; the pooling has their sums
+        buffer.gathered = GatheredBags(op, pooled, (ends - offsets[:bags]).astype(np.int64),
+                                       _origins_1(op, buffer.grid), table.shape[1] * table.dtype.itemsize,
+                                       np.asarray(args[1]).dtype.itemsize, np.asarray(args[2]).dtype.itemsize)
+        return ()
+
+    @impl(PoolOp)
+    def run_pool(self, interpreter: Interpreter, op: PoolOp, args: tuple[Any, ...]):
+        (buffer,) = args
+        machine = _machine(interpreter, op)
+        device = machine.device
+        gathered = buffer.gathered
+        if gathered is None:
+            raise MtiaRunError(f"{location_of(op)}: error: '{op.name}' op pools circular buffer {buffer.name}, "
+                               f"which no mtia.gather filled")
+        gather = gathered.op
+        batch, tables = gather.batch_size, len(gather.table_rows)
+        samples = gather.samples_per_pe
+        dim = buffer.shape[1]
+        rows_grid, cols_grid = buffer.grid
+        values = np.zeros((rows_grid, cols_grid, samples, tables * dim), dtype=gathered.pooled.dtype)
+        holders = np.zeros((rows_grid, cols_grid), dtype=bool)
+        plan: dict = {}
+        for r in range(rows_grid):
+            for c in range(cols_grid):
+                first = int(gathered.first[r, c])
+                mine = [s for s in range(first, first + samples) if 0 <= s < batch]
+                if not mine:
+                    continue
+                holders[r, c] = True
+                for i, s in enumerate(mine):
+                    for t in range(tables):
+                        values[r, c, i, t * dim:(t + 1) * dim] = gathered.pooled[t * batch + s]
+                plan[(r, c)] = [[int(gathered.counts[t * batch + s]) for t in range(tables)] for s in mine]
+        record = KernelRecord(name=op.result.name_hint.removesuffix("_pooled") if op.result.name_hint else
+                              f"pool({buffer.name})", pes=rows_grid * cols_grid, engine="SIMD", kind="embedding")
+        level = gather.level.data
+        rows_of = {pe: sum(map(sum, bags)) for pe, bags in plan.items()}
+        total_rows = sum(rows_of.values())
+        index_of = {pe: rows_of[pe] * gathered.index_bytes + (len(bags) * tables + 1) * gathered.offset_bytes
+                    for pe, bags in plan.items()}
+        total_index = sum(index_of.values())
+        element = gather.table.type.get_element_type()
+        common = {"simd": float(simd_cycles(device, dim, element_bytes(element))), "level": level,
+                  "row_bytes": gathered.row_bytes, "window": buffer.shape[0],
+                  "hops": edge_hops(device, rows_grid, cols_grid)}
+        slowest = None
+        for pe, bags in plan.items():
+            work = dict(common, index_bytes=index_of[pe], index_share=total_index / max(index_of[pe], 1),
+                        share=total_rows / max(rows_of[pe], 1))
+            ends, cycles = _gather_timeline(device, bags, work)
+            if slowest is None or ends[-1] > slowest[0][-1]:
+                slowest = (ends, cycles, pe)
+        ends, cycles, pe = slowest if slowest is not None else ([], {"fill": 0.0, "compute": 0.0, "dma_wait": 0.0},
+                                                                None)
+        record.cycles = dict(cycles)
+        record.last_mml_end = ends[-1] if ends else 0.0
+        record.dma_commands = (rows_of[pe] + 1) if pe is not None else 0
+        row_bytes = total_rows * gathered.row_bytes
+        record.traffic.add(level, row_bytes)
+        record.traffic.add("sram", total_index)
+        record.traffic.add("local", 2 * row_bytes + total_index)
+        machine.kernels.append(record)
+        return (Accumulators(values, holders, buffer.grid, record, list(ends), element_bytes(op.result.type.element_type),
+                             tile_elements=tables * dim, exact_writes=True),)
+
+    @impl(SimdOp)
+    def run_simd(self, interpreter: Interpreter, op: SimdOp, args: tuple[Any, ...]):
+        machine = _machine(interpreter, op)
+        device = machine.device
+        out_dtype = numpy_dtype(op.output.type.get_element_type())
+        bound = op.bound()
+        try:
+            values = evaluate(bound, [np.asarray(a) for a in args], out_dtype)
+        except InterpretationError as error:
+            raise MtiaRunError(f"{location_of(op)}: error: '{op.name}' op {error}") from None
+        read, write = simd_traffic(op.inputs, op.output, op.levels)
+        pes = int(op.pes.value.data)
+        cycles, terms = stream_cycles(device, read, write, bound.iteration_points,
+                                      element_bytes(op.output.type.get_element_type()), pes)
+        body = max(terms.values())
+        record = KernelRecord(name=op.output.name_hint or f"simd({op.expression.text})", pes=pes, engine="SIMD",
+                              kind="stream")
+        record.cycles = {"fill": cycles - body, "compute": terms["compute"], "dma_wait": body - terms["compute"]}
+        record.dma_commands = len(op.inputs) + 1
+        moved = 0.0
+        for source in (read, write):
+            for level, nbytes in source.items():
+                record.traffic.add(level, nbytes)
+                moved += nbytes
+        record.traffic.add("local", 2 * moved)
+        machine.kernels.append(record)
+        return (values,)
+
+
+def _pool_mode(gather: GatherOp) -> str:
+    pool = next((use.operation for use in gather.buffer.uses if isinstance(use.operation, PoolOp)), None)
+    return pool.mode.data if pool is not None else "sum"
+
+
+def accumulator_type(gather: GatherOp):
+    from irc.dialects.mtia import accumulator_element
+
+    return accumulator_element(gather.table.type.get_element_type())
+
+
+def _origins_1(op: GatherOp, grid) -> np.ndarray:
+    """first(d0, d1) of every PE: [rows, cols]."""
+    rows, cols = grid
+    affine = op.first.data
+    return np.array([[affine.eval([r, c], [])[0] for c in range(cols)] for r in range(rows)], dtype=np.int64)
 
 
 def _chain(op: MatMulOp) -> int:
@@ -399,13 +658,7 @@ def _simulate(device, op: MatMulOp, a: CircularBuffer, b: CircularBuffer, record
         queued[s.level] = queued.get(s.level, 0.0) + slice_bytes * s.passes
     for level, nbytes in written.items():
         served[level] = served.get(level, 0.0) + nbytes
-    xfer = {}
-    for key, s in streams.items():
-        nbytes = block_bytes[key]
-        share = served[s.level] / queued[s.level]
-        xfer[key] = max(nbytes / device.noc_pe_bytes_per_cycle, nbytes * share / device.level_bytes_per_cycle(s.level))
-    latency = {key: device.level_latency_cycles(s.level) + device.noc_hop_cycles * s.hops
-               for key, s in streams.items()}
+    share = {key: served[s.level] / queued[s.level] for key, s in streams.items()}
     depth = {"a": a.depth, "b": b.depth}
     for key, buffer in (("a", a), ("b", b)):
         if depth[key] < block_bytes[key]:
@@ -440,8 +693,10 @@ def _simulate(device, op: MatMulOp, a: CircularBuffer, b: CircularBuffer, record
         nonlocal issue_at, dma_count
         start = space_time(key, issue_at + (device.dma_issue_cycles if dma_count else 0))
         issue_at = start
-        # one DMA queue per PE (its fabric interface), in issue order
-        done = max(start + device.dma_issue_cycles + latency[key] + xfer[key], dma_done["queue"] + xfer[key])
+        # one DMA queue per PE (its fabric interface), in issue order: the cost model's
+        # one formula for a read (multicast_read_cycles is its lone read)
+        stream = streams[key]
+        done = dma_arrival(device, start, dma_done["queue"], block_bytes[key], stream.level, share[key], stream.hops)
         dma_done["queue"] = done
         arrival[(key, index)] = done
         filled[key] += block_bytes[key]

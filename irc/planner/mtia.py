@@ -40,9 +40,13 @@ from irc.cost.mtia import (
     MappingBreakdown,
     MappingWork,
     MtiaCostModel,
+    GatherWork,
     edge_hops,
-    embedding_cycles,
+    gather_pool_cycles,
+    gather_window,
     mapping_cycles,
+    read_transfer_cycles,
+    simd_cycles,
     require_mtia,
     stream_blocks,
     stream_cycles,
@@ -295,6 +299,66 @@ def stream_mapping(spec: OpSpec, device, homes: Mapping[str, str]) -> MtiaMappin
                        1, 1, 0, tuple(homes[t.name] for t in spec.tensors), cost)
 
 
+@dataclass(frozen=True)
+class StreamSpec:
+    """An operator run data-parallel on the PEs' SIMD engines, known only by its sizes (a
+    te op no ``OpSpec`` describes, e.g. a flatten whose output index merges axes): the
+    bytes of each input and of the output (read and written whole), its iteration points
+    and the element size the SIMD engines compute at."""
+
+    input_bytes: tuple[int, ...]
+    output_bytes: int
+    points: int
+    dtype_bytes: int
+    kind: str = "stream"
+
+
+@dataclass(frozen=True)
+class StreamOp:
+    """A ``StreamSpec`` operator of a model (``MtiaModel``)."""
+
+    name: str
+    spec: StreamSpec
+    category: str = "Others"
+
+
+def stream_homes(input_bytes, output_bytes: int, device) -> tuple[str, ...]:
+    """Homes of a streamed operator's tensors (output first): SRAM while they fit,
+    else the largest inputs in LPDDR."""
+    homes = ["sram"] * (1 + len(input_bytes))
+    used = output_bytes + sum(input_bytes)
+    for i in sorted(range(len(input_bytes)), key=lambda i: -input_bytes[i]):
+        if used <= device.onchip_bytes:
+            break
+        homes[1 + i] = "dram"
+        used -= input_bytes[i]
+    if used > device.onchip_bytes:
+        homes[0] = "dram"
+    return tuple(homes)
+
+
+def plan_stream(spec: StreamSpec, device, homes: tuple[str, ...] | None = None) -> MtiaOpPlan:
+    """A ``StreamSpec`` on every PE's SIMD engine (``irc.cost.mtia.stream_cycles``)."""
+    device = require_mtia(load_device(device), "mtia stream")
+    homes = homes or stream_homes(spec.input_bytes, spec.output_bytes, device)
+    read: dict = {}
+    for level, nbytes in zip(homes[1:], spec.input_bytes):
+        read[level] = read.get(level, 0.0) + nbytes
+    write = {homes[0]: float(spec.output_bytes)}
+    cycles, terms = stream_cycles(device, read, write, spec.points, spec.dtype_bytes, device.pes)
+    level_bytes = {"sram": 0.0, "dram": 0.0}
+    for source in (read, write):
+        for level, nbytes in source.items():
+            level_bytes[level] += nbytes
+    cost = MappingBreakdown(compute=terms["compute"], memory=terms["memory"], link=terms["link"], local=0.0,
+                            reduction=0.0, issue=0.0, fill=cycles - max(terms.values()), drain=0.0,
+                            level_bytes=level_bytes)
+    mapping = MtiaMapping("stream", "-", (1, 1, 1, 1), (device.grid_rows, device.grid_cols), (1, 1, 1, 1),
+                          1, 1, 0, tuple(homes), cost)
+    names = {"Y": homes[0], **{f"X{i}": h for i, h in enumerate(homes[1:])}}
+    return MtiaOpPlan(spec, device.name, names, mapping, None, "mapping", cycles, cycles / device.clock_hz, 1)
+
+
 # ---------------------------------------------------------------------------------------
 # One operator
 # ---------------------------------------------------------------------------------------
@@ -384,7 +448,10 @@ class EmbeddingSpec:
 
 @dataclass(frozen=True)
 class EmbeddingPlan:
-    """Lookups spread over every PE, tables in ``home``."""
+    """Lookups spread over the PEs, tables in ``home``: each of ``pes`` PEs (a ``grid`` of
+    rows x cols, row-major) pools ``samples_per_pe`` consecutive samples (every table's
+    bag of each), gathering their rows through a circular buffer of ``window`` rows
+    (``irc.cost.mtia.gather_pool_cycles``); ``te-to-mtia`` lowers exactly this."""
 
     spec: EmbeddingSpec
     home: str
@@ -393,6 +460,9 @@ class EmbeddingPlan:
     terms: Mapping[str, float]
     bound: str
     pes: int
+    grid: tuple[int, int] = (1, 1)
+    samples_per_pe: int = 1
+    window: int = 2
 
     chosen = "embedding"
 
@@ -401,28 +471,60 @@ class EmbeddingPlan:
         return {"tables": self.home}
 
     def describe(self) -> str:
-        return f"{self.spec.lookups} lookups over {self.pes} PEs, tables in {self.home} ({self.bound}-bound)"
+        return (f"{self.spec.lookups} lookups over {self.pes} PEs ({self.samples_per_pe} sample(s) each, "
+                f"{self.window}-row buffers), tables in {self.home} ({self.bound}-bound)")
+
+
+def embedding_layout(batch: int, device) -> tuple[int, int, tuple[int, int]]:
+    """(samples per PE, PEs used, their grid): the batch split evenly over the PEs, in
+    consecutive samples, the used PEs filling the grid's rows from the north-west."""
+    per_pe = -(-batch // device.pes)
+    pes = -(-batch // per_pe)
+    cols = min(pes, device.grid_cols)
+    return per_pe, pes, (-(-pes // cols), cols)
+
+
+def gather_work(device, *, rows: float, row_bytes: int, samples: int, sample_bytes: int, index_bytes: float,
+                level: str, share: float, index_share: float, dim: int, dtype_bytes: int, grid,
+                window: int | None = None) -> GatherWork:
+    """One PE's ``GatherWork``; without ``window``, the buffer depth ``gather_window`` picks."""
+    hops = edge_hops(device, grid[0], grid[1])
+    if window is None:
+        xfer = float(read_transfer_cycles(device, row_bytes, level, share))
+        simd = float(simd_cycles(device, dim, dtype_bytes))
+        window = gather_window(device, row_bytes, level, max(device.dma_issue_cycles, xfer, simd), simd, hops)
+    return GatherWork(rows=rows, row_bytes=row_bytes, samples=samples, sample_bytes=sample_bytes,
+                      index_bytes=index_bytes, level=level, share=share, index_share=index_share, dim=dim,
+                      dtype_bytes=dtype_bytes, window=window, hops=hops)
 
 
 def plan_embedding(spec: EmbeddingSpec, device, home: str | None = None) -> EmbeddingPlan:
-    """The lookups of ``spec`` on every PE, the tables in ``home`` (SRAM when they fit,
-    else LPDDR, when not given)."""
+    """The lookups of ``spec`` spread over the PEs by samples (``embedding_layout``), the
+    tables in ``home`` (SRAM when they fit, else LPDDR, when not given); each PE's time is
+    ``gather_pool_cycles`` with its share of the lookups (the pooling factor's mean)."""
     device = require_mtia(load_device(device), "mtia planning")
     if home is None:
         home = "sram" if spec.table_bytes <= device.onchip_bytes else "dram"
-    pooled = spec.tables * spec.batch * spec.dim * spec.out_bytes
-    cycles, terms = embedding_cycles(device, spec.lookups, spec.row_bytes, pooled, spec.lookups * spec.index_bytes,
-                                     home, device.pes, spec.dtype_bytes, spec.dim)
-    return EmbeddingPlan(spec, home, cycles, cycles / device.clock_hz, terms, max(terms, key=terms.get), device.pes)
+    per_pe, pes, grid = embedding_layout(spec.batch, device)
+    rows = per_pe * spec.tables * spec.pooling
+    bags = per_pe * spec.tables
+    work = gather_work(device, rows=rows, row_bytes=spec.row_bytes, samples=per_pe,
+                       sample_bytes=spec.tables * spec.dim * spec.out_bytes,
+                       index_bytes=(rows + bags + 1) * spec.index_bytes, level=home, share=pes, index_share=pes,
+                       dim=spec.dim, dtype_bytes=spec.dtype_bytes, grid=grid)
+    cycles, terms = gather_pool_cycles(device, work)
+    return EmbeddingPlan(spec, home, cycles, cycles / device.clock_hz, terms, max(terms, key=terms.get), pes,
+                         grid, per_pe, work.window)
 
 
 def embedding_roofline_seconds(spec: EmbeddingSpec, device, home: str) -> float:
     """The bytes an ideal kernel moves, each at its level's bandwidth: the rows looked up
-    and the indices from the tables' level, the pooled rows into SRAM."""
+    from the tables' level; the indices and the pooled rows (activations) from and into
+    SRAM, at the same time when the tables are in LPDDR."""
     device = require_mtia(load_device(device), "mtia planning")
-    pooled = spec.tables * spec.batch * spec.dim * spec.out_bytes
-    read = spec.moved_bytes - pooled
-    cycles = read / device.level_bytes_per_cycle(home) + pooled / device.level_bytes_per_cycle("sram")
+    rows = spec.lookups * spec.row_bytes / device.level_bytes_per_cycle(home)
+    activations = (spec.moved_bytes - spec.lookups * spec.row_bytes) / device.level_bytes_per_cycle("sram")
+    cycles = rows + activations if home == "sram" else max(rows, activations)
     return cycles / device.clock_hz
 
 
@@ -476,6 +578,7 @@ def place_model(model, device) -> dict[tuple[int, str], str]:
     count once: the ops run once per batch), the rest go to LPDDR."""
     device = require_mtia(load_device(device), "mtia placement")
     outputs = [tensor_bytes(op.spec, op.spec.output.name) if isinstance(op.spec, OpSpec)
+               else op.spec.output_bytes if isinstance(op.spec, StreamSpec)
                else op.spec.tables * op.spec.batch * op.spec.dim * op.spec.out_bytes for op in model.ops]
     largest = sorted(outputs, reverse=True)[:2]
     free = device.onchip_bytes - sum(largest)
@@ -506,6 +609,13 @@ def plan_model(model, device, *, rotation: bool = True, progress=None) -> MtiaMo
             if key not in cache:
                 cache[key] = plan_embedding(op.spec, device, weight_homes[(i, "tables")])
             planned.append((op.name, cache[key]))
+            if progress is not None:
+                progress(i + 1, len(model.ops), op.name)
+            continue
+        if isinstance(op.spec, StreamSpec):
+            if op.spec not in cache:
+                cache[op.spec] = plan_stream(op.spec, device)
+            planned.append((op.name, cache[op.spec]))
             if progress is not None:
                 progress(i + 1, len(model.ops), op.name)
             continue

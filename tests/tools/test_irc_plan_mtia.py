@@ -71,7 +71,8 @@ def test_the_ipu_pipeline_refuses_an_mtia_target_by_name():
 def test_a_built_in_dlrm_with_its_operator_breakdown(capsys):
     status, out, _ = plan_tool(capsys, "--model", "dlrm-lc", "--batch", "256", *MTIA)
     assert status == 0
-    assert "lookups: 133120 lookups over 64 PEs, tables in dram" in out      # 26 tables x 256 bags x 20
+    # 26 tables x 256 bags x 20, four samples per PE
+    assert "lookups: 133120 lookups over 64 PEs (4 sample(s) each" in out and "tables in dram" in out
     breakdown = next(line for line in out.splitlines() if line.startswith("operator breakdown: "))
     shares = [float(part.split()[-1].rstrip("%")) for part in breakdown[len("operator breakdown: "):].split(", ")]
     assert {"EB", "FC", "Quantize", "Dequantize", "Concat", "BatchMatMul", "Others"} == {
@@ -124,11 +125,12 @@ def test_a_model_plans_its_embedding_bags_and_lists_what_it_cannot(capsys, tmp_p
     assert kinds == ["matmul", "embedding", "elementwise"]
     bag = data["ops"][1]
     assert bag["name"] == "%e" and bag["lookups"] == 1280 and bag["homes"] == {"tables": "sram"}
-    # priced by bytes moved: 1280 rows of 256 B and their 8-byte indices, 64 pooled rows
-    assert bag["terms"]["memory"] >= (1280 * (256 + 8)) / 1000
+    # priced by bytes moved: each PE's 20 rows of 256 B at its share of the SRAM's
+    # 1000 B/cycle, i.e. all 1280 rows at the SRAM's rate
+    assert bag["terms"]["memory"] == pytest.approx(1280 * 256 / 1000)
     assert data["fallbacks"] == ['te.opaque "TopK": no tensor expression states it: a vendor kernel the host runs']
     status, out, _ = plan_tool(capsys, "--model", str(path), *MTIA)
-    assert "lookups: 1280 lookups over 64 PEs, tables in sram" in out
+    assert "lookups: 1280 lookups over 64 PEs (1 sample(s) each" in out and "tables in sram" in out
     assert 'left to the host/vendor fallback (1 te op(s) the planner cannot describe):' in out
     # the IPU kind's planner cannot price a lookup: it is listed, not dropped
     status, out, _ = plan_tool(capsys, "--model", str(path), "--device", "tiny16")

@@ -34,10 +34,17 @@
 
 // 4 x 2 reads of A's 64 KB slices and 4 reads of B's (multicast), 8 chain ends writing
 // 16 KB of C: 917,504 bytes from SRAM; per PE 2 x 2 tiles x 16 k steps x 4 MMLs.
+// The fill, by hand: A's first 64x32 block (2048 B) is issued at cycle 0 and arrives
+// after the command (16), SRAM's latency (200), 6 hops from the edge (4 columns + 4/2
+// rows, 2 cycles each) and 2048 B at the PE link's 64 B/cycle (32; SRAM's 1000 B/cycle
+// shared by the 7 bytes it serves per byte queued - 917,504 / 131,072 - is 14.3):
+// 260. B's block is issued at 16 and streams behind it in the PE's one DMA queue:
+// max(16 + 16 + 200 + 12 + 32, 260 + 32) = 292, when the first MML starts.
 // EXEC:      chip time on mtia-v1 (MTIA)
+// EXEC:      fill{{ +}}292 cycles
 // EXEC:      compute{{ +}}8,192 cycles
 // EXEC:      traffic: {{.*}} SRAM 917,504 B, LPDDR 0 B
-// EXEC:      kernel c: {{.*}} on 16 PEs; 256 MML and 68 DMA commands per PE
+// EXEC:      kernel c: {{.*}} on 16 PEs (matmul); 256 MML and 68 DMA commands per PE
 // EXEC:      model-wide plan: {{.*}} cycles predicted, {{.*}} interpreted (ratio 1.0
 func.func @main(%A: tensor<512x1024xi8>, %B: tensor<1024x256xi8>) -> tensor<512x256xi8> {
   %c = te.op "C[m,n] += A[m,k] * B[k,n]" (%A, %B) : (tensor<512x1024xi8>, tensor<1024x256xi8>) -> tensor<512x256xi8>
