@@ -42,8 +42,11 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
 from xdsl.dialects.builtin import (
     I64,
+    DictionaryAttr,
+    FloatAttr,
     AffineMapAttr,
     ArrayAttr,
     BoolAttr,
@@ -73,8 +76,16 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from irc.dialects.device import (
+    CORE_TABLE,
+    MAX_CORES,
+    core_table,
+    group_leaders,
+    groups_from_keys,
+    table_attr,
+)
 from irc.dialects.te import ExprAttr, verify_element_types
-from irc.dialects.te_expr import ExprError
+from irc.dialects.te_expr import OPERATOR_ROLES, ExprError, IndirectIndex
 
 MULTICAST = ("row", "column", "none")
 LEVELS = ("sram", "dram")
@@ -136,6 +147,18 @@ class AccumulatorType(_ShapedType):
     """One PE's block of partial sums in the reduction engine's accumulator banks."""
 
     name = "mtia.acc"
+
+
+@irdl_attr_definition
+class TileType(_ShapedType):
+    """One PE's partition of a tensor under a T10 plan, held in its local memory (any
+    rank)."""
+
+    name = "mtia.tile"
+
+    def verify(self) -> None:
+        if not self.shape.data or any(d.data < 1 for d in self.shape.data):
+            raise VerifyException(f"{self.name} needs positive dimensions, got {list(self.get_shape())}")
 
 
 def _int(attr: IntegerAttr) -> int:
@@ -591,5 +614,326 @@ class SimdOp(IRDLOperation):
             raise VerifyException(f"pes must be positive, got {_int(self.pes)}")
 
 
-MTIA = Dialect("mtia", [CircularBufferInitOp, DmaOp, MatMulOp, ReduceOp, StoreOp, GatherOp, PoolOp, SimdOp],
-               [CircularBufferType, AccumulatorType])
+# ---------------------------------------------------------------------------------------
+# T10 rotation plans on the PE grid: SPMD over PEs 0..pes-1 (row-major on the grid); a
+# per-PE value is an affine map of the PE's number, (d0) -> (...), or a dense table
+# ---------------------------------------------------------------------------------------
+
+
+def _tile(value: SSAValue, what: str) -> TileType:
+    if not isinstance(value.type, TileType):
+        raise VerifyException(f"{what} must be a !mtia.tile, got {value.type}")
+    return value.type
+
+
+def _tile_pes(value: SSAValue) -> int | None:
+    owner = value.owner
+    return _int(owner.pes) if isinstance(owner, TileOp) else None
+
+
+def _pes_table(attr, columns: int, pes: int, what: str):
+    try:
+        return core_table(attr, columns, pes, what)
+    except VerifyException:
+        raise
+    except Exception as error:  # a malformed dense table
+        raise VerifyException(f"{what}: {error}") from None
+
+
+@irdl_op_definition
+class TileOp(IRDLOperation):
+    """A partition buffer at byte ``offset`` of the local memory of PEs ``0..pes-1``
+    (row-major on the grid), the same shape on each; ``fill``, when given, is its initial
+    value on every PE (the identity an output accumulates from). T10's compute-shift
+    plans hold every tensor's partition resident, and a rotating tensor a second one to
+    receive its neighbour's (T10 s5)."""
+
+    name = "mtia.alloc"
+
+    tile_name = prop_def(StringAttr, prop_name="name")
+    pes = prop_def(IntegerAttr[I64])
+    offset = prop_def(IntegerAttr[I64])
+    fill = opt_prop_def(FloatAttr)
+    tile = result_def(TileType)
+
+    assembly_format = "attr-dict `:` type($tile)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, name: str, pes: int, offset: int, tile_type: TileType, fill: float | None = None):
+        properties = {"name": StringAttr(name), "pes": _i64(pes), "offset": _i64(offset)}
+        if fill is not None:
+            properties["fill"] = FloatAttr(float(fill), 64)
+        super().__init__(result_types=[tile_type], properties=properties)
+
+    def verify_(self) -> None:
+        if not 1 <= _int(self.pes) <= MAX_CORES:
+            raise VerifyException(f"a tile lives on 1 to {MAX_CORES} PEs, got {_int(self.pes)}")
+        if _int(self.offset) < 0:
+            raise VerifyException(f"tile {self.tile_name.data} has a negative offset {_int(self.offset)}")
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """DMA each PE's partition of ``source`` (a tensor living in ``level``) into its tile:
+    PE ``p`` reads the block at ``origins(p)``, zeros outside the tensor. PEs reading the
+    same block share one multicast read, served once by the level. The loads of one
+    operator are issued together: one latency, the PE's link carrying all of them."""
+
+    name = "mtia.load"
+
+    source = operand_def(TensorType)
+    tile = operand_def(TileType)
+    origins = prop_def(CORE_TABLE)
+    level = prop_def(StringAttr)
+
+    assembly_format = "$source `into` $tile attr-dict `:` type($source) `,` type($tile)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, source: SSAValue, tile: SSAValue, origins, level: str):
+        super().__init__(operands=[source, tile], properties={"origins": table_attr(origins),
+                                                               "level": StringAttr(level)})
+
+    def verify_(self) -> None:
+        tile = _tile(self.tile, "the destination")
+        rank = len(self.source.type.get_shape())
+        if rank != len(tile.get_shape()):
+            raise VerifyException(f"cannot load a rank-{rank} tensor into a rank-{len(tile.get_shape())} tile")
+        if self.source.type.get_element_type() != tile.element_type:
+            raise VerifyException(f"element type mismatch: tensor of {self.source.type.get_element_type()} "
+                                  f"into a tile of {tile.element_type}")
+        if self.level.data not in LEVELS:
+            raise VerifyException(f"level must be one of {', '.join(LEVELS)}, got '{self.level.data}'")
+        pes = _tile_pes(self.tile)
+        if pes is not None:
+            _pes_table(self.origins, rank, pes, "origins")
+
+
+@irdl_op_definition
+class StepOp(IRDLOperation):
+    """One compute step of a T10 plan on every PE (T10 s4.4 "compute"): each PE evaluates
+    the expression over its tiles' windows starting at its rows of ``windows`` (output
+    first; step tiles ``tiles`` per axis) and combines into its output window; a
+    product of two reads runs on the DPE in 32x32x32 blocks, anything else on the SIMD
+    engine. ``kind``, ``roles`` and ``dtype_bytes`` (the operator's element size, where
+    the output tile holds wider partial sums) are the sub-task the cost model prices."""
+
+    name = "mtia.step"
+
+    output = operand_def(TileType)
+    inputs = var_operand_def(TileType)
+    expression = prop_def(ExprAttr)
+    tiles = prop_def(DenseArrayBase)
+    pes = prop_def(IntegerAttr[I64])
+    windows = prop_def(ArrayAttr)
+    kind = prop_def(StringAttr)
+    roles = prop_def(DictionaryAttr)
+    step = prop_def(IntegerAttr[I64])
+    dtype_bytes = opt_prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$expression $output `,` `(` $inputs `)` attr-dict `:` type($output) `,` `(` type($inputs) `)`"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, expression: str, output: SSAValue, inputs: Sequence[SSAValue], tiles, pes: int, windows,
+                 kind: str, roles: dict, step: int, dtype_bytes: int | None = None):
+        properties = {
+            "expression": ExprAttr(expression), "tiles": _array(tiles), "pes": _i64(pes),
+            "windows": ArrayAttr([table_attr(w) for w in windows]), "kind": StringAttr(kind),
+            "roles": DictionaryAttr({k: _i64(v) for k, v in roles.items()}), "step": _i64(step),
+        }
+        if dtype_bytes is not None:
+            properties["dtype_bytes"] = _i64(dtype_bytes)
+        super().__init__(operands=[output, list(inputs)], properties=properties)
+
+    def parsed(self):
+        return self.expression.expr
+
+    def tile_map(self) -> dict[str, int]:
+        return dict(zip(self.parsed().axes, _values(self.tiles)))
+
+    def window_tables(self) -> list:
+        pes = _int(self.pes)
+        operands = [self.output, *self.inputs]
+        return [_pes_table(w, len(v.type.get_shape()), pes, f"window #{i}")
+                for i, (w, v) in enumerate(zip(self.windows.data, operands))]
+
+    def subtask_bytes(self) -> int:
+        if self.dtype_bytes is not None:
+            return _int(self.dtype_bytes)
+        return element_bytes(_tile(self.output, "the output").element_type)
+
+    def verify_(self) -> None:
+        expr = self.parsed()
+        tiles = _values(self.tiles)
+        if len(tiles) != len(expr.axes) or min(tiles, default=1) < 1:
+            raise VerifyException(f"tiles must give a positive extent for each of the {len(expr.axes)} axes "
+                                  f"({', '.join(expr.axes)}), got {list(tiles)}")
+        if len(self.inputs) != len(expr.inputs):
+            raise VerifyException(f"'{self.expression.text}' reads {len(expr.inputs)} tensor(s) but the op has "
+                                  f"{len(self.inputs)} input tile(s)")
+        if len(self.windows.data) != 1 + len(self.inputs):
+            raise VerifyException(f"windows must give one table per tile (output first): expected "
+                                  f"{1 + len(self.inputs)}, got {len(self.windows.data)}")
+        if not 1 <= _int(self.pes) <= MAX_CORES:
+            raise VerifyException(f"a step runs on 1 to {MAX_CORES} PEs, got {_int(self.pes)}")
+        tile = dict(zip(expr.axes, tiles))
+        accesses = [expr.output] + [expr.accesses_of(name)[0] for name in expr.inputs]
+        names = [expr.output.tensor, *expr.inputs]
+        for name, access, value, table in zip(names, accesses, [self.output, *self.inputs], self.window_tables()):
+            shape = _tile(value, f"tile of {name}").get_shape()
+            if len(shape) != len(access.indices):
+                raise VerifyException(f"{name} has rank {len(access.indices)} but its tile has rank {len(shape)}")
+            need = [shape[d] if isinstance(i, IndirectIndex) else
+                    sum(abs(c) * (tile[a] - 1) for a, c in i.terms) + 1 for d, i in enumerate(access.indices)]
+            end = table + np.array(need)
+            if (table < 0).any() or (end > np.array(shape)).any():
+                pe = int(np.argwhere((table < 0) | (end > np.array(shape)))[0][0])
+                raise VerifyException(f"PE {pe}: the window of {name} at {table[pe].tolist()} with extent {need} "
+                                      f"lies outside its tile of shape {list(shape)}")
+        if self.kind.data not in OPERATOR_ROLES:
+            raise VerifyException(f"unknown kind '{self.kind.data}'; kinds are {', '.join(OPERATOR_ROLES)}")
+        missing = [r for r in OPERATOR_ROLES[self.kind.data] if r not in self.roles.data]
+        if missing:
+            raise VerifyException(f"a {self.kind.data} sub-task needs roles {', '.join(missing)}")
+
+
+@irdl_op_definition
+class ShiftOp(IRDLOperation):
+    """Rotate a tile around its rings over the NoC (T10 s4.4 "shift", on MTIA's PE grid):
+    PE ``p`` receives the tile of PE ``source(p)`` through ``receive`` (a same-shaped
+    tile: T10 s5's multi-copy shift), then the PEs meet at a barrier (the CP's atomic
+    counters, section 3.1.6) before any computes again; afterwards ``tile`` holds the
+    received data."""
+
+    name = "mtia.shift"
+
+    tile = operand_def(TileType)
+    receive = operand_def(TileType)
+    source = prop_def(CORE_TABLE)
+
+    assembly_format = "$tile `through` $receive attr-dict `:` type($tile) `,` type($receive)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, tile: SSAValue, receive: SSAValue, source):
+        super().__init__(operands=[tile, receive], properties={"source": table_attr(source)})
+
+    def sources(self, pes: int) -> np.ndarray:
+        return _pes_table(self.source, 1, pes, "source")[:, 0]
+
+    def verify_(self) -> None:
+        if self.tile.type != self.receive.type:
+            raise VerifyException(f"the receive tile has type {self.receive.type} but the shifted tile "
+                                  f"{self.tile.type}")
+        pes = _tile_pes(self.tile)
+        if pes is None:
+            return
+        source = self.sources(pes)
+        if sorted(source.tolist()) != list(range(pes)):
+            missing = sorted(set(range(pes)) - set(source.tolist()))
+            raise VerifyException(f"source is not a permutation of the PEs 0..{pes - 1}: PE "
+                                  f"{missing[0] if missing else int(source.max())}'s tile is sent to no PE")
+
+
+@irdl_op_definition
+class CombineOp(IRDLOperation):
+    """Accumulate the partial copies of an output tile over the reduction network
+    (section 3.4): the ``replicas`` PEs with an equal ``group(p)`` hold partial results of
+    the same output partition, and the lowest of them receives their combination (sum
+    for ``+=``, max/min for ``max=``/``min=``). ``out_resident_elems`` is the elements of a
+    partition the chain carries (in the accumulators' width)."""
+
+    name = "mtia.combine"
+
+    tile = operand_def(TileType)
+    group = prop_def(CORE_TABLE)
+    replicas = prop_def(IntegerAttr[I64])
+    combiner = prop_def(StringAttr)
+    kind = prop_def(StringAttr)
+    roles = prop_def(DictionaryAttr)
+    out_step_elems = prop_def(IntegerAttr[I64])
+    out_resident_elems = prop_def(IntegerAttr[I64])
+    pes = prop_def(IntegerAttr[I64])
+
+    assembly_format = "$tile attr-dict `:` type($tile)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, tile: SSAValue, group, replicas: int, combiner: str, kind: str, roles: dict,
+                 out_step_elems: int, out_resident_elems: int, pes: int):
+        super().__init__(operands=[tile], properties={
+            "group": table_attr(group), "replicas": _i64(replicas), "combiner": StringAttr(combiner),
+            "kind": StringAttr(kind), "roles": DictionaryAttr({k: _i64(v) for k, v in roles.items()}),
+            "out_step_elems": _i64(out_step_elems), "out_resident_elems": _i64(out_resident_elems),
+            "pes": _i64(pes)})
+
+    def group_table(self) -> np.ndarray:
+        return groups_from_keys(_pes_table(self.group, 1, _int(self.pes), "group")[:, 0], _int(self.replicas))
+
+    def verify_(self) -> None:
+        if self.combiner.data not in ("=", "+=", "max=", "min="):
+            raise VerifyException(f"unknown combiner '{self.combiner.data}'")
+        pes, replicas = _int(self.pes), _int(self.replicas)
+        if not 1 <= pes <= MAX_CORES or replicas < 1 or pes % replicas:
+            raise VerifyException(f"{pes} PEs cannot form groups of replicas={replicas}")
+        keys = _pes_table(self.group, 1, pes, "group")[:, 0]
+        _, counts = np.unique(keys, return_counts=True)
+        if (counts != replicas).any():
+            raise VerifyException(f"every group must hold replicas={replicas} PEs, but one holds "
+                                  f"{int(counts[counts != replicas][0])}")
+
+
+@irdl_op_definition
+class PutOp(IRDLOperation):
+    """Write the output partitions into the result tensor in ``level`` (DMA PutAddr): the
+    lowest PE of each ``group`` writes its tile at ``origins(p)``, converted to the
+    result's element type (integers wrap as INT32 does, floats round once); parts
+    outside the tensor (padding) are dropped, elements no tile covers are zero."""
+
+    name = "mtia.put"
+
+    tile = operand_def(TileType)
+    origins = prop_def(CORE_TABLE)
+    group = prop_def(CORE_TABLE)
+    level = prop_def(StringAttr)
+    result = result_def(TensorType)
+
+    assembly_format = "$tile attr-dict `:` type($tile) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, tile: SSAValue, origins, group, level: str, result_type: Attribute):
+        super().__init__(operands=[tile], result_types=[result_type], properties={
+            "origins": table_attr(origins), "group": table_attr(group), "level": StringAttr(level)})
+
+    def writers(self, pes: int) -> np.ndarray:
+        return group_leaders(_pes_table(self.group, 1, pes, "group")[:, 0])
+
+    def verify_(self) -> None:
+        tile = _tile(self.tile, "the source")
+        rank = len(self.result.type.get_shape())
+        if rank != len(tile.get_shape()):
+            raise VerifyException(f"cannot put a rank-{len(tile.get_shape())} tile into a rank-{rank} tensor")
+        if self.level.data not in LEVELS:
+            raise VerifyException(f"level must be one of {', '.join(LEVELS)}, got '{self.level.data}'")
+        pes = _tile_pes(self.tile)
+        if pes is not None:
+            _pes_table(self.origins, rank, pes, "origins")
+            _pes_table(self.group, 1, pes, "group")
+
+
+@irdl_op_definition
+class FreeOp(IRDLOperation):
+    """Release a tile's local memory on every PE."""
+
+    name = "mtia.free"
+
+    tile = operand_def(TileType)
+
+    assembly_format = "$tile attr-dict `:` type($tile)"
+
+    def __init__(self, tile: SSAValue):
+        super().__init__(operands=[tile])
+
+
+MTIA = Dialect("mtia", [CircularBufferInitOp, DmaOp, MatMulOp, ReduceOp, StoreOp, GatherOp, PoolOp, SimdOp,
+                       TileOp, LoadOp, StepOp, ShiftOp, CombineOp, PutOp, FreeOp],
+               [CircularBufferType, AccumulatorType, TileType])

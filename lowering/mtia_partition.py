@@ -1,20 +1,24 @@
-"""``mtia-partition{device=mtia-v1 grid= splits= rows_axis= k_along=}``: plan every
-operator of the te level on an MTIA device (seeds/001 sections 4 and 6).
+"""``mtia-partition{device=mtia-v1 grid= splits= rows_axis= k_along= rotation=true}``: plan
+every operator of the te level on an MTIA device (seeds/001 sections 4 and 6), as
+``irc-plan --device mtia-v1 --cost mtia`` does (``irc.planner.mtia.plan_operator``):
 
 - A ``te.op "C[m,n] += A[m,k] * B[k,n]"`` (or ``... * B[n,k]``, section 4's Bᵀ) gets
-  MTIA's own mapping as the ``mtia.mapping`` attribute: the sub-grid, the splits of
-  (batch, m, n, k), each PE's padded extents, which axis runs along the grid's rows and
-  along which grid dimension k is reduced, how often each slice is read, where each
-  tensor lives, and the multicast groups of A and B (the columns (or rows) of PEs
-  sharing one read). Options confine the plan (``grid=4x4``, ``splits=1x4x2x2`` for
-  batch x m x n x k, ``rows_axis=m``, ``k_along=cols``); without them the cheapest
-  mapping under the ``mtia`` cost model is taken.
+  MTIA's own mapping or a T10 rotation plan over the NoC, whichever is cheaper. A
+  mapping is the ``mtia.mapping`` attribute: the sub-grid, the splits of (batch, m, n,
+  k), each PE's padded extents, which axis runs along the grid's rows and along which
+  grid dimension k is reduced, how often each slice is read, where each tensor lives,
+  and the multicast groups of A and B (the columns (or rows) of PEs sharing one read).
+  Options confine the mapping (``grid=4x4``, ``splits=1x4x2x2`` for batch x m x n x k,
+  ``rows_axis=m``, ``k_along=cols``) and, when given, choose it; ``rotation=false``
+  leaves T10 plans out.
+- A rotation plan is ``mtia.rotation``: ``F_op``, each tensor's temporal factors and
+  homes (T10 s4.1-4.2 on the PEs as cores, priced by ``irc.cost.mtia.MtiaCostModel``).
 - A ``te.opaque "EmbeddingBag"`` / ``"TableBatchedEmbedding"`` gets its embedding plan
   (``mtia.embedding``: the tables' home, the PE grid, samples per PE, the gather's
   buffer depth; ``irc.planner.mtia.plan_embedding``).
-- Any other ``te.op`` gets ``mtia.stream``: it runs on the PEs' SIMD engines, its
-  tensors at their homes (SRAM while they fit), priced by its operands' and result's
-  sizes.
+- Any other ``te.op`` gets a rotation plan where that is cheaper, else ``mtia.stream``:
+  it runs on the PEs' SIMD engines, its tensors at their homes (SRAM while they fit),
+  priced by its operands' and result's sizes.
 - What is left (a ``te.op`` gathering rows by the data, any other ``te.opaque``) stays
   for the host, with an ``irc.remark`` saying why.
 
@@ -42,12 +46,14 @@ from xdsl.dialects.builtin import (
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.diagnostics import location_of
 from irc.dialects.te import TensorOp
 from irc.lowering.mtia_target import MtiaTargetError, mtia_device_of, set_mtia_target
 from irc.lowering.model_from_ir import describe
 from irc.planner.errors import PlanError
 
 MAPPING_ATTR = "mtia.mapping"
+ROTATION_ATTR = "mtia.rotation"
 EMBEDDING_ATTR = "mtia.embedding"
 STREAM_ATTR = "mtia.stream"
 REMARK_ATTR = "irc.remark"
@@ -55,25 +61,17 @@ REMARK_ATTR = "irc.remark"
 
 def matmul_form(op: TensorOp):
     """``(spec, b_transposed)`` when ``op`` is a 2-d matmul C[m,n] += A[m,k] * B[k,n] (or
-    B[n,k]) with A read first, else None."""
+    B[n,k]) with A read first (``irc.planner.mtia.plain_matmul``), else None."""
+    from irc.planner.mtia import plain_matmul
+
     try:
         _, spec, _ = describe(op)
     except Exception:  # an expression that does not bind: the verifier's business
         return None
-    if spec is None or spec.kind != "matmul" or len(spec.axes) != 3 or len(spec.inputs) != 2:
+    if spec is None:
         return None
-    c, a, b = spec.tensors
-    if any(len(dim) != 1 for t in spec.tensors for dim in t.dims) or len(c.dims) != 2:
-        return None
-    m, n = c.dims[0][0], c.dims[1][0]
-    (k,) = spec.reduction_axes
-    if a.dims != ((m,), (k,)):
-        return None
-    if b.dims == ((k,), (n,)):
-        return spec, False
-    if b.dims == ((n,), (k,)):
-        return spec, True
-    return None
+    form = plain_matmul(spec)
+    return None if form is None else (spec, not form)
 
 
 def _pair(text: str, option: str, count: int) -> tuple[int, ...] | None:
@@ -118,6 +116,20 @@ def mapping_attr(mapping, spec) -> DictionaryAttr:
     })
 
 
+def rotation_attr(plan, spec) -> DictionaryAttr:
+    """A T10 plan chosen on the PE grid as the ``mtia.rotation`` attribute: ``F_op``
+    (``op_factors``, in the op's axis order), each tensor's temporal factors, the tensors'
+    homes (output first) and the predicted cycles."""
+    rotation = plan.rotation
+    return DictionaryAttr({
+        "op_factors": DenseArrayBase.from_list(i64, list(rotation.op_factors)),
+        "temporal": DictionaryAttr({t.name: DenseArrayBase.from_list(i64, list(rotation.temporal_factors[t.name]))
+                                    for t in spec.tensors}),
+        "homes": ArrayAttr([StringAttr(plan.homes[t.name]) for t in spec.tensors]),
+        "planned_cycles": FloatAttr(float(rotation.cycles), f64),
+    })
+
+
 @dataclass(frozen=True)
 class MtiaPartition(ModulePass):
     """Plan te matmuls with section 4's mapping on an MTIA device."""
@@ -129,6 +141,7 @@ class MtiaPartition(ModulePass):
     splits: str = ""
     rows_axis: str = ""
     k_along: str = ""
+    rotation: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from irc.dialects.te import OpaqueOp
@@ -144,14 +157,37 @@ class MtiaPartition(ModulePass):
             raise DiagnosticException(f"mtia-partition: rows_axis={self.rows_axis} must be m or n")
         if self.k_along not in ("", "cols", "rows"):
             raise DiagnosticException(f"mtia-partition: k_along={self.k_along} must be cols or rows")
+        confined = bool(grid or splits or self.rows_axis or self.k_along)
         for te_op in list(op.walk()):
             if isinstance(te_op, TensorOp):
-                if matmul_form(te_op) is not None:
+                if confined and matmul_form(te_op) is not None:
                     self._plan_matmul(te_op, device, grid, splits)
                 else:
-                    self._plan_stream(te_op, device)
+                    self._plan_operator(te_op, device)
             elif isinstance(te_op, OpaqueOp):
                 self._plan_opaque(te_op, device)
+
+    def _plan_operator(self, te_op: TensorOp, device) -> None:
+        """The planner's choice for the op (``irc.planner.mtia.plan_operator``): MTIA's
+        mapping, a T10 rotation plan or the SIMD stream, whichever is cheapest."""
+        from irc.planner.mtia import place_operator, plan_operator
+
+        _, spec, _ = describe(te_op)
+        if spec is None:
+            self._plan_stream(te_op, device)
+            return
+        homes = place_operator(spec, device)
+        try:
+            plan = plan_operator(spec, device, homes=homes, rotation=self.rotation)
+        except PlanError as error:
+            raise DiagnosticException(f"{location_of(te_op)}: error: '{te_op.name}' op mtia-partition: "
+                                      f"{error}") from None
+        if plan.chosen == "rotation":
+            te_op.attributes[ROTATION_ATTR] = rotation_attr(plan, spec)
+        elif plan.mapping.rows_axis == "stream":
+            self._plan_stream(te_op, device, tuple(homes[t.name] for t in spec.tensors))
+        else:
+            te_op.attributes[MAPPING_ATTR] = mapping_attr(plan.mapping, spec)
 
     def _plan_matmul(self, te_op: TensorOp, device, grid, splits) -> None:
         from irc.planner.mtia import mapping_space, place_operator
@@ -175,7 +211,7 @@ class MtiaPartition(ModulePass):
         te_op.attributes[MAPPING_ATTR] = mapping_attr(best, spec)
 
     @staticmethod
-    def _plan_stream(te_op: TensorOp, device) -> None:
+    def _plan_stream(te_op: TensorOp, device, levels=None) -> None:
         from irc.lowering.model_from_ir import stream_spec
         from irc.planner.mtia import stream_homes
 
@@ -185,7 +221,7 @@ class MtiaPartition(ModulePass):
                 "not planned: a gather inside a tensor expression reads rows chosen by the data (an "
                 "EmbeddingBag runs them on the PEs); left for the host")
             return
-        levels = stream_homes(spec.input_bytes, spec.output_bytes, device)
+        levels = levels or stream_homes(spec.input_bytes, spec.output_bytes, device)
         cycles = simd_planned_cycles(device, te_op, levels)
         te_op.attributes[STREAM_ATTR] = DictionaryAttr({
             "homes": ArrayAttr([StringAttr(h) for h in levels]),

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, f64
 from xdsl.dialects.func import FuncOp
@@ -44,22 +46,36 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import DiagnosticException
 
 from irc.cost.mtia import TILE_K, TILE_M, TILE_N
+from irc.dialects.dtypes import element_type, numpy_dtype
 from irc.dialects.mtia import (
     AccumulatorType,
     CircularBufferInitOp,
     CircularBufferType,
+    CombineOp,
     DmaOp,
+    FreeOp,
     GatherOp,
     MatMulOp,
     PoolOp,
+    PutOp,
     ReduceOp,
+    ShiftOp,
     SimdOp,
+    StepOp,
     StoreOp,
+    TileOp,
+    TileType,
     accumulator_element,
     element_bytes,
 )
+from irc.dialects.mtia import LoadOp as MtiaLoadOp
 from irc.dialects.te import OpaqueOp, TensorOp
-from irc.lowering.mtia_partition import EMBEDDING_ATTR, MAPPING_ATTR, STREAM_ATTR, matmul_form
+from irc.lowering.mtia_partition import EMBEDDING_ATTR, MAPPING_ATTR, ROTATION_ATTR, STREAM_ATTR, matmul_form
+from irc.lowering.mtia_target import MtiaTargetError, require_mtia_target
+from irc.lowering.shift_to_device import identity_value
+from irc.planner.errors import PlanError
+from irc.schedule.kernel import AlignError
+from irc.schedule.spec import UnsupportedExpression
 
 
 PLANNED_ATTR = "irc.planned_cycles"
@@ -212,6 +228,144 @@ class LowerPlannedStream(RewritePattern):
         _add_planned(simd, fields)
 
 
+def _ring_sources(kernel, core) -> dict:
+    """Per (tensor, level): the PE each PE receives from when the level advances, as a
+    function of the PE's number where its closed form is every PE's actual neighbour,
+    else a table (as ``shift-to-device`` writes them)."""
+    sources = {}
+    for level_index, level in enumerate(kernel.levels):
+        for name in level.tensors:
+            layout = kernel.tensors[name]
+            actual = kernel.source(layout, level_index)
+            closed = np.broadcast_to(np.asarray(kernel.source_of(layout, level_index), dtype=np.int64),
+                                     (kernel.cores,))
+            exact = core is not None and (closed == actual).all()
+            sources[(name, level_index)] = kernel.source_of(layout, level_index, core) if exact else actual
+    return sources
+
+
+def rotation_kernel(op: TensorOp, fields, device):
+    """The aligned compute-shift program (``irc.schedule.ShiftKernel``) of the T10 plan in
+    ``mtia.rotation`` on the PE grid, priced by the ``mtia`` cost model as the planner
+    priced it."""
+    from irc.cost.mtia import MtiaCostModel
+    from irc.lowering.model_from_ir import describe
+    from irc.planner.plan import Plan
+    from irc.schedule.kernel import build_shift_kernel
+
+    bound, spec, reason = describe(op)
+    if spec is None:
+        raise DiagnosticException(f"te-to-mtia: '{op.expression.text}' carries an mtia.rotation but the planner "
+                                  f"cannot describe it: {reason}")
+    temporal = fields["temporal"].data
+    plan = Plan(spec.axis_names, _ints(fields["op_factors"]), {t.name: _ints(temporal[t.name]) for t in spec.tensors})
+    homes = tuple(h.data for h in fields["homes"].data)
+    cost = MtiaCostModel(homes, tuple(spec.bytes_of(t.name) for t in spec.tensors))
+    dtypes = {name: numpy_dtype(value.type.get_element_type()) for name, value in zip(bound.expr.inputs, op.inputs)}
+    try:
+        kernel = build_shift_kernel(bound, plan, device, cost, numpy_dtype(op.output.type.get_element_type()),
+                                    spec=spec, dtypes=dtypes)
+    except (AlignError, PlanError, UnsupportedExpression) as error:
+        raise DiagnosticException(f"te-to-mtia: the T10 plan of '{op.expression.text}' cannot be lowered: "
+                                  f"{error}") from None
+    return kernel, homes
+
+
+class LowerPlannedRotation(RewritePattern):
+    """A T10 plan on the PE grid into its SPMD program (T10 s4.4 on MTIA): local-memory
+    tiles, the loads of each PE's partitions, the compute steps with the NoC shifts of
+    the rotating tensors between them, the partial sums over the reduction network, the
+    output's partitions written back."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TensorOp, rewriter: PatternRewriter) -> None:
+        plan = op.attributes.get(ROTATION_ATTR)
+        if plan is None:
+            return
+        fields = plan.data
+        try:
+            _, device = require_mtia_target(op)
+        except MtiaTargetError as error:
+            raise DiagnosticException(f"te-to-mtia: {error}") from None
+        kernel, homes = rotation_kernel(op, fields, device)
+        ops = rotation_ops(kernel, op, homes)
+        _locate(ops, op)
+        put = next(o for o in ops if isinstance(o, PutOp))
+        rewriter.replace(op, ops, [put.result])
+        _add_planned(put, fields)
+
+
+def rotation_ops(kernel, op: TensorOp, homes) -> list:
+    """The mtia ops of an aligned ``kernel`` for ``op``, as ``shift-to-device`` emits a
+    device program: every per-PE value a closed form of the PE's number where the
+    placement is T10's, else a table."""
+    from irc.dialects.device import core_id
+    from irc.schedule.kernel import initial_placement
+
+    expr = kernel.bound.expr
+    names = [expr.output.tensor, *expr.inputs]
+    home = dict(zip(names, homes))
+    operands = dict(zip(expr.inputs, op.inputs))
+    elements = {name: value.type.get_element_type() for name, value in operands.items()}
+    elements[expr.output.tensor] = element_type(kernel.output.dtype)   # partial sums accumulate wider
+    placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
+    core = core_id() if placed else None
+    start = kernel.start_digits(core) if placed else list(kernel.start)
+    identity = identity_value(expr.combiner, kernel.dtype)
+    ops: list = []
+    tiles, receives = {}, {}
+    offset = 0
+
+    def alloc(name: str, layout, fill=None):
+        nonlocal offset
+        tile_type = TileType(layout.partition_shape, elements[layout.name])
+        alloc_op = TileOp(name, kernel.cores, offset, tile_type, fill)
+        alloc_op.tile.name_hint = name.replace(".", "_")
+        offset += tile_type.bytes
+        ops.append(alloc_op)
+        return alloc_op.tile
+
+    for name, layout in kernel.tensors.items():
+        tiles[name] = alloc(name, layout, identity if name == expr.output.tensor else None)
+        if layout.rotating:
+            receives[name] = alloc(f"{name}.recv", layout)
+    for layout in kernel.inputs:
+        ops.append(MtiaLoadOp(operands[layout.name], tiles[layout.name], kernel.partition_origin(layout, start, core),
+                              home[layout.name]))
+    subtask = kernel.subtask()
+    roles = {k: int(v) for k, v in subtask.roles.items()}
+    sources = _ring_sources(kernel, core)
+    counters = [0] * len(kernel.levels)
+    step = 0
+    for event, value in kernel.schedule():
+        if event == "compute":
+            digits = kernel.digits_after(start, counters)
+            windows = [kernel.window_offset(kernel.tensors[n], digits, core) for n in names]
+            ops.append(StepOp(str(expr), tiles[expr.output.tensor], [tiles[n] for n in expr.inputs], kernel.tiles,
+                              kernel.cores, windows, subtask.kind, roles, step,
+                              subtask.dtype_bytes if subtask.dtype_bytes != kernel.output.dtype.itemsize else None))
+            step += 1
+        else:
+            counters[value] += 1
+            for name in kernel.levels[value].tensors:
+                ops.append(ShiftOp(tiles[name], receives[name], sources[(name, value)]))
+    out = kernel.output
+    final = kernel.digits_after(start, kernel.final_counters())
+    group = kernel.replica_key(final, core)
+    if out.rings > 1:
+        work = kernel.op_work()
+        ops.append(CombineOp(tiles[out.name], group, out.rings, expr.combiner, subtask.kind, roles,
+                             int(work.out_step_elems), int(work.out_resident_elems), kernel.cores))
+    put = PutOp(tiles[out.name], kernel.partition_origin(out, final, core), group, home[out.name], op.output.type)
+    put.result.name_hint = op.output.name_hint
+    ops.append(put)
+    for name in kernel.tensors:
+        ops.append(FreeOp(tiles[name]))
+        if name in receives:
+            ops.append(FreeOp(receives[name]))
+    return ops
+
+
 @dataclass(frozen=True)
 class TeToMtia(ModulePass):
     """Planned te operators into per-PE programs in the `mtia` dialect."""
@@ -220,5 +374,5 @@ class TeToMtia(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(GreedyRewritePatternApplier(
-            [LowerPlannedMatmul(), LowerPlannedEmbedding(), LowerPlannedStream()]),
+            [LowerPlannedMatmul(), LowerPlannedRotation(), LowerPlannedEmbedding(), LowerPlannedStream()]),
             apply_recursively=False).rewrite_module(op)

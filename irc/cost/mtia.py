@@ -365,15 +365,21 @@ class MtiaCostModel:
     partitions from (and the store of its output to) their home memory levels.
 
     ``homes``: per tensor of the operator (output first), "sram" or "dram"; every tensor
-    in SRAM when absent (a registered cost model is built without arguments)."""
+    in SRAM when absent (a registered cost model is built without arguments). ``sizes``:
+    per tensor, its element size as loaded and stored (an INT8 matmul's INT32 or INT8
+    output); the sub-task's element size for every tensor when absent."""
 
     name = "mtia"
 
-    def __init__(self, homes: Sequence[str] | None = None):
+    def __init__(self, homes: Sequence[str] | None = None, sizes: Sequence[int] | None = None):
         self.homes = tuple(homes) if homes is not None else None
+        self.sizes = tuple(sizes) if sizes is not None else None
 
     def _home(self, v: int) -> str:
         return "sram" if self.homes is None or v >= len(self.homes) else self.homes[v]
+
+    def _size(self, v: int, default: int) -> int:
+        return default if self.sizes is None or v >= len(self.sizes) else self.sizes[v]
 
     def compute_cycles(self, device, task: SubTask) -> ArrayLike:
         """One step's sub-task on one PE: matmuls (and convolutions, as their MAC count)
@@ -423,7 +429,7 @@ class MtiaCostModel:
         if geometry is None:
             # without the plan's geometry: the output partition only (a caller outside the
             # planner); inputs are assumed resident
-            out = as_float_array(work.out_resident_elems) * b
+            out = as_float_array(work.out_resident_elems) * self._size(0, b)
             store = out / device.noc_pe_bytes_per_cycle + device.level_latency_cycles(self._home(0))
             return np.zeros_like(store), store
         per_core = np.asarray(geometry.per_core)
@@ -431,18 +437,23 @@ class MtiaCostModel:
         sharing = np.asarray(geometry.sharing)
         parts = temporal.prod(axis=-1)
         replicas = sharing // parts
+        # the partition each PE holds, padded as the compute-shift program pads it: along
+        # axis d the finest rotation's T_d steps of tau_d, of which a tensor split f_t ways
+        # holds T_d / f_t
+        steps = temporal.max(axis=-2)
+        padded = _ceil_div(per_core, steps) * steps
         elements = []
         for v, dims in enumerate(geometry.tensor_dims):
             count = np.ones(per_core.shape[:-1])
             for dim in dims:
-                terms = [_ceil_div(per_core[..., a], temporal[..., v, a]) for a in dim]
+                terms = [padded[..., a] // temporal[..., v, a] for a in dim]
                 count = count * (sum(terms) - (len(terms) - 1))
             elements.append(count)
         level_bytes = {"sram": 0.0, "dram": 0.0}
         ingress = 0.0
         latency = 0.0
         for v in range(1, len(elements)):
-            per_pe = elements[v] * b
+            per_pe = elements[v] * self._size(v, b)
             served = cores / (replicas[..., v] if device.has_multicast else 1)
             level_bytes[self._home(v)] = level_bytes[self._home(v)] + per_pe * served
             ingress = ingress + per_pe
@@ -450,7 +461,7 @@ class MtiaCostModel:
         busiest = np.maximum(level_bytes["sram"] / device.level_bytes_per_cycle("sram"),
                              level_bytes["dram"] / device.level_bytes_per_cycle("dram"))
         load = latency + np.maximum(ingress / device.noc_pe_bytes_per_cycle, busiest)
-        out_per_pe = elements[0] * b
+        out_per_pe = elements[0] * self._size(0, b)
         writers = cores / np.maximum(replicas[..., 0], 1)
         store = device.level_latency_cycles(self._home(0)) + np.maximum(
             out_per_pe / device.noc_pe_bytes_per_cycle,

@@ -39,15 +39,23 @@ from irc.cost.mtia import (
     tile_turnaround_cycles,
 )
 from irc.dialects.dtypes import numpy_dtype
+from irc.dialects.device import core_table as _core_table
 from irc.dialects.mtia import (
     CircularBufferInitOp,
+    CombineOp,
     DmaOp,
+    FreeOp,
     GatherOp,
+    LoadOp,
     MatMulOp,
     PoolOp,
+    PutOp,
     ReduceOp,
+    ShiftOp,
     SimdOp,
+    StepOp,
     StoreOp,
+    TileOp,
     element_bytes,
     simd_traffic,
 )
@@ -90,6 +98,8 @@ class KernelRecord:
     last_mml_end: float = 0.0
     engine: str = "DPE"
     kind: str = "matmul"
+    steps: int = 0                     # a T10 plan's compute steps
+    shifts: int = 0                    # and the NoC shifts between them
 
     @property
     def total(self) -> float:
@@ -151,8 +161,13 @@ class MtiaReport:
         traffic = self.traffic()
         lines.append(f"traffic: local {traffic.local:,.0f} B, SRAM {traffic.sram:,.0f} B, LPDDR {traffic.dram:,.0f} B")
         for kernel in self.kernels:
-            commands = (f"{kernel.mml_commands} MML and {kernel.dma_commands} DMA commands per PE"
-                        if kernel.engine == "DPE" else f"{kernel.dma_commands} DMA commands per PE, SIMD")
+            if kernel.kind == "rotation":
+                commands = (f"{kernel.steps} compute step(s), {kernel.shifts} NoC shift(s) and "
+                            f"{kernel.dma_commands} DMA commands per PE")
+            elif kernel.engine == "DPE":
+                commands = f"{kernel.mml_commands} MML and {kernel.dma_commands} DMA commands per PE"
+            else:
+                commands = f"{kernel.dma_commands} DMA commands per PE, SIMD"
             lines.append(f"  kernel {kernel.name}: {kernel.total:,.0f} cycles on {kernel.pes} PEs ({kernel.kind}); "
                          f"{commands}; SRAM {kernel.traffic.sram:,.0f} B, LPDDR {kernel.traffic.dram:,.0f} B, "
                          f"local {kernel.traffic.local:,.0f} B")
@@ -170,6 +185,20 @@ class MtiaMachine:
         self.device = device
         self.kernels: list[KernelRecord] = []
         self.host_ops = list(host_ops)
+        self._chip = None
+        self.rotation: RotationKernel | None = None   # the T10 kernel being run
+
+    @property
+    def chip(self):
+        """The PEs as the cores of a T10 chip (``irc.interpreter.chip.Chip``): tiles in
+        local memory, steps, shifts and reductions with real numbers, priced by the
+        ``mtia`` cost model (its categories are moved into the kernel's record)."""
+        if self._chip is None:
+            from irc.cost.mtia import MtiaCostModel
+            from irc.interpreter.chip import Chip
+
+            self._chip = Chip(self.device, MtiaCostModel())
+        return self._chip
 
     def report(self) -> MtiaReport:
         return MtiaReport(self.device.name, self.device.clock_hz, self.device.pes, list(self.kernels),
@@ -340,6 +369,41 @@ def _gather_timeline(device, counts: list, work: dict) -> tuple[list, dict]:
     if first is None:   # no rows at all: the indices and the (empty) samples
         return sample_ends, {"fill": indices, "compute": 0.0, "dma_wait": 0.0}
     return sample_ends, {"fill": first, "compute": busy, "dma_wait": pooled - first - busy}
+
+
+@dataclass
+class RotationKernel:
+    """A T10 plan's program being run: its record, and its loads so far (one prologue:
+    ``(level, bytes the level serves, bytes one PE takes in, latency)`` each)."""
+
+    record: KernelRecord
+    loads: list = field(default_factory=list)
+
+
+def _rotation(machine: MtiaMachine, pes: int) -> RotationKernel:
+    if machine.rotation is None:
+        record = KernelRecord(name="rotation", pes=pes, engine="DPE", kind="rotation")
+        machine.rotation = RotationKernel(record)
+        machine.kernels.append(record)
+    return machine.rotation
+
+
+def _charged(machine: MtiaMachine, op, run) -> Any:
+    """Run ``run()`` on the machine's chip and move the cycles it recorded, by category,
+    into the open T10 kernel's record (a shift's barrier under sync, as the planner)."""
+    chip = machine.chip
+    before = dict(chip.cycles)
+    result = run()
+    record = machine.rotation.record if machine.rotation is not None else None
+    for category, cycles in chip.cycles.items():
+        delta = cycles - before.get(category, 0.0)
+        if delta and record is not None:
+            record.cycles[category] = record.cycles.get(category, 0.0) + delta
+    return result
+
+
+def _where(op) -> str:
+    return f"{location_of(op)}: error: '{op.name}' op"
 
 
 @register_impls
@@ -577,6 +641,130 @@ class MtiaFunctions(InterpreterFunctions):
         record.traffic.add("local", 2 * moved)
         machine.kernels.append(record)
         return (values,)
+
+
+    # -- T10 plans on the PE grid ----------------------------------------------------------
+
+    @impl(TileOp)
+    def run_tile(self, interpreter: Interpreter, op: TileOp, args: tuple[Any, ...]):
+        machine = _machine(interpreter, op)
+        pes = int(op.pes.value.data)
+        if pes > machine.device.pes:
+            raise MtiaRunError(f"{_where(op)} tile {op.tile_name.data} lives on {pes} PEs; "
+                               f"{machine.device.name} has {machine.device.pes}")
+        _rotation(machine, pes)
+        type_ = op.tile.type
+        tile = _charged(machine, op, lambda: machine.chip.alloc(
+            op.tile_name.data, type_.get_shape(), numpy_dtype(type_.element_type), pes, int(op.offset.value.data),
+            _where(op)))
+        if op.fill is not None:
+            machine.chip.fill(tile, float(op.fill.value.data), _where(op))
+        return (tile,)
+
+    @impl(LoadOp)
+    def run_load(self, interpreter: Interpreter, op: LoadOp, args: tuple[Any, ...]):
+        machine = _machine(interpreter, op)
+        device = machine.device
+        host, tile = np.asarray(args[0]), args[1]
+        origins = _core_table(op.origins, len(tile.shape), tile.cores, "origins")
+        machine.chip._gather_into(tile, host, origins)
+        kernel = _rotation(machine, tile.cores)
+        level = op.level.data
+        # PEs reading the same block share one multicast read (each its own without it)
+        distinct = len(np.unique(origins, axis=0)) if device.has_multicast else tile.cores
+        kernel.loads.append((level, distinct * tile.bytes, tile.bytes, device.level_latency_cycles(level)))
+        kernel.record.traffic.add(level, distinct * tile.bytes)
+        kernel.record.traffic.add("local", tile.cores * tile.bytes)
+        kernel.record.dma_commands += 1
+        # the operator's loads go out together: one latency, one PE link carrying all of
+        # them, each level serving its distinct partitions (the planner's load term)
+        served = {}
+        for lvl, nbytes, _, _ in kernel.loads:
+            served[lvl] = served.get(lvl, 0.0) + nbytes
+        ingress = sum(per_pe for _, _, per_pe, _ in kernel.loads)
+        busiest = max(nbytes / device.level_bytes_per_cycle(lvl) for lvl, nbytes in served.items())
+        kernel.record.cycles["load"] = max(latency for *_, latency in kernel.loads) + max(
+            ingress / device.noc_pe_bytes_per_cycle, busiest)
+        return ()
+
+    @impl(StepOp)
+    def run_step(self, interpreter: Interpreter, op: StepOp, args: tuple[Any, ...]):
+        from irc.cost import SubTask
+
+        machine = _machine(interpreter, op)
+        output, *inputs = args
+        tables = op.window_tables()
+        tiles = op.tile_map()
+        roles = {k: int(v.value.data) for k, v in op.roles.data.items()}
+        subtask = SubTask(op.kind.data, op.subtask_bytes(), int(math.prod(tiles.values())) if tiles else 1, roles)
+        _charged(machine, op, lambda: machine.chip.compute(
+            op.parsed(), tiles, int(op.pes.value.data), output, tables[0], list(zip(inputs, tables[1:])), subtask,
+            _where(op), f"{op.name} step {int(op.step.value.data)}"))
+        _rotation(machine, output.cores).record.steps += 1
+        return ()
+
+    @impl(ShiftOp)
+    def run_shift(self, interpreter: Interpreter, op: ShiftOp, args: tuple[Any, ...]):
+        machine = _machine(interpreter, op)
+        tile, receive = args
+        source = op.sources(tile.cores)
+
+        def shift():
+            machine.chip.shift(tile, receive, source, _where(op))
+            machine.chip.sync(tile.cores, _where(op))
+
+        _charged(machine, op, shift)
+        record = _rotation(machine, tile.cores).record
+        record.shifts += 1
+        record.traffic.add("local", 2 * tile.cores * tile.bytes)   # read out of one PE, into another
+        return ()
+
+    @impl(CombineOp)
+    def run_combine(self, interpreter: Interpreter, op: CombineOp, args: tuple[Any, ...]):
+        from irc.cost import OpWork, SubTask
+
+        machine = _machine(interpreter, op)
+        (tile,) = args
+        roles = {k: int(v.value.data) for k, v in op.roles.data.items()}
+        work = OpWork(SubTask(op.kind.data, tile.dtype.itemsize, 1, roles), 0, 0, 0, int(op.replicas.value.data),
+                      int(op.out_step_elems.value.data), int(op.out_resident_elems.value.data),
+                      int(op.pes.value.data), partial_bytes=tile.dtype.itemsize)
+        _charged(machine, op, lambda: machine.chip.reduce(tile, op.group_table(), op.combiner.data, work, _where(op)))
+        return ()
+
+    @impl(PutOp)
+    def run_put(self, interpreter: Interpreter, op: PutOp, args: tuple[Any, ...]):
+        from irc.interpreter.chip import scatter_tiles
+
+        machine = _machine(interpreter, op)
+        device = machine.device
+        (tile,) = args
+        out_type = op.result.type
+        dtype = numpy_dtype(out_type.get_element_type())
+        origins = _core_table(op.origins, len(tile.shape), tile.cores, "origins")
+        writers = op.writers(tile.cores)
+        assembled = np.zeros(tuple(out_type.get_shape()), dtype=tile.dtype)
+        scatter_tiles(assembled, tile.data[writers], origins[writers], tile.shape)
+        result = _convert(assembled, dtype)
+        kernel = _rotation(machine, tile.cores)
+        record = kernel.record
+        level = op.level.data
+        per_pe = math.prod(tile.shape) * element_bytes(out_type.get_element_type())
+        record.cycles["store"] = device.level_latency_cycles(level) + max(
+            per_pe / device.noc_pe_bytes_per_cycle, per_pe * len(writers) / device.level_bytes_per_cycle(level))
+        record.traffic.add(level, per_pe * len(writers))
+        record.traffic.add("local", per_pe * len(writers))
+        record.dma_commands += 1
+        record.name = op.result.name_hint or f"rotation({tile.name})"
+        return (result,)
+
+    @impl(FreeOp)
+    def run_free(self, interpreter: Interpreter, op: FreeOp, args: tuple[Any, ...]):
+        machine = _machine(interpreter, op)
+        machine.chip.free(args[0], _where(op))
+        if not machine.chip.live:   # the kernel's last tile: its program is over
+            machine.rotation = None
+        return ()
 
 
 def _pool_mode(gather: GatherOp) -> str:

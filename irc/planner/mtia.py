@@ -364,18 +364,46 @@ def plan_stream(spec: StreamSpec, device, homes: tuple[str, ...] | None = None) 
 # ---------------------------------------------------------------------------------------
 
 
+def plain_matmul(spec: OpSpec) -> bool | None:
+    """Whether ``spec`` is the 2-d matmul section 4 maps, ``C[m,n] += A[m,k] * B[k,n]``
+    with A read first: False for B stored as Bᵀ (``B[n,k]``), True for ``B[k,n]``; None
+    for anything else (a batch axis, merged or windowed dims, ...). Only these get a
+    section-4 mapping: te-to-mtia lowers no other."""
+    if spec.kind != "matmul" or len(spec.axes) != 3 or len(spec.inputs) != 2 or len(spec.reduction_axes) != 1:
+        return None
+    c, a, b = spec.tensors
+    if any(len(dim) != 1 for t in spec.tensors for dim in t.dims) or len(c.dims) != 2:
+        return None
+    m, n = c.dims[0][0], c.dims[1][0]
+    (k,) = spec.reduction_axes
+    if a.dims != ((m,), (k,)):
+        return None
+    if b.dims == ((k,), (n,)):
+        return True
+    if b.dims == ((n,), (k,)):
+        return False
+    return None
+
+
+def mtia_cost_model(spec: OpSpec, homes: Mapping[str, str]) -> MtiaCostModel:
+    """The ``mtia`` cost model for T10 plans of ``spec`` with its tensors at ``homes``,
+    each moved at its own element size."""
+    return MtiaCostModel(tuple(homes[t.name] for t in spec.tensors), tuple(spec.bytes_of(t.name) for t in spec.tensors))
+
+
 def plan_operator(spec: OpSpec, device, *, homes: Mapping[str, str] | None = None,
                   weights: tuple[str, ...] = (), rotation: bool = True,
                   grid: tuple[int, int] | None = None) -> MtiaOpPlan:
-    """The operator's plan on an MTIA device: the best section-4 mapping (a matmul) or
-    the data-parallel stream (anything else), against the best T10 rotation plan over
-    the NoC when ``rotation``; the cheaper one is chosen. ``grid`` confines the mapping
+    """The operator's plan on an MTIA device: the best section-4 mapping (a 2-d matmul,
+    ``plain_matmul``) or the data-parallel stream on the SIMD engines (anything else,
+    batched matmuls included), against the best T10 rotation plan over the NoC when
+    ``rotation``; the cheaper one is chosen. Each of them is what ``te-to-mtia`` lowers. ``grid`` confines the mapping
     to a (rows, cols) sub-grid (section 4's example uses 4x4). Raises ``PlanError`` when
     neither exists."""
     device = require_mtia(load_device(device), "mtia planning")
     homes = dict(homes) if homes is not None else place_operator(spec, device, weights)
     scored = 0
-    if spec.kind == "matmul":
+    if plain_matmul(spec) is not None:
         space = mapping_space(spec, device, homes, grid)
         scored = len(space)
         mapping = min(space, key=lambda p: (p.cycles, p.pes)) if space else None
@@ -385,7 +413,7 @@ def plan_operator(spec: OpSpec, device, *, homes: Mapping[str, str] | None = Non
     t10 = None
     if rotation:
         try:
-            t10 = search(spec, device, MtiaCostModel(tuple(homes[t.name] for t in spec.tensors))).best
+            t10 = search(spec, device, mtia_cost_model(spec, homes)).best
         except PlanError:
             t10 = None
     if mapping is None and t10 is None:

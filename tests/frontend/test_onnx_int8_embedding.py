@@ -49,7 +49,8 @@ def test_an_int8_fc_layer_imports_with_onnx_numerics():
     # the INT8 matmul runs on MTIA's PE grid with the same numbers
     MtiaPartition().apply(Context(), result.module)
     TeToMtia().apply(Context(), result.module)
-    assert any(op.name == "mtia.mml" for op in result.module.walk()), texts
+    # (MTIA's own mapping or a T10 plan on the PEs, whichever the planner finds cheaper)
+    assert any(op.name in ("mtia.mml", "mtia.step") for op in result.module.walk()), texts
     lowered, _ = run(result.module, {"x": x, **result.weights})
     np.testing.assert_allclose(lowered["y"], want, rtol=1e-6)
 

@@ -111,22 +111,26 @@ def test_a_small_dlrm_runs_on_the_mtia_level_with_the_te_levels_numbers():
     MtiaPartition().apply(Context(), module)
     TeToMtia().apply(Context(), module)
     kinds = {op.name for op in module.walk()}
-    # every operator runs on the PE grid: FCs on the DPEs, the bags as gathers pooled on
-    # the SIMD engines, quantize/dequantize, bias, concatenation and interaction streamed
-    assert {"mtia.mml", "mtia.gather", "mtia.pool", "mtia.simd"} <= kinds
+    # every operator runs on the PE grid: FCs on the DPEs (here T10 plans over the NoC,
+    # which the planner finds cheaper than MTIA's mapping for such small layers), the bags
+    # as gathers pooled on the SIMD engines, quantize/dequantize, bias, concatenation and
+    # interaction streamed on the SIMD engines
+    assert {"mtia.step", "mtia.gather", "mtia.pool", "mtia.simd"} <= kinds
     assert not kinds & {"te.op", "te.opaque"}
     results, report = run(module, inputs)
     assert isinstance(report, MtiaReport) and report.host_ops == []
     by_kind = {}
     for kernel in report.kernels:
         by_kind[kernel.kind] = by_kind.get(kernel.kind, 0) + 1
-    assert by_kind["embedding"] == len(SMALL.tables) and by_kind["matmul"] == len(SMALL.fc_layers())
+    assert by_kind["embedding"] == len(SMALL.tables)
+    assert by_kind.get("rotation", 0) + by_kind.get("matmul", 0) == len(SMALL.fc_layers())
     np.testing.assert_allclose(results["result0"], reference["result0"], rtol=1e-5, atol=1e-7)
     # the bags' rows were read from SRAM, one 128-byte row per lookup, and timed
     bags = [k for k in report.kernels if k.kind == "embedding"]
     assert all(k.total > 0 and k.traffic.sram >= SMALL.batch * SMALL.pooling * SMALL.dim * 4 for k in bags)
+    # T10 plans, streams and gathers run exactly as planned
     planned = float(module.body.block.first_op.attributes["irc.planned_cycles"].value.data)
-    assert 0.95 < report.total_cycles / planned < 1.05
+    assert report.total_cycles == pytest.approx(planned, rel=1e-9)
 
 
 def test_an_int8_fc_accumulates_in_int32():

@@ -129,7 +129,7 @@ def test_a_circular_buffer_too_small_for_what_it_keeps_is_an_error():
 def test_an_unknown_home_is_refused_by_the_verifier():
     text = _fc(64, 64, 64, "i8")
     module = parse_module(text, "fc.mlir")
-    MtiaPartition().apply(Context(), module)
+    MtiaPartition(rotation=False).apply(Context(), module)
     te_op = next(op for op in module.walk() if isinstance(op, TensorOp))
     fields = dict(te_op.attributes[MAPPING_ATTR].data)
     fields["homes"] = ArrayAttr([StringAttr("sram"), StringAttr("flash"), StringAttr("sram")])

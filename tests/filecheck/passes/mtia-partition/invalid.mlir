@@ -2,7 +2,7 @@
 // RUN: not irc-opt %s -p 'mtia-partition{device=ipu-mk2}' 2>&1 | filecheck %s --check-prefix=FAMILY
 // RUN: not irc-opt %s -p 'mtia-partition{splits=1x4}' 2>&1 | filecheck %s --check-prefix=SPLITS
 // RUN: not irc-opt %s -p 'mtia-partition{grid=1x1 splits=1x2x1x1}' 2>&1 | filecheck %s --check-prefix=NONE
-// RUN: irc-opt %s -p 'mtia-partition,te-to-mtia' | sed -e 's/irc.target = [^}]*}>/NOTARGET/' -e 's/attributes {NOTARGET} //' > %t.mlir
+// RUN: irc-opt %s -p 'mtia-partition{rotation=false},te-to-mtia' | sed -e 's/irc.target = [^}]*}>/NOTARGET/' -e 's/attributes {NOTARGET} //' > %t.mlir
 // RUN: not irc-run %t.mlir 2>&1 | filecheck %s --check-prefix=EXEC
 
 // Options that no plan can meet, and a program without its target, are one diagnostic.
