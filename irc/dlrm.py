@@ -15,12 +15,16 @@ sigmoid. Two forms:
 - ``dlrm_mtia_model``: the same operators as the MTIA planner's ``MtiaModel`` (tables as
   one TableBatchedEmbedding, section 6), with Table III's operator classes.
 
-Sizes: ``SMALL`` is for tests; ``LC`` follows the DLRM repository's Criteo Kaggle
-architecture (bottom 13-512-256-64-16, top 512-256-1, 26 tables of dimension 16) and
-``MC`` its Criteo Terabyte / MLPerf one (bottom 13-512-256-128, top 1024-1024-512-256-1,
-26 tables of dimension 128). Table rows and pooling factors are not the paper's (Meta's
-production models are unpublished): they are chosen so that the models' sizes fall in
-Table IV's low and medium complexity ranges and fit one card's 64 GB of LPDDR.
+Sizes: ``SMALL`` is for tests. ``LC`` and ``MC`` follow the shapes of the DLRM
+repository's Criteo Kaggle model (26 tables of dimension 16, a bottom MLP ending at 16)
+and its Criteo Terabyte / MLPerf one (26 tables of dimension 128, bottom 13-512-256-128),
+with MLP widths, table rows and pooling factors chosen (Meta's production models are
+unpublished) so that at batch 64 their complexity falls in Table IV's ranges: ``LC``
+(bottom 13-256-64-16, top 256-1) 0.029 GFLOPs per batch, in LC's 0.014-0.032, with 5.0 GB
+of INT8 tables, in LC's 4.5-53.2 GB; ``MC`` (top 512-512-256-1) 0.149 GFLOPs, in MC's
+0.140-0.220, with 59.9 GB of tables - less than MC's 120-200 GB, which exceed one card's 64
+GB of LPDDR (Table I): the planner places a model on one card. ``flops_per_batch`` and
+``table_bytes`` state both; ``benchmarks/mtia.py`` prints them.
 """
 
 from __future__ import annotations
@@ -82,10 +86,10 @@ class DlrmConfig:
 
 
 SMALL = DlrmConfig("dlrm-small", batch=8, dense=13, bottom=(64, 32), top=(64, 1), tables=(50, 40, 30), pooling=4)
-LC = DlrmConfig("dlrm-lc", batch=64, dense=13, bottom=(512, 256, 64, 16), top=(512, 256, 1),
-                tables=(2_000_000,) * 26, pooling=20, int8=True)
-MC = DlrmConfig("dlrm-mc", batch=64, dense=13, bottom=(512, 256, 128), top=(1024, 1024, 512, 256, 1),
-                tables=(12_000_000,) * 26, pooling=40, int8=True)
+LC = DlrmConfig("dlrm-lc", batch=64, dense=13, bottom=(256, 64, 16), top=(256, 1),
+                tables=(12_000_000,) * 26, pooling=20, int8=True)
+MC = DlrmConfig("dlrm-mc", batch=64, dense=13, bottom=(512, 256, 128), top=(512, 512, 256, 1),
+                tables=(18_000_000,) * 26, pooling=40, int8=True)
 CONFIGS = {c.name: c for c in (SMALL, LC, MC)}
 
 # Quantization of the INT8 FC layers' activations and weights (symmetric, per tensor).

@@ -603,7 +603,8 @@ def place_model(model, device) -> dict[tuple[int, str], str]:
     op's weight is its tables, named "tables"): the activations are budgeted
     in SRAM first (the largest two live at once: a producer's output and its consumer's);
     weights then fill what is left, those read most per byte of SRAM first (all reads
-    count once: the ops run once per batch), the rest go to LPDDR."""
+    count once: the ops run once per batch), the rest go to LPDDR; a ``PlanError`` when
+    they exceed it too."""
     device = require_mtia(load_device(device), "mtia placement")
     outputs = [tensor_bytes(op.spec, op.spec.output.name) if isinstance(op.spec, OpSpec)
                else op.spec.output_bytes if isinstance(op.spec, StreamSpec)
@@ -615,12 +616,17 @@ def place_model(model, device) -> dict[tuple[int, str], str]:
     weights += [(i, "tables", op.spec.table_bytes) for i, op in enumerate(model.ops)
                 if isinstance(op.spec, EmbeddingSpec)]
     homes: dict[tuple[int, str], str] = {}
+    in_dram = 0
     for i, name, nbytes in sorted(weights, key=lambda x: x[2]):
         if nbytes <= free:
             homes[(i, name)] = "sram"
             free -= nbytes
         else:
             homes[(i, name)] = "dram"
+            in_dram += nbytes
+    if in_dram > device.dram_bytes:
+        raise PlanError(f"the weights SRAM cannot hold need {in_dram} B of LPDDR, more than {device.name}'s "
+                        f"{device.dram_bytes} B")
     return homes
 
 

@@ -7,7 +7,7 @@ import pytest
 from xdsl.context import Context
 
 from irc.devices import load_device
-from irc.dlrm import LC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te
+from irc.dlrm import LC, MC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te
 from irc.interpreter.kernels import KernelError
 from irc.interpreter.mtia import MtiaReport
 from irc.lowering.mtia_partition import MtiaPartition
@@ -159,5 +159,23 @@ def test_a_dlrm_plans_with_table_three_classes():
     classes = {model.categories[name] for name, _ in plan.ops}
     assert classes == {"FC", "EB", "Concat", "Quantize", "Dequantize", "BatchMatMul", "Others"}
     assert plan.seconds == pytest.approx(sum(op.seconds for _, op in plan.ops))
-    # LC's 26 tables of 2M x 16 INT8 rows (0.8 GB) live in LPDDR, the FC weights in SRAM
-    assert plan.dram_weight_bytes == 26 * 2_000_000 * 16
+    # LC's 26 tables of 12M x 16 INT8 rows (5.0 GB) live in LPDDR, the FC weights in SRAM
+    assert plan.dram_weight_bytes == 26 * 12_000_000 * 16
+
+
+def test_the_built_in_dlrms_fall_in_table_four_ranges():
+    # Table IV (GFLOPs per batch; GB): LC 0.014-0.032 and 4.5-53.2; MC 0.140-0.220 (its
+    # 120-200 GB exceed one card's 64 GB of LPDDR: irc's MC keeps to one card)
+    assert 0.014 <= LC.flops_per_batch() / 1e9 <= 0.032 and 4.5 <= LC.table_bytes() / 1e9 <= 53.2
+    assert 0.140 <= MC.flops_per_batch() / 1e9 <= 0.220 and MC.table_bytes() <= MTIA.dram_bytes
+    plan_model(dlrm_mtia_model(MC), MTIA)   # it fits the card
+
+
+def test_tables_beyond_the_lpddr_are_a_plan_error():
+    from dataclasses import replace
+
+    from irc.planner import PlanError
+
+    huge = replace(MC, tables=(40_000_000,) * 26)   # 133 GB of tables
+    with pytest.raises(PlanError, match=r"need 133120000000 B of LPDDR, more than mtia-v1's 68719476736 B"):
+        plan_model(dlrm_mtia_model(huge), MTIA)

@@ -139,3 +139,49 @@ def test_an_unknown_home_is_refused_by_the_verifier():
 
     with pytest.raises(VerifyException, match="level must be one of sram, dram, got 'flash'"):
         module.verify()
+
+
+def test_one_multicast_read_and_one_reduction_network_accumulation_by_hand():
+    # a 64x64x64 INT8 FC on a 1x2 sub-grid, k split over the two PEs of the row: each PE
+    # takes one 64x32 block of A (2048 B) and one 32x64 block of B, computes one 64x64
+    # tile (4 MMLs of 32 cycles) and the west PE passes its partial sums to the east one
+    from irc.cost.mtia import multicast_read_cycles, reduction_chain_cycles
+
+    _, _, report, _ = _te_and_mtia(_fc(64, 64, 64, "i8"), _inputs(64, 64, 64, "i8"), grid="1x2", splits="1x1x1x2")
+    (kernel,) = report.kernels
+    # A's block: issued at 0, the command (16), SRAM's latency (200), 2 hops from the edge
+    # (2 x 2), 2048 B at the PE link's 64 B/cycle (32; the SRAM's 1000 B/cycle serve 3
+    # bytes - A's, B's and C's - per byte this PE queues: 6.1): 252, the lone read's time
+    a_arrives = 16 + 200 + 4 + 32
+    assert a_arrives == multicast_read_cycles(MTIA, 2048, 1, "sram", hops=2)
+    # B's block is issued one command later and streams behind A in the PE's one DMA
+    # queue: max(16 + 252, 252 + 32) = 284, when the first MML starts
+    assert kernel.cycles["fill"] == max(16 + a_arrives, a_arrives + 32) == 284
+    assert kernel.cycles["compute"] == 4 * 32 and kernel.cycles["dma_wait"] == 0
+    # the reduction network: the 16 KB INT32 tile crosses one hop bank by bank - the first
+    # 4 KB bank in 4 + 4096 / 64 = 68 cycles, the other three 64 cycles apart (260) - then
+    # the east PE writes its 4 KB INT8 tile: the command, SRAM's latency, 4096 / 64
+    assert reduction_chain_cycles(MTIA, 16384, 2) == 68 + 3 * 64 == 260
+    assert kernel.cycles["drain"] == 260 + 16 + 200 + 64 == 540
+
+
+def test_mmls_stall_on_blocks_from_lpddr():
+    # 256 x 512 x 512 INT8 with B in LPDDR: B's blocks arrive at LPDDR's 220 B/cycle shared
+    # by the grid, slower than the DPE consumes them, so the MMLs wait (the hardware's
+    # stall of section 3.3, no software sync); with B in SRAM they never do
+    text = _fc(256, 512, 512, "i8")
+    inputs = _inputs(256, 512, 512, "i8")
+    waits = {}
+    for level in ("sram", "dram"):
+        module = parse_module(text, "fc.mlir")
+        set_mtia_target(module, "mtia-v1")
+        te_op = next(op for op in module.walk() if isinstance(op, TensorOp))
+        spec, _ = matmul_form(te_op)
+        space = mapping_space(spec, MTIA, {"C": "sram", "A": "sram", "B": level})
+        te_op.attributes[MAPPING_ATTR] = mapping_attr(min(space, key=lambda p: (p.cycles, p.pes)), spec)
+        TeToMtia().apply(Context(), module)
+        results, report = run(module, inputs)
+        (kernel,) = report.kernels
+        waits[level] = kernel.cycles["dma_wait"]
+        assert (kernel.traffic.dram > 0) == (level == "dram")
+    assert waits["sram"] == 0 and waits["dram"] > 100
