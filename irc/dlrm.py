@@ -180,6 +180,25 @@ def dlrm_te(config: DlrmConfig, int8_layers: tuple[str, ...] = ()) -> str:
     return "\n".join([header] + ["  " + line for line in lines] + ["}"]) + "\n"
 
 
+def dlrm_te_classes(config: DlrmConfig, int8_layers: tuple[str, ...] = ()) -> dict[str, str]:
+    """Table III's operator class of every value ``dlrm_te`` defines, by name (what a run's
+    kernels are named after): FC, Quantize, Dequantize, EB, Concat, BatchMatMul, Others."""
+    classes = {}
+    for name, _, _ in config.fc_layers():
+        if name in int8_layers:
+            classes.update({f"{name}_q": "Quantize", f"{name}_acc": "FC", f"{name}_mm": "Dequantize"})
+        else:
+            classes[f"{name}_mm"] = "FC"
+        classes[name] = "Others"          # bias and activation
+    for t in range(len(config.tables)):
+        classes[f"pool{t}"] = "EB"
+    for v in range(config.vectors):
+        classes[f"slot{v}"] = "Concat"
+    classes.update({"stacked": "Concat", "dots": "BatchMatMul", "lead": "Concat", "tail": "Concat",
+                    "joined": "Concat"})
+    return classes
+
+
 def dlrm_inputs(config: DlrmConfig, int8_layers: tuple[str, ...] = (), seed: int = 0) -> dict:
     """Random inputs and weights by argument name (``arg0`` is the dense features, then
     each table's indices and offsets, then the weights in signature order)."""

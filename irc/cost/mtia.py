@@ -302,6 +302,13 @@ def gather_window(device, row_bytes: int, level: str, rate: float, simd: float, 
     return max(2, min(wanted, device.local_bytes // 2 // max(1, row_bytes)))
 
 
+def gather_share(level: str, row_bytes: float, pooled_bytes: float, own_row_bytes: float) -> float:
+    """Bytes the tables' level serves per byte of one PE's rows while the PEs gather: all
+    PEs' rows (``row_bytes``), and the pooled rows written meanwhile when the tables share
+    the SRAM with them."""
+    return (row_bytes + (pooled_bytes if level == "sram" else 0.0)) / max(own_row_bytes, 1.0)
+
+
 @dataclass(frozen=True)
 class GatherWork:
     """One PE's share of an embedding gather (section 6's TBE on the PEs): ``rows`` table

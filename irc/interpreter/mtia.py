@@ -33,6 +33,7 @@ from irc.cost.mtia import (
     dma_arrival,
     dpe_block_cycles,
     edge_hops,
+    gather_share,
     reduction_chain_cycles,
     simd_cycles,
     stream_cycles,
@@ -594,10 +595,14 @@ class MtiaFunctions(InterpreterFunctions):
         common = {"simd": float(simd_cycles(device, dim, element_bytes(element))), "level": level,
                   "row_bytes": gathered.row_bytes, "window": buffer.shape[0],
                   "hops": edge_hops(device, rows_grid, cols_grid)}
+        stores = [use.operation for use in op.result.uses if isinstance(use.operation, StoreOp)]
+        out_bytes = element_bytes(stores[0].result.type.get_element_type()) if stores else 4
+        pooled_bytes = batch * tables * dim * out_bytes
         slowest = None
         for pe, bags in plan.items():
+            own = rows_of[pe] * gathered.row_bytes
             work = dict(common, index_bytes=index_of[pe], index_share=total_index / max(index_of[pe], 1),
-                        share=total_rows / max(rows_of[pe], 1))
+                        share=gather_share(level, total_rows * gathered.row_bytes, pooled_bytes, own))
             ends, cycles = _gather_timeline(device, bags, work)
             if slowest is None or ends[-1] > slowest[0][-1]:
                 slowest = (ends, cycles, pe)

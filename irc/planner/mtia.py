@@ -43,6 +43,7 @@ from irc.cost.mtia import (
     GatherWork,
     edge_hops,
     gather_pool_cycles,
+    gather_share,
     gather_window,
     mapping_cycles,
     read_transfer_cycles,
@@ -536,10 +537,12 @@ def plan_embedding(spec: EmbeddingSpec, device, home: str | None = None) -> Embe
     per_pe, pes, grid = embedding_layout(spec.batch, device)
     rows = per_pe * spec.tables * spec.pooling
     bags = per_pe * spec.tables
-    work = gather_work(device, rows=rows, row_bytes=spec.row_bytes, samples=per_pe,
-                       sample_bytes=spec.tables * spec.dim * spec.out_bytes,
-                       index_bytes=(rows + bags + 1) * spec.index_bytes, level=home, share=pes, index_share=pes,
-                       dim=spec.dim, dtype_bytes=spec.dtype_bytes, grid=grid)
+    sample_bytes = spec.tables * spec.dim * spec.out_bytes
+    work = gather_work(device, rows=rows, row_bytes=spec.row_bytes, samples=per_pe, sample_bytes=sample_bytes,
+                       index_bytes=(rows + bags + 1) * spec.index_bytes, level=home,
+                       share=gather_share(home, pes * rows * spec.row_bytes, spec.batch * sample_bytes,
+                                          rows * spec.row_bytes),
+                       index_share=pes, dim=spec.dim, dtype_bytes=spec.dtype_bytes, grid=grid)
     cycles, terms = gather_pool_cycles(device, work)
     return EmbeddingPlan(spec, home, cycles, cycles / device.clock_hz, terms, max(terms, key=terms.get), pes,
                          grid, per_pe, work.window)
