@@ -151,6 +151,8 @@ def run_model(args, source_of, device, progress) -> int:
     for i, (name, op) in enumerate(plan.ops):
         homes = ",".join(level[0] for level in op.homes.values())
         how = {"rotation": "rotation", "mapping": "mapping", "embedding": "lookups"}[op.chosen]
+        if op.chosen == "mapping" and op.mapping.rows_axis == "stream":
+            how = "SIMD"
         print(f"{i:>4}  {name:<{width}}  {op.spec.kind:<11}  {op.seconds * 1e6:>10.3f}  {plan.share(i) * 100:>5.1f}%  "
               f"{homes:<18}  {how}: {op.describe()}")
     print(f"total: {plan.seconds * 1e6:.3f} us")
