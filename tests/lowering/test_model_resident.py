@@ -179,3 +179,48 @@ def test_bert_base_layer_runs_as_planned_on_the_ipu():
     _host_io_only_at_edges(str(module), arguments=len(signature.arg_names), results=1)
     (want,) = ReferenceEvaluator(model).run(None, feeds)
     np.testing.assert_allclose(np.asarray(values[0]), want, rtol=1e-3, atol=1e-3)
+
+
+def test_f16_bert_layer_pads_only_reductions_it_can_and_runs_on_the_ipu():
+    """An f16 BERT layer as the exporter writes it (LayerNorm's mean over a cast:
+    ``M[d0,d1] += cast(A[d0,d1,d2]) * c``) on the 1,472-core IPU Mk2. Here the planner pads
+    that reduction (64 -> 66 wide: the cast of a padded zero is zero, so the sum is
+    unchanged) and never one whose padded points would change the fold; the whole layer
+    compiles, runs as planned to the cycle and matches te within f16 roundings."""
+    from irc.dialects.rtensor import RTensorOp
+    from irc.lowering.rtensor_plan import op_spec, scored_plan
+
+    model = models.build_bert_layer(
+        models.BertConfig(batch=1, seq=128, hidden=64, heads=2, intermediate=64, dtype="float16"))
+    imported = import_model(model)
+    rng = np.random.default_rng(0)
+    mask = np.ones((1, 128), np.int64)
+    mask[:, -16:] = 0
+    feeds = {"hidden_states": rng.standard_normal((1, 128, 64)).astype(np.float16), "attention_mask": mask}
+    inputs = {**feeds, **imported.weights}
+    (reference,) = run_function(imported.module.clone(), inputs).values()
+    assert reference.dtype == np.float16 and np.isfinite(reference).all()
+
+    padded_sums = []
+
+    def look(previous, module, following):
+        if previous is not None and previous.name == "rtensor-check":
+            for op in module.walk():
+                if isinstance(op, RTensorOp):
+                    spec, score = op_spec(op), scored_plan(op).score
+                    for axis, extent, size in zip(spec.axis_names, spec.extents, score.padded_extents):
+                        if axis in spec.reduction_axes and size != extent:
+                            assert axis not in spec.unpadded_axes or spec.combiner in ("max=", "min=")
+                            padded_sums.append(str(op.bound().expr))
+
+    module = imported.module.clone()
+    InferencePipeline(device="ipu-mk2").pipeline(look).apply(Context(), module)
+    assert any("cast(" in text for text in padded_sums), padded_sums
+    planned = float(find_function(module, None).function.attributes["irc.planned_cycles"].value.data)
+    signature = find_function(module, None)
+    interpreter = interpreter_for(module)
+    (value,) = interpreter.call_op(signature.function, tuple(check_inputs(signature, inputs)))
+    (chip,) = chips_of(interpreter)
+    assert chip.report().model_cycles == pytest.approx(planned, rel=1e-9)
+    scale = float(np.max(np.abs(reference.astype(np.float32))))
+    np.testing.assert_allclose(np.asarray(value), reference, rtol=2 ** -8, atol=2 ** -9 * scale)
