@@ -56,3 +56,29 @@ def small_models() -> dict:
         "opt": lambda: models.build_opt_decoder(
             models.OPTConfig(batch=1, seq=8, hidden=32, heads=2, ffn=64, vocab=50, positions=16)),
     }
+
+
+SMALL_VOCABULARY = 50
+"""Vocabulary of the small GPT-2 and OPT configurations of `small_models`."""
+
+
+def model_feeds(module, seed: int = 0, vocabulary: int = SMALL_VOCABULARY) -> dict:
+    """Random inputs of an imported model's function that a real caller could give: token
+    ids inside the vocabulary and attention masks of 0/1 (the last sequence's last three
+    positions padded), so its outputs are finite (a mask of 2 or 3 scales the additive
+    mask ``(1 - mask) * lowest`` past the float range and turns every output into NaN,
+    against which any comparison of NaN with NaN would pass)."""
+    import numpy as np
+
+    from irc.runner import find_function, random_inputs
+
+    feeds = random_inputs(find_function(module, None), seed)
+    for name, value in feeds.items():
+        if name == "input_ids":
+            feeds[name] = (np.arange(value.size).reshape(value.shape) * 7 % vocabulary).astype(value.dtype)
+        elif "mask" in name:
+            mask = np.ones_like(value)
+            mask[(-1,) * (value.ndim - 1) + (slice(-3, None),)] = 0
+            feeds[name] = mask
+    return feeds
+
