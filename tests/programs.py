@@ -58,6 +58,33 @@ def small_models() -> dict:
     }
 
 
+def every_builder() -> dict:
+    """`small_models` plus a tiny configuration of every other builder of
+    `benchmarks/models` and of its whole-model options: the Llama decoder layer (f16),
+    the whole ViT (patch embedding, blocks, head) and ResNet-50 (stem, the 16 bottlenecks
+    of its four stages, pooling, FC; channels scaled down), f16 BERT with two layers and
+    GPT-2 with two layers and its LM head."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's benchmarks/
+    from benchmarks import models
+
+    return {
+        **small_models(),
+        "llama": lambda: models.build_llama_layer(
+            models.LlamaConfig(batch=2, past=7, hidden=32, heads=4, intermediate=64)),
+        "vit-whole": lambda: models.build_vit(
+            models.ViTConfig(batch=1, hidden=32, heads=4, mlp=64, layers=2, image=32, patch=8, classes=10)),
+        "resnet50-whole": lambda: models.build_resnet50(
+            models.ResNet50Config(batch=1, image=32, classes=10, width=4)),
+        "bert-2-layers-f16": lambda: models.build_bert_layer(
+            models.BertConfig(batch=1, seq=8, hidden=32, heads=4, intermediate=64, layers=2, dtype="float16")),
+        "gpt2-lm-head": lambda: models.build_gpt2_block(
+            models.GPT2Config(batch=1, seq=8, hidden=32, heads=2, vocab=50, positions=16, layers=2, lm_head=True)),
+    }
+
+
 SMALL_VOCABULARY = 50
 """Vocabulary of the small GPT-2 and OPT configurations of `small_models`."""
 
