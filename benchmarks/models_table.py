@@ -15,12 +15,14 @@ importer produced is planned (``irc.lowering.model_from_ir``: ``function_model``
     speedups, SRAM used (peak bytes per core while any op runs), host I/O share,
     compile time (import + every plan search + Algorithm 1) and peak RSS.
 
-Host I/O share: only the model's edges, estimated (not from a compiled run's
-``report.cycles["host_io"]``): the weights loaded once into their idle layouts (the
-plan's idle bytes per core) and the function's inputs and outputs (their bytes spread
-over all cores), each core moving its own bytes over its link at the device's link
-bandwidth, as ``irc-run`` prices ``device.load``/``device.store``; the share is that time
-over (planned time + host I/O).
+Host I/O share: only the model's edges, computed from the plan (without compiling and
+running it; on a compiled run it equals ``report.cycles["host_io"]``, which
+``tests/benchmarks/test_benchmark_models.py`` checks): the weights loaded into their idle
+layouts (the plan's idle bytes per core), each input from outside loaded once into the
+partition of the op that reads it, and each returned output stored from its producer's
+partition, each core moving its own bytes over its link at the device's link bandwidth,
+as ``irc-run`` prices ``device.load``/``device.store``; the share is that time over
+(planned time + host I/O).
 
 Cross-check (``--cross-check``): the same models built directly from planner ``OpSpec``s
 (the builders below: ``irc.planner.bert`` layers, convolutions with their real stride)
@@ -53,6 +55,7 @@ from collections import Counter
 
 from xdsl.dialects.func import FuncOp
 
+from irc.dialects.te import TensorOp
 from irc.frontend import import_model
 from irc.lowering.model_from_ir import function_model, is_weight, plan_function
 from irc.planner.baselines_model import roller_plan, vgm_plan
@@ -254,6 +257,15 @@ class ImportedModel:
         nbytes = lambda t: int(np.prod(t.get_shape())) * element_bytes(t.get_element_type())  # noqa: E731
         self.edge_bytes = sum(nbytes(a.type) for a in function.body.block.args if not is_weight(a))
         self.edge_bytes += sum(nbytes(t) for t in function.function_type.outputs.data)
+        # the planned ops whose outputs the function returns (directly, or through data
+        # movements that run as the store's layout): each is stored from its partition
+        index = {op: i for i, op in enumerate(described.ops)}
+        self.returned: list[int] = []
+        for value in function.body.block.last_op.operands:
+            while value.owner not in index and isinstance(value.owner, TensorOp) and len(value.owner.inputs) == 1:
+                value = value.owner.inputs[0]
+            if value.owner in index:
+                self.returned.append(index[value.owner])
 
 
 def element_bytes(element_type) -> int:
@@ -295,11 +307,30 @@ def cross_check(imported: ModelSpec, direct: ModelSpec, cache: FrontierCache) ->
     return {"heavy_ops_agree": same_ops, "heavy_time_ratio": ratio}
 
 
+def host_io_bytes(decision, imported: ImportedModel) -> int:
+    """Bytes per core the device program moves over the host link (module docstring): the
+    weights into their idle layouts, each input from outside into the partition of the op
+    that loads it (once, when several read it: ``ModelOp.shared_reads``), each returned
+    output from its producer's partition (in its own element type: accumulators are
+    rounded first)."""
+    total = decision.idle_bytes
+    for model_op, chosen in zip(imported.spec.ops, decision.ops):
+        memory = chosen.active.score.memory
+        for tensor in model_op.spec.inputs:
+            name = tensor.name
+            if name in model_op.weights or name in model_op.producers or name in model_op.shared_reads:
+                continue
+            total += memory.partitions[name]
+    for k in imported.returned:
+        spec, memory = imported.spec.ops[k].spec, decision.ops[k].active.score.memory
+        total += memory.elements(spec.output.name) * spec.bytes_of(spec.output.name)
+    return total
+
+
 def host_io_seconds(decision, imported: ImportedModel, device) -> float:
-    """The model's edges over the links (module docstring): idle weight bytes per core,
-    plus the inputs and outputs spread over every core, at the link bandwidth."""
-    per_core = decision.idle_bytes + imported.edge_bytes / device.cores
-    return per_core * device.link_cycles_per_byte / device.clock_hz
+    """The model's edges over the links (module docstring): ``host_io_bytes`` per core at
+    the link bandwidth, as ``irc-run`` times ``device.load``/``device.store``."""
+    return host_io_bytes(decision, imported) * device.link_cycles_per_byte / device.clock_hz
 
 
 def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache, started: float,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from lark import Lark, v_args
@@ -772,10 +772,13 @@ MAX_INDIRECTION = 8
 """Deepest nesting of indirect indices (``E[I[J[k]]]`` is 2)."""
 
 
+@lru_cache(maxsize=4096)
 def parse_expression(text: str) -> TensorExpr:
     """Parse and check the shape-free rules of a tensor expression.
 
     Raises `ExprError` with the column of the problem when the text does not parse.
+    Memoised (the parsed form is immutable): a model's layers repeat their expressions,
+    and a parse is ~1,000 times a lookup.
     """
     if len(text) > MAX_LENGTH:
         raise ExprError(f"the expression is {len(text)} characters long; irc takes at most {MAX_LENGTH}: "

@@ -1,6 +1,8 @@
 """From te IR to model-wide plans: one function of ``te.op``s as a `ModelSpec` (T10 s4.3.2).
 
-`function_model` reads a function's ``te.op``s in program order:
+`function_model` reads a function's live ``te.op``s in program order (an op whose
+results nothing reads is erased before it runs, so it is not planned either:
+`live_tensor_ops`):
 
 - each op the te -> planner adapter (`irc.planner.from_te`) can describe becomes a
   `ModelOp` whose `OpSpec` uses the expression's own tensor and axis names;
@@ -333,6 +335,19 @@ def tensor_ops(scope: Operation | Block) -> list[TensorOp]:
     return [op for op in ops if isinstance(op, TensorOp)]
 
 
+def live_tensor_ops(scope: Operation | Block) -> list[TensorOp]:
+    """The te ops whose results something reads, directly or through other live ops. A
+    te op is pure, so xDSL's rewrites erase one whose results nothing reads before it
+    runs (dead-code elimination): it is no part of the model, and planning it would
+    count cycles the chip never spends."""
+    ops = tensor_ops(scope)
+    dead: set[Operation] = set()
+    for op in reversed(ops):  # a reader follows what it reads
+        if all(use.operation in dead for result in op.results for use in result.uses):
+            dead.add(op)
+    return [op for op in ops if op not in dead]
+
+
 def function_model(function: FuncOp, *, strict: bool = False, name: str | None = None) -> FunctionModel:
     """The `ModelSpec` of `function`'s te ops (module docstring).
 
@@ -342,7 +357,7 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
 
     label = name or function.sym_name.data
     result = FunctionModel(label, None)
-    ops = tensor_ops(function)
+    ops = live_tensor_ops(function)  # dead ops never run: not planned
     described = {}
     for op in ops:
         try:

@@ -56,3 +56,56 @@ def small_models() -> dict:
         "opt": lambda: models.build_opt_decoder(
             models.OPTConfig(batch=1, seq=8, hidden=32, heads=2, ffn=64, vocab=50, positions=16)),
     }
+
+
+def every_builder() -> dict:
+    """`small_models` plus a tiny configuration of every other builder of
+    `benchmarks/models` and of its whole-model options: the Llama decoder layer (f16),
+    the whole ViT (patch embedding, blocks, head) and ResNet-50 (stem, the 16 bottlenecks
+    of its four stages, pooling, FC; channels scaled down), f16 BERT with two layers and
+    GPT-2 with two layers and its LM head."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's benchmarks/
+    from benchmarks import models
+
+    return {
+        **small_models(),
+        "llama": lambda: models.build_llama_layer(
+            models.LlamaConfig(batch=2, past=7, hidden=32, heads=4, intermediate=64)),
+        "vit-whole": lambda: models.build_vit(
+            models.ViTConfig(batch=1, hidden=32, heads=4, mlp=64, layers=2, image=32, patch=8, classes=10)),
+        "resnet50-whole": lambda: models.build_resnet50(
+            models.ResNet50Config(batch=1, image=32, classes=10, width=4)),
+        "bert-2-layers-f16": lambda: models.build_bert_layer(
+            models.BertConfig(batch=1, seq=8, hidden=32, heads=4, intermediate=64, layers=2, dtype="float16")),
+        "gpt2-lm-head": lambda: models.build_gpt2_block(
+            models.GPT2Config(batch=1, seq=8, hidden=32, heads=2, vocab=50, positions=16, layers=2, lm_head=True)),
+    }
+
+
+SMALL_VOCABULARY = 50
+"""Vocabulary of the small GPT-2 and OPT configurations of `small_models`."""
+
+
+def model_feeds(module, seed: int = 0, vocabulary: int = SMALL_VOCABULARY) -> dict:
+    """Random inputs of an imported model's function that a real caller could give: token
+    ids inside the vocabulary and attention masks of 0/1 (the last sequence's last three
+    positions padded), so its outputs are finite (a mask of 2 or 3 scales the additive
+    mask ``(1 - mask) * lowest`` past the float range and turns every output into NaN,
+    against which any comparison of NaN with NaN would pass)."""
+    import numpy as np
+
+    from irc.runner import find_function, random_inputs
+
+    feeds = random_inputs(find_function(module, None), seed)
+    for name, value in feeds.items():
+        if name == "input_ids":
+            feeds[name] = (np.arange(value.size).reshape(value.shape) * 7 % vocabulary).astype(value.dtype)
+        elif "mask" in name:
+            mask = np.ones_like(value)
+            mask[(-1,) * (value.ndim - 1) + (slice(-3, None),)] = 0
+            feeds[name] = mask
+    return feeds
+

@@ -34,20 +34,28 @@ RULES = {
          "irc.universe", "irc.frontend", "xdsl.ir", "xdsl.dialects", "xdsl.irdl"),
         TE_LANGUAGE,
     ),
-    "lowering and passes never drive the tools": (
+    "lowering and passes never drive the tools nor run what they lower (the interpreter)": (
         ["lowering", "passes"],
-        ("irc.tools", "irc.runner", "irc.universe"),
+        ("irc.tools", "irc.runner", "irc.universe", "irc.interpreter"),
         (),
     ),
-    "the frontend only builds te IR": (
+    "the frontend only builds te IR: of irc, it imports the dialects (and the ground floor)": (
         ["irc/frontend"],
-        ("irc.tools", "irc.runner", "irc.lowering", "irc.passes", "irc.interpreter"),
+        ("irc.tools", "irc.runner", "irc.lowering", "irc.passes", "irc.interpreter", "irc.planner",
+         "irc.schedule", "irc.cost", "irc.devices", "irc.universe", "irc.compile", "irc.model_sources",
+         "irc.dse", "irc.dlrm"),
+        (),
+    ),
+    "the runner imports only the interpreter, the frontend, the universe and the dialects": (
+        ["irc/runner.py"],
+        ("irc.tools", "irc.lowering", "irc.passes", "irc.planner", "irc.schedule", "irc.cost", "irc.devices",
+         "irc.compile", "irc.model_sources", "irc.dse", "irc.dlrm"),
         (),
     ),
     "the drivers and tools are the top floor: nothing below imports them": (
         ["dialects", "lowering", "passes", "irc/interpreter", "irc/planner", "irc/schedule", "irc/cost",
          "irc/devices", "irc/frontend", "irc/runner.py", "irc/universe.py"],
-        ("irc.tools", "irc.compile", "irc.model_sources"),
+        ("irc.tools", "irc.compile", "irc.model_sources", "irc.dse", "irc.dlrm"),
         (),
     ),
     "the ground floor (plug-in loader, utilities) imports no other part of irc": (

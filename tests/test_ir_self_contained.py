@@ -115,3 +115,30 @@ def test_device_ir_grows_with_ops_not_cores(tmp_path):
     ipu, tiny = _device_ir("ipu-mk2", tmp_path), _device_ir("tiny16", tmp_path)
     assert "affine_map<(d0) ->" in ipu
     assert len(ipu) <= 3 * len(tiny), (len(ipu), len(tiny))
+
+
+CHAIN = """
+func.func @main(%a: tensor<512x4096xf16>, %b: tensor<4096x4096xf16>, %c: tensor<4096x512xf16>) -> tensor<512x512xf16> {
+  %h = te.op "H[m,n] += A[m,k] * B[k,n]" (%a, %b) : (tensor<512x4096xf16>, tensor<4096x4096xf16>) -> tensor<512x4096xf16>
+  %y = te.op "Y[m,n] += H[m,k] * C[k,n]" (%h, %c) : (tensor<512x4096xf16>, tensor<4096x512xf16>) -> tensor<512x512xf16>
+  func.return %y : tensor<512x512xf16>
+}
+"""
+
+
+def test_shifts_and_relayouts_on_1472_cores_state_no_per_core_lists(tmp_path):
+    """A two-matmul chain on the IPU Mk2 rotates a tensor (device.shift) and moves the
+    intermediate between the two kernels' layouts (device.relayout): every per-core value
+    (origins, ring partners, pieces) is an affine map of the core id, so no `array<i64>`
+    lists the cores (the longest states a shape or a loop's trips)."""
+    import re
+
+    source = tmp_path / "chain.mlir"
+    source.write_text(CHAIN)
+    out = _run("irc-opt", str(source), "-p", "inference{device=ipu-mk2}")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "device.shift" in text and "device.relayout" in text
+    lists = [m.group(1).split(",") for m in re.finditer(r"array<i64:([^>]*)>", text)]
+    assert lists and max(len(values) for values in lists) <= 8, max(lists, key=len)
+    assert len(text) < 20_000

@@ -32,6 +32,7 @@ class ResNet50Config:
     batch: int = 1
     image: int = 224
     classes: int = 1000
+    width: int = 64  # the stem's and first stage's channels; stages double it (64..512)
     dtype: str = "float32"
     seed: int = 0
 
@@ -84,10 +85,11 @@ def build_resnet50(config: ResNet50Config = ResNet50Config()) -> onnx.ModelProto
     c = config
     g = GraphBuilder("resnet50", c.seed, dtype=c.dtype)
     x = g.input("pixel_values", g.elem, [c.batch, 3, c.image, c.image])
-    x = _conv_bn(g, x, 3, 64, 7, 2, "conv1", True)
+    x = _conv_bn(g, x, 3, c.width, 7, 2, "conv1", True)
     x = g.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
-    channels = 64
-    for stage, (width, blocks) in enumerate(zip((64, 128, 256, 512), (3, 4, 6, 3))):
+    channels = c.width
+    widths = tuple(c.width * scale for scale in (1, 2, 4, 8))
+    for stage, (width, blocks) in enumerate(zip(widths, (3, 4, 6, 3))):
         x = resnet_stage(g, x, channels, width, blocks, 1 if stage == 0 else 2, f"layer{stage + 1}")
         channels = 4 * width
     x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)

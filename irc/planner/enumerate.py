@@ -2,7 +2,9 @@
 
 Spatial plans: every ``F_op`` with any integer factor per axis (extents are padded up to
 a multiple, T10 s4.3.1), ``F_op[d] <= L_d``, cores used between the parallelism floor
-and the device's core count, and padded volume within ``max_padding``.
+and the device's core count, and padded volume within ``max_padding``; a reduction
+axis whose padded points would change the fold (``OpSpec.unpadded_axes``) is only cut
+as ``OpSpec.padding_admitted`` allows, so every plan of the space lowers.
 
 Temporal plans, per spatial plan: per axis the tuple of ``f_t`` of the tensors indexing
 it, each a divisor of its tensor's sharing count, forming a divisibility chain, the
@@ -127,9 +129,14 @@ def spatial_plans(
     # per axis: admissible factors and their padding ratios (each ratio >= 1, so a
     # partial product above the limit prunes the whole subtree)
     options = []
-    for extent in extents:
+    for axis, extent in zip(spec.axis_names, extents):
+        # an unpadded reduction axis (OpSpec.unpadded_axes) of a sum is cut evenly; a
+        # max=/min= fold may clamp, which any factor allows (its steps are checked below)
+        exact = axis in spec.unpadded_axes and spec.combiner not in ("max=", "min=")
         axis_options = []
         for factor in range(1, min(extent, device.cores) + 1):
+            if exact and extent % factor:
+                continue
             ratio = factor * _ceil_div(extent, factor) / extent
             if ratio <= limit:
                 axis_options.append((factor, ratio))
@@ -281,6 +288,11 @@ class PlanSpace:
                     steps = _axis_steps(sharing, extent)
                 else:
                     steps = [1]
+                if axes[d] in spec.unpadded_axes:
+                    # one core's span T * ceil(L' / T): exactly L' (F_op divides the
+                    # extent, above), or within the extent for a clamped max=/min=
+                    steps = [t for t in steps if spec.padding_admitted(
+                        axes[d], _ceil_div(int(self.extents[d]), extent), t * _ceil_div(extent, t))]
                 rows.append((sharing, extent))
                 starts.append(len(values))
                 counts.append(len(steps))

@@ -119,6 +119,13 @@ def check_plan(
     step_tiles = [_ceil_div(extent, steps) for extent, steps in zip(per_core, steps_per_axis)]
     spans = [steps * tile for steps, tile in zip(steps_per_axis, step_tiles)]
     padded = tuple(f * span for f, span in zip(op_factors, spans))
+    for axis, extent, factor, span in zip(axes, extents, op_factors, spans):
+        if not spec.padding_admitted(axis, factor, span):
+            raise PlanError(
+                f"the plan pads reduction axis {axis} from {extent} to {factor * span}, and the padded "
+                f"points would change the fold ({spec.combiner} over {axis}); choose F_op and f_t whose "
+                f"product on {axis} divides {extent}"
+            )
     if max_padding is not None:
         ratio = math.prod(p / e for p, e in zip(padded, extents))
         if ratio > max_padding * (1 + PADDING_TOLERANCE):

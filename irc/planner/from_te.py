@@ -23,7 +23,9 @@ IPU_COST_FACTS §2). `op_spec_from_expr` reads all three off a `BoundExpr`:
 - a window ``Y[i] = X[i+2] where i in 4`` (an axis bound by ``where`` reading part of
   a larger dimension) needs nothing special: the axis' extent is the binding and the
   partitions are ranges of the index, offset by its constant;
-- the kind from the expression's structure (see `classify`).
+- the kind from the expression's structure (see `classify`);
+- the reduction axes no plan may pad, because their padded points (loads pad with
+  zeros) would change the fold (`fold_changing_axes`; ``OpSpec.unpadded_axes``).
 
 A gather ``Y[i,j] = E[I[i],j]`` (kind ``gather``) is partitioned over the index tensor's
 axes and the table's other dims: the dims indexed by the index values are held whole by
@@ -72,6 +74,67 @@ def _product_factors(node) -> list | None:
     if isinstance(node, Call) and node.function == "cast" and len(node.args) == 1 and isinstance(node.args[0], Access):
         return [node.args[0]]
     return None
+
+
+ZERO_PRESERVING = frozenset(
+    {"cast", "relu", "neg", "abs", "tanh", "erf", "gelu", "sqrt", "sign", "floor", "ceil", "round"}
+)
+"""Functions with ``f(0) = 0`` that are finite on finite inputs: applied to a read that
+loads a padded zero, they still give zero."""
+
+
+def _zero_preserving_read(node) -> Access | None:
+    """The read under a chain of zero-preserving functions (``cast(A[k])``,
+    ``relu(-A[k])``, ``A[k] / 4``), or None: the node is zero wherever that read is."""
+    while True:
+        if isinstance(node, Access):
+            return node
+        if isinstance(node, Call) and node.function in ZERO_PRESERVING and len(node.args) == 1:
+            node = node.args[0]
+        elif isinstance(node, Binary) and node.op == "/" and isinstance(node.rhs, Const) and node.rhs.value != 0:
+            node = node.lhs
+        else:
+            return None
+
+
+def fold_changing_axes(bound: BoundExpr) -> tuple[str, ...]:
+    """The reduction axes whose padded points would change the fold (`OpSpec.unpadded_axes`).
+
+    A load pads a partition past its tensor's extent with zeros, so a padded point of a
+    reduction axis ``k`` adds nothing to a ``+=`` when the body is a product whose
+    factors are constants and zero-preserving functions of reads (`ZERO_PRESERVING`:
+    finite wherever their read is), one of which reads ``k`` alone in a dimension of
+    exactly ``k``'s extent (``cast(A[m,k]) * 0.5``, ``relu(X[i,k]) * W[k,j]``): that
+    factor is zero there. Every other reduction axis is fold-changing: ``+= exp(X[k])``
+    (``exp(0) = 1``), ``+= (X[k] - M) * (X[k] - M)``, a window of a larger dimension
+    (the padded points read real elements), every ``max=``/``min=`` fold (a zero may
+    exceed every element).
+    """
+    expr = bound.expr
+    reductions = expr.reduction_axes
+    if not reductions:
+        return ()
+    if expr.combiner != "+=":
+        return tuple(reductions)
+    factors, stack = [], [expr.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Binary) and node.op == "*":
+            stack += [node.lhs, node.rhs]
+        else:
+            factors.append(node)
+    reads = [_zero_preserving_read(f) for f in factors if not isinstance(f, Const)]
+    if any(read is None for read in reads):
+        return tuple(reductions)
+    extents = dict(bound.extents)
+
+    def zeroes(axis: str) -> bool:
+        return any(
+            getattr(index, "simple_axis", None) == axis and bound.shapes[read.tensor][position] == extents[axis]
+            for read in reads for position, index in enumerate(read.indices)
+        )
+
+    return tuple(axis for axis in reductions if not zeroes(axis))
 
 
 MAX_COEFFICIENT = 4096
@@ -231,6 +294,7 @@ def op_spec_from_expr(
             kind=classify(bound),
             dtype_bytes=int(dtype_bytes),
             combiner=expr.combiner,
+            unpadded_axes=fold_changing_axes(bound),
         )
     except SpecError:
         raise
@@ -241,4 +305,4 @@ def op_spec_from_expr(
         ) from None
 
 
-__all__ = ["classify", "op_spec_from_expr", "reading_order"]
+__all__ = ["ZERO_PRESERVING", "classify", "fold_changing_axes", "op_spec_from_expr", "reading_order"]

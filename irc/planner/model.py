@@ -22,7 +22,9 @@ on a core (`irc.lowering.shift_to_device`), so `device-alloc` places what the pl
 (The T10 artifact counts ``idle total - idle_i``, as if the active partition grew around
 the idle slice in place, and spreads resting activations evenly over all cores.)
 
-Algorithm 1 (``direction="paper"``): start every op at its smallest idle plan; repeatedly
+Algorithm 1 (``direction="paper"``): start every op at its smallest idle plan (where that
+leaves an op no room, at its leanest idle plan, searched without the utilisation floor if
+need be: ``_ModelProblem.start_rows``); repeatedly
 record the end-to-end time with every op at its fastest fitting active plan, then grow the
 idle plan of the op whose next idle plan saves the most of its time per extra idle byte
 (-dT_S / dM_I), as long as every other op still fits; return the best recorded state.
@@ -356,6 +358,7 @@ class _ModelProblem:
             for e in model.edges()
         ]
         self._relayout: dict[tuple, tuple[int, float]] = {}
+        self._start: list[int] | None = None
 
     # ----------------------------------------------------------------- objective
     def held_bytes(self, holder: int, plan: int, tensor: str) -> int:
@@ -416,13 +419,86 @@ class _ModelProblem:
     def least_needed(self) -> int:
         """Bytes per core the tightest op needs with every op at its smallest idle plan
         and its smallest compatible active plan: what a failed fit reports."""
-        rows = [0] * len(self.tables)
+        rows = self.start_rows()
         _, _, budgets = self.evaluate(rows)
-        return max(int(self.sram - budget + least[0]) for budget, least in zip(budgets, self.least_hot))
+        return max(int(self.sram - budget + least[r]) for budget, least, r in zip(budgets, self.least_hot, rows))
+
+    def start_rows(self) -> list[int]:
+        """Algorithm 1's starting state: every op at its smallest idle plan (T10 s4.3.2),
+        repaired where that leaves an op no room (memoised; it may relax op tables).
+
+        An op's smallest idle plan may pair only with large active plans (idle plans
+        pair with the active plans of the same per-core spans: GPT-2's LM head rests its
+        weight in 52,512 bytes per core only beside a 467,392-byte active plan, while
+        2,784 more idle bytes pair with a 67,584-byte one). So while some op fits no
+        active plan, each such op moves to the idle row whose idle plus least active
+        bytes are least; an op that still cannot fit there has its table searched again
+        without the utilisation floor (`FrontierCache.table`, ``relaxed``), whose plans
+        on fewer cores need less memory (a gather's table, held whole along its rows,
+        spreads over only as many cores as its other dims allow); when the weights at
+        rest alone overflow, the ops resting the most are relaxed first. Each op moves
+        and relaxes at most once, so this ends; a model that fits at the smallest idle
+        plans starts there, as in the paper."""
+        if self._start is not None:
+            return list(self._start)
+        rows = [0] * len(self.tables)
+        moved, relaxed = set(), set()
+        can_relax = self.cache.min_utilization > 0
+        while True:
+            if self.idle_total(rows) > self.sram:
+                # the weights at rest alone overflow: spread the heaviest further, if a
+                # search without the floor can
+                heavy = sorted((i for i in range(len(rows)) if i not in relaxed),
+                               key=lambda i: -int(self.tables[i].cold[rows[i]]))
+                if not can_relax or not heavy:
+                    break
+                relaxed.add(heavy[0])
+                self._relax(heavy[0])
+                rows[heavy[0]] = 0
+                continue
+            total, _, budgets = self.evaluate(rows)
+            if math.isfinite(total):
+                break
+            failing = [i for i, (budget, least) in enumerate(zip(budgets, self.least_hot)) if least[rows[i]] > budget]
+            changed = False
+            for i in failing:
+                footprint = self.tables[i].cold + self.least_hot[i]
+                if i not in moved:
+                    moved.add(i)
+                    lean = int(np.argmin(footprint))
+                    if footprint[lean] < footprint[rows[i]]:
+                        rows[i], changed = lean, True
+                        continue
+                if i not in relaxed and can_relax:
+                    relaxed.add(i)
+                    self._relax(i)
+                    rows[i] = int(np.argmin(self.tables[i].cold + self.least_hot[i]))
+                    changed = True
+            if not changed:
+                break
+        self._start = list(rows)
+        return list(rows)
+
+    def _relax(self, i: int) -> None:
+        """Op ``i``'s table searched without the utilisation floor (``start_rows``)."""
+        op = self.model.ops[i]
+        self.tables[i] = self.cache.table(op.spec, op.weights, relaxed=True)
+        self.least_hot[i] = self.tables[i].least_hot()
+        self.signature_ids[i] = self._signature_id(self.tables[i])
+        self._bytes = {k: v for k, v in self._bytes.items() if k[0] != i}
+        self._relayout.clear()
+
+    def _signature_id(self, table: OpTable) -> int:
+        ids = {}
+        for other, known in zip(self.tables, self.signature_ids):
+            ids.setdefault(id(other), known)
+        return ids.get(id(table), max(self.signature_ids, default=-1) + 1)
 
     def check_fits(self) -> None:
-        """Raise ``ModelFitError`` when the smallest idle plans leave some op no room."""
-        least_idle = self.idle_total([0] * len(self.tables))
+        """Raise ``ModelFitError`` when even the starting state (``start_rows``: the
+        smallest idle plans, repaired) leaves some op no room."""
+        start = self.start_rows()
+        least_idle = self.idle_total(start)
         if least_idle > self.sram:
             raise ModelFitError(
                 f"model {self.model.name!r} does not fit on {self.device.name}: its weights need "
@@ -431,12 +507,12 @@ class _ModelProblem:
                 f"{self.sram} bytes of SRAM ({self.sram * self.device.cores} bytes in all)",
                 needed=least_idle, available=self.sram,
             )
-        _, _, budgets = self.evaluate([0] * len(self.tables))
+        _, _, budgets = self.evaluate(start)
         for i, (budget, least) in enumerate(zip(budgets, self.least_hot)):
-            if least[0] > budget:
+            if least[start[i]] > budget:
                 op = self.model.ops[i]
                 live = int(self.sram - least_idle - budget)
-                needed = least_idle + live + int(least[0])
+                needed = least_idle + live + int(least[start[i]])
                 raise ModelFitError(
                     f"model {self.model.name!r} does not fit on {self.device.name}: op {i} ({op.name}) needs "
                     f"{int(least[0])} bytes per core to execute, but only {int(budget)} of the {self.sram} bytes "
@@ -447,8 +523,9 @@ class _ModelProblem:
 
     # ----------------------------------------------------------------- searches
     def greedy_paper(self):
-        """Algorithm 1: grow idle memory from the smallest idle plans (module docstring)."""
-        rows = [0] * len(self.tables)
+        """Algorithm 1: grow idle memory from the smallest idle plans (module docstring;
+        ``start_rows`` where those leave an op no room)."""
+        rows = self.start_rows()
         best = (math.inf, list(rows))
         trajectory = []
         while True:

@@ -174,13 +174,17 @@ class FrontierCache:
         self.searches = 0
         self._rescored: dict[tuple, Plan] = {}
 
-    def table(self, spec: OpSpec, weights) -> OpTable:
-        key = signature(spec, weights)
+    def table(self, spec: OpSpec, weights, *, relaxed: bool = False) -> OpTable:
+        """The op table of ``spec`` (searched once per signature). ``relaxed``: searched
+        without the utilisation floor (``min_utilization=0``), whose frontier also holds
+        the plans on fewer cores that need less memory: what the model-wide planner asks
+        for an op that cannot fit otherwise (`irc.planner.model`)."""
+        key = signature(spec, weights) + (("relaxed",) if relaxed and self.min_utilization > 0 else ())
         table = self.tables.get(key)
         if table is None:
             table = build_op_table(
                 spec, weights, self.device, self.cost,
-                min_utilization=self.min_utilization, max_padding=self.max_padding,
+                min_utilization=0.0 if relaxed else self.min_utilization, max_padding=self.max_padding,
             )
             self.searches += 1
             self.tables[key] = table

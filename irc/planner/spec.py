@@ -69,6 +69,14 @@ class OpSpec:
     kind: str
     dtype_bytes: int = 2
     combiner: str = "+="
+    unpadded_axes: tuple[str, ...] = ()
+    """Reduction axes whose padded points would change the fold (``+= exp(X[i,k])``
+    reads ``exp(0) = 1`` where a load pads ``k`` with zeros;
+    `irc.planner.from_te.fold_changing_axes`). No plan pads them, except that a
+    ``max=``/``min=`` fold may move its last core's range back inside the extent
+    (idempotent folds may repeat points) when one core's span fits in it
+    (`padding_admitted`). The planner and the compute-shift lowering read this one field,
+    so every plan the planner returns lowers."""
 
     def __post_init__(self) -> None:
         names = [name for name, _ in self.axes]
@@ -109,6 +117,9 @@ class OpSpec:
                 raise SpecError(f"reduction axis {axis!r} is not an axis of the operator")
             if self.output.indexed_by(axis):
                 raise SpecError(f"reduction axis {axis!r} indexes the output {self.output.name!r}")
+        for axis in self.unpadded_axes:
+            if axis not in self.reduction_axes:
+                raise SpecError(f"unpadded axis {axis!r} is not a reduction axis of the operator")
 
     @property
     def axis_names(self) -> tuple[str, ...]:
@@ -133,6 +144,18 @@ class OpSpec:
 
     def axis_index(self, axis: str) -> int:
         return self.axis_names.index(axis)
+
+    def padding_admitted(self, axis: str, op_factor: int, span: int) -> bool:
+        """Whether a plan may give each of ``op_factor`` cores ``span`` points of ``axis``
+        (padded extent ``op_factor * span``): always, unless ``axis`` is unpadded; then
+        only without padding, or, for ``max=``/``min=``, with one core's span within
+        the extent (the last range is clamped, `irc.schedule.kernel`)."""
+        if axis not in self.unpadded_axes:
+            return True
+        extent = self.extents[self.axis_index(axis)]
+        if op_factor * span == extent:
+            return True
+        return self.combiner in ("max=", "min=") and span <= extent
 
     def tensor(self, name: str) -> TensorSpec:
         for tensor in self.tensors:

@@ -23,9 +23,11 @@ describes each dimension to the planner with the same extent, so every resident
 partition, shift and output reduction is priced exactly as it is held and moved.
 
 Padding a reduction axis is harmless when its padded points read zeros into a ``+=``
-product; for ``max=``/``min=`` the last core's range on the axis is moved back inside
-the extent instead (``ShiftKernel.clamped``: idempotent folds may repeat points);
-anything else is refused (``_check_reduction_padding``).
+product (of zero-preserving functions of reads: ``cast(A[m,k]) * 0.5``); for
+``max=``/``min=`` the last core's range on the axis is moved back inside the extent
+instead (``ShiftKernel.clamped``: idempotent folds may repeat points); anything else is
+refused (``_check_reduction_padding``). The planner reads the same rule
+(``OpSpec.unpadded_axes``), so it only returns plans this lowering can pad.
 
 Paces. Per axis, the temporal factors must form a divisibility chain (seed 003 s3.2). They
 are peeled into *levels* (IPU_COST_FACTS s3): the coarsest level rotates every tensor split
@@ -52,7 +54,7 @@ ring and raises ``AlignError`` naming the axis and the factors when it fails.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 import numpy as np
@@ -61,6 +63,7 @@ from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, Const, Indirect
 from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner import OpSpec, Plan, PlanError, check_plan
+from irc.planner.from_te import fold_changing_axes
 from irc.planner.roles import compute_roles, tensor_dim_axes
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
 
@@ -727,42 +730,33 @@ def _check_reduction_padding(
     """Padded points of a reduction axis must not change the fold; returns the axes whose
     ranges are *clamped* instead of padded.
 
-    - ``+=`` of a product with a factor indexed by the axis alone in a dimension of
-      exactly the axis' extent: the padded points read zeros (loads pad with zeros)
-      and add nothing;
+    The planner decides which reduction axes may be padded (``OpSpec.unpadded_axes``,
+    `irc.planner.from_te.fold_changing_axes`) and only returns plans that
+    ``OpSpec.padding_admitted`` (``check_plan`` refuses the others), so this reads the
+    same rule:
+
+    - an axis outside ``unpadded_axes`` (``+=`` of a product with a zero-preserving
+      factor of a read of the axis, ``cast(A[m,k]) * 0.5``): the padded points read
+      zeros (loads pad with zeros) and add nothing;
     - ``max=``/``min=``: the fold is idempotent, so the last core's range along the axis
       is moved back inside the extent (``[extent - span, extent)``): it repeats points
       its neighbour folds too, which changes nothing (needs span <= extent);
     - anything else (``+=`` of ``exp(X)``, a window of a larger dimension) is rejected
       with the axis and the extents.
     """
-    expr = bound.expr
-    factors, stack = [], [expr.body]
-    while stack:
-        node = stack.pop()
-        if getattr(node, "op", None) == "*" and hasattr(node, "lhs"):
-            stack += [node.lhs, node.rhs]
-        else:
-            factors.append(node)
+    unpadded = fold_changing_axes(bound)
+    if spec.unpadded_axes != unpadded:  # a spec built by hand: the expression decides
+        spec = replace(spec, unpadded_axes=unpadded)
     clamped = []
     for d, (axis, extent, size) in enumerate(zip(spec.axis_names, spec.extents, padded)):
-        if size == extent or axis not in spec.reduction_axes:
+        if size == extent or axis not in unpadded:
             continue
-        zeroing = expr.combiner == "+=" and any(
-            isinstance(f, Access) and any(
-                getattr(i, "simple_axis", None) == axis and bound.shapes[f.tensor][position] == extent
-                for position, i in enumerate(f.indices)
-            )
-            for f in factors
-        ) and all(isinstance(f, (Access, Const)) for f in factors)
-        if zeroing:
-            continue
-        if expr.combiner in ("max=", "min=") and spans[d] <= extent:
+        if spec.padding_admitted(axis, size // spans[d], spans[d]):
             clamped.append(d)
             continue
         raise UnsupportedExpression(
             f"the plan pads reduction axis {axis} from {extent} to {size}, and the padded points "
-            f"would change '{expr}'; choose F_op and f_t whose product on {axis} divides {extent}"
+            f"would change '{bound.expr}'; choose F_op and f_t whose product on {axis} divides {extent}"
         )
     return tuple(clamped)
 

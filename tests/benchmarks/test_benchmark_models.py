@@ -96,3 +96,31 @@ def test_the_table_plans_what_the_importer_produced():
     assert 0 < row["host_io_share"] < 1
     assert row["irc_ms"] > row["opspec_irc_ms"]   # the extra ops cost time
     assert row["conv_searches"] >= 4
+
+
+@pytest.mark.parametrize("name, device", [("bert-2-layers-f16", "ipu-mk2"), ("gpt2-lm-head", "tiny16"),
+                                          ("resnet", "tiny16")])
+def test_the_host_io_column_is_what_the_compiled_model_spends(name, device):
+    """The table's host I/O (from the plan, without compiling) equals the interpreted
+    ``report.cycles["host_io"]`` of the compiled model: weights into their idle layouts,
+    inputs once into their readers' partitions, results from their producers'."""
+    from xdsl.context import Context
+
+    from irc.frontend import import_model
+    from irc.lowering.model_from_ir import plan_function
+    from irc.passes.pipelines import InferencePipeline
+    from irc.planner.op_table import FrontierCache
+    from irc.runner import run
+    from tests.programs import every_builder, model_feeds
+
+    model = every_builder()[name]()
+    imported = table.ImportedModel(name, model)
+    cache = FrontierCache(device, "t10")
+    decision = plan_function(imported.spec, cache)
+    estimate = table.host_io_seconds(decision, imported, cache.device) * cache.device.clock_hz
+    compiled = import_model(model)
+    module = compiled.module.clone()
+    InferencePipeline(device=device).apply(Context(), module)
+    _, report = run(module, {**model_feeds(compiled.module), **compiled.weights})
+    assert estimate == pytest.approx(report.cycles["host_io"], rel=1e-9)
+    assert table.host_io_bytes(decision, imported) >= decision.idle_bytes > 0

@@ -79,6 +79,7 @@ def test_torchscript_shaped_attention_runs_wholly_on_chip():
     feeds = {"x": rng.standard_normal((1, S, H)).astype(np.float32), "mask": np.array([[1]*6+[0]*2], np.int64)}
 
     want = ReferenceEvaluator(m).run(None, feeds)[0]
+    assert np.isfinite(want).all()  # NaN == NaN must not pass
     imported = import_model(m)
     np.testing.assert_allclose(run_function(imported.module, {**feeds, **imported.weights})["y"], want, rtol=1e-5)
     compiled, _ = compile_module(imported.module.clone(), "tiny16")
@@ -123,6 +124,7 @@ def _same_at_te_and_device(model, feeds, tolerance=1e-5):
     from irc.runner import run
 
     want = _reference(model).run(None, feeds)
+    assert all(np.isfinite(value).all() for value in want)  # NaN == NaN must not pass
     imported = import_model(model)
     at_te = run_function(imported.module, {**feeds, **imported.weights})
     compiled, _ = compile_module(imported.module.clone(), "tiny16")

@@ -15,6 +15,7 @@ from irc.runner import run_function
 
 def _check(model, feeds, rtol=1e-4, atol=1e-5):
     (want,) = ReferenceEvaluator(model).run(None, feeds)
+    assert np.isfinite(want).all()  # NaN == NaN must not pass
     result = import_model(model)
     ops = [op for op in result.module.walk() if isinstance(op, (TensorOp, OpaqueOp))]
     # Every op of these models is a tensor expression (no vendor kernel).

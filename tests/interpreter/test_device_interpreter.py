@@ -275,3 +275,46 @@ def test_seed003_problem_end_to_end_on_1472_cores():
     bound_ = 2.0 ** -11 * (kernel.steps + kernel.output.rings + 2) * magnitude.max()
     assert np.max(np.abs(result - reference)) <= bound_
     assert chip_report.kernel_cycles == pytest.approx(plan.score.cost.total, rel=1e-9)
+
+
+ROTATING_GATHER = """
+builtin.module attributes {{irc.target = #irc.target<"tiny16", "t10", {{}}>}} {{
+func.func @main(%e: tensor<16x8x{t}>, %i: tensor<4xi32>) -> tensor<4x8x{t}> {{
+  %y = shift.kernel "Y[i,j] = E[I[i],j]"(%e, %i) {{grid = array<i64: {grid}>}} : (tensor<16x8x{t}>, tensor<4xi32>) -> tensor<4x8x{t}> {{
+    shift.ring "Y" {{temporal = array<i64: 1, 1>}}
+    shift.ring "E" {{temporal = array<i64: 1, {pace}>}}
+    shift.ring "I" {{temporal = array<i64: 1, 1>}}
+  }}
+  func.return %y : tensor<4x8x{t}>
+}}
+}}
+"""
+
+
+@pytest.mark.parametrize("grid, pace, element", [((4, 1), 4, "f32"), ((4, 1), 2, "f16"), ((2, 2), 2, "f32")])
+def test_a_gather_whose_table_rotates_runs_at_device_level(grid, pace, element):
+    """``Y[i,j] = E[I[i],j]`` with the table split along j into a ring of ``pace``
+    partitions (f_t > 1): each core holds a slice of every row, gathers the rows its
+    indices name from the slice it holds, and the table shifts on to the next core; the
+    device program equals te, and its kernel time is the plan's."""
+    from irc.dialects.te_expr import parse_expression
+    from irc.interpreter.te_eval import evaluate
+    from irc.planner import Plan
+
+    text = ROTATING_GATHER.format(t=element, grid=", ".join(map(str, grid)), pace=pace)
+    device = str(lower(parse_module(text, "gather.mlir")))
+    assert device.count("device.gather") >= 1 and "device.shift" in device
+    dtype = np.float16 if element == "f16" else np.float32
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((16, 8)).astype(dtype)
+    index = np.array([5, 0, 15, 5], np.int32)
+    results, report = run(parse_module(device, "gather.dev.mlir"), {"arg0": table, "arg1": index})
+    bound = parse_expression("Y[i,j] = E[I[i],j]").bind([(16, 8), (4,)], (4, 8))
+    want = evaluate(bound, [table, index], np.dtype(dtype))
+    np.testing.assert_array_equal(results["result0"], want)
+    np.testing.assert_array_equal(want, table[index])
+    spec = op_spec_from_bound(bound, np.dtype(dtype).itemsize, {"I": 4})
+    plan = Plan(("i", "j"), grid, {"Y": (1, 1), "E": (1, pace), "I": (1, 1)})
+    score = check_plan(spec, plan, "tiny16", "t10")
+    assert score.cost.shift > 0
+    assert report.kernel_cycles == pytest.approx(score.cost.total, rel=1e-9)

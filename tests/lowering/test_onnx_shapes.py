@@ -208,6 +208,7 @@ def test_bert_layer_runs_wholly_on_chip():
                      str(compiled))
     results, chip = run(compiled, {**feeds, **imported.weights})
     (want,) = ReferenceEvaluator(model).run(None, feeds)
+    assert np.isfinite(want).all()  # NaN == NaN must not pass
     (got,) = results.values()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert chip.kernel_cycles == pytest.approx(planned, rel=1e-9)

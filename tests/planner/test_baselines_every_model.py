@@ -1,16 +1,17 @@
 """Baselines never fail where irc succeeds (issue 11): the VGM, Roller-style and
-every-op-fastest plans of every model builder (BERT, ViT, ResNet, GPT-2, OPT), at small
-configurations on the 1,472-core IPU Mk2, where most ops cannot use the 90% of cores the
-utilisation floor asks for."""
+every-op-fastest plans of every model builder of `benchmarks/models` (BERT, ViT block and
+whole ViT, ResNet stage and whole ResNet-50, GPT-2 with and without its LM head, Llama,
+OPT), at small configurations on the 1,472-core IPU Mk2, where most ops cannot use the
+90% of cores the utilisation floor asks for."""
 
 from __future__ import annotations
 
 import onnx
 import pytest
 
-from tests.programs import small_models
+from tests.programs import every_builder
 
-SMALL = small_models()
+SMALL = every_builder()
 
 
 @pytest.mark.parametrize("model", sorted(SMALL))
@@ -43,3 +44,16 @@ def test_a_baseline_that_cannot_run_is_reported_infeasible(tmp_path, capsys):
     status = run(["--model", str(path), "--device", "tiny4", "--baseline", "vgm", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert data["feasible"] is False and data["needed_bytes"] > data["available_bytes"]
+
+
+def test_every_builder_of_benchmarks_models_is_covered(monkeypatch):
+    """Each ``build_*`` of `benchmarks/models` builds one of the models above."""
+    from benchmarks import models
+
+    called = set()
+    for name in [n for n in models.__all__ if n.startswith("build_")]:
+        builder = getattr(models, name)
+        monkeypatch.setattr(models, name, lambda *a, _b=builder, _n=name, **k: called.add(_n) or _b(*a, **k))
+    for build in SMALL.values():
+        build()
+    assert called == {n for n in models.__all__ if n.startswith("build_")}

@@ -329,3 +329,62 @@ def test_idle_plans_pair_only_with_active_plans_they_slice():
             assert held == idle.cold_bytes == table.cold[r]
             pairs += 1
     assert pairs >= len(table.active)
+
+
+def lm_head(m, k, n):
+    """GPT-2's LM head: logits ``C[b0,m,n] += A[b0,m,k] * B[k,n]`` against a weight."""
+    return OpSpec(
+        axes=(("b0", 1), ("m", m), ("n", n), ("k", k)),
+        tensors=(TensorSpec("C", (("b0",), ("m",), ("n",))), TensorSpec("A", (("b0",), ("m",), ("k",))),
+                 TensorSpec("B", (("k",), ("n",)))),
+        reduction_axes=("k",), kind="matmul",
+    )
+
+
+def test_a_smallest_idle_plan_that_leaves_no_room_starts_at_the_leanest():
+    """GPT-2's LM head on the 1,472-core IPU: its smallest idle plan (4,384 bytes per core)
+    pairs only with active plans of 30,400 bytes or more, while 4,416 idle bytes pair with
+    a 20,756-byte one. On 32 KiB cores Algorithm 1 starts at the latter (the former leaves
+    no room), and the plan fits as the fit check now says (it used to refuse the model)."""
+    from irc.planner.model import _ModelProblem, check_fits
+
+    model = ModelSpec("lm-head", (ModelOp("lm", lm_head(128, 64, 50257), ("B",), {}),))
+    dev = replace(load_device("ipu-mk2"), sram_bytes=32768)
+    cache = FrontierCache(dev, "t10")
+    problem = _ModelProblem(model, cache, None)
+    table = problem.tables[0]
+    assert table.cold[0] + table.least_hot()[0] > dev.sram_bytes     # the paper's start leaves no room
+    start = problem.start_rows()
+    assert start != [0] and table.cold[start[0]] + table.least_hot()[start[0]] <= dev.sram_bytes
+    check_fits(model, dev, cache=cache)
+    plan = plan_model(model, dev, cache=cache)
+    assert plan.peak_bytes <= dev.sram_bytes and cache.searches == 1   # no relaxed search needed
+
+
+def gather(rows, width, tokens):
+    """An embedding lookup ``G[q,d] = E[I[q],d]``: the table is held whole along its rows."""
+    return OpSpec(
+        axes=(("q", tokens), ("d", width)),
+        tensors=(TensorSpec("G", (("q",), ("d",))), TensorSpec("E", (("d",),), 4, (rows,)), TensorSpec("I", (("q",),))),
+        reduction_axes=(), kind="gather", dtype_bytes=4,
+    )
+
+
+def test_an_op_the_utilisation_floor_leaves_no_room_is_searched_without_it():
+    """Two embedding tables of 4,500 x 12 f32 on tiny16: the utilisation floor (15 of 16
+    cores) cuts the 12 columns 8 ways at most, so each table rests in 2 columns per core
+    (72,000 bytes for both: more than the 64 KiB of a core); without the floor each
+    table spreads over 12 cores, 1 column each, and the model fits."""
+    from irc.planner.model import _ModelProblem
+
+    ops = (ModelOp("words", gather(4500, 12, 32), ("E",), {}), ModelOp("places", gather(4500, 12, 32), ("E",), {}),
+           ModelOp("add", OpSpec((("q", 32), ("d", 12)), (TensorSpec("Y", (("q",), ("d",))), TensorSpec("A", (("q",), ("d",))),
+                                                         TensorSpec("B", (("q",), ("d",)))), (), "elementwise", 4),
+                   (), {"A": 0, "B": 1}))
+    model = ModelSpec("embeddings", ops)
+    cache = FrontierCache(TINY16, "t10")
+    floor_only = _ModelProblem(model, cache, None)
+    assert floor_only.idle_total([0, 0, 0]) == 72_000 > TINY16.sram_bytes
+    plan = plan_model(model, TINY16, cache=cache)
+    assert plan.idle_bytes == 36_000 and plan.peak_bytes <= TINY16.sram_bytes
+    assert [math.prod(op.active.op_factors) for op in plan.ops[:2]] == [12, 12]   # below the floor

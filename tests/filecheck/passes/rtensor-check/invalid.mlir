@@ -167,6 +167,32 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
 
 // -----
 
+// A padded reduction axis whose padded points would change the fold (exp(0) = 1 where a
+// load pads j with zeros): the planner never pads it, and a stated plan that does is
+// refused with the axis and extents (the compute-shift lowering could not run it).
+builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
+  func.func @padded_sum(%x: !rtensor.tensor<4x7xf32, fs=[1,4], ft=[1,1], padded=4x8>) -> !rtensor.tensor<4xf32, fs=[1], ft=[1], replicas=4> {
+    %y = rtensor.op "Y[i] += exp(X[i,j])" (%x) F_op = array<i64: 1, 4> : (!rtensor.tensor<4x7xf32, fs=[1,4], ft=[1,1], padded=4x8>) -> !rtensor.tensor<4xf32, fs=[1], ft=[1], replicas=4>
+    func.return %y : !rtensor.tensor<4xf32, fs=[1], ft=[1], replicas=4>
+  }
+}
+// CHECK: invalid.mlir:175:5: error: 'rtensor.op' op plan breaks a T10 constraint: the plan pads reduction axis j from 7 to 8, and the padded points would change the fold (+= over j); choose F_op and f_t whose product on j divides 7
+
+// -----
+
+// The same padding of a sum of a zero-preserving function of a read (the cast of a
+// padded zero is zero) keeps the fold: the plan passes.
+builtin.module attributes {irc.target = #irc.target<"tiny4", "t10", {}>} {
+  func.func @padded_cast_sum(%x: !rtensor.tensor<4x7xf32, fs=[1,4], ft=[1,1], padded=4x8>) -> !rtensor.tensor<4xf32, fs=[1], ft=[1], replicas=4> {
+    %y = rtensor.op "Y[i] += cast(X[i,j]) * 0.5" (%x) F_op = array<i64: 1, 4> : (!rtensor.tensor<4x7xf32, fs=[1,4], ft=[1,1], padded=4x8>) -> !rtensor.tensor<4xf32, fs=[1], ft=[1], replicas=4>
+    func.return %y : !rtensor.tensor<4xf32, fs=[1], ft=[1], replicas=4>
+  }
+}
+// CHECK: func.func @padded_cast_sum
+// CHECK-NEXT: %y = rtensor.op "Y[i] += cast(X[i,j]) * 0.5" (%x) F_op = array<i64: 1, 4>
+
+// -----
+
 // A plan that keeps every constraint (its idle plan too) passes unchanged. W rests with
 // k cut in two (each of the 2 cores sharing W's partition keeps half) and the setup
 // gathers the other half.

@@ -4,7 +4,10 @@
 
 // Each planned rtensor.op becomes a shift.kernel on host tensors: F_op is its grid, and
 // every tensor's f_t (per dimension in its type) becomes a ring's f_t per op axis.
-// Relayouts at the boundary and between the operators disappear (host round trip).
+// Relayouts at the boundary and between the operators disappear at this level: a kernel
+// reads the value its operand was relayouted from, and the layouts are its rings';
+// shift-to-device then moves %c from C's layout into D's on chip (a device.relayout
+// over the exchange), touching the host only at the function's edges.
 func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
   %0 = rtensor.relayout %a : tensor<8x12xf32> -> !rtensor.tensor<8x12xf32, fs=[2,1], ft=[1,4]>
   %1 = rtensor.relayout %b : tensor<12x16xf32> -> !rtensor.tensor<12x16xf32, fs=[1,4], ft=[2,1]>

@@ -22,4 +22,4 @@ func.func @padded(%x: tensor<4x7xf32>) -> tensor<4xf32> attributes {irc.target =
   }
   func.return %y : tensor<4xf32>
 }
-// CHECK: error: 'shift.kernel' op the plan pads reduction axis j from 7 to 8, and the padded points would change 'Y[i] += exp(X[i,j])'; choose F_op and f_t whose product on j divides 7
+// CHECK: error: 'shift.kernel' op the plan pads reduction axis j from 7 to 8, and the padded points would change the fold (+= over j); choose F_op and f_t whose product on j divides 7
