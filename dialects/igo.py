@@ -67,6 +67,12 @@ def shared_tensor(dx: TensorExpr, dw: TensorExpr) -> str:
     return common.pop()
 
 
+def forward_name(forward) -> str:
+    """How a diagnostic names a layer: its forward `te.op`'s result and expression."""
+    hint = forward.output.name_hint
+    return f"{'%' + hint + ' = ' if hint else ''}\"{forward.expression.text}\""
+
+
 @irdl_op_definition
 class GradPairOp(IRDLOperation):
     """A layer's input and weight gradients computed in one tiled loop over their shared

@@ -38,7 +38,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width
-from irc.dialects.igo import FUSED_ORDERS, ORDERS, SCHEMES, GradPairOp, contraction_reads
+from irc.dialects.igo import FUSED_ORDERS, ORDERS, SCHEMES, GradPairOp, contraction_reads, forward_name
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import Access, Binary, Call, Expr, TensorExpr
 
@@ -119,12 +119,6 @@ def layer_of(dx_expr: TensorExpr, dy_name: str, extents: dict[str, int], element
     m_axes = [a for a in dy_access.axes if a not in folded]
     k_axes = [a for a in w_access.axes if a not in dy_axes]
     return Layer(M=size(m_axes), K=size(k_axes), N=size(n_axes), element_bytes=element_bytes, name=name)
-
-
-def forward_name(forward: TensorOp) -> str:
-    """How a diagnostic names a layer: its forward op's result and expression."""
-    hint = forward.output.name_hint
-    return f"{'%' + hint + ' = ' if hint else ''}\"{forward.expression.text}\""
 
 
 def choose_order(layer, choice: str, device) -> str:

@@ -393,8 +393,21 @@ def default_tiling(layer: Layer, device) -> Tiling:
     """Tiles of the array's size times the largest power of two for which one fused
     step's five tiles (dY, X, W, dX, dW) on every core take at most a quarter of the
     resident half of the SPM, leaving the rest for reuse; clipped to the layer. The same tiles serve
-    every order, so orders differ only in the order of the steps."""
+    every order, so orders differ only in the order of the steps. A scratchpad too small
+    for one round of array-sized tiles (every core's step: its two inputs and its
+    output tile) gets smaller tiles, the largest dimension halved first, down to 1x1x1
+    (`ScratchpadError` then names the bytes even the smallest tile needs)."""
     capacity = device.spm_bytes // 2
+    tiling = _array_tiling(layer, device, capacity)
+    dims = [tiling.tm, tiling.tk, tiling.tn]
+    round_bytes = lambda tm, tk, tn: device.cores * (tm * tn + tk * tn + tm * tk) * layer.element_bytes  # noqa: E731
+    while round_bytes(*dims) > capacity and max(dims) > 1:
+        largest = dims.index(max(dims))
+        dims[largest] = -(-dims[largest] // 2)
+    return Tiling(*dims)
+
+
+def _array_tiling(layer: Layer, device, capacity: int) -> Tiling:
     scale = 1
     while True:
         bigger = scale * 2
