@@ -38,7 +38,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width
-from irc.dialects.igo import FUSED_ORDERS, ORDERS, SCHEMES, GradPairOp, contraction_reads, forward_name
+from irc.dialects.igo import ORDERS, SCHEMES, GradPairOp, contraction_reads, forward_name
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import Access, Binary, Call, Expr, TensorExpr
 
@@ -122,15 +122,13 @@ def layer_of(dx_expr: TensorExpr, dy_name: str, extents: dict[str, int], element
 
 
 def choose_order(layer, choice: str, device) -> str:
-    from irc.cost.igo import evaluate, paper_order
+    from irc.cost.igo import best_order, paper_order
 
     if choice in ORDERS:
         return choice
     if choice == "paper":
         return paper_order(layer)
-    # the three fused orders (§4.3, "evaluates all three"); ties go to the first
-    costs = {o: evaluate(layer, device, o) for o in FUSED_ORDERS}
-    return min(FUSED_ORDERS, key=lambda o: (costs[o].cycles, costs[o].dram_bytes, FUSED_ORDERS.index(o)))
+    return best_order(layer, device)[0]   # the three fused orders (§4.3, "evaluates all three")
 
 
 def choose_partition(layer, order: str, choice: str, device) -> tuple[str, int] | None:
