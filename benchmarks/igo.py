@@ -224,7 +224,7 @@ def ipu_section(names: list[str], batch: int, progress) -> tuple[list[str], dict
             progress.advance(f"ipu-mk2 {name} {label}")
             if pair is None:
                 undescribed += count
-                lines.append(f"{name:<6}{label:<28}{count:>3}{'no single plan (dX writes a window h+r)':>45}")
+                lines.append(f"{name:<6}{label:<28}{count:>3}{'no single plan (dX writes h+r or 2*h)':>45}")
                 continue
             if key not in searched:
                 searched[key] = compare_pair(pair, device, "t10")
