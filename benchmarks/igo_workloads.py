@@ -259,13 +259,13 @@ def workloads(npu: str, batch: int | None = None) -> dict[str, str]:
     return {name: build() for name, build in models.items()}
 
 
-def scaled_down() -> dict[str, str]:
+def scaled_down(dtype: str = "f32") -> dict[str, str]:
     """Each workload's graph at a size the interpreter runs in a moment."""
     return {
-        "res": resnet50(1, scale=16, image=16, stages=(1, 1)),
-        "mob": mobilenet_v2(1, scale=8, image=16, repeats=(1, 2, 1)),
-        "bert": transformer_encoder(1, 4, 8, 2, 16, layers=1),
-        "T5": transformer_encoder(1, 4, 8, 2, 12, layers=1, activation="relu"),
-        "yolo": yolov2_tiny(1, scale=32, image=32),
-        "ncf": ncf_mlp(2, rows=6, dim=3, layers=(5, 4)),
+        "res": resnet50(1, scale=16, image=16, stages=(1, 1), dtype=dtype),
+        "mob": mobilenet_v2(1, scale=8, image=16, repeats=(1, 2, 1), dtype=dtype),
+        "bert": transformer_encoder(1, 4, 8, 2, 16, layers=1, dtype=dtype),
+        "T5": transformer_encoder(1, 4, 8, 2, 12, layers=1, activation="relu", dtype=dtype),
+        "yolo": yolov2_tiny(1, scale=32, image=32, dtype=dtype),
+        "ncf": ncf_mlp(2, rows=6, dim=3, layers=(5, 4), dtype=dtype),
     }

@@ -4,8 +4,11 @@
 `igo.grad_pair` holds the input gradient ``dX = dY · Wᵀ`` and the weight gradient
 ``dW = Xᵀ · dY`` of one layer as two tensor expressions over the same dY, with the tile
 access order its tiled loop walks dY in. It computes exactly what the two `te.op`s it
-replaces compute; lowering turns it into one tiled loop that reads each dY tile once
-for both gradients.
+replaces compute. On an NPU (`igo-to-npu`) the fused orders turn it into one tiled loop
+that reads each dY tile once for both gradients; the order ``sequential`` is the
+unfused baseline in the same op (every dX tile, then every dW tile: dY read twice), not
+a fused pair. On an inter-core chip it has no order: `rtensor-partition` gives it one
+compute-shift plan whose dY ring feeds both gradients (`rtensor.grad_pair`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Dialect, SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, traits_def
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def, traits_def
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
@@ -25,10 +28,12 @@ SCHEMES = ("weight-sharing", "dy-sharing", "ifmap-sharing")
 """Partitions of the fused GEMM (§5, Fig. 11): split M (W shared), N (X shared) or K (dY
 shared); an op may carry ``partition = "<scheme>"`` and ``parts = n : i64``."""
 ORDERS = ("sequential", "interleave", "dx-major", "dw-major")
-"""Tile access orders of the fused loop: ``sequential`` (every dX tile, then every dW
-tile: the unfused baseline's order), ``interleave`` (the two traditional orders, one
+"""Tile access orders of the pair's loop: ``sequential`` (every dX tile, then every dW
+tile: the unfused baseline, dY read twice; never chosen by ``order=cost``), ``interleave`` (the two traditional orders, one
 step of each in turn, §4.2), ``dx-major`` and ``dw-major`` (both walk dY row- resp.
 column-major, §4.3)."""
+FUSED_ORDERS = ORDERS[1:]
+"""The orders that read each dY tile once for both gradients (§4.2-4.3)."""
 
 
 def contraction_reads(expr: TensorExpr) -> tuple[Access, Access] | None:
@@ -62,13 +67,20 @@ def shared_tensor(dx: TensorExpr, dw: TensorExpr) -> str:
     return common.pop()
 
 
+def forward_name(forward) -> str:
+    """How a diagnostic names a layer: its forward `te.op`'s result and expression."""
+    hint = forward.output.name_hint
+    return f"{'%' + hint + ' = ' if hint else ''}\"{forward.expression.text}\""
+
+
 @irdl_op_definition
 class GradPairOp(IRDLOperation):
     """A layer's input and weight gradients computed in one tiled loop over their shared
     output gradient (IGO §4.2). `dx_expression` reads dY and W (``dX[m,k] += dY[m,n] *
     W[k,n]``), `dw_expression` reads dY and X (``dW[k,n] += dY[m,n] * X[m,k]``); both are
     contractions (``+=`` of a product of two reads) and must read the same tensor, which
-    binds `dy`. `order` is the tile access order (`ORDERS`, §4.3); the optional attributes
+    binds `dy`. `order` is the tile access order on an NPU (`ORDERS`, §4.3; absent for an
+    inter-core chip, where the pair's plan decides what moves); the optional attributes
     ``partition`` (`SCHEMES`) and ``parts`` say how the GEMM is split (§5: over time on one
     core, or over the cores). The results are dX and dW, equal to what the two expressions
     compute alone."""
@@ -77,7 +89,7 @@ class GradPairOp(IRDLOperation):
 
     dx_expression = prop_def(ExprAttr)
     dw_expression = prop_def(ExprAttr)
-    order = prop_def(StringAttr)
+    order = opt_prop_def(StringAttr)
     dy = operand_def(TensorType)
     w = operand_def(TensorType)
     x = operand_def(TensorType)
@@ -87,19 +99,19 @@ class GradPairOp(IRDLOperation):
     traits = traits_def(NoMemoryEffect())
 
     assembly_format = (
-        "`dx` $dx_expression `dw` $dw_expression ` ` `(` $dy `,` $w `,` $x `)` `order` $order attr-dict "
+        "`dx` $dx_expression `dw` $dw_expression ` ` `(` $dy `,` $w `,` $x `)` (`order` $order^)? attr-dict "
         "`:` functional-type(operands, results)"
     )
 
     def __init__(self, dx_expression, dw_expression, dy: SSAValue, w: SSAValue, x: SSAValue,
-                 dx_type: Attribute, dw_type: Attribute, order: str = "interleave",
+                 dx_type: Attribute, dw_type: Attribute, order: str | None = "interleave",
                  attributes: dict[str, Attribute] | None = None):
         wrap = lambda e: e if isinstance(e, ExprAttr) else ExprAttr(e)  # noqa: E731
+        properties = {"dx_expression": wrap(dx_expression), "dw_expression": wrap(dw_expression)}
+        if order is not None:
+            properties["order"] = StringAttr(order)
         super().__init__(
-            operands=[dy, w, x], result_types=[dx_type, dw_type],
-            properties={"dx_expression": wrap(dx_expression), "dw_expression": wrap(dw_expression),
-                        "order": StringAttr(order)},
-            attributes=attributes,
+            operands=[dy, w, x], result_types=[dx_type, dw_type], properties=properties, attributes=attributes,
         )
 
     def operands_of(self, expr: TensorExpr, other: SSAValue) -> list[SSAValue]:
@@ -114,7 +126,7 @@ class GradPairOp(IRDLOperation):
         return _bind(self.dw_expression.expr, self.operands_of(self.dw_expression.expr, self.x), self.dw)
 
     def verify_(self) -> None:
-        if self.order.data not in ORDERS:
+        if self.order is not None and self.order.data not in ORDERS:
             raise VerifyException(f"unknown order '{self.order.data}' (known: {', '.join(ORDERS)})")
         scheme, parts = self.attributes.get("partition"), self.attributes.get("parts")
         if (scheme is None) != (parts is None):

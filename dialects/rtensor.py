@@ -20,7 +20,9 @@ on the module's ``irc.target`` (``irc.lowering.rtensor_plan``), so IR and planne
 and the chip) and has a cost. Model-wide planning (T10 §4.3.2) records on a
 weight-carrying `rtensor.op` the idle plan its weights rest in between uses and the
 setup cycles of turning it active (``idle = #rtensor.idle<...>``, `IdlePlanAttr`),
-also checked against the plan by the verifier.
+also checked against the plan by the verifier. `rtensor.grad_pair` is a layer's two
+gradients under one plan (`irc.planner.igo_pair`): the dY partition it rotates feeds
+both products.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
+from irc.dialects.igo import contraction_reads
 from irc.dialects.te import ExprAttr, verify_element_types
 from irc.dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr
 
@@ -727,4 +730,176 @@ class RelayoutOp(IRDLOperation):
         return float(model.shift_cycles(device, moved)) + float(model.sync_cycles(device))
 
 
-RTENSOR = Dialect("rtensor", [RTensorOp, RelayoutOp], [RTensorType, IdlePlanAttr])
+def _stated_temporal(bound: BoundExpr, types: dict[str, RTensorType], axes: Sequence[str],
+                     factors: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    """Per tensor of `bound`, f_t per axis of `axes` as its `types` state them; checks
+    that every dimension's fs is F_op on its axes (`factors`, one per axis of `axes`)."""
+    temporal = {}
+    for tensor, type_ in types.items():
+        indices = _index_terms(bound, tensor)
+        per_axis: dict[str, int | None] = dict.fromkeys(axes, None)
+        for dim, index in enumerate(indices):
+            terms = _partitioning_axes(index)
+            fs, ft = type_.spatial_factors[dim], type_.temporal_factors[dim]
+            if not terms:
+                if fs != (1,) or ft != (1,):
+                    raise VerifyException(
+                        f"{tensor} dimension {dim} is read at the index '{index}', which no axis "
+                        f"partitions: fs and ft must be [1], got fs={list(fs)} ft={list(ft)}"
+                    )
+                continue
+            if len(fs) != len(terms):
+                raise VerifyException(
+                    f"{tensor} dimension {dim} is indexed by '{index}' ({len(terms)} term(s)) "
+                    f"but its type gives {len(fs)} factor(s): {type_}"
+                )
+            for axis, s, t in zip(terms, fs, ft):
+                expected = factors[list(axes).index(axis)]
+                if s != expected:
+                    raise VerifyException(
+                        f"fs of {tensor} on axis {axis} (dimension {dim}) is {s}, but F_op on {axis} is {expected}"
+                    )
+                if per_axis[axis] is not None and per_axis[axis] != t:
+                    raise VerifyException(f"ft of {tensor} on axis {axis} is both {per_axis[axis]} and {t}")
+                per_axis[axis] = t
+        temporal[tensor] = tuple(1 if v is None else v for v in per_axis.values())
+    return temporal
+
+
+@irdl_op_definition
+class GradPairOp(IRDLOperation):
+    """A layer's two gradients under ONE compute-shift plan (irc's own extension of T10
+    to IGO's fused pair, `irc.planner.igo_pair`): ``dX += dY * W`` (`dx_expression`) and
+    ``dW += dY * X`` (`dw_expression`) range over the same axes, and ``F_op`` gives one
+    partition factor per axis, in the dX expression's axis order (output axes first, then
+    reduction axes). Each operand's and result's `!rtensor.tensor` type gives that
+    tensor's spatial and temporal factors as on `rtensor.op`; dY's, read by both
+    products, is stated once, so its partition rotates on one ring and feeds both
+    gradients at every step. The verifier checks that the types' factors form one plan;
+    `rtensor-check` checks that plan against the T10 constraints over the five tensors on
+    the module's target. Computes what the two expressions compute alone."""
+
+    name = "rtensor.grad_pair"
+
+    dx_expression = prop_def(ExprAttr)
+    dw_expression = prop_def(ExprAttr)
+    op_factors = prop_def(DenseArrayBase, prop_name="F_op")
+    dy = operand_def(RTensorType)
+    w = operand_def(RTensorType)
+    x = operand_def(RTensorType)
+    dx = result_def(RTensorType)
+    dw = result_def(RTensorType)
+
+    traits = traits_def(NoMemoryEffect())
+
+    assembly_format = (
+        "`dx` $dx_expression `dw` $dw_expression ` ` `(` $dy `,` $w `,` $x `)` `F_op` `=` qualified($F_op) "
+        "attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, dx_expression, dw_expression, dy: SSAValue, w: SSAValue, x: SSAValue,
+                 dx_type: RTensorType, dw_type: RTensorType, op_factors: Sequence[int],
+                 attributes: dict[str, Attribute] | None = None):
+        wrap = lambda e: e if isinstance(e, ExprAttr) else ExprAttr(e)  # noqa: E731
+        super().__init__(
+            operands=[dy, w, x], result_types=[dx_type, dw_type],
+            properties={"dx_expression": wrap(dx_expression), "dw_expression": wrap(dw_expression),
+                        "F_op": DenseArrayBase.from_list(i64, [int(f) for f in op_factors])},
+            attributes=attributes,
+        )
+
+    @property
+    def factors(self) -> tuple[int, ...]:
+        return tuple(int(f) for f in self.op_factors.get_values())
+
+    def dy_name(self) -> str:
+        common = set(self.dx_expression.expr.inputs) & set(self.dw_expression.expr.inputs)
+        if len(common) != 1:
+            raise VerifyException(
+                f"the gradients do not share dY: dX reads {', '.join(self.dx_expression.expr.inputs)} and dW "
+                f"reads {', '.join(self.dw_expression.expr.inputs)}"
+            )
+        return common.pop()
+
+    def _read_values(self, expr: TensorExpr, other: SSAValue) -> list[SSAValue]:
+        dy = self.dy_name()
+        return [self.dy if name == dy else other for name in expr.inputs]
+
+    def _bind(self, expr: TensorExpr, other: SSAValue, result: SSAValue) -> BoundExpr:
+        operands = self._read_values(expr, other)
+        return expr.bind([tuple(v.type.get_shape()) for v in operands], tuple(result.type.get_shape()))  # type: ignore[union-attr]
+
+    def bound_dx(self) -> BoundExpr:
+        return self._bind(self.dx_expression.expr, self.w, self.dx)
+
+    def bound_dw(self) -> BoundExpr:
+        return self._bind(self.dw_expression.expr, self.x, self.dw)
+
+    def operands_of_dx(self) -> list[SSAValue]:
+        """The dX expression's operands in the order it reads them (dY and W)."""
+        return self._read_values(self.dx_expression.expr, self.w)
+
+    def operands_of_dw(self) -> list[SSAValue]:
+        """The dW expression's operands in the order it reads them (dY and X)."""
+        return self._read_values(self.dw_expression.expr, self.x)
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The shared axes, in the order F_op lists them (the dX expression's)."""
+        return tuple(axis for axis, _ in self.bound_dx().extents)
+
+    def tensor_types(self) -> dict[str, RTensorType]:
+        """The layout of each of the five tensors, by name (dX, dW, dY, W, X)."""
+        dx, dw = self.dx_expression.expr, self.dw_expression.expr
+        dy = self.dy_name()
+        w = next(n for n in dx.inputs if n != dy)
+        x = next(n for n in dw.inputs if n != dy)
+        return {dx.output.tensor: self.dx.type, dw.output.tensor: self.dw.type, dy: self.dy.type,  # type: ignore[dict-item]
+                w: self.w.type, x: self.x.type}  # type: ignore[dict-item]
+
+    def plan(self) -> OpPlan:
+        """F_op and, per tensor of both products, f_t per shared axis, as the types state
+        them (raises `VerifyException` when they are not one plan)."""
+        bound_dx, bound_dw = self.bound_dx(), self.bound_dw()
+        axes = self.axes
+        extents = dict(bound_dx.extents)
+        other = dict(bound_dw.extents)
+        if set(other) != set(extents) or any(other[a] != extents[a] for a in extents):
+            raise VerifyException(
+                "the gradients must range over the same axes with the same extents: dX over "
+                f"{', '.join(f'{a}={e}' for a, e in bound_dx.extents)}, dW over "
+                f"{', '.join(f'{a}={e}' for a, e in bound_dw.extents)}"
+            )
+        factors = self.factors
+        if len(factors) != len(axes):
+            raise VerifyException(
+                f"F_op has {len(factors)} entries but the gradients have {len(axes)} axes ({', '.join(axes)})"
+            )
+        types = self.tensor_types()
+        if len(types) != 5:
+            raise VerifyException(f"the pair's five tensors need distinct names, got {', '.join(types)}")
+        dx, dw = self.dx_expression.expr, self.dw_expression.expr
+        temporal = _stated_temporal(bound_dx, {n: types[n] for n in (dx.output.tensor, *dx.inputs)}, axes, factors)
+        temporal.update(_stated_temporal(bound_dw, {n: types[n] for n in (dw.output.tensor, *dw.inputs)},
+                                         axes, factors))
+        return OpPlan(axes, factors, temporal)
+
+    def verify_(self) -> None:
+        dx, dw = self.dx_expression.expr, self.dw_expression.expr
+        for which, expr in (("dX", dx), ("dW", dw)):
+            if contraction_reads(expr) is None:
+                raise VerifyException(f"the {which} expression '{expr}' is not a contraction of two tensors (+= A * B)")
+        self.dy_name()
+        for which, expr, bind, operands, result in (
+            ("dX", dx, self.bound_dx, self.operands_of_dx, self.dx),
+            ("dW", dw, self.bound_dw, self.operands_of_dw, self.dw),
+        ):
+            try:
+                bind()
+            except ExprError as error:
+                raise VerifyException(f"the {which} expression '{expr}': {error.message}") from None
+            verify_element_types(expr, operands(), result)
+        self.plan()
+
+
+RTENSOR = Dialect("rtensor", [RTensorOp, RelayoutOp, GradPairOp], [RTensorType, IdlePlanAttr])

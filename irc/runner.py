@@ -7,7 +7,8 @@ else ``arg0``, ``arg1``, ... and ``result0``, ``result1``, ...
 
 Weights (arguments marked ``irc.weight``) that the caller does not pass are read
 from the module's side file (``irc.weights``, see `irc.frontend.weights`), resolved
-relative to the file the module was parsed from.
+relative to the file the module was parsed from. A run with no inputs at all makes up
+random (seeded) inputs, and random weights too when the module names no weights file.
 """
 
 from __future__ import annotations
@@ -104,14 +105,15 @@ MAX_TENSOR_BYTES = 4 << 30
 in memory)."""
 
 
-def random_inputs(signature: Signature, seed: int = 0) -> dict[str, np.ndarray]:
-    """Reproducible inputs: normal floats, small non-negative integers, booleans."""
+def random_inputs(signature: Signature, seed: int = 0, weights: bool = False) -> dict[str, np.ndarray]:
+    """Reproducible inputs: normal floats, small non-negative integers, booleans; the
+    weights' too with `weights` (else they come from the module's weights file)."""
     if seed < 0:
         raise RunError(f"the seed must be a non-negative integer, got {seed}")
     rng = np.random.default_rng(seed)
     inputs = {}
     for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
-        if name in signature.weight_names:
+        if name in signature.weight_names and not weights:
             continue  # weights come from the module's weights file
         if not isinstance(type_, TensorType):
             raise RunError(f"argument '{name}' has type {type_}; only tensors can be inputs")
@@ -223,12 +225,20 @@ def run(
     module: ModuleOp, inputs: Mapping[str, np.ndarray] | None = None, entry: str | None = None,
     seed: int = 0, allow_lossy: bool = False,
 ) -> tuple[dict[str, np.ndarray], Report | None]:
-    """Run `entry` with named `inputs` (random when None; weights the caller leaves out
-    come from the module's weights file); results by name, and the report of the chip
+    """Run `entry` with named `inputs` (random when None, weights included when the
+    module names no weights file; weights the caller leaves out come from the module's
+    weights file); results by name, and the report of the chip
     time the run took (None for a program with no `shift`/`device` ops)."""
     signature = find_function(module, entry)
     check_storable(signature.function)
-    given = dict(random_inputs(signature, seed) if inputs is None else inputs)
+    if inputs is None:
+        from irc.frontend.weights import module_weights_file
+
+        # no inputs at all: random ones, weights included unless the module names a file
+        unnamed = module_weights_file(module, _SOURCE_DIRS.get(module)) is None
+        given = dict(random_inputs(signature, seed, weights=unnamed))
+    else:
+        given = dict(inputs)
     missing = [name for name in signature.weight_names if name not in given]
     if missing:
         given.update(_module_weights(module, missing))

@@ -16,8 +16,10 @@ tiles summed over their parts and written back once. Tiles are `default_tiling`'
 rest of the function (the forward pass, the elementwise backward ops, lone gradients)
 stays `te`. The module's target becomes the NPU (``irc.target``, cost ``igo``).
 
-A layer whose one step does not fit half the scratchpad is an error naming the layer
-and the bytes needed and available.
+A layer whose one step does not fit half the scratchpad, even in 1x1x1 tiles, is an
+error at the layer's forward op (igo-fuse gives the pair its location) naming the
+layer and the bytes needed and available. A pair without a tile order (fused for an
+inter-core chip) is an error.
 """
 
 from __future__ import annotations
@@ -172,7 +174,16 @@ def batch_axes(op: GradPairOp) -> set[str]:
 
 
 def layer_name(op: GradPairOp) -> str:
-    return f"'{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor}'"
+    """The forward layer a pair differentiates (its contraction reading X and W, as
+    `irc.passes.igo_fuse.forward_name` names it), else its gradients' names."""
+    from irc.dialects.igo import forward_name
+    from irc.dialects.te import TensorOp
+
+    for use in op.w.uses:
+        forward = use.operation
+        if isinstance(forward, TensorOp) and forward is not op and op.x in forward.inputs and op.w in forward.inputs:
+            return forward_name(forward)
+    return f"with gradients '{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor}'"
 
 
 @dataclass(frozen=True)
@@ -202,6 +213,11 @@ class IgoToNpu(ModulePass):
         op.attributes[TARGET_ATTR] = target
         rewriter = Rewriter()
         for pair in [o for o in op.walk() if isinstance(o, GradPairOp)]:
+            if pair.order is None:
+                raise DiagnosticException(
+                    f"{location_of(pair)}: error: 'igo.grad_pair' op has no tile order (igo-fuse fused it for an "
+                    f"inter-core chip); run igo-fuse{{device={device.name}}} for an NPU"
+                )
             if batch_axes(pair):
                 continue  # a batched GEMM (attention's products): no GEMM view, stays igo
             kernel = lower_pair(pair, device, self.policy)

@@ -15,6 +15,12 @@ into
       ...
     }
 
+An `rtensor.grad_pair` (a layer's two gradients under one plan) becomes two kernels,
+the dX product's and the dW product's, each under the pair's ``F_op`` and its own
+tensors' f_t (`irc.lowering.igo_pair_partition.component_plans`): one compute-shift
+kernel computing both products per step, dY rotating once for both, is not lowered
+yet, so the device program rotates dY in each.
+
 `rotation-align` then adds the loop nest. The relayouts disappear at this level: a
 kernel reads the values its operands were relayouted from, and the layouts they need
 are the kernels' own (their rings). `shift-to-device` turns each producer -> consumer
@@ -66,9 +72,11 @@ class LowerToHost(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        from irc.dialects.rtensor import RelayoutOp, RTensorOp
+        from irc.dialects.rtensor import GradPairOp, RelayoutOp, RTensorOp
 
-        if isinstance(op, RelayoutOp):
+        if isinstance(op, GradPairOp):
+            self.lower_pair(op, rewriter)
+        elif isinstance(op, RelayoutOp):
             host = self.host_of(op.source, op)
             if isinstance(op.result.type, TensorType):
                 rewriter.replace(op, [], [host])
@@ -93,14 +101,30 @@ class LowerToHost(RewritePattern):
             self.host[op.output] = kernel.output
 
 
+    def lower_pair(self, op, rewriter: PatternRewriter) -> None:
+        """The dX and dW kernels of a fused pair (module docstring)."""
+        from irc.lowering.igo_pair_partition import component_plans
+
+        for expression, values, result, plan in zip(
+            (op.dx_expression, op.dw_expression), (op.operands_of_dx(), op.operands_of_dw()),
+            (op.dx, op.dw), component_plans(op),
+        ):
+            kernel = kernel_op_for(expression.text, [self.host_of(v, op) for v in values],
+                                   result.type.with_global(), plan)
+            kernel.location = op.location
+            kernel.output.name_hint = result.name_hint
+            rewriter.insert(kernel, InsertPoint.before(op))
+            self.host[result] = kernel.output
+
+
 class EraseDeadRTensor(RewritePattern):
     """An rtensor.op or on-chip relayout left without users once everything reads host tensors."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        from irc.dialects.rtensor import RelayoutOp, RTensorOp
+        from irc.dialects.rtensor import GradPairOp, RelayoutOp, RTensorOp
 
-        if isinstance(op, (RelayoutOp, RTensorOp)) and all(not r.uses for r in op.results):
+        if isinstance(op, (RelayoutOp, RTensorOp, GradPairOp)) and all(not r.uses for r in op.results):
             rewriter.erase(op)
 
 
@@ -111,11 +135,11 @@ class RTensorToShift(ModulePass):
     name = "rtensor-to-shift"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.dialects.rtensor import RTensorOp
+        from irc.dialects.rtensor import GradPairOp, RTensorOp
         from irc.lowering.target import TargetError, chip_cost_of, require_target
 
         for planned in op.walk():
-            if isinstance(planned, RTensorOp):
+            if isinstance(planned, (RTensorOp, GradPairOp)):
                 try:
                     chip_cost_of(require_target(planned))
                 except TargetError as error:

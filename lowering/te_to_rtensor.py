@@ -234,12 +234,17 @@ class RTensorPartition(ModulePass):
             device, cost = device_and_cost_of(target)
         except TargetError as error:
             raise DiagnosticException(f"rtensor-partition: {error}") from None
+        # Gradient pairs (igo-fuse on this chip) first: fused, or back to their two te.ops
+        from irc.lowering.igo_pair_partition import PartitionGradPair, add_pair_cycles, plan_pairs
+
+        pairs = plan_pairs(op, device, cost)
         # Plan everything first, so that a failure is one diagnostic on untouched IR.
         if self.mode == "op":
             plans, idle, fallbacks = self._plan_each_op(op, device, cost)
             planned, preloaded = {}, set()
         else:
             plans, idle, fallbacks, planned, preloaded = self._plan_model(op, device, cost)
+            planned = add_pair_cycles(planned, pairs, device, cost)
         op.attributes[TARGET_ATTR] = target
         for function, cycles in planned.items():
             function.attributes[PLANNED_ATTR] = FloatAttr(float(cycles), f64)
@@ -249,7 +254,7 @@ class RTensorPartition(ModulePass):
             te_op.attributes[REMARK_ATTR] = fallback_remark(reason)
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [PartitionTensorOp(device, cost, plans, idle), EraseUnusedRelayout()]
+                [PartitionTensorOp(device, cost, plans, idle), PartitionGradPair(pairs), EraseUnusedRelayout()]
             ),
         ).rewrite_module(op)
 

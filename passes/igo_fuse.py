@@ -9,11 +9,18 @@ same dY, into::
     %dx, %dw = igo.grad_pair dx "..." dw "..." (%dy, %w, %x) order "dx-major"
 
 A layer whose input needs no gradient (the first layer: no dX) keeps its lone dW op.
-`order` chooses the tile access order: ``cost`` (the default) prices every order of
-`irc.dialects.igo.ORDERS` on `device` with the scratchpad model of `irc.cost.igo`
-(including the spills of the partial sums dX- and dW-major orders keep) and keeps the
-cheapest; ``paper`` applies Algorithm 1 as printed (`irc.cost.igo.paper_order`); an
-order's name fixes it.
+On an NPU `order` chooses the tile access order: ``cost`` (the default) prices the three
+fused orders of `irc.dialects.igo.FUSED_ORDERS` on `device` with the scratchpad model
+of `irc.cost.igo` (including the spills of the partial sums dX- and dW-major orders
+keep) and keeps the cheapest; ``paper`` applies Algorithm 1 as printed
+(`irc.cost.igo.paper_order`); an order's name fixes it, ``sequential`` included (the
+unfused baseline kept in one op, dY read twice: what a benchmark compares against).
+
+On an inter-core chip (a device of the IPU kind, such as ``ipu-mk2``) there are no
+scratchpad tiles to order: the pair is fused without an order or a partition, and
+`rtensor-partition` gives it one compute-shift plan whose dY ring feeds both gradients
+(or runs the two gradients as separate operators where that is faster,
+`irc.lowering.igo_pair_partition`).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width
-from irc.dialects.igo import ORDERS, SCHEMES, GradPairOp, contraction_reads
+from irc.dialects.igo import ORDERS, SCHEMES, GradPairOp, contraction_reads, forward_name
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import Access, Binary, Call, Expr, TensorExpr
 
@@ -115,16 +122,13 @@ def layer_of(dx_expr: TensorExpr, dy_name: str, extents: dict[str, int], element
 
 
 def choose_order(layer, choice: str, device) -> str:
-    from irc.cost.igo import evaluate, paper_order
+    from irc.cost.igo import best_order, paper_order
 
     if choice in ORDERS:
         return choice
     if choice == "paper":
         return paper_order(layer)
-    costs = {o: evaluate(layer, device, COST_ORDER.get(o, o)) for o in ORDERS}
-    # ties go to the fused orders first: interleaving never reads dY more often
-    preference = (*ORDERS[1:], ORDERS[0])
-    return min(preference, key=lambda o: (costs[o].cycles, costs[o].dram_bytes, preference.index(o)))
+    return best_order(layer, device)[0]   # the three fused orders (§4.3, "evaluates all three")
 
 
 def choose_partition(layer, order: str, choice: str, device) -> tuple[str, int] | None:
@@ -143,7 +147,8 @@ def choose_partition(layer, order: str, choice: str, device) -> tuple[str, int] 
 
 
 def fuse(pair: Pair, choice: str, device, partition: str = "none") -> GradPairOp:
-    """The `igo.grad_pair` replacing `pair` (not yet inserted)."""
+    """The `igo.grad_pair` replacing `pair` (not yet inserted); `device` None: an
+    inter-core chip (no order, no partition)."""
     dx_expr, dw_expr = pair.dx.parsed(), pair.dw.parsed()
     g_dx, g_dw = _reads(pair.dx)[pair.dy], _reads(pair.dw)[pair.dy]
     # One name for dY in both expressions, different from the other tensors'.
@@ -153,11 +158,13 @@ def fuse(pair: Pair, choice: str, device, partition: str = "none") -> GradPairOp
         name = next(f"DY{k}" if k else "DY" for k in range(len(others) + 2)
                     if (f"DY{k}" if k else "DY") not in others)
         dx_expr, dw_expr = _rename(dx_expr, g_dx, name), _rename(dw_expr, g_dw, name)
-    op_name = pair.forward.parsed().output.tensor
     layer = layer_of(dx_expr, name, pair.dx.bound().extent, byte_width(pair.dy.type.get_element_type()),
-                     f"{op_name} ({location_of(pair.forward)})")
-    order = choose_order(layer, choice, device)
+                     forward_name(pair.forward))
     attributes = {"irc.gemm": StringAttr(f"M={layer.M} K={layer.K} N={layer.N}")}
+    if device is None:
+        return GradPairOp(dx_expr, dw_expr, pair.dy, pair.w, pair.x, pair.dx.output.type, pair.dw.output.type,
+                          None, attributes)
+    order = choose_order(layer, choice, device)
     split = choose_partition(layer, order, partition, device)
     if split is not None:
         attributes["partition"], attributes["parts"] = StringAttr(split[0]), IntegerAttr(split[1], i64)
@@ -170,7 +177,8 @@ class IgoFuse(ModulePass):
     """``igo-fuse{order=cost partition=none device=npu-edge cores=0}``: fuse each layer's
     gradient pair. `partition` (§5): ``cost`` picks each layer's scheme and parts with the
     cost model, ``none`` leaves the GEMM whole, a scheme's name imposes it. `cores` 0
-    keeps the device file's core count."""
+    keeps the device file's core count. An inter-core `device` (``ipu-mk2``) takes none
+    of the three: its pairs are fused without an order."""
 
     name = "igo-fuse"
 
@@ -181,7 +189,7 @@ class IgoFuse(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from irc.cost.igo import ScratchpadError
-        from irc.devices import load_device
+        from irc.devices import Device, load_device
         from irc.devices.loader import DeviceError
 
         if self.order not in CHOICES:
@@ -194,8 +202,21 @@ class IgoFuse(ModulePass):
             device = load_device(self.device)
         except DeviceError as error:
             raise DiagnosticException(f"igo-fuse: {error}") from None
-        if getattr(device, "family", None) != "npu":
-            raise DiagnosticException(f"igo-fuse: device '{self.device}' is not an NPU (family = \"npu\")")
+        family = getattr(device, "family", None)
+        inter_core = isinstance(device, Device)
+        if family != "npu" and not inter_core:
+            raise DiagnosticException(
+                f"igo-fuse: device '{self.device}' is neither an NPU (family = \"npu\") nor an inter-core "
+                f"chip of the IPU kind"
+            )
+        if inter_core:
+            if self.order != "cost" or self.partition != "none" or self.cores:
+                raise DiagnosticException(
+                    f"igo-fuse: {device.name} is an inter-core chip: its pairs get no tile order, scratchpad "
+                    "partition or core count here (rtensor-partition plans them); leave order, partition and "
+                    "cores unset"
+                )
+            device = None
         if self.cores:
             try:
                 device = device.with_cores(self.cores)
@@ -209,11 +230,12 @@ class IgoFuse(ModulePass):
                     fused = fuse(pair, self.order, device, self.partition)
                 except ScratchpadError as error:
                     raise DiagnosticException(
-                        f"{location_of(pair.forward)}: error: 'te.op' op the gradients of "
-                        f"\"{pair.forward.expression.text}\" do not fit {device.name}'s scratchpad: {error}"
+                        f"{location_of(pair.forward)}: error: 'te.op' op the gradients of layer "
+                        f"{forward_name(pair.forward)} do not fit {device.name}'s scratchpad: {error}"
                     ) from None
                 first = pair.dx if block.get_operation_index(pair.dx) < block.get_operation_index(pair.dw) else pair.dw
-                fused.location = first.location
+                # diagnostics about the pair point at the layer it differentiates
+                fused.location = pair.forward.location
                 rewriter.insert_op(fused, InsertPoint.before(first))
                 pair.dx.output.replace_all_uses_with(fused.dx)
                 pair.dw.output.replace_all_uses_with(fused.dw)

@@ -10,6 +10,10 @@ and device-alloc (SRAM offsets and capacity, T10 s4.4). It runs as an xDSL
 
 ``training{device=npu-server cores=4 order=cost}``: te-autodiff, igo-fuse and igo-to-npu
 (IGO s2.2, s4-5): the backward pass with each layer's gradient pair as an NPU program.
+On an inter-core chip (``training{device=ipu-mk2 cost=t10}``): te-autodiff, igo-fuse
+(pairs without tile orders) and the inference pipeline, whose rtensor-partition gives
+each pair one compute-shift plan where that beats the two gradients planned apart
+(`irc.lowering.igo_pair_partition`).
 """
 
 from __future__ import annotations
@@ -63,11 +67,14 @@ class InferencePipeline(ModulePass):
 
 @dataclass(frozen=True)
 class TrainingPipeline(ModulePass):
-    """``training{device=npu-edge cores=0 order=cost partition=cost wrt=auto}``: a forward
-    te function to its backward pass with each layer's gradient pair fused (IGO §4-5):
-    te-autodiff, then igo-fuse with the tile order and partition chosen per layer on the
-    NPU `device` (`cores` 0: the device file's count), then igo-to-npu, each fused pair
-    lowered to the NPU program that runs it (§2.2)."""
+    """``training{device=npu-edge cores=0 order=cost partition=cost wrt=auto cost=}``: a
+    forward te function to its backward pass with each layer's gradient pair fused (IGO
+    §4-5): te-autodiff, then igo-fuse with the tile order and partition chosen per layer
+    on the NPU `device` (`cores` 0: the device file's count), then igo-to-npu, each fused
+    pair lowered to the NPU program that runs it (§2.2). On an inter-core `device` (IPU
+    kind) igo-fuse fuses the pairs without orders and the inference pipeline (`cost`:
+    its cost model, empty for t10) plans and lowers the backward pass to the device
+    program; `order`, `partition` and `cores` are the NPU's and must stay unset."""
 
     name = "training"
 
@@ -76,12 +83,31 @@ class TrainingPipeline(ModulePass):
     order: str = "cost"
     partition: str = "cost"
     wrt: str = "auto"
+    cost: str = ""
 
     def passes(self) -> list[ModulePass]:
+        from xdsl.utils.exceptions import DiagnosticException
+
+        from irc.devices import Device, load_device
+        from irc.devices.loader import DeviceError
         from irc.lowering.igo_to_npu import IgoToNpu
         from irc.passes.igo_fuse import IgoFuse
         from irc.passes.te_autodiff import TeAutodiff
 
+        try:
+            device = load_device(self.device)
+        except DeviceError as error:
+            raise DiagnosticException(f"training: {error}") from None
+        if isinstance(device, Device):   # an inter-core chip: one rotation plan per pair
+            if self.order != "cost" or self.partition not in ("cost", "none") or self.cores:
+                raise DiagnosticException(
+                    f"training: {device.name} is an inter-core chip: order, partition and cores are an NPU's "
+                    "options (its pairs are planned by rtensor-partition); leave them unset"
+                )
+            return [TeAutodiff(wrt=self.wrt), IgoFuse(device=self.device),
+                    *InferencePipeline(device=self.device, cost=self.cost).passes()]
+        if self.cost not in ("", "igo"):
+            raise DiagnosticException(f"training: an NPU program is priced by the igo model, not cost={self.cost}")
         return [
             TeAutodiff(wrt=self.wrt),
             IgoFuse(order=self.order, partition=self.partition, device=self.device, cores=self.cores),

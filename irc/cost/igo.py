@@ -393,8 +393,21 @@ def default_tiling(layer: Layer, device) -> Tiling:
     """Tiles of the array's size times the largest power of two for which one fused
     step's five tiles (dY, X, W, dX, dW) on every core take at most a quarter of the
     resident half of the SPM, leaving the rest for reuse; clipped to the layer. The same tiles serve
-    every order, so orders differ only in the order of the steps."""
+    every order, so orders differ only in the order of the steps. A scratchpad too small
+    for one round of array-sized tiles (every core's step: its two inputs and its
+    output tile) gets smaller tiles, the largest dimension halved first, down to 1x1x1
+    (`ScratchpadError` then names the bytes even the smallest tile needs)."""
     capacity = device.spm_bytes // 2
+    tiling = _array_tiling(layer, device, capacity)
+    dims = [tiling.tm, tiling.tk, tiling.tn]
+    round_bytes = lambda tm, tk, tn: device.cores * (tm * tn + tk * tn + tm * tk) * layer.element_bytes  # noqa: E731
+    while round_bytes(*dims) > capacity and max(dims) > 1:
+        largest = dims.index(max(dims))
+        dims[largest] = -(-dims[largest] // 2)
+    return Tiling(*dims)
+
+
+def _array_tiling(layer: Layer, device, capacity: int) -> Tiling:
     scale = 1
     while True:
         bigger = scale * 2
@@ -444,25 +457,35 @@ def paper_order(layer: Layer) -> str:
     return "dx-major"
 
 
-def best_order(layer: Layer, device, tiling: Tiling | None = None) -> tuple[str, dict[str, Cost]]:
-    """The fused order the cost model prices lowest (ties: the first of FUSED_ORDERS)."""
-    costs = {o: evaluate(layer, device, o, tiling=tiling) for o in FUSED_ORDERS}
-    return min(FUSED_ORDERS, key=lambda o: (costs[o].cycles, costs[o].dram_bytes)), costs
+def cheapest(costs: dict, options) -> object:
+    """The option of `costs` priced lowest: fewest cycles, then fewest DRAM bytes, then
+    the first in `options` (the one rule `igo-fuse` and `benchmarks/igo.py` choose by)."""
+    options = list(options)
+    return min(options, key=lambda o: (costs[o].cycles, costs[o].dram_bytes, options.index(o)))
+
+
+def best_order(layer: Layer, device, tiling: Tiling | None = None, policy: str = "lru") -> tuple[str, dict[str, Cost]]:
+    """The fused order the cost model prices lowest (§4.3: the three fused orders only;
+    ties: the first of FUSED_ORDERS)."""
+    costs = {o: evaluate(layer, device, o, tiling=tiling, policy=policy) for o in FUSED_ORDERS}
+    return cheapest(costs, FUSED_ORDERS), costs
+
+
+def partition_options(device) -> list[tuple[str, int]]:
+    """The (scheme, parts) `best_partition` prices: on a multi-core device the parts are
+    the cores; on one core, 1 (no split), 2 or 4 parts run one after another."""
+    parts_options = (device.cores,) if device.cores > 1 else (1, 2, 4)
+    return [(scheme, parts) for parts in parts_options for scheme in SCHEMES
+            if not (parts == 1 and scheme != SCHEMES[0])]
 
 
 def best_partition(layer: Layer, device, order: str, tiling: Tiling | None = None,
-                   parts_options: tuple[int, ...] | None = None) -> tuple[tuple[str, int], dict]:
-    """The partition (scheme, parts) the cost model prices lowest for `order`: on a
-    multi-core device the parts are the cores; on one core, 1 (no split), 2 or 4 parts
-    run one after another."""
-    if parts_options is None:
-        parts_options = (device.cores,) if device.cores > 1 else (1, 2, 4)
-    costs = {}
-    for parts in parts_options:
-        for scheme in SCHEMES:
-            if parts == 1 and scheme != SCHEMES[0]:
-                continue
-            costs[(scheme, parts)] = evaluate(layer, device, order, scheme if parts > 1 or device.cores > 1 else None,
-                                              parts, tiling)
-    best = min(costs, key=lambda c: (costs[c].cycles, costs[c].dram_bytes))
-    return best, costs
+                   parts_options: tuple[int, ...] | None = None, policy: str = "lru") -> tuple[tuple[str, int], dict]:
+    """The partition (scheme, parts) the cost model prices lowest for `order`
+    (`partition_options`, or the given `parts_options`)."""
+    options = partition_options(device) if parts_options is None else [
+        (scheme, parts) for parts in parts_options for scheme in SCHEMES if not (parts == 1 and scheme != SCHEMES[0])]
+    costs = {(scheme, parts): evaluate(layer, device, order, scheme if parts > 1 or device.cores > 1 else None,
+                                       parts, tiling, policy)
+             for scheme, parts in options}
+    return cheapest(costs, options), costs

@@ -87,6 +87,53 @@ def test_hand_traffic_with_room_for_everything():
         assert read == {"dY": 8, "W": 4, "X": 8} and written == {"dX": 8, "dW": 4}, order
 
 
+LAYER_B = Layer(M=4, K=4, N=2, element_bytes=1)
+"""The second hand layer: 2 x 1 x 2 tiles of 2x2 bytes (dY0, dY1; W0, W1; X00, X01,
+X10, X11; dX00, dX01, dX10, dX11; dW0, dW1; 4 bytes each) on two cores, partitioned
+ifmap-sharing (§5: K split, core p takes k = p, both read the shared dY; nothing is
+summed across cores). Each round is one step per core, 5 distinct tiles (20 bytes)."""
+
+
+def _traffic_b(order: str, capacity: int):
+    rounds = schedule(LAYER_B, Tiling(2, 2, 2), order, "ifmap-sharing", 2, cores=2)
+    read, written = {}, {}
+    for tr in plan_transfers(rounds, LAYER_B, Tiling(2, 2, 2), capacity):
+        table = read if tr.kind == "load" else written
+        table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
+    return rounds, read, written
+
+
+def test_hand_traffic_two_cores_baseline_reads_dy_twice():
+    # 20 bytes resident (5 tiles), LRU. r0 dx(i0, k0|k1): load dY0, W0, W1; write dX00, dX01.
+    # r1 dx(i1): W0, W1 hit, load dY1, evict dY0 for dX11; write dX10, dX11; W0, W1 done.
+    # r2 dw(i0): load X00, X01, reload dY0, evict dY1 for dW1. r3 dw(i1): load X10, X11,
+    # reload dY1; write dW0, dW1. dY is read twice.
+    rounds, read, written = _traffic_b("baseline", 20)
+    assert [[(s.kind, s.i, s.k) for s in r] for r in rounds] == [
+        [("dx", 0, 0), ("dx", 0, 1)], [("dx", 1, 0), ("dx", 1, 1)],
+        [("dw", 0, 0), ("dw", 0, 1)], [("dw", 1, 0), ("dw", 1, 1)]]
+    assert read == {"dY": 16, "W": 8, "X": 16}
+    assert written == {"dX": 16, "dW": 8}
+
+
+def test_hand_traffic_two_cores_interleave_reads_dy_once():
+    # r0 dx(i0): load dY0, W0, W1; write dX00, dX01. r1 dw(i0): load X00, dY0 hits, evict
+    # W0 for dW0 and W1 for X01... (LRU): dY0 is used up. r2 dx(i1): load dY1, reload W0,
+    # W1, spilling the dW0 and dW1 partials for dX10, dX11; write them. r3 dw(i1): load X10,
+    # X11, dY1 hits, read dW0, dW1 back; write dW0, dW1. dY moves once, W twice, dW spills.
+    _, read, written = _traffic_b("interleave", 20)
+    assert read == {"dY": 8, "W": 16, "X": 16, "dW": 8}
+    assert written == {"dX": 16, "dW": 16}
+
+
+def test_hand_traffic_two_cores_with_room():
+    # 28 bytes: the fused orders' r1 (dw(i0)) adds X00, X01, dW0, dW1 to dY0, W0, W1 (28);
+    # W and the dW partials then stay until r2 and r3. Every tensor moves once.
+    for order in ORDERS:
+        _, read, written = _traffic_b(order, 28)
+        assert read == {"dY": 8, "W": 8, "X": 16} and written == {"dX": 16, "dW": 8}, order
+
+
 def test_scratchpad_too_small_names_bytes():
     with pytest.raises(ScratchpadError, match="one step needs 12 bytes of scratchpad but 8 are available"):
         evaluate(LAYER_A, _device(16), "baseline", tiling=Tiling(2, 2, 2))

@@ -132,6 +132,30 @@ def test_hand_traffic_executed_with_room_for_everything(order):
     assert _hand(order, 32) == ({"dY": 8, "W": 4, "X": 8}, {"dX": 8, "dW": 4})
 
 
+# The second hand layer of tests/cost/test_igo_cost.py: M=4, K=4, N=2 in 2x2 tiles of i8
+# on two cores sharing the SPM, partitioned ifmap-sharing (core p takes k = p); 40 bytes
+# of SPM hold 20 resident (5 tiles), 56 hold 28. The derivations are there.
+HAND_TWO_CORES = {spm: NpuDevice("hand2", "", 2, (1, 2), 2, 2, spm // 2, 1e9, 1e9) for spm in (40, 56)}
+
+
+def _hand_two_cores(order: str, spm: int):
+    module = pair_module(4, 4, 2, order, '{partition = "ifmap-sharing", parts = 2 : i64}', element="i8")
+    lowered(module, HAND_TWO_CORES[spm], tiling=Tiling(2, 2, 2))
+    rng = np.random.default_rng(1)
+    dy, w, x = (rng.integers(-3, 4, s).astype(np.int8) for s in ((4, 2), (4, 2), (4, 4)))
+    results, report = run(module, {"arg0": dy, "arg1": w, "arg2": x})
+    np.testing.assert_array_equal(results["result0"], (dy.astype(int) @ w.T).astype(np.int8))
+    np.testing.assert_array_equal(results["result1"], (x.T.astype(int) @ dy).astype(np.int8))
+    return _nonzero(report.read), _nonzero(report.written)
+
+
+def test_hand_traffic_two_cores_executed():
+    assert _hand_two_cores("sequential", 40) == ({"dY": 16, "W": 8, "X": 16}, {"dX": 16, "dW": 8})
+    assert _hand_two_cores("interleave", 40) == ({"dY": 8, "W": 16, "X": 16, "dW": 8}, {"dX": 16, "dW": 16})
+    for order in ORDER_NAMES:
+        assert _hand_two_cores(order, 56) == ({"dY": 8, "W": 8, "X": 16}, {"dX": 16, "dW": 8}), order
+
+
 WORKLOADS = scaled_down()
 
 

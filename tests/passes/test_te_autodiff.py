@@ -351,3 +351,36 @@ def test_plugin_gradient_rule_comes_first():
     assert "DS[i] = G[i] / ((1 + abs(X[i])) * (1 + abs(X[i])))" in exprs
     x, dy = np.linspace(-2, 2, 5), np.arange(5.0)
     np.testing.assert_allclose(run_function(module, {"x": x, "dy": dy})["dx"], dy / (1 + abs(x)) ** 2)
+
+
+@pytest.mark.parametrize("name", ["res", "mob", "bert", "T5", "yolo", "ncf"])
+def test_workload_gradients_against_finite_differences(name):
+    """Each IGO workload, scaled down and in f64: te-autodiff's weight gradients against
+    central differences of the loss (two entries of every weight)."""
+    from benchmarks.igo_workloads import scaled_down
+    from irc.runner import find_function
+
+    text = scaled_down("f64")[name]
+    forward = parse_module(text, f"{name}.mlir")
+    backward = parse_module(text, f"{name}.mlir")
+    TeAutodiff().apply(make_context(), backward)
+    signature = find_function(forward, None)
+    rng = np.random.default_rng(0)
+    inputs = {}
+    for arg, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
+        shape = tuple(type_.get_shape())
+        integer = "i64" in str(type_.get_element_type())
+        inputs[arg] = rng.integers(0, 6, shape).astype(np.int64) if integer else rng.standard_normal(shape) * 0.5
+    gradients = run_function(backward, inputs)
+    loss = lambda values: float(run_function(forward, values)["loss"])  # noqa: E731
+    eps = 1e-6
+    assert signature.weight_names
+    for weight in signature.weight_names:
+        value = inputs[weight]
+        for position in rng.choice(value.size, size=min(2, value.size), replace=False):
+            index = np.unravel_index(position, value.shape)
+            plus, minus = value.copy(), value.copy()
+            plus[index] += eps
+            minus[index] -= eps
+            numeric = (loss({**inputs, weight: plus}) - loss({**inputs, weight: minus})) / (2 * eps)
+            assert gradients[f"d{weight}"][index] == pytest.approx(numeric, rel=1e-5, abs=1e-6), (weight, index)

@@ -143,3 +143,41 @@ def test_unterminated_string_is_a_quick_diagnostic(tmp_path):
     # xDSL 0.74's lexer regex backtracks exponentially here; irc patches it.
     text = PROGRAM.replace('"H[m,n]', '"' + "a" * 200 + " H[m,n]").replace("W[k,n]\"", "W[k,n]")
     assert _irc_opt_in_process(text, tmp_path) == 1
+
+
+TRAINING = """\
+func.func @main(%x: tensor<64x48xf32> {irc.name = "x"}, %w1: tensor<48x40xf32> {irc.name = "w1", irc.weight},
+                %w2: tensor<40x24xf32> {irc.name = "w2", irc.weight}) -> (tensor<f32> {irc.name = "loss"}) {
+  %h = te.op "Y[m,n] += X[m,k] * W[k,n]" (%x, %w1) : (tensor<64x48xf32>, tensor<48x40xf32>) -> tensor<64x40xf32>
+  %g = te.op "Y[m,n] = relu(X[m,n])" (%h) : (tensor<64x40xf32>) -> tensor<64x40xf32>
+  %y = te.op "Y[m,n] += X[m,k] * W[k,n]" (%g, %w2) : (tensor<64x40xf32>, tensor<40x24xf32>) -> tensor<64x24xf32>
+  %l = te.op "L[] += Y[m,n] * Y[m,n] * 0.5" (%y) : (tensor<64x24xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+"""
+
+
+def test_irc_run_report_of_an_npu_program(tmp_path):
+    """`training` to the NPU program, then `irc-run --report` with no inputs (random
+    inputs and weights: the module names no weights file): the chip time with its stall,
+    the DRAM bytes read and written per tensor, one line per kernel, exit status 0."""
+    source = tmp_path / "train.mlir"
+    source.write_text(TRAINING)
+    compiled = _tool("irc-opt", str(source), "-p", "training{device=npu-edge order=dx-major partition=none}")
+    assert compiled.returncode == 0, compiled.stderr
+    program = tmp_path / "train.npu.mlir"
+    program.write_text(compiled.stdout)
+    done = _tool("irc-run", str(program), "--report")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("NPU npu-edge (1 core, 45x45 PEs, 1,048,576 B SPM, 22 GB/s DRAM), 1 kernel(s)")
+    assert lines[1].startswith("chip time: ") and ", stall " in lines[1]
+    assert lines[2].split() == ["DRAM", "traffic", "read", "written"]
+    rows = {line.split()[0]: [int(v.replace(",", "")) for v in line.split()[1:]] for line in lines[3:9]}
+    # the second layer's pair: dY (64x24), W (40x24) and X (64x40) read, dX and dW written, f32
+    assert rows["dY"][0] >= 64 * 24 * 4 and rows["W"][0] >= 40 * 24 * 4 and rows["X"][0] >= 64 * 40 * 4
+    assert rows["dX"][1] == 64 * 40 * 4 and rows["dW"][1] == 40 * 24 * 4
+    assert rows["total"] == [sum(r[0] for k, r in rows.items() if k != "total"),
+                             sum(r[1] for k, r in rows.items() if k != "total")]
+    assert any(line.startswith("kernel D") and "peak SPM" in line for line in lines)
+    assert "loss: tensor<scalar, float32>" in done.stdout and "dw1: tensor<48x40, float32>" in done.stdout

@@ -1,11 +1,12 @@
-// RUN: irc-opt %s -p 'igo-to-npu{device="%S/Inputs/npu_hand.toml"}' --verify-diagnostics | filecheck %s --check-prefix=SPM
+// RUN: irc-opt %s -p 'igo-to-npu{device="%S/Inputs/npu_crumb.toml"}' --verify-diagnostics | filecheck %s --check-prefix=SPM
 // RUN: irc-opt %s -p 'igo-to-npu{device=ipu-mk2}' --verify-diagnostics | filecheck %s --check-prefix=FAMILY
 // RUN: irc-opt %s -p 'igo-to-npu{device=npu-edge cores=2}' --verify-diagnostics | filecheck %s --check-prefix=CORES
 // RUN: irc-opt %s -p 'igo-to-npu{policy=fifo}' --verify-diagnostics | filecheck %s --check-prefix=POLICY
 // RUN: irc-opt %s -p 'igo-to-npu{device=""}' --verify-diagnostics | filecheck %s --check-prefix=TARGET
 
-// A scratchpad too small for one step's tiles names the layer and the bytes.
-// SPM: invalid.mlir:14:3: error: 'igo.grad_pair' op layer 'DX/DW' does not fit npu-hand's scratchpad: one step needs 48 bytes of scratchpad but 12 are available (half of the SPM: the other half is the double buffer)
+// A scratchpad too small even for 1x1x1 tiles names the layer and the bytes (a pair
+// written by hand, with no forward op to name: its gradients; scratchpad.mlir has one).
+// SPM: invalid.mlir:15:3: error: 'igo.grad_pair' op layer with gradients 'DX/DW' does not fit npu-crumb's scratchpad: one step needs 12 bytes of scratchpad but 8 are available (half of the SPM: the other half is the double buffer)
 // FAMILY: igo-to-npu: device 'ipu-mk2' is not an NPU (family = "npu")
 // CORES: igo-to-npu: npu-edge comes with 1 cores, not 2
 // POLICY: igo-to-npu: unknown policy=fifo; known: lru, belady

@@ -1,0 +1,723 @@
+"""A layer's gradient pair as ONE compute-shift plan on an inter-core chip: the dY
+partition rotating through the cores feeds both gradients (IGO's interleaving, MICRO'23
+§4.2, carried to T10's rotating tensors, T10 §4.1-4.3).
+
+No paper does this; the model below is irc's own. For a forward contraction
+``Y = X · W`` the backward pass computes, over the forward's axes (a GEMM: m, n, k)::
+
+    dX[m,k] += dY[m,n] * W[k,n]        dW[k,n] += dY[m,n] * X[m,k]
+
+Unfused, each product is an operator of its own with its own T10 plan, so dY is laid
+out, held and rotated twice. Fused, one ``F_op`` over the shared axes gives every core
+one block of the iteration space of *both* products; each tensor's temporal factors
+``f_t`` rotate it around the ring of the cores sharing its partition (dY's ring runs
+along the axes that do not index it, k for a GEMM), and at every step a core computes
+the dX sub-product and the dW sub-product of the dY tile it holds. dY rotates on one
+ring instead of two; X and W stay or rotate as their own T10 constraints allow.
+
+The model's assumptions (what `check_pair_plan` prices, what `search_pair` searches):
+
+1. **Constraints** are T10's over the union of the five tensors (`union_spec`): one
+   ``F_op``; each tensor's ``prod(f_t)`` divides the cores sharing its partition; on
+   every axis the ``f_t`` of all tensors indexing it - of both products - divide one
+   another, because they rotate in one loop nest; the steps on an axis are the largest
+   ``f_t`` there (``T_d``), whose step tiles both products use; the five resident
+   partitions plus one receive buffer per rotating tensor fit in a core's SRAM (dY's
+   counted once). The search's pruning constraints (parallelism, padding; T10 §4.3.1)
+   are the single-operator search's.
+2. **Compute**: each step runs two sub-products, each priced by the cost model's step
+   time for its own sub-task (``OpWork.subtask``: the dX product's m x n x k tile and the
+   dW product's k x m x n tile, each with its fixed per-step overhead): fusing saves no
+   compute and no launch overhead.
+3. **Exchange**: the loop nest is T10's (levels peeled per axis by the gcd of the
+   paces, costlier shift step outside, T10 §4.4), over the five tensors; each level
+   shifts every tensor split at least that finely, and each tensor shifted once pays
+   the cost model's barriers (a shift event), as in a single operator. What fusion saves
+   is exactly dY's share: its bytes and its shift events counted once, not twice.
+4. **Outputs**: each gradient pays its own output shuffle and partial-sum reduction
+   (``OpWork.partial_copies``: dX's replicas are the cores splitting n, dW's those
+   splitting m), in f32 accumulators for an f16 gradient, as the single-operator model
+   prices them.
+5. **Comparison with the unfused pair**: the two products' own fastest plans, found by
+   two independent exact searches (`unfused_pair`). Like T10's operator search, both
+   searches minimise the operators' own time; the comparison then adds what moving
+   the inputs into each plan's layouts costs (`arrival_cycles`): at the operator level
+   the producers' layouts are not known, so every input arrives as a relayout of its
+   whole per-core partition (the worst case of `irc.planner.relayout`, T10 §4.3.2).
+   The unfused pair receives dY twice (one layout per product), the fused plan once:
+   on the inter-core chip this, not DRAM traffic, is what reading dY once saves. The
+   outputs leave alike (each product already pays its output shuffle).
+
+The cost model must price an operator as a sum of per-step compute, shifted bytes,
+shift events and its output reduction (``t10``, ``seed003``): the fused time is
+``op_time(dX product, the whole exchange) + op_time(dW product, no exchange)``. A model
+that prices whole operators from their geometry (``engdesign``) cannot price a fused
+pair and is refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from irc.cost import CostModel, OpWork, SubTask, get_cost_model
+from irc.cost.model import CostBreakdown, CostModelError
+from irc.devices import Device, load_device
+from irc.planner.constraints import (
+    DEFAULT_MAX_PADDING,
+    DEFAULT_MIN_UTILIZATION,
+    PADDING_TOLERANCE,
+    is_chain,
+    minimum_cores,
+)
+from irc.planner.enumerate import CandidateSet, PlanSpace
+from irc.planner.errors import PlanError, SpecError
+from irc.planner.evaluate import _order_loops, _shift_levels
+from irc.planner.plan import MemoryBreakdown, Plan, ShiftLevel
+from irc.planner.roles import compute_roles
+from irc.planner.search import search
+from irc.planner.spec import OpSpec, TensorSpec
+from irc.planner.vector_score import _resident
+
+EXCHANGE_MODELS = ("t10", "seed003")
+"""Cost models known to price an operator as compute + shift + sync + reduction terms
+(assumption 5 of the module docstring); others are refused unless a plug-in's model
+states ``prices_fused_pairs = True``."""
+
+# A bound prunes only when a found plan is faster by more than this (relative), as in
+# irc.planner.search: float sums in another order must not prune a tie.
+BOUND_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """A gradient pair for the planner: the dX product (output dX, inputs dY and W) and
+    the dW product (output dW, inputs dY and X), both over the same axes in the same
+    order (the forward's). `dy` names dY in both."""
+
+    dx: OpSpec
+    dw: OpSpec
+    dy: str
+
+    def __post_init__(self) -> None:
+        if self.dx.axes != self.dw.axes:
+            raise SpecError(
+                f"the gradients do not range over the same axes: dX over "
+                f"{', '.join(f'{a}={e}' for a, e in self.dx.axes)}, dW over "
+                f"{', '.join(f'{a}={e}' for a, e in self.dw.axes)}"
+            )
+        for spec, which in ((self.dx, "dX"), (self.dw, "dW")):
+            if spec.kind not in ("matmul", "conv") or spec.combiner != "+=" or len(spec.tensors) != 3:
+                raise SpecError(f"the {which} product is not a contraction of two tensors (kind {spec.kind})")
+            if self.dy not in [t.name for t in spec.inputs]:
+                raise SpecError(f"the {which} product does not read dY ({self.dy})")
+        if self.dx.tensor(self.dy).dims != self.dw.tensor(self.dy).dims:
+            raise SpecError(f"the two products read {self.dy} at different indices")
+        names = [t.name for t in self.tensors]
+        if len(set(names)) != len(names):
+            raise SpecError(f"the pair's tensors need distinct names, got {names}")
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return self.dx.axis_names
+
+    @property
+    def w(self) -> TensorSpec:
+        return next(t for t in self.dx.inputs if t.name != self.dy)
+
+    @property
+    def x(self) -> TensorSpec:
+        return next(t for t in self.dw.inputs if t.name != self.dy)
+
+    @property
+    def tensors(self) -> tuple[TensorSpec, ...]:
+        """dX, dW, dY, W, X: the order of `union_spec` and of candidate arrays."""
+        return (self.dx.output, self.dw.output, self.dx.tensor(self.dy), self.w, self.x)
+
+    def union_spec(self) -> OpSpec:
+        """The five tensors over the shared axes as one `OpSpec` (dX first): what the T10
+        constraints and the plan space are stated on. It prices nothing by itself (the
+        cost is the two products', `check_pair_plan`)."""
+        return OpSpec(self.dx.axes, self.tensors, self.dx.reduction_axes, self.dx.kind,
+                      self.dx.dtype_bytes, "+=")
+
+    def component_plan(self, plan: Plan, which: str) -> Plan:
+        """The plan of one product (``"dx"`` or ``"dw"``) under the fused plan: the same
+        F_op, its three tensors' f_t (what the pair lowers to when run as two kernels)."""
+        spec = self.dx if which == "dx" else self.dw
+        return Plan(plan.axes, plan.op_factors, {t.name: plan.temporal_factors[t.name] for t in spec.tensors})
+
+
+def pair_spec(dx: OpSpec, dw: OpSpec, dy: str) -> PairSpec:
+    """A `PairSpec` from the two products' own specs (as `irc.planner.from_te` builds
+    them): the dW product's axes are put in the dX product's order."""
+    order = dx.axis_names
+    if sorted(order) != sorted(dw.axis_names):
+        raise SpecError(
+            f"the gradients do not range over the same axes: dX over {', '.join(order)}, "
+            f"dW over {', '.join(dw.axis_names)}"
+        )
+    extents = dict(dw.axes)
+    dw = OpSpec(tuple((a, extents[a]) for a in order), dw.tensors, dw.reduction_axes, dw.kind,
+                dw.dtype_bytes, dw.combiner)
+    return PairSpec(dx, dw, dy)
+
+
+@dataclass(frozen=True)
+class PairScore:
+    """What a fused plan implies: the T10 geometry (as `PlanScore` states it for one
+    operator, over the five tensors), memory, loop nest, and the time of each product
+    (``dx``: its compute, the whole exchange and its output; ``dw``: its compute and its
+    output)."""
+
+    device: str
+    cost_model: str
+    cores: int
+    sharing_cores: Mapping[str, int]
+    replicas: Mapping[str, int]
+    padded_extents: tuple[int, ...]
+    steps_per_axis: tuple[int, ...]
+    step_tiles: tuple[int, ...]
+    steps: int
+    loop_order: tuple[ShiftLevel, ...]
+    memory: MemoryBreakdown
+    dx: CostBreakdown
+    dw: CostBreakdown
+    seconds: float
+
+    @property
+    def memory_per_core(self) -> int:
+        return self.memory.total
+
+    @property
+    def cycles(self) -> float:
+        return float(self.dx.total) + float(self.dw.total)
+
+    @property
+    def shifted_bytes(self) -> int:
+        total, executions = 0, 1
+        for level in self.loop_order:
+            total += executions * level.steps * level.bytes_per_step
+            executions *= level.steps + 1
+        return total
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    """A scored fused plan: F_op over the shared axes and f_t of the five tensors."""
+
+    plan: Plan
+    score: PairScore
+
+    @property
+    def cycles(self) -> float:
+        return self.score.cycles
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """The fused plan against the unfused pair (each product's own fastest plan).
+
+    ``*_kernel_cycles`` are the operators' own times (what T10's operator search
+    minimises); ``*_arrival_cycles`` price bringing each input into the layout its plan
+    wants (`arrival_cycles`): the unfused pair receives dY twice, in two layouts, the
+    fused plan once. The decision (`fuse`) and the `gain` compare the totals."""
+
+    fused: PairPlan | None
+    """None when no fused plan fits (or, searched with a cut-off, none is faster than
+    the unfused pair; the reason is ``fused_error``)."""
+    dx: Plan
+    dw: Plan
+    unfused_arrival_cycles: float
+    fused_arrival_cycles: float = math.inf
+    fused_error: str = ""
+    relaxed_utilization: bool = False
+    plans_scored: int = 0
+    groups: int = 0
+    groups_expanded: int = 0
+
+    @property
+    def unfused_kernel_cycles(self) -> float:
+        return self.dx.cycles + self.dw.cycles
+
+    @property
+    def fused_kernel_cycles(self) -> float:
+        return self.fused.cycles if self.fused is not None else math.inf
+
+    @property
+    def unfused_cycles(self) -> float:
+        return self.unfused_kernel_cycles + self.unfused_arrival_cycles
+
+    @property
+    def fused_cycles(self) -> float:
+        return self.fused_kernel_cycles + self.fused_arrival_cycles
+
+    @property
+    def gain(self) -> float:
+        """Unfused over fused time, inputs' arrival included (> 1: fusing is faster)."""
+        return self.unfused_cycles / self.fused_cycles
+
+    @property
+    def kernel_gain(self) -> float:
+        """Unfused over fused operator time alone."""
+        return self.unfused_kernel_cycles / self.fused_kernel_cycles
+
+    @property
+    def fuse(self) -> bool:
+        """Whether the fused plan is strictly faster than the unfused pair."""
+        return self.fused_cycles < self.unfused_cycles
+
+
+def arrival_cycles(partitions: Mapping[str, int], inputs, device: Device, cost: CostModel) -> float:
+    """Cycles of bringing `inputs` into a plan's layouts from a producer whose layout is
+    not known at the operator level: each input's whole resident partition received by
+    every core (the upper bound of `irc.planner.relayout.relayout_elements`, what a
+    layout mismatch costs), as one exchange and one shift event's barriers each, as
+    `irc.planner.relayout.relayout_cost` prices a relayout. Assumption 5 of the module
+    docstring: the unfused pair pays it for dY twice."""
+    total = 0.0
+    for name in inputs:
+        nbytes = partitions[name]
+        if nbytes:
+            total += float(cost.shift_cycles(device, nbytes)) + float(cost.sync_cycles(device))
+    return total
+
+
+def _require_exchange_model(cost: CostModel) -> None:
+    if cost.name in EXCHANGE_MODELS or getattr(cost, "prices_fused_pairs", False):
+        return
+    raise CostModelError(
+        f"cost model {cost.name} cannot price a fused gradient pair: it must price an operator as "
+        f"compute + shift + sync + reduction terms ({', '.join(EXCHANGE_MODELS)})"
+    )
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _check_shape(pair: PairSpec, plan: Plan) -> None:
+    axes = pair.axis_names
+    if tuple(plan.axes) != axes:
+        raise PlanError(f"plan axes {tuple(plan.axes)} differ from the pair's axes {axes}")
+    if len(plan.op_factors) != len(axes) or any(not isinstance(f, int) or f < 1 for f in plan.op_factors):
+        raise PlanError(f"F_op must be {len(axes)} positive integers, got {list(plan.op_factors)}")
+    names = {t.name for t in pair.tensors}
+    for name in plan.temporal_factors:
+        if name not in names:
+            raise PlanError(f"temporal factors given for unknown tensor {name!r}")
+    for tensor in pair.tensors:
+        factors = plan.temporal_factors.get(tensor.name)
+        if factors is None:
+            raise PlanError(f"no temporal factors for tensor {tensor.name!r}")
+        if len(factors) != len(axes) or any(not isinstance(f, int) or f < 1 for f in factors):
+            raise PlanError(f"f_t of {tensor.name} must be {len(axes)} positive integers, got {list(factors)}")
+        for axis, factor in zip(axes, factors):
+            if factor != 1 and not tensor.indexed_by(axis):
+                raise PlanError(f"f_t of {tensor.name} on axis {axis} is {factor}, but {tensor.name} "
+                                f"is not indexed by {axis}")
+
+
+def _works(pair: PairSpec, step_tiles, steps, shifted_bytes, shift_events, replicas, resident, cores):
+    """The two products' `OpWork`s under one geometry (arrays broadcast over candidates):
+    the dX product carries the whole exchange, the dW product none (module docstring)."""
+    works = []
+    for spec, exchange in ((pair.dx, True), (pair.dw, False)):
+        axes = spec.axis_names
+        roles = {role: np.prod(np.take(step_tiles, list(idx), axis=-1), axis=-1) if idx else 1
+                 for role, idx in compute_roles(spec).items()}
+        out = spec.output
+        out_step = np.prod(np.where([out.indexed_by(a) for a in axes], step_tiles, 1), axis=-1)
+        zero = np.zeros_like(np.asarray(shifted_bytes, dtype=np.float64))
+        works.append(OpWork(
+            subtask=SubTask(spec.kind, spec.dtype_bytes, np.prod(step_tiles, axis=-1), roles),
+            steps=steps,
+            shifted_bytes=shifted_bytes if exchange else zero,
+            shift_events=shift_events if exchange else zero,
+            partial_copies=replicas[out.name],
+            out_step_elems=out_step,
+            out_resident_elems=resident[out.name],
+            cores=cores,
+            geometry=None,
+            partial_bytes=spec.partial_bytes,
+        ))
+    return works
+
+
+def check_pair_plan(pair: PairSpec, plan: Plan, device: Device | str, cost: CostModel | str, *,
+                    min_utilization: float = 0.0, max_padding: float | None = None) -> PairScore:
+    """Check a fused plan against the T10 constraints over the five tensors and price it
+    (module docstring); raises `PlanError` naming the failed constraint."""
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    _require_exchange_model(cost)
+    _check_shape(pair, plan)
+    union = pair.union_spec()
+    axes, extents, tensors = union.axis_names, union.extents, union.tensors
+    op_factors = plan.op_factors
+    for axis, extent, factor in zip(axes, extents, op_factors):
+        if factor > extent:
+            raise PlanError(f"F_op on axis {axis} is {factor}, more than its extent {extent}: some cores would get no work")
+    cores = math.prod(op_factors)
+    if cores > device.cores:
+        raise PlanError(f"plan uses {cores} cores, device {device.name} has {device.cores}")
+    floor = minimum_cores(union, device, min_utilization)
+    if cores < floor:
+        raise PlanError(f"plan uses {cores} cores, fewer than the parallelism constraint's {floor} "
+                        f"(min_utilization={min_utilization:g})")
+    sharing = {t.name: math.prod(f for a, f in zip(axes, op_factors) if not t.indexed_by(a)) for t in tensors}
+    for t in tensors:
+        total = math.prod(plan.temporal_factors[t.name])
+        if sharing[t.name] % total:
+            raise PlanError(f"prod(f_t of {t.name})={total} does not divide the {sharing[t.name]} cores "
+                            f"sharing {t.name}'s partition")
+    for d, axis in enumerate(axes):
+        paces = {t.name: plan.temporal_factors[t.name][d] for t in tensors if t.indexed_by(axis)}
+        if not is_chain(paces.values()):
+            listing = ", ".join(f"{name} has {pace}" for name, pace in paces.items())
+            raise PlanError(f"temporal factors on axis {axis} must divide one another (both products "
+                            f"rotate in one loop nest), but {listing}")
+    per_core = [_ceil_div(e, f) for e, f in zip(extents, op_factors)]
+    steps_per_axis = [max(plan.temporal_factors[t.name][d] for t in tensors) for d in range(len(axes))]
+    for axis, extent, steps in zip(axes, per_core, steps_per_axis):
+        if steps > extent:
+            raise PlanError(f"axis {axis} is split into {steps} temporal partitions but has only {extent} "
+                            f"elements per core")
+    step_tiles = [_ceil_div(e, s) for e, s in zip(per_core, steps_per_axis)]
+    spans = [s * t for s, t in zip(steps_per_axis, step_tiles)]
+    padded = tuple(f * s for f, s in zip(op_factors, spans))
+    if max_padding is not None:
+        ratio = math.prod(p / e for p, e in zip(padded, extents))
+        if ratio > max_padding * (1 + PADDING_TOLERANCE):
+            raise PlanError(f"padded volume is {ratio:.4f}x the original, more than the padding "
+                            f"constraint's {max_padding:.4f}x")
+    resident = {}
+    for t in tensors:
+        factors = plan.temporal_factors[t.name]
+        elements = t.whole_elements
+        for dim in t.dims:
+            terms = [spans[axes.index(a)] // factors[axes.index(a)] for a in dim]
+            elements *= sum(terms) - (len(terms) - 1)
+        resident[t.name] = elements
+    held = {t.name: union.bytes_of(t.name) for t in tensors}
+    for spec in (pair.dx, pair.dw):   # a gradient left with partial sums is held in accumulators
+        held[spec.output.name] = int(spec.output_bytes(op_factors, steps_per_axis))
+    rotating = {t.name: any(f > 1 for f in plan.temporal_factors[t.name]) for t in tensors}
+    memory = MemoryBreakdown(
+        partitions={n: held[n] * e for n, e in resident.items()},
+        rotation_buffers={n: held[n] * resident[n] if rotating[n] else 0 for n in resident},
+        element_bytes=held,
+    )
+    if memory.total > device.sram_bytes:
+        raise PlanError(f"memory per core is {memory.total} bytes, more than the {device.sram_bytes} bytes "
+                        f"of SRAM on {device.name}")
+    levels = _order_loops(_shift_levels(union, plan, resident, held), cost, device)
+    shifted, events, executions = 0, 0, 1
+    for level in levels:
+        shifted += executions * level.steps * level.bytes_per_step
+        events += executions * level.steps * len(level.tensors)
+        executions *= level.steps + 1
+    replicas = {t.name: sharing[t.name] // math.prod(plan.temporal_factors[t.name]) for t in tensors}
+    steps = math.prod(steps_per_axis)
+    dx_work, dw_work = _works(pair, np.asarray(step_tiles), steps, shifted, events, replicas, resident, cores)
+    breakdowns = []
+    for work in (dx_work, dw_work):
+        b = cost.op_time(device, work)
+        breakdowns.append(CostBreakdown(*(float(x) for x in (b.compute, b.shift, b.sync, b.reduction))))
+    total = sum(b.total for b in breakdowns)
+    if not math.isfinite(total):
+        raise PlanError(f"cost model {cost.name} gives no finite time for this plan")
+    return PairScore(
+        device=device.name, cost_model=cost.name, cores=cores, sharing_cores=sharing, replicas=replicas,
+        padded_extents=padded, steps_per_axis=tuple(steps_per_axis), step_tiles=tuple(step_tiles), steps=steps,
+        loop_order=tuple(levels), memory=memory, dx=breakdowns[0], dw=breakdowns[1],
+        seconds=total / device.clock_hz,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Vectorised scoring and the exact search
+# ---------------------------------------------------------------------------
+
+
+def _exchange(union: OpSpec, temporal, tensor_bytes, resident, device, cost):
+    """Shifted bytes and shift events of every candidate's loop nest: the slots of
+    `irc.planner.vector_score.score_candidates` (one per axis and tensor indexing it,
+    the level at that tensor's pace), ordered costlier step outside (T10 s4.4)."""
+    n = len(temporal)
+    slot_steps, slot_bytes, slot_tensors = [], [], []
+    for d, axis in enumerate(union.axis_names):
+        members = [v for v, t in enumerate(union.tensors) if t.indexed_by(axis)]
+        paces = temporal[:, members, d]
+        for j in range(len(members)):
+            u = paces[:, j]
+            coarser = np.where(paces < u[:, None], paces, 1).max(axis=1)
+            owner = np.ones_like(u, dtype=bool)
+            for i in range(j):
+                owner &= paces[:, i] != u
+            moving = paces >= u[:, None]
+            slot_steps.append(np.where(owner & (u > 1), u // coarser - 1, 0))
+            slot_bytes.append((tensor_bytes[:, members] * resident[:, members] * moving).sum(axis=1))
+            slot_tensors.append(moving.sum(axis=1))
+    if not slot_steps:
+        return np.zeros(n), np.zeros(n)
+    steps = np.stack(slot_steps, axis=1).astype(np.float64)
+    nbytes = np.stack(slot_bytes, axis=1).astype(np.float64)
+    count = np.stack(slot_tensors, axis=1).astype(np.float64)
+    step_cost = cost.shift_cycles(device, nbytes) + cost.sync_cycles(device) * count
+    order = np.argsort(-step_cost, axis=1, kind="stable")
+    steps, nbytes, count = (np.take_along_axis(a, order, axis=1) for a in (steps, nbytes, count))
+    executions = np.cumprod(np.concatenate([np.ones_like(steps[:, :1]), steps[:, :-1] + 1], axis=1), axis=1)
+    return (executions * steps * nbytes).sum(axis=1), (executions * steps * count).sum(axis=1)
+
+
+def score_pair_candidates(pair: PairSpec, candidates: CandidateSet, device: Device, cost: CostModel):
+    """(memory per core [N], cycles [N]) of fused candidates (tensors in `PairSpec.tensors`
+    order): `check_pair_plan`'s figures, vectorised."""
+    union = pair.union_spec()
+    per_core, steps_per_axis, step_tiles, resident, tensor_bytes, _ = _resident(union, candidates)
+    tensor_bytes[:, 1] = pair.dw.output_bytes(candidates.op_factors, steps_per_axis)
+    temporal = candidates.temporal_factors
+    rotating = (temporal > 1).any(axis=2)
+    memory = (tensor_bytes * resident * (1 + rotating)).sum(axis=1)
+    shifted, events = _exchange(union, temporal, tensor_bytes, resident, device, cost)
+    indexed = np.array([[t.indexed_by(a) for a in union.axis_names] for t in union.tensors])
+    sharing = np.where(indexed[None], 1, candidates.op_factors[:, None, :]).prod(axis=2)
+    replicas = sharing // temporal.prod(axis=2)
+    names = [t.name for t in union.tensors]
+    works = _works(pair, step_tiles, steps_per_axis.prod(axis=1), shifted, events,
+                   {n: replicas[:, v] for v, n in enumerate(names)},
+                   {n: resident[:, v] for v, n in enumerate(names)}, candidates.op_factors.prod(axis=1))
+    cycles = sum(np.asarray(cost.op_time(device, w).total, dtype=np.float64) for w in works)
+    return memory, np.where(np.isfinite(cycles), cycles, np.inf)
+
+
+def _group_memory(pair: PairSpec, space: PlanSpace, groups) -> np.ndarray:
+    """A lower bound of the memory per core of every plan of each step group: a tensor
+    that cannot rotate (no core shares its partition) holds its whole partition of the
+    padded spans; one that may rotate holds at least the smaller of that and twice
+    (resident slice and receive buffer) its step tiles' window, since every f_t divides
+    the steps (`irc.planner.bounds` states the same, tighter, for one operator)."""
+    union = pair.union_spec()
+    axes = union.axis_names
+    plan_factors = space.op_factors[groups.plan]
+    per_core = -(-np.asarray(union.extents)[None, :] // plan_factors)
+    tiles = -(-per_core // groups.steps)
+    spans = tiles * groups.steps
+    sharing = space.sharing[groups.plan]
+    held = {t.name: np.full(len(groups), union.bytes_of(t.name)) for t in union.tensors}
+    for spec in (pair.dx, pair.dw):
+        held[spec.output.name] = np.asarray(spec.output_bytes(plan_factors, groups.steps))
+    total = np.zeros(len(groups))
+    for v, tensor in enumerate(union.tensors):
+        whole = np.full(len(groups), tensor.whole_elements, dtype=np.int64)
+        window = whole.copy()
+        for dim in tensor.dims:
+            index = [axes.index(a) for a in dim]
+            whole = whole * (spans[:, index].sum(axis=1) - (len(index) - 1))
+            window = window * (tiles[:, index].sum(axis=1) - (len(index) - 1))
+        least = np.where(sharing[:, v] > 1, np.minimum(whole, 2 * window), whole)
+        total += held[tensor.name] * least
+    return total
+
+
+def _group_time(pair: PairSpec, space: PlanSpace, groups, device, cost) -> np.ndarray:
+    """A lower bound of the time of every plan of each step group: both products'
+    compute (fixed by the group's step tiles), plus the least exchange: every step but
+    the first follows at least one shift event (the loop levels' executions times steps
+    telescope to ``prod T_d - 1``), each moving at least the smallest step window of a
+    tensor that some core shares (`irc.planner.bounds` argues the same for one
+    operator); the output reductions are never negative."""
+    union = pair.union_spec()
+    axes = union.axis_names
+    plan_factors = space.op_factors[groups.plan]
+    per_core = -(-np.asarray(union.extents)[None, :] // plan_factors)
+    tiles = -(-per_core // groups.steps)
+    steps = groups.steps.prod(axis=1)
+    sharing = space.sharing[groups.plan]
+    smallest = np.full(len(groups), np.inf)
+    for v, tensor in enumerate(union.tensors):
+        window = np.full(len(groups), tensor.whole_elements * union.bytes_of(tensor.name), dtype=np.float64)
+        for dim in tensor.dims:
+            index = [axes.index(a) for a in dim]
+            window = window * (tiles[:, index].sum(axis=1) - (len(index) - 1))
+        smallest = np.where(sharing[:, v] > 1, np.minimum(smallest, window), smallest)
+    shifts = steps - 1
+    exchange = np.where(shifts > 0, np.asarray(cost.shift_cycles(device, shifts * np.where(np.isfinite(smallest), smallest, 0)))
+                        + cost.sync_cycles(device) * shifts, 0.0)
+    total = np.asarray(exchange, dtype=np.float64)
+    for spec in (pair.dx, pair.dw):
+        roles = {role: np.prod(tiles[:, list(idx)], axis=1) if idx else np.ones(len(groups))
+                 for role, idx in compute_roles(spec).items()}
+        total += steps * np.asarray(cost.compute_cycles(device, SubTask(spec.kind, spec.dtype_bytes,
+                                                                         tiles.prod(axis=1), roles)))
+    return total
+
+
+@dataclass
+class _Best:
+    cycles: float = math.inf
+    memory: float = math.inf
+    key: tuple = ()
+    op_factors: tuple = ()
+    temporal: np.ndarray | None = None
+    scored: int = 0
+    expanded: int = 0
+    groups: int = 0
+    least_memory: float = math.inf
+
+    def offer(self, candidates: CandidateSet, memory, cycles, sram: int) -> None:
+        self.scored += len(candidates)
+        self.least_memory = min(self.least_memory, float(memory.min()))
+        fits = (memory <= sram) & np.isfinite(cycles)
+        for i in np.flatnonzero(fits):
+            key = (float(cycles[i]), float(memory[i]), tuple(int(v) for v in candidates.order[i]))
+            if key[0] > self.cycles:
+                continue
+            if not self.key or key < (self.cycles, self.memory, self.key):
+                self.cycles, self.memory, self.key = key
+                self.op_factors = tuple(int(f) for f in candidates.op_factors[i])
+                self.temporal = candidates.temporal_factors[i].copy()
+
+
+def _search_once(pair, device, cost, min_utilization, max_padding, below=math.inf) -> tuple[_Best, PlanSpace]:
+    union = pair.union_spec()
+    space = PlanSpace(union, device, min_utilization, max_padding)
+    best = _Best(cycles=below)
+    if space.n_spatial == 0:
+        return best, space
+    for groups in space.groups():
+        best.groups += len(groups)
+        bound = _group_time(pair, space, groups, device, cost)
+        bound = np.where(_group_memory(pair, space, groups) > device.sram_bytes, np.inf, bound)
+        order = np.argsort(bound, kind="stable")
+        # fastest-bounded groups first; a group whose compute alone is slower than the
+        # best plan found cannot hold a faster plan
+        for start in range(0, len(order), 256):
+            chosen = order[start:start + 256]
+            chosen = chosen[bound[chosen] <= best.cycles * (1 + BOUND_SLACK)]
+            if not len(chosen):
+                break
+            best.expanded += len(chosen)
+            for candidates in space.expand(groups.take(np.sort(chosen))):
+                memory, cycles = score_pair_candidates(pair, candidates, device, cost)
+                best.offer(candidates, memory, cycles, device.sram_bytes)
+    return best, space
+
+
+def search_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = "t10", *,
+                min_utilization: float = DEFAULT_MIN_UTILIZATION,
+                max_padding: float = DEFAULT_MAX_PADDING, below: float = math.inf) -> tuple[PairPlan, dict]:
+    """The fastest fused plan that fits, exactly (every candidate of the space is
+    scored unless its group's time bound, `_group_time`, exceeds the best plan found,
+    or its memory bound the SRAM; ties go to less memory, then to the full
+    enumeration's order, as `irc.planner.search`). Like the single-operator search, a
+    space with no plan meeting `min_utilization` (or none of those fitting) is searched
+    again with any core count. `below` only looks for plans of at most that many cycles
+    (what a compiler deciding whether to fuse needs: the unfused pair's time). Returns
+    the plan and statistics; raises `PlanError` when no fused plan fits (or none is
+    within `below`)."""
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    _require_exchange_model(cost)
+    relaxed = False
+    best, space = _search_once(pair, device, cost, min_utilization, max_padding, below)
+    if best.temporal is None and min_utilization > 0:
+        relaxed = True
+        best, space = _search_once(pair, device, cost, 0.0, max_padding, below)
+    if best.temporal is None:
+        if math.isfinite(below):
+            raise PlanError(f"no fused plan takes at most {below:,.0f} cycles on {device.name}")
+        if best.scored:
+            raise PlanError(
+                f"no fused plan fits: the least memory per core a scored plan needs is {int(best.least_memory)} "
+                f"bytes, but {device.name} has {device.sram_bytes} bytes of SRAM per core",
+                needed=int(best.least_memory),
+            )
+        raise PlanError(f"no fused plan satisfies the constraints on {device.name}")
+    names = [t.name for t in pair.tensors]
+    plan = Plan(pair.axis_names, best.op_factors, {n: tuple(int(f) for f in best.temporal[v]) for v, n in enumerate(names)})
+    score = check_pair_plan(pair, plan, device, cost, min_utilization=0.0 if relaxed else min_utilization,
+                            max_padding=max_padding)
+    stats = {"relaxed_utilization": relaxed, "plans_scored": best.scored, "groups": best.groups,
+             "groups_expanded": best.expanded}
+    return PairPlan(Plan(plan.axes, plan.op_factors, plan.temporal_factors), score), stats
+
+
+def unfused_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = "t10", **options) -> tuple[Plan, Plan]:
+    """The best unfused pair: each product's fastest plan, two independent exact searches
+    (`irc.planner.search`)."""
+    return search(pair.dx, device, cost, **options).best, search(pair.dw, device, cost, **options).best
+
+
+def compare_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = "t10", *, exact: bool = True,
+                 **options) -> PairComparison:
+    """The fused plan and the best unfused pair (raises `PlanError` when even the unfused
+    products have no plan; a fused space with no fitting plan is reported, not raised).
+    With ``exact=False`` the fused search only looks for plans faster than the unfused
+    pair (``fused`` is None when there is none): enough to decide whether to fuse."""
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    dx, dw = unfused_pair(pair, device, cost, **options)
+    unfused_arrival = (arrival_cycles(dx.score.memory.partitions, [t.name for t in pair.dx.inputs], device, cost)
+                       + arrival_cycles(dw.score.memory.partitions, [t.name for t in pair.dw.inputs], device, cost))
+    # a fused plan is worth finding only below the unfused total (its arrival is >= 0)
+    below = math.inf if exact else dx.cycles + dw.cycles + unfused_arrival
+    try:
+        fused, stats = search_pair(pair, device, cost, below=below, **options)
+    except PlanError as error:
+        return PairComparison(None, dx, dw, unfused_arrival, fused_error=str(error))
+    inputs = [pair.dy, pair.w.name, pair.x.name]
+    return PairComparison(fused, dx, dw, unfused_arrival,
+                          arrival_cycles(fused.score.memory.partitions, inputs, device, cost),
+                          relaxed_utilization=stats["relaxed_utilization"], plans_scored=stats["plans_scored"],
+                          groups=stats["groups"], groups_expanded=stats["groups_expanded"])
+
+
+def brute_force_pair_plans(pair: PairSpec, device: Device | str, cost: CostModel | str, *,
+                           min_utilization: float = 0.0, max_padding: float | None = None) -> list[PairPlan]:
+    """Every legal fused plan (fitting in SRAM), scored by `check_pair_plan`: plain loops
+    over F_op and every tensor's f_t (divisors of its sharing count), for tests on tiny
+    shapes and devices."""
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    axes = pair.axis_names
+    extents = pair.union_spec().extents
+    found = []
+    for op_factors in itertools.product(*(range(1, min(e, device.cores) + 1) for e in extents)):
+        if math.prod(op_factors) > device.cores:
+            continue
+        per_tensor = []
+        for tensor in pair.tensors:
+            sharing = math.prod(f for a, f in zip(axes, op_factors) if not tensor.indexed_by(a))
+            divisors = [d for d in range(1, sharing + 1) if sharing % d == 0]
+            per_tensor.append(list(itertools.product(*(divisors if tensor.indexed_by(a) else [1] for a in axes))))
+        for combo in itertools.product(*per_tensor):
+            plan = Plan(axes, tuple(op_factors), {t.name: f for t, f in zip(pair.tensors, combo)})
+            try:
+                score = check_pair_plan(pair, plan, device, cost, min_utilization=min_utilization,
+                                        max_padding=max_padding)
+            except PlanError:
+                continue
+            found.append(PairPlan(plan, score))
+    return found
+
+
+__all__ = [
+    "PairComparison",
+    "arrival_cycles",
+    "PairPlan",
+    "PairScore",
+    "PairSpec",
+    "brute_force_pair_plans",
+    "check_pair_plan",
+    "compare_pair",
+    "pair_spec",
+    "score_pair_candidates",
+    "search_pair",
+    "unfused_pair",
+]

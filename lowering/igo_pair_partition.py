@@ -1,0 +1,291 @@
+"""Gradient pairs on an inter-core chip: `rtensor-partition`'s treatment of
+`igo.grad_pair`, the adapter between the pair ops and `irc.planner.igo_pair`, and the
+checks `rtensor-check` runs on `rtensor.grad_pair` (IGO, MICRO'23, §4.2 carried to T10's
+rotating tensors, T10 §4.1-4.3; the model and its assumptions are
+`irc.planner.igo_pair`'s docstring).
+
+`rtensor-partition` meets an `igo.grad_pair` (igo-fuse on an inter-core device) and
+decides, per pair, before it plans anything else (`plan_pairs`):
+
+- **fused**: the pair's fastest fused plan (`irc.planner.igo_pair.search_pair`, one
+  ``F_op`` over the shared axes, f_t for the five tensors) is faster than the unfused
+  pair (each product's fastest plan, the inputs' arrival included: dY arrives once
+  instead of twice). It becomes::
+
+      %dy1 = rtensor.relayout %dy : tensor<...> -> !rtensor.tensor<...>   (and W, X)
+      %dx1, %dw1 = rtensor.grad_pair dx "..." dw "..." (%dy1, %w1, %x1) F_op = array<i64: ...>
+                     {planned_cycles = ..., irc.pair = "..."} : (...) -> (...)
+      %dx = rtensor.relayout %dx1 : ... -> tensor<...>                   (and dW)
+
+  ``planned_cycles`` is the fused plan's time (`rtensor-check` recomputes it) and
+  ``irc.pair`` states the comparison it won;
+- **unfused**: the unfused pair is at least as fast, or the planner cannot describe the
+  pair as one plan (a convolution's dX writes a compound ``h+r`` index, which no plan
+  stores), or no fused plan fits: the pair goes back to its two ``te.op``s, which are
+  planned like any other (model-wide or per op), each with ``irc.unfused`` saying why.
+
+A fused pair is planned on its own, like ``mode=op``: the model-wide trade-off
+(Algorithm 1) does not see it, its weight rests in its active layout, and the
+relayouts into and out of it are not part of the function's ``irc.planned_cycles``.
+Below the rtensor level a fused pair runs as two kernels (`rtensor-to-shift`): the dX
+product's and the dW product's, each under the fused plan's ``F_op`` and its own
+tensors' f_t (`irc.planner.igo_pair.PairSpec.component_plan`), so the device program
+rotates dY in both; the function's ``irc.planned_cycles`` counts those two kernels'
+times, which the interpreter reproduces. A single compute-shift kernel computing both
+products per step is not lowered yet.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import FloatAttr, StringAttr, f64
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
+
+from irc.diagnostics import location_of
+from irc.dialects import igo
+from irc.dialects.rtensor import GradPairOp, RelayoutOp, element_bytes, layout_types
+from irc.dialects.te import TensorOp
+from irc.dialects.te_expr import ExprError
+from irc.planner import Plan, PlanError, SpecError
+from irc.planner.igo_pair import PairComparison, PairSpec, check_pair_plan, compare_pair, pair_spec
+
+PLANNED = "planned_cycles"
+"""On an `rtensor.grad_pair`: the fused plan's cycles (``rtensor-check`` recomputes them)."""
+SUMMARY_ATTR = "irc.pair"
+"""On an `rtensor.grad_pair`: the comparison with the unfused pair it won."""
+UNFUSED_ATTR = "irc.unfused"
+"""On each ``te.op`` of a pair `rtensor-partition` ran unfused: why."""
+
+
+class PairPlanError(ValueError):
+    """An `rtensor.grad_pair` whose plan breaks a constraint on its target."""
+
+
+def pair_spec_of(op) -> PairSpec:
+    """The planner's `PairSpec` of an `igo.grad_pair` or `rtensor.grad_pair` (raises
+    `SpecError` for a pair the planner cannot describe as one plan)."""
+    from irc.planner.from_te import op_spec_from_expr
+
+    def spec(bound, operands, result):
+        sizes = {name: element_bytes(value.type.get_element_type()) for name, value in zip(bound.expr.inputs, operands)}
+        return op_spec_from_expr(bound, element_bytes(result.type.get_element_type()), tensor_bytes=sizes)
+
+    if isinstance(op, igo.GradPairOp):
+        dx_operands = op.operands_of(op.dx_expression.expr, op.w)
+        dw_operands = op.operands_of(op.dw_expression.expr, op.x)
+        dy = igo.shared_tensor(op.dx_expression.expr, op.dw_expression.expr)
+    else:
+        dx_operands, dw_operands, dy = op.operands_of_dx(), op.operands_of_dw(), op.dy_name()
+    return pair_spec(spec(op.bound_dx(), dx_operands, op.dx), spec(op.bound_dw(), dw_operands, op.dw), dy)
+
+
+def summary(found: PairComparison) -> str:
+    unfused = (f"the unfused pair {found.unfused_kernel_cycles:,.0f} cycles + "
+               f"{found.unfused_arrival_cycles:,.0f} for its inputs' arrival (dY twice)")
+    if found.fused is None:
+        return f"no fused plan ({found.fused_error}); {unfused}"
+    return (f"fused {found.fused_kernel_cycles:,.0f} cycles + {found.fused_arrival_cycles:,.0f} for its inputs' "
+            f"arrival vs {unfused}")
+
+
+@dataclass
+class PairDecision:
+    """A fused pair's scored plan, its spec and the comparison it won."""
+
+    plan: Plan
+    spec: PairSpec
+    comparison: PairComparison
+
+
+def _unfuse(op: igo.GradPairOp, reason: str) -> None:
+    """Put the pair's two gradients back as ``te.op``s, each saying why."""
+    rewriter = Rewriter()
+    note = {UNFUSED_ATTR: StringAttr(reason)}
+    dx = TensorOp(op.dx_expression, op.operands_of(op.dx_expression.expr, op.w), op.dx.type, dict(note))
+    dw = TensorOp(op.dw_expression, op.operands_of(op.dw_expression.expr, op.x), op.dw.type, dict(note))
+    dx.location = dw.location = op.location
+    rewriter.insert_op([dx, dw], InsertPoint.before(op))
+    op.dx.replace_all_uses_with(dx.output)
+    op.dw.replace_all_uses_with(dw.output)
+    rewriter.erase_op(op)
+
+
+def plan_pairs(module: Operation, device, cost) -> dict[igo.GradPairOp, PairDecision]:
+    """Plan every `igo.grad_pair` of `module` (module docstring): the fused ones and
+    their plans; the others are put back as two ``te.op``s in place. An NPU pair (one
+    carrying a tile order) is an error: it is `igo-to-npu`'s."""
+    from irc.cost import CostModelError
+
+    decisions: dict[igo.GradPairOp, PairDecision] = {}
+    cache: dict[PairSpec, PairComparison | str] = {}
+    for op in [o for o in module.walk() if isinstance(o, igo.GradPairOp)]:
+        if op.order is not None or "partition" in op.attributes:
+            raise DiagnosticException(
+                f"{location_of(op)}: error: '{op.name}' op has an NPU tile order; on {device.name} run "
+                f"igo-fuse{{device={device.name}}} (no order), or lower it with igo-to-npu for an NPU"
+            )
+        try:
+            spec = pair_spec_of(op)
+        except (SpecError, ExprError) as error:
+            _unfuse(op, f"no fused plan: the planner cannot describe the pair as one plan ({error})")
+            continue
+        if spec not in cache:
+            try:
+                cache[spec] = compare_pair(spec, device, cost, exact=False)
+            except CostModelError as error:
+                cache[spec] = f"no fused plan: {error}"
+            except PlanError as error:
+                cache[spec] = f"the products have no plan of their own to compare with ({error})"
+        found = cache[spec]
+        if isinstance(found, str):
+            _unfuse(op, found)
+        elif not found.fuse:
+            _unfuse(op, f"run as two operators, which is faster: {summary(found)}")
+        else:
+            decisions[op] = PairDecision(Plan(found.fused.plan.axes, found.fused.plan.op_factors,
+                                              found.fused.plan.temporal_factors, found.fused.score), spec, found)
+    return decisions
+
+
+def lowered_cycles(decision: PairDecision, device, cost) -> float:
+    """Cycles of the two kernels the fused pair lowers to (module docstring): each
+    product under the fused F_op and its own tensors' f_t, priced by `check_plan`."""
+    from irc.planner import check_plan
+
+    spec = decision.spec
+    return sum(check_plan(component, spec.component_plan(decision.plan, which), device, cost).cycles
+               for component, which in ((spec.dx, "dx"), (spec.dw, "dw")))
+
+
+def add_pair_cycles(planned: dict, decisions: dict, device, cost) -> dict:
+    """The functions' planned cycles (`irc.lowering.te_to_rtensor.PLANNED_ATTR`) with
+    the kernels of their fused pairs added (`lowered_cycles`)."""
+    planned = dict(planned)
+    for op, decision in decisions.items():
+        function = op.parent_op()
+        while function is not None and not isinstance(function, FuncOp):
+            function = function.parent_op()
+        if function is not None:
+            planned[function] = planned.get(function, 0.0) + lowered_cycles(decision, device, cost)
+    return planned
+
+
+@dataclass
+class PartitionGradPair(RewritePattern):
+    """One fused ``igo.grad_pair`` -> relayouts onto the chip + ``rtensor.grad_pair`` +
+    relayouts back (as `irc.lowering.te_to_rtensor.PartitionTensorOp` does for a te.op)."""
+
+    decisions: dict = field(default_factory=dict)
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: igo.GradPairOp, rewriter: PatternRewriter) -> None:
+        from irc.lowering.te_to_rtensor import PartitionTensorOp
+
+        decision = self.decisions.get(op)
+        if decision is None:
+            return
+        bound_dx, bound_dw = op.bound_dx(), op.bound_dw()
+        operands = {op.dy: None, op.w: None, op.x: None}
+        elements = {}
+        for bound, values, result in ((bound_dx, op.operands_of(op.dx_expression.expr, op.w), op.dx),
+                                      (bound_dw, op.operands_of(op.dw_expression.expr, op.x), op.dw)):
+            for name, value in zip(bound.expr.inputs, values):
+                elements[name] = value.type.get_element_type()
+            elements[bound.expr.output.tensor] = result.type.get_element_type()
+        layouts = {**layout_types(bound_dx, decision.plan, elements), **layout_types(bound_dw, decision.plan, elements)}
+        dy_name = igo.shared_tensor(op.dx_expression.expr, op.dw_expression.expr)
+        names = {op.dy: dy_name,
+                 op.w: next(n for n in bound_dx.expr.inputs if n != dy_name),
+                 op.x: next(n for n in bound_dw.expr.inputs if n != dy_name)}
+        for value in operands:
+            operands[value] = PartitionTensorOp._on_chip(value, layouts[names[value]], op, rewriter)
+        attributes = {k: v for k, v in op.attributes.items()}
+        attributes[PLANNED] = FloatAttr(float(decision.plan.score.cycles), f64)
+        attributes[SUMMARY_ATTR] = StringAttr(summary(decision.comparison))
+        planned = GradPairOp(op.dx_expression, op.dw_expression, operands[op.dy], operands[op.w], operands[op.x],
+                             layouts[bound_dx.expr.output.tensor], layouts[bound_dw.expr.output.tensor],
+                             decision.plan.op_factors, attributes)
+        planned.location = op.location
+        back_dx = RelayoutOp(planned.dx, op.dx.type)
+        back_dw = RelayoutOp(planned.dw, op.dw.type)
+        rewriter.replace(op, [planned, back_dx, back_dw], [back_dx.result, back_dw.result])
+
+
+# ---------------------------------------------------------------------------
+# rtensor.grad_pair: its plan, checks and lowering
+# ---------------------------------------------------------------------------
+
+
+def stated_plan(op: GradPairOp) -> Plan:
+    stated = op.plan()
+    return Plan(stated.axes, stated.op_factors, dict(stated.temporal_factors))
+
+
+def check_pair(op: GradPairOp, device, cost) -> Plan:
+    """Every constraint of the fused plan `op` states on `device` (the T10 constraints
+    over its five tensors, `irc.planner.igo_pair.check_pair_plan`), its types' replicas
+    and padding, and its ``planned_cycles``; the scored plan. Raises `PairPlanError`."""
+    from irc.cost import CostModelError
+
+    plan = stated_plan(op)
+    try:
+        spec = pair_spec_of(op)
+    except SpecError as error:
+        raise PairPlanError(f"the planner cannot describe this pair as one plan: {error}") from None
+    try:
+        score = check_pair_plan(spec, plan, device, cost)
+    except (PlanError, CostModelError) as error:
+        raise PairPlanError(f"plan breaks a constraint: {error}") from None
+    scored = Plan(plan.axes, plan.op_factors, plan.temporal_factors, score)
+    elements = {name: t.element_type for name, t in op.tensor_types().items()}
+    expected = {**layout_types(op.bound_dx(), scored, elements), **layout_types(op.bound_dw(), scored, elements)}
+    for name, type_ in op.tensor_types().items():
+        want = expected[name]
+        if type_.replica_count != want.replica_count:
+            raise PairPlanError(f"{name} has replicas={type_.replica_count}, but the plan gives {want.replica_count} "
+                                f"(cores sharing {name}'s partition / prod(f_t))")
+        if type_.padded_shape != want.padded_shape:
+            raise PairPlanError(f"{name} has padded shape {'x'.join(map(str, type_.padded_shape))}, but the plan "
+                                f"pads it to {'x'.join(map(str, want.padded_shape))}")
+    stated_cycles = op.attributes.get(PLANNED)
+    if isinstance(stated_cycles, FloatAttr) and not math.isclose(stated_cycles.value.data, score.cycles,
+                                                                  rel_tol=1e-9, abs_tol=1e-6):
+        raise PairPlanError(f"{PLANNED} says {stated_cycles.value.data:,.2f} cycles, but the plan takes "
+                            f"{score.cycles:,.2f} on {device.name} under {cost.name}")
+    return scored
+
+
+def component_plans(op: GradPairOp) -> tuple[Plan, Plan]:
+    """The plans of the two kernels a fused pair lowers to (module docstring), each in
+    its own expression's axis order and tensor names."""
+    spec = pair_spec_of(op)
+    plan = stated_plan(op)
+    result = []
+    for which, bound in (("dx", op.bound_dx()), ("dw", op.bound_dw())):
+        component = spec.component_plan(plan, which)
+        axes = tuple(a for a, _ in bound.extents)
+        result.append(component.in_axis_order(axes))
+    return result[0], result[1]
+
+
+__all__ = [
+    "PLANNED",
+    "PairDecision",
+    "PairPlanError",
+    "PartitionGradPair",
+    "add_pair_cycles",
+    "SUMMARY_ATTR",
+    "UNFUSED_ATTR",
+    "check_pair",
+    "component_plans",
+    "lowered_cycles",
+    "pair_spec_of",
+    "plan_pairs",
+    "stated_plan",
+]

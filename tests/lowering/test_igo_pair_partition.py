@@ -1,0 +1,133 @@
+"""Gradient pairs on an inter-core chip (irc.lowering.igo_pair_partition): the training
+pipeline on a tiny IPU-kind chip fuses a pair into one `rtensor.grad_pair`, which runs
+the numbers of the unfused te program at the rtensor and device levels, with every
+kernel taking the cycles its plan predicts; pairs that lose to the unfused pair, or
+that no plan describes, go back to their two te ops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.passes import PassPipeline
+from xdsl.utils.exceptions import DiagnosticException
+
+from irc.dialects import igo, rtensor, shift
+from irc.lowering.igo_pair_partition import SUMMARY_ATTR, UNFUSED_ATTR, pair_spec_of
+from irc.lowering.te_to_rtensor import RTensorPartition
+from irc.passes.igo_fuse import IgoFuse
+from irc.passes.pipelines import InferencePipeline, TrainingPipeline
+from irc.passes.te_autodiff import TeAutodiff
+from irc.planner.igo_pair import compare_pair
+from irc.runner import make_context, parse_module, run
+
+MLP = """
+func.func @main(%x: tensor<256x128xf32> {irc.name = "x"}, %w1: tensor<128x64xf32> {irc.name = "w1", irc.weight},
+                %w2: tensor<64x32xf32> {irc.name = "w2", irc.weight}) -> (tensor<f32> {irc.name = "loss"}) {
+  %h = te.op "Y[m,n] += X[m,k] * W[k,n]" (%x, %w1) : (tensor<256x128xf32>, tensor<128x64xf32>) -> tensor<256x64xf32>
+  %g = te.op "Y[m,n] = relu(X[m,n])" (%h) : (tensor<256x64xf32>) -> tensor<256x64xf32>
+  %y = te.op "Y[m,n] += X[m,k] * W[k,n]" (%g, %w2) : (tensor<256x64xf32>, tensor<64x32xf32>) -> tensor<256x32xf32>
+  %l = te.op "L[] += Y[m,n] * Y[m,n] * 0.5" (%y) : (tensor<256x32xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}
+"""
+
+PAIR = """
+func.func @pair(%dy: tensor<{m}x{n}xf16> {{irc.name = "dy"}}, %w: tensor<{k}x{n}xf16> {{irc.name = "w"}},
+                %x: tensor<{m}x{k}xf16> {{irc.name = "x"}}) -> (tensor<{m}x{k}xf16>, tensor<{k}x{n}xf16>) {{
+  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x)
+    : (tensor<{m}x{n}xf16>, tensor<{k}x{n}xf16>, tensor<{m}x{k}xf16>) -> (tensor<{m}x{k}xf16>, tensor<{k}x{n}xf16>)
+  func.return %dx, %dw : tensor<{m}x{k}xf16>, tensor<{k}x{n}xf16>
+}}
+"""
+
+
+def inputs_of(module, seed=0):
+    from irc.runner import find_function
+
+    rng = np.random.default_rng(seed)
+    signature = find_function(module, None)
+    return {name: rng.standard_normal(tuple(t.get_shape())).astype(np.float32 if "f32" in str(t) else np.float16)
+            for name, t in zip(signature.arg_names, signature.function.function_type.inputs)}
+
+
+def compile_with_kernels(text: str, passes) -> tuple[object, float]:
+    """The module after `passes`, and the kernels' planned cycles read between the passes."""
+    module = parse_module(text, "test.mlir")
+    planned = [0.0]
+
+    def record(previous, module, following) -> None:
+        kernels = [op for op in module.walk() if isinstance(op, shift.KernelOp) and op.planned_cycles is not None]
+        if kernels:
+            planned[0] = sum(float(op.planned_cycles.value.data) for op in kernels)
+
+    PassPipeline(tuple(passes), record).apply(Context(), module)
+    return module, planned[0]
+
+
+def test_training_on_an_inter_core_chip_fuses_and_runs_the_unfused_numbers():
+    reference = parse_module(MLP, "mlp.mlir")
+    TeAutodiff().apply(make_context(), reference)
+    inputs = inputs_of(reference)
+    expected, _ = run(reference, inputs)
+
+    planned = parse_module(MLP, "mlp.mlir")
+    for p in (TeAutodiff(), IgoFuse(device="tiny16"), RTensorPartition(device="tiny16")):
+        p.apply(make_context(), planned)
+    pairs = [op for op in planned.walk() if isinstance(op, rtensor.GradPairOp)]
+    assert len(pairs) == 1 and "fused" in pairs[0].attributes[SUMMARY_ATTR].data
+    at_rtensor, _ = run(planned, inputs)
+
+    device, kernels = compile_with_kernels(MLP, TrainingPipeline(device="tiny16").passes())
+    assert not [op for op in device.walk() if isinstance(op, (igo.GradPairOp, rtensor.GradPairOp))]
+    at_device, report = run(device, inputs)
+    for name, value in expected.items():
+        np.testing.assert_allclose(at_rtensor[name], value, rtol=1e-6, atol=1e-3)
+        np.testing.assert_allclose(at_device[name], value, rtol=1e-4, atol=1e-2 * np.abs(value).max())
+    # the pair's two kernels, like every other, take the cycles their plans predict
+    assert report.kernel_cycles == pytest.approx(kernels, rel=1e-9)
+
+
+def test_a_pair_whose_fused_plan_wins_and_its_kernels():
+    """(256, 128, 64) in f16 on tiny16: the fused plan receives dY once and wins; it
+    lowers to the dX and dW kernels under its F_op."""
+    text = PAIR.format(m=256, k=128, n=64)
+    module = parse_module(text, "pair.mlir")
+    RTensorPartition(device="tiny16").apply(make_context(), module)
+    (pair,) = [op for op in module.walk() if isinstance(op, rtensor.GradPairOp)]
+    found = compare_pair(pair_spec_of(pair), "tiny16", "t10")
+    assert found.fuse and pair.factors == found.fused.plan.op_factors
+    compiled, kernels = compile_with_kernels(text, InferencePipeline(device="tiny16").passes())
+    inputs = inputs_of(compiled)
+    results, report = run(compiled, inputs)
+    assert report.kernel_cycles == pytest.approx(kernels, rel=1e-9)
+    te = parse_module(text, "pair.mlir")
+    expected, _ = run(te, inputs)
+    for name, value in expected.items():
+        np.testing.assert_allclose(results[name].astype(np.float32), value.astype(np.float32), rtol=2e-2, atol=0.25)
+
+
+def test_pairs_that_stay_unfused_say_why():
+    # a convolution's dX writes DX[n,c,h+r,w+s]: no plan stores a compound output index
+    conv = """
+    func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>, %dy: tensor<1x3x3x3xf32>) -> (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) {
+      %dx, %dw = igo.grad_pair dx "DX[n,c,h+r,w+s] += DY[n,f,h,w] * W[f,c,r,s]" dw "DW[f,c,r,s] += DY[n,f,h,w] * X[n,c,h+r,w+s]" (%dy, %w, %x) : (tensor<1x3x3x3xf32>, tensor<3x2x3x3xf32>, tensor<1x2x5x5xf32>) -> (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>)
+      func.return %dx, %dw : tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>
+    }
+    """
+    module = parse_module(conv, "conv.mlir")
+    RTensorPartition(device="tiny16").apply(make_context(), module)
+    notes = [op.attributes[UNFUSED_ATTR].data for op in module.walk() if UNFUSED_ATTR in op.attributes]
+    assert len(notes) == 2 and "cannot describe the pair as one plan" in notes[0]
+    # a GEMM pair whose unfused products are faster, their inputs' arrival included
+    module = parse_module(PAIR.format(m=64, k=1024, n=64), "pair.mlir")
+    RTensorPartition(device="tiny16", mode="op").apply(make_context(), module)
+    notes = [op.attributes[UNFUSED_ATTR].data for op in module.walk() if isinstance(op, rtensor.RTensorOp)]
+    assert len(notes) == 2 and "run as two operators, which is faster: fused" in notes[0]
+
+
+def test_an_npu_pair_is_refused_on_an_inter_core_chip():
+    module = parse_module(PAIR.format(m=16, k=16, n=16).replace('(%dy, %w, %x)\n', '(%dy, %w, %x) order "dx-major"\n'),
+                          "pair.mlir")
+    with pytest.raises(DiagnosticException, match="has an NPU tile order; on tiny16 run igo-fuse"):
+        RTensorPartition(device="tiny16").apply(make_context(), module)
