@@ -128,3 +128,22 @@ def contention_cycles(device, source: np.ndarray, nbytes: int, start: float, cyc
                 slowest = max(slowest, bw / max(bw - rho, bw / 2))
         extra += overlap * (slowest - 1.0)
     return extra
+
+
+def planned_lines(function, report) -> list[str]:
+    """What the ELK plan of ``function`` (its ``irc.preloaded`` attribute, written by
+    ``rtensor-partition``) predicted beside what the run did: HBM busy and exposed load
+    cycles. Nothing for a function planned without preloading."""
+    from xdsl.dialects.builtin import DictionaryAttr
+
+    attr = function.attributes.get("irc.preloaded")
+    if not isinstance(attr, DictionaryAttr) or not report.hbm_events:
+        return []
+    plan = {k: v for k, v in attr.data.items()}
+    summary = offchip_summary(report)
+    hbm, exposed = float(plan["hbm_cycles"].value.data), float(plan["exposed_cycles"].value.data)
+    return [
+        f"ELK plan ({plan['design'].data}, {plan['split'].data} split): HBM busy {hbm:,.0f} cycles planned, "
+        f"{summary['hbm_busy_cycles']:,.0f} interpreted; exposed load {exposed:,.0f} cycles planned, "
+        f"{summary['exposed_load_cycles']:,.0f} interpreted"
+    ]

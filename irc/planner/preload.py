@@ -484,19 +484,21 @@ class PreloadPlan:
 
 
 def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None = None,
-                  split: str = "paper", start: str = "both") -> PreloadPlan:
+                  split: str = "paper", start: str = "both", memos: dict | None = None) -> PreloadPlan:
     """``_plan_preloads`` from each op's fastest preload state (``start="fastest"``, s4.3),
     from its smallest (``"smallest"``), or both, the faster kept (``"both"``, the default:
-    the two ends Static chooses between, s6.1)."""
+    the two ends Static chooses between, s6.1). ``memos`` (a dict kept across calls for
+    the same ops, capacity and split) shares the allocations between preload orders."""
     if start not in ("fastest", "smallest", "both"):
         raise ValueError(f"unknown start '{start}'; known: fastest, smallest, both")
-    plans = [_plan_preloads(ops, capacity, order, split, smallest)
+    plans = [_plan_preloads(ops, capacity, order, split, smallest,
+                            None if memos is None else memos.setdefault(smallest, {}))
              for smallest in ((False, True) if start == "both" else (start == "smallest",))]
     return min(plans, key=lambda plan: plan.latency)
 
 
 def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
-                   split: str, smallest: bool) -> PreloadPlan:
+                   split: str, smallest: bool, memo: dict | None = None) -> PreloadPlan:
     """ELK-Dyn for one preload order: the inductive schedule with the cost-aware split
     (``split="paper"``) or the artifact's (``split="artifact"``). An op that fits under
     no plan even alone is a ``PreloadFitError`` naming it and its bytes."""
@@ -507,7 +509,7 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
     if allocation is None:
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
     alloc = allocation(ops, capacity, smallest)
-    memo: dict[tuple, Allocation | None] = {}
+    memo = {} if memo is None else memo   # (op, resident ops and their plans) -> Allocation
 
     def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
         key = (ops[i].signature, tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k]) for k in resident))
@@ -539,14 +541,18 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
 
 
 def valid_preload_orders(ops: Sequence[int], space: Callable[[int], float], capacity: float,
-                         max_displacement: int | None = None) -> list[list[int]]:
+                         max_displacement: int | None = None,
+                         kind: Callable[[int], object] | None = None) -> list[list[int]]:
     """Every preload order of ``ops`` (execution order, ascending) that cannot overflow
     SRAM, built as ELK's suffix tree from the last load backwards (s4.4, Figure 14):
     choosing op x as the next-earlier load means every op still unplaced that executes
     after x is loaded before x and stays on chip with x until x executes, so x and those
     ops must fit together (``space``: an op's smallest preload size). ``max_displacement``
     bounds how far an op moves from its place in execution order (the artifact's
-    bounded-displacement orders, IPU_COST_FACTS s6; None: the paper's whole tree)."""
+    bounded-displacement orders, IPU_COST_FACTS s6; None: the paper's whole tree). Ops of
+    one ``kind`` (identical ops) keep their execution order among themselves: loading the
+    later of two identical ops first only holds its space longer, and the orders that
+    differ by swapping them are the same schedule."""
     ops = sorted(ops)
     home = {x: t for t, x in enumerate(ops)}
     found: list[list[int]] = []
@@ -559,6 +565,8 @@ def valid_preload_orders(ops: Sequence[int], space: Callable[[int], float], capa
         for x in unplaced:
             if max_displacement is not None and abs(home[x] - slot) > max_displacement:
                 continue
+            if kind is not None and any(y > x and kind(y) == kind(x) for y in unplaced):
+                continue   # the latest unplaced op of its kind takes the latest slot
             together = [y for y in unplaced if y >= x]
             if sum(space(y) for y in together) <= capacity:
                 grow([y for y in unplaced if y != x], [x] + suffix)
@@ -580,8 +588,9 @@ def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | No
     """Whole-model preload orders from s4.4's pruned space: within the first layer, the
     valid orders of its HBM-heavy ops (light ops keep their own positions, heavy ops
     permute among the heavy ops' positions); the same permutation for every layer with
-    the same op signatures (identical layers), execution order elsewhere. The identity
-    comes first."""
+    the same op signatures (identical layers), execution order elsewhere. Nearest the
+    execution order first (fewest swaps of neighbours; the identity first): ``max_orders``
+    keeps the nearest ones (ELK's chosen orders are 2.9 swaps away on average, s6.2)."""
     n = len(ops)
     heavy = set(heavy_ops(ops))
     layers: dict[int, list[int]] = {}
@@ -594,9 +603,9 @@ def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | No
     kind = tuple(ops[i].signature for i in layers[first])
     slots = [t for t, i in enumerate(layers[first]) if i in heavy]
     members = [layers[first][t] for t in slots]
-    orders = valid_preload_orders(members, lambda i: ops[i].min_preload(), capacity, max_displacement)
-    identity = sorted(members)
-    orders.sort(key=lambda o: o != identity)
+    orders = valid_preload_orders(members, lambda i: ops[i].min_preload(), capacity, max_displacement,
+                                  kind=lambda i: ops[i].signature)
+    orders.sort(key=lambda o: sum(a > b for a, b in itertools.combinations(o, 2)))
     if max_orders is not None:
         orders = orders[:max_orders]
     result = []
@@ -623,6 +632,7 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
     orders = layer_orders(ops, capacity, max_orders, max_displacement)
     layers = sorted({op.layer for op in ops if op.layer is not None})
     candidates = orders
+    memos: dict = {}   # the allocations of (op, resident set) recur across orders
     if window_layers is not None and len(layers) > window_layers and len(orders) > finalists:
         last = layers[window_layers - 1]
         cut = max(i for i, op in enumerate(ops) if op.layer is not None and op.layer <= last) + 1
@@ -631,7 +641,7 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
         for t, order in enumerate(orders):
             local = [k for k in order if k < cut]
             try:
-                ranked.append((plan_preloads(window, capacity, local, split).latency, t))
+                ranked.append((plan_preloads(window, capacity, local, split, memos=memos).latency, t))
             except OrderError:
                 continue
         ranked.sort()
@@ -640,7 +650,7 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
     best = None
     for order in candidates:
         try:
-            plan = plan_preloads(ops, capacity, order, split)
+            plan = plan_preloads(ops, capacity, order, split, memos=memos)
         except OrderError:
             continue
         if best is None or plan.latency < best[0].latency:
@@ -755,24 +765,33 @@ def ideal_latency(ops: Sequence[PreloadOp]) -> float:
     return best
 
 
-def widest_frontiers(exec_bytes: Sequence[float], preload_bytes: Sequence[float], capacity: float) -> list[int]:
+def widest_frontiers(exec_bytes: Sequence[float], preload_bytes: Sequence[float], capacity: float,
+                     order: Sequence[int] | None = None, upper: Sequence[int] | None = None) -> list[int]:
     """The preload frontiers of ops whose plans are fixed (their execute time does not
     depend on what is resident): by Theorem 4.2 each op's start is non-decreasing in its
     frontier (it ends at min(next op's start, the start of the first load waiting for
     it)), so the inductive scheduler's choice is the widest frontier whose resident ops
-    fit beside it. Execution order = preload order; an op that fits under no frontier
-    raises ``PreloadFitError``."""
+    fit beside it. ``exec_bytes[i]``: op i's own bytes (its preloaded data included);
+    ``preload_bytes[k]``: op k's preloaded bytes; loads run in ``order`` (default:
+    execution order) and op i's frontier is at most ``upper[i]`` (a plan's). An op that
+    fits under no frontier raises ``PreloadFitError``."""
     n = len(exec_bytes)
+    order = list(range(n)) if order is None else list(order)
+    _, lower = _order_bounds(order)
     frontiers = []
     for i in range(n):
         if exec_bytes[i] > capacity:
             raise PreloadFitError(str(i), exec_bytes[i], capacity)
-        used, q = exec_bytes[i], i + 1
-        while q < n and used + preload_bytes[q] <= capacity:
-            used += preload_bytes[q]
+        # loads before op i's least frontier of ops executing later are resident anyway
+        used = exec_bytes[i] + sum(preload_bytes[order[t]] for t in range(lower[i]) if order[t] > i)
+        if used > capacity:
+            raise PreloadFitError(str(i), used, capacity)
+        q, top = lower[i], n if upper is None else max(lower[i], min(n, upper[i]))
+        while q < top and used + (preload_bytes[order[q]] if order[q] > i else 0.0) <= capacity:
+            used += preload_bytes[order[q]] if order[q] > i else 0.0
             q += 1
         frontiers.append(q)
     # a load cannot wait for an op after one that already lets it start (frontiers rise)
     for i in range(n - 2, -1, -1):
-        frontiers[i] = min(frontiers[i], frontiers[i + 1])
+        frontiers[i] = max(lower[i], min(frontiers[i], frontiers[i + 1]))
     return frontiers
