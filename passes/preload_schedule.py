@@ -51,7 +51,8 @@ from irc.lowering.te_to_rtensor import PRELOAD_ATTR
 
 def operator_segments(ops: list[Operation]) -> list[int]:
     """Per op of a block, the index of the operator (kernel) it belongs to: a kernel ends
-    with its ``device.reduce`` and the stores and frees right after it."""
+    with its ``device.reduce`` and the stores and frees right after it (the last one with
+    the rest of the block)."""
     segment, current, closing = [], 0, False
     for op in ops:
         if closing and not isinstance(op, (StoreOp, FreeOp)):
@@ -60,6 +61,8 @@ def operator_segments(ops: list[Operation]) -> list[int]:
         segment.append(current)
         if isinstance(op, ReduceOp):
             closing = True
+    if not closing and current > 0:   # what follows the last kernel (the return) is part of it
+        segment = [min(s, current - 1) for s in segment]
     return segment
 
 

@@ -363,7 +363,7 @@ def inductive_schedule(
             cycles = allocation if isinstance(allocation, (int, float)) else allocation.cycles
             end = after if q >= n else min(after, load_start[order[q]])
             start = end - cycles
-            if best is None or start > best[0]:
+            if best is None or start >= best[0]:   # ties: the wider frontier (loads start earlier)
                 best = (start, end, q, tuple(held), allocation)
             if q >= n or end >= after:
                 break  # later loads start after op i+1 does: more residents only cost space
