@@ -61,9 +61,12 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
         cold = np.asarray(table.cold, dtype=np.float64)
         loads = np.array([preload_seconds(device, c, hbm) * clock if (c or hbm) else 0.0 for c in cold])
         distribute = np.where(np.isfinite(table.table), table.setup, np.inf)
+        exchange = np.array([float(p.score.cost.shift + p.score.cost.sync + p.score.cost.reduction)
+                             for p in table.active])   # cycles the exchange carries the op's own traffic
         ops.append(PreloadOp(
             op.name, float(hbm), np.asarray(table.hot, dtype=np.float64) + kept[i], table.active_cycles, cold,
-            distribute, loads, signature=(id(table), kept[i]), layer=None if layer_of is None else layer_of[i],
+            distribute, loads, exchange, signature=(id(table), kept[i]),
+            layer=None if layer_of is None else layer_of[i],
         ))
     return ops
 

@@ -96,19 +96,20 @@ class PreloadOp:
     def min_exec(self) -> float:
         return float(self.exec_bytes.min())
 
-    def preload_cost(self, r: int, j: int) -> float:
+    def preload_cost(self, r: int, j: int, charge: float = 1.0) -> float:
         """What preload state r costs execute state j (s4.3, Figure 11 tradeoffs 2 and 3):
-        its distribution phase, plus the exchange time its extra broadcast adds to the
-        load over the smallest state's (the contention a larger preload state causes)."""
-        return float(self.distribute[r, j] + self.load_cycles[r] - self.load_cycles.min())
+        its distribution phase, plus ``charge`` times the exchange time its extra
+        broadcast adds to the load over the smallest state's (the contention a larger
+        preload state causes; 0 where the load is hidden behind execution anyway)."""
+        return float(self.distribute[r, j] + charge * (self.load_cycles[r] - self.load_cycles.min()))
 
-    def fastest_preload(self, j: int, at_most: float = np.inf) -> int:
-        """The preload state of least ``preload_cost`` for execute state j within
-        ``at_most`` bytes (-1: none; ties: the smaller state)."""
+    def fastest_preload(self, j: int, at_most: float = np.inf, charge: float = 1.0) -> int:
+        """The preload state of least ``preload_cost`` (with ``charge``) for execute state j
+        within ``at_most`` bytes (-1: none; ties: the smaller state)."""
         ok = np.isfinite(self.distribute[:, j]) & (self.preload_bytes <= at_most)
         if not ok.any():
             return -1
-        times = np.where(ok, self.distribute[:, j] + self.load_cycles - self.load_cycles.min(), np.inf)
+        times = np.where(ok, self.distribute[:, j] + charge * (self.load_cycles - self.load_cycles.min()), np.inf)
         best = times.min()
         candidates = np.flatnonzero(times == best)
         return int(candidates[np.argmin(self.preload_bytes[candidates])])
@@ -199,10 +200,12 @@ class CostAwareAllocation:
     The executing op's own preload state starts at its fastest and may be shrunk by the
     ops that execute before it."""
 
-    def __init__(self, ops: Sequence[PreloadOp], capacity: float, smallest: bool = False) -> None:
+    def __init__(self, ops: Sequence[PreloadOp], capacity: float, smallest: bool = False,
+                 charge: Sequence[float] | None = None) -> None:
         self.ops = ops
         self.capacity = capacity
         self.smallest = smallest
+        self.charge = [1.0] * len(ops) if charge is None else list(charge)
         self.exec_plan: dict[int, int] = {}
         self.preload_plan: dict[int, int] = {}
 
@@ -211,7 +214,7 @@ class CostAwareAllocation:
         with ``smallest`` its smallest (the other end Static also tries, s6.1)."""
         op = self.ops[i]
         if not self.smallest:
-            return op.fastest_preload(j)
+            return op.fastest_preload(j, charge=self.charge[i])
         ok = np.flatnonzero(np.isfinite(op.distribute[:, j]))
         if not len(ok):
             return -1
@@ -228,7 +231,7 @@ class CostAwareAllocation:
     def preload_curve(self, k: int) -> list[tuple[float, float, int]]:
         op = self.ops[k]
         j, now = self.exec_plan[k], self.preload_plan[k]
-        points = [(op.preload_bytes[r], op.preload_cost(r, j)) if op.preload_bytes[r] <= op.preload_bytes[now]
+        points = [(op.preload_bytes[r], op.preload_cost(r, j, self.charge[k])) if op.preload_bytes[r] <= op.preload_bytes[now]
                   else (np.inf, np.inf) for r in range(len(op.preload_bytes))]
         return [p for p in pareto_curve(points) if np.isfinite(p[0])]
 
@@ -268,7 +271,7 @@ class ExecOnlyAllocation(CostAwareAllocation):
         usable = op.exec_bytes <= budget
         if not usable.any():
             return None
-        extra = (op.load_cycles - op.load_cycles.min())[:, None]   # the artifact's contention penalty
+        extra = self.charge[i] * (op.load_cycles - op.load_cycles.min())[:, None]   # the artifact's contention penalty
         total = np.where(usable[None, :], op.exec_cycles[None, :] + op.distribute + extra, np.inf)
         r, j = np.unravel_index(np.argmin(total), total.shape)
         if not np.isfinite(total[r, j]):
@@ -472,6 +475,7 @@ class PreloadPlan:
     preload_plan: list[int]
     exec_cycles: list[float]
     load_cycles: list[float]
+    start: str = ""      # how its ops' own preload states were chosen (``plan_preloads``)
 
     def timeline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         s = self.schedule
@@ -483,22 +487,67 @@ class PreloadPlan:
         return timeline_latency(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles)
 
 
+STARTS = ("fastest", "largest", "smallest", "exposed", "all")
+
+
+def exposed_loads(plan: "PreloadPlan") -> list[float]:
+    """Per op, 1.0 where its load is exposed in ``plan`` as it runs (``timeline``): it is
+    in a run of back-to-back loads (the HBM busy throughout) that ends with some op
+    waiting for its load; 0.0 where execution hides it."""
+    load_start, load_end, exec_start, exec_end = plan.timeline()
+    order = plan.schedule.order
+    charge = [0.0] * len(order)
+    run: list[int] = []
+    for t, k in enumerate(order):
+        if run and load_start[k] > load_end[run[-1]] + 1e-9:
+            run = []
+        run.append(k)
+        previous = exec_end[k - 1] if k else 0.0
+        if load_end[k] > previous + 1e-9 and exec_start[k] <= load_end[k] + 1e-9:   # op k waits for it
+            for m in run:
+                charge[m] = 1.0
+    return charge
+
+
 def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None = None,
-                  split: str = "paper", start: str = "both", memos: dict | None = None) -> PreloadPlan:
-    """``_plan_preloads`` from each op's fastest preload state (``start="fastest"``, s4.3),
-    from its smallest (``"smallest"``), or both, the faster kept (``"both"``, the default:
-    the two ends Static chooses between, s6.1). ``memos`` (a dict kept across calls for
-    the same ops, capacity and split) shares the allocations between preload orders."""
-    if start not in ("fastest", "smallest", "both"):
-        raise ValueError(f"unknown start '{start}'; known: fastest, smallest, both")
-    plans = [_plan_preloads(ops, capacity, order, split, smallest,
-                            None if memos is None else memos.setdefault(smallest, {}))
-             for smallest in ((False, True) if start == "both" else (start == "smallest",))]
+                  split: str = "paper", start: str = "all", memos: dict | None = None) -> PreloadPlan:
+    """``_plan_preloads`` with each op's own preload state chosen (s4.3) at its fastest
+    with the load it adds charged as exposed (``start="fastest"``), as hidden
+    (``"largest"``: the least distribution, the larger states), at its smallest
+    (``"smallest"``), or charged where the better of the first two leaves it exposed
+    (``"exposed"``: a preload state's longer load costs only what is not overlapped);
+    ``"all"`` (the default) keeps the fastest of the four. ``memos`` (a dict kept across
+    calls for the same ops, capacity and split) shares the allocations between orders."""
+    if start not in STARTS:
+        raise ValueError(f"unknown start '{start}'; known: {', '.join(STARTS)}")
+    memo = (lambda key, default: None) if memos is None else memos.setdefault
+    ones, zeros = [1.0] * len(ops), [0.0] * len(ops)
+    plans = []
+
+    def run(name: str, smallest: bool, charge: list[float]) -> None:
+        plan = _plan_preloads(ops, capacity, order, split, smallest, memo(smallest, {}), charge)
+        plan.start = name
+        plans.append(plan)
+
+    if start in ("fastest", "all", "exposed"):
+        run("fastest", False, ones)
+    if start in ("largest", "all", "exposed"):
+        run("largest", False, zeros)
+    if start in ("smallest", "all"):
+        run("smallest", True, ones)
+    if start in ("exposed", "all"):
+        best = min(plans[:2], key=lambda plan: plan.latency)
+        charge = exposed_loads(best)
+        if charge not in (ones, zeros):
+            run("exposed", False, charge)
+        if start == "exposed":
+            plans = plans[2:] or [best]
     return min(plans, key=lambda plan: plan.latency)
 
 
 def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
-                   split: str, smallest: bool, memo: dict | None = None) -> PreloadPlan:
+                   split: str, smallest: bool, memo: dict | None = None,
+                   charge: Sequence[float] | None = None) -> PreloadPlan:
     """ELK-Dyn for one preload order: the inductive schedule with the cost-aware split
     (``split="paper"``) or the artifact's (``split="artifact"``). An op that fits under
     no plan even alone is a ``PreloadFitError`` naming it and its bytes."""
@@ -508,11 +557,12 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
     allocation = {"paper": CostAwareAllocation, "artifact": ExecOnlyAllocation}.get(split)
     if allocation is None:
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
-    alloc = allocation(ops, capacity, smallest)
+    alloc = allocation(ops, capacity, smallest, charge)
     memo = {} if memo is None else memo   # (op, resident ops and their plans) -> Allocation
 
     def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
-        key = (ops[i].signature, tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k]) for k in resident))
+        key = (ops[i].signature, alloc.charge[i],
+               tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k], alloc.charge[k]) for k in resident))
         if key not in memo:
             found = alloc(i, resident)
             if found is not None and found.shrunk:  # store by position in the resident set
@@ -626,22 +676,32 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
             finalists: int = 3, max_displacement: int | None = None) -> tuple[PreloadPlan, list[int], int]:
     """ELK-Full (s4.4): the best ``plan_preloads`` over ``layer_orders``; returns the plan,
     its order and how many orders were tried. ELK plans the whole model for every order
-    (seconds each on one of 32 cores, s5); on a small machine, ``window_layers`` ranks the
-    orders on the model's first layers (identical layers share the order) and plans the
-    whole model for the ``finalists`` best and the execution order (None: whole model)."""
+    (seconds each on one of 32 cores, s5); on a small machine, the orders are ranked on
+    the model's first ``window_layers`` layers (identical layers share the order; None:
+    the whole model), each with the one way of choosing preload states
+    (``plan_preloads``' ``start``) that wins in execution order, and the ``finalists``
+    best and the execution order are planned whole with every way."""
     orders = layer_orders(ops, capacity, max_orders, max_displacement)
     layers = sorted({op.layer for op in ops if op.layer is not None})
     candidates = orders
     memos: dict = {}   # the allocations of (op, resident set) recur across orders
-    if window_layers is not None and len(layers) > window_layers and len(orders) > finalists:
-        last = layers[window_layers - 1]
-        cut = max(i for i, op in enumerate(ops) if op.layer is not None and op.layer <= last) + 1
+    try:   # the orders are ranked with the way of choosing preload states that wins in order
+        rank_start = plan_preloads(ops, capacity, orders[0], split, memos=memos).start
+    except OrderError:
+        rank_start = "all"
+    if rank_start == "exposed":
+        rank_start = "all"
+    if len(orders) > finalists:
+        cut = len(ops)
+        if window_layers is not None and len(layers) > window_layers:
+            last = layers[window_layers - 1]
+            cut = max(i for i, op in enumerate(ops) if op.layer is not None and op.layer <= last) + 1
         window = list(ops[:cut])
         ranked = []
         for t, order in enumerate(orders):
             local = [k for k in order if k < cut]
             try:
-                ranked.append((plan_preloads(window, capacity, local, split, memos=memos).latency, t))
+                ranked.append((plan_preloads(window, capacity, local, split, rank_start, memos=memos).latency, t))
             except OrderError:
                 continue
         ranked.sort()
