@@ -18,7 +18,8 @@ time (plan search + scheduling) and peak RSS. The paper reports 94.84% of Ideal 
 1.87x / 1.37x over Basic / Static on average (on an emulated IPU-POD4).
 
     PYTHONPATH=. python benchmarks/elk.py [--models llama2-13b,dit-xl] [--layers N]
-        [--device ipu-mk2-hbm] [--batch 32] [--seq 2048] [--json out.json]
+        [--device ipu-mk2-hbm] [--batch 32] [--seq 2048] [--chips 4] [--scale 1]
+        [--max-displacement N] [--max-orders N] [--json out.json]
 
 Modelling notes: the relayouts of activations between ops are not charged (activations
 stay on chip, ELK schedules weights and KV caches); identical layers share one plan
@@ -63,9 +64,10 @@ def utilisation(ops, decision, device) -> tuple[float, float]:
 
 
 def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, cost: str = "t10",
-              displacement: int | None = None, max_orders: int | None = None) -> dict:
+              displacement: int | None = None, max_orders: int | None = None, chips: int = 4,
+              scale: int = 1) -> dict:
     started = time.perf_counter()
-    model, layer_of = workload(name, batch=batch, seq=seq, layers=layers)
+    model, layer_of = workload(name, batch=batch, seq=seq, chips=chips, layers=layers, factor=scale)
     cache = FrontierCache(device, cost)
     ops = preload_ops(model, cache, layer_of)
     search_seconds = time.perf_counter() - started
@@ -93,7 +95,8 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
     return row
 
 
-def print_table(rows: list[dict], out=sys.stdout) -> None:
+def print_table(rows: list[dict], out=None) -> None:
+    out = sys.stdout if out is None else out
     header = f"{'model':<12} {'design':<9} {'ms/token':>9} {'% Ideal':>8} {'HBM util':>9} {'xchg util':>9}"
     print(header, file=out)
     print("-" * len(header), file=out)
@@ -119,6 +122,8 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--layers", type=int, default=None, help="override every model's depth")
+    parser.add_argument("--chips", type=int, default=4, help="model-parallel chips sharing each model (ELK s5)")
+    parser.add_argument("--scale", type=int, default=1, help="divide every model's widths by this")
     parser.add_argument("--max-displacement", type=int, default=-1,
                         help="how far ELK-Full may move a preload from its place (the artifact's bounded "
                              "reordering; -1, the default: the paper's whole tree)")
@@ -134,7 +139,7 @@ def main(argv=None) -> int:
         displacement = None if args.max_displacement < 0 else args.max_displacement
         orders = None if args.max_orders < 0 else args.max_orders
         rows.append(run_model(name, args.device, args.batch, args.seq, args.layers, displacement=displacement,
-                              max_orders=orders))
+                              max_orders=orders, chips=args.chips, scale=args.scale))
         print(f"{name}: done in {rows[-1]['compile_seconds']:.1f} s", file=sys.stderr)
     print_table(rows)
     if args.json:
