@@ -201,10 +201,11 @@ class CostAwareAllocation:
     ops that execute before it."""
 
     def __init__(self, ops: Sequence[PreloadOp], capacity: float, smallest: bool = False,
-                 charge: Sequence[float] | None = None) -> None:
+                 charge: Sequence[float] | None = None, exec_cap: float = np.inf) -> None:
         self.ops = ops
         self.capacity = capacity
         self.smallest = smallest
+        self.exec_cap = exec_cap
         self.charge = [1.0] * len(ops) if charge is None else list(charge)
         self.exec_plan: dict[int, int] = {}
         self.preload_plan: dict[int, int] = {}
@@ -223,7 +224,10 @@ class CostAwareAllocation:
     def exec_curve(self, i: int) -> list[tuple[float, float, int]]:
         op = self.ops[i]
         points = []
+        cap = max(self.exec_cap, op.min_exec())
         for j in range(len(op.exec_bytes)):
+            if op.exec_bytes[j] > cap:   # a capped execution space (``plan_preloads``' caps)
+                continue
             r = self.own_preload(i, j)
             points.append((op.exec_bytes[j], np.inf if r < 0 else op.exec_cycles[j] + op.distribute[r, j]))
         return pareto_curve(points)
@@ -476,6 +480,7 @@ class PreloadPlan:
     exec_cycles: list[float]
     load_cycles: list[float]
     start: str = ""      # how its ops' own preload states were chosen (``plan_preloads``)
+    cap: float = np.inf  # the execution space its execute-state plans were capped at
 
     def timeline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         s = self.schedule
@@ -509,14 +514,28 @@ def exposed_loads(plan: "PreloadPlan") -> list[float]:
     return charge
 
 
+def exec_caps(ops: Sequence[PreloadOp], capacity: float, count: int = 3) -> list[float]:
+    """Execution spaces to cap the ops' execute-state plans at: ``count`` points spaced
+    geometrically between the least space every op runs in and the whole SRAM."""
+    least = max((op.min_exec() for op in ops), default=0.0)
+    if least <= 0 or least >= capacity:
+        return []
+    return [least * (capacity / least) ** (k / (count + 1)) for k in range(1, count + 1)]
+
+
 def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None = None,
-                  split: str = "paper", start: str = "all", memos: dict | None = None) -> PreloadPlan:
+                  split: str = "paper", start: str = "all", memos: dict | None = None,
+                  caps: Sequence[float] | None = None) -> PreloadPlan:
     """``_plan_preloads`` with each op's own preload state chosen (s4.3) at its fastest
     with the load it adds charged as exposed (``start="fastest"``), as hidden
     (``"largest"``: the least distribution, the larger states), at its smallest
-    (``"smallest"``), or charged where the better of the first two leaves it exposed
-    (``"exposed"``: a preload state's longer load costs only what is not overlapped);
-    ``"all"`` (the default) keeps the fastest of the four. ``memos`` (a dict kept across
+    (``"smallest"``), or charged where the best of those leaves it exposed
+    (``"exposed"``: a preload state's longer load costs only what is not overlapped).
+    ``"all"`` (the default) keeps the fastest of the four and of ``"fastest"`` with the
+    execute-state plans capped at each of ``caps`` (default ``exec_caps``): the split
+    (s4.3) shrinks one op at a time, greedily, and an op's fastest plan can take the
+    space that would have let later ops preload (what a fixed split, Static, avoids).
+    The plan records how it was made (``start``, ``cap``). ``memos`` (a dict kept across
     calls for the same ops, capacity and split) shares the allocations between orders."""
     if start not in STARTS:
         raise ValueError(f"unknown start '{start}'; known: {', '.join(STARTS)}")
@@ -524,22 +543,30 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
     ones, zeros = [1.0] * len(ops), [0.0] * len(ops)
     plans = []
 
-    def run(name: str, smallest: bool, charge: list[float]) -> None:
-        plan = _plan_preloads(ops, capacity, order, split, smallest, memo(smallest, {}), charge)
-        plan.start = name
+    def run(name: str, smallest: bool, charge: list[float], cap: float = np.inf) -> None:
+        plan = _plan_preloads(ops, capacity, order, split, smallest, memo((smallest, cap), {}), charge, cap)
+        plan.start, plan.cap = name, cap
         plans.append(plan)
 
-    if start in ("fastest", "all", "exposed"):
+    if start != "all":   # one way, at the first of ``caps`` if given
+        cap = caps[0] if caps else np.inf
+        if start in ("fastest", "exposed"):
+            run("fastest", False, ones, cap)
+        if start in ("largest", "exposed"):
+            run("largest", False, zeros, cap)
+        if start == "smallest":
+            run("smallest", True, ones, cap)
+    else:
         run("fastest", False, ones)
-    if start in ("largest", "all", "exposed"):
         run("largest", False, zeros)
-    if start in ("smallest", "all"):
         run("smallest", True, ones)
+        for cap in (exec_caps(ops, capacity) if caps is None else caps):
+            run("fastest", False, ones, cap)
     if start in ("exposed", "all"):
-        best = min(plans[:2], key=lambda plan: plan.latency)
+        best = min(plans, key=lambda plan: plan.latency)
         charge = exposed_loads(best)
         if charge not in (ones, zeros):
-            run("exposed", False, charge)
+            run("exposed", False, charge, best.cap)
         if start == "exposed":
             plans = plans[2:] or [best]
     return min(plans, key=lambda plan: plan.latency)
@@ -547,7 +574,7 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
 
 def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
                    split: str, smallest: bool, memo: dict | None = None,
-                   charge: Sequence[float] | None = None) -> PreloadPlan:
+                   charge: Sequence[float] | None = None, exec_cap: float = np.inf) -> PreloadPlan:
     """ELK-Dyn for one preload order: the inductive schedule with the cost-aware split
     (``split="paper"``) or the artifact's (``split="artifact"``). An op that fits under
     no plan even alone is a ``PreloadFitError`` naming it and its bytes."""
@@ -557,7 +584,7 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
     allocation = {"paper": CostAwareAllocation, "artifact": ExecOnlyAllocation}.get(split)
     if allocation is None:
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
-    alloc = allocation(ops, capacity, smallest, charge)
+    alloc = allocation(ops, capacity, smallest, charge, exec_cap)
     memo = {} if memo is None else memo   # (op, resident ops and their plans) -> Allocation
 
     def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
@@ -686,11 +713,10 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
     candidates = orders
     memos: dict = {}   # the allocations of (op, resident set) recur across orders
     try:   # the orders are ranked with the way of choosing preload states that wins in order
-        rank_start = plan_preloads(ops, capacity, orders[0], split, memos=memos).start
+        first = plan_preloads(ops, capacity, orders[0], split, memos=memos)
+        rank = dict(start="all") if first.start == "exposed" else dict(start=first.start, caps=[first.cap])
     except OrderError:
-        rank_start = "all"
-    if rank_start == "exposed":
-        rank_start = "all"
+        rank = dict(start="all")
     if len(orders) > finalists:
         cut = len(ops)
         if window_layers is not None and len(layers) > window_layers:
@@ -701,7 +727,7 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
         for t, order in enumerate(orders):
             local = [k for k in order if k < cut]
             try:
-                ranked.append((plan_preloads(window, capacity, local, split, rank_start, memos=memos).latency, t))
+                ranked.append((plan_preloads(window, capacity, local, split, memos=memos, **rank).latency, t))
             except OrderError:
                 continue
         ranked.sort()
