@@ -183,3 +183,18 @@ def test_scaled_decoders_larger_than_sram_run_as_planned(name):
     assert report.interpreted_model_cycles == pytest.approx(report.planned_model_cycles + contended, rel=1e-3)
     assert summary["hbm_busy_cycles"] == pytest.approx(plan["hbm_cycles"].value.data, rel=1e-6)
     assert summary["exposed_load_cycles"] == pytest.approx(plan["exposed_cycles"].value.data, rel=1e-3, abs=100)
+
+
+def test_the_trace_shows_a_preload_on_every_link_it_loads():
+    # tiny16-hbm: a preload reaches each of the 16 cores through its ingress port, from
+    # both controllers' egress ports: 18 link tracks, each with the preload on it
+    chip = Chip("tiny16-hbm")
+    preloaded = chip.alloc("P", (1, 40), np.float32, 16, 0, "p:")
+    chip.preload(preloaded, np.ones((16, 40), np.float32), np.stack([np.arange(16), np.zeros(16, int)], 1), "p:")
+    trace = chip.report().chrome_trace()["traceEvents"]
+    tracks = {e["tid"]: e["args"]["name"] for e in trace if e["name"] == "thread_name"}
+    links = {tid: name for tid, name in tracks.items() if name.startswith("link ")}
+    assert sorted(links.values()) == sorted([f"link in {c}" for c in range(16)] + ["link out 16", "link out 17"])
+    for tid in links:
+        (event,) = [e for e in trace if e.get("tid") == tid and e.get("ph") == "X"]
+        assert event["name"].startswith("preload P") and event["dur"] > 0
