@@ -18,12 +18,17 @@ time (plan search + scheduling) and peak RSS. The paper reports 94.84% of Ideal 
 1.87x / 1.37x over Basic / Static on average (on an emulated IPU-POD4).
 
     PYTHONPATH=. python benchmarks/elk.py [--models llama2-13b,dit-xl] [--layers N]
-        [--device ipu-mk2-hbm] [--batch 32] [--seq 2048] [--json out.json]
+        [--device ipu-mk2-hbm] [--batch 32] [--seq 2048] [--chips 4] [--scale 1]
+        [--max-displacement N] [--max-orders N] [--json out.json]
 
 Modelling notes: the relayouts of activations between ops are not charged (activations
 stay on chip, ELK schedules weights and KV caches); identical layers share one plan
-search; the reorder search ranks its orders on the first three layers and, by default,
-moves a preload at most 2 places (``--max-displacement -1``: the paper's whole tree).
+search; ELK-Full tries every preload order of s4.4's pruned tree (the paper; it ranks
+them on the first three layers and plans the best three whole), ``--max-displacement N``
+moves a preload at most N places instead (the artifact's bounded reordering,
+IPU_COST_FACTS s6) and ``--max-orders N`` keeps the N orders nearest execution order.
+Ideal's exchange utilisation counts its fastest plans' shifts and its smallest preload
+states' delivery (ELK models Ideal with separate interconnects, s6.2).
 """
 
 from __future__ import annotations
@@ -46,10 +51,12 @@ def utilisation(ops, decision, device) -> tuple[float, float]:
     """(HBM, exchange) utilisation of a design's plan over its latency."""
     latency = decision.latency_cycles
     hbm_cycles = sum(op.hbm_bytes for op in ops) / device.offchip.bytes_per_s * device.clock_hz
-    if decision.plan is None:  # Ideal: exchange busy with the fastest plans' shifts only
-        return hbm_cycles / latency, 0.0
-    plan = decision.plan
     per_byte = preload_seconds_per_byte(device) * device.clock_hz
+    if decision.plan is None:  # Ideal: the fastest plans' shifts and the smallest states' delivery
+        exchange = sum(float(op.exchange_cycles[int(op.exec_cycles.argmin())]) + op.min_preload() * per_byte
+                       for op in ops)
+        return hbm_cycles / latency, min(1.0, exchange / latency)
+    plan = decision.plan
     exchange = 0.0
     for op, j, r in zip(ops, plan.exec_plan, plan.preload_plan):
         exchange += float(op.exchange_cycles[j]) + float(op.distribute[r, j]) + float(op.preload_bytes[r]) * per_byte
@@ -57,9 +64,10 @@ def utilisation(ops, decision, device) -> tuple[float, float]:
 
 
 def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, cost: str = "t10",
-              displacement: int | None = 2) -> dict:
+              displacement: int | None = None, max_orders: int | None = None, chips: int = 4,
+              scale: int = 1) -> dict:
     started = time.perf_counter()
-    model, layer_of = workload(name, batch=batch, seq=seq, layers=layers)
+    model, layer_of = workload(name, batch=batch, seq=seq, chips=chips, layers=layers, factor=scale)
     cache = FrontierCache(device, cost)
     ops = preload_ops(model, cache, layer_of)
     search_seconds = time.perf_counter() - started
@@ -68,7 +76,7 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
     clock = cache.device.clock_hz
     for design in DESIGNS:
         t = time.perf_counter()
-        decision = elk_plan(model, cache, design, ops=ops, max_displacement=displacement)
+        decision = elk_plan(model, cache, design, ops=ops, max_displacement=displacement, max_orders=max_orders)
         hbm, exchange = utilisation(ops, decision, cache.device)
         row["designs"][design] = {
             "latency_ms": decision.latency_cycles / clock * 1e3,
@@ -87,7 +95,8 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
     return row
 
 
-def print_table(rows: list[dict], out=sys.stdout) -> None:
+def print_table(rows: list[dict], out=None) -> None:
+    out = sys.stdout if out is None else out
     header = f"{'model':<12} {'design':<9} {'ms/token':>9} {'% Ideal':>8} {'HBM util':>9} {'xchg util':>9}"
     print(header, file=out)
     print("-" * len(header), file=out)
@@ -113,8 +122,13 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--layers", type=int, default=None, help="override every model's depth")
-    parser.add_argument("--max-displacement", type=int, default=2,
-                        help="how far ELK-Full may move a preload from its place (-1: the paper's whole tree)")
+    parser.add_argument("--chips", type=int, default=4, help="model-parallel chips sharing each model (ELK s5)")
+    parser.add_argument("--scale", type=int, default=1, help="divide every model's widths by this")
+    parser.add_argument("--max-displacement", type=int, default=-1,
+                        help="how far ELK-Full may move a preload from its place (the artifact's bounded "
+                             "reordering; -1, the default: the paper's whole tree)")
+    parser.add_argument("--max-orders", type=int, default=-1,
+                        help="ELK-Full plans at most this many orders, the nearest to execution order (-1: all)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     rows = []
@@ -123,7 +137,9 @@ def main(argv=None) -> int:
             print(f"error: unknown model '{name}'; known: {', '.join(MODELS)}", file=sys.stderr)
             return 1
         displacement = None if args.max_displacement < 0 else args.max_displacement
-        rows.append(run_model(name, args.device, args.batch, args.seq, args.layers, displacement=displacement))
+        orders = None if args.max_orders < 0 else args.max_orders
+        rows.append(run_model(name, args.device, args.batch, args.seq, args.layers, displacement=displacement,
+                              max_orders=orders, chips=args.chips, scale=args.scale))
         print(f"{name}: done in {rows[-1]['compile_seconds']:.1f} s", file=sys.stderr)
     print_table(rows)
     if args.json:

@@ -1034,7 +1034,11 @@ class PreloadAsyncOp(IRDLOperation):
     served one after another in program order (ELK's rule 2); one placed after an
     operator's instructions starts when they are done (rule 1). The buffer may be touched
     only by the ``device.wait`` that completes it (rule 3), which must follow in the
-    same block."""
+    same block. ELK's data distribution into the execute state (s4.5 ``redistribute``)
+    is the ``device.relayout {setup}`` that reads the waited buffer, not an op of its
+    own: it is the same exchange permutation (pieces from the preload-state layout to
+    the execute-state one) the all-on-chip program uses for a resting weight, priced,
+    routed and contended with preloads alike."""
 
     name = "device.preload_async"
 

@@ -32,6 +32,8 @@ class RunReport:
     device_ir: str
     planned_model_cycles: float | None = None
     """The model-wide plan's prediction (operators, setups, relayouts; None for mode=op)."""
+    module: ModuleOp | None = None
+    """The compiled device program."""
 
     @property
     def interpreted_kernel_cycles(self) -> float:
@@ -60,6 +62,14 @@ class RunReport:
                 f"interpreted {self.interpreted_model_cycles:,.0f} cycles (ratio {whole:.4f}); host I/O "
                 f"{100 * io:.1f}% of chip time: {edges}"
             )
+        from xdsl.dialects.func import FuncOp
+
+        from irc.interpreter.offchip import planned_lines
+
+        if self.module is not None:
+            for function in self.module.walk():
+                if isinstance(function, FuncOp):
+                    lines += planned_lines(function, self.chip)
         lines.append(f"max |device - te| per result: {errors}")
         return "\n".join(lines)
 
@@ -115,4 +125,4 @@ def compile_and_run(te_module_text_or_module, device: str = "tiny16", cost: str 
         if results[name].size else 0.0
         for name in results
     }
-    return results, RunReport(chip, planned, errors, str(compiled), planned_model_cycles(compiled))
+    return results, RunReport(chip, planned, errors, str(compiled), planned_model_cycles(compiled), compiled)

@@ -92,7 +92,7 @@ class Workload:
     factor: int = 1
     designs: tuple[str, ...] = ("basic", "static", "dyn", "full", "ideal")
     cost: str = "t10"
-    max_displacement: int | None = 2
+    max_displacement: int | None = None   # None: the paper's whole reorder tree (s4.4)
 
 
 def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:

@@ -114,6 +114,8 @@ class FunctionModel:
     ops: list[TensorOp] = field(default_factory=list)
     bounds: list[BoundExpr] = field(default_factory=list)
     fallbacks: dict[TensorOp, str] = field(default_factory=dict)
+    movements: set[TensorOp] = field(default_factory=set)
+    """The data movements that run as layout changes between the ops."""
 
 
 def is_movement(op) -> bool:
@@ -366,6 +368,7 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
             raise ModelIRError(op, f"'{op.expression.text}': {error.message}") from None
     plannable = {op for op, (_, spec, _) in described.items() if spec is not None}
     movements = absorbed_movements(ops, plannable)
+    result.movements = movements
     for op in ops:
         text = op.expression.text
         _, spec, reason = described[op]
@@ -737,3 +740,25 @@ __all__ = [
     "spec_of",
     "tensor_ops",
 ]
+
+
+def argument_input_bytes(found: FunctionModel) -> list[float]:
+    """Per planned op of ``found``, the bytes it loads from the function's arguments that
+    are not weights (a KV cache, the model's input): what its preload reads from HBM
+    besides its weights on a chip with off-chip memory (an input several ops read is
+    loaded once, by its first reader; ELK s2.2, s6.1)."""
+    movements = found.movements
+    loaded: set = set()
+    found_bytes = []
+    for op, bound, model_op in zip(found.ops, found.bounds, found.model.ops):
+        total = 0.0
+        for tensor, value in zip(bound.expr.inputs, op.inputs):
+            origin, _ = through_movements(value, movements)
+            if tensor in model_op.weights or tensor in model_op.producers or not isinstance(origin, BlockArgument):
+                continue
+            if origin in loaded:
+                continue
+            loaded.add(origin)
+            total += tensor_elements(model_op.spec, tensor) * model_op.spec.bytes_of(tensor)
+        found_bytes.append(total)
+    return found_bytes

@@ -41,6 +41,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 
 from irc.dialects.rtensor import IDLE_ATTR
+from irc.lowering.te_to_rtensor import PRELOAD_ATTR
 from irc.dialects.shift import KernelOp, RingOp
 from irc.diagnostics import location_of
 
@@ -95,6 +96,8 @@ class LowerToHost(RewritePattern):
             )
             if IDLE_ATTR in op.attributes:  # where its weights rest between uses (model-wide plan)
                 kernel.attributes[IDLE_ATTR] = op.attributes[IDLE_ATTR]
+            if PRELOAD_ATTR in op.attributes:  # its place in an ELK plan (preload order, frontier)
+                kernel.attributes[PRELOAD_ATTR] = op.attributes[PRELOAD_ATTR]
             kernel.location = op.location
             kernel.output.name_hint = op.output.name_hint
             rewriter.insert(kernel, InsertPoint.before(op))

@@ -415,7 +415,7 @@ def lower_block(block: Block, counter: list[int]) -> None:
     # weights with an idle plan rest in their idle layouts from the start, throughout;
     # on a function planned with ELK they rest in HBM instead and each is loaded into its
     # preload-state (idle) layout for its op only (`preload-schedule` moves the load earlier)
-    from irc.lowering.te_to_rtensor import PRELOADED_ATTR
+    from irc.lowering.te_to_rtensor import PRELOAD_ATTR, PRELOADED_ATTR
 
     function = block.parent_op()
     preloaded = function is not None and PRELOADED_ATTR in function.attributes
@@ -458,6 +458,8 @@ def lower_block(block: Block, counter: list[int]) -> None:
         for new in ops:
             new.location = op.location   # errors in the program point at the te op it computes
             block.insert_op_before(new, op)
+            if isinstance(new, ReduceOp) and PRELOAD_ATTR in op.attributes:   # the ELK plan, for preload-schedule
+                new.attributes[PRELOAD_ATTR] = op.attributes[PRELOAD_ATTR]
         stores += [(output.value, new) for output, new in zip(outputs, (o for o in ops if isinstance(o, StoreOp)))]
         if preloaded:  # its weights' preload-state buffers are done with
             for weight in resting[op].values():

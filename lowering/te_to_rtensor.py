@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, TensorType, UnitAttr, f64
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, TensorType, f64
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -69,12 +69,24 @@ from irc.diagnostics import location_of
 from irc.dialects.target import TARGET_ATTR
 
 PLANNED_ATTR = "irc.planned_cycles"
+"""On a function planned model-wide: the cycles the plan predicts for it (operators,
+setups and relayouts), which the interpreted device program must take."""
 PRELOADED_ATTR = "irc.preloaded"
 """On a function planned with ELK (its model exceeds SRAM): weights rest in HBM and each
 is loaded into its preload-state (idle) layout for the op that reads it, not resident
-throughout (`shift-to-device` reads it; `preload-schedule` then moves the loads earlier)."""
-"""On a function planned model-wide: the cycles the plan predicts for it (operators,
-setups and relayouts), which the interpreted device program must take."""
+throughout (`shift-to-device` reads it; `preload-schedule` then moves the loads earlier).
+A dictionary: the design and SRAM split it was planned with and the plan's HBM busy and
+exposed (not overlapped) load cycles, which the interpreted program reports beside its own."""
+PRELOAD_ATTR = "irc.preload"
+"""On each op of a function planned with ELK (``rtensor.op``, ``shift.kernel``, then the
+kernel's ``device.reduce``): ``{slot = i, frontier = q}``, its position in the plan's
+preload order (s4.4) and the position of the first load that waits for it to finish (its
+preload frontier, s4.2); `preload-schedule` issues the loads so."""
+PRELOAD_DESIGNS = ("full", "dyn")
+REORDER_BUDGET = 32
+"""ELK-Full in a compiler pass plans at most this many preload orders, those nearest the
+execution order (`irc.planner.preload.layer_orders`; benchmarks/elk.py tries them all)."""
+PRELOAD_SPLITS = ("paper", "artifact")
 from irc.lowering.target import TargetError, cost_of, device_of, resolve_target
 
 MODES = ("model", "op")
@@ -222,12 +234,23 @@ class RTensorPartition(ModulePass):
     """A cost model name; empty: the module's target's, else t10."""
     mode: str = "model"
     strict: bool = False
+    preload: str = "full"
+    """For a model larger than SRAM on a chip with off-chip memory: ELK-Full (s4.4's
+    preload reordering over ELK-Dyn) or ELK-Dyn (s4.2-s4.3, preloads in execution order)."""
+    split: str = "paper"
+    """The SRAM split among the executing op and the preloaded ones: the paper's
+    cost-aware split (s4.3) or the artifact's (IPU_COST_FACTS s6: the executing op only)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mode not in MODES:
             raise DiagnosticException(
                 f"rtensor-partition: unknown mode={self.mode}; known modes: {', '.join(MODES)} "
                 f"(model: T10 §4.3.2's model-wide planning; op: every operator on its own)"
+            )
+        if self.preload not in PRELOAD_DESIGNS or self.split not in PRELOAD_SPLITS:
+            raise DiagnosticException(
+                f"rtensor-partition: unknown preload={self.preload} or split={self.split}; known: preload="
+                f"{'|'.join(PRELOAD_DESIGNS)} (ELK-Full, ELK-Dyn), split={'|'.join(PRELOAD_SPLITS)}"
             )
         try:
             target = resolve_target(op, self.device, self.cost)
@@ -248,8 +271,6 @@ class RTensorPartition(ModulePass):
         op.attributes[TARGET_ATTR] = target
         for function, cycles in planned.items():
             function.attributes[PLANNED_ATTR] = FloatAttr(float(cycles), f64)
-            if function in preloaded:
-                function.attributes[PRELOADED_ATTR] = UnitAttr()
         for te_op, reason in fallbacks.items():
             te_op.attributes[REMARK_ATTR] = fallback_remark(reason)
         PatternRewriteWalker(
@@ -312,21 +333,36 @@ class RTensorPartition(ModulePass):
                     idle[te_op] = attr
         return plans, idle, fallbacks, planned, preloaded
 
-    @staticmethod
-    def _plan_preloading(found, cache, function):
+    def _plan_preloading(self, found, cache, function):
         """A model larger than the chip's SRAM on a chip with off-chip memory: ELK's plans
-        (seeds/004 s4.2-s4.3: each op's execute-state plan and the preload state its
-        weights rest in while earlier ops run); ``preload-schedule`` places the loads."""
+        (seeds/004 s4.2-s4.4: each op's execute-state plan, the preload state its weights
+        rest in while earlier ops run, the preload order and each op's frontier, recorded
+        as ``irc.preload`` for ``preload-schedule``)."""
         from types import SimpleNamespace
 
-        from irc.planner.elk import elk_plan
+        from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
+
+        from irc.lowering.model_from_ir import argument_input_bytes
+        from irc.planner.elk import elk_plan, infer_layers, planned_offchip, preload_ops
         from irc.planner.preload import PreloadFitError
 
         try:
-            elk = elk_plan(found.model, cache, "dyn")
+            ops = preload_ops(found.model, cache, infer_layers(found.model, cache),
+                              extra_hbm_bytes=argument_input_bytes(found), resting=True)
+            elk = elk_plan(found.model, cache, self.preload, self.split, ops=ops, max_orders=REORDER_BUDGET,
+                           relayouts=True)
         except PreloadFitError as error:
             culprit = next((t for t, m in zip(found.ops, found.model.ops) if m.name == error.op), function)
             raise _error(culprit, str(error)) from None
+        schedule = elk.plan.schedule
+        slot = {k: t for t, k in enumerate(schedule.order)}
+        for i, te_op in enumerate(found.ops):
+            te_op.attributes[PRELOAD_ATTR] = DictionaryAttr({
+                "slot": IntegerAttr(slot[i], 64), "frontier": IntegerAttr(int(schedule.frontier[i]), 64)})
+        hbm, exposed = planned_offchip(elk.plan)
+        function.attributes[PRELOADED_ATTR] = DictionaryAttr({
+            "design": StringAttr(self.preload), "split": StringAttr(self.split),
+            "hbm_cycles": FloatAttr(hbm, f64), "exposed_cycles": FloatAttr(exposed, f64)})
         return SimpleNamespace(seconds=elk.latency_cycles / cache.device.clock_hz, ops=elk.ops)
 
     def _plan_each_op_list(self, ops, device, cost):

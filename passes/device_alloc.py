@@ -69,10 +69,13 @@ def _alloc_of(value) -> AllocOp | None:
     return op if isinstance(op, AllocOp) else None
 
 
-def live_intervals(func) -> list[Interval]:
-    """Every ``device.alloc`` of ``func`` with its live range (to its free, or to the end)."""
+def live_intervals(func, ops=None) -> list[Interval]:
+    """Every ``device.alloc`` of ``func`` with its live range (to its free, or to the end);
+    with ``ops``, of that sequence of top-level ops instead (an order a pass considers
+    before it moves anything, e.g. `preload-schedule`)."""
     intervals, by_op, position = [], {}, 0
-    for position, inner in enumerate(func.walk()):
+    walked = func.walk() if ops is None else (inner for top in ops for inner in top.walk())
+    for position, inner in enumerate(walked):
         if isinstance(inner, AllocOp):
             by_op[inner] = Interval(inner, int(inner.bytes.value.data), position, -1)
             intervals.append(by_op[inner])
@@ -131,6 +134,37 @@ def _peak(intervals: list[Interval], offsets: dict[AllocOp, int]) -> int:
     return max((offsets[i.op] + i.size for i in intervals), default=0)
 
 
+def place(intervals: list[Interval], capacity: int) -> tuple[dict[AllocOp, int], Interval | None]:
+    """Offsets for ``intervals`` in ``capacity`` bytes per core (1. then 2. of the module
+    docstring), and None or the first buffer that does not fit (where the live bytes
+    exceed the capacity, else the first one placed past its end)."""
+    offsets = online_first_fit(intervals)
+    if _peak(intervals, offsets) <= capacity:
+        return offsets, None
+    over = first_over(intervals, capacity)
+    if over is None:
+        for strategy in STRATEGIES:
+            packed = offline_placement(intervals, strategy)
+            if _peak(intervals, packed) <= capacity:
+                return packed, None
+    culprit = over or next(i for i in sorted(intervals, key=lambda i: i.start) if offsets[i.op] + i.size > capacity)
+    return offsets, culprit
+
+
+def first_over(intervals: list[Interval], capacity: int) -> Interval | None:
+    """The first buffer whose alloc brings the live bytes over ``capacity``."""
+    events = sorted([(i.start, i.size, i) for i in intervals]
+                    + [(i.end, -i.bytes_at(i.end), i) for i in intervals]
+                    + [(i.shrink[0], i.shrink[1] - i.size, i) for i in intervals if i.shrink is not None],
+                    key=lambda e: (e[0], e[1]))
+    live = 0
+    for _, change, interval in events:
+        live += change
+        if change > 0 and live > capacity:
+            return interval
+    return None
+
+
 @dataclass(frozen=True)
 class DeviceAlloc(ModulePass):
     """``device-alloc{device=...}``: SRAM offsets for every buffer; overflow is an error.
@@ -170,43 +204,18 @@ class DeviceAlloc(ModulePass):
                         f"{location_of(interval.op)}: error: 'device.alloc' op buffer "
                         f"{interval.op.buffer_name.data} is placed on {cores} cores but {device.name} has {device.cores}"
                     )
-            offsets = online_first_fit(intervals)
-            if _peak(intervals, offsets) > device.sram_bytes and not self._overflows(intervals, device):
-                for strategy in STRATEGIES:
-                    packed = offline_placement(intervals, strategy)
-                    if _peak(intervals, packed) <= device.sram_bytes:
-                        offsets = packed
-                        break
-            if _peak(intervals, offsets) > device.sram_bytes:
+            offsets, culprit = place(intervals, device.sram_bytes)
+            if culprit is not None:
                 self._overflow(intervals, offsets, device)
             for interval in intervals:
                 interval.op.properties["offset"] = i64_attr(offsets[interval.op])
-
-    @staticmethod
-    def _overflows(intervals: list[Interval], device) -> bool:
-        """Whether the bytes live at some point exceed a core's SRAM (no placement fits)."""
-        return DeviceAlloc._first_over(intervals, device) is not None
-
-    @staticmethod
-    def _first_over(intervals: list[Interval], device) -> Interval | None:
-        """The first buffer whose alloc brings the live bytes over a core's SRAM."""
-        events = sorted([(i.start, i.size, i) for i in intervals]
-                        + [(i.end, -i.bytes_at(i.end), i) for i in intervals]
-                        + [(i.shrink[0], i.shrink[1] - i.size, i) for i in intervals if i.shrink is not None],
-                        key=lambda e: (e[0], e[1]))
-        live = 0
-        for _, change, interval in events:
-            live += change
-            if change > 0 and live > device.sram_bytes:
-                return interval
-        return None
 
     @staticmethod
     def _overflow(intervals: list[Interval], offsets: dict[AllocOp, int], device) -> None:
         """The error at the first buffer that does not fit: where the live bytes exceed
         SRAM, else the first one first fit places past its end (fragmentation no
         placement could pack)."""
-        culprit = DeviceAlloc._first_over(intervals, device) or next(
+        culprit = first_over(intervals, device.sram_bytes) or next(
             i for i in sorted(intervals, key=lambda i: i.start) if offsets[i.op] + i.size > device.sram_bytes)
         live = [o for o in intervals if o.start < culprit.start < o.end]
         live.sort(key=lambda o: offsets[o.op])

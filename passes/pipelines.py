@@ -1,6 +1,6 @@
 """Named pipelines of irc-opt.
 
-``inference{device=ipu-mk2 cost=t10}``: te -> device for inference (DESIGN.md s1):
+``inference{device=ipu-mk2 cost=t10 preload=full split=paper}``: te -> device for inference (DESIGN.md s1):
 rtensor-partition (plan each operator, T10 s4.3), rtensor-check (the plans against the
 target's constraints), rtensor-to-shift (rings, seed 003 s3.2), rotation-align (paces,
 loop order, placement, T10 s4.2/s4.4), shift-to-device (SPMD instructions, T10 s4.4/s5),
@@ -35,6 +35,11 @@ class InferencePipeline(ModulePass):
     """A bundled device name or a .toml path; empty: the module's target, else ipu-mk2."""
     cost: str = ""
     """A cost model name; empty: the module's target's, else t10."""
+    preload: str = "full"
+    """A model larger than SRAM on a chip with off-chip memory: ELK-Full or ELK-Dyn
+    (``rtensor-partition``'s option)."""
+    split: str = "paper"
+    """ELK's SRAM split: the paper's cost-aware split or the artifact's."""
 
     def passes(self) -> list[ModulePass]:
         from irc.lowering.rtensor_to_shift import RTensorToShift
@@ -46,7 +51,7 @@ class InferencePipeline(ModulePass):
         from irc.passes.rtensor_check import RTensorCheck
 
         return [
-            RTensorPartition(device=self.device, cost=self.cost),
+            RTensorPartition(device=self.device, cost=self.cost, preload=self.preload, split=self.split),
             RTensorCheck(),
             RTensorToShift(),
             RotationAlign(),

@@ -10,16 +10,27 @@ layout by the ``device.relayout`` that already follows (a weight's idle layout i
 preload-state plan, s4.3).
 
 Operators are the kernels of the block, in program order (each ends with its
-``device.reduce`` and the stores and frees after it). How early each operator's preload
-may start is ELK's preload number (s4.2): the plans are fixed at this level, so an
-operator's execute time does not depend on what is resident and Theorem 4.2's choice is
-the widest frontier whose preloaded buffers fit beside the operator's own live buffers in
-each core's SRAM (``irc.planner.preload.widest_frontiers``). Preloads keep program order
-(rule 2); a preload placed after an operator starts once it is done (rule 1); only the
-``device.wait`` of its own buffer blocks on it (rule 3). The allocations move with their
-preloads, so buffer offsets are reassigned: run ``device-alloc`` afterwards (the
-``inference`` pipeline does). A device without off-chip memory is an error
-(``if_offchip=true``: the program is left as it is).
+``device.reduce`` and the stores and frees after it). Which loads run while an operator
+executes is ELK's preload frontier (s4.2): the preload-order position of the first load
+that waits for the operator to finish. A program `rtensor-partition` planned with ELK
+states the plan on each kernel's ``device.reduce`` as ``irc.preload = {slot, frontier}``
+(the kernel's place in the preload order, s4.4, and its frontier), and the pass issues
+the loads in that order at those frontiers: what the plan says is what runs. Without a
+plan, loads keep program order and each frontier is the widest whose preloaded buffers
+fit beside the operator's own (plans are fixed at this level, so by Theorem 4.2 the
+widest is the inductive scheduler's choice).
+
+Either way the frontiers are checked against the program's real liveness: the moved
+program is placed with `device-alloc`'s own placement (every buffer from its alloc to its
+free, fragmentation included), and an operator where a buffer does not fit has its
+frontier narrowed until everything does (the planner prices weights and execution
+space, not every activation the device program keeps; the function's ``irc.remark``
+counts the narrowed frontiers). Preloads keep their order (rule 2); a preload placed
+after an operator starts once it is done (rule 1); only the ``device.wait`` of its own
+buffer blocks on it (rule 3). The allocations move with their preloads, so buffer
+offsets are reassigned: run ``device-alloc`` afterwards (the ``inference`` pipeline
+does). A device without off-chip memory is an error (``if_offchip=true``: the program is
+left as it is).
 """
 
 from __future__ import annotations
@@ -27,18 +38,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, BlockArgument, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from irc.dialects.device import AllocOp, FreeOp, LoadOp, PreloadAsyncOp, ReduceOp, StoreOp, WaitOp, i64_attr
 from irc.diagnostics import location_of
+from irc.lowering.te_to_rtensor import PRELOAD_ATTR
+
 
 
 def operator_segments(ops: list[Operation]) -> list[int]:
     """Per op of a block, the index of the operator (kernel) it belongs to: a kernel ends
-    with its ``device.reduce`` and the stores and frees right after it."""
+    with its ``device.reduce`` and the stores and frees right after it (the last one with
+    the rest of the block)."""
     segment, current, closing = [], 0, False
     for op in ops:
         if closing and not isinstance(op, (StoreOp, FreeOp)):
@@ -47,76 +61,194 @@ def operator_segments(ops: list[Operation]) -> list[int]:
         segment.append(current)
         if isinstance(op, ReduceOp):
             closing = True
+    if not closing and current > 0:   # what follows the last kernel (the return) is part of it
+        segment = [min(s, current - 1) for s in segment]
     return segment
 
 
-def schedule_block(block: Block, capacity: int) -> int:
-    """Rewrite ``block``'s HBM loads into preloads and waits; returns how many."""
-    from irc.planner.preload import PreloadFitError, widest_frontiers
-
-    ops = list(block.ops)
-    segment = operator_segments(ops)
-    count = segment[-1] + 1 if ops else 0
-    index = {op: i for i, op in enumerate(ops)}
-    loads = [op for op in ops if isinstance(op, LoadOp) and isinstance(op.source, BlockArgument)
-             and op.source.block is block and isinstance(op.buffer.owner, AllocOp)]
-    if not loads:
-        return 0
-    first_use: dict[LoadOp, Operation] = {}
-    owner: dict[LoadOp, int] = {}
-    for load in loads:
-        users = [use.operation for use in load.buffer.uses if use.operation is not load
-                 and index.get(use.operation, -1) > index[load]]
-        use = min(users, key=index.__getitem__) if users else None
-        first_use[load] = use
-        owner[load] = segment[index[use]] if use is not None else segment[index[load]]
-    hbm_buffers = {load.buffer.owner for load in loads}
-    preload_bytes = [0] * count
-    for load in loads:
-        preload_bytes[owner[load]] += int(load.buffer.owner.bytes.value.data)
-    # each operator's own live bytes: everything but the HBM buffers, plus its own ones
-    exec_bytes = [0] * count
-    live = 0
+def plan_of(ops: list[Operation], segment: list[int], count: int) -> tuple[list[int], list[int]] | None:
+    """The preload order (operators by slot) and frontiers a plan states on the kernels'
+    ``device.reduce``s, or None when some operator states none (or they do not form one
+    order: then the program is scheduled without a plan)."""
+    slots, frontiers = [None] * count, [None] * count
     for op, seg in zip(ops, segment):
-        if isinstance(op, AllocOp) and op not in hbm_buffers:
-            live += int(op.bytes.value.data)
-        exec_bytes[seg] = max(exec_bytes[seg], live)
-        if isinstance(op, FreeOp) and isinstance(op.buffer.owner, AllocOp) and op.buffer.owner not in hbm_buffers:
-            live -= int(op.buffer.owner.bytes.value.data)
-    exec_bytes = [e + p for e, p in zip(exec_bytes, preload_bytes)]
-    try:
-        frontiers = widest_frontiers(exec_bytes, preload_bytes, capacity)
-    except PreloadFitError as error:
-        seg = int(error.op)
-        first = next(op for op, s in zip(ops, segment) if s == seg)
-        raise DiagnosticException(
+        attr = op.attributes.get(PRELOAD_ATTR) if isinstance(op, ReduceOp) else None
+        if isinstance(attr, DictionaryAttr):
+            slot, frontier = attr.data.get("slot"), attr.data.get("frontier")
+            if isinstance(slot, IntegerAttr) and isinstance(frontier, IntegerAttr):
+                slots[seg], frontiers[seg] = int(slot.value.data), int(frontier.value.data)
+    if any(s is None for s in slots) or sorted(slots) != list(range(count)):
+        return None
+    order = sorted(range(count), key=slots.__getitem__)
+    return order, [min(count, max(0, q)) for q in frontiers]
+
+
+@dataclass
+class BlockSchedule:
+    """What ``schedule_block`` did to one block."""
+
+    preloads: int
+    planned: bool          # the frontiers and order came from the plan's ``irc.preload``
+    narrowed: int          # operators whose frontier the real liveness narrowed
+    frontiers: list[int]
+    order: list[int]
+
+
+class _Block:
+    """A block's operators, HBM loads and the program a choice of frontiers makes of it."""
+
+    def __init__(self, block: Block) -> None:
+        self.ops = list(block.ops)
+        self.segment = operator_segments(self.ops)
+        self.count = self.segment[-1] + 1 if self.ops else 0
+        index = {op: i for i, op in enumerate(self.ops)}
+        self.loads = [op for op in self.ops if isinstance(op, LoadOp) and isinstance(op.source, BlockArgument)
+                      and op.source.block is block and isinstance(op.buffer.owner, AllocOp)]
+        self.first_use: dict[LoadOp, Operation | None] = {}
+        self.owner: dict[LoadOp, int] = {}
+        for load in self.loads:
+            users = [use.operation for use in load.buffer.uses if use.operation is not load
+                     and index.get(use.operation, -1) > index[load]]
+            use = min(users, key=index.__getitem__) if users else None
+            self.first_use[load] = use
+            self.owner[load] = self.segment[index[use]] if use is not None else self.segment[index[load]]
+        self.moved = {load.buffer.owner for load in self.loads} | set(self.loads)
+        self.preload_bytes = [0] * self.count
+        for load in self.loads:
+            self.preload_bytes[self.owner[load]] += int(load.buffer.owner.bytes.value.data)
+        # anchors: the first op of each operator that never moves (a block ends with its
+        # terminator, which never moves)
+        self.anchor: list[Operation | None] = [None] * (self.count + 1)
+        for op, seg in zip(self.ops, self.segment):
+            if op not in self.moved and self.anchor[seg] is None:
+                self.anchor[seg] = op
+        for seg in range(self.count - 1, -1, -1):
+            if self.anchor[seg] is None:
+                self.anchor[seg] = self.anchor[seg + 1]
+
+    def own_bytes(self) -> list[int]:
+        """Per operator, the most bytes per core live at one of its ops when nothing later
+        is preloaded: everything the unmoved program holds there, plus its own preloaded
+        buffers from the operator's start (they move there at the latest)."""
+        from irc.passes.device_alloc import live_intervals
+
+        sequence = self.sequence(None)
+        intervals = live_intervals(None, sequence)
+        walk_top = [t for t, top in enumerate(sequence) for _ in top.walk()]
+        live = [0] * (len(walk_top) + 1)
+        for interval in intervals:
+            for position in range(interval.start, min(interval.end, len(walk_top))):
+                live[position] += interval.bytes_at(position)
+        segment_of = {op: seg for op, seg in zip(self.ops, self.segment)}
+        own = [0] * self.count
+        for position, top in enumerate(walk_top):
+            seg = segment_of[sequence[top]]
+            own[seg] = max(own[seg], live[position])
+        return own
+
+    def sequence(self, anchors: dict[LoadOp, int] | None) -> list[Operation]:
+        """The block's top-level ops in the order a schedule makes: each moved load (and
+        its alloc) right before the anchor of operator ``anchors[load]`` (None: before the
+        anchor of its own operator), in preload order."""
+        at: dict[Operation, list[LoadOp]] = {}
+        for load in self.ordered_loads:
+            segment = self.owner[load] if anchors is None else anchors[load]
+            at.setdefault(self.anchor[segment], []).append(load)
+        sequence = []
+        for op in self.ops:
+            if op in self.moved:
+                continue
+            for load in at.get(op, ()):
+                sequence += [load.buffer.owner, load]
+            sequence.append(op)
+        return sequence
+
+    def order_loads(self, pos: list[int]) -> None:
+        index = {op: i for i, op in enumerate(self.ops)}
+        self.ordered_loads = sorted(self.loads, key=lambda load: (pos[self.owner[load]], index[load]))
+
+    def anchors(self, order: list[int], frontiers: list[int]) -> dict[LoadOp, int]:
+        """Per load, the operator before which its preload is issued: the one after the
+        last operator whose frontier reaches its slot (frontiers rise, so this is where
+        every earlier operator's frontier is passed)."""
+        pos = [0] * self.count
+        for t, k in enumerate(order):
+            pos[k] = t
+        after, i = [-1] * self.count, -1
+        for slot in range(self.count):
+            while i + 1 < self.count and frontiers[i + 1] <= slot:
+                i += 1
+            after[slot] = i
+        return {load: after[pos[self.owner[load]]] + 1 for load in self.loads}
+
+
+def schedule_block(block: Block, capacity: int) -> BlockSchedule:
+    """Rewrite ``block``'s HBM loads into preloads and waits (module docstring)."""
+    from irc.passes.device_alloc import live_intervals, place
+    from irc.planner.preload import PreloadFitError, _order_bounds, widest_frontiers
+
+    shape = _Block(block)
+    if not shape.loads:
+        return BlockSchedule(0, False, 0, [], [])
+    count = shape.count
+    planned = plan_of(shape.ops, shape.segment, count)
+    order, upper = planned if planned is not None else (list(range(count)), None)
+    pos, lower = _order_bounds(order)
+    shape.order_loads(pos)
+    own = shape.own_bytes()
+
+    def unfit(seg: int, needed: int) -> DiagnosticException:
+        first = next(op for op, s in zip(shape.ops, shape.segment) if s == seg)
+        return DiagnosticException(
             f"{location_of(first)}: error: preload-schedule: operator {seg + 1} of the block cannot run even "
-            f"with preloading: its own buffers take {exec_bytes[seg]} bytes per core, the core has {capacity}"
-        ) from None
-    # the preload of operator k starts after the last operator whose frontier reaches k
-    starts_after = [max([i for i in range(count) if frontiers[i] <= k], default=-1) for k in range(count)]
-    first_of = {}
-    for op, seg in zip(ops, segment):
-        first_of.setdefault(seg, op)
-    moved = {load.buffer.owner for load in loads} | set(loads)
+            f"with preloading: its own buffers take {needed} bytes per core, the core has {capacity}"
+        )
 
-    def anchor_at(start: Operation) -> Operation:
-        """``start`` or the first op after it that does not move."""
-        for op in ops[index[start]:]:
-            if op not in moved:
-                return op
-        raise AssertionError("a block ends with its terminator, which never moves")
-
-    loads.sort(key=lambda load: (owner[load], index[load]))   # preload in the order of use (rule 2)
-    anchors = {load: anchor_at(first_of[starts_after[owner[load]] + 1]) for load in loads}
-    for load in loads:
-        alloc, anchor = load.buffer.owner, anchors[load]
+    try:
+        frontiers = widest_frontiers(own, shape.preload_bytes, capacity, order, upper)
+    except PreloadFitError as error:
+        raise unfit(int(error.op), int(error.needed)) from None
+    narrowed: set[int] = set()
+    wanted = list(frontiers) if upper is None else [max(lower[i], min(count, upper[i])) for i in range(count)]
+    narrowed.update(i for i in range(count) if frontiers[i] < wanted[i])
+    segment_of = dict(zip(shape.ops, shape.segment))
+    while True:
+        anchors = shape.anchors(order, frontiers)
+        sequence = shape.sequence(anchors)
+        intervals = live_intervals(None, sequence)
+        _, culprit = place(intervals, capacity)
+        if culprit is None:
+            break
+        walk_top = [t for t, top in enumerate(sequence) for _ in top.walk()]
+        top = sequence[walk_top[culprit.start]]
+        # a moved alloc sits before its anchor: it belongs to the anchor's operator
+        seg = anchors[next(load for load in shape.loads if load.buffer.owner is top)] if top in shape.moved \
+            else segment_of[top]
+        live = sum(i.bytes_at(culprit.start) for i in intervals if i.start < culprit.start < i.end)
+        need = max(1, live + culprit.size - capacity)
+        if frontiers[seg] <= lower[seg]:
+            raise unfit(seg, live + culprit.size)
+        while frontiers[seg] > lower[seg] and need > 0:   # drop the latest resident loads first
+            frontiers[seg] -= 1
+            dropped = order[frontiers[seg]]
+            if dropped > seg:
+                need -= shape.preload_bytes[dropped]
+        narrowed.add(seg)
+        for i in range(seg - 1, -1, -1):
+            frontiers[i] = max(lower[i], min(frontiers[i], frontiers[i + 1]))
+    # rewrite: allocs and preloads before their anchors, a wait before each first use
+    anchors = shape.anchors(order, frontiers)
+    for load in shape.ordered_loads:
+        alloc, anchor = load.buffer.owner, shape.anchor[anchors[load]]
         alloc.detach()
         block.insert_op_before(alloc, anchor)
         preload = PreloadAsyncOp(load.source, load.buffer, load.origins)
+        preload.location = load.location
         block.insert_op_before(preload, anchor)
+    for load in shape.ordered_loads:
         wait = WaitOp(load.buffer)
-        use = first_use[load]
+        wait.location = load.location
+        use = shape.first_use[load]
         if use is not None:
             block.insert_op_before(wait, use)
         else:
@@ -126,7 +258,7 @@ def schedule_block(block: Block, capacity: int) -> int:
     for op in block.ops:
         if isinstance(op, AllocOp):
             op.properties["offset"] = i64_attr(-1)
-    return len(loads)
+    return BlockSchedule(len(shape.loads), planned is not None, len(narrowed), frontiers, order)
 
 
 @dataclass(frozen=True)
@@ -160,5 +292,12 @@ class PreloadSchedule(ModulePass):
                     f"{location_of(func)}: error: preload-schedule: device '{device.name}' has no off-chip "
                     f"memory to preload from (its description has no [offchip] section)"
                 )
+            narrowed = planned = 0
             for block in func.body.blocks:
-                schedule_block(block, device.sram_bytes)
+                done = schedule_block(block, device.sram_bytes)
+                narrowed += done.narrowed if done.planned else 0
+                planned += done.planned
+            if narrowed:
+                func.attributes["irc.remark"] = StringAttr(
+                    f"preload-schedule: narrowed {narrowed} of the plan's preload frontiers to fit SRAM "
+                    f"(buffers the plan does not count)")

@@ -18,7 +18,7 @@ builds them in T10's element type.
 
 from .bert import BertConfig, build_bert_layer
 from .gpt2 import GPT2Config, build_gpt2_block
-from .llama import LLAMA2_13B, LlamaConfig, build_llama_layer
+from .llama import GEMMA2_27B, LLAMA2_13B, LlamaConfig, build_llama_layer
 from .opt import OPTConfig, build_opt_decoder
 from .resnet import ResNet50Config, ResNetStageConfig, build_resnet50, build_resnet_stage
 from .vit import ViTConfig, build_vit, build_vit_block
@@ -38,6 +38,7 @@ __all__ = [
     "GPT2Config",
     "OPTConfig",
     "ResNet50Config",
+    "GEMMA2_27B",
     "LLAMA2_13B",
     "LlamaConfig",
     "ResNetStageConfig",

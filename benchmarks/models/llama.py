@@ -5,7 +5,14 @@ RMSNorm (eps 1e-5), rotary position embeddings on q and k. As Hugging Face expor
 RMSNorm written out (Pow, ReduceMean, Add, Sqrt, Div, Mul), rotate_half with Slice, Neg
 and Concat, the new key and value rows concatenated to the cache, SiLU as x * sigmoid(x).
 The rotary cos/sin of the decoded position are constants (the position is fixed when
-the graph is built), so nothing is gathered at run time."""
+the graph is built), so nothing is gathered at run time.
+
+``kv_heads`` below ``heads`` gives grouped-query attention (Gemma2-27B, Llama2-70B: each
+K/V head serves ``heads // kv_heads`` query heads; the decoded token's queries are grouped
+by their K/V head, ``(B, kv_heads, heads // kv_heads, head_dim)``, so the cache is read
+once per group, as ELK's workloads do) and ``activation="gelu_tanh"`` Gemma2's GeGLU MLP
+(GELU's tanh form written out, as opset 17 has no Gelu); ``GEMMA2_27B`` is Gemma2-27B's
+shape in this form (its logit soft-capping and extra norms left out)."""
 
 from __future__ import annotations
 
@@ -29,9 +36,12 @@ class LlamaConfig:
     eps: float = 1e-5
     rope_theta: float = 10000.0
     seed: int = 0
+    kv_heads: int | None = None     # grouped-query attention; None: as many as heads
+    activation: str = "silu"        # the gated MLP's: "silu" (Llama) or "gelu_tanh" (Gemma2)
 
 
 LLAMA2_13B = LlamaConfig()
+GEMMA2_27B = LlamaConfig(hidden=4608, heads=32, kv_heads=16, intermediate=36864, activation="gelu_tanh")
 
 
 class _F16Builder(GraphBuilder):
@@ -68,6 +78,10 @@ def _rotary(g: _F16Builder, x: str, cos: str, sin: str, half: int) -> str:
 def build_llama_layer(config: LlamaConfig = LLAMA2_13B) -> onnx.ModelProto:
     c = config
     head_dim = c.hidden // c.heads
+    kv_heads = c.kv_heads or c.heads
+    if c.heads % kv_heads or c.activation not in ("silu", "gelu_tanh"):
+        raise ValueError(f"{c.heads} heads over {kv_heads} K/V heads, activation '{c.activation}'")
+    group = c.heads // kv_heads
     g = _F16Builder("llama_decoder_layer", c.seed)
     x = g.input("hidden_states", TensorProto.FLOAT16, [c.batch, 1, c.hidden])
     inverse = 1.0 / c.rope_theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
@@ -77,29 +91,41 @@ def build_llama_layer(config: LlamaConfig = LLAMA2_13B) -> onnx.ModelProto:
     presents = []
     for layer in range(c.layers):
         prefix = f"layers.{layer}." if c.layers > 1 else ""
-        past_k = g.input(f"{prefix}past_key", TensorProto.FLOAT16, [c.batch, c.heads, c.past, head_dim])
-        past_v = g.input(f"{prefix}past_value", TensorProto.FLOAT16, [c.batch, c.heads, c.past, head_dim])
+        past_k = g.input(f"{prefix}past_key", TensorProto.FLOAT16, [c.batch, kv_heads, c.past, head_dim])
+        past_v = g.input(f"{prefix}past_value", TensorProto.FLOAT16, [c.batch, kv_heads, c.past, head_dim])
         h = _rms_norm(g, x, c.hidden, c.eps, f"{prefix}input_layernorm.weight")
-        q, k, v = (g.op("MatMul", [h, g.weight(f"{prefix}self_attn.{p}_proj.weight", (c.hidden, c.hidden))])
-                   for p in ("q", "k", "v"))
-        qh, kh, vh = (g.split_heads(t, c.heads, head_dim) for t in (q, k, v))
+        q, k, v = (g.op("MatMul", [h, g.weight(f"{prefix}self_attn.{p}_proj.weight", (c.hidden, width))])
+                   for p, width in (("q", c.hidden), ("k", kv_heads * head_dim), ("v", kv_heads * head_dim)))
+        qh = g.split_heads(q, c.heads, head_dim)
+        kh, vh = (g.split_heads(t, kv_heads, head_dim) for t in (k, v))
         qh, kh = (_rotary(g, t, cos, sin, head_dim // 2) for t in (qh, kh))
         keys = g.op("Concat", [past_k, kh], axis=2)
         values = g.op("Concat", [past_v, vh], axis=2)
+        if group > 1:  # the one decoded token's queries, grouped by their K/V head
+            qh = g.op("Reshape", [qh, g.const([c.batch, kv_heads, group, head_dim])])
         scores = g.op("MatMul", [qh, g.op("Transpose", [keys], perm=[0, 1, 3, 2])])
         scores = g.op("Div", [scores, g.half(np.sqrt(head_dim))])
         probs = g.op("Softmax", [scores], axis=-1)
-        context = g.merge_heads(g.op("MatMul", [probs, values]), c.hidden)
+        context = g.op("MatMul", [probs, values])
+        if group > 1:
+            context = g.op("Reshape", [context, g.const([c.batch, c.heads, 1, head_dim])])
+        context = g.merge_heads(context, c.hidden)
         attn = g.op("MatMul", [context, g.weight(f"{prefix}self_attn.o_proj.weight", (c.hidden, c.hidden))])
         x = g.op("Add", [x, attn])
         h = _rms_norm(g, x, c.hidden, c.eps, f"{prefix}post_attention_layernorm.weight")
         gate = g.op("MatMul", [h, g.weight(f"{prefix}mlp.gate_proj.weight", (c.hidden, c.intermediate))])
         up = g.op("MatMul", [h, g.weight(f"{prefix}mlp.up_proj.weight", (c.hidden, c.intermediate))])
-        act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
+        if c.activation == "silu":
+            act = g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up])
+        else:  # 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+            cube = g.op("Mul", [g.op("Mul", [gate, gate]), gate])
+            inner = g.op("Mul", [g.op("Add", [gate, g.op("Mul", [cube, g.half(0.044715)])]), g.half(np.sqrt(2 / np.pi))])
+            gelu = g.op("Mul", [g.op("Mul", [gate, g.half(0.5)]), g.op("Add", [g.op("Tanh", [inner]), g.half(1.0)])])
+            act = g.op("Mul", [gelu, up])
         down = g.op("MatMul", [act, g.weight(f"{prefix}mlp.down_proj.weight", (c.intermediate, c.hidden))])
         x = g.op("Add", [x, down])
         presents += [(f"{prefix}present_key_row", kh), (f"{prefix}present_value_row", vh)]
     g.output("last_hidden_state", x, [c.batch, 1, c.hidden], TensorProto.FLOAT16)
     for name, value in presents:
-        g.output(name, value, [c.batch, c.heads, 1, head_dim], TensorProto.FLOAT16)
+        g.output(name, value, [c.batch, kv_heads, 1, head_dim], TensorProto.FLOAT16)
     return g.model()

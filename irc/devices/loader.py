@@ -143,10 +143,19 @@ def _device(fields: "_Fields") -> Device:
             controllers_per_chip=fields.positive_int("offchip.controllers_per_chip", limit=1 << 16),
             inter_chip_bytes_per_s=fields.positive_number("offchip.inter_chip_bytes_per_s"),
         )
+        if mesh is not None:   # each controller sits on its own segment of the mesh's edge
+            edge = mesh[0] * mesh[1] if min(mesh) <= 2 else 2 * (mesh[0] + mesh[1]) - 4
+            if offchip.controllers_per_chip > edge:
+                raise fields.bad("offchip.controllers_per_chip",
+                                 f"at most the {edge} cores on the edge of the {mesh[0]}x{mesh[1]} mesh",
+                                 offchip.controllers_per_chip)
+    count = fields.positive_int("cores.count", limit=MAX_CORES)
+    if count % per_chip:
+        raise fields.bad("cores.count", f"a multiple of cores.per_chip ({per_chip}): whole chips", count)
     device = Device(
         name=fields.device_name("name"),
         description=fields.string("description", default=""),
-        cores=fields.positive_int("cores.count", limit=MAX_CORES),
+        cores=count,
         cores_per_chip=per_chip,
         sram_bytes=fields.positive_int("cores.sram_bytes"),
         clock_hz=fields.positive_number("compute.clock_hz"),

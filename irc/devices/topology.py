@@ -156,3 +156,90 @@ def preload_seconds(device: Device, bytes_per_core: float, hbm_bytes: float) -> 
     hops = 1 if device.mesh is None else 1 + (device.mesh[0] + device.mesh[1]) // 2
     latency = hops * device.link_latency_cycles / device.clock_hz
     return max(hbm_bytes / device.offchip.bytes_per_s, bytes_per_core * preload_seconds_per_byte(device)) + latency
+
+
+def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple[dict[Link, float], int]:
+    """An exchange transfer on a 2D mesh where core ``c`` receives ``nbytes`` (one number,
+    or one per core) from core ``sources[c]`` (``c`` itself: nothing moves; with
+    ``destinations``, flow ``i`` goes from ``sources[i]`` to ``destinations[i]``): the bytes
+    each link of the chip carries along the dimension-order routes (``mesh_route``, every
+    packet of a link served in turn), and the longest route's hops. Vectorised: per row,
+    a flow adds its bytes to the row's links between its columns (difference arrays),
+    then per column likewise. Transfers between chips (priced by the device's inter-chip
+    overhead) are left out; chips are alike, so chip 0's links stand for all."""
+    import numpy as np
+
+    rows, cols = device.mesh
+    per_chip = device.cores_per_chip
+    src = np.asarray(sources, dtype=np.int64)
+    dst = np.arange(len(src)) if destinations is None else np.asarray(destinations, dtype=np.int64)
+    weights = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), src.shape)
+    keep = (src != dst) & (src // per_chip == dst // per_chip) & (dst < per_chip)
+    src, dst, weights = src[keep] % per_chip, dst[keep] % per_chip, weights[keep]
+    if not len(src):
+        return {}, 0
+    r0, c0 = np.divmod(src, cols)
+    r1, c1 = np.divmod(dst, cols)
+    loads: dict[Link, float] = {}
+
+    def spread(shape, lines, begin, end, weight):
+        """Per line, the bytes on each step between ``begin`` and ``end`` (exclusive)."""
+        table = np.zeros(shape)
+        np.add.at(table, (lines, begin), weight)
+        np.add.at(table, (lines, end), -weight)
+        return np.cumsum(table, axis=1)
+
+    east, west = c1 > c0, c1 < c0
+    south, north = r1 > r0, r1 < r0
+    along_row = [(spread((rows, cols + 1), r0[east], c0[east], c1[east], weights[east]), 1),
+                 (spread((rows, cols + 1), r0[west], c1[west], c0[west], weights[west]), -1)]
+    for table, step in along_row:
+        for r, c in zip(*np.nonzero(table[:, :cols] > 0)):
+            a, b = (c, c + 1) if step > 0 else (c + 1, c)
+            if b < cols:
+                loads[("mesh", int(r * cols + a), int(r * cols + b))] = float(table[r, c])
+    along_column = [(spread((cols, rows + 1), c1[south], r0[south], r1[south], weights[south]), 1),
+                    (spread((cols, rows + 1), c1[north], r1[north], r0[north], weights[north]), -1)]
+    for table, step in along_column:
+        for c, r in zip(*np.nonzero(table[:, :rows] > 0)):
+            a, b = (r, r + 1) if step > 0 else (r + 1, r)
+            if b < rows:
+                loads[("mesh", int(a * cols + c), int(b * cols + c))] = float(table[c, r])
+    hops = int((np.abs(c1 - c0) + np.abs(r1 - r0)).max())
+    return loads, hops
+
+
+def exchange_links(device: Device, sources, nbytes, destinations=None) -> dict[Link, float]:
+    """The bytes each link of chip 0 carries in an exchange transfer (as
+    ``mesh_link_bytes``): on an all-to-all exchange a flow occupies its source's egress
+    and its destination's ingress port."""
+    import numpy as np
+
+    if device.topology == "mesh-2d" and device.mesh is not None:
+        return mesh_link_bytes(device, sources, nbytes, destinations)[0]
+    src = np.asarray(sources, dtype=np.int64)
+    dst = np.arange(len(src)) if destinations is None else np.asarray(destinations, dtype=np.int64)
+    weights = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), src.shape)
+    keep = (src != dst) & (dst < device.cores_per_chip) & (src < device.cores_per_chip)
+    loads: dict[Link, float] = {}
+    for kind, nodes in (("out", src[keep]), ("in", dst[keep])):
+        totals = np.bincount(nodes, weights=weights[keep], minlength=device.cores_per_chip)
+        for node in np.flatnonzero(totals):
+            loads[(kind, int(node))] = float(totals[node])
+    return loads
+
+
+def exchange_bytes(device: Device, sources, nbytes, destinations=None) -> float:
+    """What an exchange transfer (core ``c`` receives ``nbytes`` from ``sources[c]``) costs,
+    in bytes one core would send alone at the device's shift rate: on an all-to-all
+    exchange each core's port carries its own bytes (the largest ``nbytes``); on a mesh
+    the busiest link's bytes (links shared by several routes serve them in turn, ELK s5),
+    plus the longest route's hop latency as the bytes that time would carry."""
+    import numpy as np
+
+    if device.topology != "mesh-2d" or device.mesh is None:
+        return float(np.max(nbytes)) if np.size(nbytes) else 0.0
+    loads, hops = mesh_link_bytes(device, sources, nbytes, destinations)
+    if not loads:
+        return 0.0
+    return max(loads.values()) + hops * device.link_latency_cycles / device.shift_cycles_per_byte

@@ -103,6 +103,7 @@ class Event:
     cycles: float
     cores: int
     where: str
+    links: dict | None = None   # a preload's: link -> bytes per cycle (one trace track per link)
 
 
 @dataclass
@@ -250,6 +251,19 @@ class Report:
                 "dur": event.cycles * scale,
                 "args": {"cycles": event.cycles, "cores": event.cores, "at": event.where},
             })
+        links: dict = {}   # one track per link a preload loads, busiest first within a preload
+        for event in self.hbm_events:
+            for link, rate in sorted((event.links or {}).items(), key=lambda item: -item[1]):
+                name = "link " + " ".join(map(str, link))
+                if name not in links:
+                    links[name] = len(tids) + len(links)
+                    events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": links[name],
+                                   "args": {"name": name}})
+                events.append({
+                    "name": f"{event.name} ({rate:.3g} B/cycle)", "cat": "links", "ph": "X", "pid": 0,
+                    "tid": links[name], "ts": event.start * scale, "dur": event.cycles * scale,
+                    "args": {"bytes_per_cycle": rate, "at": event.where},
+                })
         return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": self.as_dict()}
 
     def write_trace(self, path: str) -> None:
@@ -470,7 +484,7 @@ class Chip:
         self.in_flight: dict[int, float] = {}    # preloaded buffer -> the cycle its data arrives
         self.hbm_events: list[Event] = []        # preloads on the off-chip memory's own track
         self.hbm_bytes = 0.0
-        self.flows: list[tuple[float, float, dict]] = []  # preloads on the exchange: (start, end, link -> bytes/cycle)
+        self.flows: list = []   # preloads on the exchange (``irc.interpreter.offchip.PreloadFlow``), in issue order
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _fresh_tags(self, cores: int) -> np.ndarray:
@@ -603,15 +617,14 @@ class Chip:
         self.hbm_free = start + cycles
         self.in_flight[id(buffer)] = self.hbm_free
         self.hbm_bytes += hbm_bytes
-        self.hbm_events.append(Event("hbm", f"preload {buffer.name}", start, cycles, buffer.cores, where))
+        event = Event("hbm", f"preload {buffer.name}", start, cycles, buffer.cores, where)
+        self.hbm_events.append(event)
         if cycles > 0:
-            from irc.interpreter.offchip import preload_link_rates
+            from irc.interpreter.offchip import PreloadFlow, preload_link_rates
 
             rates = preload_link_rates(self.device, tile, cycles)
-            self.flows.append((start, start + cycles, rates))
-            busiest = max(rates, key=rates.get)   # the trace's link track: the most loaded link
-            self.hbm_events.append(Event("links", f"{buffer.name} on {' '.join(map(str, busiest))}", start, cycles,
-                                         buffer.cores, where))
+            event.links = rates   # the trace shows the preload on every link it loads
+            self.flows.append(PreloadFlow(start, start + cycles, rates, id(buffer), event))
 
     def wait(self, buffer: Buffer, where: str) -> None:
         """Stall until ``buffer``'s preload has arrived: the exposed (not overlapped) load time."""
@@ -651,6 +664,9 @@ class Chip:
         cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
         category = "setup" if setup else "relayout"
         self._record(category, f"{category} {source.name} -> {target.name}", cycles, target.cores, where)
+        if not self._on_mesh():   # every target core receives up to nbytes through its ingress port
+            ports = {("in", c): float(nbytes) for c in range(min(target.cores, self.device.cores_per_chip))}
+            self._contend(lambda: ports, cycles, target.cores, where, target.name)
 
     def relayout_pieces(self, source: Buffer, target: Buffer, pieces: np.ndarray, piece_shape: tuple[int, ...],
                         target_origins: np.ndarray, shape: tuple[int, ...], nbytes: int, barriers: int,
@@ -701,9 +717,17 @@ class Chip:
         _, inverse = np.unique(target_origins, axis=0, return_inverse=True)
         target.tags = self._fresh_tags(int(inverse.max()) + 1 if inverse.size else 0)[inverse.reshape(-1)]
         barrier = float(self.cost.sync_cycles(self.device)) / max(1, self.device.syncs_per_shift)
+        senders = pieces[:, :, 0].reshape(-1)
+        receivers = np.repeat(np.arange(cores), pieces.shape[1])
+        piece_bytes = math.prod(piece_shape) * source.dtype.itemsize
+        if self._on_mesh():   # the busiest link's pieces (a piece's box may be clipped: at most)
+            from irc.devices.topology import exchange_bytes
+
+            nbytes = exchange_bytes(self.device, senders, piece_bytes, receivers)
         cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
         category = "setup" if setup else "relayout"
         self._record(category, f"{category} {source.name} -> {target.name}", cycles, cores, where)
+        self._contend(lambda: self._links(senders, piece_bytes, receivers), cycles, cores, where, target.name)
 
     def gather(
         self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,
@@ -802,16 +826,65 @@ class Chip:
         receive.touch()
         buffer.written, receive.written = receive.written, buffer.written
         receive.written[:cores] = False  # the exchange's landing area: nothing to read after
-        cycles = self.cost.shift_cycles(self.device, buffer.bytes) * self._overhead(cores)
-        self._record("shift", f"shift {buffer.name}", cycles, cores, where)
-        self.flows = [flow for flow in self.flows if flow[1] > self.now - cycles]
-        if self.flows:  # preload traffic on the shift's links (ELK s3.3, s6.1)
-            from irc.interpreter.offchip import contention_cycles
+        self.record_shift(buffer, source, cores, where)
 
-            extra = contention_cycles(self.device, source, buffer.bytes, self.now - cycles, cycles, self.flows)
-            if extra > 0:
-                self.cycles.setdefault("contention", 0.0)
-                self._record("contention", f"contention {buffer.name}", extra, cores, where)
+    def _on_mesh(self) -> bool:
+        return self.device.topology == "mesh-2d" and self.device.mesh is not None
+
+    def record_shift(self, buffer: Buffer, source: np.ndarray, cores: int, where: str) -> None:
+        """The time of a shift of ``buffer`` (core c receives from ``source[c]``): the cost
+        model's shift of its bytes, on a mesh of the bytes its busiest link carries
+        (``irc.devices.topology.exchange_bytes``), then the contention with preloads."""
+        from irc.devices.topology import exchange_bytes
+
+        moved = exchange_bytes(self.device, source, buffer.bytes) if self._on_mesh() else buffer.bytes
+        cycles = self.cost.shift_cycles(self.device, moved) * self._overhead(cores)
+        self._record("shift", f"shift {buffer.name}", cycles, cores, where)
+        self._contend(lambda: self._links(source, buffer.bytes), cycles, cores, where, buffer.name)
+
+    def _links(self, sources, nbytes, destinations=None) -> dict:
+        from irc.devices.topology import exchange_links
+
+        return exchange_links(self.device, sources, nbytes, destinations)
+
+    def _contend(self, links, cycles: float, cores: int, where: str, name: str) -> None:
+        """Preload traffic on the links of the exchange transfer just recorded (``links()``,
+        link -> bytes, over its last ``cycles``; ELK s3.3, s6.1): the transfer takes the
+        extra time as ``contention``, each slowed preload arrives later (and the preloads
+        queued behind it on the HBM with it)."""
+        self.flows = [flow for flow in self.flows if flow.end > self.now - cycles]
+        if not self.flows:
+            return
+        from irc.interpreter.offchip import contention
+
+        extra, delays = contention(self.device, links(), self.now - cycles, cycles, self.flows)
+        for index, lag in delays:
+            self._delay_preload(index, lag)
+        if extra > 0:
+            self.cycles.setdefault("contention", 0.0)
+            self._record("contention", f"contention {name}", extra, cores, where)
+
+    def _delay_preload(self, index: int, lag: float) -> None:
+        """Preload ``flows[index]`` arrives ``lag`` cycles later; the ones issued after it
+        start when it ends (the HBM serves preloads in turn) and move as far as needed."""
+        first = self.flows[index]
+        first.end += lag
+        if first.event is not None:
+            first.event.cycles += lag
+        end = first.end
+        for flow in self.flows[index:]:
+            if flow is not first:
+                if flow.start >= end:
+                    break
+                shift = end - flow.start
+                flow.start += shift
+                flow.end += shift
+                if flow.event is not None:
+                    flow.event.start += shift
+            end = flow.end
+            if flow.buffer in self.in_flight:
+                self.in_flight[flow.buffer] = flow.end
+        self.hbm_free = max(self.hbm_free, end)
 
     def sync(self, cores: int, where: str) -> None:
         cycles = self.cost.sync_cycles(self.device) * self._overhead(cores)

@@ -402,7 +402,6 @@ def _execute(chip, loop: Loop, prep: _Prepared) -> None:
             chip.steps += 1
             chip._record("compute", event.name, compute, cores, event.where)
         elif isinstance(event, Shift):
-            cycles = chip.cost.shift_cycles(chip.device, event.buffer.bytes) * chip._overhead(cores)
-            chip._record("shift", f"shift {event.buffer.name}", cycles, cores, event.where)
+            chip.record_shift(event.buffer, event.source, cores, event.where)
         else:
             chip.sync(event.cores, event.where)

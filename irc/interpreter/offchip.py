@@ -9,6 +9,8 @@ off-chip memory's (``hbm_events``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 BREAKDOWN = ("preload", "execute", "overlapped", "interconnect")
@@ -101,30 +103,76 @@ def preload_link_rates(device, bytes_per_core: float, cycles: float) -> dict:
     return {link: share * bytes_per_core / cycles for link, share in preload_link_shares(device).items()}
 
 
-def contention_cycles(device, source: np.ndarray, nbytes: int, start: float, cycles: float, flows) -> float:
-    """Extra cycles a shift (core c receives ``nbytes`` from core ``source[c]``) running in
-    [start, start + cycles] takes because preloads share its links (ELK s6.1: packets that
-    share a link are served in turn). On each link the shift uses, a preload streaming rho
-    bytes per cycle leaves max(bw - rho, bw / 2) to the shift (sharing a saturated link
-    fairly); the most slowed link sets the shift's pace while the preload overlaps it."""
-    from irc.devices.topology import link_bytes_per_s, route
+@dataclass
+class PreloadFlow:
+    """A preload on the exchange: from ``start`` to ``end`` it puts ``rates`` (link ->
+    bytes per cycle) on the links from the HBM controllers; ``buffer`` is the preloaded
+    buffer's id and ``event`` its ``hbm`` event (both moved when the preload is slowed)."""
+
+    start: float
+    end: float
+    rates: dict
+    buffer: int | None = None
+    event: object = None
+
+
+def contention(device, links: dict, start: float, cycles: float, flows) -> tuple[float, list[tuple[int, float]]]:
+    """Two-way contention between an exchange transfer carrying ``links`` (link -> bytes)
+    in [start, start + cycles] and the preloads in ``flows`` (ELK s3.3, s6.1: packets that
+    share a link are served in turn). On each shared link a preload streaming rho bytes
+    per cycle leaves the transfer max(bw - rho, bw / 2) (a saturated link shared fairly)
+    and the transfer, streaming sigma = its bytes / cycles, leaves the preload
+    max(bw - sigma, bw / 2). While they overlap, the most slowed link sets each one's
+    pace: returns the transfer's extra cycles and, per slowed preload (its index in
+    ``flows``), the cycles its arrival is delayed."""
+    from irc.devices.topology import link_bytes_per_s
 
     per_cycle = lambda link: link_bytes_per_s(device, link) / device.clock_hz  # noqa: E731
-    links = set()
-    chip_cores = device.cores_per_chip
-    for dst, src in enumerate(np.asarray(source).tolist()):
-        if src != dst and dst < chip_cores:   # chips are alike: chip 0's links
-            links.update(route(device, int(src), int(dst)))
-    extra = 0.0
-    for begin, end, rates in flows:
+    extra, delays = 0.0, []
+    for index, flow in enumerate(flows):
+        begin, end, rates = (flow.start, flow.end, flow.rates) if isinstance(flow, PreloadFlow) else flow[:3]
         overlap = min(end, start + cycles) - max(begin, start)
         if overlap <= 0:
             continue
-        slowest = 1.0
-        for link in links:
+        slowest, lag = 1.0, 0.0
+        for link, carried in links.items():
             rho = rates.get(link, 0.0)
-            if rho > 0:
-                bw = per_cycle(link)
-                slowest = max(slowest, bw / max(bw - rho, bw / 2))
+            if rho <= 0:
+                continue
+            bw = per_cycle(link)
+            slowest = max(slowest, bw / max(bw - rho, bw / 2))
+            sigma = carried / cycles if cycles > 0 else 0.0
+            left = max(bw - sigma, bw / 2)
+            if rho > left:
+                lag = max(lag, overlap * (1.0 - left / rho))
         extra += overlap * (slowest - 1.0)
-    return extra
+        if lag > 0:
+            delays.append((index, lag))
+    return extra, delays
+
+
+def contention_cycles(device, source: np.ndarray, nbytes: int, start: float, cycles: float, flows) -> float:
+    """Extra cycles a shift (core c receives ``nbytes`` from core ``source[c]``) running in
+    [start, start + cycles] takes because preloads share its links (``contention``)."""
+    from irc.devices.topology import exchange_links
+
+    return contention(device, exchange_links(device, source, nbytes), start, cycles, flows)[0]
+
+
+def planned_lines(function, report) -> list[str]:
+    """What the ELK plan of ``function`` (its ``irc.preloaded`` attribute, written by
+    ``rtensor-partition``) predicted beside what the run did: HBM busy and exposed load
+    cycles. Nothing for a function planned without preloading."""
+    from xdsl.dialects.builtin import DictionaryAttr
+
+    attr = function.attributes.get("irc.preloaded")
+    if not isinstance(attr, DictionaryAttr) or not report.hbm_events:
+        return []
+    plan = dict(attr.data.items())
+    summary = offchip_summary(report)
+    hbm, exposed = float(plan["hbm_cycles"].value.data), float(plan["exposed_cycles"].value.data)
+    return [
+        f"ELK plan ({plan['design'].data}, {plan['split'].data} split): HBM busy {hbm:,.0f} cycles planned, "
+        f"{summary['hbm_busy_cycles']:,.0f} interpreted; exposed load {exposed:,.0f} cycles planned, "
+        f"{summary['exposed_load_cycles']:,.0f} interpreted"
+    ]

@@ -19,7 +19,7 @@ import numpy as np
 
 from irc.devices.topology import preload_seconds
 from irc.planner.idle import IdlePlan
-from irc.planner.model import ModelSpec, _named_idle
+from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
 from irc.planner.op_table import FrontierCache
 from irc.planner.plan import Plan
 from irc.planner.preload import (
@@ -43,11 +43,17 @@ def weight_bytes(op) -> int:
 
 
 def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int | None] | None = None,
-                extra_hbm_bytes: Sequence[float] | None = None) -> list[PreloadOp]:
+                extra_hbm_bytes: Sequence[float] | None = None, resting: bool = False) -> list[PreloadOp]:
     """One ``PreloadOp`` per model op (identical ops share their table). ``extra_hbm_bytes``
-    adds data an op reads from HBM beside its weights (a KV cache)."""
+    adds data an op reads from HBM beside its weights (a KV cache); ``resting`` counts the
+    activations kept on chip across each op (produced earlier, read later: at the most
+    their producers' plans place) in its execution space, as a compiled program holds them."""
     device = cache.device
     clock = device.clock_hz
+    kept = [0] * len(model.ops)
+    if resting:
+        problem = _ModelProblem(model, cache, None)
+        kept = [problem.live_bytes(i, []) for i in range(len(model.ops))]
     ops = []
     for i, op in enumerate(model.ops):
         table = cache.table(op.spec, op.weights)
@@ -55,11 +61,63 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
         cold = np.asarray(table.cold, dtype=np.float64)
         loads = np.array([preload_seconds(device, c, hbm) * clock if (c or hbm) else 0.0 for c in cold])
         distribute = np.where(np.isfinite(table.table), table.setup, np.inf)
+        exchange = np.array([float(p.score.cost.shift + p.score.cost.sync + p.score.cost.reduction)
+                             for p in table.active])   # cycles the exchange carries the op's own traffic
         ops.append(PreloadOp(
-            op.name, float(hbm), table.hot, table.active_cycles, cold, distribute, loads,
-            signature=id(table), layer=None if layer_of is None else layer_of[i],
+            op.name, float(hbm), np.asarray(table.hot, dtype=np.float64) + kept[i], table.active_cycles, cold,
+            distribute, loads, exchange, signature=(id(table), kept[i]),
+            layer=None if layer_of is None else layer_of[i],
         ))
     return ops
+
+
+def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> PreloadPlan:
+    """``plan`` with the relayouts of activations between its ops' chosen execute states
+    charged to their consumers (T10 s4.3.2, as `irc.planner.model` prices them): what the
+    compiled program runs. ELK's decisions are the plan's; only its times grow."""
+    problem = _ModelProblem(model, cache, None)
+    extra = [0.0] * len(model.ops)
+    for edge in problem.edges:
+        _, cycles = problem.relayout(edge, plan.exec_plan[edge.consumer], plan.exec_plan[edge.producer])
+        extra[edge.consumer] += float(cycles)
+    return PreloadPlan(plan.schedule, plan.exec_plan, plan.preload_plan,
+                       [c + e for c, e in zip(plan.exec_cycles, extra)], plan.load_cycles)
+
+
+def infer_layers(model: ModelSpec, cache: FrontierCache | None = None) -> list[int | None]:
+    """Layers of a model given as a flat op list (an imported ONNX graph): the period p
+    whose shifted op signatures agree over the longest run (at least one whole period:
+    two identical layers or more); that run's ops, in blocks of p, are layers 0, 1, ...,
+    the ops around it none. What ELK s4.4's second pruning rule needs (identical layers
+    share one preload order); all None when no op sequence repeats."""
+    n = len(model.ops)
+    ids: dict = {}
+    signature = np.array([ids.setdefault((op.spec, tuple(op.weights)), len(ids)) for op in model.ops])
+    best = (0, 0, 0)   # (ops covered, -period, run start)
+    for p in range(1, n // 2 + 1):
+        same = np.concatenate([[False], signature[:-p] == signature[p:], [False]])
+        edges = np.flatnonzero(np.diff(same.astype(np.int8)))
+        if not len(edges):
+            continue
+        starts, ends = edges[0::2], edges[1::2]
+        k = int(np.argmax(ends - starts))
+        run = int(ends[k] - starts[k])
+        covered = (run + p) // p * p
+        if run >= p and (covered, -p) > best[:2]:
+            best = (covered, -p, int(starts[k]))
+    covered, period, start = best[0], -best[1], best[2]
+    layers: list[int | None] = [None] * n
+    for i in range(start, start + covered):
+        layers[i] = (i - start) // period
+    return layers
+
+
+def planned_offchip(plan: PreloadPlan) -> tuple[float, float]:
+    """A plan's HBM busy cycles and exposed load cycles (the cores wait for a load: each
+    op's start past the previous op's end, as ``PreloadPlan.timeline`` runs it)."""
+    _, _, exec_start, exec_end = plan.timeline()
+    previous = np.concatenate([[0.0], exec_end[:-1]])
+    return float(sum(plan.load_cycles)), float(np.maximum(0.0, exec_start - previous).sum())
 
 
 @dataclass
@@ -96,9 +154,15 @@ def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> l
 
 def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split: str = "paper",
              ops: list[PreloadOp] | None = None, capacity: float | None = None,
-             max_displacement: int | None = None) -> ElkDecision:
+             max_displacement: int | None = None, max_orders: int | None = None,
+             relayouts: bool = False) -> ElkDecision:
     """One design of ELK s6.1 for ``model`` on ``cache``'s device (which must have off-chip
-    memory). ``PreloadFitError`` names an op no plan fits even alone."""
+    memory). ``PreloadFitError`` names an op no plan fits even alone. ELK-Full tries every
+    valid preload order of s4.4's pruned tree (the paper), or with ``max_orders`` the ones
+    nearest the execution order, and with ``max_displacement`` only orders moving no
+    preload further than that (the artifact's bounded reordering, IPU_COST_FACTS s6).
+    ``relayouts`` charges the activations' relayouts between the chosen plans
+    (``with_relayouts``)."""
     if cache.device.offchip is None:
         raise ValueError(f"device '{cache.device.name}' has no off-chip memory")
     ops = preload_ops(model, cache) if ops is None else ops
@@ -117,10 +181,13 @@ def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split:
         plan = plan_preloads(ops, capacity, None, split)
         order = list(range(len(ops)))
     elif design == "full":
-        plan, order, tried = reorder(ops, capacity, split, max_displacement=max_displacement)
+        plan, order, tried = reorder(ops, capacity, split, max_orders=max_orders, max_displacement=max_displacement)
     else:
         raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
+    if relayouts:
+        plan = with_relayouts(model, cache, plan)
     return ElkDecision(design, plan.latency, decisions_of(model, cache, plan), plan, order, tried, static_bytes)
 
 
-__all__ = ["DESIGNS", "ElkDecision", "ElkOpDecision", "PreloadFitError", "elk_plan", "preload_ops", "weight_bytes"]
+__all__ = ["DESIGNS", "ElkDecision", "ElkOpDecision", "PreloadFitError", "elk_plan", "infer_layers",
+           "planned_offchip", "preload_ops", "weight_bytes"]

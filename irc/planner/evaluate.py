@@ -2,6 +2,12 @@
 
 Plain Python over one plan; the search uses a numpy version of the same geometry
 (``irc.planner.vector_score``) and asks this module for the final plans' full scores.
+
+On a 2D-mesh chip a rotation's bytes are priced at the link its ring's routes load most
+(``irc.devices.topology.exchange_bytes``: rings of cores numbered row-major, as
+``irc.schedule`` numbers them, share the mesh's links), plus the longest route's hops;
+the search ranks candidates at the all-to-all price, and the frontier it keeps is
+scored here with the mesh's.
 """
 
 from __future__ import annotations
@@ -162,8 +168,17 @@ def check_plan(
     shifted_bytes = 0
     events = 0
     executions = 1
-    for level in levels:
-        shifted_bytes += executions * level.steps * level.bytes_per_step
+    mesh = getattr(device, "topology", None) == "mesh-2d" and getattr(device, "mesh", None) is not None
+    for index, level in enumerate(levels):
+        step_bytes = level.bytes_per_step
+        if mesh:   # each tensor's ring on the mesh's links, moving by its digit's weight
+            step_bytes = sum(
+                _mesh_ring_bytes(device, op_factors, _free_axes(spec, op_factors, name),
+                                 math.prod(plan.temporal_factors[name]), held[name] * resident[name],
+                                 math.prod(later.steps + 1 for later in levels[index + 1:] if name in later.tensors),
+                                 level.steps + 1)
+                for name in level.tensors)
+        shifted_bytes += executions * level.steps * step_bytes
         events += executions * level.steps * len(level.tensors)
         executions *= level.steps + 1
 
@@ -212,6 +227,57 @@ def check_plan(
         cost=breakdown,
         seconds=breakdown.total / device.clock_hz,
     )
+
+
+def _free_axes(spec: OpSpec, op_factors, name: str) -> tuple[int, ...]:
+    """The cut axes that do not index tensor ``name``: the cores along them share its
+    sub-tensor and form its rings."""
+    tensor = spec.tensor(name)
+    return tuple(d for d, axis in enumerate(spec.axis_names) if op_factors[d] > 1 and not tensor.indexed_by(axis))
+
+
+def ring_sources(op_factors, free: tuple[int, ...], ring: int, weight: int = 1, trips: int | None = None) -> np.ndarray:
+    """Per core, the core it receives from when one digit of a tensor's ring position
+    (of ``trips`` values and ``weight`` in the position, T10 s4.4; default: the whole
+    ring) moves one further:
+    cores numbered row-major over ``op_factors`` (first axis slowest), the ones sharing
+    a sub-tensor numbered row-major over the ``free`` axes (``phi``), rings consecutive
+    groups of ``ring`` in ``phi`` (``irc.schedule.kernel``'s placement)."""
+    grid = [int(f) for f in op_factors]
+    cores = math.prod(grid)
+    coords = np.array(np.unravel_index(np.arange(cores), grid)) if cores > 1 else np.zeros((len(grid), 1), int)
+    phi = np.zeros(cores, dtype=np.int64)
+    for d in free:
+        phi = phi * grid[d] + coords[d]
+    trips = ring // weight if trips is None else trips
+    digit = (phi % ring) // weight % trips
+    neighbour = phi + ((digit + 1) % trips - digit) * weight
+    other = coords.copy()
+    for d in reversed(free):
+        other[d] = neighbour % grid[d]
+        neighbour = neighbour // grid[d]
+    return np.ravel_multi_index(tuple(other), grid) if cores > 1 else np.zeros(1, np.int64)
+
+
+_MESH_RINGS: dict = {}
+
+
+def _mesh_ring_bytes(device: Device, op_factors, free: tuple[int, ...], ring: int, nbytes: float,
+                     weight: int = 1, trips: int | None = None) -> float:
+    """One rotation step of a tensor's rings on a mesh, in bytes one core would send
+    alone: its busiest link's share (per byte of the partition) and its longest route."""
+    if ring <= 1:
+        return float(nbytes)
+    key = (device, tuple(int(f) for f in op_factors), free, ring, weight, trips)
+    if key not in _MESH_RINGS:
+        from irc.devices.topology import mesh_link_bytes
+
+        loads, hops = mesh_link_bytes(device, ring_sources(op_factors, free, ring, weight, trips), 1.0)
+        if len(_MESH_RINGS) > 4096:
+            _MESH_RINGS.clear()
+        _MESH_RINGS[key] = (max(loads.values(), default=1.0), hops)
+    load, hops = _MESH_RINGS[key]
+    return float(nbytes) * load + hops * device.link_latency_cycles / device.shift_cycles_per_byte
 
 
 def _shift_levels(spec: OpSpec, plan: Plan, resident: dict[str, int], held: dict[str, int]) -> list[ShiftLevel]:

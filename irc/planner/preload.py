@@ -96,19 +96,20 @@ class PreloadOp:
     def min_exec(self) -> float:
         return float(self.exec_bytes.min())
 
-    def preload_cost(self, r: int, j: int) -> float:
+    def preload_cost(self, r: int, j: int, charge: float = 1.0) -> float:
         """What preload state r costs execute state j (s4.3, Figure 11 tradeoffs 2 and 3):
-        its distribution phase, plus the exchange time its extra broadcast adds to the
-        load over the smallest state's (the contention a larger preload state causes)."""
-        return float(self.distribute[r, j] + self.load_cycles[r] - self.load_cycles.min())
+        its distribution phase, plus ``charge`` times the exchange time its extra
+        broadcast adds to the load over the smallest state's (the contention a larger
+        preload state causes; 0 where the load is hidden behind execution anyway)."""
+        return float(self.distribute[r, j] + charge * (self.load_cycles[r] - self.load_cycles.min()))
 
-    def fastest_preload(self, j: int, at_most: float = np.inf) -> int:
-        """The preload state of least ``preload_cost`` for execute state j within
-        ``at_most`` bytes (-1: none; ties: the smaller state)."""
+    def fastest_preload(self, j: int, at_most: float = np.inf, charge: float = 1.0) -> int:
+        """The preload state of least ``preload_cost`` (with ``charge``) for execute state j
+        within ``at_most`` bytes (-1: none; ties: the smaller state)."""
         ok = np.isfinite(self.distribute[:, j]) & (self.preload_bytes <= at_most)
         if not ok.any():
             return -1
-        times = np.where(ok, self.distribute[:, j] + self.load_cycles - self.load_cycles.min(), np.inf)
+        times = np.where(ok, self.distribute[:, j] + charge * (self.load_cycles - self.load_cycles.min()), np.inf)
         best = times.min()
         candidates = np.flatnonzero(times == best)
         return int(candidates[np.argmin(self.preload_bytes[candidates])])
@@ -199,10 +200,13 @@ class CostAwareAllocation:
     The executing op's own preload state starts at its fastest and may be shrunk by the
     ops that execute before it."""
 
-    def __init__(self, ops: Sequence[PreloadOp], capacity: float, smallest: bool = False) -> None:
+    def __init__(self, ops: Sequence[PreloadOp], capacity: float, smallest: bool = False,
+                 charge: Sequence[float] | None = None, exec_cap: float = np.inf) -> None:
         self.ops = ops
         self.capacity = capacity
         self.smallest = smallest
+        self.exec_cap = exec_cap
+        self.charge = [1.0] * len(ops) if charge is None else list(charge)
         self.exec_plan: dict[int, int] = {}
         self.preload_plan: dict[int, int] = {}
 
@@ -211,7 +215,7 @@ class CostAwareAllocation:
         with ``smallest`` its smallest (the other end Static also tries, s6.1)."""
         op = self.ops[i]
         if not self.smallest:
-            return op.fastest_preload(j)
+            return op.fastest_preload(j, charge=self.charge[i])
         ok = np.flatnonzero(np.isfinite(op.distribute[:, j]))
         if not len(ok):
             return -1
@@ -220,7 +224,10 @@ class CostAwareAllocation:
     def exec_curve(self, i: int) -> list[tuple[float, float, int]]:
         op = self.ops[i]
         points = []
+        cap = max(self.exec_cap, op.min_exec())
         for j in range(len(op.exec_bytes)):
+            if op.exec_bytes[j] > cap:   # a capped execution space (``plan_preloads``' caps)
+                continue
             r = self.own_preload(i, j)
             points.append((op.exec_bytes[j], np.inf if r < 0 else op.exec_cycles[j] + op.distribute[r, j]))
         return pareto_curve(points)
@@ -228,7 +235,7 @@ class CostAwareAllocation:
     def preload_curve(self, k: int) -> list[tuple[float, float, int]]:
         op = self.ops[k]
         j, now = self.exec_plan[k], self.preload_plan[k]
-        points = [(op.preload_bytes[r], op.preload_cost(r, j)) if op.preload_bytes[r] <= op.preload_bytes[now]
+        points = [(op.preload_bytes[r], op.preload_cost(r, j, self.charge[k])) if op.preload_bytes[r] <= op.preload_bytes[now]
                   else (np.inf, np.inf) for r in range(len(op.preload_bytes))]
         return [p for p in pareto_curve(points) if np.isfinite(p[0])]
 
@@ -268,7 +275,7 @@ class ExecOnlyAllocation(CostAwareAllocation):
         usable = op.exec_bytes <= budget
         if not usable.any():
             return None
-        extra = (op.load_cycles - op.load_cycles.min())[:, None]   # the artifact's contention penalty
+        extra = self.charge[i] * (op.load_cycles - op.load_cycles.min())[:, None]   # the artifact's contention penalty
         total = np.where(usable[None, :], op.exec_cycles[None, :] + op.distribute + extra, np.inf)
         r, j = np.unravel_index(np.argmin(total), total.shape)
         if not np.isfinite(total[r, j]):
@@ -363,7 +370,7 @@ def inductive_schedule(
             cycles = allocation if isinstance(allocation, (int, float)) else allocation.cycles
             end = after if q >= n else min(after, load_start[order[q]])
             start = end - cycles
-            if best is None or start > best[0]:
+            if best is None or start >= best[0]:   # ties: the wider frontier (loads start earlier)
                 best = (start, end, q, tuple(held), allocation)
             if q >= n or end >= after:
                 break  # later loads start after op i+1 does: more residents only cost space
@@ -472,6 +479,8 @@ class PreloadPlan:
     preload_plan: list[int]
     exec_cycles: list[float]
     load_cycles: list[float]
+    start: str = ""      # how its ops' own preload states were chosen (``plan_preloads``)
+    cap: float = np.inf  # the execution space its execute-state plans were capped at
 
     def timeline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         s = self.schedule
@@ -483,20 +492,89 @@ class PreloadPlan:
         return timeline_latency(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles)
 
 
+STARTS = ("fastest", "largest", "smallest", "exposed", "all")
+
+
+def exposed_loads(plan: "PreloadPlan") -> list[float]:
+    """Per op, 1.0 where its load is exposed in ``plan`` as it runs (``timeline``): it is
+    in a run of back-to-back loads (the HBM busy throughout) that ends with some op
+    waiting for its load; 0.0 where execution hides it."""
+    load_start, load_end, exec_start, exec_end = plan.timeline()
+    order = plan.schedule.order
+    charge = [0.0] * len(order)
+    run: list[int] = []
+    for t, k in enumerate(order):
+        if run and load_start[k] > load_end[run[-1]] + 1e-9:
+            run = []
+        run.append(k)
+        previous = exec_end[k - 1] if k else 0.0
+        if load_end[k] > previous + 1e-9 and exec_start[k] <= load_end[k] + 1e-9:   # op k waits for it
+            for m in run:
+                charge[m] = 1.0
+    return charge
+
+
+def exec_caps(ops: Sequence[PreloadOp], capacity: float, count: int = 3) -> list[float]:
+    """Execution spaces to cap the ops' execute-state plans at: ``count`` points spaced
+    geometrically between the least space every op runs in and the whole SRAM."""
+    least = max((op.min_exec() for op in ops), default=0.0)
+    if least <= 0 or least >= capacity:
+        return []
+    return [least * (capacity / least) ** (k / (count + 1)) for k in range(1, count + 1)]
+
+
 def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None = None,
-                  split: str = "paper", start: str = "both") -> PreloadPlan:
-    """``_plan_preloads`` from each op's fastest preload state (``start="fastest"``, s4.3),
-    from its smallest (``"smallest"``), or both, the faster kept (``"both"``, the default:
-    the two ends Static chooses between, s6.1)."""
-    if start not in ("fastest", "smallest", "both"):
-        raise ValueError(f"unknown start '{start}'; known: fastest, smallest, both")
-    plans = [_plan_preloads(ops, capacity, order, split, smallest)
-             for smallest in ((False, True) if start == "both" else (start == "smallest",))]
+                  split: str = "paper", start: str = "all", memos: dict | None = None,
+                  caps: Sequence[float] | None = None) -> PreloadPlan:
+    """``_plan_preloads`` with each op's own preload state chosen (s4.3) at its fastest
+    with the load it adds charged as exposed (``start="fastest"``), as hidden
+    (``"largest"``: the least distribution, the larger states), at its smallest
+    (``"smallest"``), or charged where the best of those leaves it exposed
+    (``"exposed"``: a preload state's longer load costs only what is not overlapped).
+    ``"all"`` (the default) keeps the fastest of the four and of ``"fastest"`` with the
+    execute-state plans capped at each of ``caps`` (default ``exec_caps``): the split
+    (s4.3) shrinks one op at a time, greedily, and an op's fastest plan can take the
+    space that would have let later ops preload (what a fixed split, Static, avoids).
+    The plan records how it was made (``start``, ``cap``). ``memos`` (a dict kept across
+    calls for the same ops, capacity and split) shares the allocations between orders."""
+    if start not in STARTS:
+        raise ValueError(f"unknown start '{start}'; known: {', '.join(STARTS)}")
+    memo = (lambda key, default: None) if memos is None else memos.setdefault
+    ones, zeros = [1.0] * len(ops), [0.0] * len(ops)
+    plans = []
+
+    def run(name: str, smallest: bool, charge: list[float], cap: float = np.inf) -> None:
+        plan = _plan_preloads(ops, capacity, order, split, smallest, memo((smallest, cap), {}), charge, cap)
+        plan.start, plan.cap = name, cap
+        plans.append(plan)
+
+    if start != "all":   # one way, at the first of ``caps`` if given
+        cap = caps[0] if caps else np.inf
+        if start in ("fastest", "exposed"):
+            run("fastest", False, ones, cap)
+        if start in ("largest", "exposed"):
+            run("largest", False, zeros, cap)
+        if start == "smallest":
+            run("smallest", True, ones, cap)
+    else:
+        run("fastest", False, ones)
+        run("largest", False, zeros)
+        run("smallest", True, ones)
+        for cap in (exec_caps(ops, capacity) if caps is None else caps):
+            run("fastest", False, ones, cap)
+    if start in ("exposed", "all"):
+        best = min(plans, key=lambda plan: plan.latency)
+        charge = exposed_loads(best)
+        if charge not in (ones, zeros):
+            run("exposed", False, charge, best.cap)
+        if start == "exposed":
+            plans = plans[2:] or [best]
     return min(plans, key=lambda plan: plan.latency)
 
 
 def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
-                   split: str, smallest: bool) -> PreloadPlan:
+                   split: str, smallest: bool, memo: dict | None = None,
+                   charge: Sequence[float] | None = None, exec_cap: float = np.inf) -> PreloadPlan:
     """ELK-Dyn for one preload order: the inductive schedule with the cost-aware split
     (``split="paper"``) or the artifact's (``split="artifact"``). An op that fits under
     no plan even alone is a ``PreloadFitError`` naming it and its bytes."""
@@ -506,11 +584,12 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
     allocation = {"paper": CostAwareAllocation, "artifact": ExecOnlyAllocation}.get(split)
     if allocation is None:
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
-    alloc = allocation(ops, capacity, smallest)
-    memo: dict[tuple, Allocation | None] = {}
+    alloc = allocation(ops, capacity, smallest, charge, exec_cap)
+    memo = {} if memo is None else memo   # (op, resident ops and their plans) -> Allocation
 
     def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
-        key = (ops[i].signature, tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k]) for k in resident))
+        key = (ops[i].signature, alloc.charge[i],
+               tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k], alloc.charge[k]) for k in resident))
         if key not in memo:
             found = alloc(i, resident)
             if found is not None and found.shrunk:  # store by position in the resident set
@@ -539,14 +618,18 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
 
 
 def valid_preload_orders(ops: Sequence[int], space: Callable[[int], float], capacity: float,
-                         max_displacement: int | None = None) -> list[list[int]]:
+                         max_displacement: int | None = None,
+                         kind: Callable[[int], object] | None = None) -> list[list[int]]:
     """Every preload order of ``ops`` (execution order, ascending) that cannot overflow
     SRAM, built as ELK's suffix tree from the last load backwards (s4.4, Figure 14):
     choosing op x as the next-earlier load means every op still unplaced that executes
     after x is loaded before x and stays on chip with x until x executes, so x and those
     ops must fit together (``space``: an op's smallest preload size). ``max_displacement``
     bounds how far an op moves from its place in execution order (the artifact's
-    bounded-displacement orders, IPU_COST_FACTS s6; None: the paper's whole tree)."""
+    bounded-displacement orders, IPU_COST_FACTS s6; None: the paper's whole tree). Ops of
+    one ``kind`` (identical ops) keep their execution order among themselves: loading the
+    later of two identical ops first only holds its space longer, and the orders that
+    differ by swapping them are the same schedule."""
     ops = sorted(ops)
     home = {x: t for t, x in enumerate(ops)}
     found: list[list[int]] = []
@@ -559,6 +642,8 @@ def valid_preload_orders(ops: Sequence[int], space: Callable[[int], float], capa
         for x in unplaced:
             if max_displacement is not None and abs(home[x] - slot) > max_displacement:
                 continue
+            if kind is not None and any(y > x and kind(y) == kind(x) for y in unplaced):
+                continue   # the latest unplaced op of its kind takes the latest slot
             together = [y for y in unplaced if y >= x]
             if sum(space(y) for y in together) <= capacity:
                 grow([y for y in unplaced if y != x], [x] + suffix)
@@ -580,8 +665,9 @@ def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | No
     """Whole-model preload orders from s4.4's pruned space: within the first layer, the
     valid orders of its HBM-heavy ops (light ops keep their own positions, heavy ops
     permute among the heavy ops' positions); the same permutation for every layer with
-    the same op signatures (identical layers), execution order elsewhere. The identity
-    comes first."""
+    the same op signatures (identical layers), execution order elsewhere. Nearest the
+    execution order first (fewest swaps of neighbours; the identity first): ``max_orders``
+    keeps the nearest ones (ELK's chosen orders are 2.9 swaps away on average, s6.2)."""
     n = len(ops)
     heavy = set(heavy_ops(ops))
     layers: dict[int, list[int]] = {}
@@ -594,9 +680,9 @@ def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | No
     kind = tuple(ops[i].signature for i in layers[first])
     slots = [t for t, i in enumerate(layers[first]) if i in heavy]
     members = [layers[first][t] for t in slots]
-    orders = valid_preload_orders(members, lambda i: ops[i].min_preload(), capacity, max_displacement)
-    identity = sorted(members)
-    orders.sort(key=lambda o: o != identity)
+    orders = valid_preload_orders(members, lambda i: ops[i].min_preload(), capacity, max_displacement,
+                                  kind=lambda i: ops[i].signature)
+    orders.sort(key=lambda o: sum(a > b for a, b in itertools.combinations(o, 2)))
     if max_orders is not None:
         orders = orders[:max_orders]
     result = []
@@ -617,21 +703,31 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
             finalists: int = 3, max_displacement: int | None = None) -> tuple[PreloadPlan, list[int], int]:
     """ELK-Full (s4.4): the best ``plan_preloads`` over ``layer_orders``; returns the plan,
     its order and how many orders were tried. ELK plans the whole model for every order
-    (seconds each on one of 32 cores, s5); on a small machine, ``window_layers`` ranks the
-    orders on the model's first layers (identical layers share the order) and plans the
-    whole model for the ``finalists`` best and the execution order (None: whole model)."""
+    (seconds each on one of 32 cores, s5); on a small machine, the orders are ranked on
+    the model's first ``window_layers`` layers (identical layers share the order; None:
+    the whole model), each with the one way of choosing preload states
+    (``plan_preloads``' ``start``) that wins in execution order, and the ``finalists``
+    best and the execution order are planned whole with every way."""
     orders = layer_orders(ops, capacity, max_orders, max_displacement)
     layers = sorted({op.layer for op in ops if op.layer is not None})
     candidates = orders
-    if window_layers is not None and len(layers) > window_layers and len(orders) > finalists:
-        last = layers[window_layers - 1]
-        cut = max(i for i, op in enumerate(ops) if op.layer is not None and op.layer <= last) + 1
+    memos: dict = {}   # the allocations of (op, resident set) recur across orders
+    try:   # the orders are ranked with the way of choosing preload states that wins in order
+        first = plan_preloads(ops, capacity, orders[0], split, memos=memos)
+        rank = dict(start="all") if first.start == "exposed" else dict(start=first.start, caps=[first.cap])
+    except OrderError:
+        rank = dict(start="all")
+    if len(orders) > finalists:
+        cut = len(ops)
+        if window_layers is not None and len(layers) > window_layers:
+            last = layers[window_layers - 1]
+            cut = max(i for i, op in enumerate(ops) if op.layer is not None and op.layer <= last) + 1
         window = list(ops[:cut])
         ranked = []
         for t, order in enumerate(orders):
             local = [k for k in order if k < cut]
             try:
-                ranked.append((plan_preloads(window, capacity, local, split).latency, t))
+                ranked.append((plan_preloads(window, capacity, local, split, memos=memos, **rank).latency, t))
             except OrderError:
                 continue
         ranked.sort()
@@ -640,7 +736,7 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
     best = None
     for order in candidates:
         try:
-            plan = plan_preloads(ops, capacity, order, split)
+            plan = plan_preloads(ops, capacity, order, split, memos=memos)
         except OrderError:
             continue
         if best is None or plan.latency < best[0].latency:
@@ -755,24 +851,33 @@ def ideal_latency(ops: Sequence[PreloadOp]) -> float:
     return best
 
 
-def widest_frontiers(exec_bytes: Sequence[float], preload_bytes: Sequence[float], capacity: float) -> list[int]:
+def widest_frontiers(exec_bytes: Sequence[float], preload_bytes: Sequence[float], capacity: float,
+                     order: Sequence[int] | None = None, upper: Sequence[int] | None = None) -> list[int]:
     """The preload frontiers of ops whose plans are fixed (their execute time does not
     depend on what is resident): by Theorem 4.2 each op's start is non-decreasing in its
     frontier (it ends at min(next op's start, the start of the first load waiting for
     it)), so the inductive scheduler's choice is the widest frontier whose resident ops
-    fit beside it. Execution order = preload order; an op that fits under no frontier
-    raises ``PreloadFitError``."""
+    fit beside it. ``exec_bytes[i]``: op i's own bytes (its preloaded data included);
+    ``preload_bytes[k]``: op k's preloaded bytes; loads run in ``order`` (default:
+    execution order) and op i's frontier is at most ``upper[i]`` (a plan's). An op that
+    fits under no frontier raises ``PreloadFitError``."""
     n = len(exec_bytes)
+    order = list(range(n)) if order is None else list(order)
+    _, lower = _order_bounds(order)
     frontiers = []
     for i in range(n):
         if exec_bytes[i] > capacity:
             raise PreloadFitError(str(i), exec_bytes[i], capacity)
-        used, q = exec_bytes[i], i + 1
-        while q < n and used + preload_bytes[q] <= capacity:
-            used += preload_bytes[q]
+        # loads before op i's least frontier of ops executing later are resident anyway
+        used = exec_bytes[i] + sum(preload_bytes[order[t]] for t in range(lower[i]) if order[t] > i)
+        if used > capacity:
+            raise PreloadFitError(str(i), used, capacity)
+        q, top = lower[i], n if upper is None else max(lower[i], min(n, upper[i]))
+        while q < top and used + (preload_bytes[order[q]] if order[q] > i else 0.0) <= capacity:
+            used += preload_bytes[order[q]] if order[q] > i else 0.0
             q += 1
         frontiers.append(q)
     # a load cannot wait for an op after one that already lets it start (frontiers rise)
     for i in range(n - 2, -1, -1):
-        frontiers[i] = min(frontiers[i], frontiers[i + 1])
+        frontiers[i] = max(lower[i], min(frontiers[i], frontiers[i + 1]))
     return frontiers

@@ -146,6 +146,10 @@ def run(argv=None) -> int:
         print(f"wrote the chip timeline to {args.trace}", file=sys.stderr)
     if report is not None and args.report:
         print(report)
+        from irc.interpreter.offchip import planned_lines
+
+        for line in planned_lines(runner.find_function(module, args.entry).function, report):
+            print(line)
         planned = runner.find_function(module, args.entry).function.attributes.get("irc.planned_cycles")
         if planned is not None:
             cycles = float(planned.value.data)

@@ -75,12 +75,22 @@ def _variant(tmp_path, base, old, new):
         ("topology = \"mesh-2d\"", "topology = \"torus\"", "interconnect.topology"),
         ("link_latency_cycles = 1", "link_latency_cycles = -3", "interconnect.link_latency_cycles"),
         ("link_latency_cycles = 1", "link_latecny_cycles = 1", "interconnect.link_latecny_cycles"),
+        ("controllers_per_chip = 2", "controllers_per_chip = 13", "offchip.controllers_per_chip"),  # 12 edge cores
+        ("count = 16", "count = 24", "cores.count"),                                                # 1.5 chips
     ],
 )
 def test_bad_offchip_or_topology_field_is_named(tmp_path, old, new, field):
     with pytest.raises(DeviceError) as error:
         load_device(_variant(tmp_path, "tiny16_hbm_mesh.toml", old, new))
     assert field in str(error.value)
+
+
+def test_the_loader_says_why_controllers_or_chips_do_not_fit(tmp_path):
+    with pytest.raises(DeviceError, match="at most the 12 cores on the edge of the 4x4 mesh, got 13"):
+        load_device(_variant(tmp_path, "tiny16_hbm_mesh.toml", "controllers_per_chip = 2", "controllers_per_chip = 13"))
+    with pytest.raises(DeviceError, match=r"a multiple of cores.per_chip \(16\): whole chips, got 24"):
+        load_device(_variant(tmp_path, "tiny16_hbm_mesh.toml", "count = 16", "count = 24"))
+    load_device(_variant(tmp_path, "tiny16_hbm_mesh.toml", "controllers_per_chip = 2", "controllers_per_chip = 12"))
 
 
 def test_mesh_field_on_an_all_to_all_chip_is_refused(tmp_path):

@@ -52,3 +52,41 @@ def test_bad_sweep_names_the_field(tmp_path, capsys, flag, value, message):
     err = capsys.readouterr().err.strip()
     assert err == f"irc-dse: error: {message}" or (message in err and err.count("\n") == 0), err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_a_sweep_that_fails_midway_keeps_its_finished_points(tmp_path, capsys):
+    # one worker runs the points in order: 16 cores plan, 2 cores hold no plan of the qkv op
+    out = tmp_path / "sweep.csv"
+    args = SWEEP + ["--csv", str(out), "--workers", "1"]
+    for flag, value in (("--cores", "16,2"), ("--topology", "all-to-all"), ("--hbm", "16")):
+        args[args.index(flag) + 1] = value
+    assert run(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("irc-dse: error: the sweep stopped: ") and "\n" not in err, err
+    assert f"finished points kept in {out}" in err
+    lines = out.read_text().splitlines()
+    assert lines[0] == "point,hbm_gbps,link_gbps,topology,cores,design,latency_ms,of_ideal"
+    assert [line.split(",")[4] for line in lines[1:]] == ["16", "16"]      # basic and dyn of the first point
+
+
+def test_the_progress_bar_is_quiet_when_piped(tmp_path, capsys):
+    import io
+
+    from irc.progress import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal, pipe = Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        with Progress(2, "irc-dse", stream=stream) as bar:
+            bar.advance("point 0")
+            bar.advance("point 1")
+    assert "irc-dse [" in terminal.getvalue() and "2/2" in terminal.getvalue()
+    assert pipe.getvalue() == ""
+    # irc-dse itself, its stderr captured (not a terminal): nothing but what it reports
+    args = SWEEP + ["--csv", str(tmp_path / "s.csv"), "--workers", "1", "--hbm", "16", "--topology", "all-to-all"]
+    assert run(args) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "\r" not in captured.out
