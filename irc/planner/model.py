@@ -356,6 +356,7 @@ class _ModelProblem:
             for e in model.edges()
         ]
         self._relayout: dict[tuple, tuple[int, float]] = {}
+        self._start: list[int] | None = None
 
     # ----------------------------------------------------------------- objective
     def held_bytes(self, holder: int, plan: int, tensor: str) -> int:
@@ -420,8 +421,9 @@ class _ModelProblem:
         _, _, budgets = self.evaluate(rows)
         return max(int(self.sram - budget + least[0]) for budget, least in zip(budgets, self.least_hot))
 
-    def check_fits(self) -> None:
-        """Raise ``ModelFitError`` when the smallest idle plans leave some op no room."""
+    def check_fits(self) -> list[int]:
+        """Raise ``ModelFitError`` unless some idle state lets every op execute; return
+        ``start_rows()``, the state Algorithm 1 starts from."""
         least_idle = self.idle_total([0] * len(self.tables))
         if least_idle > self.sram:
             raise ModelFitError(
@@ -431,24 +433,62 @@ class _ModelProblem:
                 f"{self.sram} bytes of SRAM ({self.sram * self.device.cores} bytes in all)",
                 needed=least_idle, available=self.sram,
             )
-        _, _, budgets = self.evaluate([0] * len(self.tables))
-        for i, (budget, least) in enumerate(zip(budgets, self.least_hot)):
-            if least[0] > budget:
-                op = self.model.ops[i]
-                live = int(self.sram - least_idle - budget)
-                needed = least_idle + live + int(least[0])
-                raise ModelFitError(
-                    f"model {self.model.name!r} does not fit on {self.device.name}: op {i} ({op.name}) needs "
-                    f"{int(least[0])} bytes per core to execute, but only {int(budget)} of the {self.sram} bytes "
-                    f"of SRAM are left after the idle weights ({least_idle} bytes, its own included) and the "
-                    f"tensors kept on chip across it ({live} bytes): {needed} bytes needed",
-                    needed=needed, available=self.sram,
-                )
+        return self.start_rows()
+
+    def start_rows(self) -> list[int]:
+        """Algorithm 1's first state: every op at its smallest idle plan, except an op
+        whose smallest idle plans pair only with active plans larger than what is left for
+        it. An idle plan's bytes are slices of one active plan's partitions, so the
+        smallest idle size may belong to a plan far larger than the op's smallest (BERT-large's
+        FFN: 48 idle bytes per core less than the next size, but 483,008 active bytes
+        instead of 46,208); such an op moves up to its smallest idle size whose compatible
+        active plans fit its budget less that growth. Each pass fixes every op that does
+        not fit, in program order, against the budgets the growth so far leaves; rows only
+        grow, so the passes end. Raises ``ModelFitError`` naming the first op no idle size
+        lets execute."""
+        rows = [0] * len(self.tables)
+        if self._start is not None:
+            return list(self._start)
+        while True:
+            _, _, budgets = self.evaluate(rows)
+            grown, moved = 0.0, False
+            for i, (table, least) in enumerate(zip(self.tables, self.least_hot)):
+                budget = budgets[i] - grown
+                if least[rows[i]] <= budget:
+                    continue
+                here = float(table.cold[rows[i]])
+                fits = [r for r in range(rows[i] + 1, len(table.cold)) if least[r] + table.cold[r] - here <= budget]
+                if not fits:
+                    if moved:
+                        break          # re-evaluate with the growth so far before giving up on op i
+                    self._raise_no_room(i, rows, budgets[i])
+                grown += float(table.cold[fits[0]]) - here
+                rows[i] = fits[0]
+                moved = True
+            if not moved:
+                self._start = list(rows)
+                return rows
+
+    def _raise_no_room(self, i: int, rows: Sequence[int], budget: float) -> None:
+        op, least = self.model.ops[i], self.least_hot[i]
+        larger = len(self.tables[i].cold) > rows[i] + 1
+        idle = self.idle_total(rows)
+        live = int(self.sram - idle - budget)
+        needed = idle + live + int(least[rows[i]])
+        raise ModelFitError(
+            f"model {self.model.name!r} does not fit on {self.device.name}: op {i} ({op.name}) needs "
+            f"{int(least[rows[i]])} bytes per core to execute, but only {int(budget)} of the {self.sram} bytes "
+            f"of SRAM are left after the idle weights ({idle} bytes, its own included) and the "
+            f"tensors kept on chip across it ({live} bytes): {needed} bytes needed"
+            + (" (no larger idle plan of it pairs with an active plan that fits)" if larger else ""),
+            needed=needed, available=self.sram,
+        )
 
     # ----------------------------------------------------------------- searches
     def greedy_paper(self):
-        """Algorithm 1: grow idle memory from the smallest idle plans (module docstring)."""
-        rows = [0] * len(self.tables)
+        """Algorithm 1: grow idle memory from the smallest idle plans (module docstring;
+        ``start_rows``: the smallest that let every op execute)."""
+        rows = self.start_rows()
         best = (math.inf, list(rows))
         trajectory = []
         while True:
