@@ -143,3 +143,21 @@ def test_unterminated_string_is_a_quick_diagnostic(tmp_path):
     # xDSL 0.74's lexer regex backtracks exponentially here; irc patches it.
     text = PROGRAM.replace('"H[m,n]', '"' + "a" * 200 + " H[m,n]").replace("W[k,n]\"", "W[k,n]")
     assert _irc_opt_in_process(text, tmp_path) == 1
+
+
+def test_irc_run_report_prints_the_interpreters_peak_memory(tmp_path, capsys):
+    """--report's last host figure is the interpreter's own peak resident memory: the
+    running process's high-water mark when the report was made (here pytest's)."""
+    import re
+    import resource
+
+    program, device = tmp_path / "p.mlir", tmp_path / "p.device.mlir"
+    program.write_text(PROGRAM)
+    done = _tool("irc-opt", str(program), "-p", "inference{device=tiny16}", "-o", str(device))
+    assert done.returncode == 0, done.stderr
+    assert irc_run([str(device), "--report"]) == 0
+    found = re.search(r"^interpreter peak memory: ([\d,]+) MiB \(host\)$", capsys.readouterr().out, re.MULTILINE)
+    assert found is not None
+    reported = int(found.group(1).replace(",", ""))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert 10 <= reported <= peak + 1
