@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from lark import Lark, v_args
@@ -776,7 +776,14 @@ def parse_expression(text: str) -> TensorExpr:
     """Parse and check the shape-free rules of a tensor expression.
 
     Raises `ExprError` with the column of the problem when the text does not parse.
+    The parsed form is immutable, so a text parsed before is answered from a bounded
+    cache (a model's identical layers repeat their expressions; errors are not cached).
     """
+    return _parse_cached(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> TensorExpr:
     if len(text) > MAX_LENGTH:
         raise ExprError(f"the expression is {len(text)} characters long; irc takes at most {MAX_LENGTH}: "
                         f"split it into several ops")

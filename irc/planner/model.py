@@ -348,6 +348,7 @@ class _ModelProblem:
         canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.live = [[(holder, canonical(holder, name)) for holder, name in across] for across in model.live_across()]
         self._bytes: dict[tuple[int, int, str], int] = {}
+        self._live_tables: list[list | None] = [None] * len(model.ops)
         # relayout edges, with the tensors' canonical names (t0 = output, t1, ...)
         canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.edges = [
@@ -371,7 +372,14 @@ class _ModelProblem:
 
     def live_bytes(self, i: int, choice: Sequence[int]) -> int:
         """Bytes per core of the tensors kept on chip across op ``i`` under ``choice``."""
-        return sum(self.held_bytes(h, choice[h] if h < len(choice) else -1, t) for h, t in self.live[i])
+        tables = self._live_tables[i]
+        if tables is None:   # per live tensor, its bytes under each of its holder's plans, the most last
+            tables = self._live_tables[i] = [
+                (h, [self.held_bytes(h, j, t) for j in range(len(self.tables[h].active))] + [self.held_bytes(h, -1, t)])
+                for h, t in self.live[i]
+            ]
+        known = len(choice)
+        return sum(held[choice[h]] if h < known else held[-1] for h, held in tables)
 
     def relayout(self, edge: "Edge", j_consumer: int, j_producer: int):
         tc, tp = self.tables[edge.consumer], self.tables[edge.producer]

@@ -14,6 +14,7 @@ position, plus the weight positions), so identical layers are searched once.
 
 from __future__ import annotations
 
+import bisect
 import time
 from dataclasses import dataclass, field, replace
 
@@ -63,7 +64,10 @@ class OpTable:
         none), and that plan's index (-1 if none). The active plans ascend in memory, so
         the usable ones are a prefix of them: the answer is a prefix minimum, tabulated
         once per table."""
-        usable = int(np.searchsorted(self.hot, budget, side="right"))
+        hot = self._memo.get("hot")
+        if hot is None:
+            hot = self._memo["hot"] = self.hot.tolist()
+        usable = bisect.bisect_right(hot, budget)
         hit = self._memo.get(usable)
         if hit is None:
             if usable == 0:
