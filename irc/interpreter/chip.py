@@ -908,7 +908,7 @@ def gather_tiles(host: np.ndarray, origins: np.ndarray, shape, cores: int) -> np
     """(cores, *shape): the tile of ``host`` at each core's origin, zeros outside."""
     origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (cores, len(shape)))
     shape = tuple(int(s) for s in shape)
-    if shape and all(s > 0 for s in shape) and (origins >= 0).all() and not (origins % np.array(shape)).any():
+    if shape and all(s > 0 for s in shape) and (origins >= 0).all():
         return _gather_blocks(host, origins, shape)
     host, origins = _pad_for(host, origins, shape)
     index = [
@@ -949,20 +949,36 @@ def _edge_index(host: np.ndarray, origins: np.ndarray, shape) -> tuple[tuple, np
     return tuple(index), inside
 
 
+def _window_grid(host: np.ndarray, step, shape) -> np.ndarray:
+    """Every window of ``shape`` whose origin is a multiple of ``step`` and that lies wholly
+    in ``host``, as a read-only (*positions, *shape) view of it (no copy): with ``step``
+    equal to ``shape`` the blocks of a block grid, with a smaller step overlapping windows
+    (a padded step tile reading into its neighbour's rows)."""
+    positions = [max(0, (h - s) // t + 1) if h >= s else 0 for h, s, t in zip(host.shape, shape, step)]
+    strides = [t * stride for t, stride in zip(step, host.strides)] + list(host.strides)
+    return np.lib.stride_tricks.as_strided(host, shape=tuple(positions) + tuple(shape), strides=tuple(strides),
+                                           writeable=False)
+
+
 def _gather_blocks(host: np.ndarray, origins: np.ndarray, shape) -> np.ndarray:
-    """``gather_tiles`` for tiles on a block grid: whole blocks picked through a blocked view
-    of ``host`` (no copy of it), tiles crossing its end read element by element."""
+    """``gather_tiles`` for tiles whose origins lie on a grid (per dim, multiples of their
+    greatest common divisor): whole tiles picked through a strided view of ``host`` (no
+    copy of it), tiles crossing its end read element by element."""
     tile = np.array(shape)
+    if len(origins) == 0:
+        return np.zeros((0, *shape), dtype=host.dtype)
+    step = np.gcd.reduce(origins, axis=0)
+    step = np.where(step > 0, step, tile)            # every origin 0 on a dim: any step
     whole = (origins + tile <= np.array(host.shape)).all(axis=1)
     if whole.mean() < 1 - EDGE_SHARE:  # many tiles cross the end: pad a copy instead
-        grown = [-(-h // s) * s for h, s in zip(host.shape, shape)]
-        host = np.pad(host, [(0, max(0, g_ - h)) for g_, h in zip(grown, host.shape)])
-        whole[:] = (origins + tile <= np.array(host.shape)).all(axis=1)
-    view = _interior_blocks(host, shape)
+        reach = origins.max(axis=0) + tile
+        host = np.pad(host, [(0, max(0, int(r) - h)) for r, h in zip(reach, host.shape)])
+        whole[:] = True
+    view = _window_grid(host, step.tolist(), shape)
     if whole.all():
-        return view[tuple((origins // tile).T)]
+        return view[tuple((origins // step).T)]
     out = np.zeros((len(origins), *shape), dtype=host.dtype)
-    out[whole] = view[tuple((origins[whole] // tile).T)]
+    out[whole] = view[tuple((origins[whole] // step).T)]
     edge = np.flatnonzero(~whole)
     if edge.size and host.size:
         index, inside = _edge_index(host, origins[edge], shape)
