@@ -385,3 +385,28 @@ def signature_of(op):
     from irc.planner.op_table import signature
 
     return signature(op.spec, op.weights)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 4), plans=st.integers(1, 6), seed=st.integers(0, 2**16),
+       budget=st.integers(0, 70))
+def test_best_at_is_the_fastest_usable_plan_per_row(rows, plans, seed, budget):
+    """``OpTable.best_at`` (a tabulated prefix minimum over the plans, memory ascending)
+    is the definition: per row, the least cycles among plans within the budget, the
+    first such plan on ties, -1 and inf where none is usable or compatible."""
+    from irc.planner.op_table import OpTable
+
+    rng = np.random.default_rng(seed)
+    hot = np.sort(rng.choice(np.arange(1, 64), size=plans, replace=False)).astype(np.float64)
+    cycles = rng.integers(1, 5, size=(rows, plans)).astype(np.float64)
+    cycles[rng.random((rows, plans)) < 0.3] = np.inf
+    table = OpTable(spec=None, weights=(), active=(), hot=hot, active_cycles=cycles.min(axis=0), cold=np.arange(rows),
+                    table=cycles, setup=np.zeros_like(cycles), idle_index=np.zeros((rows, plans), np.int64), idle=())
+    times, choice = table.best_at(budget)
+    for r in range(rows):
+        usable = [j for j in range(plans) if hot[j] <= budget and np.isfinite(cycles[r, j])]
+        if not usable:
+            assert times[r] == np.inf and choice[r] == -1
+        else:
+            best = min(cycles[r, j] for j in usable)
+            assert times[r] == best and choice[r] == next(j for j in usable if cycles[r, j] == best)
