@@ -71,10 +71,14 @@ class PrefixBounds:
         self.prefix_bound = cost_bound(cost, "refined_time_lower_bound") if self.group_bound else None
         self.tensors = []
         for v, tensor in enumerate(spec.tensors):
-            dims = [[axes.index(a) for a in dim] for dim in tensor.dims]
+            # per dim: its distinct axes and how often each is listed
+            dims = []
+            for dim in tensor.dims:
+                index = list(dict.fromkeys(axes.index(a) for a in dim))
+                dims.append((index, [sum(axes.index(a) == i for a in dim) for i in index]))
             own = [axes.index(a) for a in tensor.axes]
             # an axis in two dimensions of one tensor (X[i,i]) would count its f_t twice
-            distinct = sum(len(set(dim)) for dim in dims) == len(own)
+            distinct = sum(len(index) for index, _ in dims) == len(own)
             self.tensors.append((spec.tensor_bytes[v], dims, own, distinct))
         self.output_axes = [axes.index(a) for a in spec.output.axes]
 
@@ -113,20 +117,21 @@ class PrefixBounds:
             whole = np.ones(n, dtype=np.float64)
             sliced = np.ones(n, dtype=np.float64)
             widest = np.ones(n, dtype=np.float64)
-            for index in dims:
-                if len(index) == 1:
+            for index, counts in dims:
+                if len(index) == 1 and counts[0] == 1:
                     whole *= spans[:, index[0]]
                     sliced *= least_tiles[:, index[0]]
                     widest *= spans[:, index[0]]
                     continue
-                summed = spans[:, index].sum(axis=1)
-                overlap = len(index) - 1
+                # a compound dim spans the sum of its terms (an axis listed c times, as a
+                # strided window lists its output axis, counts c times) less the overlaps
+                overlap = sum(counts) - 1
+                summed = sum(c * spans[:, a] for a, c in zip(index, counts))
                 whole *= summed - overlap
-                sliced *= least_tiles[:, index].sum(axis=1) - overlap
-                # a compound dim's partition span over its largest split F: at least its
-                # widest axis' span over F, and its summed spans less what the overlaps
-                # can take, each ``span/f - 1 >= span/F - 1`` with F at most the dim's
-                # largest steps
+                sliced *= sum(c * least_tiles[:, a] for a, c in zip(index, counts)) - overlap
+                # its partition span over its largest split F: at least its widest axis'
+                # span over F, and its summed spans less what the overlaps can take, each
+                # ``span/f - 1 >= span/F - 1`` with F at most the dim's largest steps
                 reach = summed - overlap * largest[:, index].max(axis=1)
                 widest *= np.maximum(spans[:, index].max(axis=1), reach)
             splits = self._splits(sharing[:, v], steps[:, own], largest[:, own], chosen[:, own])
