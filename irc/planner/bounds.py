@@ -8,14 +8,21 @@ A prefix whose bounds an already found plan dominates (no more memory, strictly 
 time) or whose memory bound exceeds the SRAM holds no plan of the Pareto frontier, and
 the search drops it unexpanded. That is exact as long as the bounds are.
 
+- **Carried steps** (exact). Each axis with ``T_d > 1`` needs a tensor at ``f_t = T_d``,
+  and those steps multiply, per tensor, to a divisor of its sharing count: a prefix whose
+  chosen steps no such assignment carries holds no plan, and gets infinite bounds
+  (``PrefixBounds.carried``; about half the step groups of a strided 3x3 conv).
 - **Memory** (cost-model free). Each tensor either does not rotate (its whole partition
   of the padded spans, once) or rotates (its partition split by its ``f_t``, twice: the
-  resident slice and the receive buffer). A rotating tensor's partition is at least the
+  resident slice and the receive buffer); the output at its accumulators' width where the
+  chosen steps leave partial sums. A rotating tensor's partition is at least the
   step tiles' (every ``f_t`` divides ``T_d``) and at least the product of its largest
   span per dimension over the most it can be split, ``gcd(P, prod T_d)`` (its ``f_t``
   divide the steps and multiply to a divisor of its sharing count ``P``); it can rotate
-  only when that is above 1. On an axis whose steps are not chosen yet, the span is at least the per-core
-  extent and the tile at least the extent over the largest admissible steps.
+  only when that is above 1; a compound dim (``2*h + r``) counts, beside its widest span,
+  its summed spans less what its overlaps can take. On an axis whose steps are not chosen
+  yet, the span is at least the per-core extent and the tile at least the extent over the
+  largest admissible steps.
 - **Time**, from the cost model (``irc.cost.model.BoundedCostModel``), given the
   prefix's *least work*: the sub-task and steps with one step on every open axis, the
   cores, and what no plan below goes under: ``steps - 1`` shift events (every step but

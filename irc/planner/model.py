@@ -22,7 +22,9 @@ on a core (`irc.lowering.shift_to_device`), so `device-alloc` places what the pl
 (The T10 artifact counts ``idle total - idle_i``, as if the active partition grew around
 the idle slice in place, and spreads resting activations evenly over all cores.)
 
-Algorithm 1 (``direction="paper"``): start every op at its smallest idle plan; repeatedly
+Algorithm 1 (``direction="paper"``): start every op at its smallest idle plan (or, where
+that plan pairs only with active plans too large for the op's budget, its smallest idle
+size that lets it execute: ``_ModelProblem.start_rows``); repeatedly
 record the end-to-end time with every op at its fastest fitting active plan, then grow the
 idle plan of the op whose next idle plan saves the most of its time per extra idle byte
 (-dT_S / dM_I), as long as every other op still fits; return the best recorded state.
