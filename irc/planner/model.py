@@ -521,9 +521,9 @@ class _ModelProblem:
                 cap = second if i == first else slack[first]
                 key = (id(table), row, int(budget), cap)
                 if key not in memo:
-                    now = table.best_at(budget)[0][row]          # finite: the state fits
+                    now = table.best_at(budget)[0][row]   # inf where the state leaves op i no plan
                     found = None
-                    for r in range(row + 1, len(table.cold)):
+                    for r in range(row + 1, len(table.cold)) if math.isfinite(now) else ():
                         grow = float(table.cold[r] - table.cold[row])
                         if grow > cap:
                             break                                  # cold ascends: larger rows grow more
