@@ -523,11 +523,12 @@ class _ModelProblem:
                 if key not in memo:
                     now = table.best_at(budget)[0][row]   # inf where the state leaves op i no plan
                     found = None
-                    for r in range(row + 1, len(table.cold)) if math.isfinite(now) else ():
+                    for r in range(row + 1, len(table.cold)):
                         grow = float(table.cold[r] - table.cold[row])
                         if grow > cap:
                             break                                  # cold ascends: larger rows grow more
-                        saved = now - table.best_at(budget - grow)[0][r]
+                        after = table.best_at(budget - grow)[0][r]
+                        saved = now - after if math.isfinite(after) else -math.inf   # no plan either way: no gain
                         if saved > 0 and (found is None or saved / grow > found[0]):
                             found = (saved / grow, r)
                     memo[key] = found
