@@ -870,7 +870,9 @@ class Chip:
         self.record_shift(buffer, source, cores, where)
 
     def _on_mesh(self) -> bool:
-        return self.device.topology == "mesh-2d" and self.device.mesh is not None
+        from irc.devices.topology import on_mesh
+
+        return on_mesh(self.device)
 
     def record_shift(self, buffer: Buffer, source: np.ndarray, cores: int, where: str) -> None:
         """The time of a shift of ``buffer`` (core c receives from ``source[c]``): the cost
