@@ -9,7 +9,7 @@ im2col view, §6.1); its backward pass is ``dX = dY · Wᵀ`` (M x K) and
 reads X(i,k) and dY(i,j) and accumulates into dW(k,j).
 
 Orders (§4.2-4.3): ``baseline`` runs every dX step (output-stationary: for i, k, j)
-then every dW step (for k, j, i); ``interleave`` alternates one step of each of those
+then every dW step (for k, j, i), as two operators (`BASELINES`); ``interleave`` alternates one step of each of those
 two traditional orders; ``dx-major`` walks dY row-major (for i, j, k: the dX step, then
 the dW step of the same dY tile), ``dw-major`` column-major (for j, i, k). The last two
 read each dY tile once for both gradients but keep a whole gradient partial (dW resp.
@@ -46,6 +46,24 @@ SCHEMES = ("weight-sharing", "dy-sharing", "ifmap-sharing")
 SPLIT_DIM = {"weight-sharing": "M", "dy-sharing": "N", "ifmap-sharing": "K"}
 """The GEMM dimension each partition scheme splits (§5, Fig. 11)."""
 TENSORS = ("dY", "X", "W", "dX", "dW")
+BASELINES = ("separate", "shared")
+"""What the baseline keeps in the scratchpad between its two GEMMs.
+
+``separate`` (the default) is the paper's baseline: dX and dW are two operators, as
+"conventional training accelerators such as TPUv3 with XLA" run them (§3.2, §4.2), and
+each loads its operands from DRAM, so "a common operand (dY_i) is fetched from the
+external memory twice" (§3.2; §3.3 removes "one of the two accesses for dY"; §2.3: only
+a fused operator's input "is loaded only once from the off-chip memory, not for each
+operator"). The dX operator's tiles are dropped when it ends; the dW operator starts
+with the scratchpad to itself (on several cores, once every core has finished dX: each
+operator is data parallel over all of them). Its first tiles still load while dX's last
+round computes (double buffering across the boundary, which favours the baseline by at
+most one fill).
+
+``shared`` is the stronger baseline irc had before: the two GEMMs are one walk through
+one cache, so a dY tile loaded for dX is still a hit for dW when fewer tiles than half
+the SPM holds were loaded in between (§4.2's reuse criterion applied across the two
+operators), so a layer whose dY fits the resident half reads it once."""
 POLICIES = ("lru", "belady")
 """Scratchpad replacement: ``lru`` is §4.2's criterion (a tile is reused when fewer tiles
 than half the SPM holds were loaded since its last use), the default; ``belady`` (evict
@@ -184,11 +202,16 @@ def _split(count: int, parts: int) -> list[range]:
 
 
 def schedule(layer: Layer, tiling: Tiling, order: str, scheme: str | None = None, parts: int = 1,
-             cores: int = 1) -> list[list[Step]]:
+             cores: int = 1, baseline: str = "separate") -> list[list[Step]]:
     """The rounds of steps: one list per round, one step per busy core.
 
     `scheme` splits the GEMM into `parts` (None: no split); with ``cores > 1`` the parts
-    run on the cores side by side (parts must equal cores), else one after another."""
+    run on the cores side by side (parts must equal cores), else one after another. The
+    ``separate`` baseline on several cores runs the dX operator's rounds on every core,
+    then the dW operator's (`BASELINES`); ``shared`` lets each core go on to its dW steps
+    when its dX steps are done."""
+    if baseline not in BASELINES:
+        raise ValueError(f"unknown baseline '{baseline}' (known: {', '.join(BASELINES)})")
     mt, nt, kt = tile_counts(layer, tiling)
     ranges = {"M": range(mt), "N": range(nt), "K": range(kt)}
     if scheme is None or parts == 1:
@@ -209,8 +232,24 @@ def schedule(layer: Layer, tiling: Tiling, order: str, scheme: str | None = None
             Step(s.kind, s.i, s.j, s.k, p if (s.kind == "dw" and reduced == "M") or (s.kind == "dx" and reduced == "N") else 0)
             for s in _order(order, b["M"], b["N"], b["K"], 0)
         ])
-    rounds = max(len(s) for s in streams)
+    if order == "baseline" and baseline == "separate":
+        return (_lockstep([[s for s in stream if s.kind == "dx"] for stream in streams])
+                + _lockstep([[s for s in stream if s.kind == "dw"] for stream in streams]))
+    return _lockstep(streams)
+
+
+def _lockstep(streams: list[list[Step]]) -> list[list[Step]]:
+    """Rounds taking the t-th step of every core's stream."""
+    rounds = max((len(s) for s in streams), default=0)
     return [[s[t] for s in streams if t < len(s)] for t in range(rounds)]
+
+
+def operator_boundary(rounds: list[list[Step]], order: str, baseline: str = "separate") -> int | None:
+    """The round the dW operator starts with when the baseline's two GEMMs are separate
+    operators (`BASELINES`); None for one walk (a fused order, or the ``shared`` baseline)."""
+    if order != "baseline" or baseline != "separate":
+        return None
+    return next((t for t, steps in enumerate(rounds) if any(s.kind == "dw" for s in steps)), None)
 
 
 # ---------------------------------------------------------------------------
@@ -236,13 +275,16 @@ class Transfer:
 
 
 def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capacity: int,
-                   policy: str = "lru", frees: bool = False) -> list[Transfer]:
+                   policy: str = "lru", frees: bool = False, flush_before: int | None = None) -> list[Transfer]:
     """The DMAs a schedule needs with `capacity` bytes of resident tiles (see the module
     docstring); raises `ScratchpadError` when one round's tiles do not fit. `policy`
     picks the tile to evict: ``lru`` the least recently used, ``belady`` the one used
-    farthest in the future. With `frees`, the input tiles dropped without a DMA (evicted,
-    or used for the last time at the end of round t: listed before round t+1's fill)
-    are listed too, as ``kind = "free"`` (what a program needs, `irc.lowering.igo_to_npu`)."""
+    farthest in the future. `flush_before` (`operator_boundary`): the round a second
+    operator starts with; every tile resident then is dropped (an operator does not
+    inherit the previous one's tiles). With `frees`, the input tiles dropped without a
+    DMA (evicted, flushed, or used for the last time at the end of round t: listed before
+    round t+1's fill) are listed too, as ``kind = "free"`` (what a program needs,
+    `irc.lowering.igo_to_npu`)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown replacement policy '{policy}' (known: {', '.join(POLICIES)})")
     uses: dict[tuple, list[int]] = defaultdict(list)
@@ -273,6 +315,13 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
         return positions[c] if c < len(positions) else math.inf
 
     for t, steps in enumerate(rounds):
+        if t == flush_before:
+            for tile in list(resident):
+                if tile[0] in ("dX", "dW"):  # cannot happen: the first operator's outputs are all written
+                    raise AssertionError(f"partial {tile} open across an operator boundary")
+                used -= resident.pop(tile)
+                if frees:
+                    transfers.append(Transfer(t, "free", tile, size(tile)))
         needed = list(dict.fromkeys(x for s in steps for x in (*s.inputs(), s.output())))
         need_bytes = sum(size(x) for x in needed)
         if need_bytes > capacity:
@@ -325,8 +374,10 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
     return transfers
 
 
-def simulate(rounds: list[list[Step]], layer: Layer, tiling: Tiling, device, policy: str = "lru") -> Cost:
-    """DRAM traffic per tensor and cycles of `rounds` on `device` (an `NpuDevice`).
+def simulate(rounds: list[list[Step]], layer: Layer, tiling: Tiling, device, policy: str = "lru",
+             flush_before: int | None = None) -> Cost:
+    """DRAM traffic per tensor and cycles of `rounds` on `device` (an `NpuDevice`);
+    `flush_before`: `plan_transfers`'.
 
     One DMA queue at the device's DRAM bandwidth, in the order a program issues them
     (`queue`): round t-1's fill (the loads and spills round t needs) and then round
@@ -336,7 +387,7 @@ def simulate(rounds: list[list[Step]], layer: Layer, tiling: Tiling, device, pol
     round that last wrote its tile has ended. Round t computes once round t-1 has ended
     and its fill is done; what the DMA cannot hide is stall."""
     capacity = device.spm_bytes // 2
-    transfers = plan_transfers(rounds, layer, tiling, capacity, policy)
+    transfers = plan_transfers(rounds, layer, tiling, capacity, policy, flush_before=flush_before)
     cost = Cost()
     for tr in transfers:
         (cost.read if tr.kind == "load" else cost.written)[tr.tile[0]] += tr.nbytes
@@ -424,18 +475,19 @@ def _array_tiling(layer: Layer, device, capacity: int) -> Tiling:
 
 
 def evaluate(layer: Layer, device, order: str, scheme: str | None = None, parts: int | None = None,
-             tiling: Tiling | None = None, policy: str = "lru") -> Cost:
+             tiling: Tiling | None = None, policy: str = "lru", baseline: str = "separate") -> Cost:
     """The cost of the layer's backward pass in `order` (and partition `scheme` into
-    `parts`, default the device's cores) on `device`."""
+    `parts`, default the device's cores) on `device`; `baseline` (`BASELINES`) says what
+    order ``baseline`` keeps between its two GEMMs."""
     tiling = tiling or default_tiling(layer, device)
     cores = device.cores
     if parts is None:
         parts = cores if scheme is not None else 1
     if cores > 1 and scheme is None:
         scheme, parts = "weight-sharing", cores  # data parallel: the batch split over the cores
-    rounds = schedule(layer, tiling, order, scheme, parts, cores)
+    rounds = schedule(layer, tiling, order, scheme, parts, cores, baseline)
     try:
-        return simulate(rounds, layer, tiling, device, policy)
+        return simulate(rounds, layer, tiling, device, policy, operator_boundary(rounds, order, baseline))
     except ScratchpadError as error:
         raise ScratchpadError(error.needed, error.available) from None
 
@@ -480,12 +532,14 @@ def partition_options(device) -> list[tuple[str, int]]:
 
 
 def best_partition(layer: Layer, device, order: str, tiling: Tiling | None = None,
-                   parts_options: tuple[int, ...] | None = None, policy: str = "lru") -> tuple[tuple[str, int], dict]:
+                   parts_options: tuple[int, ...] | None = None, policy: str = "lru",
+                   baseline: str = "separate") -> tuple[tuple[str, int], dict]:
     """The partition (scheme, parts) the cost model prices lowest for `order`
-    (`partition_options`, or the given `parts_options`)."""
+    (`partition_options`, or the given `parts_options`; `baseline` when `order` is the
+    baseline)."""
     options = partition_options(device) if parts_options is None else [
         (scheme, parts) for parts in parts_options for scheme in SCHEMES if not (parts == 1 and scheme != SCHEMES[0])]
     costs = {(scheme, parts): evaluate(layer, device, order, scheme if parts > 1 or device.cores > 1 else None,
-                                       parts, tiling, policy)
+                                       parts, tiling, policy, baseline)
              for scheme, parts in options}
     return cheapest(costs, options), costs

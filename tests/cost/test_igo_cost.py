@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irc.cost.igo import (
+    BASELINES,
     FUSED_ORDERS,
     ORDERS,
     SCHEMES,
@@ -18,6 +19,7 @@ from irc.cost.igo import (
     best_order,
     best_partition,
     evaluate,
+    operator_boundary,
     paper_order,
     plan_transfers,
     schedule,
@@ -53,10 +55,11 @@ LAYER_A = Layer(M=4, K=2, N=2, element_bytes=1)
 """2 x 1 x 1 tiles of 2x2 bytes: dY0, dY1, W, X0, X1, dX0, dX1, dW, 4 bytes each."""
 
 
-def _traffic(order: str, capacity: int):
-    rounds = schedule(LAYER_A, Tiling(2, 2, 2), order)
+def _traffic(order: str, capacity: int, baseline: str = "shared"):
+    rounds = schedule(LAYER_A, Tiling(2, 2, 2), order, baseline=baseline)
     read, written = {}, {}
-    for tr in plan_transfers(rounds, LAYER_A, Tiling(2, 2, 2), capacity):
+    flush = operator_boundary(rounds, order, baseline)
+    for tr in plan_transfers(rounds, LAYER_A, Tiling(2, 2, 2), capacity, flush_before=flush):
         table = read if tr.kind == "load" else written
         table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
     return read, written
@@ -81,10 +84,28 @@ def test_hand_traffic_interleave_reads_dy_once_but_spills_dw():
 
 
 def test_hand_traffic_with_room_for_everything():
-    # 16 bytes: the baseline keeps both dY tiles until dW: every tensor moves once.
+    # 16 bytes: the shared baseline keeps both dY tiles until dW: every tensor moves once.
     for order in ORDERS:
         read, written = _traffic(order, 16)
         assert read == {"dY": 8, "W": 4, "X": 8} and written == {"dX": 8, "dW": 4}, order
+
+
+def test_hand_traffic_separate_baseline_reads_dy_twice_with_room():
+    # The paper's baseline: dX and dW are two operators (§3.2). 16 bytes hold all four
+    # tiles, yet: dx0 loads dY0, W; dx1 loads dY1 (W hits, then is done); the dX
+    # operator ends and its tiles (dY0, dY1) are dropped; dw0 loads X0 and dY0 again,
+    # dw1 X1 and dY1. dY is read twice; the fused orders read it once (above).
+    rounds = schedule(LAYER_A, Tiling(2, 2, 2), "baseline")
+    assert operator_boundary(rounds, "baseline") == 2
+    assert operator_boundary(rounds, "baseline", "shared") is None and operator_boundary(rounds, "dx-major") is None
+    for capacity in (12, 16):
+        read, written = _traffic("baseline", capacity, "separate")
+        assert read == {"dY": 16, "W": 4, "X": 8} and written == {"dX": 8, "dW": 4}, capacity
+    device = _device(32)  # 16 resident
+    separate, shared = (evaluate(LAYER_A, device, "baseline", tiling=Tiling(2, 2, 2), baseline=b) for b in BASELINES)
+    assert separate.read["dY"] == 16 and shared.read["dY"] == 8
+    assert evaluate(LAYER_A, device, "baseline", tiling=Tiling(2, 2, 2)).read == separate.read  # the default
+    assert separate.compute_cycles == shared.compute_cycles and separate.cycles > shared.cycles
 
 
 LAYER_B = Layer(M=4, K=4, N=2, element_bytes=1)
@@ -94,10 +115,11 @@ ifmap-sharing (§5: K split, core p takes k = p, both read the shared dY; nothin
 summed across cores). Each round is one step per core, 5 distinct tiles (20 bytes)."""
 
 
-def _traffic_b(order: str, capacity: int):
-    rounds = schedule(LAYER_B, Tiling(2, 2, 2), order, "ifmap-sharing", 2, cores=2)
+def _traffic_b(order: str, capacity: int, baseline: str = "shared"):
+    rounds = schedule(LAYER_B, Tiling(2, 2, 2), order, "ifmap-sharing", 2, cores=2, baseline=baseline)
     read, written = {}, {}
-    for tr in plan_transfers(rounds, LAYER_B, Tiling(2, 2, 2), capacity):
+    flush = operator_boundary(rounds, order, baseline)
+    for tr in plan_transfers(rounds, LAYER_B, Tiling(2, 2, 2), capacity, flush_before=flush):
         table = read if tr.kind == "load" else written
         table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
     return rounds, read, written
@@ -132,6 +154,30 @@ def test_hand_traffic_two_cores_with_room():
     for order in ORDERS:
         _, read, written = _traffic_b(order, 28)
         assert read == {"dY": 8, "W": 8, "X": 16} and written == {"dX": 16, "dW": 8}, order
+
+
+def test_hand_traffic_two_cores_separate_baseline():
+    # 28 bytes: r0 dx(i0) and r1 dx(i1) as in the shared baseline (dY0, W0, W1, then dY1;
+    # W0, W1 done after r1); the dX operator ends: dY0 and dY1 are dropped; r2 dw(i0)
+    # loads X00, X01 and dY0 again, r3 dw(i1) X10, X11 and dY1. dY is read twice.
+    rounds, read, written = _traffic_b("baseline", 28, "separate")
+    assert [[(s.kind, s.i, s.k) for s in r] for r in rounds] == [
+        [("dx", 0, 0), ("dx", 0, 1)], [("dx", 1, 0), ("dx", 1, 1)],
+        [("dw", 0, 0), ("dw", 0, 1)], [("dw", 1, 0), ("dw", 1, 1)]]
+    assert read == {"dY": 16, "W": 8, "X": 16} and written == {"dX": 16, "dW": 8}
+
+
+def test_separate_baseline_waits_for_every_core_before_dw():
+    # 3 M tiles on 2 cores, batch split (weight-sharing): core 0 takes i0, i1, core 1 i2.
+    # Shared, core 1 goes on to dw(i2) while core 0 still computes dx(i1); separate, the
+    # dW operator starts on both cores once the dX operator is done on both.
+    layer = Layer(M=6, K=2, N=2, element_bytes=1)
+    kinds = {b: [[(s.kind, s.i) for s in r] for r in schedule(layer, Tiling(2, 2, 2), "baseline", "weight-sharing",
+                                                              2, cores=2, baseline=b)] for b in BASELINES}
+    assert kinds["shared"] == [[("dx", 0), ("dx", 2)], [("dx", 1), ("dw", 2)], [("dw", 0)], [("dw", 1)]]
+    assert kinds["separate"] == [[("dx", 0), ("dx", 2)], [("dx", 1)], [("dw", 0), ("dw", 2)], [("dw", 1)]]
+    with pytest.raises(ValueError, match="unknown baseline 'fused'"):
+        schedule(layer, Tiling(2, 2, 2), "baseline", baseline="fused")
 
 
 def test_scratchpad_too_small_names_bytes():
