@@ -15,6 +15,11 @@ the dW step of the same dY tile), ``dw-major`` column-major (for j, i, k). The l
 read each dY tile once for both gradients but keep a whole gradient partial (dW resp.
 dX), which spills to DRAM when the scratchpad cannot hold it (§4.3).
 
+Single operators, for what a training step costs besides the pairs (never lowered:
+those ops stay `te`): ``forward`` is the layer's forward GEMM Y = X·W (for i, j, k:
+Y(i,j) accumulates over k, the dX step's loop nest), ``dw-only`` the lone weight
+gradient of a layer whose input needs no gradient (the baseline's dW operator).
+
 Partitions (§5): the GEMM split along M (weight-sharing: W shared, dW summed over the
 parts), N (dY-sharing: X shared, dX summed) or K (ifmap-sharing: dY shared, nothing
 summed), into parts run one after another on one core or side by side on the cores.
@@ -45,7 +50,11 @@ FUSED_ORDERS = ("interleave", "dx-major", "dw-major")
 SCHEMES = ("weight-sharing", "dy-sharing", "ifmap-sharing")
 SPLIT_DIM = {"weight-sharing": "M", "dy-sharing": "N", "ifmap-sharing": "K"}
 """The GEMM dimension each partition scheme splits (§5, Fig. 11)."""
+SINGLE_ORDERS = ("forward", "dw-only")
+"""One operator each (see the module docstring): not a pair, not lowered."""
 TENSORS = ("dY", "X", "W", "dX", "dW")
+OUTPUTS = ("dX", "dW", "Y")
+"""The tensors steps accumulate into (partials that spill, tiles stored once)."""
 BASELINES = ("separate", "shared")
 """What the baseline keeps in the scratchpad between its two GEMMs.
 
@@ -101,7 +110,8 @@ class Tiling:
 
 @dataclass(frozen=True)
 class Step:
-    """One tile GEMM: ``kind`` is "dx" or "dw"; (i, j, k) index the M, N and K tiles;
+    """One tile GEMM: ``kind`` is "dx", "dw" or "fw" (the forward Y(i,j) += X(i,k) ·
+    W(k,j)); (i, j, k) index the M, N and K tiles;
     `part` is the partition whose partial output it accumulates into when parts run
     on different cores (else 0)."""
 
@@ -114,11 +124,15 @@ class Step:
     def inputs(self) -> tuple[tuple, tuple]:
         if self.kind == "dx":
             return ("dY", self.i, self.j), ("W", self.k, self.j)
+        if self.kind == "fw":
+            return ("X", self.i, self.k), ("W", self.k, self.j)
         return ("X", self.i, self.k), ("dY", self.i, self.j)
 
     def output(self) -> tuple:
         if self.kind == "dx":
             return ("dX", self.i, self.k, self.part)
+        if self.kind == "fw":
+            return ("Y", self.i, self.j, self.part)
         return ("dW", self.k, self.j, self.part)
 
 
@@ -169,16 +183,18 @@ def tile_bytes(tile: tuple, layer: Layer, tiling: Tiling) -> int:
         "X": (edge(tile[1], tiling.tm, layer.M), edge(tile[2], tiling.tk, layer.K)),
         "dX": (edge(tile[1], tiling.tm, layer.M), edge(tile[2], tiling.tk, layer.K)),
         "dW": (edge(tile[1], tiling.tk, layer.K), edge(tile[2], tiling.tn, layer.N)),
+        "Y": (edge(tile[1], tiling.tm, layer.M), edge(tile[2], tiling.tn, layer.N)),
     }[name]
     return rows_cols[0] * rows_cols[1] * layer.element_bytes
 
 
 def step_shape(step: Step, layer: Layer, tiling: Tiling) -> tuple[int, int, int]:
-    """(m, k, n) of the step's tile GEMM: dX = dY(tm x tn) · Wᵀ(tn x tk); dW = Xᵀ(tk x tm) · dY(tm x tn)."""
+    """(m, k, n) of the step's tile GEMM: dX = dY(tm x tn) · Wᵀ(tn x tk); dW = Xᵀ(tk x tm) · dY(tm x tn);
+    Y = X(tm x tk) · W(tk x tn)."""
     tm = min(tiling.tm, layer.M - step.i * tiling.tm)
     tn = min(tiling.tn, layer.N - step.j * tiling.tn)
     tk = min(tiling.tk, layer.K - step.k * tiling.tk)
-    return (tm, tn, tk) if step.kind == "dx" else (tk, tm, tn)
+    return {"dx": (tm, tn, tk), "dw": (tk, tm, tn), "fw": (tm, tk, tn)}[step.kind]
 
 
 def _order(order: str, irange, jrange, krange, part: int) -> list[Step]:
@@ -186,13 +202,17 @@ def _order(order: str, irange, jrange, krange, part: int) -> list[Step]:
     dw = [Step("dw", i, j, k, part) for k in krange for j in jrange for i in irange]
     if order == "baseline":
         return dx + dw
+    if order == "dw-only":
+        return dw
+    if order == "forward":
+        return [Step("fw", i, j, k, part) for i in irange for j in jrange for k in krange]
     if order == "interleave":
         return [s for pair in zip(dx, dw) for s in pair]
     if order == "dx-major":
         return [Step(kind, i, j, k, part) for i in irange for j in jrange for k in krange for kind in ("dx", "dw")]
     if order == "dw-major":
         return [Step(kind, i, j, k, part) for j in jrange for i in irange for k in krange for kind in ("dx", "dw")]
-    raise ValueError(f"unknown order '{order}' (known: {', '.join(ORDERS)})")
+    raise ValueError(f"unknown order '{order}' (known: {', '.join(ORDERS + SINGLE_ORDERS)})")
 
 
 def _split(count: int, parts: int) -> list[range]:
@@ -229,7 +249,8 @@ def schedule(layer: Layer, tiling: Tiling, order: str, scheme: str | None = None
     streams = []
     for p, b in enumerate(blocks):
         streams.append([
-            Step(s.kind, s.i, s.j, s.k, p if (s.kind == "dw" and reduced == "M") or (s.kind == "dx" and reduced == "N") else 0)
+            Step(s.kind, s.i, s.j, s.k, p if (s.kind == "dw" and reduced == "M") or (s.kind == "dx" and reduced == "N")
+                 or (s.kind == "fw" and reduced == "K") else 0)
             for s in _order(order, b["M"], b["N"], b["K"], 0)
         ])
     if order == "baseline" and baseline == "separate":
@@ -317,7 +338,7 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
     for t, steps in enumerate(rounds):
         if t == flush_before:
             for tile in list(resident):
-                if tile[0] in ("dX", "dW"):  # cannot happen: the first operator's outputs are all written
+                if tile[0] in OUTPUTS:  # cannot happen: the first operator's outputs are all written
                     raise AssertionError(f"partial {tile} open across an operator boundary")
                 used -= resident.pop(tile)
                 if frees:
@@ -337,16 +358,16 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
                 else:
                     victim = max(candidates, key=lambda v: next_use(v, t))
                 used -= resident.pop(victim)
-                if frees and victim[0] not in ("dX", "dW"):
+                if frees and victim[0] not in OUTPUTS:
                     transfers.append(Transfer(t, "free", victim, size(victim)))
-                if victim[0] in ("dX", "dW"):
+                if victim[0] in OUTPUTS:
                     # a partial sum needed again: written now, read back at its next use
                     transfers.append(Transfer(t, "store", victim, size(victim), partial=True,
                                               ready_round=written_in[victim]))
                     spilled.add(victim)
             resident[tile] = size(tile)
             used += size(tile)
-            if tile[0] not in ("dX", "dW"):
+            if tile[0] not in OUTPUTS:
                 transfers.append(Transfer(t, "load", tile, size(tile)))
             elif tile in spilled:
                 transfers.append(Transfer(t, "load", tile, size(tile), partial=True))
@@ -356,7 +377,7 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
         # Output tiles whose every partial is done: the partials are summed in the SPM
         # (spilled ones read back first) and the sum is written once.
         finished: set[tuple] = set()
-        for out in [x for x in needed if x[0] in ("dX", "dW") and last_touch[x] == t]:
+        for out in [x for x in needed if x[0] in OUTPUTS and last_touch[x] == t]:
             if out[:3] in finished or any(last_touch[p] > t for p in parts_of[out[:3]]):
                 continue
             finished.add(out[:3])  # once, however many of its partials this round wrote
@@ -367,7 +388,7 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
                 elif partial in resident:
                     used -= resident.pop(partial)
             transfers.append(Transfer(t, "store", out[:3] + (0,), size(out), after=True, ready_round=t))
-        for tile in [x for x in resident if x[0] not in ("dX", "dW") and next_use(x, t + 1) == math.inf]:
+        for tile in [x for x in resident if x[0] not in OUTPUTS and next_use(x, t + 1) == math.inf]:
             used -= resident.pop(tile)
             if frees:
                 transfers.append(Transfer(t + 1, "free", tile, size(tile)))

@@ -180,6 +180,25 @@ def test_separate_baseline_waits_for_every_core_before_dw():
         schedule(layer, Tiling(2, 2, 2), "baseline", baseline="fused")
 
 
+def test_hand_traffic_single_operators():
+    # forward Y = X·W (for i, j, k): y0 loads X0, W, writes Y0; y1 loads X1 (W hits),
+    # writes Y1. dw-only (the baseline's dW operator): X0, dY0, then X1, dY1 into dW.
+    # 2x2x2 tiles on a 2x2 array: 1 fold of K + R + C - 2 = 4 cycles a step.
+    device = _device(24)
+    forward = evaluate(LAYER_A, device, "forward", tiling=Tiling(2, 2, 2))
+    assert dict(forward.read) == {"X": 8, "W": 4} and dict(forward.written) == {"Y": 8}
+    assert forward.compute_cycles == 2 * 4 and forward.steps == 2
+    lone = evaluate(LAYER_A, device, "dw-only", tiling=Tiling(2, 2, 2))
+    assert dict(lone.read) == {"X": 8, "dY": 8} and dict(lone.written) == {"dW": 4}
+    # on two cores, data parallel: each core its M tile, Y not summed, dW summed once
+    two = NpuDevice("hand2", "", 2, (1, 2), 2, 2, 24, 1e9, 1e9)
+    assert dict(evaluate(LAYER_A, two, "forward", tiling=Tiling(2, 2, 2)).written) == {"Y": 8}
+    lone2 = evaluate(LAYER_A, two, "dw-only", tiling=Tiling(2, 2, 2))
+    assert dict(lone2.written) == {"dW": 4} and lone2.compute_cycles == 4
+    with pytest.raises(ValueError, match="unknown order 'backward'"):
+        evaluate(LAYER_A, device, "backward", tiling=Tiling(2, 2, 2))
+
+
 def test_scratchpad_too_small_names_bytes():
     with pytest.raises(ScratchpadError, match="one step needs 12 bytes of scratchpad but 8 are available"):
         evaluate(LAYER_A, _device(16), "baseline", tiling=Tiling(2, 2, 2))
