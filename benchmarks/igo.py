@@ -45,10 +45,12 @@ ratio is of summed cycles (DRAM bytes), the average the mean of the models' rati
 Rearrangement is igo-fuse's cost choice among the three fused orders
 (`irc.cost.igo.best_order`, the pass's own rule; the paper's "ideal" choice, §4.3:
 -25.1% and -12.4%) and ``(Alg. 1)`` Algorithm 1's (the paper's -23.8% and -10.9%);
-partitioning is igo-fuse's `best_partition` (the paper's KNN picks it 91% of the time).
-``dY re-read`` is the baseline pairs' dY traffic over dY's size, ``headroom`` the share
-of the baseline's backward DRAM bytes reading dY once would save: the most any order can
-save on dY alone.
+partitioning is igo-fuse's `best_partition` (exhaustive over 1, 2 or 4 parts on one
+core, the cores on several; the choice the paper's KNN makes 91% of the time, §5).
+``compute`` is the share of the baseline pairs' time the array computes (the rest is
+stall on DRAM), ``dY re-read`` the baseline pairs' dY traffic over dY's size,
+``headroom`` the share of the baseline's backward DRAM bytes reading dY once would
+save: the most any order can save on dY alone.
 
 Why our figures still differ from the paper's: see REMAINING_GAP (printed at the end).
 """
@@ -100,25 +102,38 @@ PAPER_CORES = {1: -14.5, 2: -22.4, 4: -23.7, 8: -27.7}
 """§6.3; 2 cores: §5's ideal partition choice (-21.5% with the KNN's)."""
 CONFIGS = ("interleave", "rearrange", "rearrange-paper", "partition")
 REMAINING_GAP = """\
-Why ours still differ from the paper's (all three techniques, forward + backward):
-  - Fused orders pay for dY in W, X and partial-sum traffic. dX-major keeps every dW
-    partial and re-reads W once per row of dY tiles; dW-major the same for dX and X
-    (§4.3: "at the expense of dX_i and dW_i reuse"). Where those do not fit the SPM the
-    cost model prices that spill traffic, which can exceed the dY reads saved (the
-    +rearrange DRAM column; "headroom" bounds what reading dY once could save).
+Why ours still differ from the paper's (the first three points are measured above):
+  - Little to save in time where the array, not DRAM, is the bottleneck. The `compute`
+    column is the share of the baseline pairs' time the array computes: on npu-server
+    at 150 GB/s nearly all of it, so the DRAM a fused order saves barely shows as time;
+    at 37.5 GB/s the time saved follows the DRAM saved. The paper's layers are
+    "predominantly memory-bound" (§6.2, Fig. 13). One reason ours are not: irc prices
+    each tile GEMM with SCALE-Sim's formula, the contract issue 14 sets, so every K tile
+    pays the array's fill and drain, and the pairs' compute is the printed multiple of
+    SCALE-Sim's cycles for the same dX and dW GEMMs whole; the paper does not say how
+    its simulator splits K.
+  - Little to save in DRAM. `headroom` bounds what reading dY once could save of the
+    backward pass's bytes; the forward pass, which no technique changes, then dilutes
+    it (the fwd+bwd columns). The dY share line compares our baseline's dY traffic with
+    the paper's Fig. 5.
+  - Fused orders pay for dY in W, X and partial-sum traffic: dX-major keeps every dW
+    partial and re-reads W once per row of dY tiles, dW-major the same for dX and X
+    (§4.3: "at the expense of dX_i and dW_i reuse"); where those do not fit the SPM the
+    spills can exceed the dY reads saved (compare the +rearrange DRAM column with
+    headroom).
   - Tile sizes: the paper models "the tiling strategies proposed in the earlier studies
-    [22, 33, 43]" (GAMMA, Moon et al.: searched per layer) without giving them; irc uses
-    one tiling per layer for every order (array-sized tiles times the largest power of
-    two for which one fused step takes a quarter of the resident half,
-    `irc.cost.igo.default_tiling`), so orders differ only in their order. How often the
-    baseline re-reads dY, and how much the fused orders spill, depend on those tiles.
+    [22, 33, 43]" (searched per layer) without giving them; irc uses one tiling per layer
+    for every order (`irc.cost.igo.default_tiling`). Probes with other tilings (array-
+    sized tiles; array-sized M and N tiles with K tiles as long as fit) moved single
+    models' forward + backward figures by up to 5 points either way, none near the
+    paper's; so did splitting a layer into up to 16 parts over time instead of 4.
   - Workloads: Table 4 also has FasterRCNN, GoogLeNet and DLRM (not built here), YOLOv5
     on the large NPU (YOLOv2-tiny here on both), a 3B-parameter NCF and a 13M-parameter
-    MobileNet (MobileNet-v2 has 3.5M) whose configurations the paper does not give; it
-    does not give the sequence length either (128 here).
-  - Time: irc's model is one DMA queue overlapped with SCALE-Sim's compute cycles per
-    tile; the paper's cycle-level simulator also models DRAM and array timing it does
-    not describe."""
+    MobileNet (MobileNet-v2 has 3.5M) whose configurations it does not give, T5's
+    decoder (encoder layers here: T5-large's are BERT-large's GEMMs), and no sequence
+    length (128 here).
+  - Time: irc overlaps one DMA queue with SCALE-Sim's compute per tile; the paper's
+    cycle-level simulator also models DRAM and array timing it does not describe."""
 
 
 class Gemms(NamedTuple):
@@ -203,6 +218,8 @@ def price(work: Workload | list[Gemms], device, policy: str, baseline: str = "se
     totals = {k: [0.0, 0] for k in ("baseline", *CONFIGS)}
     differ = 0
     dy_read = dy_size = 0
+    tile_compute = layer_compute = 0.0
+    base_read = 0
     single = device.cores == 1
     for gemms in work.pairs:
         layer, count = gemms.layer, gemms.count
@@ -221,14 +238,25 @@ def price(work: Workload | list[Gemms], device, policy: str, baseline: str = "se
             totals[key][1] += count * cost.dram_bytes
         dy_read += count * costs["baseline"].read["dY"]
         dy_size += count * layer.M * layer.N * layer.element_bytes
+        tile_compute += count * costs["baseline"].compute_cycles
+        base_read += count * sum(costs["baseline"].read.values())
+        # SCALE-Sim's cycles for dX = dY·Wᵀ and dW = Xᵀ·dY as whole GEMMs, split over the cores
+        layer_compute += count * (device.gemm_cycles(layer.M, layer.N, layer.K)
+                                  + device.gemm_cycles(layer.K, layer.M, layer.N)) / device.cores
     fixed = {}
+    lone_dy = lone_read = 0
     for part, order, gemms_list in (("lone", "dw-only", work.lone), ("forward", "forward", work.forward)):
         fixed[part] = [0.0, 0]
         for gemms in gemms_list:
             cost = _cost(gemms.layer, device, order, None, None, policy, baseline)
             fixed[part][0] += gemms.count * cost.cycles
             fixed[part][1] += gemms.count * cost.dram_bytes
+            if part == "lone":
+                lone_dy += gemms.count * cost.read["dY"]
+                lone_read += gemms.count * sum(cost.read.values())
     return {"totals": totals, "lone": fixed["lone"], "forward": fixed["forward"], "layers": len(work.pairs),
+            "tile_compute": tile_compute, "layer_compute": layer_compute,
+            "backward_dy": dy_read + lone_dy, "backward_read": base_read + lone_read,
             "gemms": sum(g.count for g in work.pairs), "lone_layers": len(work.lone),
             "forward_layers": len(work.forward), "paper_differs": differ, "dy_read": dy_read, "dy_size": dy_size}
 
@@ -257,16 +285,18 @@ def _pct(ratio: float) -> str:
 
 def table(title: str, rows: dict[str, dict], device, paper: float | None) -> list[str]:
     lines = [f"\n{title}",
-             f"{'model':<6}{'pairs':>6}{'GEMMs':>7}{'bwd ms':>9}{'fwd ms':>8}{'bwd MB':>9}{'dY re-read':>11}"
+             f"{'model':<6}{'pairs':>6}{'GEMMs':>7}{'bwd ms':>9}{'fwd ms':>8}{'bwd MB':>9}{'compute':>8}"
+             f"{'dY re-read':>11}"
              f"{'headroom':>9}{'interleave':>13}{'+rearrange':>13}{'(Alg. 1)':>9}{'+partition':>13}"
              f"{'fwd+bwd time':>21}{'Alg1!=cost':>11}",
-             f"{'':<6}{'':>6}{'':>7}{'':>9}{'':>8}{'':>9}{'':>11}{'':>9}" + f"{'time  DRAM':>13}" * 2
+             f"{'':<6}{'':>6}{'':>7}{'':>9}{'':>8}{'':>9}{'':>8}{'':>11}{'':>9}" + f"{'time  DRAM':>13}" * 2
              + f"{'time':>9}{'time  DRAM':>13}{'il  +re  +part':>21}"]
 
     def row(label: str, b: dict, s: dict) -> str:
         return (f"{b['interleave'][0]:>7.3f}{b['interleave'][1]:>6.3f}{b['rearrange'][0]:>7.3f}"
                 f"{b['rearrange'][1]:>6.3f}{b['rearrange-paper'][0]:>9.3f}{b['partition'][0]:>7.3f}"
-                f"{b['partition'][1]:>6.3f}{s['interleave'][0]:>9.3f}{s['rearrange'][0]:>6.3f}{s['partition'][0]:>6.3f}")
+                f"{b['partition'][1]:>6.3f}{s['interleave'][0]:>9.3f}{s['rearrange'][0]:>6.3f}"
+                f"{s['partition'][0]:>6.3f}")
 
     for name, result in rows.items():
         b, s = ratios(result, "backward"), ratios(result, "step")
@@ -274,16 +304,27 @@ def table(title: str, rows: dict[str, dict], device, paper: float | None) -> lis
         base_bytes = result["totals"]["baseline"][1] + result["lone"][1]
         reread = result["dy_read"] / result["dy_size"]
         headroom = (result["dy_read"] - result["dy_size"]) / base_bytes
+        compute = result["tile_compute"] / result["totals"]["baseline"][0]
         lines.append(
             f"{name:<6}{result['layers']:>6}{result['gemms']:>7}{base_cycles / device.clock_hz * 1e3:>9.3f}"
-            f"{result['forward'][0] / device.clock_hz * 1e3:>8.3f}{base_bytes / 1e6:>9.1f}{reread:>10.2f}x"
+            f"{result['forward'][0] / device.clock_hz * 1e3:>8.3f}{base_bytes / 1e6:>9.1f}{100 * compute:>7.0f}%"
+            f"{reread:>10.2f}x"
             f"{100 * headroom:>8.1f}%" + row(name, b, s) + f"{result['paper_differs']:>7}/{result['layers']:<3}")
     b, s = averages(rows, "backward"), averages(rows, "step")
-    lines.append(f"{'average':<8}{'':>6}{'':>7}{'':>7}{'':>8}{'':>9}{'':>11}{'':>9}" + row("average", b, s))
+    lines.append(f"{'average':<8}{'':>6}{'':>7}{'':>7}{'':>8}{'':>9}{'':>8}{'':>11}{'':>9}" + row("average", b, s))
     change = f"time change with all three: ours {_pct(s['partition'][0])} forward + backward"
     if paper is not None:
         change += f" (paper {paper:+.1f}%)"
     lines.append(change + f", {_pct(b['partition'][0])} backward alone")
+    if device.cores == 1:  # on several cores, lockstep rounds leave cores idle too
+        tiles = sum(r["tile_compute"] for r in rows.values()) / sum(r["layer_compute"] for r in rows.values())
+        lines.append(f"the pairs' compute, tile by tile, is {tiles:.2f}x SCALE-Sim's cycles for the same dX and dW "
+                     "GEMMs whole (each tile's K pays the array's fill and drain)")
+    traffic = [r["backward_dy"] / (r["totals"]["baseline"][1] + r["lone"][1]) for r in rows.values()]
+    reads = [r["backward_dy"] / r["backward_read"] for r in rows.values()]
+    lines.append(f"dY share of the baseline backward pass's DRAM traffic {100 * sum(traffic) / len(traffic):.1f}%, of "
+                 f"its reads {100 * sum(reads) / len(reads):.1f}% (model average; the paper's Fig. 5, large NPU: "
+                 "39.0% and 51.4%)")
     return lines
 
 
@@ -412,7 +453,8 @@ def main(argv=None) -> int:
                 "shared": "dX then dW in one LRU walk, dY kept across when it fits"}[args.baseline]
     out = [f"IGO training step on irc's scratchpad model ({args.policy} replacement); baseline: {baseline}. "
            "pairs: fused dX/dW pairs (GEMMs: with the batched ones); bwd ms and MB: the baseline's backward pass "
-           "(pairs + the first layers' lone dW), fwd ms its forward GEMMs; the other columns ratios to the baseline "
+           "(pairs + the first layers' lone dW), fwd ms its forward GEMMs; compute: the share of the baseline pairs' "
+           "time the array computes (the rest is stall on DRAM); the other columns ratios to the baseline "
            "on the same device: time and DRAM of the backward pass, and time of forward + backward (the paper's "
            "measure); dY re-read: the baseline pairs' dY traffic over dY's size; headroom: the backward DRAM share "
            "reading dY once would save"]
@@ -425,12 +467,12 @@ def main(argv=None) -> int:
     out.append("\nbandwidth sweep (npu-server, 1 core): time change with all three, forward + backward "
                "(backward alone), ours vs paper")
     for bw, title in ((150, "npu-server"), (75, "npu-server 75 GB/s"), (37.5, "npu-server 37.5 GB/s")):
-        step, backward = averages(results[title], "step")["partition"][0], averages(results[title], "backward")["partition"][0]
+        step, backward = (averages(results[title], scope)["partition"][0] for scope in ("step", "backward"))
         out.append(f"  {bw:>6} GB/s: ours {_pct(step):>6} ({_pct(backward)})  paper {PAPER_BANDWIDTH[bw]:+.1f}%")
     out.append("core counts (npu-server, batch 8 per core): time change with all three, forward + backward "
                "(backward alone), ours vs paper")
     for n, title in ((1, "npu-server"), (2, "npu-server x2"), (4, "npu-server x4"), (8, "npu-server x8")):
-        step, backward = averages(results[title], "step")["partition"][0], averages(results[title], "backward")["partition"][0]
+        step, backward = (averages(results[title], scope)["partition"][0] for scope in ("step", "backward"))
         out.append(f"  {n} core(s): ours {_pct(step):>6} ({_pct(backward)})  paper {PAPER_CORES[n]:+.1f}%")
     out.append("\n" + REMAINING_GAP)
     out += ipu_lines

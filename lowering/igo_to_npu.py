@@ -9,8 +9,8 @@ It rewrites::
 into ``npu.kernel`` over the layer's GEMM view (`irc.dialects.npu.gemm_view`) whose body
 walks the tiles in the op's order (``sequential``: every dX step, then every dW step: the
 unfused baseline, by default as two operators, the dX operator's tiles dropped before
-the dW operator loads its own, `irc.cost.igo.BASELINES`), split as its partition says (over time on one core, or over the
-cores), with the scratchpad managed as `irc.cost.igo` plans it: the tiles each round
+the dW operator loads its own, `irc.cost.igo.BASELINES`), split as its partition says
+(over time on one core, or over the cores), with the scratchpad managed as `irc.cost.igo` plans it: the tiles each round
 needs are loaded into the half being filled while the previous round computes, evicted
 input tiles are freed, evicted partial sums spilled and reloaded, finished gradient
 tiles summed over their parts and written back once. Tiles are `default_tiling`'s. The
@@ -125,7 +125,8 @@ def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None, baseline: 
     })
     m, k, n = view.gemm
     layer = Layer(M=m, K=k, N=n, element_bytes=byte_width(op.dy.type.get_element_type()),
-                  name=f"{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor} ({location_of(op)})")
+                  name=f"{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor} "
+                       f"({location_of(op)})")
     tiling = tiling or default_tiling(layer, device)
     scheme = op.attributes.get("partition")
     parts = op.attributes.get("parts")

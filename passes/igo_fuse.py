@@ -179,8 +179,9 @@ class IgoFuse(ModulePass):
     fuse each layer's gradient pair. `partition` (§5): ``cost`` picks each layer's scheme
     and parts with the cost model, ``none`` leaves the GEMM whole, a scheme's name imposes
     it. `cores` 0 keeps the device file's core count. `baseline` is how a ``sequential``
-    pair is priced (`irc.cost.igo.BASELINES`; igo-to-npu's option of the same name). An inter-core `device` (``ipu-mk2``) takes none
-    of the three: its pairs are fused without an order."""
+    pair is priced (`irc.cost.igo.BASELINES`; igo-to-npu's option of the same name). An
+    inter-core `device` (``ipu-mk2``) takes none of the three: its pairs are fused
+    without an order."""
 
     name = "igo-fuse"
 

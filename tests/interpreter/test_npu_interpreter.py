@@ -138,9 +138,11 @@ def test_hand_traffic_executed_separate_baseline_reads_dy_twice_with_room():
     # the paper's baseline, two operators: the dW operator loads dY again (the derivation
     # is in tests/cost/test_igo_cost.py); the program drops the dX operator's tiles
     module = pair_module(4, 2, 2, "sequential", element="i8")
-    ops = [(op.name, getattr(op, "key", lambda: None)()) for op in lowered(module, HAND_DEVICE[32], tiling=Tiling(2, 2, 2)).body.block.ops]
+    kernel = lowered(module, HAND_DEVICE[32], tiling=Tiling(2, 2, 2))
+    ops = [(op.name, getattr(op, "key", lambda: None)()) for op in kernel.body.block.ops]
     boundary = ops.index(("npu.gemm", None), ops.index(("npu.gemm", None)) + 1)  # after dX's last GEMM
-    assert ops[boundary + 1:boundary + 4] == [("npu.free", ("W", 0, 0)), ("npu.free", ("dY", 0, 0)), ("npu.free", ("dY", 1, 0))]
+    assert ops[boundary + 1:boundary + 4] == [
+        ("npu.free", ("W", 0, 0)), ("npu.free", ("dY", 0, 0)), ("npu.free", ("dY", 1, 0))]
     assert _hand("sequential", 32) == ({"dY": 16, "W": 4, "X": 8}, {"dX": 8, "dW": 4})
     base, fused = (run(m, None)[1] for m in (_executed("sequential"), _executed("dx-major")))
     assert base.read["dY"] == 2 * fused.read["dY"] and base.dram_bytes - fused.dram_bytes == 8
