@@ -13,7 +13,7 @@
 // CORES: igo-fuse: npu-server comes with 1, 2, 4, 8 cores, not 3
 // BASELINE: igo-fuse: unknown baseline=fused; known: separate, shared
 // A scratchpad too small for one step's tiles names the layer and the bytes.
-// SPM: invalid.mlir:16:3: error: 'te.op' op the gradients of layer %y = "Y[m,n] += X[m,k] * W[k,n]" do not fit npu-tiny's scratchpad: one step needs 12 bytes of scratchpad but 8 are available (half of the SPM: the other half is the double buffer)
+// SPM: invalid.mlir:18:3: error: 'te.op' op the gradients of layer %y = "Y[m,n] += X[m,k] * W[k,n]" do not fit npu-tiny's scratchpad: one step needs 12 bytes of scratchpad but 8 are available (half of the SPM: the other half is the double buffer)
 func.func @main(%x: tensor<4x6xf32>, %w: tensor<6x5xf32>, %dy: tensor<4x5xf32>) -> (tensor<4x5xf32>, tensor<4x6xf32>, tensor<6x5xf32>) {
   %y = te.op "Y[m,n] += X[m,k] * W[k,n]" (%x, %w) : (tensor<4x6xf32>, tensor<6x5xf32>) -> tensor<4x5xf32>
   %dx = te.op "DX[m,k] += G[m,n] * W[k,n]" (%dy, %w) : (tensor<4x5xf32>, tensor<6x5xf32>) -> tensor<4x6xf32>

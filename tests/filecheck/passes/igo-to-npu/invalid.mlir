@@ -7,7 +7,7 @@
 
 // A scratchpad too small even for 1x1x1 tiles names the layer and the bytes (a pair
 // written by hand, with no forward op to name: its gradients; scratchpad.mlir has one).
-// SPM: invalid.mlir:15:3: error: 'igo.grad_pair' op layer with gradients 'DX/DW' does not fit npu-crumb's scratchpad: one step needs 12 bytes of scratchpad but 8 are available (half of the SPM: the other half is the double buffer)
+// SPM: invalid.mlir:17:3: error: 'igo.grad_pair' op layer with gradients 'DX/DW' does not fit npu-crumb's scratchpad: one step needs 12 bytes of scratchpad but 8 are available (half of the SPM: the other half is the double buffer)
 // FAMILY: igo-to-npu: device 'ipu-mk2' is not an NPU (family = "npu")
 // CORES: igo-to-npu: npu-edge comes with 1 cores, not 2
 // POLICY: igo-to-npu: unknown policy=fifo; known: lru, belady
