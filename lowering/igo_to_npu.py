@@ -117,7 +117,7 @@ def kernel_program(rounds, transfers, dataflow: str) -> list:
 def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None, baseline: str = "separate"):
     """(layer, tiling, rounds, transfers) of a gradient pair on `device`, as `irc.cost.igo`
     evaluates it (`baseline`: what a ``sequential`` pair keeps between its two GEMMs)."""
-    from irc.cost.igo import Layer, default_tiling, operator_boundary, plan_transfers, schedule
+    from irc.cost.igo import Layer, default_tiling, operator_starts, plan_transfers, schedule
 
     view = gemm_view(op.dx_expression.expr, op.dw_expression.expr, {
         "dY": tuple(op.dy.type.get_shape()), "W": tuple(op.w.type.get_shape()), "X": tuple(op.x.type.get_shape()),
@@ -139,7 +139,7 @@ def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None, baseline: 
     order = COST_ORDER.get(op.order.data, op.order.data)
     rounds = schedule(layer, tiling, order, scheme, parts, device.cores, baseline)
     transfers = plan_transfers(rounds, layer, tiling, device.spm_bytes // 2, policy, frees=True,
-                               flush_before=operator_boundary(rounds, order, baseline))
+                               flush_before=operator_starts(rounds, order, baseline))
     return layer, tiling, rounds, transfers
 
 

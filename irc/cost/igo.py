@@ -9,8 +9,8 @@ im2col view, §6.1); its backward pass is ``dX = dY · Wᵀ`` (M x K) and
 reads X(i,k) and dY(i,j) and accumulates into dW(k,j).
 
 Orders (§4.2-4.3): ``baseline`` runs every dX step (output-stationary: for i, k, j)
-then every dW step (for k, j, i), as two operators (`BASELINES`); ``interleave`` alternates one step of each of those
-two traditional orders; ``dx-major`` walks dY row-major (for i, j, k: the dX step, then
+then every dW step (for k, j, i), as two operators (`BASELINES`); ``interleave``
+alternates one step of each of those two traditional orders; ``dx-major`` walks dY row-major (for i, j, k: the dX step, then
 the dW step of the same dY tile), ``dw-major`` column-major (for j, i, k). The last two
 read each dY tile once for both gradients but keep a whole gradient partial (dW resp.
 dX), which spills to DRAM when the scratchpad cannot hold it (§4.3).
@@ -63,11 +63,12 @@ BASELINES = ("separate", "shared")
 each loads its operands from DRAM, so "a common operand (dY_i) is fetched from the
 external memory twice" (§3.2; §3.3 removes "one of the two accesses for dY"; §2.3: only
 a fused operator's input "is loaded only once from the off-chip memory, not for each
-operator"). The dX operator's tiles are dropped when it ends; the dW operator starts
-with the scratchpad to itself (on several cores, once every core has finished dX: each
-operator is data parallel over all of them). Its first tiles still load while dX's last
-round computes (double buffering across the boundary, which favours the baseline by at
-most one fill).
+operator"). The dX operator's input tiles are dropped when it ends; the dW operator
+loads its own (on several cores, once every core has finished dX: each operator is data
+parallel over all of them). Its first tiles still load while dX's last round computes
+(double buffering across the boundary, which favours the baseline by at most one fill).
+A baseline split into parts over time on one core (§5) is a dX and a dW operator per
+part; a gradient summed over the parts stays an open partial sum across them.
 
 ``shared`` is the stronger baseline irc had before: the two GEMMs are one walk through
 one cache, so a dY tile loaded for dX is still a hit for dW when fewer tiles than half
@@ -265,12 +266,14 @@ def _lockstep(streams: list[list[Step]]) -> list[list[Step]]:
     return [[s[t] for s in streams if t < len(s)] for t in range(rounds)]
 
 
-def operator_boundary(rounds: list[list[Step]], order: str, baseline: str = "separate") -> int | None:
-    """The round the dW operator starts with when the baseline's two GEMMs are separate
-    operators (`BASELINES`); None for one walk (a fused order, or the ``shared`` baseline)."""
+def operator_starts(rounds: list[list[Step]], order: str, baseline: str = "separate") -> frozenset[int]:
+    """The rounds that start an operator after another when the baseline's GEMMs are
+    separate operators (`BASELINES`): each round whose step kinds differ from the
+    previous round's; none for one walk (a fused order, or the ``shared`` baseline)."""
     if order != "baseline" or baseline != "separate":
-        return None
-    return next((t for t, steps in enumerate(rounds) if any(s.kind == "dw" for s in steps)), None)
+        return frozenset()
+    kinds = [{s.kind for s in steps} for steps in rounds]
+    return frozenset(t for t in range(1, len(rounds)) if kinds[t] != kinds[t - 1])
 
 
 # ---------------------------------------------------------------------------
@@ -296,13 +299,13 @@ class Transfer:
 
 
 def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capacity: int,
-                   policy: str = "lru", frees: bool = False, flush_before: int | None = None) -> list[Transfer]:
+                   policy: str = "lru", frees: bool = False, flush_before=frozenset()) -> list[Transfer]:
     """The DMAs a schedule needs with `capacity` bytes of resident tiles (see the module
     docstring); raises `ScratchpadError` when one round's tiles do not fit. `policy`
     picks the tile to evict: ``lru`` the least recently used, ``belady`` the one used
-    farthest in the future. `flush_before` (`operator_boundary`): the round a second
-    operator starts with; every tile resident then is dropped (an operator does not
-    inherit the previous one's tiles). With `frees`, the input tiles dropped without a
+    farthest in the future. `flush_before` (`operator_starts`): the rounds that start
+    another operator; the input tiles resident then are dropped (an operator does not
+    inherit the previous one's; open partial sums stay, as any resident tile). With `frees`, the input tiles dropped without a
     DMA (evicted, flushed, or used for the last time at the end of round t: listed before
     round t+1's fill) are listed too, as ``kind = "free"`` (what a program needs,
     `irc.lowering.igo_to_npu`)."""
@@ -336,10 +339,8 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
         return positions[c] if c < len(positions) else math.inf
 
     for t, steps in enumerate(rounds):
-        if t == flush_before:
-            for tile in list(resident):
-                if tile[0] in OUTPUTS:  # cannot happen: the first operator's outputs are all written
-                    raise AssertionError(f"partial {tile} open across an operator boundary")
+        if t in flush_before:
+            for tile in [x for x in resident if x[0] not in OUTPUTS]:
                 used -= resident.pop(tile)
                 if frees:
                     transfers.append(Transfer(t, "free", tile, size(tile)))
@@ -396,7 +397,7 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
 
 
 def simulate(rounds: list[list[Step]], layer: Layer, tiling: Tiling, device, policy: str = "lru",
-             flush_before: int | None = None) -> Cost:
+             flush_before=frozenset()) -> Cost:
     """DRAM traffic per tensor and cycles of `rounds` on `device` (an `NpuDevice`);
     `flush_before`: `plan_transfers`'.
 
@@ -508,7 +509,7 @@ def evaluate(layer: Layer, device, order: str, scheme: str | None = None, parts:
         scheme, parts = "weight-sharing", cores  # data parallel: the batch split over the cores
     rounds = schedule(layer, tiling, order, scheme, parts, cores, baseline)
     try:
-        return simulate(rounds, layer, tiling, device, policy, operator_boundary(rounds, order, baseline))
+        return simulate(rounds, layer, tiling, device, policy, operator_starts(rounds, order, baseline))
     except ScratchpadError as error:
         raise ScratchpadError(error.needed, error.available) from None
 

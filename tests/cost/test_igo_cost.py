@@ -19,7 +19,7 @@ from irc.cost.igo import (
     best_order,
     best_partition,
     evaluate,
-    operator_boundary,
+    operator_starts,
     paper_order,
     plan_transfers,
     schedule,
@@ -58,7 +58,7 @@ LAYER_A = Layer(M=4, K=2, N=2, element_bytes=1)
 def _traffic(order: str, capacity: int, baseline: str = "shared"):
     rounds = schedule(LAYER_A, Tiling(2, 2, 2), order, baseline=baseline)
     read, written = {}, {}
-    flush = operator_boundary(rounds, order, baseline)
+    flush = operator_starts(rounds, order, baseline)
     for tr in plan_transfers(rounds, LAYER_A, Tiling(2, 2, 2), capacity, flush_before=flush):
         table = read if tr.kind == "load" else written
         table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
@@ -96,8 +96,8 @@ def test_hand_traffic_separate_baseline_reads_dy_twice_with_room():
     # operator ends and its tiles (dY0, dY1) are dropped; dw0 loads X0 and dY0 again,
     # dw1 X1 and dY1. dY is read twice; the fused orders read it once (above).
     rounds = schedule(LAYER_A, Tiling(2, 2, 2), "baseline")
-    assert operator_boundary(rounds, "baseline") == 2
-    assert operator_boundary(rounds, "baseline", "shared") is None and operator_boundary(rounds, "dx-major") is None
+    assert operator_starts(rounds, "baseline") == {2}
+    assert operator_starts(rounds, "baseline", "shared") == operator_starts(rounds, "dx-major") == set()
     for capacity in (12, 16):
         read, written = _traffic("baseline", capacity, "separate")
         assert read == {"dY": 16, "W": 4, "X": 8} and written == {"dX": 8, "dW": 4}, capacity
@@ -118,7 +118,7 @@ summed across cores). Each round is one step per core, 5 distinct tiles (20 byte
 def _traffic_b(order: str, capacity: int, baseline: str = "shared"):
     rounds = schedule(LAYER_B, Tiling(2, 2, 2), order, "ifmap-sharing", 2, cores=2, baseline=baseline)
     read, written = {}, {}
-    flush = operator_boundary(rounds, order, baseline)
+    flush = operator_starts(rounds, order, baseline)
     for tr in plan_transfers(rounds, LAYER_B, Tiling(2, 2, 2), capacity, flush_before=flush):
         table = read if tr.kind == "load" else written
         table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
@@ -165,6 +165,35 @@ def test_hand_traffic_two_cores_separate_baseline():
         [("dx", 0, 0), ("dx", 0, 1)], [("dx", 1, 0), ("dx", 1, 1)],
         [("dw", 0, 0), ("dw", 0, 1)], [("dw", 1, 0), ("dw", 1, 1)]]
     assert read == {"dY": 16, "W": 8, "X": 16} and written == {"dX": 16, "dW": 8}
+
+
+LAYER_C = Layer(M=2, K=2, N=4, element_bytes=1)
+"""dY0, dY1 (j = 0, 1); W0, W1; X; dX (summed over j); dW0, dW1: 2x2 tiles of 4 bytes."""
+
+
+def _traffic_c(order: str, baseline: str):
+    rounds = schedule(LAYER_C, Tiling(2, 2, 2), order, "dy-sharing", 2, baseline=baseline)
+    read, written = {}, {}
+    flush = operator_starts(rounds, order, baseline)
+    for tr in plan_transfers(rounds, LAYER_C, Tiling(2, 2, 2), 40, flush_before=flush):
+        table = read if tr.kind == "load" else written
+        table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
+    return rounds, flush, read, written
+
+
+def test_hand_traffic_separate_baseline_in_parts_over_time():
+    # dY-sharing on one core, two parts over time (j = 0, then j = 1), 40 bytes resident
+    # (room for all): each part is a dX and a dW operator, so r1, r2 and r3 each start
+    # one. r0 dx(j0): load dY0, W0; dX stays open (summed over the parts). r1 dw(j0):
+    # dY0 dropped, loaded again with X; dW0 written. r2 dx(j1): X dropped; load dY1, W1;
+    # dX done, written. r3 dw(j1): dY1 dropped, loaded again with X. dY and X are read
+    # twice; the dX partial survives the boundaries. Shared, every tensor moves once.
+    rounds, flush, read, written = _traffic_c("baseline", "separate")
+    assert [[(s.kind, s.j) for s in r] for r in rounds] == [[("dx", 0)], [("dw", 0)], [("dx", 1)], [("dw", 1)]]
+    assert flush == {1, 2, 3}
+    assert read == {"dY": 16, "W": 8, "X": 8} and written == {"dX": 4, "dW": 8}
+    _, flush, read, written = _traffic_c("baseline", "shared")
+    assert flush == set() and read == {"dY": 8, "W": 8, "X": 4} and written == {"dX": 4, "dW": 8}
 
 
 def test_separate_baseline_waits_for_every_core_before_dw():

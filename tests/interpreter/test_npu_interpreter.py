@@ -181,6 +181,20 @@ def test_hand_traffic_two_cores_executed():
     assert _hand_two_cores("sequential", 40, "separate") == ({"dY": 16, "W": 8, "X": 16}, {"dX": 16, "dW": 8})
 
 
+def test_hand_traffic_executed_separate_baseline_in_parts():
+    # the dY-sharing layer of tests/cost/test_igo_cost.py (M=2, K=2, N=4), two parts over
+    # time on one core: the program drops the input tiles at each of the three operator
+    # starts, keeps the open dX partial, and reads dY and X twice
+    module = pair_module(2, 2, 4, "sequential", '{partition = "dy-sharing", parts = 2 : i64}', element="i8")
+    lowered(module, NpuDevice("hand", "", 1, (1,), 2, 2, 80, 1e9, 1e9), tiling=Tiling(2, 2, 2))
+    rng = np.random.default_rng(2)
+    dy, w, x = (rng.integers(-3, 4, s).astype(np.int8) for s in ((2, 4), (2, 4), (2, 2)))
+    results, report = run(module, {"arg0": dy, "arg1": w, "arg2": x})
+    np.testing.assert_array_equal(results["result0"], (dy.astype(int) @ w.T).astype(np.int8))
+    np.testing.assert_array_equal(results["result1"], (x.T.astype(int) @ dy).astype(np.int8))
+    assert (_nonzero(report.read), _nonzero(report.written)) == ({"dY": 16, "W": 8, "X": 8}, {"dX": 4, "dW": 8})
+
+
 WORKLOADS = scaled_down()
 
 
