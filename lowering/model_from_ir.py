@@ -282,13 +282,14 @@ def read_view(chain, source_bound: BoundExpr, source_tensor: str, reader_bound: 
     return tuple(view)
 
 
-def input_homes(ops: list, planned, movements) -> dict[tuple, tuple]:
+def input_homes(ops: list, planned, movements, may_hold=None) -> dict[tuple, tuple]:
     """Inputs from outside read by several planned ops, loaded once (issue 11): per
     ``(op, operand position)`` that reads such an input from another op's copy, the
     ``(op, operand position)`` holding it. The copy is the input as read by the first op
     reading it directly (through no movement), which readers through movements relayout
     with the movements applied; with no direct reader, readers through equal movements
-    share one copy."""
+    share one copy. Only ops in ``may_hold`` (default: every planned op) hold a copy: a
+    fused gradient pair, planned apart from the model-wide plan, reads from one."""
     readers: dict[SSAValue, list[tuple]] = {}
     for op in ops:
         if op not in planned:
@@ -307,7 +308,8 @@ def input_homes(ops: list, planned, movements) -> dict[tuple, tuple]:
         keys = [view_of(r[2]) for r in found]
         views = [direct] if direct else [[r for r, k in zip(found, keys) if k == key] for key in dict.fromkeys(keys)]
         for view in views:
-            whole = [r for r in view if _reads_whole(*r[:2])]   # the copy must hold every element
+            # the copy must hold every element
+            whole = [r for r in view if (may_hold is None or r[0] in may_hold) and _reads_whole(*r[:2])]
             if not whole:
                 continue
             home = whole[0][:2]
@@ -317,12 +319,31 @@ def input_homes(ops: list, planned, movements) -> dict[tuple, tuple]:
     return homes
 
 
+def operand_read(op, position: int) -> tuple[BoundExpr, str]:
+    """The bound expression reading operand ``position`` of ``op`` (a ``te.op``, a
+    ``shift.kernel`` of one or several products, an ``igo.grad_pair``) and the tensor
+    it names it."""
+    from irc.dialects import igo
+    from irc.dialects.shift import KernelOp
+
+    if isinstance(op, KernelOp):
+        name = op.operand_names()[position]
+        return next(b for b in op.bounds() if name in b.expr.inputs), name
+    if isinstance(op, igo.GradPairOp):
+        value = op.operands[position]
+        for bound, other in ((op.bound_dx(), op.w), (op.bound_dw(), op.x)):
+            for name, read in zip(bound.expr.inputs, op.operands_of(bound.expr, other)):
+                if read is value:
+                    return bound, name
+    bound = op.bound()
+    return bound, bound.expr.inputs[position]
+
+
 def _reads_whole(op, position: int) -> bool:
     """Whether ``op`` reads every element of its operand ``position`` (no window of it)."""
     from irc.dialects.te_expr import AffineIndex
 
-    bound = op.bound()
-    name = bound.expr.inputs[position]
+    bound, name = operand_read(op, position)
     extents = bound.extent
     for index, size in zip(bound.expr.accesses_of(name)[0].indices, bound.shapes[name]):
         if not isinstance(index, AffineIndex) or index.value_range(extents) != (0, size - 1):
