@@ -114,6 +114,28 @@ class FunctionModel:
     ops: list[TensorOp] = field(default_factory=list)
     bounds: list[BoundExpr] = field(default_factory=list)
     fallbacks: dict[TensorOp, str] = field(default_factory=dict)
+    pairs: list[Operation] = field(default_factory=list)
+    """The fused gradient pairs of the function (`igo.grad_pair`s planned apart), in order."""
+    pair_edges: list["PairEdge"] = field(default_factory=list)
+    """The activations moving into or out of them on chip."""
+
+
+@dataclass(frozen=True)
+class PairEdge:
+    """An activation moved on chip into or out of a fused gradient pair, which
+    `rtensor-partition` plans apart from the model-wide plan (`irc.planner.igo_pair`):
+    from ``producer`` (a model op's index, or a fused pair) holding it as
+    ``producer_tensor`` (its output, or the shared copy of an input it holds) into
+    ``consumer`` (the same kinds) reading it as ``tensor``; ``moved`` when read through
+    data movements (``view`` as in ``ModelOp.read_views``). Priced as `irc.planner.relayout`
+    prices every other edge, and as the device program moves it (`shift-to-device`)."""
+
+    producer: object
+    producer_tensor: str
+    consumer: object
+    tensor: str
+    moved: bool = False
+    view: tuple[int | None, ...] | None = None
 
 
 def is_movement(op) -> bool:
@@ -294,7 +316,7 @@ def input_homes(ops: list, planned, movements, may_hold=None) -> dict[tuple, tup
     for op in ops:
         if op not in planned:
             continue
-        for position, value in enumerate(op.inputs):
+        for position, value in enumerate(op.operands):
             origin, _ = through_movements(value, movements)
             if _is_argument(origin) and not is_weight(origin):
                 readers.setdefault(origin, []).append((op, position, value))
@@ -304,7 +326,7 @@ def input_homes(ops: list, planned, movements, may_hold=None) -> dict[tuple, tup
 
     homes = {}
     for origin, found in readers.items():
-        direct = [r for r in found if r[2] is origin]
+        direct = [r for r in found if r[2] is origin and (may_hold is None or r[0] in may_hold)]
         keys = [view_of(r[2]) for r in found]
         views = [direct] if direct else [[r for r, k in zip(found, keys) if k == key] for key in dict.fromkeys(keys)]
         for view in views:
@@ -369,8 +391,14 @@ def live_tensor_ops(scope: Operation | Block) -> list[TensorOp]:
     return [op for op in ops if op not in dead]
 
 
-def function_model(function: FuncOp, *, strict: bool = False, name: str | None = None) -> FunctionModel:
+def function_model(function: FuncOp, *, strict: bool = False, name: str | None = None,
+                   pairs=frozenset()) -> FunctionModel:
     """The `ModelSpec` of `function`'s te ops (module docstring).
+
+    ``pairs`` are the fused gradient pairs (`igo.grad_pair`s) `rtensor-partition` plans
+    apart: they are kernels of the device program but not model ops; what moves between
+    them and the model's ops is returned as ``pair_edges`` (`pair_cycles` prices it), and
+    an input they share with model ops is loaded once, into a model op's layout.
 
     Raises `ModelIRError` for an expression that does not bind to its operand shapes,
     and (with ``strict``) for an op the planner cannot describe.
@@ -379,6 +407,8 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
     label = name or function.sym_name.data
     result = FunctionModel(label, None)
     ops = live_tensor_ops(function)  # dead ops never run: not planned
+    fused = [op for op in function.walk() if op in pairs]
+    result.pairs = fused
     described = {}
     for op in ops:
         try:
@@ -386,7 +416,8 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
         except ExprError as error:
             raise ModelIRError(op, f"'{op.expression.text}': {error.message}") from None
     plannable = {op for op, (_, spec, _) in described.items() if spec is not None}
-    movements = absorbed_movements(ops, plannable)
+    in_order = [op for op in function.walk() if op in described or op in pairs]
+    movements = absorbed_movements(in_order, plannable | set(fused))
     for op in ops:
         text = op.expression.text
         _, spec, reason = described[op]
@@ -397,7 +428,8 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
         result.fallbacks[op] = f"the planner cannot describe it ({reason})"
     planned = [op for op in ops if op in plannable and op not in movements]
     index_of = {op: i for i, op in enumerate(planned)}
-    homes = input_homes(planned, set(planned), movements)
+    kernels = [op for op in in_order if op in index_of or op in pairs]
+    homes = input_homes(kernels, set(kernels), movements, set(planned))
     model_ops: list[ModelOp] = []
     for i, op in enumerate(planned):
         bound, spec, _ = described[op]
@@ -408,6 +440,9 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
                 weights.append(tensor)
                 continue
             source = None
+            if origin.owner in pairs:   # from a fused pair: priced apart (``pair_edges``)
+                result.pair_edges.append(_pair_edge(origin, chain, i, bound, tensor))
+                continue
             if origin.owner in index_of:
                 k = index_of[origin.owner]
                 producers[tensor] = k
@@ -433,7 +468,58 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
         result.bounds.append(bound)
     if model_ops:
         result.model = ModelSpec(label, tuple(model_ops))
+    for pair in fused:
+        for position, value in enumerate(pair.operands):
+            bound, tensor = operand_read(pair, position)
+            origin, chain = through_movements(value, movements)
+            if is_weight(origin):
+                continue   # a fused pair has no idle plan: its weight is loaded from the host
+            if origin.owner in pairs or origin.owner in index_of:
+                producer = origin.owner if origin.owner in pairs else index_of[origin.owner]
+                edge = _pair_edge(origin, chain, pair, bound, tensor)
+                result.pair_edges.append(replace(edge, producer=producer))
+            elif (pair, position) in homes:
+                home, home_position = homes[(pair, position)]
+                source_bound, source_tensor = operand_read(home, home_position)
+                chain = chain[len(through_movements(home.inputs[home_position], movements)[1]):]
+                view = read_view(chain, source_bound, source_tensor, bound, tensor) if chain else None
+                result.pair_edges.append(PairEdge(index_of[home], source_tensor, pair, tensor, bool(chain), view))
     return result
+
+
+def _pair_edge(origin: SSAValue, chain, consumer, bound: BoundExpr, tensor: str) -> PairEdge:
+    """The edge from the kernel producing ``origin`` (a te op or a fused pair) to
+    ``consumer`` (a model op's index, or a pair) reading it as ``tensor`` of ``bound``."""
+    from irc.dialects import igo
+
+    producer = origin.owner
+    if isinstance(producer, igo.GradPairOp):
+        source_bound = producer.bound_dx() if origin is producer.dx else producer.bound_dw()
+    else:
+        source_bound = producer.bound()
+    source_tensor = source_bound.expr.output.tensor
+    view = read_view(chain, source_bound, source_tensor, bound, tensor) if chain else None
+    return PairEdge(producer, source_tensor, consumer, tensor, bool(chain), view)
+
+
+def pair_cycles(found: FunctionModel, chosen, pairs, device, cost) -> float:
+    """Cycles of the fused pairs of ``found`` beyond its model-wide plan: each pair's
+    kernel (its fused plan's time) and every edge into or out of one, priced by
+    `irc.planner.relayout` between the plans at its two ends (``chosen``: the model ops'
+    active plans; ``pairs``: per pair its ``(union OpSpec, scored plan)``)."""
+    total = sum(float(pairs[pair][1].cycles) for pair in found.pairs)
+
+    def end(node):
+        if isinstance(node, int):
+            return found.model.ops[node].spec, chosen[node]
+        return pairs[node]
+
+    for edge in found.pair_edges:
+        producer_spec, producer_plan = end(edge.producer)
+        consumer_spec, consumer_plan = end(edge.consumer)
+        total += relayout_cost(producer_spec, producer_plan, consumer_spec, consumer_plan, edge.tensor, device, cost,
+                               producer_tensor=edge.producer_tensor, whole=edge.moved, view=edge.view)[1]
+    return total
 
 
 # ---------------------------------------------------------------------------
@@ -753,6 +839,8 @@ __all__ = [
     "mtia_function_model",
     "opaque_fallbacks",
     "is_weight",
+    "pair_cycles",
+    "PairEdge",
     "per_op_decision",
     "plan_function",
     "spec_of",
