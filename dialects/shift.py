@@ -215,11 +215,6 @@ class KernelOp(IRDLOperation):
                 f"{len(expressions)} expressions but {len(self.outputs)} results: each expression computes one"
             )
         names = self.operand_names()
-        if len(names) != len(self.inputs):
-            raise VerifyException(
-                f"the expressions read {len(names)} tensors ({', '.join(names)}) but the kernel has "
-                f"{len(self.inputs)} operands"
-            )
         outputs = [e.expr.output.tensor for e in expressions]
         for name in outputs:
             if outputs.count(name) > 1 or name in names:
@@ -227,6 +222,11 @@ class KernelOp(IRDLOperation):
                     f"tensor {name} is written by one expression and {'written' if name not in names else 'read'} "
                     "by another: the products of a kernel are independent"
                 )
+        if len(names) != len(self.inputs):
+            raise VerifyException(
+                f"the expressions read {len(names)} tensors ({', '.join(names)}) but the kernel has "
+                f"{len(self.inputs)} operands"
+            )
         for value in (*self.inputs, *self.outputs):
             element = value.type.get_element_type()
             try:
