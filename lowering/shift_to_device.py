@@ -13,10 +13,12 @@ multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in place:
 - ``device.fill`` of the output with its combiner's identity;
 - the loop nest unrolled: per step one ``device.mma`` (a two-read contraction),
   ``device.gather`` (a table read at an index tensor's values) or ``device.vector``
-  (anything else) with per-core window offsets; between steps, per tensor of the
-  advancing loop, a ``device.shift`` (ring permutation) and a ``device.sync`` (each
-  shift plus one barrier event per tensor of the advancing level);
-- ``device.reduce`` of the output's partial copies; the output stays on chip when
+  (anything else) with per-core window offsets - one per product of a kernel of
+  several (a fused gradient pair: the dX and the dW step) -; between steps, per tensor
+  of the advancing loop, a ``device.shift`` (ring permutation) and a ``device.sync``
+  (each shift plus one barrier event per tensor of the advancing level): a tensor
+  several products read is shifted once for all;
+- ``device.reduce`` of each output's partial copies; an output stays on chip when
   other kernels read it, and a ``device.store`` writes it to the host only when the
   function returns it (or a host-fallback op reads it); ``device.free`` of the rest.
 

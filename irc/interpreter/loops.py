@@ -1,12 +1,14 @@
 """Batched execution of a compute-shift loop nest (T10 s4.4, DESIGN.md s5).
 
 A kernel's device program states its loop nest unrolled: per step one ``device.mma`` with
-per-core window tables, between steps ``device.shift`` (a ring permutation of a buffer)
-and ``device.sync``. Executed instruction by instruction, every step is a handful of numpy
+per-core window tables (one per product, for a kernel of several: a fused gradient
+pair), between steps ``device.shift`` (a ring permutation of a buffer) and
+``device.sync``. Executed instruction by instruction, every step is a handful of numpy
 calls over all cores, but a rotating plan with hundreds of steps of small tiles re-reads
 its stationary operands once per step. ``run_loop`` executes such a run of instructions
-(on one output and the same inputs) at once, with a number of numpy calls that depends
-neither on the cores nor, beyond reading each instruction's tables, on the steps:
+(per product, on one output and the same inputs; the products' outputs independent) at
+once, with a number of numpy calls that depends neither on the cores nor, beyond reading
+each instruction's tables, on the steps:
 
 1. Shifts are permutations: instead of moving data, each buffer keeps a table of which
    original core's data every core holds (``holder``); at each step, core ``c`` reads the
