@@ -44,7 +44,6 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import FloatAttr, StringAttr, f64
-from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint, Rewriter
