@@ -53,6 +53,16 @@ stall on DRAM), ``dY re-read`` the baseline pairs' dY traffic over dY's size,
 save: the most any order can save on dY alone.
 
 Why our figures still differ from the paper's: see REMAINING_GAP (printed at the end).
+
+The ipu-mk2 sections (irc.planner.igo_pair; the fused kernel runs at exactly its planned
+cycles, tests/schedule/test_fused_kernel.py). The first prices each pair with the
+planner's ARRIVAL MODEL (every input relayouted from an unknown layout as its whole
+partition: dY twice unfused, once fused), which is where its gains come from: with the
+SRAM of a core to itself an operator rotates nothing, so the kernel-only gain is at most
+1. The second (``--ipu-pressure-models``, ``--ipu-budgets``) compares KERNEL-ONLY times
+under a per-core budget, what model-wide planning leaves an operator when the model's
+weights rest on chip, where dY must rotate: the fused kernel with the whole budget, each
+unfused product with the budget less what stays on chip across it for the other.
 """
 
 from __future__ import annotations
@@ -383,8 +393,10 @@ def ipu_section(names: list[str], batch: int, progress) -> tuple[list[str], dict
     searched: dict = {}
     lines = [f"\nipu-mk2 ({device.cores} cores, t10 cost model), batch {batch}: each pair fused under one plan "
              "(its dY ring feeds both gradients) vs the two gradients' own plans; cycles are the operators' plus "
-             "their inputs' arrival (dY twice unfused, once fused)",
-             f"{'model':<6}{'layer (forward GEMM)':<28}{'n':>3}{'unfused':>12}{'fused':>12}{'gain':>7}"
+             "their inputs' arrival under the ARRIVAL MODEL (every input relayouted from an unknown layout, its "
+             "whole partition: dY twice unfused, once fused; irc.planner.igo_pair.arrival_cycles); kernel gain: "
+             "the operators' own time alone",
+             f"{'model':<6}{'layer (forward GEMM)':<28}{'n':>3}{'unfused':>12}{'fused':>12}{'arrival gain':>13}"
              f"{'kernel gain':>12}  fused F_op"]
     data: dict = {}
     for name in names:
@@ -411,12 +423,102 @@ def ipu_section(names: list[str], batch: int, progress) -> tuple[list[str], dict
             plan = "no fused plan fits" if c.fused is None else "x".join(map(str, c.fused.plan.op_factors))
             fused = f"{c.fused_cycles:>12,.0f}" if c.fused is not None else f"{'-':>12}"
             kernel = f"{c.kernel_gain:>12.3f}" if c.fused is not None else f"{'-':>12}"
-            gain = f"{c.gain:>7.3f}" if c.fused is not None else f"{'-':>7}"
+            gain = f"{c.gain:>13.3f}" if c.fused is not None else f"{'-':>13}"
             lines.append(f"{name:<6}{label:<28}{count:>3}{c.unfused_cycles:>12,.0f}{fused}{gain}{kernel}  {plan}")
         if totals[0]:
             lines.append(f"{name:<6}{'total (fused where it wins)':<28}{'':>3}{totals[0]:>12,.0f}{totals[1]:>12,.0f}"
-                         f"{totals[0] / totals[1]:>7.3f}   ({undescribed} pair(s) without a single plan excluded)")
+                         f"{totals[0] / totals[1]:>13.3f}   ({undescribed} pair(s) without a single plan excluded; "
+                         "arrival model)")
         data[name] = {"unfused_cycles": totals[0], "kept_cycles": totals[1], "undescribed": undescribed}
+    return lines, data
+
+
+PRESSURE_CUTOFF = 1.5
+"""The fused search under memory pressure looks for plans up to this many times the
+unfused kernel time (exact below it; a slower fused plan is reported as such)."""
+
+
+def ipu_pressure_section(names: list[str], batch: int, budgets_kb: list[float], progress) -> tuple[list[str], dict]:
+    """Kernel-only time of each pair on ipu-mk2 with a per-core memory budget: its fused
+    kernel vs its two products' kernels, no arrival model (the kernels' planned cycles,
+    which the interpreted kernels take exactly: tests/schedule/test_fused_kernel.py).
+
+    A budget stands for what model-wide planning leaves an operator when the model's
+    weights rest on chip (T10 s4.3.2): the fused kernel gets all of it; each unfused
+    product gets it less what stays on chip across it for the other product, spread
+    over all cores (the least any layout holds): X, read later by the dW product, across
+    the dX product; dX, the dX product's result, across the dW product."""
+    import dataclasses
+
+    from irc.planner import PlanError, search
+    from irc.planner.igo_pair import search_pair
+    from irc.planner.relayout import tensor_elements
+
+    device = load_device("ipu-mk2")
+    built = workloads("server", batch)
+    lines = [f"\nipu-mk2 under memory pressure, batch {batch}: KERNEL-ONLY time (no arrival model) of each pair "
+             "fused vs its two products' own plans, with a per-core budget (what resting weights leave); each "
+             "unfused product gets the budget less what stays on chip across it for the other (X across dX's, "
+             "dX across dW's); dY rings: prod f_t of dY in the fused plan / the dX plan / the dW plan",
+             f"{'model':<6}{'layer (forward GEMM)':<28}{'n':>3}{'budget':>8}{'unfused':>12}{'fused':>12}"
+             f"{'kernel gain':>12}  dY rings"]
+    data: dict = {}
+    searched: dict = {}
+    for name in names:
+        rows: dict = {}
+        for label, pair in ipu_pairs(built[name]):
+            if pair is not None:
+                rows.setdefault(signature(pair), [label, pair, 0])[2] += 1
+        data[name] = {}
+        for kb in budgets_kb:
+            budget = int(kb * 1024)
+            chip = dataclasses.replace(device, name=f"ipu-mk2 {kb:g} KB", sram_bytes=budget)
+            totals = [0.0, 0.0]   # unfused, kept (fused where its kernel is faster)
+            wins = fits = 0
+            for key, (label, pair, count) in rows.items():
+                progress.advance(f"ipu-mk2 {name} {label} {kb:g} KB")
+                union = pair.union_spec()
+                spread = lambda tensor: -(-tensor_elements(union, tensor) * union.bytes_of(tensor) // chip.cores)  # noqa: E731
+                if (key, kb) not in searched:
+                    try:
+                        dx = search(pair.dx, dataclasses.replace(chip, sram_bytes=budget - spread(pair.x.name)),
+                                    "t10").best
+                        dw = search(pair.dw, dataclasses.replace(chip, sram_bytes=budget - spread(pair.dx.output.name)),
+                                    "t10").best
+                    except PlanError:
+                        searched[(key, kb)] = None
+                    else:
+                        unfused = dx.cycles + dw.cycles
+                        try:
+                            fused, _ = search_pair(pair, chip, "t10", below=PRESSURE_CUTOFF * unfused)
+                        except PlanError:
+                            fused = None
+                        searched[(key, kb)] = (dx, dw, fused)
+                found = searched[(key, kb)]
+                if found is None:
+                    lines.append(f"{name:<6}{label:<28}{count:>3}{kb:>6g}KB{'no unfused plan fits':>24}")
+                    continue
+                dx, dw, fused = found
+                unfused = dx.cycles + dw.cycles
+                rings = lambda plan: math.prod(plan.temporal_factors[pair.dy])  # noqa: E731
+                totals[0] += count * unfused
+                if fused is None:
+                    totals[1] += count * unfused
+                    lines.append(f"{name:<6}{label:<28}{count:>3}{kb:>6g}KB{unfused:>12,.0f}"
+                                 f"{'> ' + format(PRESSURE_CUTOFF, 'g') + 'x':>12}{'< ' + format(1 / PRESSURE_CUTOFF, '.3f'):>12}"
+                                 f"  - / {rings(dx)} / {rings(dw)}")
+                    continue
+                fits += 1
+                wins += fused.cycles < unfused
+                totals[1] += count * min(unfused, fused.cycles)
+                lines.append(f"{name:<6}{label:<28}{count:>3}{kb:>6g}KB{unfused:>12,.0f}{fused.cycles:>12,.0f}"
+                             f"{unfused / fused.cycles:>12.3f}  {rings(fused.plan)} / {rings(dx)} / {rings(dw)}")
+            if totals[0]:
+                lines.append(f"{name:<6}{'total (fused where it wins)':<28}{'':>3}{kb:>6g}KB{totals[0]:>12,.0f}"
+                             f"{totals[1]:>12,.0f}{totals[0] / totals[1]:>12.3f}  (fused kernel faster for {wins} of "
+                             f"{len(rows)} pair shapes)")
+            data[name][f"{kb:g}"] = {"unfused_cycles": totals[0], "kept_cycles": totals[1], "wins": wins,
+                                     "shapes": len(rows)}
     return lines, data
 
 
@@ -429,8 +531,14 @@ def main(argv=None) -> int:
                              "cache (shared)")
     parser.add_argument("--ipu-models", default="bert,T5,ncf,yolo,mob,res",
                         help="workloads for the ipu-mk2 section (comma-separated, or none)")
+    parser.add_argument("--ipu-pressure-models", default="T5",
+                        help="workloads for the ipu-mk2 kernel-only section under memory pressure (or none)")
+    parser.add_argument("--ipu-budgets", default="64,32",
+                        help="per-core memory budgets in KB for that section (comma-separated)")
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args(argv)
+    pressure_names = [] if args.ipu_pressure_models == "none" else args.ipu_pressure_models.split(",")
+    budgets = [float(b) for b in args.ipu_budgets.split(",")]
     names = args.models.split(",")
     ipu_names = [] if args.ipu_models == "none" else args.ipu_models.split(",")
     edge, server = load_device("npu-edge"), load_device("npu-server")
@@ -440,7 +548,8 @@ def main(argv=None) -> int:
     cores = [(f"npu-server x{n}", server.with_cores(n), "server", 8 * n) for n in (2, 8)]
     jobs = configs + sweeps + cores
     results: dict[str, dict] = {}
-    with Progress(len(jobs) * len(names) + 40 * len(ipu_names), "igo") as progress:
+    with Progress(len(jobs) * len(names) + 40 * len(ipu_names) + 10 * len(budgets) * len(pressure_names),
+                  "igo") as progress:
         for title, device, npu, batch in jobs:
             built = workloads(npu, batch)
             rows = {}
@@ -449,6 +558,8 @@ def main(argv=None) -> int:
                 rows[name] = price(workload_of(built[name]), device, args.policy, args.baseline)
             results[title] = rows
         ipu_lines, ipu_data = ipu_section(ipu_names, 8, progress) if ipu_names else ([], {})
+        pressure_lines, pressure_data = ipu_pressure_section(pressure_names, 8, budgets, progress) \
+            if pressure_names else ([], {})
     baseline = {"separate": "dX then dW as two operators, each loading dY (the paper's)",
                 "shared": "dX then dW in one LRU walk, dY kept across when it fits"}[args.baseline]
     out = [f"IGO training step on irc's scratchpad model ({args.policy} replacement); baseline: {baseline}. "
@@ -475,7 +586,7 @@ def main(argv=None) -> int:
         step, backward = (averages(results[title], scope)["partition"][0] for scope in ("step", "backward"))
         out.append(f"  {n} core(s): ours {_pct(step):>6} ({_pct(backward)})  paper {PAPER_CORES[n]:+.1f}%")
     out.append("\n" + REMAINING_GAP)
-    out += ipu_lines
+    out += ipu_lines + pressure_lines
     print("\n".join(out))
     if args.json:
         data = {title: {name: {"pairs": r["layers"], "gemms": r["gemms"], "lone_layers": r["lone_layers"],
@@ -489,6 +600,7 @@ def main(argv=None) -> int:
                         for name, r in rows.items()} for title, rows in results.items()}
         data["baseline"], data["policy"] = args.baseline, args.policy
         data["ipu-mk2"] = ipu_data
+        data["ipu-mk2 memory pressure"] = pressure_data
         with open(args.json, "w") as handle:
             json.dump(data, handle, indent=1)
     return 0

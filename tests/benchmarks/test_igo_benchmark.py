@@ -119,3 +119,16 @@ def test_ipu_section_compares_fused_and_unfused_pairs():
     # NeuMF's MLP tower: four fused layers and the total
     assert len(rows) == 5 and rows[-1].startswith("ncf   total (fused where it wins)")
     assert data["ncf"]["kept_cycles"] <= data["ncf"]["unfused_cycles"] and data["ncf"]["undescribed"] == 0
+
+
+def test_ipu_pressure_section_compares_kernels_alone():
+    """Kernel-only figures under a per-core budget, measured in the same run: the fused
+    kernel where it is faster, never an arrival model."""
+    with Progress(0, "test") as progress:
+        lines, data = igo.ipu_pressure_section(["ncf"], 2, [64, 8], progress)
+    assert "KERNEL-ONLY time (no arrival model)" in lines[0]
+    totals = [line for line in lines if line.startswith("ncf   total")]
+    assert len(totals) == 2 and "64KB" in totals[0] and "8KB" in totals[1]
+    for kb in ("64", "8"):
+        figures = data["ncf"][kb]
+        assert figures["kept_cycles"] <= figures["unfused_cycles"] and figures["shapes"] == 5
