@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import os
 import weakref
+import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -231,7 +233,7 @@ def run(
     given = dict(random_inputs(signature, seed) if inputs is None else inputs)
     missing = [name for name in signature.weight_names if name not in given]
     if missing:
-        given.update(_module_weights(module, missing))
+        given.update(_module_weights(module, missing, signature))
     args = check_inputs(signature, given, allow_lossy)
     interpreter = interpreter_for(module)
     results = interpreter.call_op(signature.function, tuple(args))
@@ -252,8 +254,68 @@ def run_function(
     return run(module, inputs, entry, seed)[0]
 
 
-def _module_weights(module: ModuleOp, names: list[str]) -> dict[str, np.ndarray]:
-    from irc.frontend.weights import WeightsError, load_weights, module_weights_file
+def files_read(module: ModuleOp) -> list[tuple[str, str]]:
+    """The files a run of ``module`` reads besides the program (its weights file), as
+    ``(path, description)`` pairs: what no output of the run may overwrite."""
+    from irc.frontend.weights import module_weights_file
+
+    path = module_weights_file(module, _SOURCE_DIRS.get(module))
+    return [] if path is None else [(path, "the module's weights file (irc.weights)")]
+
+
+_UNREADABLE = (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+               RuntimeError)
+"""What numpy and zipfile raise for a damaged, encrypted or oddly compressed archive."""
+
+
+def read_arrays(path: str, expected: Mapping[str, tuple[int, ...]], kind: str, flag: str) -> dict[str, np.ndarray]:
+    """The members of the ``.npz`` at ``path`` that ``expected`` names (by name: their
+    shapes), each checked from its header (shape, numbers or booleans) before numpy
+    inflates it; members not named are never read. ``kind`` ("input", "weight") and
+    ``flag`` (what the file is to the user) word the errors."""
+    if not os.path.isfile(path):
+        raise RunError(f"no such file: {path}" if kind == "input" else f"the module's weights file {path} does not exist")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except _UNREADABLE as error:
+        raise RunError(f"{path} is not a readable .npz file ({error})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise RunError(f"{path} holds one unnamed array; {flag} takes an .npz of arrays by name")
+    arrays = {}
+    with archive:
+        try:
+            for name in archive.files:
+                if name in expected:
+                    _check_member(archive, name, expected[name], kind, path)
+                    arrays[name] = archive[name]
+        except _UNREADABLE as error:
+            raise RunError(f"{path} is not a readable .npz file ({error})") from None
+    return arrays
+
+
+def _check_member(archive, name: str, shape: tuple[int, ...], kind: str, path: str) -> None:
+    """The member's shape and dtype, read from its header: a wrong or huge array, or
+    data that are not numbers, is refused before numpy inflates it."""
+    member_name = name if name in archive.zip.namelist() else f"{name}.npy"
+    with archive.zip.open(member_name) as member:
+        version = np.lib.format.read_magic(member)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        stored, _, dtype = read_header(member)
+    if tuple(stored) != shape:
+        raise RunError(f"{kind} '{name}' has shape {tuple(stored)} but the function expects {shape} ({path})")
+    if dtype.kind not in "biuf":
+        raise RunError(f"{kind} '{name}' holds {dtype} data; the function expects numbers or booleans ({path})")
+
+
+def argument_shapes(signature: Signature) -> dict[str, tuple[int, ...]]:
+    """Each argument's shape by name."""
+    return {name: tuple(type_.get_shape())
+            for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs)
+            if isinstance(type_, TensorType)}
+
+
+def _module_weights(module: ModuleOp, names: list[str], signature: Signature) -> dict[str, np.ndarray]:
+    from irc.frontend.weights import module_weights_file
 
     path = module_weights_file(module, _SOURCE_DIRS.get(module))
     if path is None:
@@ -261,11 +323,10 @@ def _module_weights(module: ModuleOp, names: list[str]) -> dict[str, np.ndarray]
             f"weight '{names[0]}' is not given and the module names no weights file "
             f"(irc.weights)"
         )
-    try:
-        weights = load_weights(path)
-    except WeightsError as error:
-        raise RunError(str(error)) from None
+    shapes = argument_shapes(signature)
+    weights = read_arrays(path, {name: shapes[name] for name in names if name in shapes}, "weight",
+                          "the module's weights file")
     absent = [name for name in names if name not in weights]
     if absent:
         raise RunError(f"weight '{absent[0]}' is not in {path}")
-    return {name: weights[name] for name in names}
+    return weights

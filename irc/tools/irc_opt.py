@@ -132,6 +132,19 @@ class IrcOptMain(xDSLOptMain):
             return stream, "mlir"
         return super().get_input_stream()
 
+    def _option_files(self) -> list[tuple[str, str]]:
+        """The files the pipeline's pass options name (a device file, a plug-in's data):
+        inputs of the run as much as the program is, so ``-o`` may not name them."""
+        if not self.args.passes:
+            return []
+        files = []
+        for spec in parse_pipeline(self.args.passes):
+            for option, values in spec.parameters.items():
+                for value in values:
+                    if isinstance(value, str) and value and os.path.isfile(value):
+                        files.append((value, f"the file pass '{spec.name}' reads (option {option}={value})"))
+        return files
+
     def prepare_output(self):
         if self.args.output_file is None:
             return sys.stdout
@@ -143,7 +156,7 @@ class IrcOptMain(xDSLOptMain):
         output = self.args.output_file
         if output is not None:
             try:
-                check_output(output, "-o", [(self.args.input_file, "the input")])
+                check_output(output, "-o", [(self.args.input_file, "the input"), *self._option_files()])
             except OutputError as error:
                 raise _Diagnostic(f"error: {error}") from None
         try:
