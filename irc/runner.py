@@ -197,21 +197,39 @@ def _out_of_range(value: np.ndarray, target: np.dtype) -> str | None:
 
 def check_storable(function: FuncOp) -> None:
     """Every value ``function`` computes has an element type the interpreter holds in
-    numpy (not bf16, tf32, index, i3, ...): a located `RunError` before anything runs."""
+    numpy (not bf16, tf32, index, i3, ...) and takes at most `MAX_TENSOR_BYTES`, the
+    function's own results included: a located `RunError` at the first op that breaks
+    either, before anything runs."""
     for op in ops_children_first(function):
         values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        if op is function:  # the signature: its arguments (above) and its results
+            values += list(function.function_type.outputs)
         for value in values:
-            get_element_type = getattr(value.type, "get_element_type", None)
+            type_ = getattr(value, "type", value)
+            get_element_type = getattr(type_, "get_element_type", None)
             if get_element_type is None:
                 continue
             element = get_element_type()
             try:
-                numpy_dtype(element)
+                dtype = numpy_dtype(element)
             except UnsupportedTypeError:
                 raise RunError(
                     f"{location_of(op)}: error: '{op.name}' op element type {element} has no storage in the "
                     f"interpreter (it runs f16, f32, f64, i1 and 8-, 16-, 32- and 64-bit integers)"
                 ) from None
+            if isinstance(type_, TensorType):
+                nbytes = math.prod(type_.get_shape()) * dtype.itemsize
+                if nbytes > MAX_TENSOR_BYTES:
+                    what = "argument or result" if op is function else "result"
+                    raise RunError(
+                        f"{location_of(op)}: error: '{op.name}' op {what} {type_} would take {_gib(nbytes)} GiB; "
+                        f"the interpreter holds every tensor in memory (at most {MAX_TENSOR_BYTES >> 30} GiB per "
+                        f"tensor)"
+                    )
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.0f}" if nbytes < 2**30 * 1e15 else f"{nbytes / 2**30:.3g}"
 
 
 def interpreter_for(module: ModuleOp) -> Interpreter:

@@ -44,6 +44,7 @@ from irc.dialects.te_expr import ExprError
 from irc.frontend.onnx_graph import (  # noqa: F401 (re-exported for the importer's users)
     ImportResult,
     Importer,
+    MAX_DIMENSION,
     MIN_OPSET,
     NAME_ATTR,
     NodeError,
@@ -96,10 +97,6 @@ def load_model(path: str) -> onnx.ModelProto:
                 f"load it with onnx.load(..., load_external_data=True) and save it inline"
             )
     return model
-
-
-MAX_DIMENSION = 1 << 40
-"""The largest tensor dimension irc imports (as `irc-plan` plans: int64 stays exact)."""
 
 
 def parse_shape_overrides(items) -> dict[str, tuple[int, ...]]:
@@ -349,8 +346,10 @@ def import_model(
             wrapped = OnnxImportError(f"{label}: {error}")
             wrapped.input_name = getattr(error, "input_name", None)
             raise wrapped from None
-        except OnnxImportError:
-            raise
+        except OnnxImportError as error:
+            if str(error).startswith("node '"):
+                raise
+            raise OnnxImportError(f"{label}: {error}") from None
         except ExprError as error:
             raise OnnxImportError(f"{label}: internal error: {error.message}") from None
     importer.node = None

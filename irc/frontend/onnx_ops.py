@@ -19,6 +19,8 @@ from onnx import helper
 from xdsl.dialects.builtin import IntegerAttr, i64
 
 from irc.frontend.onnx_graph import (
+    MAX_CONSTANT_BYTES,
+    MAX_DIMENSION,
     Body,
     Importer,
     NodeError,
@@ -77,24 +79,70 @@ def convert_node(im: Importer, node) -> None:
             values = [attribute.f] if attribute.type == onnx.AttributeProto.FLOAT else list(attribute.floats)
             if any(np.isnan(v) for v in values):
                 raise NodeError(f"attribute '{attribute.name}' is NaN")
+    inferred = [_inferred_shape(im, name) for name in node.output]
+    for name, shape in zip(node.output, inferred):
+        _check_dimensions(name, shape)
     present = [v for v in inputs if v is not None]
     function = CONVERTERS.get(node.op_type)
     outputs = None
     if node.op_type not in NOT_FOLDABLE and all(isinstance(v, np.ndarray) for v in present):
         try:
+            _check_foldable(im, node, inferred)
             outputs = fold(im, node, inputs)
         except NodeError:
-            if function is None:
+            if function is None or function is _must_fold:
                 raise
-            # onnx.reference's kernel failed on these values (a corner case of its own):
-            # compute the node as irc does, at run time, instead
+            # onnx.reference's kernel failed on these values (a corner case of its own),
+            # or the constant would be too large to keep: compute the node as irc does,
+            # at run time, instead
     if outputs is None:
         if function is None:
             raise NodeError("unsupported operator")
         outputs = function(im, node, inputs)
     for name, value in zip(node.output, outputs):
+        if isinstance(value, Tensor):
+            _check_dimensions(name, value.shape)
         if name:
             im.values[name] = value
+
+
+def _inferred_shape(im: Importer, name: str) -> tuple[int, ...] | None:
+    """The static shape shape inference gives the value ``name``, or None."""
+    type_ = im.value_info.get(name) if name else None
+    if type_ is None or not type_.HasField("tensor_type") or not type_.tensor_type.HasField("shape"):
+        return None
+    dims = type_.tensor_type.shape.dim
+    if not all(dim.HasField("dim_value") for dim in dims):
+        return None
+    return tuple(dim.dim_value for dim in dims)
+
+
+def _check_dimensions(name: str, shape: tuple[int, ...] | None) -> None:
+    """Every dimension of output ``name`` within `MAX_DIMENSION` (before the node is
+    converted, where shape inference knows the shape, and of what it converts to)."""
+    if shape is not None and any(d > MAX_DIMENSION for d in shape):
+        raise NodeError(f"output '{name}' would have shape {_shape_text(shape)}: a dimension of more than "
+                        f"{MAX_DIMENSION} (2**40) is beyond what irc plans")
+
+
+def _shape_text(shape) -> str:
+    return "x".join(map(str, shape)) if shape else "a scalar"
+
+
+def _check_foldable(im: Importer, node, inferred) -> None:
+    """Refuse to fold a node whose inferred output would exceed `MAX_CONSTANT_BYTES`."""
+    for name, shape in zip(node.output, inferred):
+        if shape is None:
+            continue
+        type_ = im.value_info[name].tensor_type
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(type_.elem_type)).itemsize
+        except (KeyError, ValueError, TypeError):
+            itemsize = 8
+        nbytes = math.prod(shape) * itemsize
+        if nbytes > MAX_CONSTANT_BYTES:
+            raise NodeError(f"its output '{name}' ({_shape_text(shape)}) is a constant of {nbytes / 2**30:,.0f} GiB; "
+                            f"irc folds constants of at most {MAX_CONSTANT_BYTES >> 30} GiB")
 
 
 def _fold_gather_elements(node, data, indices):
@@ -106,8 +154,46 @@ def _fold_gather_elements(node, data, indices):
     return [np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis=axis)]
 
 
+def _fold_range(node, start, limit, delta):
+    """Range with numpy, saying why it cannot be folded (a delta of 0, a range too long
+    to hold) where onnx.reference would divide by zero or run out of memory."""
+    for name, value in (("start", start), ("limit", limit), ("delta", delta)):
+        if np.asarray(value).size != 1:
+            raise NodeError(f"cannot fold it: its {name} input holds {np.asarray(value).size} values, not one")
+    dtype = np.asarray(start).dtype
+    start, limit, delta = (np.asarray(v).reshape(-1)[0].item() for v in (start, limit, delta))
+    if not all(math.isfinite(v) for v in (start, limit, delta)):
+        raise NodeError(f"cannot fold it: start {start}, limit {limit} and delta {delta} must be finite")
+    if delta == 0:
+        raise NodeError(f"cannot fold it: delta 0 never goes from start {start} to limit {limit}")
+    count = max(math.ceil((limit - start) / delta), 0)
+    if count * dtype.itemsize > MAX_CONSTANT_BYTES:
+        raise NodeError(f"cannot fold it: the range from {start} to {limit} by {delta} has {count} elements; irc "
+                        f"folds constants of at most {MAX_CONSTANT_BYTES >> 30} GiB")
+    return [(start + np.arange(count) * delta).astype(dtype)]
+
+
+def _fold_constant_of_shape(node, shape):
+    """ConstantOfShape with numpy, saying why a shape cannot be made."""
+    dims = ints(shape)
+    value = attr(node, "value")
+    fill = onnx.numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+    if fill.size != 1:
+        raise NodeError(f"cannot fold it: attribute 'value' holds {fill.size} values, not one")
+    if any(d < 0 for d in dims):
+        raise NodeError(f"cannot fold it: the shape input {dims} has a negative dimension")
+    _check_dimensions(node.output[0], tuple(dims))
+    nbytes = math.prod(dims) * fill.dtype.itemsize
+    if nbytes > MAX_CONSTANT_BYTES:
+        raise NodeError(f"cannot fold it: a constant of shape {_shape_text(dims)} takes {nbytes / 2**30:,.0f} GiB; "
+                        f"irc folds constants of at most {MAX_CONSTANT_BYTES >> 30} GiB")
+    return [np.full(dims, fill[0], fill.dtype)]
+
+
 NUMPY_FOLDERS = {
     "GatherElements": _fold_gather_elements,
+    "Range": _fold_range,
+    "ConstantOfShape": _fold_constant_of_shape,
     # the same array, not a copy: a deduplicated initializer reached through Identity
     # chains stays one weight
     "Identity": lambda node, value: [value],
@@ -133,8 +219,11 @@ def fold(im: Importer, node, inputs) -> list[np.ndarray]:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", im.opset)])
     try:
         results = ReferenceEvaluator(model).run(None, feeds)
+    except MemoryError:
+        raise NodeError("cannot fold it: its value needs more memory than this machine gives irc") from None
     except Exception as error:
-        raise NodeError(f"cannot fold constant node: {type(error).__name__}: {error}") from None
+        reason = (str(error).strip().splitlines() or ["onnx.reference cannot evaluate it"])[0]
+        raise NodeError(f"cannot fold it: {reason}") from None
     outputs = []
     for value in results:
         array = np.asarray(value)
@@ -537,12 +626,25 @@ def pad_write(im, x: Value, begin, end, value=0.0) -> Value:
     if windows:
         text += " where " + ", ".join(windows)
     padded = im.emit(body, text, out_shape, dtype_of(x))
-    if float(value) == 0.0:
+    if not np.asarray(value).any():
         return padded
-    mask = np.zeros(out_shape, dtype=bool)
-    mask[tuple(slice(b, b + s) for b, s in zip(begin, shape))] = True
-    fill = np.asarray(value, dtype=dtype_of(x))
+    mask = inside_mask(im, shape, begin, end)
+    fill = np.asarray(value).astype(dtype_of(x))  # exact: an int64 fill never goes through a float
     return elementwise(im, [mask, padded, fill], lambda m, p, f: f"select({m}, {p}, {f})", dtype_of(x))
+
+
+def inside_mask(im, shape, begin, end) -> Value:
+    """A boolean tensor of the padded shape, true where the unpadded tensor of ``shape``
+    lands (``begin``/``end`` elements added per dim, none negative): a constant, or,
+    beyond `MAX_CONSTANT_BYTES`, computed at run time (ones padded with zeros)."""
+    out_shape = tuple(s + b + e for s, b, e in zip(shape, begin, end))
+    if math.prod(out_shape) <= MAX_CONSTANT_BYTES:
+        mask = np.zeros(out_shape, dtype=bool)
+        mask[tuple(slice(b, b + s) for b, s in zip(begin, shape))] = True
+        return mask
+    names = axes(len(shape))
+    ones = im.emit(Body(im), f"M[{join(names)}] = 1", shape, np.dtype(bool))
+    return pad_write(im, ones, begin, end)
 
 
 def slice_read(im, x, starts, stops, steps) -> Value:
@@ -1209,11 +1311,11 @@ def _pad(im, node, inputs):
         padded = pad_write(im, x, begin, end)
         if padded is x:
             return [x]
-        mask = np.zeros(shape_of(padded), dtype=bool)
-        mask[tuple(slice(max(b, 0), max(b, 0) + s + min(b, 0) + min(e, 0)) for b, e, s in zip(begin, end, shape))] = True
+        kept = [s + min(b, 0) + min(e, 0) for b, e, s in zip(begin, end, shape)]
+        mask = inside_mask(im, kept, [max(b, 0) for b in begin], [max(e, 0) for e in end])
         scalar = reshape(im, value, ())
         return [elementwise(im, [mask, padded, scalar], lambda m, p, f: f"select({m}, {p}, {f})", dtype_of(x))]
-    fill = float(np.asarray(value).reshape(-1)[0]) if np.asarray(value).size else 0.0
+    fill = np.asarray(value).reshape(-1)[0] if np.asarray(value).size else np.zeros((), dtype_of(x))
     return [pad_write(im, x, begin, end, fill)]
 
 
@@ -1231,9 +1333,11 @@ def _size(im, node, inputs):
 
 @converter("ConstantOfShape", "Range", "Constant")
 def _must_fold(im, node, inputs):
+    """These ops make constants: they are folded (`fold`) or are an error naming the
+    input computed at run time."""
     for value in inputs:
         constant(node, value, "every input")
-    raise NodeError("cannot fold")  # unreachable: constant inputs fold before dispatch
+    raise NodeError("cannot fold it")  # unreachable: a failed fold raises its own reason
 
 
 # ---------------------------------------------------------------------------

@@ -190,7 +190,10 @@ def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
     multiplicity = math.prod(bound.extent[a] for a in unread)
     result = np.asarray(result, dtype=work)
     if scale != 1.0 or multiplicity != 1:
-        result = result * work.type(scale * multiplicity)
+        factor = scale * multiplicity
+        # integer arithmetic wraps as the chip's does; a factor beyond int64 scales in f64
+        exact = work.kind == "f" or (float(factor).is_integer() and -(2**63) <= factor < 2**63)
+        result = result * (work.type(factor) if exact else np.float64(factor))
     return result
 
 
@@ -309,7 +312,9 @@ def _eval_body(expr: Expr, grids, arrays, work, out_dtype, shapes) -> np.ndarray
 
 def _eval_node(expr: Expr, operands, grids, arrays, work, out_dtype, shapes) -> np.ndarray:
     if isinstance(expr, Const):
-        if work.kind != "f" and float(expr.value).is_integer():
+        # an integer constant in integer arithmetic (one beyond int64, such as pow's
+        # exponent or select's condition, whose type nothing fixes, computes in f64)
+        if work.kind != "f" and float(expr.value).is_integer() and -(2**63) <= expr.value < 2**63:
             return np.asarray(int(expr.value), dtype=np.int64)
         return np.asarray(expr.value, dtype=work if work.kind == "f" else np.float64)
     if isinstance(expr, Access):
