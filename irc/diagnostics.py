@@ -272,6 +272,24 @@ SOURCE_CONTEXT = 80
 """Characters of a long source line shown on either side of a diagnostic's caret."""
 
 
+_INNER_LOCATION = re.compile(r"(?:^|(?<=: ))([^:\n]+:\d+:\d+): error: ")
+
+
+def as_diagnostic(text: str) -> str:
+    """``text`` (an error's message, perhaps already ``error: ...``) as one diagnostic:
+    ``error: <message>``, or ``file:line:col: error: <message>`` when the message holds
+    a location (a device file's field wrapped by a pass or a tool, ``irc-target:
+    dev.toml:12:1: error: field ...``): the location leads, what wrapped it follows
+    ``error:``."""
+    first, newline, rest = text.strip().partition("\n")
+    found = _INNER_LOCATION.search(first)
+    if found is None:
+        return text.strip() if first.startswith("error: ") else f"error: {text.strip()}"
+    prefix = first[: found.start()]
+    prefix = prefix[len("error: "):] if prefix.startswith("error: ") else prefix
+    return f"{found.group(1)}: error: {prefix}{first[found.end():]}{newline}{rest}"
+
+
 def fail(message: str, status: int = 1) -> NoReturn:
     print(message, file=sys.stderr)
     raise SystemExit(status)

@@ -17,7 +17,7 @@ import os
 import sys
 from concurrent.futures import BrokenExecutor, CancelledError, ProcessPoolExecutor
 
-from irc.diagnostics import ArgumentParser, guarded_main
+from irc.diagnostics import ArgumentParser, as_diagnostic, guarded_main
 from irc.output import OutputError, check_output
 
 
@@ -125,7 +125,7 @@ def run(argv=None) -> int:
         workload = Workload(args.model, args.batch, args.seq, args.chips, args.layers, args.scale, designs)
         executor, client = _executor(args, len(sweep_points))
     except (DseError, DeviceError, DseToolError, OutputError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(as_diagnostic(str(error)), file=sys.stderr)
         return 1
     try:
         with Progress(len(sweep_points), "irc-dse") as bar:

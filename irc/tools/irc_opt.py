@@ -22,6 +22,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from irc import universe
 from irc.diagnostics import (
     ArgumentParser,
+    as_diagnostic,
     LocatingParser,
     clean_message,
     format_parse_error,
@@ -213,7 +214,7 @@ def _run(tool: type[xDSLOptMain], args: Sequence[str] | None) -> int:
         print(f"error: no such file: {error.args[0]}", file=sys.stderr)
         return 1
     except _Diagnostic as error:
-        print(error.args[0], file=sys.stderr)
+        print(as_diagnostic(error.args[0]), file=sys.stderr)
         return 1
     except ParseError as error:
         print(format_parse_error(error), file=sys.stderr)
@@ -231,9 +232,7 @@ def _as_error(text: str) -> str:
     lines = text.strip().splitlines()
     if not lines:
         return "error: the pass failed without saying why"
-    first = clean_message(lines[0])
-    first = first if ": error: " in first else f"error: {first}"
-    return "\n".join([first, *lines[1:]])
+    return as_diagnostic("\n".join([clean_message(lines[0]), *lines[1:]]))
 
 
 def main() -> None:

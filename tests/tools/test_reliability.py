@@ -132,16 +132,39 @@ def test_a_long_device_name_is_one_error_in_every_tool(tmp_path):
                     "cannot read device file")
 
 
-@pytest.mark.parametrize("field, value", [("shift_cycles_per_byte", "nan"), ("clock_hz", "inf"),
-                                          ("clock_hz", "1e-300"), ("sram_bytes", "-1")])
+@pytest.mark.parametrize("field, value", [("shift_cycles_per_byte", "nan"), ("clock_hz", "nan"), ("clock_hz", "inf"),
+                                          ("clock_hz", "-inf"), ("clock_hz", "1e-300"), ("sram_bytes", "-1")])
 def test_device_file_values_are_finite_and_in_range(tmp_path, field, value):
-    """A NaN shift constant gave "needs 1024 B, but has 65536 B"; NaN clocks printed nan."""
+    """A NaN shift constant gave "needs 1024 B, but has 65536 B"; `clock_hz = nan` (or
+    inf, or 1e-300) in a device file was accepted and printed "predicted time: nan us".
+    The error points at the field's line in the file, in every tool that reads one."""
     text = (ROOT / "irc/devices/tiny16.toml").read_text()
     lines = [f"{field} = {value}" if line.startswith(f"{field} =") else line for line in text.splitlines()]
+    line = next(number for number, text in enumerate(lines, 1) if text.startswith(f"{field} ="))
     device = _write(tmp_path, "dev.toml", "\n".join(lines) + "\n")
+    table = {"shift_cycles_per_byte": "interconnect", "clock_hz": "compute", "sram_bytes": "cores"}[field]
+    where = f"{device}:{line}:1: error: "
     first = _one_diagnostic(run_tool("irc-plan", "--expr", "C[m,n] += A[m,k] * B[k,n]", "--shape", "m=8,k=8,n=8",
-                                     "--device", device), "dev.toml: field")
-    assert field in first
+                                     "--device", device), f"{where}field '{table}.{field}' must be")
+    assert first.startswith(where)
+    first = _one_diagnostic(run_tool("irc-opt", ROOT / "examples/mlp.mlir", "-p", f'inference{{device="{device}"}}'),
+                            f"{where}rtensor-partition: field '{table}.{field}' must be")
+    assert first.startswith(where)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('name = "x"\nbogus = 1\n', "dev.toml:2:1: error: unknown field 'bogus'; known fields: family, name,"),
+    ('name = "x"\n[cores]\n  count = 4\n  bogus.x = 2\n', "dev.toml:4:3: error: unknown field 'cores.bogus'"),
+    ('name = "x"\n[compute]\nclock_hz = 1e9\n', "dev.toml:2:1: error: missing field 'compute.systolic'"),
+    ('name = "x"\n[cores]\ncount = [\n', "dev.toml:4:1: error: not valid TOML: Invalid value"),
+    ('name = "x\n', "dev.toml:1:10: error: not valid TOML: Illegal character"),
+    (b'name = "\xff"\n', "dev.toml:1:9: error: not valid TOML: the file is not UTF-8 text"),
+])
+def test_device_file_errors_point_into_the_file(tmp_path, text, message):
+    """Device-file errors named the field but not where it is."""
+    _write(tmp_path, "dev.toml", text)
+    _one_diagnostic(run_tool("irc-plan", "--expr", "C[m] = A[m]", "--shape", "m=4", "--device", "dev.toml", cwd=tmp_path),
+                    message)
 
 
 # ---------------------------------------------------------------------------
