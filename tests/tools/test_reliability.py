@@ -586,3 +586,164 @@ def test_a_long_1d_input_imports_without_onnx_data_propagation(tmp_path):
     assert outcome.kind == "ok" and "tensor<2xf32>" in outcome.stdout
     _one_diagnostic(run_tool("irc-translate", "--import-onnx", tmp_path / "m.onnx", "--shape", f"x={2**41}"),
                     "a dimension of more than 1099511627776 is beyond what irc plans")
+
+
+# ---------------------------------------------------------------------------
+# Sizes and constants the verifier used to accept (audit of issue 13: C, D, E, H)
+# ---------------------------------------------------------------------------
+
+
+def _typed_program(body: str, element: str = "i32", result: str | None = None, n: int = 4) -> str:
+    result = result or f"tensor<{n}x{element}>"
+    return (f'func.func @main(%x: tensor<{n}x{element}>) -> {result} {{\n'
+            f'  %y = te.op "{body}" (%x) : (tensor<{n}x{element}>) -> {result}\n'
+            f'  func.return %y : {result}\n}}\n')
+
+
+def test_a_result_beyond_the_interpreters_limit_is_located_not_out_of_memory(tmp_path):
+    """`Y[i,j] = X[i]*X[j]` giving 200000x200000 printed `error: out of memory`."""
+    program = _write(tmp_path, "big.mlir", _typed_program("Y[i,j] = X[i] * X[j]", "f32", "tensor<200000x200000xf32>",
+                                                          200000))
+    assert run_tool("irc-opt", program).kind == "ok"
+    _one_diagnostic(run_tool("irc-run", program),
+                    "big.mlir:2:3: error: 'te.op' op result tensor<200000x200000xf32> would take 149 GiB; the "
+                    "interpreter holds every tensor in memory (at most 4 GiB per tensor)")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("X[i] * 340282366920938463463374607431768211456",
+     "'te.op' op the constant 3.402823669209385e+38 is beyond the range of i32 ([-2147483648, 2147483647])"),
+    ("2147483648 + X[i]", "'te.op' op the constant 2147483648 is beyond the range of i32"),
+    ("max(-2147483649, X[i])", "'te.op' op the constant -2147483649 is beyond the range of i32"),
+    ("X[i] + cast(1e300)", "'te.op' op the constant 1e+300 is beyond the range of i32"),
+    ("X[i] * 1e400", "the number 1e400 is beyond the range of f64"),
+    ("X[i] * 9007199254740993", "the integer 9007199254740993 is not exact as a te number"),
+])
+@pytest.mark.parametrize("tool", ["irc-opt", "irc-run"])
+def test_a_constant_its_element_type_cannot_hold_is_a_verifier_error(tmp_path, tool, body, message):
+    """The fuzzer (seed 7): `X[i] * 2**128` on i32 was accepted by irc-opt, then irc-run
+    ended in `internal error: Python int too large to convert to C long`; `1e400` was
+    printed as `inf`, which does not parse again."""
+    program = _write(tmp_path, "c.mlir", _typed_program(f"Y[i] = {body}"))
+    _one_diagnostic(run_tool(tool, program), "c.mlir:2:")
+    assert message in run_tool(tool, program).stderr
+
+
+@pytest.mark.parametrize("element, body", [
+    ("f16", "X[i] * 70000"), ("ui8", "X[i] * -1"), ("ui8", "X[i] + 256"), ("i1", "and(X[i], 2)"),
+])
+def test_constants_are_checked_against_every_element_type(tmp_path, element, body):
+    program = _write(tmp_path, "c.mlir", _typed_program(f"Y[i] = {body}", element))
+    _one_diagnostic(run_tool("irc-opt", program), f"is beyond the range of {element}")
+
+
+def test_constants_whose_type_nothing_fixes_still_run(tmp_path):
+    """pow's exponent and select's condition take any number: one beyond int64 computes
+    in f64 rather than ending in an OverflowError."""
+    program = _write(tmp_path, "c.mlir", _typed_program(
+        "Y[i] = select(340282366920938463463374607431768211456, X[i], X[i]) + pow(X[i], 0)"))
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, arg0=np.array([1, 2, 3, 4], np.int32))
+    outcome = run_tool("irc-run", program, "--inputs", inputs)
+    assert outcome.kind == "ok" and "[2 3 4 5]" in outcome.stdout
+
+
+def test_a_matmul_in_an_element_type_without_storage_is_located_in_the_pipeline(tmp_path):
+    """A te matmul in f8E4M3FN verified, then the pipeline crashed."""
+    program = _write(tmp_path, "f8.mlir", (ROOT / "examples/mlp.mlir").read_text().replace("f32", "f8E4M3FN"))
+    assert run_tool("irc-opt", program).kind == "ok"
+    first = _one_diagnostic(run_tool("irc-opt", program, "-p", "inference{device=tiny16}"), "f8.mlir:5:3: error: ")
+    assert "element type f8E4M3FN" in first
+    _one_diagnostic(run_tool("irc-run", program),
+                    "f8.mlir:5:3: error: 'te.op' op element type f8E4M3FN has no storage in the interpreter")
+
+
+def _onnx_model(tmp_path, node, inputs=(), initializers=(), output_type=None):
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([node], "g", list(inputs),
+                              [helper.make_tensor_value_info("y", output_type or TensorProto.FLOAT, None)],
+                              list(initializers))
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_the_importer_bounds_every_nodes_output(tmp_path):
+    """ONNX `Pad pads=[2**62, 0]` imported and verified, then irc-run said `internal
+    error: array is too big`."""
+    from onnx import TensorProto, helper
+
+    model = _onnx_model(tmp_path, helper.make_node("Pad", ["x", "p"], ["y"], name="pad0"),
+                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                        [helper.make_tensor("p", TensorProto.INT64, [4], [2**62, 0, 0, 0])])
+    _one_diagnostic(run_tool("irc-translate", "--import-onnx", model),
+                    "error: node 'pad0' (Pad, opset 17): output 'y' would have shape 4611686018427387906x3: a "
+                    "dimension of more than 1099511627776 (2**40) is beyond what irc plans")
+
+
+@pytest.mark.parametrize("op, inputs, initializers, output, message", [
+    ("Expand", [("x", "FLOAT", [1, 3])], [("s", "INT64", [2], [2**62, 3])], "FLOAT",
+     "node 'n0' (Expand, opset 17): output 'y' would have shape 4611686018427387904x3: a dimension of more than"),
+    ("ConstantOfShape", [], [("s", "INT64", [2], [2**62, 3])], "FLOAT",
+     "node 'n0' (ConstantOfShape, opset 17): output 'y' would have shape 4611686018427387904x3"),
+    ("ConstantOfShape", [], [("s", "INT64", [2], [2**20, 2**20])], "FLOAT",
+     "node 'n0' (ConstantOfShape, opset 17): its output 'y' (1048576x1048576) is a constant of 4,096 GiB; irc folds "
+     "constants of at most 1 GiB"),
+    ("Range", [], [("a", "INT64", [], [0]), ("b", "INT64", [], [2**62]), ("c", "INT64", [], [1])], "INT64",
+     "node 'n0' (Range, opset 17): output 'y' would have shape 4611686018427387904"),
+    ("Range", [], [("a", "INT64", [], [0]), ("b", "INT64", [], [5]), ("c", "INT64", [], [0])], "INT64",
+     "node 'n0' (Range, opset 17): cannot fold it: delta 0 never goes from start 0 to limit 5"),
+])
+def test_importer_errors_name_the_node_and_say_why(tmp_path, op, inputs, initializers, output, message):
+    """`Expand` to 2**62 said `shapes ... do not broadcast` without naming the node;
+    ConstantOfShape and Range said a bare `cannot fold`."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(op, [name for name, *_ in inputs] + [name for name, *_ in initializers], ["y"], name="n0")
+    model = _onnx_model(
+        tmp_path, node,
+        [helper.make_tensor_value_info(name, getattr(TensorProto, kind), shape) for name, kind, shape in inputs],
+        [helper.make_tensor(name, getattr(TensorProto, kind), shape, values)
+         for name, kind, shape, values in initializers],
+        getattr(TensorProto, output))
+    _one_diagnostic(run_tool("irc-translate", "--import-onnx", model), f"error: {message}")
+
+
+def test_shapes_that_do_not_broadcast_name_the_node():
+    from irc.frontend.onnx_graph import NodeError, broadcast_shapes
+
+    with pytest.raises(NodeError, match=r"shapes \(2,\), \(3,\) do not broadcast"):
+        broadcast_shapes((2,), (3,))
+
+
+def test_integer_constants_import_exactly(tmp_path):
+    """An int64 Pad fill went through a float (2**63 - 1 became 2**63, which no int64
+    holds) and an int32 bound at the type's edge became a literal: both import, verify
+    and run to onnx.reference's result."""
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    nodes = [helper.make_node("Pad", ["x", "p", "v"], ["padded"], name="pad0"),
+             helper.make_node("Clip", ["i", "low", "high"], ["clipped"], name="clip0")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT64, [2]),
+                     helper.make_tensor_value_info("i", TensorProto.INT32, [3])],
+        [helper.make_tensor_value_info("padded", TensorProto.INT64, None),
+         helper.make_tensor_value_info("clipped", TensorProto.INT32, None)],
+        [helper.make_tensor("p", TensorProto.INT64, [2], [1, 1]), helper.make_tensor("v", TensorProto.INT64, [], [2**63 - 1]),
+         helper.make_tensor("low", TensorProto.INT32, [], [-(2**31)]),
+         helper.make_tensor("high", TensorProto.INT32, [], [2**31 - 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "m.onnx")
+    assert run_tool("irc-translate", "--import-onnx", "m.onnx", "-o", "m.mlir", cwd=tmp_path).kind == "ok"
+    feeds = {"x": np.array([3, -4], np.int64), "i": np.array([-7, 0, 2**31 - 1], np.int32)}
+    np.savez(tmp_path / "in.npz", **feeds)
+    assert run_tool("irc-run", "m.mlir", "--inputs", "in.npz", "--output", "out.npz", cwd=tmp_path).kind == "ok"
+    got = np.load(tmp_path / "out.npz")
+    want = ReferenceEvaluator(model).run(None, feeds)
+    np.testing.assert_array_equal(got["padded"], want[0])
+    np.testing.assert_array_equal(got["clipped"], want[1])
+    assert got["padded"][0] == 2**63 - 1
