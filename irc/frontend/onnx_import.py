@@ -190,6 +190,28 @@ def _check_single_assignment(model: onnx.ModelProto) -> None:
             defined.add(name)
 
 
+AXIS_ATTRIBUTES = ("axis", "axes", "perm")
+"""Attributes that name dimensions. onnx's checker and shape inference read them as
+32-bit integers and crash the process on a value beyond (LayerNormalization's
+``axis = 2**31`` with its Mean output is a segmentation fault), so they are checked
+first."""
+
+
+def _check_axis_attributes(model: onnx.ModelProto, opset: int) -> None:
+    """Every axis-like attribute within the range of a dimension index (32 bits)."""
+    for node in model.graph.node:
+        for attribute in node.attribute:
+            if attribute.name not in AXIS_ATTRIBUTES:
+                continue
+            values = [attribute.i] if attribute.type == onnx.AttributeProto.INT else list(attribute.ints)
+            bad = next((v for v in values if not -(2**31) < v < 2**31), None)
+            if bad is not None:
+                raise OnnxImportError(
+                    f"node '{node.name or (node.output[0] if node.output else '?')}' ({node.op_type}, opset {opset}): "
+                    f"attribute '{attribute.name}' holds {bad}, which is no dimension of any tensor"
+                )
+
+
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """Strict shape inference; with data propagation (shape arithmetic, ``Shape`` ->
     ``Reshape``) only when plain inference leaves a shape unknown, because onnx's data
@@ -289,6 +311,7 @@ def import_model(
         model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
     _fix_input_shapes(model, shapes or {})
     _check_single_assignment(model)
+    _check_axis_attributes(model, opset)
     _check_model(model, opset)
     try:
         inferred = _infer_shapes(model)

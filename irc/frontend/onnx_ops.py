@@ -79,6 +79,8 @@ def convert_node(im: Importer, node) -> None:
             values = [attribute.f] if attribute.type == onnx.AttributeProto.FLOAT else list(attribute.floats)
             if any(np.isnan(v) for v in values):
                 raise NodeError(f"attribute '{attribute.name}' is NaN")
+            if any(np.isinf(v) for v in values):  # no expression can state an inf literal
+                raise NodeError(f"attribute '{attribute.name}' is inf; irc takes finite attributes")
     inferred = [_inferred_shape(im, name) for name in node.output]
     for name, shape in zip(node.output, inferred):
         _check_dimensions(name, shape)
@@ -148,10 +150,22 @@ def _check_foldable(im: Importer, node, inferred) -> None:
 def _fold_gather_elements(node, data, indices):
     """GatherElements with numpy (onnx.reference's kernel uses np.choose, which takes at
     most 64 choices, so it fails on a gathered axis longer than 64)."""
-    axis = attr(node, "axis", 0) % data.ndim
+    axis = int(attr(node, "axis", 0))
+    _check_gather_elements(data.shape, indices.shape, axis)
+    axis = axis_index(axis, data.ndim, node)
     if ((indices < -data.shape[axis]) | (indices >= data.shape[axis])).any():
         raise NodeError(f"GatherElements index out of range for axis {axis} of size {data.shape[axis]}")
     return [np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis=axis)]
+
+
+def _check_gather_elements(shape, index_shape, axis: int) -> None:
+    """GatherElements' indices have the data's rank (at least 1) and, along every axis
+    but the gathered one, no more elements than the data."""
+    if len(index_shape) != len(shape) or not shape:
+        raise NodeError(f"indices of shape {tuple(index_shape)} must have the rank of the data {tuple(shape)} "
+                        f"(at least 1)")
+    if any(i > d for position, (i, d) in enumerate(zip(index_shape, shape)) if position != axis % len(shape)):
+        raise NodeError(f"indices of shape {tuple(index_shape)} reach past the data of shape {tuple(shape)}")
 
 
 def _fold_range(node, start, limit, delta):
@@ -922,7 +936,14 @@ def _layer_norm(im, node, inputs):
     x, scale = inputs[0], inputs[1]
     bias = inputs[2] if len(inputs) > 2 else None
     shape = shape_of(x)
+    if not shape:
+        raise NodeError("needs an input of rank 1 or more, got a scalar")
     axis = axis_index(int(attr(node, "axis", -1)), len(shape), node)
+    for what, value in (("Scale", scale), ("B", bias)):
+        if value is not None and (len(shape_of(value)) > len(shape) - axis
+                                  or broadcast_shapes(shape_of(value), shape[axis:]) != shape[axis:]):
+            raise NodeError(f"{what} of shape {shape_of(value)} does not broadcast to the normalized dimensions "
+                            f"{shape[axis:]}")
     epsilon = repr(float(np.float32(attr(node, "epsilon", 1e-5))))
     stash = onnx_dtype(attr(node, "stash_type", 1))
     dtype = dtype_of(x)
@@ -967,6 +988,8 @@ def _batch_norm(im, node, inputs):
     x, scale, bias, mean, var = inputs[:5]
     epsilon = repr(float(np.float32(attr(node, "epsilon", 1e-5))))
     shape = shape_of(x)
+    if not shape:
+        raise NodeError("needs an input of rank 1 or more (N, C, ...), got a scalar")
     names = axes(len(shape))
     channel = [names[1]] if len(shape) > 1 else [names[0]]
     body = Body(im)
@@ -1135,17 +1158,23 @@ def _tile(im, node, inputs):
     x = inputs[0]
     repeats = ints(constant(node, inputs[1], "the repeats input"))
     shape = shape_of(x)
+    if len(repeats) != len(shape) or any(r < 1 for r in repeats):
+        raise NodeError(f"repeats {repeats} must be one positive count per dimension of the input {shape} (irc has "
+                        f"no empty tensors)")
     names = axes(len(shape))
     y_idx, bindings, out_shape = [], [], []
-    for name, size, repeat in zip(names, shape, repeats):
+    reads = list(names)
+    for position, (name, size, repeat) in enumerate(zip(names, shape, repeats)):
         out_shape.append(size * repeat)
         if repeat == 1:
             y_idx.append(name)
         else:
             y_idx.append(f"{size}*t{name}+{name}" if size > 1 else f"t{name}")
             bindings.append(f"t{name} in {repeat}")
+            if size == 1:  # the repeated element itself: no axis of its own
+                reads[position] = "0"
     body = Body(im)
-    text = f"Y[{join(y_idx)}] = {body.read(x, names)}"
+    text = f"Y[{join(y_idx)}] = {body.read(x, reads)}"
     if bindings:
         text += " where " + ", ".join(bindings)
     return [im.emit(body, text, out_shape, dtype_of(x))]
@@ -1243,6 +1272,7 @@ def _gather(im, node, inputs):
     x, indices = inputs
     shape = shape_of(x)
     axis = axis_index(int(attr(node, "axis", 0)), len(shape), node)
+    _check_gather_elements(shape, shape_of(indices), axis)
     indices = _normalised_indices(im, indices, shape[axis])
     names = axes(len(shape))
     index_shape = shape_of(indices)
@@ -1281,6 +1311,7 @@ def _gather_elements(im, node, inputs):
     x, indices = inputs
     shape = shape_of(x)
     axis = axis_index(int(attr(node, "axis", 0)), len(shape), node)
+    _check_gather_elements(shape, shape_of(indices), axis)
     indices = _normalised_indices(im, indices, shape[axis])
     index_shape = shape_of(indices)
     names = axes(len(shape))
@@ -1386,6 +1417,8 @@ def _cumsum(im, node, inputs):
 @converter("ArgMax", "ArgMin")
 def _arg(im, node, inputs):
     x = inputs[0]
+    if not shape_of(x):
+        raise NodeError("needs an input of rank 1 or more, got a scalar")
     axis = axis_index(int(attr(node, "axis", 0)), len(shape_of(x)), node)
     if attr(node, "keepdims", 1) not in (0, 1):
         raise NodeError(f"keepdims must be 0 or 1, got {attr(node, 'keepdims', 1)}")

@@ -89,7 +89,7 @@ _FUNCTIONS = {
     "abs": np.abs,
     "max": np.maximum,
     "min": np.minimum,
-    "pow": np.power,
+    "pow": lambda base, exponent: _power(base, exponent),
     "mod": np.mod,
     "fmod": np.fmod,
     "floor": np.floor,
@@ -104,6 +104,19 @@ _FUNCTIONS = {
     "xor": np.logical_xor,
     "select": lambda condition, a, b: np.where(np.asarray(condition) != 0, a, b),
 }
+
+
+def _power(base, exponent) -> np.ndarray:
+    """``base ** exponent``; an integer to a negative integer power truncates as C's
+    and ONNX's do (1 for a base of 1, +-1 for -1, else 0) where numpy refuses it."""
+    base, exponent = np.asarray(base), np.asarray(exponent)
+    if base.dtype.kind in "iub" and exponent.dtype.kind in "iub":
+        negative = exponent < 0
+        if negative.any():
+            powers = np.power(base, np.where(negative, 0, exponent))
+            inverse = np.where(base == 1, 1, np.where(base == -1, np.where(exponent % 2 == 0, 1, -1), 0))
+            return np.where(negative, inverse, powers)
+    return np.power(base, exponent)
 
 
 def _apply(function: str, args: list[np.ndarray]) -> np.ndarray:
