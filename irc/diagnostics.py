@@ -140,6 +140,16 @@ class LocatingParser(Parser):
         return op
 
 
+    def _parse_builtin_densearray_attr(self):
+        start = self._current_token.span.start
+        try:
+            return super()._parse_builtin_densearray_attr()
+        except (NotImplementedError, OverflowError):  # xDSL packs only 1-64-bit integers, f16-f64
+            self.raise_error(
+                "a dense array cannot hold this element type; irc's dense arrays hold i1, i8, i16, i32, i64, "
+                "f16, f32 and f64", start, self._current_token.span.start,
+            )
+
     def _parse_dialect_type_or_attribute_body(self, attr_name, is_type, is_opaque, starting_opaque_pos):
         start = self._current_token.span.start
         try:

@@ -747,3 +747,12 @@ def test_integer_constants_import_exactly(tmp_path):
     np.testing.assert_array_equal(got["padded"], want[0])
     np.testing.assert_array_equal(got["clipped"], want[1])
     assert got["padded"][0] == 2**63 - 1
+
+
+@pytest.mark.parametrize("element", ["i640", "f80"])
+def test_a_dense_array_of_an_element_type_xdsl_cannot_pack_is_a_parse_error(tmp_path, element):
+    """`array<i640: 1, 1, 4>` (the fuzzer, seed 0) ended in `internal error: Format not
+    implemented for i640`."""
+    value = "1.0" if element.startswith("f") else "1"
+    program = _write(tmp_path, "a.mlir", f"builtin.module attributes {{a = array<{element}: {value}>}} {{\n}}\n")
+    _one_diagnostic(run_tool("irc-opt", program), "a.mlir:1:37: error: a dense array cannot hold this element type")
