@@ -8,6 +8,7 @@ a verifier failure can point at its op in the user's file, as `mlir-opt` does.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr
+from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, ModuleOp, NameLoc, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
@@ -37,6 +38,9 @@ MAX_OP_NESTING = 64
 xDSL parses, verifies, prints and rewrites IR recursively; real programs nest a few
 levels (module, function, kernel, loops), so this bound keeps every stage far from
 Python's recursion limit and makes a deeper input one located error."""
+MAX_DENSE_ELEMENTS = 1 << 24
+"""Most elements a ``dense<...>`` literal may have: xDSL expands a splat into one Python
+value per element, so ``dense<1> : tensor<1000000000000xi32>`` would exhaust memory."""
 MAX_BRACKET_NESTING = 100
 """Deepest nesting of brackets (``( [ { <``) outside string literals: attributes and
 types nest recursively in xDSL as ops do."""
@@ -140,15 +144,29 @@ class LocatingParser(Parser):
         return op
 
 
-    def _parse_builtin_densearray_attr(self):
+    def _parse_optional_builtin_attr(self):
         start = self._current_token.span.start
         try:
-            return super()._parse_builtin_densearray_attr()
+            attribute = super()._parse_optional_builtin_attr()
+            if isinstance(attribute, FloatAttr):  # printed through the type's packing
+                attribute.type.pack([attribute.value.data])
+            return attribute
         except (NotImplementedError, OverflowError):  # xDSL packs only 1-64-bit integers, f16-f64
             self.raise_error(
-                "a dense array cannot hold this element type; irc's dense arrays hold i1, i8, i16, i32, i64, "
-                "f16, f32 and f64", start, self._current_token.span.start,
+                "an attribute cannot hold values of this element type; irc's dense arrays, dense "
+                "literals and numbers hold i1, i8, i16, i32, i64, f16, f32 and f64", start, self._current_token.span.start,
             )
+
+    def _parse_dense_literal_type(self):
+        start = self._current_token.span.start
+        type_ = super()._parse_dense_literal_type()
+        count = math.prod(type_.get_shape())
+        if count > MAX_DENSE_ELEMENTS:  # a splat is expanded element by element
+            self.raise_error(
+                f"a dense literal of {count} elements; irc takes at most {MAX_DENSE_ELEMENTS} (keep large "
+                f"constants in a weights file)", start, self._current_token.span.start,
+            )
+        return type_
 
     def _parse_dialect_type_or_attribute_body(self, attr_name, is_type, is_opaque, starting_opaque_pos):
         start = self._current_token.span.start
