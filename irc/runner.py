@@ -30,6 +30,7 @@ from irc import universe
 from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_located
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.interpreter.chip import Report
+from irc.interpreter.te_eval import compute_dtype, evaluation_limit
 from irc.interpreter.registry import all_interpreter_functions, chips_of
 
 NAME_ATTR = "irc.name"
@@ -197,9 +198,11 @@ def _out_of_range(value: np.ndarray, target: np.dtype) -> str | None:
 
 def check_storable(function: FuncOp) -> None:
     """Every value ``function`` computes has an element type the interpreter holds in
-    numpy (not bf16, tf32, index, i3, ...) and takes at most `MAX_TENSOR_BYTES`, the
-    function's own results included: a located `RunError` at the first op that breaks
-    either, before anything runs."""
+    numpy (not bf16, tf32, index, i3, ...) and takes at most `MAX_TENSOR_BYTES` as it is
+    computed (i8 in int64, f16 in f32), the function's own results included, and every
+    op evaluated over whole tensors stays within the interpreter's iteration bounds
+    (`te_eval.evaluation_limit`): a located `RunError` at the first op that breaks one,
+    before anything runs."""
     for op in ops_children_first(function):
         values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
         if op is function:  # the signature: its arguments (above) and its results
@@ -218,14 +221,29 @@ def check_storable(function: FuncOp) -> None:
                     f"interpreter (it runs f16, f32, f64, i1 and 8-, 16-, 32- and 64-bit integers)"
                 ) from None
             if isinstance(type_, TensorType):
-                nbytes = math.prod(type_.get_shape()) * dtype.itemsize
+                count = math.prod(type_.get_shape())
+                nbytes = count * max(dtype.itemsize, compute_dtype(dtype).itemsize)
                 if nbytes > MAX_TENSOR_BYTES:
                     what = "argument or result" if op is function else "result"
+                    computed = (f" computed in {compute_dtype(dtype)}" if compute_dtype(dtype).itemsize > dtype.itemsize
+                                else "")
                     raise RunError(
-                        f"{location_of(op)}: error: '{op.name}' op {what} {type_} would take {_gib(nbytes)} GiB; "
-                        f"the interpreter holds every tensor in memory (at most {MAX_TENSOR_BYTES >> 30} GiB per "
-                        f"tensor)"
+                        f"{location_of(op)}: error: '{op.name}' op {what} {type_} would take {_gib(nbytes)} GiB"
+                        f"{computed}; the interpreter holds every tensor in memory (at most "
+                        f"{MAX_TENSOR_BYTES >> 30} GiB per tensor)"
                     )
+        for method in _WHOLE_TENSOR_EXPRESSIONS.get(op.name, ()):
+            try:
+                limit = evaluation_limit(getattr(op, method)())
+            except ValueError:  # an expression the verifier already refused
+                continue
+            if limit is not None:
+                raise RunError(f"{location_of(op)}: error: '{op.name}' op {limit}")
+
+
+_WHOLE_TENSOR_EXPRESSIONS = {"te.op": ("bound",), "rtensor.op": ("bound",), "igo.grad_pair": ("bound_dx", "bound_dw")}
+"""Ops the interpreter evaluates over whole tensors (`te_eval.evaluate`), by the methods
+giving their bound expressions."""
 
 
 def _gib(nbytes: int) -> str:

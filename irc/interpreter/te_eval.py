@@ -157,6 +157,18 @@ def _evaluate(bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype) -
         for name, a in zip(expr.inputs, inputs)
     }
     out_shape = bound.shapes[expr.output.tensor]
+    factors = _einsum_plan(bound)
+    if factors is not None:
+        result = _evaluate_einsum(bound, factors, arrays, work)
+    else:
+        result = _evaluate_general(bound, arrays, work, out_shape, np.dtype(out_dtype))
+    return result.astype(out_dtype)
+
+
+def _einsum_plan(bound: BoundExpr) -> list[Expr] | None:
+    """The factors `bound` is computed from by one einsum, or None when it takes the
+    general path."""
+    expr = bound.expr
     factors = _einsum_factors(expr.body)
     extent = bound.extent
     if (
@@ -172,10 +184,33 @@ def _evaluate(bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype) -
         and all(i.simple_axis for i in expr.output.indices)
         and any(isinstance(f, Access) for f in factors)
     ):
-        result = _evaluate_einsum(bound, factors, arrays, work)
-    else:
-        result = _evaluate_general(bound, arrays, work, out_shape, np.dtype(out_dtype))
-    return result.astype(out_dtype)
+        return factors
+    return None
+
+
+MAX_GENERAL_POINTS = 1 << 30
+"""Most iteration points the general path evaluates for one op (about a minute of
+numpy); a product of plain reads (the einsum path) has no such bound."""
+MAX_ROW_POINTS = 1 << 26
+"""Most iteration points of one step along the first axis (the general path's smallest
+chunk: the memory of its intermediates)."""
+
+
+def evaluation_limit(bound: BoundExpr) -> str | None:
+    """Why the interpreter will not evaluate `bound` (the general path's time and memory
+    are bounded: `MAX_GENERAL_POINTS`, `MAX_ROW_POINTS`), or None when it will."""
+    if _einsum_plan(bound) is not None:
+        return None
+    extents = [e for _, e in bound.extents]
+    points = math.prod(extents)
+    if points > MAX_GENERAL_POINTS:
+        return (f"iterates over {points} points; the interpreter evaluates at most {MAX_GENERAL_POINTS} (2**30) "
+                f"for an op that is not a product of plain reads")
+    row = math.prod(extents[1:])
+    if row > MAX_ROW_POINTS:
+        return (f"iterates over {row} points per element of its first axis; the interpreter holds at most "
+                f"{MAX_ROW_POINTS} (2**26) at once")
+    return None
 
 
 def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
@@ -211,6 +246,9 @@ def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
 
 
 def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
+    limit = evaluation_limit(bound)
+    if limit is not None:  # `irc.runner` refuses such an op, located, before anything runs
+        raise InterpretationError(f"'{bound.expr}' {limit}")
     expr = bound.expr
     axes = [a for a, _ in bound.extents]
     extents = [e for _, e in bound.extents]

@@ -763,3 +763,29 @@ def test_an_attribute_xdsl_cannot_hold_is_a_parse_error(tmp_path, attribute, mes
     elements in `out of memory`."""
     program = _write(tmp_path, "a.mlir", f"builtin.module attributes {{a = {attribute}}} {{\n}}\n")
     _one_diagnostic(run_tool("irc-opt", program), message)
+
+
+@pytest.mark.parametrize("program, message", [
+    (_typed_program("Y[i] max= X[i] where j in 1000000000000", "f32"),
+     "'te.op' op iterates over 4000000000000 points; the interpreter evaluates at most 1073741824 (2**30)"),
+    (_typed_program("Y[i] max= X[i] where j in 100000000", "f32"),
+     "'te.op' op iterates over 100000000 points per element of its first axis; the interpreter holds at most"),
+    (_typed_program("Y[i] = X[i]", "i8", n=2147483648),
+     "'te.op' op result tensor<2147483648xi8> would take 16 GiB computed in int64"),
+])
+def test_work_beyond_the_interpreters_bounds_is_located_before_it_runs(tmp_path, program, message):
+    """`Y[i] max= X[i] where j in 10**12` (small tensors, a huge iteration space) ended in
+    `error: out of memory` or ran for ever; an i8 tensor of 2 GiB is computed in int64."""
+    path = _write(tmp_path, "w.mlir", program)
+    _one_diagnostic(run_tool("irc-run", path, seconds=10), f"w.mlir:2:3: error: {message}")
+
+
+def test_a_large_product_of_plain_reads_has_no_iteration_bound(tmp_path):
+    """The einsum path (a contraction) is not bounded by the general path's points."""
+    from irc.dialects.te_expr import parse_expression
+    from irc.interpreter.te_eval import MAX_GENERAL_POINTS, evaluation_limit
+
+    bound = parse_expression("C[m,n] += A[m,k] * B[k,n]").bind([(2048, 1024), (1024, 2048)], (2048, 2048))
+    assert bound.iteration_points > MAX_GENERAL_POINTS and evaluation_limit(bound) is None
+    relu = parse_expression("C[m,n] max= relu(A[m,k] * B[k,n])").bind([(2048, 1024), (1024, 2048)], (2048, 2048))
+    assert "points" in evaluation_limit(relu)
