@@ -789,3 +789,19 @@ def test_a_large_product_of_plain_reads_has_no_iteration_bound(tmp_path):
     assert bound.iteration_points > MAX_GENERAL_POINTS and evaluation_limit(bound) is None
     relu = parse_expression("C[m,n] max= relu(A[m,k] * B[k,n])").bind([(2048, 1024), (1024, 2048)], (2048, 2048))
     assert "points" in evaluation_limit(relu)
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("grid = array<i64: 2, 4, 1>", "grid = array<i64: 9223372036854775807, 4, 1>",
+     "'shift.kernel' op grid [9223372036854775807, 4, 1] spans 36893488147419103228 cores; irc handles at most"),
+    ('"A" {temporal = array<i64: 1, 1, 2>}', '"A" {temporal = array<i64: 1, 1, 9223372036854775807>}',
+     "'shift.kernel' op temporal factors of A must be positive, at most 1048576 in product"),
+])
+def test_a_kernel_grid_beyond_the_core_limit_is_a_verifier_error(tmp_path, old, new, message):
+    """`grid = array<i64: 9223372036854775807, 4, 1>` (the fuzzer, seed 0) verified, then
+    rotation-align's per-core tables ended in numpy's `all elements of broadcast shape
+    must be non-negative` (the core count wrapped)."""
+    assert old in LOOP
+    program = _write(tmp_path, "k.mlir", LOOP.replace(old, new))
+    for args in ([], ["-p", "rotation-align"]):
+        _one_diagnostic(run_tool("irc-opt", program, *args), f"k.mlir:2:3: error: {message}")
