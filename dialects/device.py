@@ -605,7 +605,17 @@ class RelayoutOp(IRDLOperation):
 
     def verify_(self) -> None:
         source, target = _buffer(self.source, "the source"), _buffer(self.target, "the target")
-        verify_moves(self, tuple(int(d) for d in array_values(self.shape)))
+        shape = tuple(int(d) for d in array_values(self.shape))
+        if any(d < 1 for d in shape):
+            raise VerifyException(f"shape {list(shape)} must have positive extents")
+        cores = _defining_cores(self.source)
+        held = (cores or MAX_CORES) * math.prod(source.get_shape())
+        if math.prod(shape) > held:  # every element comes from a source tile
+            raise VerifyException(
+                f"shape {list(shape)} has {math.prod(shape)} elements, more than the source tiles {source} hold "
+                f"on {cores or MAX_CORES} cores ({held})"
+            )
+        verify_moves(self, shape)
         rank, target_rank = len(array_values(self.shape)), len(self.target_shape())
         if len(source.get_shape()) != rank or len(target.get_shape()) != target_rank:
             raise VerifyException(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import AnyFloat, BFloat16Type, IntegerType, Signedness, StringAttr, TensorType, i1
+from xdsl.dialects.builtin import AnyFloat, BFloat16Type, IntegerAttr, IntegerType, Signedness, StringAttr, TensorType, i1
 from xdsl.ir import Attribute, Data, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -245,6 +245,13 @@ class OpaqueOp(IRDLOperation):
             raise VerifyException("te.opaque needs a non-empty kind")
         if not self.outputs:
             raise VerifyException(f"te.opaque \"{self.kind.data}\" has no results")
+        axis = self.attributes.get("axis")
+        if isinstance(axis, IntegerAttr) and self.inputs:
+            rank = len(self.inputs[0].type.get_shape())  # type: ignore[union-attr]
+            if not -max(rank, 1) <= axis.value.data < max(rank, 1):
+                raise VerifyException(
+                    f"te.opaque \"{self.kind.data}\": axis {axis.value.data} is out of range for its input of rank {rank}"
+                )
 
 
 TE = Dialect("te", [TensorOp, OpaqueOp], [ExprAttr])

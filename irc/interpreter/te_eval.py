@@ -34,6 +34,7 @@ from irc.dialects.te_expr import (
     IndirectIndex,
     fold,
     walk_accesses,
+    walk_nodes,
 )
 
 # Elements of the iteration space materialised at once by the general path.
@@ -191,6 +192,9 @@ def _einsum_plan(bound: BoundExpr) -> list[Expr] | None:
 MAX_GENERAL_POINTS = 1 << 30
 """Most iteration points the general path evaluates for one op (about a minute of
 numpy); a product of plain reads (the einsum path) has no such bound."""
+MAX_GENERAL_WORK = 1 << 31
+"""Most node evaluations (iteration points times the nodes of the body: each is one
+numpy pass) the general path does for one op."""
 MAX_ROW_POINTS = 1 << 26
 """Most iteration points of one step along the first axis (the general path's smallest
 chunk: the memory of its intermediates)."""
@@ -206,6 +210,10 @@ def evaluation_limit(bound: BoundExpr) -> str | None:
     if points > MAX_GENERAL_POINTS:
         return (f"iterates over {points} points; the interpreter evaluates at most {MAX_GENERAL_POINTS} (2**30) "
                 f"for an op that is not a product of plain reads")
+    nodes = sum(1 for _ in walk_nodes(bound.expr.body))
+    if points * nodes > MAX_GENERAL_WORK:
+        return (f"evaluates its body of {nodes} nodes at {points} points ({points * nodes} evaluations); the "
+                f"interpreter does at most {MAX_GENERAL_WORK} (2**31) for an op that is not a product of plain reads")
     row = math.prod(extents[1:])
     if row > MAX_ROW_POINTS:
         return (f"iterates over {row} points per element of its first axis; the interpreter holds at most "

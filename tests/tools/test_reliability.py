@@ -805,3 +805,38 @@ def test_a_kernel_grid_beyond_the_core_limit_is_a_verifier_error(tmp_path, old, 
     program = _write(tmp_path, "k.mlir", LOOP.replace(old, new))
     for args in ([], ["-p", "rotation-align"]):
         _one_diagnostic(run_tool("irc-opt", program, *args), f"k.mlir:2:3: error: {message}")
+
+
+def test_a_deep_body_over_many_points_is_bounded_by_its_work(tmp_path):
+    """`C[m,n] += relu(...63 levels...(A[m,k] * B[k,n]))` over 512x1024x256 points (the
+    fuzzer, seed 0) ran for a minute: each level is a numpy pass over every point."""
+    body = "relu(" * 63 + "A[m,k] * B[k,n]" + ")" * 63
+    program = _write(tmp_path, "w.mlir", (
+        "func.func @main(%A: tensor<512x1024xi8>, %B: tensor<1024x256xi8>) -> tensor<512x256xi8> {\n"
+        f'  %c = te.op "C[m,n] += {body}" (%A, %B) : (tensor<512x1024xi8>, tensor<1024x256xi8>) -> tensor<512x256xi8>\n'
+        "  func.return %c : tensor<512x256xi8>\n}\n"))
+    _one_diagnostic(run_tool("irc-run", program, seconds=10),
+                    "w.mlir:2:3: error: 'te.op' op evaluates its body of 66 nodes at 134217728 points")
+
+
+def test_a_relayout_of_more_elements_than_its_tiles_hold_is_a_verifier_error(tmp_path):
+    """`device.relayout ... {shape = array<i64: 9223372036854775807, 4>}` (the fuzzer,
+    seed 0) verified, then irc-run ended in numpy's `array is too big`."""
+    compiled = run_tool("irc-opt", ROOT / "examples/mlp.mlir", "-p", "inference{device=tiny16}").stdout
+    found = re.search(r"device\.relayout .*?shape = array<i64: (\d+), ", compiled)
+    assert found is not None
+    program = _write(tmp_path, "d.mlir", compiled[: found.start(1)] + "9223372036854775807" + compiled[found.end(1):])
+    for tool in ("irc-opt", "irc-run"):
+        _one_diagnostic(run_tool(tool, program), "'device.relayout' op shape [9223372036854775807, ")
+
+
+def test_an_opaque_axis_out_of_range_is_a_verifier_error(tmp_path):
+    """`te.opaque "Sort"(%x) {axis = 9223372036854775807}` (the fuzzer, seed 0) verified,
+    then irc-run ended in `Python int too large to convert to C int`."""
+    program = _write(tmp_path, "s.mlir", (
+        "func.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {\n"
+        '  %s = te.opaque "Sort"(%x) {axis = 9223372036854775807 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>\n'
+        "  func.return %s : tensor<2x4xf32>\n}\n"))
+    for tool in ("irc-opt", "irc-run"):
+        _one_diagnostic(run_tool(tool, program), "s.mlir:2:3: error: 'te.opaque' op te.opaque \"Sort\": axis "
+                                                 "9223372036854775807 is out of range for its input of rank 2")
