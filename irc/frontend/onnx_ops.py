@@ -100,10 +100,13 @@ def convert_node(im: Importer, node) -> None:
     if outputs is None:
         if function is None:
             raise NodeError("unsupported operator")
+        for name, shape in zip(node.output, inferred):
+            _check_not_empty(name, shape)
         outputs = function(im, node, inputs)
     for name, value in zip(node.output, outputs):
         if isinstance(value, Tensor):
             _check_dimensions(name, value.shape)
+            _check_not_empty(name, value.shape)
         if name:
             im.values[name] = value
 
@@ -125,6 +128,12 @@ def _check_dimensions(name: str, shape: tuple[int, ...] | None) -> None:
     if shape is not None and any(d > MAX_DIMENSION for d in shape):
         raise NodeError(f"output '{name}' would have shape {_shape_text(shape)}: a dimension of more than "
                         f"{MAX_DIMENSION} (2**40) is beyond what irc plans")
+
+
+def _check_not_empty(name: str, shape: tuple[int, ...] | None) -> None:
+    """A value computed at run time has elements (a folded constant may be empty)."""
+    if name and shape is not None and 0 in shape:
+        raise NodeError(f"output '{name}' would be empty (shape {_shape_text(shape)}); irc has no empty tensors")
 
 
 def _shape_text(shape) -> str:

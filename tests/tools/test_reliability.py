@@ -840,3 +840,33 @@ def test_an_opaque_axis_out_of_range_is_a_verifier_error(tmp_path):
     for tool in ("irc-opt", "irc-run"):
         _one_diagnostic(run_tool(tool, program), "s.mlir:2:3: error: 'te.opaque' op te.opaque \"Sort\": axis "
                                                  "9223372036854775807 is out of range for its input of rank 2")
+
+
+def test_an_integer_min_reduction_runs_on_the_chip(tmp_path):
+    """ReduceMin of int64 on the chip: the accumulator's identity (int64's maximum) is
+    2**63 as the f64 of device.fill, which ended in `Python int too large to convert to
+    C long` (the fuzzer, seed 0); it saturates to the buffer's type."""
+    program = _write(tmp_path, "m.mlir", (
+        "func.func @main(%x: tensor<4x1xi64>) -> tensor<i64> {\n"
+        '  %y = te.op "Y[] min= X[d0,d1]" (%x) : (tensor<4x1xi64>) -> tensor<i64>\n'
+        "  func.return %y : tensor<i64>\n}\n"))
+    compiled = run_tool("irc-opt", program, "-p", "inference{device=tiny16}", "-o", tmp_path / "d.mlir")
+    assert compiled.kind == "ok"
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, arg0=np.array([[9], [-3], [2**62], [5]], np.int64))
+    for path in (program, tmp_path / "d.mlir"):
+        outcome = run_tool("irc-run", path, "--inputs", inputs)
+        assert outcome.kind == "ok" and outcome.stdout.splitlines()[1] == "-3" and outcome.stderr == "", outcome
+
+
+def test_an_empty_output_is_named_at_its_node(tmp_path):
+    """AveragePool whose padding leaves no window (output 3x2x0x4) ended in numpy's
+    `index 0 is out of bounds` (the fuzzer, seed 0)."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="pool", auto_pad="SAME_UPPER", kernel_shape=[3, 1],
+                            pads=[1, 2, 0, 1], count_include_pad=1)
+    model = _onnx_model(tmp_path, node, [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3, 2, 1, 1])],
+                        output_type=TensorProto.DOUBLE)
+    _one_diagnostic(run_tool("irc-translate", "--import-onnx", model),
+                    "error: node 'pool' (AveragePool, opset 17): output 'y' would be empty")
