@@ -132,8 +132,8 @@ def _check_dimensions(name: str, shape: tuple[int, ...] | None) -> None:
 
 def _check_not_empty(name: str, shape: tuple[int, ...] | None) -> None:
     """A value computed at run time has elements (a folded constant may be empty)."""
-    if name and shape is not None and 0 in shape:
-        raise NodeError(f"output '{name}' would be empty (shape {_shape_text(shape)}); irc has no empty tensors")
+    if name and shape is not None and any(d < 1 for d in shape):
+        raise NodeError(f"output '{name}' would have no elements (shape {_shape_text(shape)}); irc has no empty tensors")
 
 
 def _shape_text(shape) -> str:
@@ -715,12 +715,19 @@ def _conv(im, node, inputs):
     bias = inputs[2] if len(inputs) > 2 else None
     sx, sw = shape_of(x), shape_of(w)
     rank = len(sx) - 2
+    if len(sw) != len(sx):
+        raise NodeError(f"weights of shape {sw} must have the rank of the input {sx}")
     out_shape, dtype = out_info(im, node)
     kernel = list(attr(node, "kernel_shape", sw[2:]))
+    if kernel != list(sw[2:]):
+        raise NodeError(f"kernel_shape {kernel} is not the weights' spatial shape {list(sw[2:])}")
     strides = list(attr(node, "strides", [1] * rank))
     dilations = list(attr(node, "dilations", [1] * rank))
     group = int(attr(node, "group", 1))
+    if group < 1:
+        raise NodeError(f"group must be positive, got {group}")
     begin, end = _auto_pads(node, sx[2:], out_shape[2:], kernel, strides, dilations)
+    _check_window(sx, out_shape, kernel, strides, dilations, begin, end)
     needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape[2:], strides, kernel, dilations)]
     end = [max(0, n - (size + b)) if n > size + b + e else e for n, size, b, e in zip(needed, sx[2:], begin, end)]
     padded = pad_write(im, x, [0, 0, *begin], [0, 0, *end])
@@ -751,6 +758,24 @@ def _conv(im, node, inputs):
     return [elementwise(im, [y, column], lambda a, b: f"{a} + {b}")]
 
 
+def _check_window(sx, out_shape, kernel, strides, dilations, begin, end) -> None:
+    """A convolution's or pooling's window geometry: an input of rank 3 or more, one
+    positive kernel extent, stride and dilation per spatial dimension, pads that are not
+    negative, and an output with elements."""
+    rank = len(sx) - 2
+    if rank < 1:
+        raise NodeError(f"needs an input of rank 3 or more (N, C, spatial dims), got rank {len(sx)}")
+    for name, values in (("kernel_shape", kernel), ("strides", strides), ("dilations", dilations)):
+        if len(values) != rank or any(v < 1 for v in values):
+            raise NodeError(f"attribute {name} {list(values)} must hold {rank} positive values (one per spatial "
+                            f"dimension of the input {sx})")
+    if len(begin) != rank or len(end) != rank or any(p < 0 for p in (*begin, *end)):
+        raise NodeError(f"pads {[*begin, *end]} must hold {2 * rank} values that are not negative")
+    if len(out_shape) != len(sx) or any(d < 1 for d in out_shape):
+        raise NodeError(f"the output would have shape {_shape_text(out_shape)}: the window does not fit the input "
+                        f"{_shape_text(sx)}")
+
+
 def _pool_geometry(im, node, x):
     sx = shape_of(x)
     rank = len(sx) - 2
@@ -759,6 +784,7 @@ def _pool_geometry(im, node, x):
     strides = list(attr(node, "strides", [1] * rank))
     dilations = list(attr(node, "dilations", [1] * rank))
     begin, end = _auto_pads(node, sx[2:], out_shape[2:], kernel, strides, dilations)
+    _check_window(sx, out_shape, kernel, strides, dilations, begin, end)
     needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape[2:], strides, kernel, dilations)]
     extra = [max(0, n - (size + b + e)) for n, size, b, e in zip(needed, sx[2:], begin, end)]
     return out_shape, dtype, kernel, strides, dilations, begin, end, extra
@@ -811,7 +837,8 @@ def _average_pool(im, node, inputs):
     reads = [_affine([(s, h), (d, r)]) for h, r, s, d in zip(space, window, strides, dilations)]
     body = Body(im)
     where = ", ".join(f"{r} in {k}" for r, k in zip(window, kernel))
-    uniform = np.all(counts == counts.reshape(-1)[0])
+    # windows all in the padding (count 0) average to NaN, as 0/0: through the division
+    uniform = np.all(counts == counts.reshape(-1)[0]) and counts.reshape(-1)[0] != 0
     scale = f" * {repr(float(1.0 / counts.reshape(-1)[0]))}" if uniform else ""
     text = f"Y[n,c,{join(space)}] += {body.read(padded, ['n', 'c', *reads])}{scale} where {where}"
     total = im.emit(body, text, out_shape, dtype)
@@ -1485,6 +1512,9 @@ def _per_axis(value, x, node):
     if value is None or len(shape_of(value)) == 0 or (isinstance(value, np.ndarray) and value.size == 1):
         return value.reshape(()) if isinstance(value, np.ndarray) else value
     rank = len(shape_of(x))
+    if rank == 0:
+        raise NodeError(f"a per-axis scale or zero point of shape {shape_of(value)} needs an input of rank 1 or "
+                        f"more, got a scalar")
     axis = axis_index(int(attr(node, "axis", 1)), rank, node)
     if not isinstance(value, np.ndarray):
         raise NodeError("a per-axis scale or zero point must be a constant")

@@ -33,7 +33,7 @@ def _model(node, in_type=F, in_shape=(2, 3), out_type=F):
      "attribute 'epsilon' is inf; irc takes finite attributes"),
     (_model(helper.make_node("LayerNormalization", ["x", "x"], ["y"], axis=1), in_shape=(2, 3)),
      "Scale of shape (2, 3) does not broadcast to the normalized dimensions (3,)"),
-    (_model(helper.make_node("Tile", ["x", "r3"], ["y"])), "output 'y' would be empty (shape 2x0); irc has no empty tensors"),
+    (_model(helper.make_node("Tile", ["x", "r3"], ["y"])), "output 'y' would have no elements (shape 2x0); irc has no empty tensors"),
     (_model(helper.make_node("GatherElements", ["x", "i1"], ["y"])), "indices of shape (2,) must have the rank of the data (2, 3)"),
 ])
 def test_a_malformed_node_is_named(model, message):
@@ -106,3 +106,47 @@ def test_an_integer_to_a_negative_power_truncates():
     imported = import_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
     got = run_function(imported.module, {"x": np.array([2, 1, -1, -1, 3]), "e": np.array([-1, -3, -3, -2, 2])})
     np.testing.assert_array_equal(got["y"], [0, 1, -1, 1, 9])
+
+
+def _graph_model(nodes, inputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                              [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.UNDEFINED, None)],
+                              list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("model, message", [
+    (_graph_model([helper.make_node("DequantizeLinear", ["q", "x", "z"], ["y"], name="n0", axis=0)], [("x", F, [])],
+                  [helper.make_tensor("q", TensorProto.INT8, [], [3]), helper.make_tensor("z", TensorProto.INT8, [2, 2], [0] * 4)]),
+     "a per-axis scale or zero point of shape (2, 2) needs an input of rank 1 or more, got a scalar"),
+    (_graph_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], name="n0", auto_pad="SAME_UPPER", group=2,
+                                    kernel_shape=[2])], [("x", F, [4, 4, 4]), ("w", F, [4]), ("b", F, [])], opset=13),
+     "weights of shape (4,) must have the rank of the input (4, 4, 4)"),
+    (_graph_model([helper.make_node("AveragePool", ["x"], ["y"], name="n0", dilations=[3], kernel_shape=[2])],
+                  [("x", F, [4, 4, 1])], opset=20),
+     "output 'y' would have no elements (shape 4x4x-2); irc has no empty tensors"),
+])
+def test_found_by_the_schema_fuzzer(model, message):
+    """Converters that indexed past a shape (the fuzzer, seed 0): each is an error naming
+    the node."""
+    with pytest.raises(OnnxImportError) as caught:
+        import_model(model)
+    assert str(caught.value).startswith("node 'n0' (") and message in str(caught.value), str(caught.value)
+
+
+def test_a_boolean_min_reduction_compiles_for_the_chip():
+    """ReduceMin of bool (opset 20) imported, then shift-to-device asked numpy for the
+    extremes of a bool (`Invalid integer data type 'b'`)."""
+    import numpy as np
+
+    from irc.compile import compile_module
+    from irc.runner import run_function
+
+    model = _graph_model([helper.make_node("ReduceMin", ["x"], ["y"], keepdims=1)], [("x", TensorProto.BOOL, [3, 3])],
+                         opset=20)
+    imported = import_model(model)
+    x = np.array([[True, True, False], [True, True, True], [True, True, True]])
+    (want,) = run_function(imported.module.clone(), {"x": x}).values()
+    compiled, _ = compile_module(imported.module.clone(), "tiny16")
+    (got,) = run_function(compiled, {"x": x}).values()
+    assert want.tolist() == got.tolist() == [[False]]

@@ -869,4 +869,4 @@ def test_an_empty_output_is_named_at_its_node(tmp_path):
     model = _onnx_model(tmp_path, node, [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3, 2, 1, 1])],
                         output_type=TensorProto.DOUBLE)
     _one_diagnostic(run_tool("irc-translate", "--import-onnx", model),
-                    "error: node 'pool' (AveragePool, opset 17): output 'y' would be empty")
+                    "error: node 'pool' (AveragePool, opset 17): output 'y' would have no elements")
