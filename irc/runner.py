@@ -232,6 +232,18 @@ def check_storable(function: FuncOp) -> None:
                         f"{computed}; the interpreter holds every tensor in memory (at most "
                         f"{MAX_TENSOR_BYTES >> 30} GiB per tensor)"
                     )
+        if op.name == "device.relayout":  # the interpreter assembles the moved tensor whole
+            shape = [int(d) for d in op.shape.get_values()]
+            try:
+                itemsize = numpy_dtype(op.source.type.get_element_type()).itemsize
+            except (UnsupportedTypeError, AttributeError):
+                itemsize = 8
+            nbytes = math.prod(shape) * itemsize
+            if nbytes > MAX_TENSOR_BYTES:
+                raise RunError(
+                    f"{location_of(op)}: error: '{op.name}' op moves a tensor of shape {shape} ({_gib(nbytes)} GiB); "
+                    f"the interpreter holds every tensor in memory (at most {MAX_TENSOR_BYTES >> 30} GiB per tensor)"
+                )
         for method in _WHOLE_TENSOR_EXPRESSIONS.get(op.name, ()):
             try:
                 limit = evaluation_limit(getattr(op, method)())

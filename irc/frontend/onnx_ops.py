@@ -1308,7 +1308,6 @@ def _gather(im, node, inputs):
     x, indices = inputs
     shape = shape_of(x)
     axis = axis_index(int(attr(node, "axis", 0)), len(shape), node)
-    _check_gather_elements(shape, shape_of(indices), axis)
     indices = _normalised_indices(im, indices, shape[axis])
     names = axes(len(shape))
     index_shape = shape_of(indices)
