@@ -9,8 +9,11 @@ mutator from a seeded `random.Random`:
   with 1-3 mutations each: token deletion, duplication and swap, numbers set to 0, -1
   or huge, tensor dimensions and element types, edits inside tensor expressions,
   attribute deletion, inserted tokens, truncation;
-* ONNX models from the frontend fuzzer's graph generator
+* ONNX models of every op type the importer converts (`onnx_schema_model`: built from
+  each op's ONNX schema with random attributes, shapes and f32/f16/f64/int/bool element
+  types) and from the frontend fuzzer's graph generator
   (``tests/frontend/test_import_fuzz.py``), sometimes with corrupted bytes or shapes;
+  what imports is then run, or compiled for a chip and run (a chained case);
 * ``.npz`` inputs (wrong shapes, dtypes, values, damaged archives) and device TOML files
   (values out of range, NaN, wrong types, missing or repeated keys);
 * command lines (pipelines, pass options, output paths).
