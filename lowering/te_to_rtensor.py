@@ -286,7 +286,6 @@ class RTensorPartition(ModulePass):
     def _plan_model(self, module: ModuleOp, device, cost, pairs=None):
         from irc.cost import CostModelError
         from irc.planner.model import ModelFitError
-        from irc.lowering.igo_pair_partition import fused_pair_cycles
         from irc.lowering.model_from_ir import ModelIRError, function_model, plan_function
         from irc.planner.op_table import FrontierCache
         from irc.progress import Progress
@@ -309,8 +308,6 @@ class RTensorPartition(ModulePass):
                 raise _error(error.op, error.message) from None
             fallbacks.update(found.fallbacks)
             if found.model is None:
-                if found.pairs:   # fused gradient pairs only: their kernels and what moves between them
-                    planned[function] = fused_pair_cycles(found, (), pairs, device, cost)
                 continue
             total = len(found.model.ops)
             with Progress(total, f"rtensor-partition @{found.name}") as bar:
@@ -323,14 +320,19 @@ class RTensorPartition(ModulePass):
                     self._raise_unplaceable_op(found, cache)
                     if device.offchip is None:
                         raise _error(function, self._fit_message(found, error, device)) from None
+                    if found.pairs:
+                        raise _error(found.pairs[0], f"@{found.name} does not fit in SRAM and ELK's preload "
+                                     f"plans do not model a fused gradient pair: {error}; leave igo-fuse "
+                                     f"out to plan its gradients as two operators each") from None
                     decision = self._plan_preloading(found, cache, function)
                     preloaded.add(function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
-            # with the fused gradient pairs planned apart, and the relayouts into and out of them
-            planned[function] = decision.seconds * device.clock_hz + fused_pair_cycles(
-                found, [chosen.active for chosen in decision.ops], pairs or {}, device, cost)
+            planned[function] = decision.seconds * device.clock_hz
             for te_op, bound, chosen in zip(found.ops, found.bounds, decision.ops):
+                if te_op in found.pairs:   # a fused gradient pair: the model-wide plan's point of its frontier
+                    pairs[te_op].plan = chosen.active
+                    continue
                 plans[te_op] = (bound, chosen.active)
                 attr = idle_attribute(bound, chosen, device, cost)
                 if attr is not None:
@@ -387,9 +389,10 @@ class RTensorPartition(ModulePass):
 
         for te_op, model_op in zip(found.ops, found.model.ops):
             try:
-                cache.table(model_op.spec, model_op.weights)
+                cache.op_table(model_op)
             except PlanError as error:
-                raise _error(te_op, f'"{te_op.expression.text}" on {cache.device.name}: {error}') from None
+                what = "the fused gradient pair" if model_op.pair is not None else f'"{te_op.expression.text}"'
+                raise _error(te_op, f'{what} on {cache.device.name}: {error}') from None
 
     @staticmethod
     def _fit_message(found, error, device) -> str:
