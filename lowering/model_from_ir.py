@@ -298,7 +298,8 @@ def input_homes(ops: list, planned, movements, may_hold=None) -> dict[tuple, tup
     reading it directly (through no movement), which readers through movements relayout
     with the movements applied; with no direct reader, readers through equal movements
     share one copy. Only ops in ``may_hold`` (default: every planned op) hold a copy: a
-    fused gradient pair, planned apart from the model-wide plan, reads from one."""
+    fused gradient pair (a kernel of two products) reads from one, as the device
+    program does (`irc.lowering.shift_to_device.lower_block`)."""
     readers: dict[SSAValue, list[tuple]] = {}
     for op in ops:
         if op not in planned:
