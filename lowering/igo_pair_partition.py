@@ -34,7 +34,10 @@ loaded from the host into its active layout. What moves into or out of it, and w
 kept on chip across it, the model prices and counts as for any op, so the function's
 ``irc.planned_cycles`` is the model's time and `device-alloc` places what the model
 admitted; an input it shares with te ops is loaded once, into a te op's layout, and
-relayouted to the pair. With ``mode=op`` a fused pair runs its fastest fused plan.
+relayouted to the pair. When the function does not fit with its fused pairs, they go back
+to two ``te.op``s each (``irc.unfused`` says why) and the function is planned again, so
+fusing never makes a program that fits unplaceable. With ``mode=op`` a fused pair runs its
+fastest fused plan.
 Below the rtensor level a fused pair is one compute-shift kernel of two products
 (`rtensor-to-shift`, `irc.schedule.kernel.build_fused_kernel`): dY rotates once per step
 for both gradients, and the interpreted device program takes exactly the planned time,
@@ -108,7 +111,7 @@ class PairDecision:
     comparison: PairComparison
 
 
-def _unfuse(op: igo.GradPairOp, reason: str) -> None:
+def unfuse(op: igo.GradPairOp, reason: str) -> None:
     """Put the pair's two gradients back as ``te.op``s, each saying why."""
     rewriter = Rewriter()
     note = {UNFUSED_ATTR: StringAttr(reason)}
@@ -138,7 +141,7 @@ def plan_pairs(module: Operation, device, cost) -> dict[igo.GradPairOp, PairDeci
         try:
             spec = pair_spec_of(op)
         except (SpecError, ExprError) as error:
-            _unfuse(op, f"no fused plan: the planner cannot describe the pair as one plan ({error})")
+            unfuse(op, f"no fused plan: the planner cannot describe the pair as one plan ({error})")
             continue
         if spec not in cache:
             try:
@@ -149,9 +152,9 @@ def plan_pairs(module: Operation, device, cost) -> dict[igo.GradPairOp, PairDeci
                 cache[spec] = f"the products have no plan of their own to compare with ({error})"
         found = cache[spec]
         if isinstance(found, str):
-            _unfuse(op, found)
+            unfuse(op, found)
         elif not found.fuse:
-            _unfuse(op, f"run as two operators, which is faster: {summary(found)}")
+            unfuse(op, f"run as two operators, which is faster: {summary(found)}")
         else:
             decisions[op] = PairDecision(Plan(found.fused.plan.axes, found.fused.plan.op_factors,
                                               found.fused.plan.temporal_factors, found.fused.score), spec, found)
@@ -254,4 +257,5 @@ __all__ = [
     "pair_spec_of",
     "plan_pairs",
     "stated_plan",
+    "unfuse",
 ]

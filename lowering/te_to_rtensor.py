@@ -312,18 +312,22 @@ class RTensorPartition(ModulePass):
             total = len(found.model.ops)
             with Progress(total, f"rtensor-partition @{found.name}") as bar:
                 try:
-                    decision = plan_function(
-                        found.model, cache, per_op_plans=searched,
-                        progress=lambda done, _total, label: bar.advance(label),
-                    )
+                    try:
+                        decision = plan_function(
+                            found.model, cache, per_op_plans=searched,
+                            progress=lambda done, _total, label: bar.advance(label),
+                        )
+                    except ModelFitError as error:
+                        if not found.pairs:
+                            raise
+                        # a fused pair holds its five tensors at once: as two operators each
+                        # the gradients may fit where the fused pairs do not
+                        found = self._unfuse_pairs(function, found, pairs, error, device)
+                        decision = plan_function(found.model, cache, per_op_plans=searched)
                 except ModelFitError as error:
                     self._raise_unplaceable_op(found, cache)
                     if device.offchip is None:
                         raise _error(function, self._fit_message(found, error, device)) from None
-                    if found.pairs:
-                        raise _error(found.pairs[0], f"@{found.name} does not fit in SRAM and ELK's preload "
-                                     f"plans do not model a fused gradient pair: {error}; leave igo-fuse "
-                                     f"out to plan its gradients as two operators each") from None
                     decision = self._plan_preloading(found, cache, function)
                     preloaded.add(function)
                 except CostModelError as error:
@@ -338,6 +342,21 @@ class RTensorPartition(ModulePass):
                 if attr is not None:
                     idle[te_op] = attr
         return plans, idle, fallbacks, planned, preloaded
+
+    def _unfuse_pairs(self, function, found, pairs, error, device):
+        """Put ``found``'s fused pairs back as two te ops each, saying why, and model the
+        function again (`irc.lowering.igo_pair_partition.unfuse`)."""
+        from irc.lowering.igo_pair_partition import unfuse
+        from irc.lowering.model_from_ir import ModelIRError, function_model
+
+        for pair in found.pairs:
+            del pairs[pair]
+            unfuse(pair, f"run as two operators: the model-wide plan has no room for its fused pairs on "
+                         f"{device.name} ({error})")
+        try:
+            return function_model(function, strict=self.strict, pairs=pairs)
+        except ModelIRError as failure:
+            raise _error(failure.op, failure.message) from None
 
     def _plan_preloading(self, found, cache, function):
         """A model larger than the chip's SRAM on a chip with off-chip memory: ELK's plans

@@ -208,6 +208,44 @@ def test_a_pair_whose_fused_plan_wins_and_its_kernel():
         np.testing.assert_allclose(results[name].astype(np.float32), value.astype(np.float32), rtol=2e-2, atol=0.25)
 
 
+ROOM = """
+func.func @step(%dy: tensor<128x32xf32> {irc.name = "dy"}, %w: tensor<512x32xf32> {irc.name = "w"},
+                %x: tensor<128x512xf32> {irc.name = "x"}, %a: tensor<384x256xf32> {irc.name = "a"})
+    -> (tensor<128x512xf32>, tensor<512x32xf32>, tensor<f32>) {
+  %r = te.op "R[i,j] = relu(A[i,j])" (%a) : (tensor<384x256xf32>) -> tensor<384x256xf32>
+  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x)
+    : (tensor<128x32xf32>, tensor<512x32xf32>, tensor<128x512xf32>) -> (tensor<128x512xf32>, tensor<512x32xf32>)
+  %s = te.op "S[] += R[i,j]" (%r) : (tensor<384x256xf32>) -> tensor<f32>
+  func.return %dx, %dw, %s : tensor<128x512xf32>, tensor<512x32xf32>, tensor<f32>
+}
+"""
+
+
+def test_a_pair_the_model_has_no_room_for_runs_as_two_operators():
+    """The fused pair (43,008 bytes per core at least) wins alone, but R stays on chip
+    across it (24,576 bytes): the model with the pair does not fit in tiny16's 65,536,
+    the two gradients as operators do. rtensor-partition puts the pair back as two te
+    ops saying why and plans the function again; the program runs the te numbers at its
+    planned cycles within the SRAM."""
+    module = parse_module(ROOM, "room.mlir")
+    RTensorPartition(device="tiny16").apply(make_context(), module)
+    assert not [op for op in module.walk() if isinstance(op, (igo.GradPairOp, rtensor.GradPairOp))]
+    notes = [op.attributes[UNFUSED_ATTR].data for op in module.walk() if UNFUSED_ATTR in op.attributes]
+    assert len(notes) == 2 and all(note.startswith(
+        "run as two operators: the model-wide plan has no room for its fused pairs on tiny16 (model 'step' does "
+        "not fit on tiny16: op 1 (%dx) needs 43008 bytes per core to execute") for note in notes)
+    compiled, kernels = compile_with_kernels(ROOM, InferencePipeline(device="tiny16").passes())
+    inputs = inputs_of(compiled)
+    results, report = run(compiled, inputs)
+    assert report.kernel_cycles == pytest.approx(kernels, rel=1e-9)
+    planned = compiled.body.block.first_op.attributes["irc.planned_cycles"].value.data
+    assert report.model_cycles == pytest.approx(planned, rel=1e-9)
+    assert report.peak_sram_bytes <= report.sram_bytes
+    expected, _ = run(parse_module(ROOM, "room.mlir"), inputs)
+    for name, value in expected.items():
+        np.testing.assert_allclose(results[name], value, rtol=1e-4, atol=1e-3 * max(1.0, np.abs(value).max()))
+
+
 def test_pairs_that_stay_unfused_say_why():
     # a convolution's dX writes DX[n,c,h+r,w+s]: no plan stores a compound output index
     conv = """
