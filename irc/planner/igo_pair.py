@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
@@ -735,8 +735,6 @@ def canonical_pair(pair: PairSpec) -> PairSpec:
     """``pair`` with its tensors renamed by their position in `PairSpec.tensors` (t0 dX,
     t1 dW, t2 dY, t3 W, t4 X): equal for identical layers, and its `union_spec` is
     `irc.planner.op_table.canonical_spec` of the pair's."""
-    from dataclasses import replace
-
     names = {t.name: f"t{i}" for i, t in enumerate(pair.tensors)}
 
     def renamed(spec: OpSpec) -> OpSpec:
