@@ -88,7 +88,7 @@ from irc.planner.plan import MemoryBreakdown, Plan, ShiftLevel
 from irc.planner.roles import compute_roles
 from irc.planner.search import _Frontier, search
 from irc.planner.spec import OpSpec, TensorSpec
-from irc.planner.vector_score import _resident
+from irc.planner.vector_score import _resident, shift_exchange
 
 EXCHANGE_MODELS = ("t10", "seed003")
 """Cost models known to price an operator as compute + shift + sync + reduction terms
@@ -452,37 +452,6 @@ def check_pair_plan(pair: PairSpec, plan: Plan, device: Device | str, cost: Cost
 # ---------------------------------------------------------------------------
 
 
-def _exchange(union: OpSpec, temporal, tensor_bytes, resident, device, cost):
-    """Shifted bytes and shift events of every candidate's loop nest: the slots of
-    `irc.planner.vector_score.score_candidates` (one per axis and tensor indexing it,
-    the level at that tensor's pace), ordered costlier step outside (T10 s4.4)."""
-    n = len(temporal)
-    slot_steps, slot_bytes, slot_tensors = [], [], []
-    for d, axis in enumerate(union.axis_names):
-        members = [v for v, t in enumerate(union.tensors) if t.indexed_by(axis)]
-        paces = temporal[:, members, d]
-        for j in range(len(members)):
-            u = paces[:, j]
-            coarser = np.where(paces < u[:, None], paces, 1).max(axis=1)
-            owner = np.ones_like(u, dtype=bool)
-            for i in range(j):
-                owner &= paces[:, i] != u
-            moving = paces >= u[:, None]
-            slot_steps.append(np.where(owner & (u > 1), u // coarser - 1, 0))
-            slot_bytes.append((tensor_bytes[:, members] * resident[:, members] * moving).sum(axis=1))
-            slot_tensors.append(moving.sum(axis=1))
-    if not slot_steps:
-        return np.zeros(n), np.zeros(n)
-    steps = np.stack(slot_steps, axis=1).astype(np.float64)
-    nbytes = np.stack(slot_bytes, axis=1).astype(np.float64)
-    count = np.stack(slot_tensors, axis=1).astype(np.float64)
-    step_cost = cost.shift_cycles(device, nbytes) + cost.sync_cycles(device) * count
-    order = np.argsort(-step_cost, axis=1, kind="stable")
-    steps, nbytes, count = (np.take_along_axis(a, order, axis=1) for a in (steps, nbytes, count))
-    executions = np.cumprod(np.concatenate([np.ones_like(steps[:, :1]), steps[:, :-1] + 1], axis=1), axis=1)
-    return (executions * steps * nbytes).sum(axis=1), (executions * steps * count).sum(axis=1)
-
-
 def score_pair_candidates(pair: PairSpec, candidates: CandidateSet, device: Device, cost: CostModel):
     """(memory per core [N], cycles [N]) of fused candidates (tensors in `PairSpec.tensors`
     order): `check_pair_plan`'s figures, vectorised."""
@@ -492,7 +461,7 @@ def score_pair_candidates(pair: PairSpec, candidates: CandidateSet, device: Devi
     temporal = candidates.temporal_factors
     rotating = (temporal > 1).any(axis=2)
     memory = (tensor_bytes * resident * (1 + rotating)).sum(axis=1)
-    shifted, events = _exchange(union, temporal, tensor_bytes, resident, device, cost)
+    shifted, events = shift_exchange(union, temporal, tensor_bytes, resident, device, cost)
     indexed = np.array([[t.indexed_by(a) for a in union.axis_names] for t in union.tensors])
     sharing = np.where(indexed[None], 1, candidates.op_factors[:, None, :]).prod(axis=2)
     replicas = sharing // temporal.prod(axis=2)
