@@ -29,10 +29,12 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _check_shape(spec: OpSpec, plan: Plan) -> None:
+def _check_shape(spec: OpSpec, plan: Plan, what: str = "operator") -> None:
+    """That ``plan`` has one F_op and one f_t per axis of ``spec`` (an `OpSpec`, or any
+    spec with `axis_names` and `tensors`, as a fused pair's) for each of its tensors."""
     axes = spec.axis_names
     if tuple(plan.axes) != axes:
-        raise PlanError(f"plan axes {tuple(plan.axes)} differ from the operator's axes {axes}")
+        raise PlanError(f"plan axes {tuple(plan.axes)} differ from the {what}'s axes {axes}")
     if len(plan.op_factors) != len(axes) or any(
         not isinstance(f, int) or f < 1 for f in plan.op_factors
     ):

@@ -83,7 +83,7 @@ from irc.planner.constraints import (
 )
 from irc.planner.enumerate import CandidateSet, PlanSpace
 from irc.planner.errors import PlanError, SpecError
-from irc.planner.evaluate import _order_loops, _shift_levels
+from irc.planner.evaluate import _check_shape, _order_loops, _shift_levels
 from irc.planner.plan import MemoryBreakdown, Plan, ShiftLevel
 from irc.planner.roles import compute_roles
 from irc.planner.search import _Frontier, search
@@ -308,28 +308,6 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _check_shape(pair: PairSpec, plan: Plan) -> None:
-    axes = pair.axis_names
-    if tuple(plan.axes) != axes:
-        raise PlanError(f"plan axes {tuple(plan.axes)} differ from the pair's axes {axes}")
-    if len(plan.op_factors) != len(axes) or any(not isinstance(f, int) or f < 1 for f in plan.op_factors):
-        raise PlanError(f"F_op must be {len(axes)} positive integers, got {list(plan.op_factors)}")
-    names = {t.name for t in pair.tensors}
-    for name in plan.temporal_factors:
-        if name not in names:
-            raise PlanError(f"temporal factors given for unknown tensor {name!r}")
-    for tensor in pair.tensors:
-        factors = plan.temporal_factors.get(tensor.name)
-        if factors is None:
-            raise PlanError(f"no temporal factors for tensor {tensor.name!r}")
-        if len(factors) != len(axes) or any(not isinstance(f, int) or f < 1 for f in factors):
-            raise PlanError(f"f_t of {tensor.name} must be {len(axes)} positive integers, got {list(factors)}")
-        for axis, factor in zip(axes, factors):
-            if factor != 1 and not tensor.indexed_by(axis):
-                raise PlanError(f"f_t of {tensor.name} on axis {axis} is {factor}, but {tensor.name} "
-                                f"is not indexed by {axis}")
-
-
 def _works(pair: PairSpec, step_tiles, steps, shifted_bytes, shift_events, replicas, resident, cores):
     """The two products' `OpWork`s under one geometry (arrays broadcast over candidates):
     the dX product carries the whole exchange, the dW product none (module docstring)."""
@@ -363,7 +341,7 @@ def check_pair_plan(pair: PairSpec, plan: Plan, device: Device | str, cost: Cost
     device = load_device(device)
     cost = get_cost_model(cost)
     _require_exchange_model(cost)
-    _check_shape(pair, plan)
+    _check_shape(pair, plan, "pair")
     union = pair.union_spec()
     axes, extents, tensors = union.axis_names, union.extents, union.tensors
     op_factors = plan.op_factors
