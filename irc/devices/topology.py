@@ -243,3 +243,108 @@ def exchange_bytes(device: Device, sources, nbytes, destinations=None) -> float:
     if not loads:
         return 0.0
     return max(loads.values()) + hops * device.link_latency_cycles / device.shift_cycles_per_byte
+
+
+def _core_side(device: Device, link: Link) -> bool:
+    """A link exchange transfers between cores can use (a core's port or a mesh link), not
+    an HBM controller's egress or its attachment to the mesh edge."""
+    kind = link[0]
+    if kind in ("in", "out"):
+        return link[1] < device.cores
+    return kind == "mesh"
+
+
+@lru_cache(maxsize=32)
+def preload_pressure_per_byte(device: Device) -> float:
+    """Cycles of link time a preload takes on the busiest link cores also exchange over,
+    per byte it delivers to every core (``preload_link_shares`` over that link's rate):
+    on an all-to-all exchange a core's ingress port, on a mesh the busiest mesh link."""
+    clock = device.clock_hz
+    shares = [load / link_bytes_per_s(device, link) * clock
+              for link, load in preload_link_shares(device).items() if _core_side(device, link)]
+    return max(shares, default=0.0)
+
+
+def preload_pressure(device: Device, bytes_per_core: float, cycles: float) -> float:
+    """The share of its busiest core-side link a preload of ``bytes_per_core`` to every core
+    takes while it runs for ``cycles`` (at most 1: a preload never outruns its links,
+    ``preload_seconds``)."""
+    if cycles <= 0 or bytes_per_core <= 0:
+        return 0.0
+    return min(1.0, bytes_per_core * preload_pressure_per_byte(device) / cycles)
+
+
+def window_stretch(excess: float, profile) -> float:
+    """How far an operator's window stretches when the exchange link it shares with
+    preloads is oversubscribed (``operator_contention``): the least C >= 0 with
+    C >= ``excess`` + the preload traffic that falls in the C extra cycles, where
+    ``profile`` lists the (length, pressure) segments after the window, in the order the
+    window grows into them (no preload beyond them). Within a segment the deficit shrinks
+    by 1 - pressure per cycle; a saturating preload (pressure 1) must be waited out."""
+    if excess <= 0:
+        return 0.0
+    stretched, deficit = 0.0, float(excess)
+    for length, pressure in profile:
+        if length <= 0:
+            continue
+        gain = 1.0 - pressure
+        if gain > 0 and deficit <= gain * length:
+            return stretched + deficit / gain
+        deficit -= gain * length
+        stretched += length
+    return stretched + deficit
+
+
+def _overlap(a: float, b: float, intervals) -> float:
+    return sum(max(0.0, min(b, end) - max(a, start)) for start, end in intervals)
+
+
+def operator_contention(busy, transfer_cycles: float, flows) -> float:
+    """ELK's interconnect contention for one operator (seeds/004 s3.3, s4.3: "to estimate
+    the contention overhead on each interconnect link, ELK divides total traffic by link
+    bandwidth"; Figure 18's "interconnect" time). The operator runs in the ``busy``
+    intervals ((start, end), nominal cycles E in all) and its exchange transfers (shifts,
+    relayouts, the distribution phase) keep the busiest shared link busy for
+    ``transfer_cycles`` of them; each preload in ``flows`` ((start, end, pressure), serial
+    in time) takes ``pressure`` of that link while it runs. Preload traffic interleaves
+    with the operator's into the link's idle time (s3.3), so nothing is lost while the
+    link's demand in the window fits it; when it does not, the operator waits for the
+    link: the HBM stream keeps its pace (stalling it would delay every later load) and
+    the window grows by the excess, into which the running preloads keep streaming.
+    Returns the extra cycles."""
+    busy = [(s, e) for s, e in busy if e > s]
+    if not busy or transfer_cycles <= 0:
+        return 0.0
+    nominal = sum(e - s for s, e in busy)
+    end = max(e for _, e in busy)
+    flows = sorted((f for f in flows if f[1] > f[0] and f[2] > 0), key=lambda f: f[0])
+    excess = transfer_cycles - nominal + sum(p * _overlap(s, e, busy) for s, e, p in flows)
+    profile, at = [], end
+    for s, e, p in flows:
+        if e <= at:
+            continue
+        if s > at:
+            profile.append((s - at, 0.0))
+        profile.append((e - max(s, at), p))
+        at = e
+    return window_stretch(excess, profile)
+
+
+def preloaded_contention(nominal: float, transfer_cycles: float, loads) -> float:
+    """``operator_contention`` as ELK's scheduler estimates it for an executing op and the
+    ops it preloads (s4.2, Figure 10: preload number p overlaps op i's execution with the
+    preloads of the next p ops): their ``loads`` ((cycles, pressure), the latest in
+    preload order first) stream back to back up to the op's end, and a longer window
+    grows back into the earlier ones."""
+    if transfer_cycles <= 0:
+        return 0.0
+    segments, covered, base = [], 0.0, 0.0
+    for cycles, pressure in loads:
+        if cycles <= 0:
+            continue
+        inside = min(cycles, max(0.0, nominal - covered))
+        base += pressure * inside
+        if cycles > inside:
+            segments.append((cycles - inside, pressure))
+        covered += cycles
+    return window_stretch(transfer_cycles - nominal + base, segments)
