@@ -9,9 +9,12 @@ the link's full bandwidth. Two topologies (s5, s6.1):
   ``("in", b)``. A core's ports run at the device's link bandwidth; an HBM controller's
   egress at its share of the HBM bandwidth (the controllers are exchange nodes, s2.1).
 - ``mesh-2d``: each core links to its 4 neighbours (one link per direction,
-  ``("mesh", a, b)``); each chip's HBM controllers sit on the mesh's edge, each attached to
-  an equal contiguous segment of the edge cores; a transfer takes dimension-order routing
-  (along the row first, then the column) from the edge core nearest to its destination.
+  ``("mesh", a, b)``); each chip's HBM controllers sit on the mesh's edges (ELK s5: "we
+  attach HBM controllers to the edges of the mesh grid"), each feeding the free ports of
+  whole edges (``controller_attachments``); a preload enters at the controller's edge core
+  in its destination's row or column and travels straight in, so the edge ports share
+  the traffic evenly (``controller_entry``); transfers take dimension-order routing
+  (along the row first, then the column).
 
 Nodes are ints: cores 0..cores-1, then controllers ``cores + k``. Every function here is a
 pure function of a ``Device`` (cached per device), so the planner's delivery estimates and
@@ -49,24 +52,46 @@ def _core_at(device: Device, chip: int, row: int, col: int) -> int:
     return chip * device.cores_per_chip + row * device.mesh[1] + col
 
 
-def edge_cores(rows: int, cols: int) -> list[tuple[int, int]]:
-    """The mesh's perimeter, clockwise from (0, 0), each edge core once."""
-    if rows == 1:
-        return [(0, c) for c in range(cols)]
-    if cols == 1:
-        return [(r, 0) for r in range(rows)]
-    ring = [(0, c) for c in range(cols)]
-    ring += [(r, cols - 1) for r in range(1, rows)]
-    ring += [(rows - 1, c) for c in range(cols - 2, -1, -1)]
-    ring += [(r, 0) for r in range(rows - 2, 0, -1)]
-    return ring
+def mesh_sides(rows: int, cols: int) -> list[tuple[str, list[tuple[int, int]]]]:
+    """The mesh's four edges, each with its cores (row, col) in order: ``top`` and
+    ``bottom`` rows, ``right`` and ``left`` columns (a corner core is on two edges: it has
+    two free ports)."""
+    return [("top", [(0, c) for c in range(cols)]), ("right", [(r, cols - 1) for r in range(rows)]),
+            ("bottom", [(rows - 1, c) for c in range(cols)]), ("left", [(r, 0) for r in range(rows)])]
+
+
+@lru_cache(maxsize=32)
+def controller_attachments(device: Device) -> tuple[tuple[tuple[str, tuple[int, int]], ...], ...]:
+    """Per HBM controller of one chip: the (edge, core) ports it feeds the mesh through.
+    The edges are dealt out to the controllers in turn (one edge each with four
+    controllers, opposite edges with two, each edge cut into equal runs when there are
+    more than four): every edge core's free port on that edge is a link from the
+    controller."""
+    count = device.offchip.controllers_per_chip
+    runs = -(-count // 4)
+    parts = []
+    for side, cores in mesh_sides(*device.mesh):
+        parts += [(side, cores[k * len(cores) // runs:(k + 1) * len(cores) // runs]) for k in range(runs)]
+    attached: list[list] = [[] for _ in range(count)]
+    for index, (side, cores) in enumerate(parts):
+        attached[index % count] += [(side, rc) for rc in cores]
+    return tuple(tuple(a) for a in attached)
 
 
 def controller_segments(device: Device) -> list[list[tuple[int, int]]]:
     """Per controller of one chip: the edge cores (row, col) it is attached to."""
-    ring = edge_cores(*device.mesh)
-    count = device.offchip.controllers_per_chip
-    return [ring[k * len(ring) // count:(k + 1) * len(ring) // count] or [ring[k % len(ring)]] for k in range(count)]
+    return [list(dict.fromkeys(rc for _, rc in attached)) for attached in controller_attachments(device)]
+
+
+def controller_entry(device: Device, controller: int, row: int, col: int) -> tuple[int, int]:
+    """Where controller ``controller``'s data for the core at (row, col) enters the mesh: the
+    nearest of its edge cores in that core's column (on the top or bottom edge) or row
+    (on the left or right edge), so the data travels straight in and each edge core
+    feeds one line of cores (the mesh's edge ports share the HBM's traffic evenly); if
+    none lines up (an edge cut among several controllers), its nearest edge core."""
+    attached = controller_attachments(device)[controller]
+    lined = [rc for side, rc in attached if (rc[1] == col if side in ("top", "bottom") else rc[0] == row)]
+    return min(lined or [rc for _, rc in attached], key=lambda rc: (abs(rc[0] - row) + abs(rc[1] - col), rc))
 
 
 def mesh_route(device: Device, src: int, dst: int) -> list[Link]:
@@ -90,12 +115,10 @@ def route(device: Device, src: int, dst: int) -> list[Link]:
     """The links a transfer from node ``src`` to node ``dst`` occupies."""
     if device.topology == "all-to-all" or device.mesh is None:
         return [("out", src), ("in", dst)]
-    if src >= device.cores:  # an HBM controller: enter at the attached edge core nearest dst
+    if src >= device.cores:  # an HBM controller: enter at its edge core in dst's row or column
         controller = (src - device.cores) % device.offchip.controllers_per_chip
         chip = dst // device.cores_per_chip
-        row, col = mesh_coords(device, dst)
-        entry = min(controller_segments(device)[controller], key=lambda rc: (abs(rc[0] - row) + abs(rc[1] - col), rc))
-        entry_core = _core_at(device, chip, *entry)
+        entry_core = _core_at(device, chip, *controller_entry(device, controller, *mesh_coords(device, dst)))
         return [("out", src), ("edge", src, entry_core)] + mesh_route(device, entry_core, dst)
     if chip_of(device, src) != chip_of(device, dst):
         return [("chip", chip_of(device, src), chip_of(device, dst))]

@@ -36,21 +36,20 @@ def test_a_strided_shift_on_the_mesh_by_hand():
 
 
 def test_an_operator_on_the_mesh_waits_for_the_busiest_link_by_hand():
-    # A preload of 160 B to every core, half from each controller: controller 1 enters the
-    # mesh at core 4 for six cores (4, 5, 6, 1, 2 and 8: 3 x 160 B over its 5.5 GB/s edge
-    # link, 0.545 ns per byte, slower than the controllers' 0.5 ns), plus 5 hops of
-    # latency; of those, cores 1, 2, 5 and 6 are reached over link 4 -> 5 (2 x 160 B),
-    # the busiest mesh link: the preload takes rho = 320 B / its time of it. Cores 4 and 5
-    # then swap 64 B (one hop each way, 0.28 x 64 + 1 cycles, all link time) and the
-    # operator ends: its window grows until the link has room for the swap and the
+    # A preload of 160 B to every core, half from each controller: each controller's port
+    # (8 x 160 B at 16 GB/s, 106 cycles) is slower than its edge ports (2 x 80 B each at
+    # 5.5 GB/s), plus 5 hops of latency. Every inward mesh link carries one core's half,
+    # 80 B, the most any mesh link does: the preload takes rho = 80 B / its time of each.
+    # Cores 4 and 5 then swap 64 B (one hop each way, 0.28 x 64 + 1 cycles, all link time)
+    # and the operator ends: its window grows until the link has room for the swap and the
     # preload's share of it, X / (1 - rho / bw); the preload keeps its pace.
     chip = Chip("tiny16-hbm-mesh")
     preloaded = chip.alloc("P", (1, 40), np.float32, 16, 0, "p:")
     shifted, receive = _buffers(chip)
     chip.preload(preloaded, np.ones((16, 40), np.float32), np.stack([np.arange(16), np.zeros(16, int)], 1), "p:")
-    load = 3 * 160 / 5.5e9 * 1.325e9 + 5
+    load = 8 * 160 / 16e9 * 1.325e9 + 5
     assert chip.hbm_events[0].cycles == pytest.approx(load)
-    share = 2 * 160 / load / BW
+    share = 80 / load / BW
     swap = np.array([5 if c == 4 else 4 if c == 5 else c for c in range(16)])
     chip.shift(shifted, receive, swap, "s:")
     alone = 0.28 * 64 + 1

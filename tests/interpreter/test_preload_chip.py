@@ -150,21 +150,23 @@ def test_compute_in_the_window_leaves_the_preload_room_by_hand():
     assert chip.cycles.get("contention", 0.0) == 0.0
 
 
-def test_mesh_preload_loads_the_links_near_the_controllers():
+def test_mesh_preload_enters_each_line_from_its_edge():
     from irc.devices.topology import preload_pressure
     from irc.interpreter.offchip import preload_link_rates
 
     device = Chip("tiny16-hbm-mesh").device
     rates = preload_link_rates(device, 100.0, 100.0)      # 100 B to every core in 100 cycles
     assert rates[("out", 16)] == pytest.approx(8.0)         # half of 16 x 100 B leaves each controller
-    # controller 1 (bottom and left edge) enters at (1,0) = core 4 for cores 1, 2, 5 and 6
-    # (nearest edge core, ties to the lower one) and routes along row 1 first: all four
-    # cross mesh link 4 -> 5, 4 x 50 B per 100 cycles, the busiest mesh link
-    assert rates[("mesh", 4, 5)] == pytest.approx(2.0)
-    assert ("mesh", 0, 1) not in rates and ("mesh", 1, 0) not in rates
-    assert max(v for k, v in rates.items() if k[0] == "mesh") == pytest.approx(2.0)
-    # its share of that link (5.5 GB/s: 4.15 B per cycle) is the preload's pressure
-    assert preload_pressure(device, 100.0, 100.0) == pytest.approx(2.0 / (5.5e9 / 1.325e9))
+    # controller 0 feeds each column from its nearer end (top or bottom edge), controller 1
+    # each row from its nearer end (left or right): core 5 (1,1) gets its halves over
+    # links 1 -> 5 and 4 -> 5, 50 B each per 100 cycles; each inward link carries one
+    # core's half, and each edge port two (its own core's and the next one's)
+    assert rates[("mesh", 1, 5)] == pytest.approx(0.5) and rates[("mesh", 4, 5)] == pytest.approx(0.5)
+    assert max(v for k, v in rates.items() if k[0] == "mesh") == pytest.approx(0.5)
+    assert max(v for k, v in rates.items() if k[0] == "edge") == pytest.approx(1.0)
+    assert ("mesh", 5, 6) not in rates and ("mesh", 5, 9) not in rates   # nothing runs past the middle
+    # its share of the busiest mesh link (5.5 GB/s: 4.15 B per cycle) is the preload's pressure
+    assert preload_pressure(device, 100.0, 100.0) == pytest.approx(0.5 / (5.5e9 / 1.325e9))
 
 
 SCALED_DECODERS = {
