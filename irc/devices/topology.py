@@ -181,15 +181,8 @@ def preload_seconds(device: Device, bytes_per_core: float, hbm_bytes: float) -> 
     return max(hbm_bytes / device.offchip.bytes_per_s, bytes_per_core * preload_seconds_per_byte(device)) + latency
 
 
-def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple[dict[Link, float], int]:
-    """An exchange transfer on a 2D mesh where core ``c`` receives ``nbytes`` (one number,
-    or one per core) from core ``sources[c]`` (``c`` itself: nothing moves; with
-    ``destinations``, flow ``i`` goes from ``sources[i]`` to ``destinations[i]``): the bytes
-    each link of the chip carries along the dimension-order routes (``mesh_route``, every
-    packet of a link served in turn), and the longest route's hops. Vectorised: per row,
-    a flow adds its bytes to the row's links between its columns (difference arrays),
-    then per column likewise. Transfers between chips (priced by the device's inter-chip
-    overhead) are left out; chips are alike, so chip 0's links stand for all."""
+def _mesh_flows(device: Device, sources, nbytes, destinations):
+    """The flows of a mesh transfer within one chip, as (rows, cols, r0, c0, r1, c1, bytes)."""
     import numpy as np
 
     rows, cols = device.mesh
@@ -199,14 +192,19 @@ def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple
     weights = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), src.shape)
     keep = (src != dst) & (src // per_chip == dst // per_chip) & (dst < per_chip)
     src, dst, weights = src[keep] % per_chip, dst[keep] % per_chip, weights[keep]
-    if not len(src):
-        return {}, 0
     r0, c0 = np.divmod(src, cols)
     r1, c1 = np.divmod(dst, cols)
-    loads: dict[Link, float] = {}
+    return rows, cols, r0, c0, r1, c1, weights
+
+
+def _mesh_tables(rows, cols, r0, c0, r1, c1, weights):
+    """Per direction, the bytes on each link: along rows (east, west: [rows, cols + 1],
+    entry c the link between columns c and c + 1), then along the destination's column
+    (south, north: [cols, rows + 1]). Vectorised: per line, a flow adds its bytes to the
+    line's links between its ends (difference arrays)."""
+    import numpy as np
 
     def spread(shape, lines, begin, end, weight):
-        """Per line, the bytes on each step between ``begin`` and ``end`` (exclusive)."""
         table = np.zeros(shape)
         np.add.at(table, (lines, begin), weight)
         np.add.at(table, (lines, end), -weight)
@@ -214,16 +212,47 @@ def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple
 
     east, west = c1 > c0, c1 < c0
     south, north = r1 > r0, r1 < r0
-    along_row = [(spread((rows, cols + 1), r0[east], c0[east], c1[east], weights[east]), 1),
-                 (spread((rows, cols + 1), r0[west], c1[west], c0[west], weights[west]), -1)]
-    for table, step in along_row:
+    return (spread((rows, cols + 1), r0[east], c0[east], c1[east], weights[east]),
+            spread((rows, cols + 1), r0[west], c1[west], c0[west], weights[west]),
+            spread((cols, rows + 1), c1[south], r0[south], r1[south], weights[south]),
+            spread((cols, rows + 1), c1[north], r1[north], r0[north], weights[north]))
+
+
+def mesh_busiest(device: Device, sources, nbytes, destinations=None) -> tuple[float, int]:
+    """``mesh_link_bytes``' busiest link's bytes and longest route's hops, without listing
+    every link (what pricing a transfer needs)."""
+    import numpy as np
+
+    rows, cols, r0, c0, r1, c1, weights = _mesh_flows(device, sources, nbytes, destinations)
+    if not len(r0):
+        return 0.0, 0
+    east, west, south, north = _mesh_tables(rows, cols, r0, c0, r1, c1, weights)
+    busiest = max(float(east[:, :cols - 1].max(initial=0.0)), float(west[:, :cols - 1].max(initial=0.0)),
+                  float(south[:, :rows - 1].max(initial=0.0)), float(north[:, :rows - 1].max(initial=0.0)))
+    return busiest, int((np.abs(c1 - c0) + np.abs(r1 - r0)).max())
+
+
+def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple[dict[Link, float], int]:
+    """An exchange transfer on a 2D mesh where core ``c`` receives ``nbytes`` (one number,
+    or one per core) from core ``sources[c]`` (``c`` itself: nothing moves; with
+    ``destinations``, flow ``i`` goes from ``sources[i]`` to ``destinations[i]``): the bytes
+    each link of the chip carries along the dimension-order routes (``mesh_route``, every
+    packet of a link served in turn), and the longest route's hops. Transfers between
+    chips (priced by the device's inter-chip overhead) are left out; chips are alike, so
+    chip 0's links stand for all."""
+    import numpy as np
+
+    rows, cols, r0, c0, r1, c1, weights = _mesh_flows(device, sources, nbytes, destinations)
+    if not len(r0):
+        return {}, 0
+    east, west, south, north = _mesh_tables(rows, cols, r0, c0, r1, c1, weights)
+    loads: dict[Link, float] = {}
+    for table, step in ((east, 1), (west, -1)):
         for r, c in zip(*np.nonzero(table[:, :cols] > 0)):
             a, b = (c, c + 1) if step > 0 else (c + 1, c)
             if b < cols:
                 loads[("mesh", int(r * cols + a), int(r * cols + b))] = float(table[r, c])
-    along_column = [(spread((cols, rows + 1), c1[south], r0[south], r1[south], weights[south]), 1),
-                    (spread((cols, rows + 1), c1[north], r1[north], r0[north], weights[north]), -1)]
-    for table, step in along_column:
+    for table, step in ((south, 1), (north, -1)):
         for c, r in zip(*np.nonzero(table[:, :rows] > 0)):
             a, b = (r, r + 1) if step > 0 else (r + 1, r)
             if b < rows:
@@ -262,10 +291,10 @@ def exchange_bytes(device: Device, sources, nbytes, destinations=None) -> float:
 
     if device.topology != "mesh-2d" or device.mesh is None:
         return float(np.max(nbytes)) if np.size(nbytes) else 0.0
-    loads, hops = mesh_link_bytes(device, sources, nbytes, destinations)
-    if not loads:
+    busiest, hops = mesh_busiest(device, sources, nbytes, destinations)
+    if busiest <= 0:
         return 0.0
-    return max(loads.values()) + hops * device.link_latency_cycles / device.shift_cycles_per_byte
+    return busiest + hops * device.link_latency_cycles / device.shift_cycles_per_byte
 
 
 def _core_side(device: Device, link: Link) -> bool:
