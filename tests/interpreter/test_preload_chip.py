@@ -172,11 +172,13 @@ def test_mesh_preload_enters_each_line_from_its_edge():
 SCALED_DECODERS = {
     # ELK's workloads scaled down (seeds/004 s6.1): four decoding layers whose weights and
     # KV caches (1.3 MB, 1.2 MB) exceed tiny16-hbm's 1 MB of SRAM
-    "llama2": (dict(), 32e9),
+    "llama2": (dict(), "tiny16-hbm", 32e9),
     # 2 query heads per K/V head, with an HBM twice as fast: each core's ingress link then
     # carries 4 GB/s of preloads (of its 5.5), so relayouts and distribution phases beside
     # them wait for the link
-    "gemma2-gqa": (dict(kv_heads=2, activation="gelu_tanh"), 64e9),
+    "gemma2-gqa": (dict(kv_heads=2, activation="gelu_tanh"), "tiny16-hbm", 64e9),
+    # on the 4 x 4 mesh: relayouts and setups take their pieces' routes, in the plan too
+    "llama2-mesh": (dict(), "tiny16-hbm-mesh", 32e9),
 }
 
 
@@ -190,8 +192,7 @@ def test_scaled_decoders_larger_than_sram_run_as_planned(name, tmp_path):
     from irc.frontend.onnx_import import import_model
     from irc.runner import find_function, random_inputs, run_function
 
-    extra, hbm = SCALED_DECODERS[name]
-    device = "tiny16-hbm"
+    extra, device, hbm = SCALED_DECODERS[name]
     if hbm != 32e9:
         text = resources.files("irc.devices").joinpath("tiny16_hbm.toml").read_text()
         device = str(tmp_path / "tiny16-fast-hbm.toml")
@@ -222,7 +223,12 @@ def test_scaled_decoders_larger_than_sram_run_as_planned(name, tmp_path):
     assert contended == pytest.approx(summary["breakdown"]["interconnect"])
     assert contended == pytest.approx(plan["contention_cycles"].value.data, rel=1e-6, abs=1e-6)
     assert (contended > 0) == (hbm > 32e9)
-    assert report.interpreted_model_cycles == pytest.approx(report.planned_model_cycles, rel=1e-6)
+    # (on the mesh, a relayout the planner cannot state as pieces - into a rotating layout -
+    # keeps its all-to-all price in the plan: within 0.1%)
+    mesh = device.endswith("mesh")
+    assert report.interpreted_model_cycles == pytest.approx(report.planned_model_cycles, rel=1e-3 if mesh else 1e-6)
+    if mesh:   # the routes cost more than the all-to-all exchange, and the plan says so
+        assert report.chip.cycles["relayout"] > 63597
     assert summary["hbm_busy_cycles"] == pytest.approx(plan["hbm_cycles"].value.data, rel=1e-6)
     assert summary["exposed_load_cycles"] == pytest.approx(plan["exposed_cycles"].value.data, rel=1e-3, abs=100)
 
