@@ -834,7 +834,8 @@ class Chip:
         self.record_shift(buffer, source, cores, where)
 
     def _on_mesh(self) -> bool:
-        return self.device.topology == "mesh-2d" and self.device.mesh is not None
+        # (an MTIA PE grid runs T10 rotations on this chip too: its device has no topology)
+        return getattr(self.device, "topology", None) == "mesh-2d" and getattr(self.device, "mesh", None) is not None
 
     def record_shift(self, buffer: Buffer, source: np.ndarray, cores: int, where: str) -> None:
         """The time of a shift of ``buffer`` (core c receives from ``source[c]``): the cost
