@@ -192,10 +192,17 @@ def mobilenet_v2(batch: int, scale: int = 1, image: int = 224, dtype: str = "f32
 
 
 def transformer_encoder(batch: int, tokens: int, hidden: int, heads: int, ffn: int, layers: int = 1,
-                        dtype: str = "f32", activation: str = "gelu") -> str:
-    """BERT / T5 style encoder layers: attention, residual, layer norm, FFN."""
+                        dtype: str = "f32", activation: str = "gelu", vocab: int = 0) -> str:
+    """BERT / T5 style encoder layers: attention, residual, layer norm, FFN. With a
+    `vocab`, the input is token ids looked up in a trained embedding table, as in the
+    real models: the gradient then flows into the table, so every block's Q, K and V
+    projections have a dX (without it the first block's read an input that needs none)."""
     net = Net(dtype)
-    y = net.arg("x", (batch, tokens, hidden))
+    if vocab:
+        ids = net.arg("ids", (batch, tokens), integer=True)
+        y = net.embedding(ids, vocab, hidden)
+    else:
+        y = net.arg("x", (batch, tokens, hidden))
     for _ in range(layers):
         a = net.layer_norm(net.add(net.attention(y, heads), y))
         h = net.linear(a, ffn)
@@ -204,36 +211,58 @@ def transformer_encoder(batch: int, tokens: int, hidden: int, heads: int, ffn: i
     return net.text(y)
 
 
-def bert_large(batch: int, tokens: int = 128, layers: int = 1, dtype: str = "f32") -> str:
-    return transformer_encoder(batch, tokens, 1024, 16, 4096, layers, dtype)
+BERT_VOCAB = 30522
+T5_VOCAB = 32128
 
 
-def bert_tiny(batch: int, tokens: int = 128, layers: int = 2, dtype: str = "f32") -> str:
-    return transformer_encoder(batch, tokens, 128, 2, 512, layers, dtype)
+def bert_large(batch: int, tokens: int = 128, layers: int = 1, dtype: str = "f32", vocab: int = 0) -> str:
+    """BERT-large (Devlin et al.): 24 of these layers, 340M parameters (IGO Table 4)."""
+    return transformer_encoder(batch, tokens, 1024, 16, 4096, layers, dtype, vocab=vocab)
 
 
-def t5_large(batch: int, tokens: int = 128, layers: int = 1, dtype: str = "f32") -> str:
-    return transformer_encoder(batch, tokens, 1024, 16, 2816, layers, dtype, activation="relu")
+def bert_tiny(batch: int, tokens: int = 128, layers: int = 2, dtype: str = "f32", vocab: int = 0) -> str:
+    """Google's BERT-Tiny (L=2, H=128, 4.4M parameters with its embeddings)."""
+    return transformer_encoder(batch, tokens, 128, 2, 512, layers, dtype, vocab=vocab)
 
 
-def t5_small(batch: int, tokens: int = 128, layers: int = 1, dtype: str = "f32") -> str:
-    return transformer_encoder(batch, tokens, 512, 8, 2048, layers, dtype, activation="relu")
+def tinybert_4(batch: int, tokens: int = 128, layers: int = 4, dtype: str = "f32", vocab: int = 0) -> str:
+    """TinyBERT-4 (Jiao et al.: L=4, H=312, 12 heads, FFN 1200): 14.5M parameters with
+    its embeddings, the "BERT tiny, 14M" of IGO Table 4 (Google's BERT-Tiny has 4.4M)."""
+    return transformer_encoder(batch, tokens, 312, 12, 1200, layers, dtype, vocab=vocab)
+
+
+def t5_large(batch: int, tokens: int = 128, layers: int = 1, dtype: str = "f32", vocab: int = 0) -> str:
+    """T5-large (Raffel et al., d_model 1024, d_ff 4096, 16 heads; 770M parameters as in
+    IGO Table 4; T5 v1.1's d_ff 2816 is the 783M model), encoder layers."""
+    return transformer_encoder(batch, tokens, 1024, 16, 4096, layers, dtype, activation="relu", vocab=vocab)
+
+
+def t5_small(batch: int, tokens: int = 128, layers: int = 1, dtype: str = "f32", vocab: int = 0) -> str:
+    """T5-small (d_model 512, d_ff 2048, 8 heads; 60M parameters, IGO Table 4), encoder layers."""
+    return transformer_encoder(batch, tokens, 512, 8, 2048, layers, dtype, activation="relu", vocab=vocab)
 
 
 def yolov2_tiny(batch: int, scale: int = 1, image: int = 416, dtype: str = "f32") -> str:
-    """YOLOv2-tiny: 3x3 conv + max pool stages, then 3x3 and a 1x1 detection conv."""
+    """YOLOv2-tiny (darknet's yolov2-tiny.cfg, COCO: 11M parameters as in IGO Table 4):
+    3x3 conv + max pool stages, 3x3 convs of 512, 1024 and 512 channels at 1/32 of the
+    image (the sixth pool has stride 1: no GEMM, left out), a 1x1 detection conv of
+    5 x (80 + 5) = 425 channels."""
     net = Net(dtype)
     y = net.arg("x", (batch, 3, image, image))
     for channels in (16, 32, 64, 128, 256):
         y = net.maxpool(net.relu(net.conv(y, max(2, channels // scale), 3)))
     y = net.relu(net.conv(y, max(2, 512 // scale), 3))
     y = net.relu(net.conv(y, max(2, 1024 // scale), 3))
-    y = net.relu(net.conv(y, max(2, 1024 // scale), 3))
-    return net.text(net.conv(y, max(2, 125 // scale), 1))
+    y = net.relu(net.conv(y, max(2, 512 // scale), 3))
+    return net.text(net.conv(y, max(2, 425 // scale), 1))
 
 
-def ncf_mlp(batch: int, rows: int = 100000, dim: int = 64, layers=(256, 256, 128, 64), dtype: str = "f32") -> str:
-    """NCF / DLRM style: user and item embeddings gathered, concatenated, an MLP."""
+def ncf_mlp(batch: int, rows: int = 100000, dim: int = 128, layers=(256, 128, 64), dtype: str = "f32") -> str:
+    """NCF / DLRM style: user and item embeddings gathered, concatenated, an MLP. The
+    defaults are the MLP tower of MLPerf's NeuMF (layer sizes 256, 256, 128, 64: two 128
+    wide embeddings concatenated, then 256, 128 and 64 wide layers), then the output
+    layer; NeuMF's GMF branch (an elementwise product of two more embeddings, no GEMM,
+    whose 64 features join the output layer's input) is left out."""
     net = Net(dtype)
     ids = net.arg("ids", (batch, 2), integer=True)
     e = net.embedding(ids, rows, dim)
@@ -245,14 +274,17 @@ def ncf_mlp(batch: int, rows: int = 100000, dim: int = 64, layers=(256, 256, 128
 
 def workloads(npu: str, batch: int | None = None) -> dict[str, str]:
     """The workloads at the paper's sizes for `npu` (``edge``: batch 4, the small models
-    of a family; ``server``: batch 8, the large ones), §6.1."""
+    of a family; ``server``: batch 8, the large ones), §6.1. The transformers are one
+    encoder layer (every layer of BERT-large, TinyBERT-4 or a T5 encoder has the same
+    GEMMs, so ratios of sums do not depend on how many) after the token embedding."""
     edge = npu == "edge"
     b = batch or (4 if edge else 8)
     models = {
         "res": lambda: resnet50(b, dtype="f16"),
         "mob": lambda: mobilenet_v2(b, dtype="f16"),
-        "bert": lambda: (bert_tiny(b, dtype="f16") if edge else bert_large(b, dtype="f16")),
-        "T5": lambda: (t5_small(b, dtype="f16") if edge else t5_large(b, dtype="f16")),
+        "bert": lambda: (tinybert_4(b, layers=1, dtype="f16", vocab=BERT_VOCAB) if edge
+                         else bert_large(b, dtype="f16", vocab=BERT_VOCAB)),
+        "T5": lambda: (t5_small(b, dtype="f16", vocab=T5_VOCAB) if edge else t5_large(b, dtype="f16", vocab=T5_VOCAB)),
         "yolo": lambda: yolov2_tiny(b, dtype="f16"),
         "ncf": lambda: ncf_mlp(b, dtype="f16"),
     }
@@ -264,8 +296,8 @@ def scaled_down(dtype: str = "f32") -> dict[str, str]:
     return {
         "res": resnet50(1, scale=16, image=16, stages=(1, 1), dtype=dtype),
         "mob": mobilenet_v2(1, scale=8, image=16, repeats=(1, 2, 1), dtype=dtype),
-        "bert": transformer_encoder(1, 4, 8, 2, 16, layers=1, dtype=dtype),
-        "T5": transformer_encoder(1, 4, 8, 2, 12, layers=1, activation="relu", dtype=dtype),
+        "bert": transformer_encoder(1, 4, 8, 2, 16, layers=1, dtype=dtype, vocab=11),
+        "T5": transformer_encoder(1, 4, 8, 2, 12, layers=1, activation="relu", dtype=dtype, vocab=13),
         "yolo": yolov2_tiny(1, scale=32, image=32, dtype=dtype),
         "ncf": ncf_mlp(2, rows=6, dim=3, layers=(5, 4), dtype=dtype),
     }

@@ -22,7 +22,22 @@ ONNX, imported with ``irc-translate`` and compiled with ``inference{device=ipu-m
 run by ``irc-run`` at te level (numpy semantics, the baseline) and at device level, each
 in its own process, printing the wall time and peak resident memory of both runs and
 their ratios, and how far the device results lie from te's. ``--workdir`` keeps (and
-reuses) the model files; ``--batch``, ``--past``, ``--layers`` scale the model.
+reuses) the model files; ``--batch``, ``--past``, ``--layers`` scale the model, and
+``--hidden``, ``--heads``, ``--intermediate`` shrink it (a smoke test's tiny layer).
+
+Granularity: the layer imports to 66 te ops, where the issue cites 169 for ELK's graph
+of the layer (ELK's Table 2 counts N = 1,928 operators for the 40-layer model, about 48
+a layer, as ``benchmarks/model_plan_scale.py`` builds it). Our ONNX graph has 128 nodes;
+the importer folds 73 of them: 42 Constant, 3 Identity and the 28 nodes of shape
+arithmetic (8 Shape -> Gather -> Unsqueeze chains and 4 Concats feeding the Reshapes),
+since every shape is static. Each remaining node is one te op, except a Softmax (four:
+max, exp, sum, divide) and a Concat of activations (one op per part); data movements
+(Transpose, Reshape, Slice, Concat) stay ops of their own (relayouts on chip). A Hugging Face export has nodes our builder does not: RMSNorm
+computed in f32 between Casts, the rotary tables computed from position ids in the
+graph, the attention mask built and added, and the shape arithmetic of every Reshape;
+here the decoded position is fixed when the graph is built (cos/sin are constants) and
+f16 products accumulate in f32 inside the ops, so those nodes do not exist or fold. The
+run prints the graph's node count beside the te ops'.
 """
 
 from __future__ import annotations
@@ -64,6 +79,9 @@ def main(argv=None) -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--past", type=int, default=127)
     parser.add_argument("--layers", type=int, default=1)
+    parser.add_argument("--hidden", type=int, default=5120)
+    parser.add_argument("--heads", type=int, default=40)
+    parser.add_argument("--intermediate", type=int, default=13824)
     args = parser.parse_args(argv)
     if args.model:
         return model_run(args)
@@ -192,6 +210,8 @@ def model_run(args) -> None:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="irc-llama-"))
     workdir.mkdir(parents=True, exist_ok=True)
     stem = f"llama2-13b-b{args.batch}-p{args.past}-l{args.layers}"
+    if (args.hidden, args.heads, args.intermediate) != (5120, 40, 13824):
+        stem += f"-h{args.hidden}-a{args.heads}-i{args.intermediate}"
     onnx_path, te_path, device_path = (workdir / f"{stem}{suffix}" for suffix in (".onnx", ".mlir", ".device.mlir"))
     bin_dir = Path(sys.executable).parent
     tool = lambda name: str(bin_dir / name)  # noqa: E731
@@ -199,9 +219,10 @@ def model_run(args) -> None:
     if not onnx_path.exists():
         build = (
             "import sys, onnx; sys.path.insert(0, {root!r}); from benchmarks import models; "
-            "onnx.save(models.build_llama_layer(models.LlamaConfig(batch={b}, past={p}, layers={l})), {path!r})"
+            "onnx.save(models.build_llama_layer(models.LlamaConfig(batch={b}, past={p}, layers={l}, hidden={h}, "
+            "heads={a}, intermediate={i})), {path!r})"
         ).format(root=str(Path(__file__).resolve().parents[1]), b=args.batch, p=args.past, l=args.layers,
-                 path=str(onnx_path))
+                 h=args.hidden, a=args.heads, i=args.intermediate, path=str(onnx_path))
         steps.append(("build ONNX", [sys.executable, "-c", build]))
     if not te_path.exists():
         steps.append(("import", [tool("irc-translate"), "--import-onnx", str(onnx_path), "-o", str(te_path)]))
@@ -212,11 +233,16 @@ def model_run(args) -> None:
         seconds, peak, _ = _measured(command, out)
         print(f"{label}: {seconds:.1f} s, peak {peak / 2**30:.2f} GiB", file=out)
     te_ops = te_path.read_text().count("te.op ") + te_path.read_text().count("te.opaque ")
+    graph_nodes = _node_counts(onnx_path)
     device_text = device_path.read_text()
     instructions = {name: device_text.count(f"device.{name} ") for name in ("load", "relayout", "mma", "vector", "store")}
     print(f"Llama2-13B decoder layer x{args.layers}: batch {args.batch}, {args.past} cached positions, "
           f"{te_ops} te ops on {args.device}; device program: "
           + ", ".join(f"{count} {name}" for name, count in instructions.items()), file=out)
+    folded = sum(graph_nodes.get(kind, 0) for kind in FOLDED)
+    print(f"  granularity: {sum(graph_nodes.values())} ONNX nodes, of which {folded} fold at import "
+          f"({', '.join(f'{graph_nodes[k]} {k}' for k in FOLDED if k in graph_nodes)}); ELK's graph of the layer: "
+          f"169 ops as the issue cites it (module docstring)", file=out)
     runs = {}
     for level, path in (("te", te_path), ("device", device_path)):
         results = workdir / f"{stem}.{level}.npz"
@@ -238,13 +264,38 @@ def model_run(args) -> None:
         print(f"  {name}: {differ[name]:.2%} of elements differ from te, by at most {largest[name]:.3g}", file=out)
     _write_json(args.json, {
         "model": "llama2-13b-layer", "batch": args.batch, "past": args.past, "layers": args.layers,
-        "device": args.device, "te_ops": te_ops, "instructions": instructions,
+        "hidden": args.hidden, "heads": args.heads, "intermediate": args.intermediate,
+        "device": args.device, "te_ops": te_ops, "onnx_nodes": graph_nodes, "instructions": instructions,
         "te_seconds": te["seconds"], "device_seconds": device["seconds"],
         "te_peak_rss_bytes": te["peak_rss_bytes"], "device_peak_rss_bytes": device["peak_rss_bytes"],
         "time_ratio_device_over_te": device["seconds"] / te["seconds"],
         "rss_ratio_device_over_te": device["peak_rss_bytes"] / te["peak_rss_bytes"],
         "share_differing_from_te": differ, "max_abs_difference_from_te": largest,
     })
+
+
+FOLDED = ("Constant", "Identity", "Shape", "Gather", "Unsqueeze", "Concat")
+"""Node kinds the importer folds away in this graph: constants, aliases and shape
+arithmetic on static shapes (a Gather, Unsqueeze or Concat of activations, as in
+rotate_half and the KV cache, is counted apart as "(data)")."""
+
+
+def _node_counts(path: Path) -> dict[str, int]:
+    """The ONNX graph's nodes by kind; Gather/Unsqueeze/Concat only where they compute
+    shapes (every input constant or a Shape's, transitively)."""
+    import onnx
+
+    graph = onnx.load(str(path)).graph
+    constant = {t.name for t in graph.initializer}
+    counts: dict[str, int] = {}
+    for node in graph.node:
+        shape_math = node.op_type in ("Constant", "Shape") or all(not i or i in constant for i in node.input)
+        folds = shape_math or node.op_type == "Identity"        # an Identity is an alias
+        kind = node.op_type if (folds or node.op_type not in FOLDED) else f"{node.op_type} (data)"
+        if shape_math and node.op_type != "Identity":
+            constant.update(node.output)
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
 
 
 def _timed(function) -> float:

@@ -359,14 +359,22 @@ def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache
     for label in ("vgm", "roller"):
         value = row[f"{label}_ms"]
         row[f"speedup_{label}"] = None if value is None else value / irc_ms
-    convs = [t.search_seconds for t in cache.tables.values() if t.spec.kind == "conv"]
+    convs = [t for t in cache.tables.values() if t.spec.kind == "conv"]
     row["conv_searches"] = len(convs)
-    row["conv_search_max_s"] = max(convs, default=0.0)
-    row["conv_search_total_s"] = sum(convs)
+    row["conv_search_max_s"] = max((t.search_seconds for t in convs), default=0.0)
+    row["conv_search_max_cpu_s"] = max((t.search_cpu_seconds for t in convs), default=0.0)
+    row["conv_search_total_s"] = sum(t.search_seconds for t in convs)
+    row["conv_searches_over_target"] = sum(t.search_cpu_seconds >= CONV_TARGET_S for t in convs)
+    row["conv_searches_over_target_wall"] = sum(t.search_seconds >= CONV_TARGET_S for t in convs)
     if direct is not None:
         row.update(cross_check(model, direct, cache))
         row["opspec_irc_ms"] = plan_function(direct, cache).seconds * 1e3
     return row
+
+
+CONV_TARGET_S = 2.0            # every convolution planned (its frontier and idle table) within this
+TABLE_TARGET_S = 300.0         # the whole table within this
+RSS_TARGET_MB = 2048.0         # and this peak RSS
 
 
 HEADER = (f"{'model':<16} {'batch':>5} {'ops':>9} {'irc ms':>10} {'VGM ms':>10} {'Roller ms':>10} "
@@ -432,12 +440,20 @@ def main(argv: list[str] | None = None) -> int:
             # another batch has other shapes: these tables never serve again, free them
             cache.tables.clear()
             cache._rescored.clear()
-    print(f"\ntable: {time.perf_counter() - table_started:.1f} s wall, {time.process_time():.1f} s CPU, "
-          f"peak RSS {peak_rss_mb():.0f} MB")
+    wall, cpu, rss = time.perf_counter() - table_started, time.process_time(), peak_rss_mb()
+    print(f"\ntable: {wall:.1f} s wall, {cpu:.1f} s CPU (target < {TABLE_TARGET_S:.0f} s: "
+          f"{'met' if wall < TABLE_TARGET_S else 'NOT met'}), peak RSS {rss:.0f} MB (target < {RSS_TARGET_MB:.0f} MB: "
+          f"{'met' if rss < RSS_TARGET_MB else 'NOT met'}); load average at the end "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     convs = [r for r in rows if r["conv_searches"]]
     if convs:
-        print(f"conv plan searches: {sum(r['conv_searches'] for r in convs)} over {len(convs)} rows, slowest "
-              f"{max(r['conv_search_max_s'] for r in convs):.2f} s, all {sum(r['conv_search_total_s'] for r in convs):.1f} s")
+        over = sum(r["conv_searches_over_target"] for r in convs)
+        over_wall = sum(r["conv_searches_over_target_wall"] for r in convs)
+        print(f"conv plans (frontier search and idle table): {sum(r['conv_searches'] for r in convs)} over "
+              f"{len(convs)} rows, slowest {max(r['conv_search_max_cpu_s'] for r in convs):.2f} s CPU "
+              f"({max(r['conv_search_max_s'] for r in convs):.2f} s wall), all "
+              f"{sum(r['conv_search_total_s'] for r in convs):.1f} s wall; {over} took {CONV_TARGET_S:.0f} s CPU or "
+              f"more ({over_wall} by wall time; target: none)")
     if rows:
         speedups = [r["speedup_vgm"] for r in rows if r["speedup_vgm"] is not None]
         if speedups:

@@ -22,6 +22,20 @@ A loop of ``trips`` runs its body ``trips`` times and, between two runs, rotates
 ``rotating`` tensor one partition along its rings; it does not rewind, so every run of
 an inner loop visits all its values starting where the previous run stopped. ``start``
 (a map of the core id, or a table) is the per-core initial value of the loop's digit (the initial placement, T10 s4.4).
+A kernel may run several products over the same axes under one plan (a layer's gradient
+pair, `irc.planner.igo_pair`): one expression and one result per product, the tensors
+they share read once (one operand, one ring), and one ``shift.compute`` per product,
+naming its output, at every step:
+
+    %dx, %dw = shift.kernel "DX[m,k] += G[m,n] * W[k,n]", "DW[k,n] += G[m,n] * X[m,k]" (%g, %w, %x)
+                 {grid = array<i64: 2, 2, 4>} : (...) -> (tensor<...>, tensor<...>) {
+      shift.ring "DX" {...}  shift.ring "DW" {...}  shift.ring "G" {...}  ...
+      shift.loop "n" {trips = 4, stride = 1, rotating = ["G"], start = ...} {
+        shift.compute "DX"
+        shift.compute "DW"
+      }
+    }
+
 The chip is the module's ``irc.target``; ``planned_cycles``, written by
 `rotation-align`, is the time the cost model predicts for the kernel; a kernel reading
 weights may carry the ``idle = #rtensor.idle<...>`` plan its weights rest in between
@@ -46,14 +60,23 @@ from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     ParsePropInAttrDict,
     IRDLOperation,
+    var_result_def,
     irdl_op_definition,
     opt_prop_def,
     prop_def,
     region_def,
-    result_def,
     traits_def,
     var_operand_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
@@ -61,39 +84,92 @@ import numpy as np
 
 from irc.dialects.device import CORE_TABLE, array_values, core_table, i64_array, i64_attr, table_attr
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
-from irc.dialects.te import ExprAttr
+from irc.dialects.te import ExprAttr, parse_checked_expression
 from irc.dialects.te_expr import ExprError
+
+
+@irdl_custom_directive
+class ExpressionList(CustomDirective):
+    """The kernel's expressions as string literals separated by commas: one operator's
+    ``"C[m,n] += A[m,k] * B[k,n]"``, or the products of a fused kernel."""
+
+    expressions: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        expressions = [ExprAttr(parse_checked_expression(parser))]
+        while parser.parse_optional_punctuation(",") is not None:
+            expressions.append(ExprAttr(parse_checked_expression(parser)))
+        self.expressions.set(state, ArrayAttr(expressions))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        attr = self.expressions.get(op)
+        assert isinstance(attr, ArrayAttr)
+        printer.print_list(attr.data, lambda e: printer.print_string_literal(e.text))
 
 
 @irdl_op_definition
 class KernelOp(IRDLOperation):
-    """One operator as a compute-shift program on ``prod(grid)`` cores of the module's
-    target: its expression, ``F_op`` per axis (``grid``), the rings of each tensor and
-    the loop nest that computes one sub-task per step and rotates tensors between steps
-    (``planned_cycles``: the cost model's time for it, once aligned). Reads its inputs
-    from and writes its result to host tensors."""
+    """Products mapped onto ``prod(grid)`` cores of the module's target as one
+    compute-shift program: one tensor expression per result (one operator, or a layer's
+    gradient pair under one plan), over the same axes (the first expression's order), ``F_op``
+    per axis (``grid``), the rings of each tensor (a tensor several expressions read is
+    one operand with one ring) and the loop nest that computes one sub-task of every
+    product per step and rotates tensors between steps (``planned_cycles``: the cost
+    model's time for it, once aligned). The operands are the tensors read, in the order
+    the expressions first read them. Reads its inputs from and writes its results to host
+    tensors."""
 
     name = "shift.kernel"
 
-    expression = prop_def(ExprAttr)
+    expressions = prop_def(ArrayAttr[ExprAttr])
     grid = prop_def(DenseArrayBase)
     planned_cycles = opt_prop_def(FloatAttr)
     inputs = var_operand_def(TensorType)
-    output = result_def(TensorType)
+    outputs = var_result_def(TensorType)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
 
-    assembly_format = "$expression `(` $inputs `)` attr-dict `:` functional-type($inputs, $output) $body"
+    assembly_format = (
+        "custom<ExpressionList>($expressions) `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs) $body"
+    )
     irdl_options = (ParsePropInAttrDict(),)
+    custom_directives = (ExpressionList,)
 
-    def __init__(self, expression: str, inputs: Sequence[SSAValue], result_type: Attribute,
-                 grid: Sequence[int], body: Region | None = None):
+    def __init__(self, expressions: str | Sequence[str], inputs: Sequence[SSAValue],
+                 result_types: Attribute | Sequence[Attribute], grid: Sequence[int], body: Region | None = None):
+        texts = [expressions] if isinstance(expressions, (str, ExprAttr)) else list(expressions)
+        types = [result_types] if isinstance(result_types, Attribute) else list(result_types)
         super().__init__(
-            operands=[list(inputs)], result_types=[result_type],
-            properties={"expression": ExprAttr(expression), "grid": i64_array(grid)},
+            operands=[list(inputs)], result_types=[types],
+            properties={"expressions": ArrayAttr([e if isinstance(e, ExprAttr) else ExprAttr(e) for e in texts]),
+                        "grid": i64_array(grid)},
             regions=[body or Region(Block())],
         )
+
+    @property
+    def exprs(self) -> list[ExprAttr]:
+        return list(self.expressions.data)
+
+    @property
+    def expression(self) -> ExprAttr:
+        """The expression of a one-product kernel (an operator)."""
+        if len(self.expressions.data) != 1:
+            raise ValueError(f"a kernel of {len(self.expressions.data)} products has no single expression")
+        return self.expressions.data[0]
+
+    @property
+    def output(self) -> SSAValue:
+        """The result of a one-product kernel (an operator)."""
+        if len(self.outputs) != 1:
+            raise ValueError(f"a kernel of {len(self.outputs)} products has no single output")
+        return self.outputs[0]
+
+    def operand_names(self) -> list[str]:
+        """The tensor each operand is: the expressions' inputs, each once, in the order
+        they are first read."""
+        return list(dict.fromkeys(name for e in self.expressions.data for name in e.expr.inputs))
 
     def rings(self) -> list["RingOp"]:
         return [op for op in self.body.block.ops if isinstance(op, RingOp)]
@@ -108,16 +184,50 @@ class KernelOp(IRDLOperation):
             nest.append(loop)
             block = loop.body.block
 
+    def computes(self) -> list["ComputeOp"]:
+        """The computes of the innermost level, one per product (empty before `rotation-align`)."""
+        loops = self.loops()
+        block = loops[-1].body.block if loops else self.body.block
+        return [op for op in block.ops if isinstance(op, ComputeOp)]
+
     def has_compute(self) -> bool:
         return any(isinstance(op, ComputeOp) for op in self.walk())
 
+    def bounds(self) -> list:
+        """Each expression bound to the shapes of the operands it reads and its result."""
+        return [self._bind(e, result) for e, result in zip(self.expressions.data, self.outputs)]
+
+    def _bind(self, expression: ExprAttr, result: SSAValue):
+        operands = dict(zip(self.operand_names(), self.inputs))
+        return expression.expr.bind([tuple(operands[n].type.get_shape()) for n in expression.expr.inputs],
+                                    tuple(result.type.get_shape()))
+
     def bound(self):
-        expr = self.expression.expr
-        return expr.bind([tuple(v.type.get_shape()) for v in self.inputs], tuple(self.output.type.get_shape()))
+        """The bound expression of a one-product kernel (an operator)."""
+        return self._bind(self.expression, self.output)
 
     def verify_(self) -> None:
-        expr = self.expression.expr
-        for value in (*self.inputs, self.output):
+        expressions = self.exprs
+        if not expressions:
+            raise VerifyException("a kernel needs at least one expression")
+        if len(expressions) != len(self.outputs):
+            raise VerifyException(
+                f"{len(expressions)} expressions but {len(self.outputs)} results: each expression computes one"
+            )
+        names = self.operand_names()
+        outputs = [e.expr.output.tensor for e in expressions]
+        for name in outputs:
+            if outputs.count(name) > 1 or name in names:
+                raise VerifyException(
+                    f"tensor {name} is written by one expression and {'written' if name not in names else 'read'} "
+                    "by another: the products of a kernel are independent"
+                )
+        if len(names) != len(self.inputs):
+            raise VerifyException(
+                f"the expressions read {len(names)} tensors ({', '.join(names)}) but the kernel has "
+                f"{len(self.inputs)} operands"
+            )
+        for value in (*self.inputs, *self.outputs):
             element = value.type.get_element_type()
             try:
                 numpy_dtype(element)
@@ -126,19 +236,29 @@ class KernelOp(IRDLOperation):
                     f"element type {element} ({value.type}) is not one the chip stores: f16, f32, f64, i1 and "
                     f"8-, 16-, 32- and 64-bit integers"
                 ) from None
-        try:
-            bound = self.bound()
-        except ExprError as error:
-            raise VerifyException(f"'{self.expression.text}': {error.message}") from None
-        axes = [a for a, _ in bound.extents]
+        bounds = []
+        for expression, result in zip(expressions, self.outputs):
+            try:
+                bounds.append(self._bind(expression, result))
+            except ExprError as error:
+                raise VerifyException(f"'{expression.text}': {error.message}") from None
+        extents = bounds[0].extents
+        axes = [a for a, _ in extents]
+        for expression, bound in zip(expressions[1:], bounds[1:]):
+            if sorted(bound.extents) != sorted(extents):
+                describe = lambda e: ", ".join(f"{a}={n}" for a, n in e)  # noqa: E731
+                raise VerifyException(
+                    f"'{expression.text}' ranges over {describe(bound.extents)}, not over the kernel's axes "
+                    f"{describe(extents)}: the products of a kernel share one iteration space"
+                )
         grid = array_values(self.grid)
         if len(grid) != len(axes):
             raise VerifyException(
-                f"grid has {len(grid)} factors but '{self.expression.text}' has {len(axes)} axes ({', '.join(axes)})"
+                f"grid has {len(grid)} factors but '{expressions[0].text}' has {len(axes)} axes ({', '.join(axes)})"
             )
         if (grid < 1).any():
             raise VerifyException(f"grid factors must be positive, got {grid.tolist()}")
-        tensors = [expr.output.tensor, *expr.inputs]
+        tensors = [*outputs, *names]
         rings = {}
         for ring in self.rings():
             if ring.tensor.data not in tensors:
@@ -163,6 +283,17 @@ class KernelOp(IRDLOperation):
                 raise VerifyException(f"the loop on axis {loop.axis.data} rotates unknown tensor {bad[0]}")
             if loop.axis.data not in axes:
                 raise VerifyException(f"loop on unknown axis {loop.axis.data}; axes are {', '.join(axes)}")
+        computes = self.computes()
+        if computes or self.loops():
+            stated = [None if c.tensor is None else c.tensor.data for c in computes]
+            named = len(outputs) > 1   # one product's compute may leave its output unnamed
+            if len(computes) != len(outputs) or any(s != w and (named or s is not None)
+                                                    for s, w in zip(stated, outputs)):
+                raise VerifyException(
+                    f"the innermost level holds one shift.compute per product, in order"
+                    f"{' and naming its output' if named else ''} ({', '.join(outputs)}), got "
+                    f"{', '.join(s or '(unnamed)' for s in stated) or 'none'}"
+                )
 
 
 @irdl_op_definition
@@ -237,22 +368,27 @@ class LoopOp(IRDLOperation):
         if not self.rotating.data:
             raise VerifyException(f"the loop on axis {self.axis.data} rotates no tensor")
         inner = [op for op in self.body.block.ops]
-        if len(inner) != 1 or not isinstance(inner[0], (LoopOp, ComputeOp)):
-            raise VerifyException("a shift.loop body holds exactly one shift.loop or shift.compute")
+        if not (len(inner) == 1 and isinstance(inner[0], LoopOp)) and \
+                not (inner and all(isinstance(op, ComputeOp) for op in inner)):
+            raise VerifyException("a shift.loop body holds exactly one shift.loop, or the shift.computes of the "
+                                  "kernel's products")
 
 
 @irdl_op_definition
 class ComputeOp(IRDLOperation):
-    """The sub-task of the current step on every core: the kernel's expression over one
-    step tile per axis, on the partitions each core holds now (T10 s4.2 "sub-task")."""
+    """The sub-task of the current step on every core: one product's expression over one
+    step tile per axis, on the partitions each core holds now (T10 s4.2 "sub-task");
+    ``tensor`` names the product by its output (needed when the kernel has several)."""
 
     name = "shift.compute"
 
-    assembly_format = "attr-dict"
+    tensor = opt_prop_def(StringAttr)
+
+    assembly_format = "($tensor^)? attr-dict"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, tensor: str | None = None):
+        super().__init__(properties={} if tensor is None else {"tensor": StringAttr(tensor)})
 
 
 SHIFT = Dialect("shift", [KernelOp, RingOp, LoopOp, ComputeOp], [])

@@ -772,14 +772,18 @@ MAX_INDIRECTION = 8
 """Deepest nesting of indirect indices (``E[I[J[k]]]`` is 2)."""
 
 
-@lru_cache(maxsize=4096)
 def parse_expression(text: str) -> TensorExpr:
     """Parse and check the shape-free rules of a tensor expression.
 
     Raises `ExprError` with the column of the problem when the text does not parse.
-    Memoised (the parsed form is immutable): a model's layers repeat their expressions,
-    and a parse is ~1,000 times a lookup.
+    The parsed form is immutable, so a text parsed before is answered from a bounded
+    cache (a model's identical layers repeat their expressions; errors are not cached).
     """
+    return _parse_cached(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> TensorExpr:
     if len(text) > MAX_LENGTH:
         raise ExprError(f"the expression is {len(text)} characters long; irc takes at most {MAX_LENGTH}: "
                         f"split it into several ops")

@@ -14,7 +14,8 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import BinaryIO
 
 
 class OutputError(Exception):
@@ -51,16 +52,21 @@ def _resolved(path: str) -> str:
     return os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
 
 
-def write_atomically(path: str, data: bytes | str) -> None:
+def write_atomically(path: str, data: bytes | str | Callable[[BinaryIO], None]) -> None:
     """Write ``data`` to ``path`` all at once: into a temporary file beside it, then one
     rename; on any failure ``path`` keeps what it held and the temporary file is gone.
-    A symbolic link is written through (its target is replaced, the link kept)."""
+    A symbolic link is written through (its target is replaced, the link kept).
+    ``data`` may be a function writing into the (binary, seekable) temporary file, so
+    a large output is streamed rather than built in memory first."""
     path = _resolved(path)
     directory = os.path.dirname(path)
     handle, temporary = tempfile.mkstemp(prefix=".irc-", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data.encode() if isinstance(data, str) else data)
+        with os.fdopen(handle, "w+b") as stream:
+            if callable(data):
+                data(stream)
+            else:
+                stream.write(data.encode() if isinstance(data, str) else data)
             stream.flush()
             os.fsync(stream.fileno())
         if os.path.exists(path):

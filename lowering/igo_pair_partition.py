@@ -25,14 +25,17 @@ decides, per pair, before it plans anything else (`plan_pairs`):
   planned like any other (model-wide or per op), each with ``irc.unfused`` saying why.
 
 A fused pair is planned on its own, like ``mode=op``: the model-wide trade-off
-(Algorithm 1) does not see it, its weight rests in its active layout, and the
-relayouts into and out of it are not part of the function's ``irc.planned_cycles``.
-Below the rtensor level a fused pair runs as two kernels (`rtensor-to-shift`): the dX
-product's and the dW product's, each under the fused plan's ``F_op`` and its own
-tensors' f_t (`irc.planner.igo_pair.PairSpec.component_plan`), so the device program
-rotates dY in both; the function's ``irc.planned_cycles`` counts those two kernels'
-times, which the interpreter reproduces. A single compute-shift kernel computing both
-products per step is not lowered yet.
+(Algorithm 1) does not see it, and its weight is loaded from the host into its active
+layout (host I/O). Its plan is fixed before the model's, so the function's
+``irc.planned_cycles`` is the model-wide plan's time plus, per fused pair, its kernel
+(the fused plan's time) and every relayout into or out of it, priced between its plan
+and the plan at the edge's other end as the model prices its own edges
+(`irc.lowering.model_from_ir.pair_cycles`, `irc.planner.relayout`); an input it shares
+with model ops is loaded once, into a model op's layout, and relayouted to the pair.
+Below the rtensor level a fused pair is one compute-shift kernel of two products
+(`rtensor-to-shift`, `irc.schedule.kernel.build_fused_kernel`): dY rotates once per step
+for both gradients, and the interpreted device program takes exactly the planned time,
+relayouts included.
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import FloatAttr, StringAttr, f64
-from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -153,27 +155,15 @@ def plan_pairs(module: Operation, device, cost) -> dict[igo.GradPairOp, PairDeci
     return decisions
 
 
-def lowered_cycles(decision: PairDecision, device, cost) -> float:
-    """Cycles of the two kernels the fused pair lowers to (module docstring): each
-    product under the fused F_op and its own tensors' f_t, priced by `check_plan`."""
-    from irc.planner import check_plan
+def fused_pair_cycles(found, chosen, decisions: dict, device, cost) -> float:
+    """Cycles a function's fused pairs add to its model-wide plan (module docstring):
+    each pair's kernel, at its fused plan's time, and every relayout into or out of one
+    between its plan and the plans at the edge's other end (``chosen``: the function's
+    model ops' active plans; `irc.lowering.model_from_ir.pair_cycles`)."""
+    from irc.lowering.model_from_ir import pair_cycles
 
-    spec = decision.spec
-    return sum(check_plan(component, spec.component_plan(decision.plan, which), device, cost).cycles
-               for component, which in ((spec.dx, "dx"), (spec.dw, "dw")))
-
-
-def add_pair_cycles(planned: dict, decisions: dict, device, cost) -> dict:
-    """The functions' planned cycles (`irc.lowering.te_to_rtensor.PLANNED_ATTR`) with
-    the kernels of their fused pairs added (`lowered_cycles`)."""
-    planned = dict(planned)
-    for op, decision in decisions.items():
-        function = op.parent_op()
-        while function is not None and not isinstance(function, FuncOp):
-            function = function.parent_op()
-        if function is not None:
-            planned[function] = planned.get(function, 0.0) + lowered_cycles(decision, device, cost)
-    return planned
+    pairs = {op: (decision.spec.union_spec(), decision.plan) for op, decision in decisions.items()}
+    return pair_cycles(found, chosen, pairs, device, cost)
 
 
 @dataclass
@@ -261,30 +251,15 @@ def check_pair(op: GradPairOp, device, cost) -> Plan:
     return scored
 
 
-def component_plans(op: GradPairOp) -> tuple[Plan, Plan]:
-    """The plans of the two kernels a fused pair lowers to (module docstring), each in
-    its own expression's axis order and tensor names."""
-    spec = pair_spec_of(op)
-    plan = stated_plan(op)
-    result = []
-    for which, bound in (("dx", op.bound_dx()), ("dw", op.bound_dw())):
-        component = spec.component_plan(plan, which)
-        axes = tuple(a for a, _ in bound.extents)
-        result.append(component.in_axis_order(axes))
-    return result[0], result[1]
-
-
 __all__ = [
     "PLANNED",
     "PairDecision",
     "PairPlanError",
     "PartitionGradPair",
-    "add_pair_cycles",
     "SUMMARY_ATTR",
     "UNFUSED_ATTR",
     "check_pair",
-    "component_plans",
-    "lowered_cycles",
+    "fused_pair_cycles",
     "pair_spec_of",
     "plan_pairs",
     "stated_plan",

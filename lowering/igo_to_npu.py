@@ -8,8 +8,9 @@ It rewrites::
 
 into ``npu.kernel`` over the layer's GEMM view (`irc.dialects.npu.gemm_view`) whose body
 walks the tiles in the op's order (``sequential``: every dX step, then every dW step: the
-unfused baseline), split as its partition says (over time on one core, or over the
-cores), with the scratchpad managed as `irc.cost.igo` plans it: the tiles each round
+unfused baseline, by default as two operators, the dX operator's tiles dropped before
+the dW operator loads its own, `irc.cost.igo.BASELINES`), split as its partition says
+(over time on one core, or over the cores), with the scratchpad managed as `irc.cost.igo` plans it: the tiles each round
 needs are loaded into the half being filled while the previous round computes, evicted
 input tiles are freed, evicted partial sums spilled and reloaded, finished gradient
 tiles summed over their parts and written back once. Tiles are `default_tiling`'s. The
@@ -113,10 +114,10 @@ def kernel_program(rounds, transfers, dataflow: str) -> list:
     return ops
 
 
-def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None):
+def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None, baseline: str = "separate"):
     """(layer, tiling, rounds, transfers) of a gradient pair on `device`, as `irc.cost.igo`
-    evaluates it."""
-    from irc.cost.igo import Layer, default_tiling, plan_transfers, schedule
+    evaluates it (`baseline`: what a ``sequential`` pair keeps between its two GEMMs)."""
+    from irc.cost.igo import Layer, default_tiling, operator_starts, plan_transfers, schedule
 
     view = gemm_view(op.dx_expression.expr, op.dw_expression.expr, {
         "dY": tuple(op.dy.type.get_shape()), "W": tuple(op.w.type.get_shape()), "X": tuple(op.x.type.get_shape()),
@@ -124,7 +125,8 @@ def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None):
     })
     m, k, n = view.gemm
     layer = Layer(M=m, K=k, N=n, element_bytes=byte_width(op.dy.type.get_element_type()),
-                  name=f"{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor} ({location_of(op)})")
+                  name=f"{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor} "
+                       f"({location_of(op)})")
     tiling = tiling or default_tiling(layer, device)
     scheme = op.attributes.get("partition")
     parts = op.attributes.get("parts")
@@ -134,17 +136,19 @@ def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None):
         scheme, parts = "weight-sharing", device.cores  # data parallel: the batch over the cores
     if device.cores > 1 and parts > device.cores:
         raise ValueError(f"{parts} parts for {device.cores} cores")
-    rounds = schedule(layer, tiling, COST_ORDER.get(op.order.data, op.order.data), scheme, parts, device.cores)
-    transfers = plan_transfers(rounds, layer, tiling, device.spm_bytes // 2, policy, frees=True)
+    order = COST_ORDER.get(op.order.data, op.order.data)
+    rounds = schedule(layer, tiling, order, scheme, parts, device.cores, baseline)
+    transfers = plan_transfers(rounds, layer, tiling, device.spm_bytes // 2, policy, frees=True,
+                               flush_before=operator_starts(rounds, order, baseline))
     return layer, tiling, rounds, transfers
 
 
-def lower_pair(op: GradPairOp, device, policy: str = "lru", tiling=None) -> KernelOp:
+def lower_pair(op: GradPairOp, device, policy: str = "lru", tiling=None, baseline: str = "separate") -> KernelOp:
     """The `npu.kernel` of a gradient pair (`tiling`: `default_tiling`'s when None)."""
     from irc.cost.igo import ScratchpadError
 
     try:
-        layer, tiling, rounds, transfers = plan_of(op, device, policy, tiling)
+        layer, tiling, rounds, transfers = plan_of(op, device, policy, tiling, baseline)
     except ViewError as error:
         raise DiagnosticException(f"{location_of(op)}: error: 'igo.grad_pair' op has no GEMM view: {error}") from None
     except ScratchpadError as error:
@@ -188,21 +192,27 @@ def layer_name(op: GradPairOp) -> str:
 
 @dataclass(frozen=True)
 class IgoToNpu(ModulePass):
-    """``igo-to-npu{device=npu-edge cores=0 policy=lru}``: lower every gradient pair to
-    an NPU program (`device` empty: the module's NPU target; `cores` 0: the device
-    file's count; `policy`: the scratchpad's replacement, ``lru`` or ``belady``)."""
+    """``igo-to-npu{device=npu-edge cores=0 policy=lru baseline=separate}``: lower every
+    gradient pair to an NPU program (`device` empty: the module's NPU target; `cores` 0:
+    the device file's count; `policy`: the scratchpad's replacement, ``lru`` or
+    ``belady``; `baseline`: a ``sequential`` pair as two operators, ``separate``, the
+    paper's, or one walk through one cache, ``shared``)."""
 
     name = "igo-to-npu"
 
     device: str = "npu-edge"
     cores: int = 0
     policy: str = "lru"
+    baseline: str = "separate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.cost.igo import POLICIES
+        from irc.cost.igo import BASELINES, POLICIES
 
         if self.policy not in POLICIES:
             raise DiagnosticException(f"igo-to-npu: unknown policy={self.policy}; known: {', '.join(POLICIES)}")
+        if self.baseline not in BASELINES:
+            raise DiagnosticException(
+                f"igo-to-npu: unknown baseline={self.baseline}; known: {', '.join(BASELINES)}")
         device = resolve_device(op, self.device, self.cores)
         have = op.attributes.get(TARGET_ATTR)
         target = npu_target(device)
@@ -220,5 +230,5 @@ class IgoToNpu(ModulePass):
                 )
             if batch_axes(pair):
                 continue  # a batched GEMM (attention's products): no GEMM view, stays igo
-            kernel = lower_pair(pair, device, self.policy)
+            kernel = lower_pair(pair, device, self.policy, baseline=self.baseline)
             rewriter.replace_op(pair, kernel)

@@ -116,6 +116,28 @@ class FunctionModel:
     fallbacks: dict[TensorOp, str] = field(default_factory=dict)
     movements: set[TensorOp] = field(default_factory=set)
     """The data movements that run as layout changes between the ops."""
+    pairs: list[Operation] = field(default_factory=list)
+    """The fused gradient pairs of the function (`igo.grad_pair`s planned apart), in order."""
+    pair_edges: list["PairEdge"] = field(default_factory=list)
+    """The activations moving into or out of them on chip."""
+
+
+@dataclass(frozen=True)
+class PairEdge:
+    """An activation moved on chip into or out of a fused gradient pair, which
+    `rtensor-partition` plans apart from the model-wide plan (`irc.planner.igo_pair`):
+    from ``producer`` (a model op's index, or a fused pair) holding it as
+    ``producer_tensor`` (its output, or the shared copy of an input it holds) into
+    ``consumer`` (the same kinds) reading it as ``tensor``; ``moved`` when read through
+    data movements (``view`` as in ``ModelOp.read_views``). Priced as `irc.planner.relayout`
+    prices every other edge, and as the device program moves it (`shift-to-device`)."""
+
+    producer: object
+    producer_tensor: str
+    consumer: object
+    tensor: str
+    moved: bool = False
+    view: tuple[int | None, ...] | None = None
 
 
 def is_movement(op) -> bool:
@@ -284,18 +306,19 @@ def read_view(chain, source_bound: BoundExpr, source_tensor: str, reader_bound: 
     return tuple(view)
 
 
-def input_homes(ops: list, planned, movements) -> dict[tuple, tuple]:
+def input_homes(ops: list, planned, movements, may_hold=None) -> dict[tuple, tuple]:
     """Inputs from outside read by several planned ops, loaded once (issue 11): per
     ``(op, operand position)`` that reads such an input from another op's copy, the
     ``(op, operand position)`` holding it. The copy is the input as read by the first op
     reading it directly (through no movement), which readers through movements relayout
     with the movements applied; with no direct reader, readers through equal movements
-    share one copy."""
+    share one copy. Only ops in ``may_hold`` (default: every planned op) hold a copy: a
+    fused gradient pair, planned apart from the model-wide plan, reads from one."""
     readers: dict[SSAValue, list[tuple]] = {}
     for op in ops:
         if op not in planned:
             continue
-        for position, value in enumerate(op.inputs):
+        for position, value in enumerate(op.operands):
             origin, _ = through_movements(value, movements)
             if _is_argument(origin) and not is_weight(origin):
                 readers.setdefault(origin, []).append((op, position, value))
@@ -305,11 +328,12 @@ def input_homes(ops: list, planned, movements) -> dict[tuple, tuple]:
 
     homes = {}
     for origin, found in readers.items():
-        direct = [r for r in found if r[2] is origin]
+        direct = [r for r in found if r[2] is origin and (may_hold is None or r[0] in may_hold)]
         keys = [view_of(r[2]) for r in found]
         views = [direct] if direct else [[r for r, k in zip(found, keys) if k == key] for key in dict.fromkeys(keys)]
         for view in views:
-            whole = [r for r in view if _reads_whole(*r[:2])]   # the copy must hold every element
+            # the copy must hold every element
+            whole = [r for r in view if (may_hold is None or r[0] in may_hold) and _reads_whole(*r[:2])]
             if not whole:
                 continue
             home = whole[0][:2]
@@ -319,12 +343,31 @@ def input_homes(ops: list, planned, movements) -> dict[tuple, tuple]:
     return homes
 
 
+def operand_read(op, position: int) -> tuple[BoundExpr, str]:
+    """The bound expression reading operand ``position`` of ``op`` (a ``te.op``, a
+    ``shift.kernel`` of one or several products, an ``igo.grad_pair``) and the tensor
+    it names it."""
+    from irc.dialects import igo
+    from irc.dialects.shift import KernelOp
+
+    if isinstance(op, KernelOp):
+        name = op.operand_names()[position]
+        return next(b for b in op.bounds() if name in b.expr.inputs), name
+    if isinstance(op, igo.GradPairOp):
+        value = op.operands[position]
+        for bound, other in ((op.bound_dx(), op.w), (op.bound_dw(), op.x)):
+            for name, read in zip(bound.expr.inputs, op.operands_of(bound.expr, other)):
+                if read is value:
+                    return bound, name
+    bound = op.bound()
+    return bound, bound.expr.inputs[position]
+
+
 def _reads_whole(op, position: int) -> bool:
     """Whether ``op`` reads every element of its operand ``position`` (no window of it)."""
     from irc.dialects.te_expr import AffineIndex
 
-    bound = op.bound()
-    name = bound.expr.inputs[position]
+    bound, name = operand_read(op, position)
     extents = bound.extent
     for index, size in zip(bound.expr.accesses_of(name)[0].indices, bound.shapes[name]):
         if not isinstance(index, AffineIndex) or index.value_range(extents) != (0, size - 1):
@@ -350,8 +393,14 @@ def live_tensor_ops(scope: Operation | Block) -> list[TensorOp]:
     return [op for op in ops if op not in dead]
 
 
-def function_model(function: FuncOp, *, strict: bool = False, name: str | None = None) -> FunctionModel:
+def function_model(function: FuncOp, *, strict: bool = False, name: str | None = None,
+                   pairs=frozenset()) -> FunctionModel:
     """The `ModelSpec` of `function`'s te ops (module docstring).
+
+    ``pairs`` are the fused gradient pairs (`igo.grad_pair`s) `rtensor-partition` plans
+    apart: they are kernels of the device program but not model ops; what moves between
+    them and the model's ops is returned as ``pair_edges`` (`pair_cycles` prices it), and
+    an input they share with model ops is loaded once, into a model op's layout.
 
     Raises `ModelIRError` for an expression that does not bind to its operand shapes,
     and (with ``strict``) for an op the planner cannot describe.
@@ -360,6 +409,8 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
     label = name or function.sym_name.data
     result = FunctionModel(label, None)
     ops = live_tensor_ops(function)  # dead ops never run: not planned
+    fused = [op for op in function.walk() if op in pairs]
+    result.pairs = fused
     described = {}
     for op in ops:
         try:
@@ -367,7 +418,8 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
         except ExprError as error:
             raise ModelIRError(op, f"'{op.expression.text}': {error.message}") from None
     plannable = {op for op, (_, spec, _) in described.items() if spec is not None}
-    movements = absorbed_movements(ops, plannable)
+    in_order = [op for op in function.walk() if op in described or op in pairs]
+    movements = absorbed_movements(in_order, plannable | set(fused))
     result.movements = movements
     for op in ops:
         text = op.expression.text
@@ -379,7 +431,8 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
         result.fallbacks[op] = f"the planner cannot describe it ({reason})"
     planned = [op for op in ops if op in plannable and op not in movements]
     index_of = {op: i for i, op in enumerate(planned)}
-    homes = input_homes(planned, set(planned), movements)
+    kernels = [op for op in in_order if op in index_of or op in pairs]
+    homes = input_homes(kernels, set(kernels), movements, set(planned))
     model_ops: list[ModelOp] = []
     for i, op in enumerate(planned):
         bound, spec, _ = described[op]
@@ -390,6 +443,9 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
                 weights.append(tensor)
                 continue
             source = None
+            if origin.owner in pairs:   # from a fused pair: priced apart (``pair_edges``)
+                result.pair_edges.append(_pair_edge(origin, chain, i, bound, tensor))
+                continue
             if origin.owner in index_of:
                 k = index_of[origin.owner]
                 producers[tensor] = k
@@ -415,7 +471,58 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
         result.bounds.append(bound)
     if model_ops:
         result.model = ModelSpec(label, tuple(model_ops))
+    for pair in fused:
+        for position, value in enumerate(pair.operands):
+            bound, tensor = operand_read(pair, position)
+            origin, chain = through_movements(value, movements)
+            if is_weight(origin):
+                continue   # a fused pair has no idle plan: its weight is loaded from the host
+            if origin.owner in pairs or origin.owner in index_of:
+                producer = origin.owner if origin.owner in pairs else index_of[origin.owner]
+                edge = _pair_edge(origin, chain, pair, bound, tensor)
+                result.pair_edges.append(replace(edge, producer=producer))
+            elif (pair, position) in homes:
+                home, home_position = homes[(pair, position)]
+                source_bound, source_tensor = operand_read(home, home_position)
+                chain = chain[len(through_movements(home.inputs[home_position], movements)[1]):]
+                view = read_view(chain, source_bound, source_tensor, bound, tensor) if chain else None
+                result.pair_edges.append(PairEdge(index_of[home], source_tensor, pair, tensor, bool(chain), view))
     return result
+
+
+def _pair_edge(origin: SSAValue, chain, consumer, bound: BoundExpr, tensor: str) -> PairEdge:
+    """The edge from the kernel producing ``origin`` (a te op or a fused pair) to
+    ``consumer`` (a model op's index, or a pair) reading it as ``tensor`` of ``bound``."""
+    from irc.dialects import igo
+
+    producer = origin.owner
+    if isinstance(producer, igo.GradPairOp):
+        source_bound = producer.bound_dx() if origin is producer.dx else producer.bound_dw()
+    else:
+        source_bound = producer.bound()
+    source_tensor = source_bound.expr.output.tensor
+    view = read_view(chain, source_bound, source_tensor, bound, tensor) if chain else None
+    return PairEdge(producer, source_tensor, consumer, tensor, bool(chain), view)
+
+
+def pair_cycles(found: FunctionModel, chosen, pairs, device, cost) -> float:
+    """Cycles of the fused pairs of ``found`` beyond its model-wide plan: each pair's
+    kernel (its fused plan's time) and every edge into or out of one, priced by
+    `irc.planner.relayout` between the plans at its two ends (``chosen``: the model ops'
+    active plans; ``pairs``: per pair its ``(union OpSpec, scored plan)``)."""
+    total = sum(float(pairs[pair][1].cycles) for pair in found.pairs)
+
+    def end(node):
+        if isinstance(node, int):
+            return found.model.ops[node].spec, chosen[node]
+        return pairs[node]
+
+    for edge in found.pair_edges:
+        producer_spec, producer_plan = end(edge.producer)
+        consumer_spec, consumer_plan = end(edge.consumer)
+        total += relayout_cost(producer_spec, producer_plan, consumer_spec, consumer_plan, edge.tensor, device, cost,
+                               producer_tensor=edge.producer_tensor, whole=edge.moved, view=edge.view)[1]
+    return total
 
 
 # ---------------------------------------------------------------------------
@@ -735,6 +842,8 @@ __all__ = [
     "mtia_function_model",
     "opaque_fallbacks",
     "is_weight",
+    "pair_cycles",
+    "PairEdge",
     "per_op_decision",
     "plan_function",
     "spec_of",

@@ -15,11 +15,10 @@ into
       ...
     }
 
-An `rtensor.grad_pair` (a layer's two gradients under one plan) becomes two kernels,
-the dX product's and the dW product's, each under the pair's ``F_op`` and its own
-tensors' f_t (`irc.lowering.igo_pair_partition.component_plans`): one compute-shift
-kernel computing both products per step, dY rotating once for both, is not lowered
-yet, so the device program rotates dY in each.
+An `rtensor.grad_pair` (a layer's two gradients under one plan) becomes one kernel of
+two products: both expressions, both results, dY, W and X as its operands and one ring
+per tensor from the pair's plan, so that the loop nest `rotation-align` gives it rotates
+dY once per step for both gradients (`irc.planner.igo_pair`).
 
 `rotation-align` then adds the loop nest. The relayouts disappear at this level: a
 kernel reads the values its operands were relayouted from, and the layouts they need
@@ -46,9 +45,10 @@ from irc.dialects.shift import KernelOp, RingOp
 from irc.diagnostics import location_of
 
 
-def kernel_op_for(expression: str, inputs, result_type, plan) -> KernelOp:
-    """A `shift.kernel` stating ``plan``'s rings (F_op as grid, one ring per tensor)."""
-    kernel = KernelOp(expression, inputs, result_type, plan.op_factors)
+def kernel_op_for(expressions, inputs, result_types, plan) -> KernelOp:
+    """A `shift.kernel` of one expression (or several products, one result each) stating
+    ``plan``'s rings (F_op as grid, one ring per tensor)."""
+    kernel = KernelOp(expressions, inputs, result_types, plan.op_factors)
     for name, factors in plan.temporal_factors.items():
         kernel.body.block.add_op(RingOp(name, factors))
     return kernel
@@ -105,19 +105,24 @@ class LowerToHost(RewritePattern):
 
 
     def lower_pair(self, op, rewriter: PatternRewriter) -> None:
-        """The dX and dW kernels of a fused pair (module docstring)."""
-        from irc.lowering.igo_pair_partition import component_plans
+        """One kernel computing both gradients of a fused pair (module docstring)."""
+        from irc.lowering.igo_pair_partition import stated_plan
 
-        for expression, values, result, plan in zip(
-            (op.dx_expression, op.dw_expression), (op.operands_of_dx(), op.operands_of_dw()),
-            (op.dx, op.dw), component_plans(op),
-        ):
-            kernel = kernel_op_for(expression.text, [self.host_of(v, op) for v in values],
-                                   result.type.with_global(), plan)
-            kernel.location = op.location
-            kernel.output.name_hint = result.name_hint
-            rewriter.insert(kernel, InsertPoint.before(op))
-            self.host[result] = kernel.output
+        dx, dw = op.dx_expression.expr, op.dw_expression.expr
+        values = dict(zip(dx.inputs, op.operands_of_dx()))
+        values.update(zip(dw.inputs, op.operands_of_dw()))
+        operands = list(dict.fromkeys([*dx.inputs, *dw.inputs]))
+        plan = stated_plan(op)
+        tensors = [dx.output.tensor, dw.output.tensor, *operands]   # rings: results first, then operands
+        plan = type(plan)(plan.axes, plan.op_factors, {t: plan.temporal_factors[t] for t in tensors})
+        kernel = kernel_op_for([op.dx_expression.text, op.dw_expression.text],
+                               [self.host_of(values[name], op) for name in operands],
+                               [op.dx.type.with_global(), op.dw.type.with_global()], plan)
+        kernel.location = op.location
+        rewriter.insert(kernel, InsertPoint.before(op))
+        for result, lowered in zip((op.dx, op.dw), kernel.outputs):
+            lowered.name_hint = result.name_hint
+            self.host[result] = lowered
 
 
 class EraseDeadRTensor(RewritePattern):

@@ -26,7 +26,14 @@ from irc.devices import DeviceError
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.lowering.target import TargetError, cost_of, device_of, require_target
 from irc.planner import Plan, PlanError
-from irc.schedule.kernel import AlignError, ShiftKernel, assemble_kernel, build_shift_kernel
+from irc.schedule.kernel import (
+    AlignError,
+    ShiftKernel,
+    assemble_fused_kernel,
+    assemble_kernel,
+    build_fused_kernel,
+    build_shift_kernel,
+)
 from irc.schedule.spec import UnsupportedExpression
 
 
@@ -35,12 +42,12 @@ class KernelIRError(ValueError):
 
 
 def plan_of(op: KernelOp):
-    """The bound expression and the (unscored) plan a kernel op states."""
-    bound = op.bound()
-    axes = tuple(a for a, _ in bound.extents)
+    """The bound expressions (one per product) and the (unscored) plan a kernel op states."""
+    bounds = op.bounds()
+    axes = tuple(a for a, _ in bounds[0].extents)
     temporal = {ring.tensor.data: tuple(int(x) for x in array_values(ring.temporal)) for ring in op.rings()}
     grid = tuple(int(x) for x in array_values(op.grid))
-    return bound, Plan(axes, grid, temporal)
+    return bounds, Plan(axes, grid, temporal)
 
 
 class _Built(OrderedDict):
@@ -63,9 +70,9 @@ _built = _Built()
 
 def _key(op: KernelOp, target, loops: tuple = ()) -> tuple:
     return (
-        op.expression.text,
+        tuple(e.text for e in op.exprs),
         tuple((tuple(v.type.get_shape()), v.type.get_element_type()) for v in op.inputs),
-        (tuple(op.output.type.get_shape()), op.output.type.get_element_type()),
+        tuple((tuple(v.type.get_shape()), v.type.get_element_type()) for v in op.outputs),
         tuple(int(x) for x in array_values(op.grid)),
         tuple((ring.tensor.data, tuple(int(x) for x in array_values(ring.temporal))) for ring in op.rings()),
         target,
@@ -81,16 +88,16 @@ def _copy(kernel: ShiftKernel) -> ShiftKernel:
     )
 
 
-def _dtypes(op: KernelOp, bound):
+def _dtypes(op: KernelOp) -> dict[str, np.dtype]:
+    """The element type of every tensor of the kernel, by name (results included)."""
     try:
-        dtype = numpy_dtype(op.output.type.get_element_type())
-        dtypes = {
-            name: numpy_dtype(value.type.get_element_type())
-            for name, value in zip(bound.expr.inputs, op.inputs)
-        }
+        dtypes = {name: numpy_dtype(value.type.get_element_type())
+                  for name, value in zip(op.operand_names(), op.inputs)}
+        for expression, value in zip(op.exprs, op.outputs):
+            dtypes[expression.expr.output.tensor] = numpy_dtype(value.type.get_element_type())
     except UnsupportedTypeError as error:
         raise KernelIRError(f"{error}; the chip stores f16, f32, f64, integers and i1") from None
-    return dtype, dtypes
+    return dtypes
 
 
 _BUILD_ERRORS = (AlignError, PlanError, UnsupportedExpression, DeviceError, CostModelError, TargetError)
@@ -104,10 +111,10 @@ def _cached(op: KernelOp, loops: tuple, build) -> ShiftKernel:
     key = _key(op, target, loops)
     found = _built.get(key)
     if found is None:
-        bound, plan = plan_of(op)
-        dtype, dtypes = _dtypes(op, bound)
+        bounds, plan = plan_of(op)
+        dtypes = _dtypes(op)
         try:
-            found = build(bound, plan, device_of(target), cost_of(target), dtype, dtypes)
+            found = build(bounds, plan, device_of(target), cost_of(target), dtypes)
         except _BUILD_ERRORS as error:
             found = KernelIRError(str(error))
         _built.remember(key, found)
@@ -118,9 +125,16 @@ def _cached(op: KernelOp, loops: tuple, build) -> ShiftKernel:
 
 def build_for(op: KernelOp) -> ShiftKernel:
     """The aligned kernel the planner's loop order and T10's placement give for ``op``'s
-    rings on the module's target: what `rotation-align` writes."""
-    return _cached(op, (), lambda bound, plan, device, cost, dtype, dtypes: build_shift_kernel(
-        bound, plan, device, cost, dtype, dtypes=dtypes))
+    rings on the module's target: what `rotation-align` writes (one operator's, or the
+    products' under their joint plan, ``build_fused_kernel``)."""
+
+    def build(bounds, plan, device, cost, dtypes):
+        if len(bounds) > 1:
+            return build_fused_kernel(bounds, plan, device, cost, dtypes)
+        (bound,) = bounds
+        return build_shift_kernel(bound, plan, device, cost, dtypes[bound.expr.output.tensor], dtypes=dtypes)
+
+    return _cached(op, (), build)
 
 
 def kernel_of(op: KernelOp) -> ShiftKernel:
@@ -146,9 +160,13 @@ def kernel_of(op: KernelOp) -> ShiftKernel:
     start = np.stack(starts).astype(np.int64) if starts else np.zeros((0, cores), dtype=np.int64)
     key = (tuple(levels), start.tobytes())
 
-    def assemble(bound, plan, device, cost, dtype, dtypes):
+    def assemble(bounds, plan, device, cost, dtypes):
         try:
-            return assemble_kernel(bound, plan, device, cost, dtype, levels, start, dtypes=dtypes)
+            if len(bounds) > 1:
+                return assemble_fused_kernel(bounds, plan, device, cost, levels, start, dtypes=dtypes)
+            (bound,) = bounds
+            return assemble_kernel(bound, plan, device, cost, dtypes[bound.expr.output.tensor], levels, start,
+                                   dtypes=dtypes)
         except AlignError as error:
             message = str(error)
             if "do not match" not in message and "stride" not in message and "shape" not in message:
@@ -159,9 +177,9 @@ def kernel_of(op: KernelOp) -> ShiftKernel:
 
 
 def write_loops(op: KernelOp, kernel: ShiftKernel) -> None:
-    """Put the loop nest of ``kernel`` (and its compute) into ``op``'s body, and its
-    predicted time into ``planned_cycles``."""
-    op.planned_cycles = FloatAttr(float(kernel.plan.score.cost.total), 64)
+    """Put the loop nest of ``kernel`` (and one compute per product) into ``op``'s body,
+    and its predicted time into ``planned_cycles``."""
+    op.planned_cycles = FloatAttr(kernel.planned_cycles, 64)
     for existing in list(op.body.block.ops):
         if not isinstance(existing, RingOp):
             existing.detach()
@@ -170,7 +188,8 @@ def write_loops(op: KernelOp, kernel: ShiftKernel) -> None:
     numeric = np.stack([np.broadcast_to(np.asarray(v, dtype=np.int64), (kernel.cores,))
                         for v in kernel.start_digits()]) if kernel.levels else kernel.start
     exact = np.array_equal(numeric, kernel.start)
-    inner: Block = Block([ComputeOp()])
+    named = len(kernel.products) > 1
+    inner: Block = Block([ComputeOp(p.output if named else None) for p in kernel.products])
     for l in reversed(range(len(kernel.levels))):
         level = kernel.levels[l]
         if exact:
@@ -186,8 +205,9 @@ def write_loops(op: KernelOp, kernel: ShiftKernel) -> None:
 
 def kernel_module(kernel: ShiftKernel, input_dtypes: dict[str, np.dtype] | None = None, cost: str = "t10"):
     """A module whose ``@main`` runs ``kernel`` (a built ``ShiftKernel``) as one aligned
-    `shift.kernel` on its device: what `rotation-align` would have written for its plan.
-    ``input_dtypes`` gives the inputs' element types (default: the output's)."""
+    `shift.kernel` on its device: what `rotation-align` would have written for its plan
+    (one result per product). ``input_dtypes`` gives the inputs' element types (default:
+    the first output's)."""
     from xdsl.dialects.builtin import ModuleOp, TensorType
     from xdsl.dialects.func import FuncOp, ReturnOp
 
@@ -196,16 +216,14 @@ def kernel_module(kernel: ShiftKernel, input_dtypes: dict[str, np.dtype] | None 
     from irc.lowering.rtensor_to_shift import kernel_op_for
     from irc.lowering.target import target_attr
 
-    expr = kernel.bound.expr
     dtypes = input_dtypes or {}
-    input_types = [
-        TensorType(element_type(dtypes.get(n, kernel.dtype)), kernel.bound.shapes[n]) for n in expr.inputs
-    ]
-    output_type = TensorType(element_type(kernel.dtype), kernel.bound.shapes[expr.output.tensor])
+    input_types = [TensorType(element_type(dtypes.get(n, kernel.dtype)), kernel.bound_of(n).shapes[n])
+                   for n in kernel.operand_names]
+    output_types = [TensorType(element_type(p.dtype), p.bound.shapes[p.output]) for p in kernel.products]
     block = Block(arg_types=input_types)
-    op = kernel_op_for(str(expr), block.args, output_type, kernel.plan)
+    op = kernel_op_for([str(p.bound.expr) for p in kernel.products], block.args, output_types, kernel.plan)
     write_loops(op, kernel)
-    block.add_ops([op, ReturnOp(op.output)])
-    module = ModuleOp([FuncOp("main", (input_types, [output_type]), Region(block))])
+    block.add_ops([op, ReturnOp(*op.outputs)])
+    module = ModuleOp([FuncOp("main", (input_types, output_types), Region(block))])
     module.attributes[TARGET_ATTR] = target_attr(kernel.device, kernel.cost.name if cost is None else cost)
     return module

@@ -13,10 +13,12 @@ multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in place:
 - ``device.fill`` of the output with its combiner's identity;
 - the loop nest unrolled: per step one ``device.mma`` (a two-read contraction),
   ``device.gather`` (a table read at an index tensor's values) or ``device.vector``
-  (anything else) with per-core window offsets; between steps, per tensor of the
-  advancing loop, a ``device.shift`` (ring permutation) and a ``device.sync`` (each
-  shift plus one barrier event per tensor of the advancing level);
-- ``device.reduce`` of the output's partial copies; the output stays on chip when
+  (anything else) with per-core window offsets - one per product of a kernel of
+  several (a fused gradient pair: the dX and the dW step) -; between steps, per tensor
+  of the advancing loop, a ``device.shift`` (ring permutation) and a ``device.sync``
+  (each shift plus one barrier event per tensor of the advancing level): a tensor
+  several products read is shifted once for all;
+- ``device.reduce`` of each output's partial copies; an output stays on chip when
   other kernels read it, and a ``device.store`` writes it to the host only when the
   function returns it (or a host-fallback op reads it); ``device.free`` of the rest.
 
@@ -165,7 +167,7 @@ def idle_weights(kernel, op: KernelOp, prefix: str, movements=frozenset()):
     core = core_id() if placed else None
     idle_factors = op_idle_factors(kernel, attr)
     ops, found = [], {}
-    for name, value in zip(kernel.bound.expr.inputs, op.inputs):
+    for name, value in zip(kernel.operand_names, op.inputs):
         origin, chain = through_movements(value, movements)
         if name not in idle_factors or not is_weight(origin):
             continue
@@ -211,9 +213,10 @@ class Output:
 
 
 def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | None = None,
-               keep_output: bool = False, store_output: bool = True, weights: dict | None = None,
-               loads: dict | None = None, outputs: list | None = None):
-    """The SPMD device program of ``kernel`` (an aligned ``irc.schedule.ShiftKernel``).
+               keep: list[bool] | None = None, store_output: bool = True, weights: dict | None = None,
+               loads: dict | None = None, outputs: list[list[Output]] | None = None):
+    """The SPMD device program of ``kernel`` (an aligned ``irc.schedule.ShiftKernel``: one
+    operator, or several products under one plan).
 
     Inputs: an input named in ``resident`` moves on chip from where its producer (or the
     copy of an input shared with other kernels) left it (``device.relayout``, priced as
@@ -222,12 +225,16 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     into its active layout (the setup of T10 s4.3.2, ``device.relayout {setup}``); the
     others are loaded from the host: ``op``'s operand (or the value ``inputs`` gives in
     its place), or ``loads[name] = (host value, movements)``.
-    Output: stored to the host as ``outputs`` lists (by default, with ``store_output``,
-    one store of ``op``'s result type), kept on chip with ``keep_output``.
-    Returns ``(ops, first store or None, Resident of the output or None)``; every store
-    is in ``ops``, in ``outputs`` order. Every per-core value is the kernel's geometry at
-    the symbolic core id (module docstring); a kernel whose loops start elsewhere than the
-    placement gets per-core tables."""
+    Outputs, per product (result): stored to the host as ``outputs[i]`` lists (by
+    default, with ``store_output``, one store of the result's type), kept on chip where
+    ``keep[i]``. Per step, one compute instruction per product; between steps one
+    ``device.shift`` per tensor of the advancing level (a tensor several products read
+    is shifted once for all); after the loop each product's own output reduction.
+    Returns ``(ops, stores, kept)``: per product its first store (or None) and the
+    ``Resident`` of its kept output (or None); every store is in ``ops``, in ``outputs``
+    order. Every per-core value is the kernel's geometry at the symbolic core id (module
+    docstring); a kernel whose loops start elsewhere than the placement gets per-core
+    tables."""
     from irc.lowering.model_from_ir import read_view
     from irc.lowering.target import device_and_cost
     from irc.planner.relayout import relayout_cost
@@ -235,26 +242,30 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     resident = resident or {}
     weights = weights or {}
     loads = loads or {}
+    products = kernel.products
+    results = list(op.outputs)
     if outputs is None:
-        outputs = [Output(None, op.output.type)] if store_output else []
+        outputs = [[Output(None, result.type)] if store_output else [] for result in results]
+    keep = keep or [False] * len(products)
     placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
     core = core_id() if placed else None
-    expr = kernel.bound.expr
-    operands = {name: value for name, value in zip(expr.inputs, op.inputs if inputs is None else inputs)}
+    operands = dict(zip(kernel.operand_names, op.inputs if inputs is None else inputs))
     elements = {name: value.type.get_element_type() for name, value in operands.items()}
-    elements[expr.output.tensor] = op.output.type.get_element_type()
-    # partial sums accumulate wider (f32 for f16), rounded once by the reduce
-    elements[expr.output.tensor] = element_type(kernel.output.dtype)
-    identity = identity_value(expr.combiner, kernel.dtype)
-    subtask = kernel.subtask()
-    roles = {k: int(v) for k, v in subtask.roles.items()}
-    if kernel.spec.kind == "gather":
-        compute_class = GatherOp
-    elif expr.combiner in ("=", "+=") and product_reads(expr) is not None:
-        compute_class = MmaOp
-    else:
-        compute_class = VectorOp
-    names = [expr.output.tensor, *expr.inputs]
+    for product in products:
+        # partial sums accumulate wider (f32 for f16), rounded once by the reduce
+        elements[product.output] = element_type(kernel.tensors[product.output].dtype)
+    computes = []
+    for i, product in enumerate(products):
+        expr = product.bound.expr
+        subtask = kernel.subtask(i)
+        if product.spec.kind == "gather":
+            compute_class = GatherOp
+        elif expr.combiner in ("=", "+=") and product_reads(expr) is not None:
+            compute_class = MmaOp
+        else:
+            compute_class = VectorOp
+        computes.append((expr, subtask, {k: int(v) for k, v in subtask.roles.items()}, compute_class,
+                         identity_value(expr.combiner, product.dtype)))
     ops: list[Operation] = []
     buffers, receives = {}, {}
 
@@ -294,64 +305,70 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
         if producer is kernel and source.tensor == layout.name and not source.chain:
             nbytes = 0   # the copy of a shared input in this very layout: a local copy
         else:
-            view = read_view(source.chain, producer.bound, source.tensor, kernel.bound, layout.name) \
-                if source.chain else None
+            view = read_view(source.chain, producer.bound_of(source.tensor), source.tensor,
+                             kernel.bound_of(layout.name), layout.name) if source.chain else None
             nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name, device,
                                       cost, producer_tensor=source.tensor, whole=bool(source.chain), view=view)
         barriers = device.syncs_per_shift if nbytes else 0   # one shift event, as the planner prices it
         pieces = None if source.chain else _relayout_pieces(source, kernel, layout, start, origins if placed else None)
         ops.append(RelayoutOp(source.buffer, buffers[layout.name], source.shape, source.origins, source.group,
                               origins, nbytes, barriers, source.moves, pieces=pieces))
-    ops.append(FillOp(buffers[expr.output.tensor], identity))
+    for product, (_, _, _, _, identity) in zip(products, computes):
+        ops.append(FillOp(buffers[product.output], identity))
     sources = _sources(kernel, core)
     counters = [0] * len(kernel.levels)
     step = 0
     for event, value in kernel.schedule():
         if event == "compute":
             digits = kernel.digits_after(start, counters)
-            windows = [kernel.window_offset(kernel.tensors[n], digits, core) for n in names]
-            ops.append(compute_class(
-                str(expr), buffers[expr.output.tensor], [buffers[n] for n in expr.inputs],
-                kernel.tiles, kernel.cores, windows, subtask.kind, roles, step,
-                # the sub-task's own element size, where the output accumulates wider
-                subtask.dtype_bytes if subtask.dtype_bytes != kernel.output.dtype.itemsize else None,
-            ))
+            for product, (expr, subtask, roles, compute_class, _) in zip(products, computes):
+                names = [product.output, *product.inputs]
+                windows = [kernel.window_offset(kernel.tensors[n], digits, core) for n in names]
+                accumulator = kernel.tensors[product.output].dtype.itemsize
+                ops.append(compute_class(
+                    str(expr), buffers[product.output], [buffers[n] for n in product.inputs],
+                    [kernel.tiles[kernel.axis_index(a)] for a in expr.axes], kernel.cores, windows, subtask.kind,
+                    roles, step,
+                    # the sub-task's own element size, where the output accumulates wider
+                    subtask.dtype_bytes if subtask.dtype_bytes != accumulator else None,
+                ))
             step += 1
         else:
             counters[value] += 1
             for name in kernel.levels[value].tensors:
                 ops.append(ShiftOp(buffers[name], receives[name], sources[(name, value)]))
                 ops.append(SyncOp(kernel.cores))
-    out = kernel.output
     final = kernel.digits_after(start, kernel.final_counters())
-    group = kernel.replica_key(final, core)
-    work = kernel.op_work()
-    widened = kernel.output.dtype != kernel.dtype   # partial sums in wider accumulators
-    rounded = op.output.type.get_element_type() if widened else None
-    reduce = ReduceOp(
-        buffers[out.name], group, out.rings, expr.combiner, subtask.kind, roles,
-        int(work.out_step_elems), int(work.out_resident_elems), kernel.cores, rounded,
-    )
-    ops.append(reduce)
-    if rounded is not None:
-        buffers[out.name] = reduce.result
-        reduce.result.name_hint = f"{out.name}_rounded"
-    origins = kernel.partition_origin(out, final, core)
-    shape = tuple(op.output.type.get_shape())
-    stores = []
-    for output in outputs:
-        stores.append(StoreOp(buffers[out.name], output.result_type, origins, group, identity,
-                              moves_of(output.chain), shape))
-    ops += stores
+    stores: list = []
+    kept: list = []
+    for i, (product, result, (expr, subtask, roles, _, identity)) in enumerate(zip(products, results, computes)):
+        out = kernel.output_of(i)
+        group = kernel.replica_key(final, core, i)
+        work = kernel.op_work(i)
+        widened = out.dtype != product.dtype   # partial sums in wider accumulators
+        rounded = result.type.get_element_type() if widened else None
+        reduce = ReduceOp(
+            buffers[out.name], group, out.rings, expr.combiner, subtask.kind, roles,
+            int(work.out_step_elems), int(work.out_resident_elems), kernel.cores, rounded,
+        )
+        ops.append(reduce)
+        if rounded is not None:
+            buffers[out.name] = reduce.result
+            reduce.result.name_hint = f"{out.name}_rounded"
+        origins = kernel.partition_origin(out, final, core)
+        shape = tuple(result.type.get_shape())
+        written = [StoreOp(buffers[out.name], output.result_type, origins, group, identity, moves_of(output.chain),
+                           shape) for output in outputs[i]]
+        ops += written
+        stores.append(written[0] if written else None)
+        kept.append(Resident(buffers[out.name], origins, group, kernel, out.name, shape) if keep[i] else None)
+    held = {product.output for product, k in zip(products, keep) if k}
     for name in kernel.tensors:
-        if not (keep_output and name == out.name):
+        if name not in held:
             ops.append(FreeOp(buffers[name]))
         if name in receives:
             ops.append(FreeOp(receives[name]))
-    kept = None
-    if keep_output:
-        kept = Resident(buffers[out.name], origins, group, kernel, out.name, shape)
-    return ops, (stores[0] if stores else None), kept
+    return ops, stores, kept
 
 
 def _relayout_pieces(source: Resident, kernel, layout, start, symbolic):
@@ -387,7 +404,9 @@ def lower_block(block: Block, counter: list[int]) -> None:
     kernel_ops = [op for op in block.ops if isinstance(op, KernelOp)]
     position = {op: i for i, op in enumerate(kernel_ops)}
     movements = absorbed_movements([op for op in block.ops if isinstance(op, (KernelOp, TensorOp))], set(kernel_ops))
-    homes = input_homes(kernel_ops, set(kernel_ops), movements)
+    # a kernel of several products (a fused gradient pair) is planned apart from the
+    # model-wide plan: it reads a shared input from a copy, never holds it
+    homes = input_homes(kernel_ops, set(kernel_ops), movements, {op for op in kernel_ops if len(op.outputs) == 1})
     kernels = {}
     for op in kernel_ops:
         try:
@@ -431,7 +450,7 @@ def lower_block(block: Block, counter: list[int]) -> None:
     for op in kernel_ops:
         kernel = kernels[op]
         counter[0] += 1
-        names = kernel.bound.expr.inputs
+        names = kernel.operand_names
         on_chip, loads = {}, {}
         for index, (name, value) in enumerate(zip(names, op.inputs)):
             if name in resting[op]:
@@ -447,12 +466,15 @@ def lower_block(block: Block, counter: list[int]) -> None:
                 on_chip[name] = dataclasses.replace(home, chain=chain[len(home.chain):])
             else:
                 on_chip[name] = resident[value]
-        readers = [use.operation for use in op.output.uses]
-        kernel_readers = [r for r in readers if r in position or r in movements]
-        outputs = [Output(op.output, op.output.type)] if len(kernel_readers) < len(readers) or not readers else []
-        outputs += _returned_through(op.output, movements)
+        keep, outputs = [], []
+        for result in op.outputs:
+            readers = [use.operation for use in result.uses]
+            kernel_readers = [r for r in readers if r in position or r in movements]
+            keep.append(bool(kernel_readers))
+            outputs.append([Output(result, result.type)] if len(kernel_readers) < len(readers) or not readers else [])
+            outputs[-1] += _returned_through(result, movements)
         ops, _, kept = device_ops(
-            kernel, op, f"k{counter[0]}.", resident=on_chip, keep_output=bool(kernel_readers),
+            kernel, op, f"k{counter[0]}.", resident=on_chip, keep=keep,
             weights=resting[op], loads=loads, outputs=outputs,
         )
         for new in ops:
@@ -460,7 +482,8 @@ def lower_block(block: Block, counter: list[int]) -> None:
             block.insert_op_before(new, op)
             if isinstance(new, ReduceOp) and PRELOAD_ATTR in op.attributes:   # the ELK plan, for preload-schedule
                 new.attributes[PRELOAD_ATTR] = op.attributes[PRELOAD_ATTR]
-        stores += [(output.value, new) for output, new in zip(outputs, (o for o in ops if isinstance(o, StoreOp)))]
+        stores += [(output.value, new) for output, new in zip((o for listed in outputs for o in listed),
+                                                              (o for o in ops if isinstance(o, StoreOp)))]
         if preloaded:  # its weights' preload-state buffers are done with
             for weight in resting[op].values():
                 block.insert_op_before(FreeOp(weight.buffer), op)
@@ -469,9 +492,10 @@ def lower_block(block: Block, counter: list[int]) -> None:
             key = key_of(op, index)
             if key is not None and key in resident and last_reader.get(key) == position[op]:
                 block.insert_op_before(FreeOp(resident.pop(key).buffer), op)
-        if kept is not None:
-            resident[op.output] = kept
-            _follow_movements(op.output, kept, movements, resident)
+        for result, held in zip(op.outputs, kept):
+            if held is not None:
+                resident[result] = held
+                _follow_movements(result, held, movements, resident)
     for value, store in stores:  # host readers (results, fallback ops) read the stored tensor
         store.result.name_hint = value.name_hint
         for use in list(value.uses):
@@ -490,7 +514,7 @@ def _load_home(block: Block, reader: KernelOp, home: tuple, kernels, movements, 
 
     op, index = home
     kernel = kernels[op]
-    name = kernel.bound.expr.inputs[index]
+    name = kernel.operand_names[index]
     layout = kernel.tensors[name]
     placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
     core = core_id() if placed else None

@@ -259,7 +259,7 @@ class RTensorPartition(ModulePass):
         except TargetError as error:
             raise DiagnosticException(f"rtensor-partition: {error}") from None
         # Gradient pairs (igo-fuse on this chip) first: fused, or back to their two te.ops
-        from irc.lowering.igo_pair_partition import PartitionGradPair, add_pair_cycles, plan_pairs
+        from irc.lowering.igo_pair_partition import PartitionGradPair, plan_pairs
 
         pairs = plan_pairs(op, device, cost)
         # Plan everything first, so that a failure is one diagnostic on untouched IR.
@@ -267,8 +267,7 @@ class RTensorPartition(ModulePass):
             plans, idle, fallbacks = self._plan_each_op(op, device, cost)
             planned, preloaded = {}, set()
         else:
-            plans, idle, fallbacks, planned, preloaded = self._plan_model(op, device, cost)
-            planned = add_pair_cycles(planned, pairs, device, cost)
+            plans, idle, fallbacks, planned, preloaded = self._plan_model(op, device, cost, pairs)
         op.attributes[TARGET_ATTR] = target
         for function, cycles in planned.items():
             function.attributes[PLANNED_ATTR] = FloatAttr(float(cycles), f64)
@@ -285,9 +284,10 @@ class RTensorPartition(ModulePass):
             [te_op for te_op in module.walk() if isinstance(te_op, TensorOp)], device, cost
         )
 
-    def _plan_model(self, module: ModuleOp, device, cost):
+    def _plan_model(self, module: ModuleOp, device, cost, pairs=None):
         from irc.cost import CostModelError
         from irc.planner.model import ModelFitError
+        from irc.lowering.igo_pair_partition import fused_pair_cycles
         from irc.lowering.model_from_ir import ModelIRError, function_model, plan_function
         from irc.planner.op_table import FrontierCache
         from irc.progress import Progress
@@ -305,11 +305,13 @@ class RTensorPartition(ModulePass):
             fallbacks.update(f)
         for function in functions:
             try:
-                found = function_model(function, strict=self.strict)
+                found = function_model(function, strict=self.strict, pairs=pairs or {})
             except ModelIRError as error:
                 raise _error(error.op, error.message) from None
             fallbacks.update(found.fallbacks)
             if found.model is None:
+                if found.pairs:   # fused gradient pairs only: their kernels and what moves between them
+                    planned[function] = fused_pair_cycles(found, (), pairs, device, cost)
                 continue
             total = len(found.model.ops)
             with Progress(total, f"rtensor-partition @{found.name}") as bar:
@@ -326,7 +328,9 @@ class RTensorPartition(ModulePass):
                     preloaded.add(function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
-            planned[function] = decision.seconds * device.clock_hz
+            # with the fused gradient pairs planned apart, and the relayouts into and out of them
+            planned[function] = decision.seconds * device.clock_hz + fused_pair_cycles(
+                found, [chosen.active for chosen in decision.ops], pairs or {}, device, cost)
             for te_op, bound, chosen in zip(found.ops, found.bounds, decision.ops):
                 plans[te_op] = (bound, chosen.active)
                 attr = idle_attribute(bound, chosen, device, cost)

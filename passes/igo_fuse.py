@@ -14,7 +14,8 @@ fused orders of `irc.dialects.igo.FUSED_ORDERS` on `device` with the scratchpad 
 of `irc.cost.igo` (including the spills of the partial sums dX- and dW-major orders
 keep) and keeps the cheapest; ``paper`` applies Algorithm 1 as printed
 (`irc.cost.igo.paper_order`); an order's name fixes it, ``sequential`` included (the
-unfused baseline kept in one op, dY read twice: what a benchmark compares against).
+unfused baseline kept in one op: by default the paper's two operators, each loading dY
+from DRAM, `irc.cost.igo.BASELINES`; what a benchmark compares against).
 
 On an inter-core chip (a device of the IPU kind, such as ``ipu-mk2``) there are no
 scratchpad tiles to order: the pair is fused without an order or a partition, and
@@ -131,7 +132,7 @@ def choose_order(layer, choice: str, device) -> str:
     return best_order(layer, device)[0]   # the three fused orders (§4.3, "evaluates all three")
 
 
-def choose_partition(layer, order: str, choice: str, device) -> tuple[str, int] | None:
+def choose_partition(layer, order: str, choice: str, device, baseline: str = "separate") -> tuple[str, int] | None:
     """The partition (§5) of a fused layer: ``cost`` prices every scheme (on one core
     split into 1, 2 or 4 parts over time, else into the cores) and keeps the cheapest,
     None when that is no split; ``none`` never splits; a scheme's name splits into the
@@ -142,11 +143,11 @@ def choose_partition(layer, order: str, choice: str, device) -> tuple[str, int] 
         return None
     if choice in SCHEMES:
         return choice, max(device.cores, 2)
-    (scheme, parts), _ = best_partition(layer, device, COST_ORDER.get(order, order))
+    (scheme, parts), _ = best_partition(layer, device, COST_ORDER.get(order, order), baseline=baseline)
     return None if parts == 1 else (scheme, parts)
 
 
-def fuse(pair: Pair, choice: str, device, partition: str = "none") -> GradPairOp:
+def fuse(pair: Pair, choice: str, device, partition: str = "none", baseline: str = "separate") -> GradPairOp:
     """The `igo.grad_pair` replacing `pair` (not yet inserted); `device` None: an
     inter-core chip (no order, no partition)."""
     dx_expr, dw_expr = pair.dx.parsed(), pair.dw.parsed()
@@ -165,7 +166,7 @@ def fuse(pair: Pair, choice: str, device, partition: str = "none") -> GradPairOp
         return GradPairOp(dx_expr, dw_expr, pair.dy, pair.w, pair.x, pair.dx.output.type, pair.dw.output.type,
                           None, attributes)
     order = choose_order(layer, choice, device)
-    split = choose_partition(layer, order, partition, device)
+    split = choose_partition(layer, order, partition, device, baseline)
     if split is not None:
         attributes["partition"], attributes["parts"] = StringAttr(split[0]), IntegerAttr(split[1], i64)
     return GradPairOp(dx_expr, dw_expr, pair.dy, pair.w, pair.x, pair.dx.output.type, pair.dw.output.type,
@@ -174,11 +175,13 @@ def fuse(pair: Pair, choice: str, device, partition: str = "none") -> GradPairOp
 
 @dataclass(frozen=True)
 class IgoFuse(ModulePass):
-    """``igo-fuse{order=cost partition=none device=npu-edge cores=0}``: fuse each layer's
-    gradient pair. `partition` (§5): ``cost`` picks each layer's scheme and parts with the
-    cost model, ``none`` leaves the GEMM whole, a scheme's name imposes it. `cores` 0
-    keeps the device file's core count. An inter-core `device` (``ipu-mk2``) takes none
-    of the three: its pairs are fused without an order."""
+    """``igo-fuse{order=cost partition=none device=npu-edge cores=0 baseline=separate}``:
+    fuse each layer's gradient pair. `partition` (§5): ``cost`` picks each layer's scheme
+    and parts with the cost model, ``none`` leaves the GEMM whole, a scheme's name imposes
+    it. `cores` 0 keeps the device file's core count. `baseline` is how a ``sequential``
+    pair is priced (`irc.cost.igo.BASELINES`; igo-to-npu's option of the same name). An
+    inter-core `device` (``ipu-mk2``) takes none of the three: its pairs are fused
+    without an order."""
 
     name = "igo-fuse"
 
@@ -186,14 +189,17 @@ class IgoFuse(ModulePass):
     partition: str = "none"
     device: str = "npu-edge"
     cores: int = 0
+    baseline: str = "separate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.cost.igo import ScratchpadError
+        from irc.cost.igo import BASELINES, ScratchpadError
         from irc.devices import Device, load_device
         from irc.devices.loader import DeviceError
 
         if self.order not in CHOICES:
             raise DiagnosticException(f"igo-fuse: unknown order={self.order}; known: {', '.join(CHOICES)}")
+        if self.baseline not in BASELINES:
+            raise DiagnosticException(f"igo-fuse: unknown baseline={self.baseline}; known: {', '.join(BASELINES)}")
         if self.partition not in PARTITIONS:
             raise DiagnosticException(
                 f"igo-fuse: unknown partition={self.partition}; known: {', '.join(PARTITIONS)}"
@@ -227,7 +233,7 @@ class IgoFuse(ModulePass):
             block = function.body.block
             for pair in find_pairs(block):
                 try:
-                    fused = fuse(pair, self.order, device, self.partition)
+                    fused = fuse(pair, self.order, device, self.partition, self.baseline)
                 except ScratchpadError as error:
                     raise DiagnosticException(
                         f"{location_of(pair.forward)}: error: 'te.op' op the gradients of layer "

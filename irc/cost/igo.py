@@ -9,11 +9,16 @@ im2col view, §6.1); its backward pass is ``dX = dY · Wᵀ`` (M x K) and
 reads X(i,k) and dY(i,j) and accumulates into dW(k,j).
 
 Orders (§4.2-4.3): ``baseline`` runs every dX step (output-stationary: for i, k, j)
-then every dW step (for k, j, i); ``interleave`` alternates one step of each of those
-two traditional orders; ``dx-major`` walks dY row-major (for i, j, k: the dX step, then
+then every dW step (for k, j, i), as two operators (`BASELINES`); ``interleave``
+alternates one step of each of those two traditional orders; ``dx-major`` walks dY row-major (for i, j, k: the dX step, then
 the dW step of the same dY tile), ``dw-major`` column-major (for j, i, k). The last two
 read each dY tile once for both gradients but keep a whole gradient partial (dW resp.
 dX), which spills to DRAM when the scratchpad cannot hold it (§4.3).
+
+Single operators, for what a training step costs besides the pairs (never lowered:
+those ops stay `te`): ``forward`` is the layer's forward GEMM Y = X·W (for i, j, k:
+Y(i,j) accumulates over k, the dX step's loop nest), ``dw-only`` the lone weight
+gradient of a layer whose input needs no gradient (the baseline's dW operator).
 
 Partitions (§5): the GEMM split along M (weight-sharing: W shared, dW summed over the
 parts), N (dY-sharing: X shared, dX summed) or K (ifmap-sharing: dY shared, nothing
@@ -45,7 +50,30 @@ FUSED_ORDERS = ("interleave", "dx-major", "dw-major")
 SCHEMES = ("weight-sharing", "dy-sharing", "ifmap-sharing")
 SPLIT_DIM = {"weight-sharing": "M", "dy-sharing": "N", "ifmap-sharing": "K"}
 """The GEMM dimension each partition scheme splits (§5, Fig. 11)."""
+SINGLE_ORDERS = ("forward", "dw-only")
+"""One operator each (see the module docstring): not a pair, not lowered."""
 TENSORS = ("dY", "X", "W", "dX", "dW")
+OUTPUTS = ("dX", "dW", "Y")
+"""The tensors steps accumulate into (partials that spill, tiles stored once)."""
+BASELINES = ("separate", "shared")
+"""What the baseline keeps in the scratchpad between its two GEMMs.
+
+``separate`` (the default) is the paper's baseline: dX and dW are two operators, as
+"conventional training accelerators such as TPUv3 with XLA" run them (§3.2, §4.2), and
+each loads its operands from DRAM, so "a common operand (dY_i) is fetched from the
+external memory twice" (§3.2; §3.3 removes "one of the two accesses for dY"; §2.3: only
+a fused operator's input "is loaded only once from the off-chip memory, not for each
+operator"). The dX operator's input tiles are dropped when it ends; the dW operator
+loads its own (on several cores, once every core has finished dX: each operator is data
+parallel over all of them). Its first tiles still load while dX's last round computes
+(double buffering across the boundary, which favours the baseline by at most one fill).
+A baseline split into parts over time on one core (§5) is a dX and a dW operator per
+part; a gradient summed over the parts stays an open partial sum across them.
+
+``shared`` is the stronger baseline irc had before: the two GEMMs are one walk through
+one cache, so a dY tile loaded for dX is still a hit for dW when fewer tiles than half
+the SPM holds were loaded in between (§4.2's reuse criterion applied across the two
+operators), so a layer whose dY fits the resident half reads it once."""
 POLICIES = ("lru", "belady")
 """Scratchpad replacement: ``lru`` is §4.2's criterion (a tile is reused when fewer tiles
 than half the SPM holds were loaded since its last use), the default; ``belady`` (evict
@@ -83,7 +111,8 @@ class Tiling:
 
 @dataclass(frozen=True)
 class Step:
-    """One tile GEMM: ``kind`` is "dx" or "dw"; (i, j, k) index the M, N and K tiles;
+    """One tile GEMM: ``kind`` is "dx", "dw" or "fw" (the forward Y(i,j) += X(i,k) ·
+    W(k,j)); (i, j, k) index the M, N and K tiles;
     `part` is the partition whose partial output it accumulates into when parts run
     on different cores (else 0)."""
 
@@ -96,11 +125,15 @@ class Step:
     def inputs(self) -> tuple[tuple, tuple]:
         if self.kind == "dx":
             return ("dY", self.i, self.j), ("W", self.k, self.j)
+        if self.kind == "fw":
+            return ("X", self.i, self.k), ("W", self.k, self.j)
         return ("X", self.i, self.k), ("dY", self.i, self.j)
 
     def output(self) -> tuple:
         if self.kind == "dx":
             return ("dX", self.i, self.k, self.part)
+        if self.kind == "fw":
+            return ("Y", self.i, self.j, self.part)
         return ("dW", self.k, self.j, self.part)
 
 
@@ -151,16 +184,18 @@ def tile_bytes(tile: tuple, layer: Layer, tiling: Tiling) -> int:
         "X": (edge(tile[1], tiling.tm, layer.M), edge(tile[2], tiling.tk, layer.K)),
         "dX": (edge(tile[1], tiling.tm, layer.M), edge(tile[2], tiling.tk, layer.K)),
         "dW": (edge(tile[1], tiling.tk, layer.K), edge(tile[2], tiling.tn, layer.N)),
+        "Y": (edge(tile[1], tiling.tm, layer.M), edge(tile[2], tiling.tn, layer.N)),
     }[name]
     return rows_cols[0] * rows_cols[1] * layer.element_bytes
 
 
 def step_shape(step: Step, layer: Layer, tiling: Tiling) -> tuple[int, int, int]:
-    """(m, k, n) of the step's tile GEMM: dX = dY(tm x tn) · Wᵀ(tn x tk); dW = Xᵀ(tk x tm) · dY(tm x tn)."""
+    """(m, k, n) of the step's tile GEMM: dX = dY(tm x tn) · Wᵀ(tn x tk); dW = Xᵀ(tk x tm) · dY(tm x tn);
+    Y = X(tm x tk) · W(tk x tn)."""
     tm = min(tiling.tm, layer.M - step.i * tiling.tm)
     tn = min(tiling.tn, layer.N - step.j * tiling.tn)
     tk = min(tiling.tk, layer.K - step.k * tiling.tk)
-    return (tm, tn, tk) if step.kind == "dx" else (tk, tm, tn)
+    return {"dx": (tm, tn, tk), "dw": (tk, tm, tn), "fw": (tm, tk, tn)}[step.kind]
 
 
 def _order(order: str, irange, jrange, krange, part: int) -> list[Step]:
@@ -168,13 +203,17 @@ def _order(order: str, irange, jrange, krange, part: int) -> list[Step]:
     dw = [Step("dw", i, j, k, part) for k in krange for j in jrange for i in irange]
     if order == "baseline":
         return dx + dw
+    if order == "dw-only":
+        return dw
+    if order == "forward":
+        return [Step("fw", i, j, k, part) for i in irange for j in jrange for k in krange]
     if order == "interleave":
         return [s for pair in zip(dx, dw) for s in pair]
     if order == "dx-major":
         return [Step(kind, i, j, k, part) for i in irange for j in jrange for k in krange for kind in ("dx", "dw")]
     if order == "dw-major":
         return [Step(kind, i, j, k, part) for j in jrange for i in irange for k in krange for kind in ("dx", "dw")]
-    raise ValueError(f"unknown order '{order}' (known: {', '.join(ORDERS)})")
+    raise ValueError(f"unknown order '{order}' (known: {', '.join(ORDERS + SINGLE_ORDERS)})")
 
 
 def _split(count: int, parts: int) -> list[range]:
@@ -184,11 +223,16 @@ def _split(count: int, parts: int) -> list[range]:
 
 
 def schedule(layer: Layer, tiling: Tiling, order: str, scheme: str | None = None, parts: int = 1,
-             cores: int = 1) -> list[list[Step]]:
+             cores: int = 1, baseline: str = "separate") -> list[list[Step]]:
     """The rounds of steps: one list per round, one step per busy core.
 
     `scheme` splits the GEMM into `parts` (None: no split); with ``cores > 1`` the parts
-    run on the cores side by side (parts must equal cores), else one after another."""
+    run on the cores side by side (parts must equal cores), else one after another. The
+    ``separate`` baseline on several cores runs the dX operator's rounds on every core,
+    then the dW operator's (`BASELINES`); ``shared`` lets each core go on to its dW steps
+    when its dX steps are done."""
+    if baseline not in BASELINES:
+        raise ValueError(f"unknown baseline '{baseline}' (known: {', '.join(BASELINES)})")
     mt, nt, kt = tile_counts(layer, tiling)
     ranges = {"M": range(mt), "N": range(nt), "K": range(kt)}
     if scheme is None or parts == 1:
@@ -206,11 +250,30 @@ def schedule(layer: Layer, tiling: Tiling, order: str, scheme: str | None = None
     streams = []
     for p, b in enumerate(blocks):
         streams.append([
-            Step(s.kind, s.i, s.j, s.k, p if (s.kind == "dw" and reduced == "M") or (s.kind == "dx" and reduced == "N") else 0)
+            Step(s.kind, s.i, s.j, s.k, p if (s.kind == "dw" and reduced == "M") or (s.kind == "dx" and reduced == "N")
+                 or (s.kind == "fw" and reduced == "K") else 0)
             for s in _order(order, b["M"], b["N"], b["K"], 0)
         ])
-    rounds = max(len(s) for s in streams)
+    if order == "baseline" and baseline == "separate":
+        return (_lockstep([[s for s in stream if s.kind == "dx"] for stream in streams])
+                + _lockstep([[s for s in stream if s.kind == "dw"] for stream in streams]))
+    return _lockstep(streams)
+
+
+def _lockstep(streams: list[list[Step]]) -> list[list[Step]]:
+    """Rounds taking the t-th step of every core's stream."""
+    rounds = max((len(s) for s in streams), default=0)
     return [[s[t] for s in streams if t < len(s)] for t in range(rounds)]
+
+
+def operator_starts(rounds: list[list[Step]], order: str, baseline: str = "separate") -> frozenset[int]:
+    """The rounds that start an operator after another when the baseline's GEMMs are
+    separate operators (`BASELINES`): each round whose step kinds differ from the
+    previous round's; none for one walk (a fused order, or the ``shared`` baseline)."""
+    if order != "baseline" or baseline != "separate":
+        return frozenset()
+    kinds = [{s.kind for s in steps} for steps in rounds]
+    return frozenset(t for t in range(1, len(rounds)) if kinds[t] != kinds[t - 1])
 
 
 # ---------------------------------------------------------------------------
@@ -236,13 +299,16 @@ class Transfer:
 
 
 def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capacity: int,
-                   policy: str = "lru", frees: bool = False) -> list[Transfer]:
+                   policy: str = "lru", frees: bool = False, flush_before=frozenset()) -> list[Transfer]:
     """The DMAs a schedule needs with `capacity` bytes of resident tiles (see the module
     docstring); raises `ScratchpadError` when one round's tiles do not fit. `policy`
     picks the tile to evict: ``lru`` the least recently used, ``belady`` the one used
-    farthest in the future. With `frees`, the input tiles dropped without a DMA (evicted,
-    or used for the last time at the end of round t: listed before round t+1's fill)
-    are listed too, as ``kind = "free"`` (what a program needs, `irc.lowering.igo_to_npu`)."""
+    farthest in the future. `flush_before` (`operator_starts`): the rounds that start
+    another operator; the input tiles resident then are dropped (an operator does not
+    inherit the previous one's; open partial sums stay, as any resident tile). With `frees`, the input tiles dropped without a
+    DMA (evicted, flushed, or used for the last time at the end of round t: listed before
+    round t+1's fill) are listed too, as ``kind = "free"`` (what a program needs,
+    `irc.lowering.igo_to_npu`)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown replacement policy '{policy}' (known: {', '.join(POLICIES)})")
     uses: dict[tuple, list[int]] = defaultdict(list)
@@ -273,6 +339,11 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
         return positions[c] if c < len(positions) else math.inf
 
     for t, steps in enumerate(rounds):
+        if t in flush_before:
+            for tile in [x for x in resident if x[0] not in OUTPUTS]:
+                used -= resident.pop(tile)
+                if frees:
+                    transfers.append(Transfer(t, "free", tile, size(tile)))
         needed = list(dict.fromkeys(x for s in steps for x in (*s.inputs(), s.output())))
         need_bytes = sum(size(x) for x in needed)
         if need_bytes > capacity:
@@ -288,16 +359,16 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
                 else:
                     victim = max(candidates, key=lambda v: next_use(v, t))
                 used -= resident.pop(victim)
-                if frees and victim[0] not in ("dX", "dW"):
+                if frees and victim[0] not in OUTPUTS:
                     transfers.append(Transfer(t, "free", victim, size(victim)))
-                if victim[0] in ("dX", "dW"):
+                if victim[0] in OUTPUTS:
                     # a partial sum needed again: written now, read back at its next use
                     transfers.append(Transfer(t, "store", victim, size(victim), partial=True,
                                               ready_round=written_in[victim]))
                     spilled.add(victim)
             resident[tile] = size(tile)
             used += size(tile)
-            if tile[0] not in ("dX", "dW"):
+            if tile[0] not in OUTPUTS:
                 transfers.append(Transfer(t, "load", tile, size(tile)))
             elif tile in spilled:
                 transfers.append(Transfer(t, "load", tile, size(tile), partial=True))
@@ -307,7 +378,7 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
         # Output tiles whose every partial is done: the partials are summed in the SPM
         # (spilled ones read back first) and the sum is written once.
         finished: set[tuple] = set()
-        for out in [x for x in needed if x[0] in ("dX", "dW") and last_touch[x] == t]:
+        for out in [x for x in needed if x[0] in OUTPUTS and last_touch[x] == t]:
             if out[:3] in finished or any(last_touch[p] > t for p in parts_of[out[:3]]):
                 continue
             finished.add(out[:3])  # once, however many of its partials this round wrote
@@ -318,15 +389,17 @@ def plan_transfers(rounds: list[list[Step]], layer: Layer, tiling: Tiling, capac
                 elif partial in resident:
                     used -= resident.pop(partial)
             transfers.append(Transfer(t, "store", out[:3] + (0,), size(out), after=True, ready_round=t))
-        for tile in [x for x in resident if x[0] not in ("dX", "dW") and next_use(x, t + 1) == math.inf]:
+        for tile in [x for x in resident if x[0] not in OUTPUTS and next_use(x, t + 1) == math.inf]:
             used -= resident.pop(tile)
             if frees:
                 transfers.append(Transfer(t + 1, "free", tile, size(tile)))
     return transfers
 
 
-def simulate(rounds: list[list[Step]], layer: Layer, tiling: Tiling, device, policy: str = "lru") -> Cost:
-    """DRAM traffic per tensor and cycles of `rounds` on `device` (an `NpuDevice`).
+def simulate(rounds: list[list[Step]], layer: Layer, tiling: Tiling, device, policy: str = "lru",
+             flush_before=frozenset()) -> Cost:
+    """DRAM traffic per tensor and cycles of `rounds` on `device` (an `NpuDevice`);
+    `flush_before`: `plan_transfers`'.
 
     One DMA queue at the device's DRAM bandwidth, in the order a program issues them
     (`queue`): round t-1's fill (the loads and spills round t needs) and then round
@@ -336,7 +409,7 @@ def simulate(rounds: list[list[Step]], layer: Layer, tiling: Tiling, device, pol
     round that last wrote its tile has ended. Round t computes once round t-1 has ended
     and its fill is done; what the DMA cannot hide is stall."""
     capacity = device.spm_bytes // 2
-    transfers = plan_transfers(rounds, layer, tiling, capacity, policy)
+    transfers = plan_transfers(rounds, layer, tiling, capacity, policy, flush_before=flush_before)
     cost = Cost()
     for tr in transfers:
         (cost.read if tr.kind == "load" else cost.written)[tr.tile[0]] += tr.nbytes
@@ -424,18 +497,19 @@ def _array_tiling(layer: Layer, device, capacity: int) -> Tiling:
 
 
 def evaluate(layer: Layer, device, order: str, scheme: str | None = None, parts: int | None = None,
-             tiling: Tiling | None = None, policy: str = "lru") -> Cost:
+             tiling: Tiling | None = None, policy: str = "lru", baseline: str = "separate") -> Cost:
     """The cost of the layer's backward pass in `order` (and partition `scheme` into
-    `parts`, default the device's cores) on `device`."""
+    `parts`, default the device's cores) on `device`; `baseline` (`BASELINES`) says what
+    order ``baseline`` keeps between its two GEMMs."""
     tiling = tiling or default_tiling(layer, device)
     cores = device.cores
     if parts is None:
         parts = cores if scheme is not None else 1
     if cores > 1 and scheme is None:
         scheme, parts = "weight-sharing", cores  # data parallel: the batch split over the cores
-    rounds = schedule(layer, tiling, order, scheme, parts, cores)
+    rounds = schedule(layer, tiling, order, scheme, parts, cores, baseline)
     try:
-        return simulate(rounds, layer, tiling, device, policy)
+        return simulate(rounds, layer, tiling, device, policy, operator_starts(rounds, order, baseline))
     except ScratchpadError as error:
         raise ScratchpadError(error.needed, error.available) from None
 
@@ -480,12 +554,14 @@ def partition_options(device) -> list[tuple[str, int]]:
 
 
 def best_partition(layer: Layer, device, order: str, tiling: Tiling | None = None,
-                   parts_options: tuple[int, ...] | None = None, policy: str = "lru") -> tuple[tuple[str, int], dict]:
+                   parts_options: tuple[int, ...] | None = None, policy: str = "lru",
+                   baseline: str = "separate") -> tuple[tuple[str, int], dict]:
     """The partition (scheme, parts) the cost model prices lowest for `order`
-    (`partition_options`, or the given `parts_options`)."""
+    (`partition_options`, or the given `parts_options`; `baseline` when `order` is the
+    baseline)."""
     options = partition_options(device) if parts_options is None else [
         (scheme, parts) for parts in parts_options for scheme in SCHEMES if not (parts == 1 and scheme != SCHEMES[0])]
     costs = {(scheme, parts): evaluate(layer, device, order, scheme if parts > 1 or device.cores > 1 else None,
-                                       parts, tiling, policy)
+                                       parts, tiling, policy, baseline)
              for scheme, parts in options}
     return cheapest(costs, options), costs

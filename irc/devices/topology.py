@@ -111,9 +111,15 @@ def mesh_route(device: Device, src: int, dst: int) -> list[Link]:
     return links
 
 
+def on_mesh(device) -> bool:
+    """Whether ``device``'s exchange is a 2D mesh (a device family without an exchange
+    topology, MTIA's PE grid, is priced all-to-all)."""
+    return getattr(device, "topology", "all-to-all") == "mesh-2d" and getattr(device, "mesh", None) is not None
+
+
 def route(device: Device, src: int, dst: int) -> list[Link]:
     """The links a transfer from node ``src`` to node ``dst`` occupies."""
-    if device.topology == "all-to-all" or device.mesh is None:
+    if not on_mesh(device):
         return [("out", src), ("in", dst)]
     if src >= device.cores:  # an HBM controller: enter at its edge core in dst's row or column
         controller = (src - device.cores) % device.offchip.controllers_per_chip
@@ -267,7 +273,7 @@ def exchange_links(device: Device, sources, nbytes, destinations=None) -> dict[L
     and its destination's ingress port."""
     import numpy as np
 
-    if device.topology == "mesh-2d" and device.mesh is not None:
+    if on_mesh(device):
         return mesh_link_bytes(device, sources, nbytes, destinations)[0]
     src = np.asarray(sources, dtype=np.int64)
     dst = np.arange(len(src)) if destinations is None else np.asarray(destinations, dtype=np.int64)
@@ -289,7 +295,7 @@ def exchange_bytes(device: Device, sources, nbytes, destinations=None) -> float:
     plus the longest route's hop latency as the bytes that time would carry."""
     import numpy as np
 
-    if device.topology != "mesh-2d" or device.mesh is None:
+    if not on_mesh(device):
         return float(np.max(nbytes)) if np.size(nbytes) else 0.0
     busiest, hops = mesh_busiest(device, sources, nbytes, destinations)
     if busiest <= 0:

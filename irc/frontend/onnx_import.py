@@ -98,6 +98,10 @@ def load_model(path: str) -> onnx.ModelProto:
     return model
 
 
+STRIPPED_BYTES = 1 << 16
+"""Initializers larger than this lose their data in the importer's copy of the model once
+read into arrays (shape arithmetic reads only small ones)."""
+
 MAX_DIMENSION = 1 << 40
 """The largest tensor dimension irc imports (as `irc-plan` plans: int64 stays exact)."""
 
@@ -265,12 +269,15 @@ def _missing_input(node, index: int, opset: int) -> str | None:
 def import_model(
     model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]] | None = None,
     function_name: str = "main", constants: Mapping[str, np.ndarray] | None = None,
+    owned: bool = False,
 ) -> ImportResult:
     """Translate `model` into a module holding one function of te ops.
 
     `shapes` fixes the dimensions of graph inputs; `constants` binds graph inputs
     to values, which turns them into initializers (e.g. the `shape` input of a
-    Reshape that a test feeds at run time).
+    Reshape that a test feeds at run time). The caller's `model` is left as it was
+    unless `owned` (the importer may then change it: `import_onnx`'s own copy, which
+    saves a copy of every weight).
     """
     from irc.frontend import onnx_ops  # the converters register themselves
 
@@ -289,7 +296,8 @@ def import_model(
                     f"node '{node.name or node.output[0]}' ({entry.domain}.{node.op_type}, "
                     f"opset {opset}): operators of domain '{entry.domain}' are not supported"
                 )
-    model = onnx.ModelProto.FromString(model.SerializeToString())  # never touch the caller's
+    if not owned:
+        model = onnx.ModelProto.FromString(model.SerializeToString())  # never touch the caller's
     for name, value in (constants or {}).items():
         if not any(i.name == name for i in model.graph.input):
             raise OnnxImportError(f"--constant names '{name}', which is not a graph input")
@@ -297,6 +305,17 @@ def import_model(
     _fix_input_shapes(model, shapes or {})
     _check_single_assignment(model)
     _check_model(model, opset)
+    initializers = {}
+    for tensor in model.graph.initializer:
+        try:
+            array = numpy_helper.to_array(tensor)
+        except Exception as error:
+            raise OnnxImportError(f"initializer '{tensor.name}' cannot be read: {error}") from None
+        initializers[tensor.name] = array
+        if array.nbytes > STRIPPED_BYTES:
+            # read: the proto's copy goes (shape inference reads a weight's type and
+            # dims, never its values), so the model's weights are held once, not thrice
+            tensor.ClearField("raw_data")
     try:
         inferred = _infer_shapes(model)
     except Exception as error:  # onnx raises InferenceError / ValidationError subclasses
@@ -315,14 +334,6 @@ def import_model(
     graph = inferred.graph
     for info in (*graph.value_info, *graph.output, *graph.input):
         importer.value_info[info.name] = info.type
-
-    initializers = {}
-    for tensor in graph.initializer:
-        try:
-            array = numpy_helper.to_array(tensor)
-        except Exception as error:
-            raise OnnxImportError(f"initializer '{tensor.name}' cannot be read: {error}") from None
-        initializers[tensor.name] = array
 
     input_names = []
     for info in graph.input:
@@ -401,4 +412,4 @@ def import_onnx(
     constants: Mapping[str, np.ndarray] | None = None,
 ) -> ImportResult:
     """Load the ONNX file at `path` and import it (see `import_model`)."""
-    return import_model(load_model(path), shapes, constants=constants)
+    return import_model(load_model(path), shapes, constants=constants, owned=True)

@@ -15,7 +15,6 @@ file (`load_weights`).
 
 from __future__ import annotations
 
-import io
 import os
 import zipfile
 from collections.abc import Mapping
@@ -43,10 +42,8 @@ def weights_path_for(ir_path: str) -> str:
 
 def save_weights(path: str, weights: Mapping[str, np.ndarray]) -> None:
     """Write ``weights`` to ``path`` (exactly: numpy appends no suffix to a stream), all at
-    once (`irc.output.write_atomically`)."""
-    archive = io.BytesIO()
-    np.savez(archive, **dict(weights))
-    write_atomically(path, archive.getvalue())
+    once (`irc.output.write_atomically`), streamed: no copy of the archive in memory."""
+    write_atomically(path, lambda stream: np.savez(stream, **dict(weights)))
 
 
 def attach_weights(module: ModuleOp, reference: str) -> None:

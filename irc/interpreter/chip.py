@@ -678,42 +678,29 @@ class Chip:
         ``target`` receives, per piece ``k``, the box of ``piece_shape`` from core
         ``pieces[c, k, 0]``'s ``source`` at the source offsets into its own buffer at the
         destination offsets (boxes clipped to both buffers); every element of its tile
-        inside the tensor must be written once, the rest is zero. Timed as ``relayout``."""
+        inside the tensor must be written once, the rest is zero. Timed as ``relayout``.
+
+        Cores are moved in chunks of at most ``PIECE_CHUNK`` destination elements, so the
+        bookkeeping (write counts, and index arrays where a piece's offsets differ between
+        cores) never grows with the whole tensor: only the result does. A piece whose
+        offsets are the same on every core of a chunk (a weight's setup, where the idle
+        and active layouts cut the same boxes) is copied as slices."""
         cores, rank = target.cores, len(shape)
-        grids = np.meshgrid(*[np.arange(n) for n in piece_shape], indexing="ij")
-        box = [g.reshape(1, -1) for g in grids]                          # (1, box elements) per dim
-        result = np.zeros((cores, *target.shape), dtype=source.dtype)
-        written = np.zeros((cores, *target.shape), dtype=np.int64)
+        piece_shape = tuple(int(n) for n in piece_shape)
         for k in range(pieces.shape[1]):
             src = pieces[:, k, 0]
             if src.size and (src.min() < 0 or src.max() >= source.cores):
                 bad = int(np.flatnonzero((src < 0) | (src >= source.cores))[0])
                 raise self.fault(where, f"core {bad} receives piece {k} from core {int(src[bad])}, "
                                         f"which has no buffer {source.name}")
-            at = [pieces[:, k, 1 + d][:, None] + box[d] for d in range(rank)]
-            to = [pieces[:, k, 1 + rank + d][:, None] + box[d] for d in range(rank)]
-            keep = np.ones((cores, math.prod(piece_shape)), dtype=bool)   # a scalar's box: one element
-            for d in range(rank):
-                keep &= (at[d] >= 0) & (at[d] < source.shape[d]) & (to[d] >= 0) & (to[d] < target.shape[d])
-            rows = np.broadcast_to(np.arange(cores)[:, None], keep.shape)[keep]
-            senders = np.broadcast_to(src[:, None], keep.shape)[keep]
-            unwritten = np.unique(senders[~source.written[senders]]) if senders.size else senders
-            if unwritten.size:
-                raise self.fault(where, f"core {int(unwritten[0])} sends buffer {source.name} before anything wrote it")
-            values = source.data[(senders, *[a[keep] for a in at])]
-            result[(rows, *[t[keep] for t in to])] = values
-            np.add.at(written, (rows, *[t[keep] for t in to]), 1)
-        inside = np.ones((cores, *target.shape), dtype=bool)
-        for d in range(rank):
-            position = target_origins[:, d].reshape((cores,) + (1,) * rank) + np.arange(target.shape[d]).reshape(
-                (1,) * (d + 1) + (target.shape[d],) + (1,) * (rank - d - 1))
-            inside &= (position >= 0) & (position < shape[d])
-        if (written[inside] != 1).any():
-            core = int(np.argwhere(inside & (written != 1))[0][0])
-            raise self.fault(where, f"core {core}: the pieces write an element of {target.name}'s tile "
-                                    f"{'more than once' if (written[inside] > 1).any() else 'not at all'}")
-        result[~inside] = 0
-        target.data = result.astype(target.dtype, copy=False)
+        result = np.zeros((cores, *target.shape), dtype=target.dtype)
+        per_core = max(1, int(math.prod(target.shape)))
+        chunk = max(1, PIECE_CHUNK // per_core)
+        for first in range(0, cores, chunk):
+            rows = slice(first, min(cores, first + chunk))
+            self._pieces_into(result[rows], source, target, pieces[rows], piece_shape,
+                              target_origins[rows], shape, where, first)
+        target.data = result
         target.written[:] = True
         target.touch()
         # cores holding the same tile hold the same data (as after a load)
@@ -733,6 +720,60 @@ class Chip:
         category = "setup" if setup else "relayout"
         self._record(category, f"{category} {source.name} -> {target.name}", cycles, cores, where)
         self._transfer(cycles)
+
+    def _pieces_into(self, out: np.ndarray, source: Buffer, target: Buffer, pieces: np.ndarray,
+                     piece_shape: tuple[int, ...], target_origins: np.ndarray, shape: tuple[int, ...],
+                     where: str, first: int) -> None:
+        """``relayout_pieces`` for the cores ``first, first + len(out), ...``, into ``out``."""
+        cores, rank = len(out), len(shape)
+        written = np.zeros(out.shape, dtype=np.int32)
+        box = None
+        for k in range(pieces.shape[1]):
+            src = pieces[:, k, 0]
+            at, to = pieces[:, k, 1:1 + rank], pieces[:, k, 1 + rank:]
+            if (at == at[:1]).all() and (to == to[:1]).all():
+                # the same offsets on every core: the clipped box is one slice
+                a0, t0 = at[0] if cores else np.zeros(rank, np.int64), to[0] if cores else np.zeros(rank, np.int64)
+                lo = [max(0, -int(a), -int(t)) for a, t in zip(a0, t0)]
+                hi = [min(n, source.shape[d] - int(a0[d]), target.shape[d] - int(t0[d]))
+                      for d, n in enumerate(piece_shape)]
+                if any(h <= l_ for l_, h in zip(lo, hi)):
+                    continue
+                unwritten = np.unique(src[~source.written[src]])
+                if unwritten.size:
+                    raise self.fault(where, f"core {int(unwritten[0])} sends buffer {source.name} before "
+                                            f"anything wrote it")
+                into = (slice(None),) + tuple(slice(int(t) + l_, int(t) + h) for t, l_, h in zip(t0, lo, hi))
+                out[into] = source.data[(src,) + tuple(slice(int(a) + l_, int(a) + h) for a, l_, h in zip(a0, lo, hi))]
+                written[into] += 1
+                continue
+            if box is None:
+                grids = np.meshgrid(*[np.arange(n) for n in piece_shape], indexing="ij")
+                box = [g.reshape(1, -1) for g in grids]                    # (1, box elements) per dim
+            at = [at[:, d][:, None] + box[d] for d in range(rank)]
+            to = [to[:, d][:, None] + box[d] for d in range(rank)]
+            keep = np.ones((cores, math.prod(piece_shape)), dtype=bool)   # a scalar's box: one element
+            for d in range(rank):
+                keep &= (at[d] >= 0) & (at[d] < source.shape[d]) & (to[d] >= 0) & (to[d] < target.shape[d])
+            rows = np.broadcast_to(np.arange(cores)[:, None], keep.shape)[keep]
+            senders = np.broadcast_to(src[:, None], keep.shape)[keep]
+            unwritten = np.unique(senders[~source.written[senders]]) if senders.size else senders
+            if unwritten.size:
+                raise self.fault(where, f"core {int(unwritten[0])} sends buffer {source.name} before anything wrote it")
+            index = (rows, *[t[keep] for t in to])
+            out[index] = source.data[(senders, *[a[keep] for a in at])]
+            np.add.at(written, index, 1)
+        inside = np.ones(out.shape, dtype=bool)
+        for d in range(rank):
+            position = target_origins[:, d].reshape((cores,) + (1,) * rank) + np.arange(target.shape[d]).reshape(
+                (1,) * (d + 1) + (target.shape[d],) + (1,) * (rank - d - 1))
+            inside &= (position >= 0) & (position < shape[d])
+        wrong = inside & (written != 1)
+        if wrong.any():
+            core = first + int(np.argwhere(wrong)[0][0])
+            raise self.fault(where, f"core {core}: the pieces write an element of {target.name}'s tile "
+                                    f"{'more than once' if (written[inside] > 1).any() else 'not at all'}")
+        out[~inside] = 0
 
     def gather(
         self, expression: TensorExpr, tiles: dict[str, int], cores: int, output: Buffer,
@@ -834,8 +875,9 @@ class Chip:
         self.record_shift(buffer, source, cores, where)
 
     def _on_mesh(self) -> bool:
-        # (an MTIA PE grid runs T10 rotations on this chip too: its device has no topology)
-        return getattr(self.device, "topology", None) == "mesh-2d" and getattr(self.device, "mesh", None) is not None
+        from irc.devices.topology import on_mesh
+
+        return on_mesh(self.device)
 
     def record_shift(self, buffer: Buffer, source: np.ndarray, cores: int, where: str) -> None:
         """The time of a shift of ``buffer`` (core c receives from ``source[c]``): the cost
@@ -929,7 +971,7 @@ def gather_tiles(host: np.ndarray, origins: np.ndarray, shape, cores: int) -> np
     """(cores, *shape): the tile of ``host`` at each core's origin, zeros outside."""
     origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (cores, len(shape)))
     shape = tuple(int(s) for s in shape)
-    if shape and all(s > 0 for s in shape) and (origins >= 0).all() and not (origins % np.array(shape)).any():
+    if shape and all(s > 0 for s in shape) and (origins >= 0).all():
         return _gather_blocks(host, origins, shape)
     host, origins = _pad_for(host, origins, shape)
     index = [
@@ -939,6 +981,10 @@ def gather_tiles(host: np.ndarray, origins: np.ndarray, shape, cores: int) -> np
     ]
     return host[tuple(index)] if shape else np.broadcast_to(host, (cores,)).copy()
 
+
+PIECE_CHUNK = 1 << 22
+"""Destination elements a relayout by pieces moves per chunk of cores (its write counts
+and index arrays are this size, not the tensor's)."""
 
 EDGE_SHARE = 0.05
 """Above this share of tiles crossing a tensor's end, tiles go through a padded copy of it
@@ -966,20 +1012,36 @@ def _edge_index(host: np.ndarray, origins: np.ndarray, shape) -> tuple[tuple, np
     return tuple(index), inside
 
 
+def _window_grid(host: np.ndarray, step, shape) -> np.ndarray:
+    """Every window of ``shape`` whose origin is a multiple of ``step`` and that lies wholly
+    in ``host``, as a read-only (*positions, *shape) view of it (no copy): with ``step``
+    equal to ``shape`` the blocks of a block grid, with a smaller step overlapping windows
+    (a padded step tile reading into its neighbour's rows)."""
+    positions = [max(0, (h - s) // t + 1) if h >= s else 0 for h, s, t in zip(host.shape, shape, step)]
+    strides = [t * stride for t, stride in zip(step, host.strides)] + list(host.strides)
+    return np.lib.stride_tricks.as_strided(host, shape=tuple(positions) + tuple(shape), strides=tuple(strides),
+                                           writeable=False)
+
+
 def _gather_blocks(host: np.ndarray, origins: np.ndarray, shape) -> np.ndarray:
-    """``gather_tiles`` for tiles on a block grid: whole blocks picked through a blocked view
-    of ``host`` (no copy of it), tiles crossing its end read element by element."""
+    """``gather_tiles`` for tiles whose origins lie on a grid (per dim, multiples of their
+    greatest common divisor): whole tiles picked through a strided view of ``host`` (no
+    copy of it), tiles crossing its end read element by element."""
     tile = np.array(shape)
+    if len(origins) == 0:
+        return np.zeros((0, *shape), dtype=host.dtype)
+    step = np.gcd.reduce(origins, axis=0)
+    step = np.where(step > 0, step, tile)            # every origin 0 on a dim: any step
     whole = (origins + tile <= np.array(host.shape)).all(axis=1)
     if whole.mean() < 1 - EDGE_SHARE:  # many tiles cross the end: pad a copy instead
-        grown = [-(-h // s) * s for h, s in zip(host.shape, shape)]
-        host = np.pad(host, [(0, max(0, g_ - h)) for g_, h in zip(grown, host.shape)])
-        whole[:] = (origins + tile <= np.array(host.shape)).all(axis=1)
-    view = _interior_blocks(host, shape)
+        reach = origins.max(axis=0) + tile
+        host = np.pad(host, [(0, max(0, int(r) - h)) for r, h in zip(reach, host.shape)])
+        whole[:] = True
+    view = _window_grid(host, step.tolist(), shape)
     if whole.all():
-        return view[tuple((origins // tile).T)]
+        return view[tuple((origins // step).T)]
     out = np.zeros((len(origins), *shape), dtype=host.dtype)
-    out[whole] = view[tuple((origins[whole] // tile).T)]
+    out[whole] = view[tuple((origins[whole] // step).T)]
     edge = np.flatnonzero(~whole)
     if edge.size and host.size:
         index, inside = _edge_index(host, origins[edge], shape)

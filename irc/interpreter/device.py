@@ -35,6 +35,7 @@ from irc.cost import OpWork, SubTask
 from irc.diagnostics import location_of
 from irc.interpreter.chip import Chip, ChipFault
 from irc.interpreter.loops import Compute, Loop, Shift, Sync, run_loop
+from irc.interpreter.loops import Product as LoopProduct
 from irc.interpreter.te_eval import evaluate
 from irc.dialects.dtypes import numpy_dtype
 from irc.lowering.target import TargetError, chip_cost_of, device_of, require_target
@@ -68,17 +69,26 @@ def _same_step(op: MmaOp, other) -> bool:
             and other.roles == op.roles and other.dtype_bytes == op.dtype_bytes)
 
 
+def _independent(op: MmaOp, products: list[MmaOp]) -> bool:
+    """Whether ``op``'s output is no operand of the products met so far, nor theirs of
+    ``op``: a further product of the same loop nest (a kernel of several products)."""
+    return all(op.operands[0] not in other.operands and other.operands[0] not in op.operands for other in products)
+
+
 def _loop_run(interpreter: Interpreter, op: MmaOp) -> list:
     """``op`` and the compute steps of the same kernel after it, with the shifts and
-    syncs between them: a loop nest as ``shift-to-device`` unrolls it (cached per op)."""
+    syncs between them: a loop nest as ``shift-to-device`` unrolls it, with one compute
+    step per product at each step (cached per op)."""
     runs = interpreter.get_data(DeviceFunctions, "runs", dict)
     found = runs.get(op)
     if found is None:
-        found, tail, following = [op], [], op.next_op
+        found, tail, following, products = [op], [], op.next_op, [op]
         while isinstance(following, (MmaOp, ShiftOp, SyncOp)):
             if isinstance(following, MmaOp):
-                if not _same_step(op, following):
-                    break
+                if not any(_same_step(p, following) for p in products):
+                    if not _independent(following, products):
+                        break
+                    products.append(following)
                 found += tail + [following]
                 tail = []
             else:
@@ -216,22 +226,27 @@ class DeviceFunctions(InterpreterFunctions):
 
     def _loop(self, interpreter: Interpreter, run: list) -> Loop:
         """The run's instructions with their tables, for ``irc.interpreter.loops``."""
-        first = run[0]
-        output, *inputs = interpreter.get_values(first.operands)
-        tiles = first.tile_map()
-        volume = int(np.prod(list(tiles.values()))) if tiles else 1
-        roles = {k: _int(v) for k, v in first.roles.data.items()}
+        products, firsts = [], []
         events = []
         for op in run:
             if isinstance(op, MmaOp):
-                events.append(Compute(op.window_tables(), where(op), f"{op.name} step {_int(op.step)}"))
+                index = next((i for i, first in enumerate(firsts) if _same_step(first, op)), None)
+                if index is None:
+                    index = len(firsts)
+                    firsts.append(op)
+                    output, *inputs = interpreter.get_values(op.operands)
+                    tiles = op.tile_map()
+                    volume = int(np.prod(list(tiles.values()))) if tiles else 1
+                    roles = {k: _int(v) for k, v in op.roles.data.items()}
+                    products.append(LoopProduct(op.parsed(), tiles, output, inputs,
+                                                SubTask(op.kind.data, op.subtask_bytes(), volume, roles)))
+                events.append(Compute(op.window_tables(), where(op), f"{op.name} step {_int(op.step)}", index))
             elif isinstance(op, ShiftOp):
                 buffer, receive = interpreter.get_values(op.operands)
                 events.append(Shift(buffer, receive, op.sources(buffer.cores), where(op)))
             else:
                 events.append(Sync(_int(op.cores), where(op)))
-        return Loop(first.parsed(), tiles, _int(first.cores), output, inputs,
-                    SubTask(first.kind.data, first.subtask_bytes(), volume, roles), events)
+        return Loop(products, _int(run[0].cores), events)
 
     @impl(VectorOp)
     def run_vector(self, interpreter: Interpreter, op: VectorOp, args: tuple[Any, ...]):

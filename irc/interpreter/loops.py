@@ -1,12 +1,14 @@
 """Batched execution of a compute-shift loop nest (T10 s4.4, DESIGN.md s5).
 
 A kernel's device program states its loop nest unrolled: per step one ``device.mma`` with
-per-core window tables, between steps ``device.shift`` (a ring permutation of a buffer)
-and ``device.sync``. Executed instruction by instruction, every step is a handful of numpy
+per-core window tables (one per product, for a kernel of several: a fused gradient
+pair), between steps ``device.shift`` (a ring permutation of a buffer) and
+``device.sync``. Executed instruction by instruction, every step is a handful of numpy
 calls over all cores, but a rotating plan with hundreds of steps of small tiles re-reads
 its stationary operands once per step. ``run_loop`` executes such a run of instructions
-(on one output and the same inputs) at once, with a number of numpy calls that depends
-neither on the cores nor, beyond reading each instruction's tables, on the steps:
+(per product, on one output and the same inputs; the products' outputs independent) at
+once, with a number of numpy calls that depends neither on the cores nor, beyond reading
+each instruction's tables, on the steps:
 
 1. Shifts are permutations: instead of moving data, each buffer keeps a table of which
    original core's data every core holds (``holder``); at each step, core ``c`` reads the
@@ -44,11 +46,13 @@ from irc.interpreter.te_eval import compute_dtype
 
 @dataclass
 class Compute:
-    """One ``device.mma`` of the run: its window tables (output first) and where it is."""
+    """One ``device.mma`` of the run: its window tables (output first), where it is, and
+    the product (``Loop.products``) it computes a step of."""
 
     tables: list[np.ndarray]
     where: str
     name: str
+    product: int = 0
 
 
 @dataclass
@@ -66,16 +70,24 @@ class Sync:
 
 
 @dataclass
-class Loop:
-    """A run of compute steps on one output and the same inputs, with the shifts and
-    syncs between them, in program order."""
+class Product:
+    """The compute steps of a run on one output and the same inputs."""
 
     expression: TensorExpr
     tiles: dict[str, int]
-    cores: int
     output: object
     inputs: list
     subtask: object
+
+
+@dataclass
+class Loop:
+    """A run of compute steps of one or more products (a kernel of several products
+    computes a step of each between two shifts; their outputs are independent), with the
+    shifts and syncs between them, in program order."""
+
+    products: list[Product]
+    cores: int
     events: list
 
 
@@ -205,10 +217,17 @@ def run_loop(chip, loop: Loop) -> bool:
     """Execute ``loop`` on ``chip`` as a batched block product (module docstring); False,
     with nothing changed, when the run is not one (the caller runs it instruction by
     instruction)."""
-    plan = _prepare(loop)
-    if plan is None:
-        return False
-    _execute(chip, loop, plan)
+    outputs = [p.output for p in loop.products]
+    if len({id(o) for o in outputs}) != len(outputs) or \
+            any(o is b for o in outputs for p in loop.products for b in p.inputs):
+        return False   # one product reads or writes another's output: not independent
+    plans = []
+    for index in range(len(loop.products)):
+        plan = _prepare(loop, index)
+        if plan is None:
+            return False
+        plans.append(plan)
+    _execute(chip, loop, plans)
     return True
 
 
@@ -220,12 +239,13 @@ class _Prepared:
     holders: dict              # id(buffer) -> final holder table
 
 
-def _prepare(loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of checks
-    """Check that ``loop`` is a block product and compute its sums; None (nothing changed)
-    otherwise. Reads the chip's state, never writes it."""
-    expr = loop.expression
-    out, inputs, cores = loop.output, loop.inputs, loop.cores
-    computes = [e for e in loop.events if isinstance(e, Compute)]
+def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pass of checks
+    """Check that product ``index`` of ``loop`` is a block product and compute its sums;
+    None (nothing changed) otherwise. Reads the chip's state, never writes it."""
+    product = loop.products[index]
+    expr = product.expression
+    out, inputs, cores = product.output, product.inputs, loop.cores
+    computes = [e for e in loop.events if isinstance(e, Compute) and e.product == index]
     if not computes or expr.combiner != "+=":
         return None
     found = product_reads(expr)
@@ -236,10 +256,12 @@ def _prepare(loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of checks
     buffers = [out, *inputs]
     if left.tensor == right.tensor or out in inputs or len(inputs) != 2:
         return None
+    every = [b for p in loop.products for b in (p.output, *p.inputs)]   # what the run's shifts may move
     receives = {id(e.receive) for e in loop.events if isinstance(e, Shift)}
     for event in loop.events:
         if isinstance(event, Shift):
-            if event.buffer not in buffers or event.receive in buffers or len(event.source) != cores:
+            if not any(event.buffer is b for b in every) or any(event.receive is b for b in every) \
+                    or len(event.source) != cores:
                 return None
             if not event.receive.live or event.receive.cores != cores:
                 return None
@@ -263,7 +285,7 @@ def _prepare(loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of checks
     m = [a for a in wk if a in lk and a not in rk]
     n = [a for a in wk if a in rk and a not in lk]
     k = [a for a in lk if a in rk and a not in wk]
-    tiles = loop.tiles
+    tiles = product.tiles
     size = lambda axes: int(math.prod(tiles[a] for a in axes))  # noqa: E731
     TB, TM, TN, TK = size(batch), size(m), size(n), size(k)
     factor = scale * math.prod(tiles[a] for a in expr.axes if a not in lk + rk + wk)
@@ -277,10 +299,10 @@ def _prepare(loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of checks
     steps = len(computes)
 
     # holders: which original core's data each core holds at every step
-    holder = {id(b): np.arange(cores, dtype=np.int64) for b in buffers}
+    holder = {id(b): np.arange(cores, dtype=np.int64) for b in every}
     snaps = {id(b): [] for b in buffers}
     for event in loop.events:
-        if isinstance(event, Compute):
+        if isinstance(event, Compute) and event.product == index:
             for b in buffers:
                 snaps[id(b)].append(holder[id(b)])
         elif isinstance(event, Shift):
@@ -369,38 +391,43 @@ def _prepare(loop: Loop) -> _Prepared | None:  # noqa: C901 - one pass of checks
     tiles_out = tiles_out.transpose([0] + [1 + tile_axes.index(x) for x in wk]).reshape((-1,) + shapes[0])
     windows = arrange_g.reshape(-1)
     pick = g_first[windows]
-    final = {id(b_): holder[id(b_)] for b_ in buffers}
+    final = {id(b_): holder[id(b_)] for b_ in every}
     return _Prepared(sources[0][pick], offsets[0][pick], tiles_out, final)
 
 
-def _execute(chip, loop: Loop, prep: _Prepared) -> None:
+def _execute(chip, loop: Loop, preps: list[_Prepared]) -> None:
     """Write the sums, put every buffer in its final place, record the timeline."""
-    out, cores = loop.output, loop.cores
-    window = prep.out_tiles.shape[1:]
-    view = _block_view(out.data, window)
-    index = (prep.out_core,) + tuple((prep.out_offset // np.array(window)).T)
-    work = prep.out_tiles.dtype
-    current = view[index].astype(work)
-    view[index] = (current + prep.out_tiles).astype(out.dtype)
-    # buffers take their final places; a receive buffer holds nothing readable after
-    for buffer in [out, *loop.inputs]:
-        final = prep.holders[id(buffer)]
+    cores = loop.cores
+    for product, prep in zip(loop.products, preps):
+        out = product.output
+        window = prep.out_tiles.shape[1:]
+        view = _block_view(out.data, window)
+        index = (prep.out_core,) + tuple((prep.out_offset // np.array(window)).T)
+        work = prep.out_tiles.dtype
+        current = view[index].astype(work)
+        view[index] = (current + prep.out_tiles).astype(out.dtype)
+    # buffers take their final places (each once: products share inputs); a receive
+    # buffer holds nothing readable after
+    buffers = list({id(b): b for p in loop.products for b in (p.output, *p.inputs)}.values())
+    for buffer in buffers:
+        final = preps[0].holders[id(buffer)]
         if (final != np.arange(cores)).any():
             buffer.data = buffer.data[final]
             buffer.tags = buffer.tags[final]
             buffer.written = buffer.written[final]
         buffer.touch()
-    out.tags = chip._fresh_tags(out.cores)
+    for product in loop.products:
+        product.output.tags = chip._fresh_tags(product.output.cores)
     for event in loop.events:
         if isinstance(event, Shift):
             event.receive.written[:] = False
             event.receive.touch()
     # the timeline: every instruction, as executed one by one
-    compute = chip.cost.compute_cycles(chip.device, loop.subtask)
+    compute = [chip.cost.compute_cycles(chip.device, p.subtask) for p in loop.products]
     for event in loop.events:
         if isinstance(event, Compute):
             chip.steps += 1
-            chip._record("compute", event.name, compute, cores, event.where)
+            chip._record("compute", event.name, compute[event.product], cores, event.where)
         elif isinstance(event, Shift):
             chip.record_shift(event.buffer, event.source, cores, event.where)
         else:

@@ -40,9 +40,10 @@ class ShiftFunctions(InterpreterFunctions):
         except (KernelIRError, TargetError) as error:
             raise ChipFault(f"{where(op)} {error}") from None
         block = Block(arg_types=[value.type for value in op.inputs])
-        ops, store, _ = device_ops(kernel, op, "", inputs=block.args)
-        block.add_ops([*ops, ReturnOp(store.result)])
-        function = FuncOp("kernel", ([value.type for value in op.inputs], [op.output.type]), Region(block))
+        ops, stores, _ = device_ops(kernel, op, "", inputs=block.args)
+        block.add_ops([*ops, ReturnOp(*(store.result for store in stores))])
+        function = FuncOp("kernel", ([value.type for value in op.inputs], [value.type for value in op.outputs]),
+                          Region(block))
         module = ModuleOp([function])
         module.attributes[TARGET_ATTR] = target
         try:

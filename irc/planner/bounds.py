@@ -8,14 +8,21 @@ A prefix whose bounds an already found plan dominates (no more memory, strictly 
 time) or whose memory bound exceeds the SRAM holds no plan of the Pareto frontier, and
 the search drops it unexpanded. That is exact as long as the bounds are.
 
+- **Carried steps** (exact). Each axis with ``T_d > 1`` needs a tensor at ``f_t = T_d``,
+  and those steps multiply, per tensor, to a divisor of its sharing count: a prefix whose
+  chosen steps no such assignment carries holds no plan, and gets infinite bounds
+  (``PrefixBounds.carried``; about half the step groups of a strided 3x3 conv).
 - **Memory** (cost-model free). Each tensor either does not rotate (its whole partition
   of the padded spans, once) or rotates (its partition split by its ``f_t``, twice: the
-  resident slice and the receive buffer). A rotating tensor's partition is at least the
+  resident slice and the receive buffer); the output at its accumulators' width where the
+  chosen steps leave partial sums. A rotating tensor's partition is at least the
   step tiles' (every ``f_t`` divides ``T_d``) and at least the product of its largest
   span per dimension over the most it can be split, ``gcd(P, prod T_d)`` (its ``f_t``
   divide the steps and multiply to a divisor of its sharing count ``P``); it can rotate
-  only when that is above 1. On an axis whose steps are not chosen yet, the span is at least the per-core
-  extent and the tile at least the extent over the largest admissible steps.
+  only when that is above 1; a compound dim (``2*h + r``) counts, beside its widest span,
+  its summed spans less what its overlaps can take. On an axis whose steps are not chosen
+  yet, the span is at least the per-core extent and the tile at least the extent over the
+  largest admissible steps.
 - **Time**, from the cost model (``irc.cost.model.BoundedCostModel``), given the
   prefix's *least work*: the sub-task and steps with one step on every open axis, the
   cores, and what no plan below goes under: ``steps - 1`` shift events (every step but
@@ -64,17 +71,21 @@ class PrefixBounds:
     def __init__(self, space: PlanSpace, device: Device, cost: CostModel) -> None:
         self.space = space
         self.device = device
-        spec = space.spec
+        self.spec = spec = space.spec
         axes = spec.axis_names
         self.roles = {role: list(idx) for role, idx in compute_roles(spec).items()}
         self.group_bound = cost_bound(cost, "time_lower_bound")
         self.prefix_bound = cost_bound(cost, "refined_time_lower_bound") if self.group_bound else None
         self.tensors = []
         for v, tensor in enumerate(spec.tensors):
-            dims = [[axes.index(a) for a in dim] for dim in tensor.dims]
+            # per dim: its distinct axes and how often each is listed
+            dims = []
+            for dim in tensor.dims:
+                index = list(dict.fromkeys(axes.index(a) for a in dim))
+                dims.append((index, [sum(axes.index(a) == i for a in dim) for i in index]))
             own = [axes.index(a) for a in tensor.axes]
             # an axis in two dimensions of one tensor (X[i,i]) would count its f_t twice
-            distinct = sum(len(set(dim)) for dim in dims) == len(own)
+            distinct = sum(len(index) for index, _ in dims) == len(own)
             self.tensors.append((spec.tensor_bytes[v], dims, own, distinct))
         self.output_axes = [axes.index(a) for a in spec.output.axes]
 
@@ -108,22 +119,83 @@ class PrefixBounds:
         least_partition = np.full(n, np.inf)                     # bytes of the least tensor slice
         out_slice = None
         for v, (nbytes, dims, own, distinct) in enumerate(self.tensors):
+            if v == 0:   # the output in accumulators where the steps so far leave partial sums
+                nbytes = self.spec.output_bytes(space.op_factors[plan], steps)
             whole = np.ones(n, dtype=np.float64)
             sliced = np.ones(n, dtype=np.float64)
             widest = np.ones(n, dtype=np.float64)
-            for index in dims:
-                whole *= spans[:, index].sum(axis=1) - (len(index) - 1)
-                sliced *= least_tiles[:, index].sum(axis=1) - (len(index) - 1)
-                widest *= spans[:, index].max(axis=1)
+            for index, counts in dims:
+                if len(index) == 1 and counts[0] == 1:
+                    whole *= spans[:, index[0]]
+                    sliced *= least_tiles[:, index[0]]
+                    widest *= spans[:, index[0]]
+                    continue
+                # a compound dim spans the sum of its terms (an axis listed c times, as a
+                # strided window lists its output axis, counts c times) less the overlaps
+                overlap = sum(counts) - 1
+                summed = sum(c * spans[:, a] for a, c in zip(index, counts))
+                whole *= summed - overlap
+                sliced *= sum(c * least_tiles[:, a] for a, c in zip(index, counts)) - overlap
+                # its partition span over its largest split F: at least its widest axis'
+                # span over F, and its summed spans less what the overlaps can take, each
+                # ``span/f - 1 >= span/F - 1`` with F at most the dim's largest steps
+                reach = summed - overlap * largest[:, index].max(axis=1)
+                widest *= np.maximum(spans[:, index].max(axis=1), reach)
             splits = self._splits(sharing[:, v], steps[:, own], largest[:, own], chosen[:, own])
             rotating = np.maximum(sliced, widest / splits) if distinct else sliced
             memory += nbytes * np.where(splits > 1, np.minimum(whole, 2 * rotating), whole)
             least_partition = np.minimum(least_partition, nbytes * sliced)
             if v == 0:
                 out_slice = sliced
+        # the search pushes the children of carried prefixes only: a child whose new
+        # axis takes one step is carried as its parent is (elsewhere this only loosens)
+        carried = np.ones(n, dtype=bool)
+        if space.n_axes:
+            last = space.axis_order[np.maximum(prefixes.depth - 1, 0)]
+            new = (prefixes.depth > 0) & (steps[np.arange(n), last] > 1)
+        if space.n_axes and new.any():
+            carried[new] = self.carried(prefixes.take(new))
+        memory = np.where(carried, memory, np.inf)
         if not with_time:
             return memory, None
-        return memory, self._time(prefixes, steps, least_tiles, least_partition, out_slice)
+        cycles = self._time(prefixes, steps, least_tiles, least_partition, out_slice)
+        return memory, np.where(carried, cycles, np.inf)
+
+    def carried(self, prefixes: StepPrefixes) -> np.ndarray:
+        """Per prefix: whether some plan's temporal factors can carry its chosen steps.
+        An axis' steps are the largest pace of the tensors indexing it, so each axis
+        with ``T_d > 1`` has an *owner* with ``f_t = T_d``, and the owners' steps
+        multiply, per tensor, to a divisor of its sharing count (they are factors of
+        its ``prod(f_t)``). Conversely such an assignment is a plan of the group (the
+        owners at ``T_d``, every other pace 1). So a prefix no assignment of its chosen
+        axes fits holds no plan, and neither does any prefix below it: its bounds are
+        infinite. Checked over the states (prefix, owners' products per tensor) axis by
+        axis, merging equal states."""
+        space = self.space
+        n = len(prefixes)
+        steps = prefixes.steps                                   # 1 on open axes
+        if n == 0 or not (steps > 1).any():
+            return np.ones(n, dtype=bool)
+        sharing = space.sharing[prefixes.plan]                   # [n, V]
+        row = np.arange(n)
+        product = np.ones((n, space.n_tensors), dtype=np.int64)
+        for d in range(space.n_axes):
+            pace = steps[row, d]
+            need = pace > 1
+            if not need.any():
+                continue
+            rows, products = [row[~need]], [product[~need]]
+            for v in space.members[d].tolist():
+                owner = product[need].copy()
+                owner[:, v] *= pace[need]
+                fits = sharing[row[need], v] % owner[:, v] == 0
+                rows.append(row[need][fits])
+                products.append(owner[fits])
+            row, product = np.concatenate(rows), np.concatenate(products)
+            if len(row) > 2 * n:                                 # merge equal states
+                _, first = np.unique(np.column_stack([row, product]), axis=0, return_index=True)
+                row, product = row[first], product[first]
+        return np.bincount(row, minlength=n) > 0
 
     def _time(self, prefixes, steps, least_tiles, least_partition, out_slice) -> np.ndarray:
         n = len(prefixes)

@@ -121,54 +121,56 @@ def spatial_plans(
     min_utilization: float,
     max_padding: float,
     max_partitioned_axes: int | None = None,
-) -> list[tuple[int, ...]]:
-    """Every admissible F_op, in lexicographic order."""
+) -> np.ndarray:
+    """Every admissible F_op, in lexicographic order ([S, axes]).
+
+    Built axis by axis over arrays of partial plans (no recursion per plan): each partial
+    plan is extended by every factor of the next axis within the core count, the padding
+    limit (each ratio >= 1, so a partial product above the limit prunes the subtree) and
+    the partitioned-axes limit, after dropping partial plans that cannot reach the
+    utilisation floor even with the largest factors of the remaining axes; rows extended
+    in order, factors ascending, keep the lexicographic order. Memory: the partial plans
+    within the core count, never their product with every factor."""
     extents = spec.extents
+    n_axes = len(extents)
     floor = minimum_cores(spec, device, min_utilization)
     limit = max_padding * (1 + PADDING_TOLERANCE)
-    # per axis: admissible factors and their padding ratios (each ratio >= 1, so a
-    # partial product above the limit prunes the whole subtree)
+    # per axis: admissible factors and their padding ratios
     options = []
     for axis, extent in zip(spec.axis_names, extents):
+        factors = np.arange(1, min(extent, device.cores) + 1, dtype=np.int64)
+        ratios = factors * -(-extent // factors) / extent
+        keep = ratios <= limit
         # an unpadded reduction axis (OpSpec.unpadded_axes) of a sum is cut evenly; a
         # max=/min= fold may clamp, which any factor allows (its steps are checked below)
-        exact = axis in spec.unpadded_axes and spec.combiner not in ("max=", "min=")
-        axis_options = []
-        for factor in range(1, min(extent, device.cores) + 1):
-            if exact and extent % factor:
-                continue
-            ratio = factor * _ceil_div(extent, factor) / extent
-            if ratio <= limit:
-                axis_options.append((factor, ratio))
-        options.append(axis_options)
+        if axis in spec.unpadded_axes and spec.combiner not in ("max=", "min="):
+            keep &= extent % factors == 0
+        options.append((factors[keep], ratios[keep]))
     # largest product reachable by the remaining axes, for the utilisation floor
-    reach = [1] * (len(extents) + 1)
-    for d in range(len(extents) - 1, -1, -1):
-        reach[d] = min(device.cores, reach[d + 1] * max(f for f, _ in options[d]))
-
-    plans: list[tuple[int, ...]] = []
-
-    def extend(d: int, chosen: list[int], cores: int, ratio: float, split_axes: int) -> None:
-        if d == len(extents):
-            if cores >= floor:
-                plans.append(tuple(chosen))
-            return
-        if cores * reach[d] < floor:
-            return
-        for factor, axis_ratio in options[d]:
-            if cores * factor > device.cores:
-                break  # factors ascend
-            if ratio * axis_ratio > limit:
-                continue
-            splits = split_axes + (factor > 1)
-            if max_partitioned_axes is not None and splits > max_partitioned_axes:
-                continue
-            chosen.append(factor)
-            extend(d + 1, chosen, cores * factor, ratio * axis_ratio, splits)
-            chosen.pop()
-
-    extend(0, [], 1, 1.0, 0)
-    return plans
+    reach = [1] * (n_axes + 1)
+    for d in range(n_axes - 1, -1, -1):
+        reach[d] = min(device.cores, reach[d + 1] * int(options[d][0].max()))
+    plans = np.zeros((1, 0), dtype=np.int64)
+    cores = np.ones(1, dtype=np.int64)
+    ratio = np.ones(1)
+    splits = np.zeros(1, dtype=np.int64)
+    for d, (factors, ratios) in enumerate(options):
+        alive = cores * reach[d] >= floor
+        plans, cores, ratio, splits = plans[alive], cores[alive], ratio[alive], splits[alive]
+        # each partial plan with the factors its core count leaves room for (ascending:
+        # a prefix of the axis' options), rows in order
+        counts = np.searchsorted(factors, device.cores // cores, side="right")
+        row = np.repeat(np.arange(len(plans)), counts)
+        option = np.arange(len(row)) - np.repeat(np.cumsum(counts) - counts, counts)
+        padded = ratio[row] * ratios[option]
+        split = splits[row] + (factors[option] > 1)
+        ok = padded <= limit
+        if max_partitioned_axes is not None:
+            ok &= split <= max_partitioned_axes
+        row, option = row[ok], option[ok]
+        plans = np.concatenate([plans[row], factors[option][:, None]], axis=1)
+        cores, ratio, splits = cores[row] * factors[option], padded[ok], split[ok]
+    return plans[cores >= floor]
 
 
 @lru_cache(maxsize=None)
@@ -482,9 +484,14 @@ def candidate_set(
     """All admissible (F_op, f_t) pairs as flat arrays, in the full enumeration's order
     (F_op lexicographic, then per axis the pace tuples in order). Materialises the whole
     space: for small spaces (no rotation, tests); the search streams ``PlanSpace``."""
+    n_axes, n_tensors = len(spec.axes), len(spec.tensors)
+    if not rotation:   # every f_t is 1: one candidate per spatial plan, in their order
+        spatial = spatial_plans(spec, device, min_utilization, max_padding, max_partitioned_axes)
+        order = np.zeros((len(spatial), 1 + n_axes), dtype=np.int64)
+        order[:, 0] = np.arange(len(spatial))
+        return CandidateSet(spatial, np.ones((len(spatial), n_tensors, n_axes), dtype=np.int64), order)
     space = PlanSpace(spec, device, min_utilization, max_padding, rotation, max_partitioned_axes)
     parts = [c for groups in space.groups() for c in space.expand(groups)]
-    n_axes, n_tensors = len(spec.axes), len(spec.tensors)
     if not parts:
         return CandidateSet(
             np.zeros((0, n_axes), dtype=np.int64),

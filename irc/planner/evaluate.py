@@ -21,6 +21,7 @@ import numpy as np
 
 from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
+from irc.devices.topology import on_mesh
 from irc.planner.constraints import PADDING_TOLERANCE, is_chain, minimum_cores
 from irc.planner.errors import PlanError
 from irc.planner.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
@@ -230,10 +231,6 @@ def check_plan(
         cost=breakdown,
         seconds=breakdown.total / device.clock_hz,
     )
-
-
-def on_mesh(device: Device) -> bool:
-    return getattr(device, "topology", None) == "mesh-2d" and getattr(device, "mesh", None) is not None
 
 
 def routed_cycles(spec: OpSpec, op_factors: np.ndarray, temporal: np.ndarray, device: Device,

@@ -34,6 +34,7 @@ import numpy as np
 
 from irc.cost import CostModel, get_cost_model
 from irc.devices import Device, load_device
+from irc.devices.topology import on_mesh
 from irc.planner.plan import Plan
 from irc.planner.spec import OpSpec
 
@@ -172,7 +173,7 @@ def setup_cycles(
     events = sum(gathered.values())
     if events == 0:
         return 0.0
-    if getattr(device, "topology", None) == "mesh-2d" and device.mesh is not None and active.score is not None:
+    if on_mesh(device) and active.score is not None:
         from irc.devices.topology import exchange_bytes
 
         total = 0.0

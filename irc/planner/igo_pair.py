@@ -48,6 +48,13 @@ The model's assumptions (what `check_pair_plan` prices, what `search_pair` searc
    on the inter-core chip this, not DRAM traffic, is what reading dY once saves. The
    outputs leave alike (each product already pays its output shuffle).
 
+What is priced is what runs: `rtensor-to-shift` lowers a fused pair to one
+`shift.kernel` of two products whose loop nest is this model's (``loop_order``) and
+whose placement is T10's extended to tensors sharing their cores
+(`irc.schedule.kernel.build_fused_kernel`); its device program computes both products'
+sub-tasks per step, shifts each rotating tensor once per level step and reduces each
+gradient on its own, so the interpreter takes exactly ``check_pair_plan``'s cycles.
+
 The cost model must price an operator as a sum of per-step compute, shifted bytes,
 shift events and its output reduction (``t10``, ``seed003``): the fused time is
 ``op_time(dX product, the whole exchange) + op_time(dW product, no exchange)``. A model
@@ -147,7 +154,8 @@ class PairSpec:
 
     def component_plan(self, plan: Plan, which: str) -> Plan:
         """The plan of one product (``"dx"`` or ``"dw"``) under the fused plan: the same
-        F_op, its three tensors' f_t (what the pair lowers to when run as two kernels)."""
+        F_op, its three tensors' f_t (the product run as a kernel of its own, dY on its
+        own ring: what fusing saves is measured against these two)."""
         spec = self.dx if which == "dx" else self.dw
         return Plan(plan.axes, plan.op_factors, {t.name: plan.temporal_factors[t.name] for t in spec.tensors})
 

@@ -22,9 +22,10 @@ on a core (`irc.lowering.shift_to_device`), so `device-alloc` places what the pl
 (The T10 artifact counts ``idle total - idle_i``, as if the active partition grew around
 the idle slice in place, and spreads resting activations evenly over all cores.)
 
-Algorithm 1 (``direction="paper"``): start every op at its smallest idle plan (where that
-leaves an op no room, at its leanest idle plan, searched without the utilisation floor if
-need be: ``_ModelProblem.start_rows``); repeatedly
+Algorithm 1 (``direction="paper"``): start every op at its smallest idle plan (or, where
+that plan pairs only with active plans too large for the op's budget, its smallest idle
+size that lets it execute, searched without the utilisation floor if need be:
+``_ModelProblem.start_rows``); repeatedly
 record the end-to-end time with every op at its fastest fitting active plan, then grow the
 idle plan of the op whose next idle plan saves the most of its time per extra idle byte
 (-dT_S / dM_I), as long as every other op still fits; return the best recorded state.
@@ -350,6 +351,7 @@ class _ModelProblem:
         canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.live = [[(holder, canonical(holder, name)) for holder, name in across] for across in model.live_across()]
         self._bytes: dict[tuple[int, int, str], int] = {}
+        self._live_tables: list[list | None] = [None] * len(model.ops)
         # relayout edges, with the tensors' canonical names (t0 = output, t1, ...)
         canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.edges = [
@@ -373,7 +375,14 @@ class _ModelProblem:
 
     def live_bytes(self, i: int, choice: Sequence[int]) -> int:
         """Bytes per core of the tensors kept on chip across op ``i`` under ``choice``."""
-        return sum(self.held_bytes(h, choice[h] if h < len(choice) else -1, t) for h, t in self.live[i])
+        tables = self._live_tables[i]
+        if tables is None:   # per live tensor, its bytes under each of its holder's plans, the most last
+            tables = self._live_tables[i] = [
+                (h, [self.held_bytes(h, j, t) for j in range(len(self.tables[h].active))] + [self.held_bytes(h, -1, t)])
+                for h, t in self.live[i]
+            ]
+        known = len(choice)
+        return sum(held[choice[h]] if h < known else held[-1] for h, held in tables)
 
     def relayout(self, edge: "Edge", j_consumer: int, j_producer: int):
         tc, tp = self.tables[edge.consumer], self.tables[edge.producer]
@@ -423,62 +432,6 @@ class _ModelProblem:
         _, _, budgets = self.evaluate(rows)
         return max(int(self.sram - budget + least[r]) for budget, least, r in zip(budgets, self.least_hot, rows))
 
-    def start_rows(self) -> list[int]:
-        """Algorithm 1's starting state: every op at its smallest idle plan (T10 s4.3.2),
-        repaired where that leaves an op no room (memoised; it may relax op tables).
-
-        An op's smallest idle plan may pair only with large active plans (idle plans
-        pair with the active plans of the same per-core spans: GPT-2's LM head rests its
-        weight in 52,512 bytes per core only beside a 467,392-byte active plan, while
-        2,784 more idle bytes pair with a 67,584-byte one). So while some op fits no
-        active plan, each such op moves to the idle row whose idle plus least active
-        bytes are least; an op that still cannot fit there has its table searched again
-        without the utilisation floor (`FrontierCache.table`, ``relaxed``), whose plans
-        on fewer cores need less memory (a gather's table, held whole along its rows,
-        spreads over only as many cores as its other dims allow); when the weights at
-        rest alone overflow, the ops resting the most are relaxed first. Each op moves
-        and relaxes at most once, so this ends; a model that fits at the smallest idle
-        plans starts there, as in the paper."""
-        if self._start is not None:
-            return list(self._start)
-        rows = [0] * len(self.tables)
-        moved, relaxed = set(), set()
-        can_relax = self.cache.min_utilization > 0
-        while True:
-            if self.idle_total(rows) > self.sram:
-                # the weights at rest alone overflow: spread the heaviest further, if a
-                # search without the floor can
-                heavy = sorted((i for i in range(len(rows)) if i not in relaxed),
-                               key=lambda i: -int(self.tables[i].cold[rows[i]]))
-                if not can_relax or not heavy:
-                    break
-                relaxed.add(heavy[0])
-                self._relax(heavy[0])
-                rows[heavy[0]] = 0
-                continue
-            total, _, budgets = self.evaluate(rows)
-            if math.isfinite(total):
-                break
-            failing = [i for i, (budget, least) in enumerate(zip(budgets, self.least_hot)) if least[rows[i]] > budget]
-            changed = False
-            for i in failing:
-                footprint = self.tables[i].cold + self.least_hot[i]
-                if i not in moved:
-                    moved.add(i)
-                    lean = int(np.argmin(footprint))
-                    if footprint[lean] < footprint[rows[i]]:
-                        rows[i], changed = lean, True
-                        continue
-                if i not in relaxed and can_relax:
-                    relaxed.add(i)
-                    self._relax(i)
-                    rows[i] = int(np.argmin(self.tables[i].cold + self.least_hot[i]))
-                    changed = True
-            if not changed:
-                break
-        self._start = list(rows)
-        return list(rows)
-
     def _relax(self, i: int) -> None:
         """Op ``i``'s table searched without the utilisation floor (``start_rows``)."""
         op = self.model.ops[i]
@@ -487,6 +440,7 @@ class _ModelProblem:
         self.signature_ids[i] = self._signature_id(self.tables[i])
         self._bytes = {k: v for k, v in self._bytes.items() if k[0] != i}
         self._relayout.clear()
+        self._live_tables = [None] * len(self.tables)   # they list op i's plans' bytes
 
     def _signature_id(self, table: OpTable) -> int:
         ids = {}
@@ -494,9 +448,9 @@ class _ModelProblem:
             ids.setdefault(id(other), known)
         return ids.get(id(table), max(self.signature_ids, default=-1) + 1)
 
-    def check_fits(self) -> None:
-        """Raise ``ModelFitError`` when even the starting state (``start_rows``: the
-        smallest idle plans, repaired) leaves some op no room."""
+    def check_fits(self) -> list[int]:
+        """Raise ``ModelFitError`` unless some idle state lets every op execute; return
+        ``start_rows()``, the state Algorithm 1 starts from."""
         start = self.start_rows()
         least_idle = self.idle_total(start)
         if least_idle > self.sram:
@@ -507,24 +461,102 @@ class _ModelProblem:
                 f"{self.sram} bytes of SRAM ({self.sram * self.device.cores} bytes in all)",
                 needed=least_idle, available=self.sram,
             )
-        _, _, budgets = self.evaluate(start)
-        for i, (budget, least) in enumerate(zip(budgets, self.least_hot)):
-            if least[start[i]] > budget:
-                op = self.model.ops[i]
-                live = int(self.sram - least_idle - budget)
-                needed = least_idle + live + int(least[start[i]])
-                raise ModelFitError(
-                    f"model {self.model.name!r} does not fit on {self.device.name}: op {i} ({op.name}) needs "
-                    f"{int(least[0])} bytes per core to execute, but only {int(budget)} of the {self.sram} bytes "
-                    f"of SRAM are left after the idle weights ({least_idle} bytes, its own included) and the "
-                    f"tensors kept on chip across it ({live} bytes): {needed} bytes needed",
-                    needed=needed, available=self.sram,
-                )
+        return start
+
+    def start_rows(self) -> list[int]:
+        """Algorithm 1's first state: every op at its smallest idle plan (T10 s4.3.2),
+        except an op whose smallest idle plans pair only with active plans larger than
+        what is left for it (memoised; it may relax op tables).
+
+        An idle plan's bytes are slices of one active plan's partitions, so the smallest
+        idle size may belong to a plan far larger than the op's smallest (BERT-large's
+        FFN: 48 idle bytes per core less than the next size, but 483,008 active bytes
+        instead of 46,208; GPT-2's LM head rests its weight in 52,512 bytes per core only
+        beside a 467,392-byte active plan); such an op moves up to its smallest idle size
+        whose compatible active plans fit its budget less that growth (`_grow_to_fit`).
+        An op no idle size lets execute (else, once it is, the heaviest op at rest), or
+        the weights at rest alone overflowing (the heaviest first), has its table
+        searched again without the utilisation floor (`FrontierCache.table`,
+        ``relaxed``), whose plans on fewer cores need less
+        memory (a gather's table, held whole along its rows, spreads over only as many
+        cores as its other dims allow). Each op relaxes at most once, so this ends; a
+        model that fits at the smallest idle plans starts there, as in the paper. Raises
+        ``ModelFitError`` naming the first op no idle size lets execute."""
+        if self._start is not None:
+            return list(self._start)
+        relaxed: set[int] = set()
+        can_relax = self.cache.min_utilization > 0
+        while True:
+            rows = [0] * len(self.tables)
+            if self.idle_total(rows) > self.sram:
+                # the weights at rest alone overflow: spread the heaviest further, if a
+                # search without the floor can (else check_fits reports the overflow)
+                heavy = sorted((i for i in range(len(rows)) if i not in relaxed),
+                               key=lambda i: -int(self.tables[i].cold[0]))
+                if not can_relax or not heavy:
+                    return rows
+                relaxed.add(heavy[0])
+                self._relax(heavy[0])
+                continue
+            grown = self._grow_to_fit(rows)
+            if isinstance(grown, list):
+                self._start = list(grown)
+                return grown
+            i, budget = grown
+            # relax op i itself, else the heaviest at rest (its idle bytes are op i's budget)
+            unrelaxed = sorted((j for j in range(len(rows)) if j not in relaxed and j != i),
+                               key=lambda j: -int(self.tables[j].cold[0]))
+            pick = i if i not in relaxed else (unrelaxed[0] if unrelaxed else None)
+            if can_relax and pick is not None:
+                relaxed.add(pick)
+                self._relax(pick)
+                continue
+            self._raise_no_room(i, rows, budget)
+
+    def _grow_to_fit(self, rows: list[int]) -> list[int] | tuple[int, float]:
+        """From ``rows``, move each op that cannot execute up to its smallest idle size
+        whose compatible active plans fit its budget less the growth so far; each pass
+        fixes every such op in program order against the budgets that growth leaves, rows
+        only grow, so the passes end. Returns the rows, or ``(op, budget)`` for the first
+        op no larger idle size lets execute."""
+        while True:
+            _, _, budgets = self.evaluate(rows)
+            grown, moved = 0.0, False
+            for i, (table, least) in enumerate(zip(self.tables, self.least_hot)):
+                budget = budgets[i] - grown
+                if least[rows[i]] <= budget:
+                    continue
+                here = float(table.cold[rows[i]])
+                fits = [r for r in range(rows[i] + 1, len(table.cold)) if least[r] + table.cold[r] - here <= budget]
+                if not fits:
+                    if moved:
+                        break          # re-evaluate with the growth so far before giving up on op i
+                    return i, float(budgets[i])
+                grown += float(table.cold[fits[0]]) - here
+                rows[i] = fits[0]
+                moved = True
+            if not moved:
+                return rows
+
+    def _raise_no_room(self, i: int, rows: Sequence[int], budget: float) -> None:
+        op, least = self.model.ops[i], self.least_hot[i]
+        larger = len(self.tables[i].cold) > rows[i] + 1
+        idle = self.idle_total(rows)
+        live = int(self.sram - idle - budget)
+        needed = idle + live + int(least[rows[i]])
+        raise ModelFitError(
+            f"model {self.model.name!r} does not fit on {self.device.name}: op {i} ({op.name}) needs "
+            f"{int(least[rows[i]])} bytes per core to execute, but only {int(budget)} of the {self.sram} bytes "
+            f"of SRAM are left after the idle weights ({idle} bytes, its own included) and the "
+            f"tensors kept on chip across it ({live} bytes): {needed} bytes needed"
+            + (" (no larger idle plan of it pairs with an active plan that fits)" if larger else ""),
+            needed=needed, available=self.sram,
+        )
 
     # ----------------------------------------------------------------- searches
     def greedy_paper(self):
         """Algorithm 1: grow idle memory from the smallest idle plans (module docstring;
-        ``start_rows`` where those leave an op no room)."""
+        ``start_rows``: the smallest that let every op execute)."""
         rows = self.start_rows()
         best = (math.inf, list(rows))
         trajectory = []
@@ -548,13 +580,14 @@ class _ModelProblem:
                 cap = second if i == first else slack[first]
                 key = (id(table), row, int(budget), cap)
                 if key not in memo:
-                    now = table.best_at(budget)[0][row]          # finite: the state fits
+                    now = table.best_at(budget)[0][row]   # inf where the state leaves op i no plan
                     found = None
                     for r in range(row + 1, len(table.cold)):
                         grow = float(table.cold[r] - table.cold[row])
                         if grow > cap:
                             break                                  # cold ascends: larger rows grow more
-                        saved = now - table.best_at(budget - grow)[0][r]
+                        after = table.best_at(budget - grow)[0][r]
+                        saved = now - after if math.isfinite(after) else -math.inf   # no plan either way: no gain
                         if saved > 0 and (found is None or saved / grow > found[0]):
                             found = (saved / grow, r)
                     memo[key] = found

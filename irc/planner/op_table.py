@@ -14,6 +14,7 @@ position, plus the weight positions), so identical layers are searched once.
 
 from __future__ import annotations
 
+import bisect
 import time
 from dataclasses import dataclass, field, replace
 
@@ -54,27 +55,46 @@ class OpTable:
     setup: np.ndarray                 # [R, J] setup cycles of the chosen idle plan
     idle_index: np.ndarray            # [R, J] index into ``idle`` of the chosen idle plan
     idle: tuple[IdlePlan, ...]
-    search_seconds: float = 0.0
+    search_seconds: float = 0.0       # wall time of the search and the idle table
+    search_cpu_seconds: float = 0.0   # their CPU time (a shared machine's load apart)
     _memo: dict = field(default_factory=dict, repr=False)
 
     def best_at(self, budget: float) -> tuple[np.ndarray, np.ndarray]:
         """Per row: least cycles of an active plan with hot bytes <= ``budget`` (inf if
-        none), and that plan's index (-1 if none)."""
-        key = int(budget)
-        hit = self._memo.get(key)
+        none), and that plan's index (-1 if none). The active plans ascend in memory, so
+        the usable ones are a prefix of them: the answer is a prefix minimum, tabulated
+        once per table."""
+        hot = self._memo.get("hot")
+        if hot is None:
+            hot = self._memo["hot"] = self.hot.tolist()
+        usable = bisect.bisect_right(hot, budget)
+        hit = self._memo.get(usable)
         if hit is None:
-            usable = self.hot <= budget
-            if not usable.any():
-                times = np.full(len(self.cold), np.inf)
-                choice = np.full(len(self.cold), -1)
+            if usable == 0:
+                hit = (np.full(len(self.cold), np.inf), np.full(len(self.cold), -1))
             else:
-                masked = np.where(usable[None, :], self.table, np.inf)
-                choice = masked.argmin(axis=1)
-                times = masked[np.arange(len(self.cold)), choice]
-                choice = np.where(np.isfinite(times), choice, -1)
-            hit = (times, choice)
-            self._memo[key] = hit
+                least, which = self._prefix_minima()
+                times = least[:, usable - 1]
+                hit = (times, np.where(np.isfinite(times), which[:, usable - 1], -1))
+            self._memo[usable] = hit
         return hit
+
+    def _prefix_minima(self) -> tuple[np.ndarray, np.ndarray]:
+        """[R, J]: per row the least cycles among active plans 0..j, and the first plan
+        reaching it."""
+        found = self._memo.get("prefix")
+        if found is None:
+            rows, plans = self.table.shape
+            least = np.empty((rows, plans))
+            which = np.zeros((rows, plans), dtype=np.int64)
+            best, arg = np.full(rows, np.inf), np.zeros(rows, dtype=np.int64)
+            for j in range(plans):
+                better = self.table[:, j] < best
+                best = np.where(better, self.table[:, j], best)
+                arg = np.where(better, j, arg)
+                least[:, j], which[:, j] = best, arg
+            found = self._memo["prefix"] = (least, which)
+        return found
 
     def least_hot(self) -> np.ndarray:
         """Per row: the fewest active bytes any compatible active plan needs."""
@@ -92,7 +112,7 @@ def build_op_table(
 ) -> OpTable:
     """Search ``spec``'s frontier and tabulate its idle plans (raises ``PlanError`` when no
     plan fits)."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     canon = canonical_spec(spec)
     names = [t.name for t in spec.tensors]
     cweights = tuple(f"t{names.index(w)}" for w in weights)
@@ -145,6 +165,7 @@ def build_op_table(
         idle_index=np.array(row_index, dtype=np.int64),
         idle=tuple(idle_list),
         search_seconds=time.perf_counter() - started,
+        search_cpu_seconds=time.process_time() - cpu,
     )
 
 

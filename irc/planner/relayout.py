@@ -37,6 +37,7 @@ import numpy as np
 
 from irc.cost import CostModel, get_cost_model
 from irc.devices import Device, load_device
+from irc.devices.topology import on_mesh
 from irc.planner.plan import Plan
 from irc.planner.spec import OpSpec
 
@@ -137,7 +138,7 @@ def relayout_cost(
     if nbytes == 0:
         return 0, 0.0
     moved = nbytes
-    if getattr(device, "topology", None) == "mesh-2d" and device.mesh is not None and view is None and not whole:
+    if on_mesh(device) and view is None and not whole:
         flows = block_flows(producer_spec, producer_plan, producer_tensor, consumer_spec, consumer_plan, tensor)
         if flows is not None:   # on the mesh, the pieces' routes (the chip prices them so)
             from irc.devices.topology import exchange_bytes

@@ -36,7 +36,8 @@ from irc.planner.bounds import PrefixBounds
 from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
 from irc.planner.enumerate import CandidateSet, PlanSpace, StepGroups, StepPrefixes
 from irc.planner.errors import PlanError
-from irc.planner.evaluate import check_plan, on_mesh, routed_cycles
+from irc.devices.topology import on_mesh
+from irc.planner.evaluate import check_plan, routed_cycles
 from irc.planner.plan import Plan
 from irc.planner.spec import OpSpec
 from irc.planner.vector_score import candidate_memory, score_candidates

@@ -1,4 +1,5 @@
-"""The compute-shift program of one operator: rings, paces, loop order, placement.
+"""The compute-shift program of one operator (or of products under one plan): rings,
+paces, loop order, placement.
 
 Spec: seed 003 s3.2 ("Aligning the rotations", "Alignment constraints", "Sub-operator
 scheduling"), T10 s4.2 and s4.4 ("Sub-tensor placement"). ``build_shift_kernel`` turns a
@@ -49,13 +50,23 @@ free axes are disjoint from ``v``'s (true for any two-input operator), so the ri
 cores hold distinct partitions, and at every step core ``c`` holds exactly the partitions
 its sub-task reads: they meet. ``build_shift_kernel`` verifies this bijection for every
 ring and raises ``AlignError`` naming the axis and the factors when it fails.
+
+Several products, one kernel (``build_fused_kernel``: a layer's gradient pair, irc's own
+extension, `irc.planner.igo_pair`). Products over the same axes run under one plan: the
+levels are peeled over all their tensors, every step computes one sub-task of each
+product on the step tiles, and a tensor several products read (dY) rotates on one ring
+for all of them. Tensors shared by the same cores (equal free axes, as dX and X, or dW
+and W, of a pair) have equal ``phi``; where both rotate at one level their digits there
+are made one (the levels both rotate at are the least significant of both radices,
+``_radix_orders``) and counted once in ``o_l``, so each ring still holds distinct
+partitions. A single operator is the one-product kernel.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -100,9 +111,11 @@ class TensorLayout:
     sharing: int                       # cores sharing one sub-tensor (P)
     partition_shape: tuple[int, ...]   # elements of the resident partition, per dim
     window_shape: tuple[int, ...]      # elements one step's sub-task reads, per dim
-    levels: tuple[int, ...]            # indices of the levels it rotates at (radix order)
+    levels: tuple[int, ...]            # indices of the levels it rotates at (by axis, coarse first)
     dtype: np.dtype = np.dtype(np.float16)  # element type of its buffers (a comparison reads
                                             # f32 and writes i1: each tensor keeps its own)
+    radix: tuple[int, ...] = ()        # its levels as digits of its ring position, most
+                                       # significant first (the placement: ``_radix_orders``)
 
     @property
     def rotating(self) -> bool:
@@ -113,17 +126,37 @@ class TensorLayout:
         return math.prod(self.partition_shape)
 
 
-@dataclass
-class ShiftKernel:
-    """An aligned compute-shift program for one operator on one device."""
+@dataclass(frozen=True)
+class Product:
+    """One computation of a kernel: a tensor expression bound to its shapes, the
+    planner's view of it (its ``OpSpec``, axes in the kernel's order) and its output's
+    element type. A kernel runs one sub-task of every product per step."""
 
     bound: BoundExpr
     spec: OpSpec
+    dtype: np.dtype
+
+    @property
+    def output(self) -> str:
+        return self.bound.expr.output.tensor
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return tuple(self.bound.expr.inputs)
+
+
+@dataclass
+class ShiftKernel:
+    """An aligned compute-shift program on one device: one operator, or several
+    products over the same axes under one plan (a layer's gradient pair: the rings of
+    the tensors they share feed all of them at every step)."""
+
+    products: tuple[Product, ...]
+    spec: OpSpec                       # every tensor of the kernel (one product's own spec,
+                                       # or the union of several: ``product_union``)
     plan: Plan
     device: Device
     cost: CostModel
-    dtype: np.dtype                    # the output's element type (its accumulators'
-                                       # may be wider: ``holds_partial_sums``)
     axes: tuple[str, ...]
     extents: tuple[int, ...]
     grid: tuple[int, ...]              # F_op
@@ -134,6 +167,28 @@ class ShiftKernel:
     tensors: dict[str, TensorLayout]
     clamped: tuple[int, ...] = ()      # reduction axes of max=/min= whose last range is
                                        # moved back inside the extent instead of padded
+
+    # -- the products ----------------------------------------------------------------------
+    @property
+    def bound(self) -> BoundExpr:
+        """The first product's expression (a single operator's)."""
+        return self.products[0].bound
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The first product's output element type (its accumulators' may be wider:
+        ``holds_partial_sums``)."""
+        return self.products[0].dtype
+
+    @property
+    def operand_names(self) -> tuple[str, ...]:
+        """The tensors the products read, each once, in the order of first reading: the
+        kernel's operands."""
+        return tuple(dict.fromkeys(name for p in self.products for name in p.inputs))
+
+    def bound_of(self, tensor: str) -> BoundExpr:
+        """The expression of the first product reading or writing ``tensor``."""
+        return next(p.bound for p in self.products if tensor == p.output or tensor in p.inputs)
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -150,18 +205,21 @@ class ShiftKernel:
 
     @property
     def output(self) -> TensorLayout:
-        return self.tensors[self.spec.output.name]
+        return self.output_of(0)
+
+    def output_of(self, product: int) -> TensorLayout:
+        return self.tensors[self.products[product].output]
 
     @property
     def holds_partial_sums(self) -> bool:
         """Whether the output's buffers hold partial sums (``OpSpec.holds_partial_sums``):
         then they are accumulators (``output.dtype``, f32 for an f16 output) through the
         loop and the cross-core reduction, rounded to ``dtype`` once at the end."""
-        return bool(self.spec.holds_partial_sums(self.grid, self.steps_per_axis))
+        return bool(self.products[0].spec.holds_partial_sums(self.grid, self.steps_per_axis))
 
     @property
     def inputs(self) -> list[TensorLayout]:
-        return [self.tensors[t.name] for t in self.spec.inputs]
+        return [self.tensors[name] for name in self.operand_names]
 
     def axis_index(self, axis: str) -> int:
         return self.axes.index(axis)
@@ -171,14 +229,23 @@ class ShiftKernel:
         return self.steps_per_axis[d] // tensor.temporal[d]
 
     # -- costs (the same functions the planner used) -------------------------------------
-    def subtask(self) -> SubTask:
-        roles = {
-            role: math.prod(self.tiles[i] for i in idx) for role, idx in compute_roles(self.spec).items()
-        }
-        return SubTask(self.spec.kind, self.spec.dtype_bytes, math.prod(self.tiles), roles)
+    @property
+    def planned_cycles(self) -> float:
+        """The planner's time for the kernel (its score: one operator's, or a gradient
+        pair's, `irc.planner.igo_pair`)."""
+        return float(self.plan.score.cycles)
 
-    def op_work(self) -> OpWork:
-        """The planner's ``OpWork`` for this program (irc.planner.evaluate)."""
+    def subtask(self, product: int = 0) -> SubTask:
+        spec = self.products[product].spec
+        roles = {
+            role: math.prod(self.tiles[i] for i in idx) for role, idx in compute_roles(spec).items()
+        }
+        return SubTask(spec.kind, spec.dtype_bytes, math.prod(self.tiles), roles)
+
+    def op_work(self, product: int = 0) -> OpWork:
+        """The planner's ``OpWork`` for this program's ``product`` (irc.planner.evaluate;
+        of several products the first carries the whole exchange, the others only their
+        compute and output, as `irc.planner.igo_pair` prices them)."""
         shifted = 0
         events = 0
         executions = 1
@@ -186,12 +253,24 @@ class ShiftKernel:
             shifted += executions * (level.trips - 1) * level.bytes_per_step
             events += executions * (level.trips - 1) * len(level.tensors)
             executions *= level.trips
-        out = self.output
+        if product:
+            shifted = events = 0
+        spec = self.products[product].spec
+        out = self.output_of(product)
         out_step = math.prod(
-            self.tiles[d] for d, axis in enumerate(self.axes) if self.spec.output.indexed_by(axis)
+            self.tiles[d] for d, axis in enumerate(self.axes) if spec.output.indexed_by(axis)
         )
+        geometry = None
+        if len(self.products) == 1:
+            geometry = PlanGeometry(
+                tensor_dim_axes(self.spec),
+                np.asarray([-(-e // f) for e, f in zip(self.extents, self.grid)]),
+                np.asarray([self.tensors[t.name].temporal for t in self.spec.tensors]),
+                np.asarray([self.tensors[t.name].sharing for t in self.spec.tensors]),
+                tuple(t.whole_elements for t in self.spec.tensors),
+            )
         return OpWork(
-            subtask=self.subtask(),
+            subtask=self.subtask(product),
             steps=self.steps,
             shifted_bytes=shifted,
             shift_events=events,
@@ -199,14 +278,8 @@ class ShiftKernel:
             out_step_elems=out_step,
             out_resident_elems=self.planner_resident(out),
             cores=self.cores,
-            geometry=PlanGeometry(
-                tensor_dim_axes(self.spec),
-                np.asarray([-(-e // f) for e, f in zip(self.extents, self.grid)]),
-                np.asarray([self.tensors[t.name].temporal for t in self.spec.tensors]),
-                np.asarray([self.tensors[t.name].sharing for t in self.spec.tensors]),
-                tuple(t.whole_elements for t in self.spec.tensors),
-            ),
-            partial_bytes=self.spec.partial_bytes,
+            geometry=geometry,
+            partial_bytes=spec.partial_bytes,
         )
 
     def shifted_bytes_beyond_plan(self) -> int:
@@ -370,16 +443,25 @@ class ShiftKernel:
     def start_digits(self, core=None) -> list:
         """Initial digit of every level on the core (module docstring, "Placement")."""
         start: list = [0] * len(self.levels)
+        counted = set()
         for tensor in self.tensors.values():
             if not tensor.levels:
                 continue
             position = self._free_index(tensor, core)
             position = position % tensor.ring_size
-            for l in reversed(tensor.levels):  # least significant digit last in radix order
+            free = self._free_axes(tensor)
+            for l in reversed(tensor.radix):  # least significant digit last in radix order
                 trips = self.levels[l].trips
-                start[l] = start[l] + position % trips
+                # tensors shared by the same cores (equal free axes) give a level they
+                # both rotate at one digit: the same one (``_radix_orders``)
+                if (free, l) not in counted:
+                    counted.add((free, l))
+                    start[l] = start[l] + position % trips
                 position = position // trips
         return [value % level.trips for value, level in zip(start, self.levels)]
+
+    def _free_axes(self, tensor: TensorLayout) -> frozenset[str]:
+        return frozenset(a for a in self.axes if not self.spec.tensor(tensor.name).indexed_by(a))
 
     def digits_after(self, start, counters) -> list:
         """The digits once level ``l`` has advanced ``counters[l]`` times from ``start``."""
@@ -407,7 +489,7 @@ class ShiftKernel:
         phi = self._free_index(tensor, core)
         position = phi % tensor.ring_size
         weight = 1
-        for l in reversed(tensor.levels):
+        for l in reversed(tensor.radix):
             if l == level:
                 break
             weight *= self.levels[l].trips
@@ -471,10 +553,10 @@ class ShiftKernel:
         values = self._table(origin) if core is None else origin
         return tuple(shape), values
 
-    def replica_key(self, digits, core=None):
-        """Which output partition the core holds after the loop: cores with equal keys hold
-        partial copies of one partition (its ring number dropped)."""
-        out = self.output
+    def replica_key(self, digits, core=None, product: int = 0):
+        """Which partition of ``product``'s output the core holds after the loop: cores with
+        equal keys hold partial copies of one partition (its ring number dropped)."""
+        out = self.output_of(product)
         return self._block_key(out, core) * out.ring_size + self._partition_id(out, digits)
 
     def schedule(self) -> Iterator[tuple[str, object]]:
@@ -510,10 +592,11 @@ class ShiftKernel:
                 counters[value] += 1
         return counters
 
-    def replica_groups(self) -> np.ndarray:
+    def replica_groups(self, product: int = 0) -> np.ndarray:
         """(groups, rings) core ids holding the same output partition after the loop; the
         first of each row keeps the reduced sum (the output's partial copies)."""
-        return groups_of(np.broadcast_to(self.replica_key(self.final_digits()), (self.cores,)), self.output.rings)
+        return groups_of(np.broadcast_to(self.replica_key(self.final_digits(), None, product), (self.cores,)),
+                         self.output_of(product).rings)
 
 
 def accumulator_dtype(dtype) -> np.dtype:
@@ -569,6 +652,23 @@ def _peel_levels(spec: OpSpec, plan: Plan) -> list[tuple[str, int, tuple[str, ..
     return levels
 
 
+def _nested_levels(peeled, score) -> list[tuple[str, int, int, tuple[str, ...]]]:
+    """The peeled levels with their strides, nested in the planner's loop order
+    (``score.loop_order``, outermost first)."""
+    by_axis: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+    for axis, trips, moving in peeled:
+        by_axis.setdefault(axis, []).append((trips, moving))
+    level_list: list[tuple[str, int, int, tuple[str, ...]]] = []
+    for axis, chain in by_axis.items():
+        stride = math.prod(t for t, _ in chain)
+        for trips, moving in chain:
+            stride //= trips
+            level_list.append((axis, trips, stride, moving))
+    rank = {(lv.axis, lv.tensors): i for i, lv in enumerate(score.loop_order)}
+    level_list.sort(key=lambda lv: rank[(lv[0], lv[3])])
+    return level_list
+
+
 def build_shift_kernel(
     bound: BoundExpr,
     plan: Plan,
@@ -589,27 +689,35 @@ def build_shift_kernel(
     """
     device = load_device(device)
     cost = get_cost_model(cost)
-    dtype = np.dtype(dtype)
-    spec = spec or op_spec_from_bound(
-        bound, dtype.itemsize, {name: np.dtype(d).itemsize for name, d in (dtypes or {}).items()})
+    product = _product(bound, dtype, dtypes, spec)
+    spec = product.spec
     if tuple(plan.axes) != spec.axis_names:
         raise PlanError(f"plan axes {tuple(plan.axes)} differ from the operator's axes {spec.axis_names}")
     peeled = _peel_levels(spec, plan)   # AlignError first: it names the axis and factors
     score = check_plan(spec, plan.unscored(), device, cost)
+    return _assemble((product,), spec, plan, score, device, cost, _nested_levels(peeled, score), None, dtypes)
 
-    # levels with strides, nested in the planner's loop order (outermost first)
-    by_axis: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
-    for axis, trips, moving in peeled:
-        by_axis.setdefault(axis, []).append((trips, moving))
-    level_list: list[tuple[str, int, int, tuple[str, ...]]] = []
-    for axis, chain in by_axis.items():
-        stride = math.prod(t for t, _ in chain)
-        for trips, moving in chain:
-            stride //= trips
-            level_list.append((axis, trips, stride, moving))
-    rank = {(lv.axis, lv.tensors): i for i, lv in enumerate(score.loop_order)}
-    level_list.sort(key=lambda lv: rank[(lv[0], lv[3])])
-    return assemble_kernel(bound, plan, device, cost, dtype, level_list, None, spec=spec, dtypes=dtypes, score=score)
+
+def build_fused_kernel(
+    bounds: Sequence[BoundExpr],
+    plan: Plan,
+    device: Device | str,
+    cost: CostModel | str = "t10",
+    dtypes: dict[str, np.dtype] | None = None,
+) -> ShiftKernel:
+    """The aligned compute-shift program running the products ``bounds`` under one
+    ``plan`` over their shared axes (the first product's axis order; ``dtypes`` by tensor
+    name, outputs included, default f16): one loop nest whose every step computes a
+    sub-task of each product, every tensor rotating on its own rings once for all the
+    products reading it. The plan is scored as the products' planner prices them
+    together (``_joint_score``: a layer's gradient pair, `irc.planner.igo_pair`), the loop
+    nest is its loop order, the placement T10's (module docstring). Raises as
+    ``build_shift_kernel``."""
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    products, union, score = _joint_score(bounds, plan, device, cost, dtypes)
+    peeled = _peel_levels(union, plan)
+    return _assemble(products, union, plan, score, device, cost, _nested_levels(peeled, score), None, dtypes)
 
 
 def assemble_kernel(
@@ -634,20 +742,102 @@ def assemble_kernel(
     checked to meet (``AlignError`` otherwise)."""
     device = load_device(device)
     cost = get_cost_model(cost)
-    dtype = np.dtype(dtype)
-    spec = spec or op_spec_from_bound(
-        bound, dtype.itemsize, {name: np.dtype(d).itemsize for name, d in (dtypes or {}).items()})
+    product = _product(bound, dtype, dtypes, spec)
+    spec = product.spec
     if tuple(plan.axes) != spec.axis_names:
         raise PlanError(f"plan axes {tuple(plan.axes)} differ from the operator's axes {spec.axis_names}")
     score = score or check_plan(spec, plan.unscored(), device, cost)
-    plan = Plan(plan.axes, plan.op_factors, dict(plan.temporal_factors), score)
+    return _assemble((product,), spec, plan, score, device, cost, levels, start, dtypes)
 
+
+def assemble_fused_kernel(
+    bounds: Sequence[BoundExpr],
+    plan: Plan,
+    device: Device | str,
+    cost: CostModel | str,
+    levels: list[tuple[str, int, int, tuple[str, ...]]],
+    start: np.ndarray | None,
+    *,
+    dtypes: dict[str, np.dtype] | None = None,
+) -> ShiftKernel:
+    """``assemble_kernel`` for the products of ``build_fused_kernel``: the kernel their
+    plan and a given loop nest and placement state."""
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    products, union, score = _joint_score(bounds, plan, device, cost, dtypes)
+    return _assemble(products, union, plan, score, device, cost, levels, start, dtypes)
+
+
+def _product(bound: BoundExpr, dtype, dtypes, spec: OpSpec | None = None) -> Product:
+    dtype = np.dtype((dtypes or {}).get(bound.expr.output.tensor, dtype))
+    spec = spec or op_spec_from_bound(
+        bound, dtype.itemsize, {name: np.dtype(d).itemsize for name, d in (dtypes or {}).items()})
+    return Product(bound, spec, dtype)
+
+
+def _joint_score(bounds, plan: Plan, device: Device, cost: CostModel, dtypes):
+    """The products of a fused kernel (specs in the first product's axis order), the
+    union of their tensors and the plan's score. A planner prices products together
+    only as a layer's gradient pair (`irc.planner.igo_pair`: two contractions sharing
+    one input, dY); anything else is ``UnsupportedExpression``."""
+    from irc.planner.errors import SpecError
+    from irc.planner.igo_pair import check_pair_plan, pair_spec
+
+    dtypes = {name: np.dtype(d) for name, d in (dtypes or {}).items()}
+    products = [_product(bound, dtypes.get(bound.expr.output.tensor, np.float16), dtypes) for bound in bounds]
+    shared = set(products[0].inputs).intersection(*(p.inputs for p in products[1:])) if len(products) > 1 else set()
+    if len(products) != 2 or len(shared) != 1:
+        texts = "; ".join(f"'{p.bound.expr}'" for p in products)
+        raise UnsupportedExpression(
+            f"no cost model prices the products {texts} as one kernel: a fused kernel is a layer's gradient pair "
+            f"(two contractions sharing one input, dY)"
+        )
+    try:
+        pair = pair_spec(products[0].spec, products[1].spec, shared.pop())
+    except SpecError as error:
+        raise UnsupportedExpression(f"the products are not a gradient pair: {error}") from None
+    if tuple(plan.axes) != pair.axis_names:
+        raise PlanError(f"plan axes {tuple(plan.axes)} differ from the products' axes {pair.axis_names}")
+    score = check_pair_plan(pair, plan.unscored(), device, cost)
+    products = (replace(products[0], spec=pair.dx), replace(products[1], spec=pair.dw))
+    return products, pair.union_spec(), score
+
+
+def _radix_orders(spec: OpSpec, levels: tuple[Level, ...], own: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
+    """Per tensor, its levels as the digits of its ring position, most significant first
+    (module docstring, "Placement"). Tensors shared by the same cores (equal free axes:
+    dX and X of a gradient pair) that rotate at one level must read that level's digit at
+    one weight, so the digit is theirs in common: the levels more of them rotate at are
+    the less significant ones; ties (every level of a tensor alone) in axis order, coarse
+    first - T10's radix of one tensor."""
+    axes = spec.axis_names
+    classes: dict[frozenset, list[str]] = {}
+    for t in spec.tensors:
+        if own[t.name]:
+            classes.setdefault(frozenset(a for a in axes if not t.indexed_by(a)), []).append(t.name)
+    radix = {t.name: () for t in spec.tensors}
+    for members in classes.values():
+        count: dict[int, int] = {}
+        for name in members:
+            for l in own[name]:
+                count[l] = count.get(l, 0) + 1
+        order = sorted(count, key=lambda l: (count[l], axes.index(levels[l].axis), -levels[l].stride))
+        for name in members:
+            radix[name] = tuple(l for l in order if l in own[name])
+    return radix
+
+
+def _assemble(products: tuple[Product, ...], spec: OpSpec, plan: Plan, score, device: Device, cost: CostModel,
+              levels, start, dtypes) -> ShiftKernel:
+    """The kernel of ``products`` (tensors: ``spec``'s) under the scored ``plan`` with the
+    loop nest ``levels`` and placement ``start`` (None: T10's)."""
+    plan = Plan(plan.axes, plan.op_factors, dict(plan.temporal_factors), score)
     axes = spec.axis_names
     steps_per_axis = score.steps_per_axis
     tiles = score.step_tiles
-    clamped = _check_reduction_padding(
-        bound, spec, score.padded_extents, tuple(t * tau for t, tau in zip(steps_per_axis, tiles))
-    )
+    spans = tuple(t * tau for t, tau in zip(steps_per_axis, tiles))
+    clamped = tuple(sorted({d for p in products
+                            for d in _check_reduction_padding(p.bound, p.spec, score.padded_extents, spans)}))
     grid = tuple(plan.op_factors)
     cores = math.prod(grid)
     _check_levels(spec, plan, levels)
@@ -657,37 +847,46 @@ def assemble_kernel(
         for axis, trips, stride, moving in levels
     )
 
-    expr = bound.expr
-    accesses = {expr.output.tensor: expr.output}
-    for name in expr.inputs:
-        accesses[name] = expr.accesses_of(name)[0]
+    accesses, shapes, element = {}, {}, {}
+    for p in products:
+        expr = p.bound.expr
+        partial = p.spec.holds_partial_sums(grid, steps_per_axis)
+        accesses[expr.output.tensor] = expr.output
+        shapes[expr.output.tensor] = p.bound.shapes[expr.output.tensor]
+        element[expr.output.tensor] = accumulator_dtype(p.dtype) if partial else p.dtype
+        for name in expr.inputs:
+            accesses.setdefault(name, expr.accesses_of(name)[0])
+            shapes.setdefault(name, p.bound.shapes[name])
+            element.setdefault(name, np.dtype((dtypes or {}).get(name, p.dtype)))
+    own_levels = {
+        t.name: sorted((i for i, lv in enumerate(levels) if t.name in lv.tensors),
+                       key=lambda i: (axes.index(levels[i].axis), -levels[i].stride))
+        for t in spec.tensors
+    }
+    radix = _radix_orders(spec, levels, own_levels)
+    outputs = {p.output for p in products}
     tensors: dict[str, TensorLayout] = {}
-    partial = spec.holds_partial_sums(grid, steps_per_axis)
     for t in spec.tensors:
         temporal = tuple(plan.temporal_factors[t.name])
-        spans = {a: (steps_per_axis[d] // temporal[d]) * tiles[d] for d, a in enumerate(axes)}
+        spans_of = {a: (steps_per_axis[d] // temporal[d]) * tiles[d] for d, a in enumerate(axes)}
         indices = accesses[t.name].indices
-        own_levels = sorted(
-            (i for i, lv in enumerate(levels) if t.name in lv.tensors),
-            key=lambda i: (axes.index(levels[i].axis), -levels[i].stride),
-        )
         tensors[t.name] = TensorLayout(
             name=t.name,
-            is_output=t.name == spec.output.name,
+            is_output=t.name in outputs,
             indices=indices,
             temporal=temporal,
             ring_size=math.prod(temporal),
             rings=score.replicas[t.name],
             sharing=score.sharing_cores[t.name],
-            partition_shape=tuple(_extent(i, spans, n) for i, n in zip(indices, bound.shapes[t.name])),
-            window_shape=tuple(_extent(i, dict(zip(axes, tiles)), n) for i, n in zip(indices, bound.shapes[t.name])),
-            levels=tuple(own_levels),
-            dtype=accumulator_dtype(dtype) if t.name == spec.output.name and partial
-            else np.dtype((dtypes or {}).get(t.name, dtype)),
+            partition_shape=tuple(_extent(i, spans_of, n) for i, n in zip(indices, shapes[t.name])),
+            window_shape=tuple(_extent(i, dict(zip(axes, tiles)), n) for i, n in zip(indices, shapes[t.name])),
+            levels=tuple(own_levels[t.name]),
+            dtype=element[t.name],
+            radix=radix[t.name],
         )
 
     kernel = ShiftKernel(
-        bound=bound, spec=spec, plan=plan, device=device, cost=cost, dtype=dtype, axes=axes,
+        products=products, spec=spec, plan=plan, device=device, cost=cost, axes=axes,
         extents=spec.extents, grid=grid, steps_per_axis=steps_per_axis, tiles=tiles,
         levels=levels, start=np.zeros((len(levels), cores), dtype=np.int64), tensors=tensors,
         clamped=clamped,
@@ -802,10 +1001,13 @@ def check_alignment(kernel: ShiftKernel) -> None:
 __all__ = [
     "AlignError",
     "Level",
+    "Product",
     "ShiftKernel",
     "TensorLayout",
     "UnsupportedExpression",
+    "assemble_fused_kernel",
     "assemble_kernel",
+    "build_fused_kernel",
     "build_shift_kernel",
     "check_alignment",
     "initial_placement",

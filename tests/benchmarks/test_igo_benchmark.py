@@ -1,12 +1,14 @@
 """benchmarks/igo.py prices what igo-fuse fuses: a workload's layers come out of
-te-autodiff + igo-fuse (a batched pair as one GEMM per batch element), its order and
-partition choices are the pass's, the configurations' ratios are consistent, and the
+te-autodiff + igo-fuse (a batched pair as one GEMM per batch element), with the first
+layers' lone weight gradients and every layer's forward GEMM beside them; its order and
+partition choices are the pass's, the configurations' ratios are consistent (the
+forward pass dilutes them), the baseline is the paper's unless asked otherwise, and the
 ipu-mk2 section compares each pair's fused plan with its unfused pair."""
 
 import importlib.util
 from pathlib import Path
 
-from benchmarks.igo_workloads import bert_tiny, transformer_encoder
+from benchmarks.igo_workloads import bert_tiny, tinybert_4, transformer_encoder, workloads, yolov2_tiny
 from irc.cost.igo import Layer
 from irc.devices import load_device
 from irc.dialects.igo import GradPairOp
@@ -31,6 +33,54 @@ def test_layers_are_the_fused_pairs():
         (128, 64, 128, 8), (128, 128, 64, 8), (512, 128, 128, 1), (512, 128, 512, 1), (512, 512, 128, 1)
     ]
     assert all(g.layer.element_bytes == 2 for g in layers)
+
+
+def _sorted(gemms):
+    return sorted((g.layer.M, g.layer.K, g.layer.N, g.count) for g in gemms)
+
+
+def test_workload_has_pairs_lone_weight_gradients_and_forward_gemms():
+    # without a token embedding, Q, K and V read an input that needs no gradient: their
+    # weight gradients are lone; with one, the gradient flows into the table and they pair
+    work = igo.workload_of(bert_tiny(4, tokens=128, layers=1, dtype="f16"))
+    assert _sorted(work.pairs) == _sorted(igo.layers_of(bert_tiny(4, tokens=128, layers=1, dtype="f16")))
+    assert _sorted(work.lone) == [(512, 128, 128, 1)] * 3
+    assert _sorted(work.forward) == _sorted(work.pairs + work.lone)  # a pair's GEMM is its forward's
+    embedded = igo.workload_of(bert_tiny(4, tokens=128, layers=1, dtype="f16", vocab=50))
+    assert embedded.lone == [] and _sorted(embedded.pairs) == _sorted(work.forward)
+    # a conv stack: the first conv reads the image (lone dW), the rest pair; im2col view
+    conv = igo.workload_of(yolov2_tiny(1, scale=8, image=32, dtype="f16"))
+    assert _sorted(conv.lone) == [(32 * 32, 27, 2, 1)]
+    assert _sorted(conv.forward) == _sorted(conv.pairs + conv.lone) and len(conv.pairs) == 8
+
+
+def test_workloads_are_the_published_configurations():
+    # TinyBERT-4 on the edge NPU (hidden 312, FFN 1200), BERT-large on the server (1024,
+    # 4096), T5-large with d_ff 4096, YOLOv2-tiny's COCO head (425 channels); batch 4 / 8
+    edge, server = workloads("edge"), workloads("server")
+    bert_edge = igo.workload_of(edge["bert"]).pairs
+    assert (4 * 128, 312, 1200, 1) in _sorted(bert_edge) and (4 * 128, 1200, 312, 1) in _sorted(bert_edge)
+    t5 = _sorted(igo.workload_of(server["T5"]).pairs)
+    assert (8 * 128, 1024, 4096, 1) in t5 and (8 * 128, 4096, 1024, 1) in t5 and (128, 64, 128, 8 * 16) in t5
+    yolo = _sorted(igo.workload_of(server["yolo"]).pairs)
+    assert yolo[0] == (8 * 13 * 13, 512, 425, 1)
+    assert _sorted(igo.workload_of(server["ncf"]).pairs) == [(8, 64, 1, 1), (8, 128, 64, 1), (8, 256, 128, 1),
+                                                           (8, 256, 256, 1)]
+    assert tinybert_4(2, tokens=8, layers=1).count("te.op") < tinybert_4(2, tokens=8, layers=2).count("te.op")
+
+
+def test_price_dilutes_by_the_forward_pass_and_takes_the_papers_baseline():
+    work = igo.workload_of(transformer_encoder(2, 16, 64, 2, 128, dtype="f16"))
+    device = load_device("npu-edge")
+    result = igo.price(work, device, "lru")
+    assert result["lone_layers"] == 3 and result["forward_layers"] == 8
+    assert result["forward"][0] > 0 and result["lone"][0] > 0
+    pairs, backward, step = (igo.ratios(result, scope) for scope in ("pairs", "backward", "step"))
+    for config in igo.CONFIGS:   # the common parts pull every ratio towards 1
+        assert abs(step[config][0] - 1) <= abs(backward[config][0] - 1) + 1e-12 <= abs(pairs[config][0] - 1) + 2e-12
+    shared = igo.price(work, device, "lru", "shared")
+    assert result["dy_read"] >= shared["dy_read"]   # two operators read dY at least as often
+    assert result["totals"]["interleave"] == shared["totals"]["interleave"]   # the fused orders do not change
 
 
 def test_price_is_consistent_and_chooses_as_igo_fuse_does():
@@ -66,5 +116,19 @@ def test_ipu_section_compares_fused_and_unfused_pairs():
         lines, data = igo.ipu_section(["ncf"], 2, progress)
     assert lines[0].startswith("\nipu-mk2 (1472 cores, t10 cost model), batch 2")
     rows = [line for line in lines if line.startswith("ncf ")]
-    assert len(rows) == 6 and rows[-1].startswith("ncf   total (fused where it wins)")
+    # NeuMF's MLP tower: four fused layers and the total
+    assert len(rows) == 5 and rows[-1].startswith("ncf   total (fused where it wins)")
     assert data["ncf"]["kept_cycles"] <= data["ncf"]["unfused_cycles"] and data["ncf"]["undescribed"] == 0
+
+
+def test_ipu_pressure_section_compares_kernels_alone():
+    """Kernel-only figures under a per-core budget, measured in the same run: the fused
+    kernel where it is faster, never an arrival model."""
+    with Progress(0, "test") as progress:
+        lines, data = igo.ipu_pressure_section(["ncf"], 2, [64, 8], progress)
+    assert "KERNEL-ONLY time (no arrival model)" in lines[0]
+    totals = [line for line in lines if line.startswith("ncf   total")]
+    assert len(totals) == 2 and "64KB" in totals[0] and "8KB" in totals[1]
+    for kb in ("64", "8"):
+        figures = data["ncf"][kb]
+        assert figures["kept_cycles"] <= figures["unfused_cycles"] and figures["shapes"] == 4   # NeuMF's four MLP layers

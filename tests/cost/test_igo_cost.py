@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irc.cost.igo import (
+    BASELINES,
     FUSED_ORDERS,
     ORDERS,
     SCHEMES,
@@ -18,6 +19,7 @@ from irc.cost.igo import (
     best_order,
     best_partition,
     evaluate,
+    operator_starts,
     paper_order,
     plan_transfers,
     schedule,
@@ -53,10 +55,11 @@ LAYER_A = Layer(M=4, K=2, N=2, element_bytes=1)
 """2 x 1 x 1 tiles of 2x2 bytes: dY0, dY1, W, X0, X1, dX0, dX1, dW, 4 bytes each."""
 
 
-def _traffic(order: str, capacity: int):
-    rounds = schedule(LAYER_A, Tiling(2, 2, 2), order)
+def _traffic(order: str, capacity: int, baseline: str = "shared"):
+    rounds = schedule(LAYER_A, Tiling(2, 2, 2), order, baseline=baseline)
     read, written = {}, {}
-    for tr in plan_transfers(rounds, LAYER_A, Tiling(2, 2, 2), capacity):
+    flush = operator_starts(rounds, order, baseline)
+    for tr in plan_transfers(rounds, LAYER_A, Tiling(2, 2, 2), capacity, flush_before=flush):
         table = read if tr.kind == "load" else written
         table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
     return read, written
@@ -81,10 +84,28 @@ def test_hand_traffic_interleave_reads_dy_once_but_spills_dw():
 
 
 def test_hand_traffic_with_room_for_everything():
-    # 16 bytes: the baseline keeps both dY tiles until dW: every tensor moves once.
+    # 16 bytes: the shared baseline keeps both dY tiles until dW: every tensor moves once.
     for order in ORDERS:
         read, written = _traffic(order, 16)
         assert read == {"dY": 8, "W": 4, "X": 8} and written == {"dX": 8, "dW": 4}, order
+
+
+def test_hand_traffic_separate_baseline_reads_dy_twice_with_room():
+    # The paper's baseline: dX and dW are two operators (§3.2). 16 bytes hold all four
+    # tiles, yet: dx0 loads dY0, W; dx1 loads dY1 (W hits, then is done); the dX
+    # operator ends and its tiles (dY0, dY1) are dropped; dw0 loads X0 and dY0 again,
+    # dw1 X1 and dY1. dY is read twice; the fused orders read it once (above).
+    rounds = schedule(LAYER_A, Tiling(2, 2, 2), "baseline")
+    assert operator_starts(rounds, "baseline") == {2}
+    assert operator_starts(rounds, "baseline", "shared") == operator_starts(rounds, "dx-major") == set()
+    for capacity in (12, 16):
+        read, written = _traffic("baseline", capacity, "separate")
+        assert read == {"dY": 16, "W": 4, "X": 8} and written == {"dX": 8, "dW": 4}, capacity
+    device = _device(32)  # 16 resident
+    separate, shared = (evaluate(LAYER_A, device, "baseline", tiling=Tiling(2, 2, 2), baseline=b) for b in BASELINES)
+    assert separate.read["dY"] == 16 and shared.read["dY"] == 8
+    assert evaluate(LAYER_A, device, "baseline", tiling=Tiling(2, 2, 2)).read == separate.read  # the default
+    assert separate.compute_cycles == shared.compute_cycles and separate.cycles > shared.cycles
 
 
 LAYER_B = Layer(M=4, K=4, N=2, element_bytes=1)
@@ -94,10 +115,11 @@ ifmap-sharing (§5: K split, core p takes k = p, both read the shared dY; nothin
 summed across cores). Each round is one step per core, 5 distinct tiles (20 bytes)."""
 
 
-def _traffic_b(order: str, capacity: int):
-    rounds = schedule(LAYER_B, Tiling(2, 2, 2), order, "ifmap-sharing", 2, cores=2)
+def _traffic_b(order: str, capacity: int, baseline: str = "shared"):
+    rounds = schedule(LAYER_B, Tiling(2, 2, 2), order, "ifmap-sharing", 2, cores=2, baseline=baseline)
     read, written = {}, {}
-    for tr in plan_transfers(rounds, LAYER_B, Tiling(2, 2, 2), capacity):
+    flush = operator_starts(rounds, order, baseline)
+    for tr in plan_transfers(rounds, LAYER_B, Tiling(2, 2, 2), capacity, flush_before=flush):
         table = read if tr.kind == "load" else written
         table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
     return rounds, read, written
@@ -132,6 +154,78 @@ def test_hand_traffic_two_cores_with_room():
     for order in ORDERS:
         _, read, written = _traffic_b(order, 28)
         assert read == {"dY": 8, "W": 8, "X": 16} and written == {"dX": 16, "dW": 8}, order
+
+
+def test_hand_traffic_two_cores_separate_baseline():
+    # 28 bytes: r0 dx(i0) and r1 dx(i1) as in the shared baseline (dY0, W0, W1, then dY1;
+    # W0, W1 done after r1); the dX operator ends: dY0 and dY1 are dropped; r2 dw(i0)
+    # loads X00, X01 and dY0 again, r3 dw(i1) X10, X11 and dY1. dY is read twice.
+    rounds, read, written = _traffic_b("baseline", 28, "separate")
+    assert [[(s.kind, s.i, s.k) for s in r] for r in rounds] == [
+        [("dx", 0, 0), ("dx", 0, 1)], [("dx", 1, 0), ("dx", 1, 1)],
+        [("dw", 0, 0), ("dw", 0, 1)], [("dw", 1, 0), ("dw", 1, 1)]]
+    assert read == {"dY": 16, "W": 8, "X": 16} and written == {"dX": 16, "dW": 8}
+
+
+LAYER_C = Layer(M=2, K=2, N=4, element_bytes=1)
+"""dY0, dY1 (j = 0, 1); W0, W1; X; dX (summed over j); dW0, dW1: 2x2 tiles of 4 bytes."""
+
+
+def _traffic_c(order: str, baseline: str):
+    rounds = schedule(LAYER_C, Tiling(2, 2, 2), order, "dy-sharing", 2, baseline=baseline)
+    read, written = {}, {}
+    flush = operator_starts(rounds, order, baseline)
+    for tr in plan_transfers(rounds, LAYER_C, Tiling(2, 2, 2), 40, flush_before=flush):
+        table = read if tr.kind == "load" else written
+        table[tr.tile[0]] = table.get(tr.tile[0], 0) + tr.nbytes
+    return rounds, flush, read, written
+
+
+def test_hand_traffic_separate_baseline_in_parts_over_time():
+    # dY-sharing on one core, two parts over time (j = 0, then j = 1), 40 bytes resident
+    # (room for all): each part is a dX and a dW operator, so r1, r2 and r3 each start
+    # one. r0 dx(j0): load dY0, W0; dX stays open (summed over the parts). r1 dw(j0):
+    # dY0 dropped, loaded again with X; dW0 written. r2 dx(j1): X dropped; load dY1, W1;
+    # dX done, written. r3 dw(j1): dY1 dropped, loaded again with X. dY and X are read
+    # twice; the dX partial survives the boundaries. Shared, every tensor moves once.
+    rounds, flush, read, written = _traffic_c("baseline", "separate")
+    assert [[(s.kind, s.j) for s in r] for r in rounds] == [[("dx", 0)], [("dw", 0)], [("dx", 1)], [("dw", 1)]]
+    assert flush == {1, 2, 3}
+    assert read == {"dY": 16, "W": 8, "X": 8} and written == {"dX": 4, "dW": 8}
+    _, flush, read, written = _traffic_c("baseline", "shared")
+    assert flush == set() and read == {"dY": 8, "W": 8, "X": 4} and written == {"dX": 4, "dW": 8}
+
+
+def test_separate_baseline_waits_for_every_core_before_dw():
+    # 3 M tiles on 2 cores, batch split (weight-sharing): core 0 takes i0, i1, core 1 i2.
+    # Shared, core 1 goes on to dw(i2) while core 0 still computes dx(i1); separate, the
+    # dW operator starts on both cores once the dX operator is done on both.
+    layer = Layer(M=6, K=2, N=2, element_bytes=1)
+    kinds = {b: [[(s.kind, s.i) for s in r] for r in schedule(layer, Tiling(2, 2, 2), "baseline", "weight-sharing",
+                                                              2, cores=2, baseline=b)] for b in BASELINES}
+    assert kinds["shared"] == [[("dx", 0), ("dx", 2)], [("dx", 1), ("dw", 2)], [("dw", 0)], [("dw", 1)]]
+    assert kinds["separate"] == [[("dx", 0), ("dx", 2)], [("dx", 1)], [("dw", 0), ("dw", 2)], [("dw", 1)]]
+    with pytest.raises(ValueError, match="unknown baseline 'fused'"):
+        schedule(layer, Tiling(2, 2, 2), "baseline", baseline="fused")
+
+
+def test_hand_traffic_single_operators():
+    # forward Y = X·W (for i, j, k): y0 loads X0, W, writes Y0; y1 loads X1 (W hits),
+    # writes Y1. dw-only (the baseline's dW operator): X0, dY0, then X1, dY1 into dW.
+    # 2x2x2 tiles on a 2x2 array: 1 fold of K + R + C - 2 = 4 cycles a step.
+    device = _device(24)
+    forward = evaluate(LAYER_A, device, "forward", tiling=Tiling(2, 2, 2))
+    assert dict(forward.read) == {"X": 8, "W": 4} and dict(forward.written) == {"Y": 8}
+    assert forward.compute_cycles == 2 * 4 and forward.steps == 2
+    lone = evaluate(LAYER_A, device, "dw-only", tiling=Tiling(2, 2, 2))
+    assert dict(lone.read) == {"X": 8, "dY": 8} and dict(lone.written) == {"dW": 4}
+    # on two cores, data parallel: each core its M tile, Y not summed, dW summed once
+    two = NpuDevice("hand2", "", 2, (1, 2), 2, 2, 24, 1e9, 1e9)
+    assert dict(evaluate(LAYER_A, two, "forward", tiling=Tiling(2, 2, 2)).written) == {"Y": 8}
+    lone2 = evaluate(LAYER_A, two, "dw-only", tiling=Tiling(2, 2, 2))
+    assert dict(lone2.written) == {"dW": 4} and lone2.compute_cycles == 4
+    with pytest.raises(ValueError, match="unknown order 'backward'"):
+        evaluate(LAYER_A, device, "backward", tiling=Tiling(2, 2, 2))
 
 
 def test_scratchpad_too_small_names_bytes():

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from xdsl.rewriter import Rewriter
 
 from benchmarks.igo_workloads import scaled_down
-from irc.cost.igo import ORDERS, SCHEMES, Tiling, evaluate
+from irc.cost.igo import BASELINES, ORDERS, SCHEMES, Tiling, evaluate
 from irc.devices.npu import NpuDevice
 from irc.dialects.igo import GradPairOp
 from irc.dialects.npu import KernelOp, ReloadOp, SpillOp
@@ -42,10 +42,10 @@ def pair_module(m: int, k: int, n: int, order: str, attrs: str = "", element: st
     return parse_module(text, "pair.mlir")
 
 
-def lowered(module, device, policy="lru", tiling=None) -> KernelOp:
+def lowered(module, device, policy="lru", tiling=None, baseline="separate") -> KernelOp:
     """Lower the module's one pair in place; the kernel."""
     pair = next(op for op in module.walk() if isinstance(op, GradPairOp))
-    kernel = lower_pair(pair, device, policy, tiling)
+    kernel = lower_pair(pair, device, policy, tiling, baseline)
     Rewriter().replace_op(pair, kernel)
     module.attributes["irc.target"] = npu_target(device)
     module.verify()
@@ -65,25 +65,26 @@ def _nonzero(table: dict) -> dict:
     scheme=st.sampled_from(("none", *SCHEMES)),
     policy=st.sampled_from(["lru", "belady"]),
     dataflow=st.sampled_from(["os", "ws"]),
+    baseline=st.sampled_from(BASELINES),
     seed=st.integers(0, 2**16),
 )
 def test_executed_program_computes_the_gradients_and_costs_what_the_model_says(
-        dims, cores, spm, order, scheme, policy, dataflow, seed):
+        dims, cores, spm, order, scheme, policy, dataflow, baseline, seed):
     m, k, n = dims
     device = NpuDevice("small", "", cores, (1, 2, 4), 8, 8, spm, 4e9, 1e9, dataflow)
     parts = cores if cores > 1 else 2
     attrs = "" if scheme == "none" else f'{{partition = "{scheme}", parts = {parts} : i64}}'
     module = pair_module(m, k, n, order, attrs)
     pair = next(op for op in module.walk() if isinstance(op, GradPairOp))
-    layer, tiling, _, _ = plan_of(pair, device, policy)
-    lowered(module, device, policy)
+    layer, tiling, _, _ = plan_of(pair, device, policy, baseline=baseline)
+    lowered(module, device, policy, baseline=baseline)
     rng = np.random.default_rng(seed)
     dy, w, x = (rng.standard_normal(s).astype(np.float32) for s in ((m, n), (k, n), (m, k)))
     results, report = run(module, {"arg0": dy, "arg1": w, "arg2": x})
     np.testing.assert_allclose(results["result0"], dy @ w.T, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(results["result1"], x.T @ dy, rtol=1e-4, atol=1e-4)
     model = evaluate(layer, device, COST_ORDER.get(order, order), None if scheme == "none" else scheme,
-                     None if scheme == "none" else parts, tiling, policy)
+                     None if scheme == "none" else parts, tiling, policy, baseline)
     assert _nonzero(report.read) == _nonzero(model.read)
     assert _nonzero(report.written) == _nonzero(model.written)
     assert report.compute_cycles == model.compute_cycles
@@ -108,9 +109,9 @@ def test_some_programs_spill_and_reload_partial_sums():
 HAND_DEVICE = {spm: NpuDevice("hand", "", 1, (1,), 2, 2, spm, 1e9, 1e9) for spm in (24, 32)}
 
 
-def _hand(order: str, spm: int):
+def _hand(order: str, spm: int, baseline: str = "separate"):
     module = pair_module(4, 2, 2, order, element="i8")
-    lowered(module, HAND_DEVICE[spm], tiling=Tiling(2, 2, 2))
+    lowered(module, HAND_DEVICE[spm], tiling=Tiling(2, 2, 2), baseline=baseline)
     rng = np.random.default_rng(0)
     dy, w, x = (rng.integers(-3, 4, s).astype(np.int8) for s in ((4, 2), (2, 2), (4, 2)))
     results, report = run(module, {"arg0": dy, "arg1": w, "arg2": x})
@@ -129,7 +130,28 @@ def test_hand_traffic_executed_interleave_reads_dy_once_but_spills_dw():
 
 @pytest.mark.parametrize("order", ORDER_NAMES)
 def test_hand_traffic_executed_with_room_for_everything(order):
-    assert _hand(order, 32) == ({"dY": 8, "W": 4, "X": 8}, {"dX": 8, "dW": 4})
+    # the fused orders and the shared baseline move every tensor once
+    assert _hand(order, 32, "shared") == ({"dY": 8, "W": 4, "X": 8}, {"dX": 8, "dW": 4})
+
+
+def test_hand_traffic_executed_separate_baseline_reads_dy_twice_with_room():
+    # the paper's baseline, two operators: the dW operator loads dY again (the derivation
+    # is in tests/cost/test_igo_cost.py); the program drops the dX operator's tiles
+    module = pair_module(4, 2, 2, "sequential", element="i8")
+    kernel = lowered(module, HAND_DEVICE[32], tiling=Tiling(2, 2, 2))
+    ops = [(op.name, getattr(op, "key", lambda: None)()) for op in kernel.body.block.ops]
+    boundary = ops.index(("npu.gemm", None), ops.index(("npu.gemm", None)) + 1)  # after dX's last GEMM
+    assert ops[boundary + 1:boundary + 4] == [
+        ("npu.free", ("W", 0, 0)), ("npu.free", ("dY", 0, 0)), ("npu.free", ("dY", 1, 0))]
+    assert _hand("sequential", 32) == ({"dY": 16, "W": 4, "X": 8}, {"dX": 8, "dW": 4})
+    base, fused = (run(m, None)[1] for m in (_executed("sequential"), _executed("dx-major")))
+    assert base.read["dY"] == 2 * fused.read["dY"] and base.dram_bytes - fused.dram_bytes == 8
+
+
+def _executed(order: str):
+    module = pair_module(4, 2, 2, order, element="i8")
+    lowered(module, HAND_DEVICE[32], tiling=Tiling(2, 2, 2))
+    return module
 
 
 # The second hand layer of tests/cost/test_igo_cost.py: M=4, K=4, N=2 in 2x2 tiles of i8
@@ -138,9 +160,9 @@ def test_hand_traffic_executed_with_room_for_everything(order):
 HAND_TWO_CORES = {spm: NpuDevice("hand2", "", 2, (1, 2), 2, 2, spm // 2, 1e9, 1e9) for spm in (40, 56)}
 
 
-def _hand_two_cores(order: str, spm: int):
+def _hand_two_cores(order: str, spm: int, baseline: str = "shared"):
     module = pair_module(4, 4, 2, order, '{partition = "ifmap-sharing", parts = 2 : i64}', element="i8")
-    lowered(module, HAND_TWO_CORES[spm], tiling=Tiling(2, 2, 2))
+    lowered(module, HAND_TWO_CORES[spm], tiling=Tiling(2, 2, 2), baseline=baseline)
     rng = np.random.default_rng(1)
     dy, w, x = (rng.integers(-3, 4, s).astype(np.int8) for s in ((4, 2), (4, 2), (4, 4)))
     results, report = run(module, {"arg0": dy, "arg1": w, "arg2": x})
@@ -154,6 +176,23 @@ def test_hand_traffic_two_cores_executed():
     assert _hand_two_cores("interleave", 40) == ({"dY": 8, "W": 16, "X": 16, "dW": 8}, {"dX": 16, "dW": 16})
     for order in ORDER_NAMES:
         assert _hand_two_cores(order, 56) == ({"dY": 8, "W": 8, "X": 16}, {"dX": 16, "dW": 8}), order
+    # the paper's baseline: the dW operator reads dY again even with room
+    assert _hand_two_cores("sequential", 56, "separate") == ({"dY": 16, "W": 8, "X": 16}, {"dX": 16, "dW": 8})
+    assert _hand_two_cores("sequential", 40, "separate") == ({"dY": 16, "W": 8, "X": 16}, {"dX": 16, "dW": 8})
+
+
+def test_hand_traffic_executed_separate_baseline_in_parts():
+    # the dY-sharing layer of tests/cost/test_igo_cost.py (M=2, K=2, N=4), two parts over
+    # time on one core: the program drops the input tiles at each of the three operator
+    # starts, keeps the open dX partial, and reads dY and X twice
+    module = pair_module(2, 2, 4, "sequential", '{partition = "dy-sharing", parts = 2 : i64}', element="i8")
+    lowered(module, NpuDevice("hand", "", 1, (1,), 2, 2, 80, 1e9, 1e9), tiling=Tiling(2, 2, 2))
+    rng = np.random.default_rng(2)
+    dy, w, x = (rng.integers(-3, 4, s).astype(np.int8) for s in ((2, 4), (2, 4), (2, 2)))
+    results, report = run(module, {"arg0": dy, "arg1": w, "arg2": x})
+    np.testing.assert_array_equal(results["result0"], (dy.astype(int) @ w.T).astype(np.int8))
+    np.testing.assert_array_equal(results["result1"], (x.T.astype(int) @ dy).astype(np.int8))
+    assert (_nonzero(report.read), _nonzero(report.written)) == ({"dY": 16, "W": 8, "X": 8}, {"dX": 4, "dW": 8})
 
 
 WORKLOADS = scaled_down()

@@ -1,8 +1,10 @@
 """Gradient pairs on an inter-core chip (irc.lowering.igo_pair_partition): the training
-pipeline on a tiny IPU-kind chip fuses a pair into one `rtensor.grad_pair`, which runs
-the numbers of the unfused te program at the rtensor and device levels, with every
-kernel taking the cycles its plan predicts; pairs that lose to the unfused pair, or
-that no plan describes, go back to their two te ops."""
+pipeline on a tiny IPU-kind chip fuses a pair into one `rtensor.grad_pair`, which lowers
+to one compute-shift kernel of both gradients and runs the numbers of the unfused te
+program at the rtensor and device levels, every kernel taking the cycles its plan
+predicts and the whole function its planned cycles (the pair's relayouts included);
+pairs that lose to the unfused pair, or that no plan describes, go back to their two te
+ops."""
 
 from __future__ import annotations
 
@@ -51,8 +53,9 @@ def inputs_of(module, seed=0):
             for name, t in zip(signature.arg_names, signature.function.function_type.inputs)}
 
 
-def compile_with_kernels(text: str, passes) -> tuple[object, float]:
-    """The module after `passes`, and the kernels' planned cycles read between the passes."""
+def compile_with_kernels(text: str, passes, watch=None) -> tuple[object, float]:
+    """The module after `passes`, and the kernels' planned cycles read between the passes
+    (``watch`` sees the module after every pass too)."""
     module = parse_module(text, "test.mlir")
     planned = [0.0]
 
@@ -60,6 +63,8 @@ def compile_with_kernels(text: str, passes) -> tuple[object, float]:
         kernels = [op for op in module.walk() if isinstance(op, shift.KernelOp) and op.planned_cycles is not None]
         if kernels:
             planned[0] = sum(float(op.planned_cycles.value.data) for op in kernels)
+        if watch is not None:
+            watch(previous, module, following)
 
     PassPipeline(tuple(passes), record).apply(Context(), module)
     return module, planned[0]
@@ -78,19 +83,34 @@ def test_training_on_an_inter_core_chip_fuses_and_runs_the_unfused_numbers():
     assert len(pairs) == 1 and "fused" in pairs[0].attributes[SUMMARY_ATTR].data
     at_rtensor, _ = run(planned, inputs)
 
-    device, kernels = compile_with_kernels(MLP, TrainingPipeline(device="tiny16").passes())
+    fused = []
+
+    def kernels_of(previous, module, following) -> None:   # once aligned, before shift-to-device
+        found = [op for op in module.walk()
+                 if isinstance(op, shift.KernelOp) and len(op.outputs) == 2 and op.planned_cycles is not None]
+        if found:
+            fused[:] = found
+
+    device, kernels = compile_with_kernels(MLP, TrainingPipeline(device="tiny16").passes(), kernels_of)
     assert not [op for op in device.walk() if isinstance(op, (igo.GradPairOp, rtensor.GradPairOp))]
+    # the pair is one kernel of both gradients, at its fused plan's price
+    assert len(fused) == 1 and fused[0].planned_cycles.value.data == pytest.approx(
+        pairs[0].attributes["planned_cycles"].value.data, rel=1e-12)
     at_device, report = run(device, inputs)
     for name, value in expected.items():
         np.testing.assert_allclose(at_rtensor[name], value, rtol=1e-6, atol=1e-3)
         np.testing.assert_allclose(at_device[name], value, rtol=1e-4, atol=1e-2 * np.abs(value).max())
-    # the pair's two kernels, like every other, take the cycles their plans predict
+    # the pair's kernel, like every other, takes the cycles its plan predicts, and the
+    # function the cycles rtensor-partition planned for it: the pair's relayouts included
     assert report.kernel_cycles == pytest.approx(kernels, rel=1e-9)
+    planned = device.body.block.first_op.attributes["irc.planned_cycles"].value.data
+    assert report.model_cycles == pytest.approx(planned, rel=1e-9)
 
 
-def test_a_pair_whose_fused_plan_wins_and_its_kernels():
+def test_a_pair_whose_fused_plan_wins_and_its_kernel():
     """(256, 128, 64) in f16 on tiny16: the fused plan receives dY once and wins; it
-    lowers to the dX and dW kernels under its F_op."""
+    lowers to one kernel of both gradients under its plan, which the interpreter runs in
+    the fused plan's cycles."""
     text = PAIR.format(m=256, k=128, n=64)
     module = parse_module(text, "pair.mlir")
     RTensorPartition(device="tiny16").apply(make_context(), module)
@@ -98,9 +118,12 @@ def test_a_pair_whose_fused_plan_wins_and_its_kernels():
     found = compare_pair(pair_spec_of(pair), "tiny16", "t10")
     assert found.fuse and pair.factors == found.fused.plan.op_factors
     compiled, kernels = compile_with_kernels(text, InferencePipeline(device="tiny16").passes())
+    assert kernels == pytest.approx(found.fused_kernel_cycles, rel=1e-12)
     inputs = inputs_of(compiled)
     results, report = run(compiled, inputs)
     assert report.kernel_cycles == pytest.approx(kernels, rel=1e-9)
+    planned = compiled.body.block.first_op.attributes["irc.planned_cycles"].value.data
+    assert report.model_cycles == pytest.approx(planned, rel=1e-9)
     te = parse_module(text, "pair.mlir")
     expected, _ = run(te, inputs)
     for name, value in expected.items():

@@ -181,3 +181,29 @@ def test_group_bound_is_below_every_plan_of_the_group(cost, kind, tiles, steps, 
                       out_resident=out_step + extra_resident, copies=1 + extra_copies, cores=cores)
     device = load_device("ipu-mk2")
     assert model.time_lower_bound(device, least) <= model.op_time(device, work).total * (1 + 1e-12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pick=st.sampled_from(sorted(SPECS)),
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(1, 6), st.integers(1, 5)),
+    device=st.sampled_from(["tiny4", "tiny8", "tiny16"]),
+)
+def test_carried_groups_are_exactly_those_with_plans(pick, shape, device):
+    """A step group holds a plan exactly when owners can carry its steps (``carried``):
+    the bounds discard the others unexpanded, losing nothing (those whose last axis in
+    the search's order takes more than one step: the search only reaches a group
+    through carried prefixes, so the others are caught on the way)."""
+    spec, device = SPECS[pick](*shape), load_device(device)
+    space = PlanSpace(spec, device, 0.0, 2.0)
+    bounds = PrefixBounds(space, device, get_cost_model("t10"))
+    candidates = candidate_set(spec, device, 0.0, 2.0)
+    with_plans = set(zip(candidates.order[:, 0].tolist(), map(tuple, candidates.temporal_factors.max(axis=1).tolist())))
+    for groups in space.groups():
+        prefixes = StepPrefixes(groups.plan, groups.steps, np.full(len(groups), len(spec.axes)), np.ones(len(groups)))
+        carried = bounds.carried(prefixes)
+        memory, cycles = bounds(prefixes)
+        last = groups.steps[:, space.axis_order[-1]] > 1
+        for g, ok in enumerate(carried.tolist()):
+            assert ok == ((int(groups.plan[g]), tuple(groups.steps[g].tolist())) in with_plans)
+            assert ok or not last[g] or (memory[g] == np.inf and cycles[g] == np.inf)

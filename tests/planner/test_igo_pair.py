@@ -139,3 +139,37 @@ def test_no_fused_plan_fits():
     assert found.fused is None and "no fused plan fits" in found.fused_error
     assert not found.fuse and math.isfinite(found.unfused_cycles)
     assert np.isinf(found.fused_cycles)
+
+
+def test_the_fused_plan_runs_one_dy_ring_at_its_price():
+    """What the planner prices is what runs: the fused plan's kernel (one loop nest, both
+    products per step) takes on the interpreter exactly the fused price, and shifts dY as
+    often as the dX product alone would; the same plan run as its two products' kernels
+    shifts it twice as often and costs the dW product's shifts and barriers more."""
+    from irc.lowering.shift_ir import kernel_module
+    from irc.runner import run
+    from irc.schedule.kernel import build_fused_kernel, build_shift_kernel
+
+    m = k = n = 64
+    bound_dx = parse_expression("DX[m,k] += G[m,n] * W[k,n]").bind([(m, n), (k, n)], (m, k))
+    bound_dw = parse_expression("DW[k,n] += G[m,n] * X[m,k]").bind([(m, n), (m, k)], (k, n))
+    pair = gemm_pair(m, k, n)
+    fused = plan((2, 4, 2), G=(1, 1, 4))
+    score = check_pair_plan(pair, fused, "tiny16", "t10")
+    rng = np.random.default_rng(0)
+    data = {name: rng.standard_normal((64, 64)).astype(np.float16) for name in ("G", "W", "X")}
+
+    def execute(kernel):
+        module = kernel_module(kernel, {name: np.float16 for name in kernel.operand_names})
+        return run(module, {f"arg{i}": data[name] for i, name in enumerate(kernel.operand_names)})[1]
+
+    one = execute(build_fused_kernel([bound_dx, bound_dw], fused, "tiny16", "t10"))
+    assert one.kernel_cycles == pytest.approx(score.cycles, rel=1e-12)
+    apart = [execute(build_shift_kernel(bound, component.in_axis_order(tuple(a for a, _ in bound.extents)),
+                                        "tiny16", "t10", np.float16))
+             for bound, component in ((bound_dx, pair.component_plan(fused, "dx")),
+                                      (bound_dw, pair.component_plan(fused, "dw")))]
+    shifts = lambda report: sum(1 for e in report.events if e.category == "shift")  # noqa: E731
+    assert shifts(apart[0]) == shifts(apart[1]) == shifts(one) == 3
+    assert sum(r.kernel_cycles for r in apart) - one.kernel_cycles == pytest.approx(
+        apart[1].cycles["shift"] + apart[1].cycles["sync"], rel=1e-12)

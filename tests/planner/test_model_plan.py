@@ -388,3 +388,85 @@ def test_an_op_the_utilisation_floor_leaves_no_room_is_searched_without_it():
     plan = plan_model(model, TINY16, cache=cache)
     assert plan.idle_bytes == 36_000 and plan.peak_bytes <= TINY16.sram_bytes
     assert [math.prod(op.active.op_factors) for op in plan.ops[:2]] == [12, 12]   # below the floor
+
+
+def _with_first_row_only_for_largest_plan(table):
+    """``table`` with an extra smallest idle size that pairs only with its largest active
+    plan: what BERT-large's FFN2 has on ipu-mk2 (5,728 idle bytes per core that only its
+    483,008-byte plan slices, then 5,776 for a 46,208-byte plan); small chains have none."""
+    j = int(np.argmax(table.hot))
+    row = np.full((1, len(table.hot)), np.inf)
+    row[0, j] = table.table[0, j] if np.isfinite(table.table[0, j]) else table.active_cycles[j]
+    setup = np.full_like(row, np.inf)
+    setup[0, j] = row[0, j] - table.active_cycles[j]
+    return replace(
+        table, cold=np.concatenate([[table.cold[0] / 2], table.cold]), table=np.vstack([row, table.table]),
+        setup=np.vstack([setup, table.setup]), idle_index=np.vstack([table.idle_index[:1], table.idle_index]),
+        _memo={},
+    )
+
+
+def test_algorithm1_starts_from_the_smallest_idle_sizes_that_let_every_op_execute():
+    """An op whose smallest idle size pairs only with an active plan too large for its
+    budget starts Algorithm 1 one idle size up (the model fits; before, the fit check
+    refused it); the plan equals the exhaustive optimum, which never picks that row."""
+    from irc.planner.model import _ModelProblem
+
+    model, dev = chain([(32, 8, 32), (32, 32, 8)]), device(448)
+    cache = FrontierCache(dev)
+    first = model.ops[0]
+    table = _with_first_row_only_for_largest_plan(cache.table(first.spec, first.weights))
+    cache.tables[signature_of(first)] = table
+    problem = _ModelProblem(model, cache, None)
+    assert table.hot.max() > dev.sram_bytes - problem.idle_total([0, 0])    # row 0 cannot execute op 0
+    assert not math.isfinite(problem.evaluate([0, 0])[0])
+    start = problem.check_fits()
+    assert start[0] >= 1 and math.isfinite(problem.evaluate(start)[0])
+    greedy = plan_model(model, dev, cache=cache)
+    best = plan_model(model, dev, direction="exhaustive", cache=cache)
+    assert greedy.seconds == pytest.approx(best.seconds, rel=1e-12)
+    assert greedy.ops[0].idle_bytes > table.cold[0]
+
+
+def test_an_op_no_idle_size_lets_execute_is_named():
+    # without a utilisation floor there is no relaxed search to fall back on
+    model, dev = chain([(32, 8, 32), (32, 32, 8)]), device(448)
+    cache = FrontierCache(dev, min_utilization=0.0)
+    first = model.ops[0]
+    table = cache.table(first.spec, first.weights)
+    # every idle size of op 0 pairs only with its largest plan: no idle size lets it execute
+    only_largest = np.where(table.hot[None, :] == table.hot.max(), table.table, np.inf)
+    cache.tables[signature_of(first)] = replace(table, table=only_largest, _memo={})
+    with pytest.raises(ModelFitError, match=r"op 0 \(mm0\) needs \d+ bytes per core to execute.*no larger idle plan"):
+        plan_model(model, dev, cache=cache)
+
+
+def signature_of(op):
+    from irc.planner.op_table import signature
+
+    return signature(op.spec, op.weights)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 4), plans=st.integers(1, 6), seed=st.integers(0, 2**16),
+       budget=st.integers(0, 70))
+def test_best_at_is_the_fastest_usable_plan_per_row(rows, plans, seed, budget):
+    """``OpTable.best_at`` (a tabulated prefix minimum over the plans, memory ascending)
+    is the definition: per row, the least cycles among plans within the budget, the
+    first such plan on ties, -1 and inf where none is usable or compatible."""
+    from irc.planner.op_table import OpTable
+
+    rng = np.random.default_rng(seed)
+    hot = np.sort(rng.choice(np.arange(1, 64), size=plans, replace=False)).astype(np.float64)
+    cycles = rng.integers(1, 5, size=(rows, plans)).astype(np.float64)
+    cycles[rng.random((rows, plans)) < 0.3] = np.inf
+    table = OpTable(spec=None, weights=(), active=(), hot=hot, active_cycles=cycles.min(axis=0), cold=np.arange(rows),
+                    table=cycles, setup=np.zeros_like(cycles), idle_index=np.zeros((rows, plans), np.int64), idle=())
+    times, choice = table.best_at(budget)
+    for r in range(rows):
+        usable = [j for j in range(plans) if hot[j] <= budget and np.isfinite(cycles[r, j])]
+        if not usable:
+            assert times[r] == np.inf and choice[r] == -1
+        else:
+            best = min(cycles[r, j] for j in usable)
+            assert times[r] == best and choice[r] == next(j for j in usable if cycles[r, j] == best)

@@ -181,3 +181,21 @@ def test_irc_run_report_of_an_npu_program(tmp_path):
                              sum(r[1] for k, r in rows.items() if k != "total")]
     assert any(line.startswith("kernel D") and "peak SPM" in line for line in lines)
     assert "loss: tensor<scalar, float32>" in done.stdout and "dw1: tensor<48x40, float32>" in done.stdout
+
+
+def test_irc_run_report_prints_the_interpreters_peak_memory(tmp_path, capsys):
+    """--report's last host figure is the interpreter's own peak resident memory: the
+    running process's high-water mark when the report was made (here pytest's)."""
+    import re
+    import resource
+
+    program, device = tmp_path / "p.mlir", tmp_path / "p.device.mlir"
+    program.write_text(PROGRAM)
+    done = _tool("irc-opt", str(program), "-p", "inference{device=tiny16}", "-o", str(device))
+    assert done.returncode == 0, done.stderr
+    assert irc_run([str(device), "--report"]) == 0
+    found = re.search(r"^interpreter peak memory: ([\d,]+) MiB \(host\)$", capsys.readouterr().out, re.MULTILINE)
+    assert found is not None
+    reported = int(found.group(1).replace(",", ""))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert 10 <= reported <= peak + 1

@@ -42,3 +42,29 @@ func.func @rings(%x: tensor<6x9xf16>) -> tensor<6xf16> attributes {irc.target = 
 // CHECK-NEXT:   shift.ring "Y" {temporal = array<i64: 1, 1>}
 // CHECK-NEXT:   shift.ring "X" {temporal = array<i64: 1, 1>}
 // CHECK-NEXT: }
+
+// A kernel of two products (a layer's gradient pair under one plan): one expression and
+// one result per product, the tensors they read once each (G for both), one ring per
+// tensor, and at every step one shift.compute per product, naming its output.
+func.func @pair(%g: tensor<8x8xf32>, %w: tensor<8x8xf32>, %x: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) attributes {irc.target = #irc.target<"tiny16", "t10", {}>} {
+  %dx, %dw = shift.kernel "DX[m,k] += G[m,n] * W[k,n]", "DW[k,n] += G[m,n] * X[m,k]"(%g, %w, %x) {grid = array<i64: 2, 4, 1>, planned_cycles = 9491.5 : f64} : (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+    shift.ring "DX" {temporal = array<i64: 1, 1, 1>}
+    shift.ring "DW" {temporal = array<i64: 1, 1, 1>}
+    shift.ring "G" {temporal = array<i64: 1, 1, 4>}
+    shift.ring "W" {temporal = array<i64: 1, 1, 1>}
+    shift.ring "X" {temporal = array<i64: 1, 1, 1>}
+    shift.loop "n" attributes {trips = 4 : i64, stride = 1 : i64, rotating = ["G"], start = affine_map<(d0) -> ((d0 mod 4))>} {
+      shift.compute "DX"
+      shift.compute "DW"
+    }
+  }
+  func.return %dx, %dw : tensor<8x8xf32>, tensor<8x8xf32>
+}
+// CHECK-LABEL: func.func @pair
+// CHECK:      %dx, %dw = shift.kernel "DX[m,k] += G[m,n] * W[k,n]", "DW[k,n] += G[m,n] * X[m,k]"(%g, %w, %x) {grid = array<i64: 2, 4, 1>, planned_cycles = 9.491500e+03 : f64} : (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+// CHECK-NEXT:   shift.ring "DX" {temporal = array<i64: 1, 1, 1>}
+// CHECK:        shift.loop "n" attributes {trips = 4 : i64, stride = 1 : i64, rotating = ["G"], start = affine_map<(d0) -> ((d0 mod 4))>} {
+// CHECK-NEXT:     shift.compute "DX"
+// CHECK-NEXT:     shift.compute "DW"
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
