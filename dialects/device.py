@@ -223,6 +223,9 @@ def _check_origins(origins: np.ndarray, tensor, tile, cores: int, what: str) -> 
 
 
 MAX_CORES = 1 << 20
+MAX_RELAYOUT_ELEMENTS = 1 << 40
+"""Most elements of the tensor a relayout moves (as a tensor dimension may have: sizes stay
+exact in int64)."""
 """The most cores a device op may run on (verifiers evaluate per-core maps on each)."""
 
 
@@ -605,7 +608,15 @@ class RelayoutOp(IRDLOperation):
 
     def verify_(self) -> None:
         source, target = _buffer(self.source, "the source"), _buffer(self.target, "the target")
-        verify_moves(self, tuple(int(d) for d in array_values(self.shape)))
+        shape = tuple(int(d) for d in array_values(self.shape))
+        if any(d < 1 for d in shape):
+            raise VerifyException(f"shape {list(shape)} must have positive extents")
+        if math.prod(shape) > MAX_RELAYOUT_ELEMENTS:
+            raise VerifyException(
+                f"shape {list(shape)} has {math.prod(shape)} elements; a relayout moves at most "
+                f"{MAX_RELAYOUT_ELEMENTS} (2**40)"
+            )
+        verify_moves(self, shape)
         rank, target_rank = len(array_values(self.shape)), len(self.target_shape())
         if len(source.get_shape()) != rank or len(target.get_shape()) != target_rank:
             raise VerifyException(

@@ -45,6 +45,7 @@ The kernel reads and writes host tensors: between operators data goes through th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -82,7 +83,7 @@ from xdsl.utils.exceptions import VerifyException
 
 import numpy as np
 
-from irc.dialects.device import CORE_TABLE, array_values, core_table, i64_array, i64_attr, table_attr
+from irc.dialects.device import CORE_TABLE, MAX_CORES, array_values, core_table, i64_array, i64_attr, table_attr
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.dialects.te import ExprAttr, parse_checked_expression
 from irc.dialects.te_expr import ExprError
@@ -258,6 +259,9 @@ class KernelOp(IRDLOperation):
             )
         if (grid < 1).any():
             raise VerifyException(f"grid factors must be positive, got {grid.tolist()}")
+        cores = math.prod(int(g) for g in grid)  # exact: numpy's int64 product would wrap
+        if cores > MAX_CORES:
+            raise VerifyException(f"grid {grid.tolist()} spans {cores} cores; irc handles at most {MAX_CORES}")
         tensors = [*outputs, *names]
         rings = {}
         for ring in self.rings():
@@ -270,6 +274,11 @@ class KernelOp(IRDLOperation):
                 raise VerifyException(
                     f"ring of {ring.tensor.data} has {len(temporal)} temporal factors but the kernel has "
                     f"{len(axes)} axes ({', '.join(axes)})"
+                )
+            if (temporal < 1).any() or math.prod(int(t) for t in temporal) > MAX_CORES:
+                raise VerifyException(
+                    f"temporal factors of {ring.tensor.data} must be positive, at most {MAX_CORES} in product, got "
+                    f"{temporal.tolist()}"
                 )
             rings[ring.tensor.data] = temporal
         missing = [t for t in tensors if t not in rings]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import AnyFloat, IntegerType, StringAttr, TensorType, i1
+from xdsl.dialects.builtin import AnyFloat, BFloat16Type, IntegerAttr, IntegerType, Signedness, StringAttr, TensorType, i1
 from xdsl.ir import Attribute, Data, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -105,9 +105,32 @@ def verify_element_types(expr: TensorExpr, inputs: Sequence[SSAValue], output: S
             i1,
             lambda t: isinstance(t, IntegerType) and t.width.data > 1,
             lambda t: isinstance(t, AnyFloat),
+            constant_range,
         )
     except ExprError as error:
         raise VerifyException(error.message) from None
+
+
+_FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: float("inf")}
+
+
+def constant_range(element_type: Attribute) -> tuple[float, float] | None:
+    """The values a constant of ``element_type`` may take: an integer type's range
+    (signless as signed, as the interpreter stores it; i1 is 0 or 1), a float type's
+    finite range; None where unbounded or unknown."""
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        if width == 1:
+            return (0, 1)
+        if element_type.signedness.data == Signedness.UNSIGNED:
+            return (0, 2**width - 1)
+        return (-(2 ** (width - 1)), 2 ** (width - 1) - 1)
+    if isinstance(element_type, AnyFloat):
+        limit = _FLOAT_MAX.get(element_type.bitwidth, float("inf"))
+        if isinstance(element_type, BFloat16Type):
+            limit = 3.3895313892515355e38
+        return (-limit, limit)
+    return None
 
 
 def _tensor_types(types: Sequence[Attribute], what: str) -> list[TensorType]:
@@ -222,6 +245,13 @@ class OpaqueOp(IRDLOperation):
             raise VerifyException("te.opaque needs a non-empty kind")
         if not self.outputs:
             raise VerifyException(f"te.opaque \"{self.kind.data}\" has no results")
+        axis = self.attributes.get("axis")
+        if isinstance(axis, IntegerAttr) and self.inputs:
+            rank = len(self.inputs[0].type.get_shape())  # type: ignore[union-attr]
+            if not -max(rank, 1) <= axis.value.data < max(rank, 1):
+                raise VerifyException(
+                    f"te.opaque \"{self.kind.data}\": axis {axis.value.data} is out of range for its input of rank {rank}"
+                )
 
 
 TE = Dialect("te", [TensorOp, OpaqueOp], [ExprAttr])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 
-from lark import Lark, v_args
+from lark import Lark, Token, v_args
 from lark.visitors import Transformer_NonRecursive
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
 
@@ -577,6 +577,7 @@ def check_element_types(
     bool_type: object,
     is_integer,
     is_float,
+    constant_range=None,
 ) -> None:
     """Check the element-type rule of a tensor expression; raise `ExprError`.
 
@@ -588,7 +589,8 @@ def check_element_types(
     yield i1; ``isnan``/``isinf`` take a float and yield i1; ``select(c, a, b)``
     takes any `c`; ``cast(x)`` takes any `x` and yields the result type; the
     exponent of ``pow`` may have any numeric type; an indirect index reads an
-    integer tensor. Constants take the type their context expects.
+    integer tensor. Constants take the type their context expects, and must lie in
+    its range: ``constant_range(type)`` gives ``(low, high)`` or None (unbounded).
     """
 
     def fail(message, culprit=None):
@@ -597,6 +599,11 @@ def check_element_types(
     def visit(node, expected, context):
         # Returns the type of `node`, or None for a constant-only subtree.
         if isinstance(node, Const):
+            bounds = constant_range(expected) if constant_range is not None and expected is not None else None
+            if bounds is not None and not bounds[0] <= node.value <= bounds[1]:
+                raise ExprError(
+                    f"the constant {node} is beyond the range of {expected} ([{_bound(bounds[0])}, "
+                    f"{_bound(bounds[1])}])", culprit=str(node))
             return expected
         if isinstance(node, Access):
             for index in node.indices:
@@ -617,12 +624,16 @@ def check_element_types(
                 if expected is not None and expected != bool_type:
                     fail(f"'{node.op}' yields {bool_type} but {context} is {expected}")
                 lhs = visit(node.lhs, None, "")
-                visit(node.rhs, lhs, f"the other operand of '{node.op}'")
+                rhs = visit(node.rhs, lhs, f"the other operand of '{node.op}'")
+                if lhs is None and rhs is not None:  # a constant compared with a tensor
+                    visit(node.lhs, rhs, f"the other operand of '{node.op}'")
                 return bool_type
             lhs = visit(node.lhs, expected, context)
             if expected is None and lhs is not None:
                 expected, context = lhs, f"the other operand of '{node.op}'"
             rhs = visit(node.rhs, expected, context)
+            if lhs is None and rhs is not None:  # constants before the first tensor
+                visit(node.lhs, rhs, f"the other operand of '{node.op}'")
             return lhs if lhs is not None else rhs
         function = node.function
         if function in BOOLEAN_FUNCTIONS or function in PREDICATE_FUNCTIONS:
@@ -637,7 +648,8 @@ def check_element_types(
                         fail(f"'{function}' takes a float but its operand is {arg_type}")
             return bool_type
         if function == "cast":
-            visit(node.args[0], None, "")
+            if visit(node.args[0], None, "") is None:  # a constant, converted to the result type
+                visit(node.args[0], result_type, "the result of 'cast'")
             if expected is not None and expected != result_type:
                 fail(f"'cast' yields {result_type} but {context} is {expected}")
             return result_type
@@ -650,16 +662,22 @@ def check_element_types(
         else:
             args = node.args
         type_ = None
-        for arg in args:
+        for position, arg in enumerate(args):
             arg_type = visit(arg, expected, context)
             if expected is None and arg_type is not None:
                 expected, context = arg_type, f"the other operand of '{function}'"
+                for earlier in args[:position]:  # constants before the first tensor
+                    visit(earlier, expected, context)
             type_ = type_ or arg_type
         if function in FLOAT_FUNCTIONS and type_ is not None and not is_float(type_):
             fail(f"'{function}' takes a float but its operand is {type_}")
         return type_
 
     visit(expr.body, result_type, "the result")
+
+
+def _bound(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:.8g}"
 
 
 @dataclass(frozen=True)
@@ -772,6 +790,26 @@ MAX_INDIRECTION = 8
 """Deepest nesting of indirect indices (``E[I[J[k]]]`` is 2)."""
 
 
+EXACT_INTEGERS = 2**53
+"""Numbers in a body are f64 values: integers are exact up to this magnitude."""
+
+
+def _check_number(token: Token) -> None:
+    """A number of the body is a finite f64 and, written as an integer, exactly that
+    integer (``1e400`` would be inf, ``9007199254740993`` would round)."""
+    value = float(token)
+    column = token.column - 1 if token.column is not None else None
+    if not math.isfinite(value):
+        raise ExprError(f"the number {_shown_number(token)} is beyond the range of f64", column)
+    if token.isdigit() and int(token) != int(value):
+        raise ExprError(f"the integer {_shown_number(token)} is not exact as a te number (an f64: integers are "
+                        f"exact up to 2**53); read it from a tensor", column)
+
+
+def _shown_number(token: str) -> str:
+    return token if len(token) <= 40 else f"{token[:20]}...{token[-10:]} ({len(token)} digits)"
+
+
 def parse_expression(text: str) -> TensorExpr:
     """Parse and check the shape-free rules of a tensor expression.
 
@@ -807,6 +845,10 @@ def _parse_cached(text: str) -> TensorExpr:
         raise ExprError(f"malformed tensor expression: {what}", column) from None
     except LarkError as error:  # pragma: no cover - lark internal
         raise ExprError(f"malformed tensor expression: {error}") from None
+    for subtree in tree.iter_subtrees():  # iterative, as bodies may be deep
+        for token in subtree.children:
+            if isinstance(token, Token) and token.type == "NUMBER":
+                _check_number(token)
     expr = _ToTensorExpr().transform(tree)
     depth = expression_depth(expr.body)
     if depth > MAX_DEPTH:

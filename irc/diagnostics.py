@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import math
 import os
 import re
 import sys
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr
+from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, ModuleOp, NameLoc, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
@@ -38,6 +39,9 @@ MAX_OP_NESTING = 64
 xDSL parses, verifies, prints and rewrites IR recursively; real programs nest a few
 levels (module, function, kernel, loops), so this bound keeps every stage far from
 Python's recursion limit and makes a deeper input one located error."""
+MAX_DENSE_ELEMENTS = 1 << 24
+"""Most elements a ``dense<...>`` literal may have: xDSL expands a splat into one Python
+value per element, so ``dense<1> : tensor<1000000000000xi32>`` would exhaust memory."""
 MAX_BRACKET_NESTING = 100
 """Deepest nesting of brackets (``( [ { <``) outside string literals: attributes and
 types nest recursively in xDSL as ops do."""
@@ -144,6 +148,30 @@ class LocatingParser(Parser):
             )
         return op
 
+
+    def _parse_optional_builtin_attr(self):
+        start = self._current_token.span.start
+        try:
+            attribute = super()._parse_optional_builtin_attr()
+            if isinstance(attribute, FloatAttr):  # printed through the type's packing
+                attribute.type.pack([attribute.value.data])
+            return attribute
+        except (NotImplementedError, OverflowError):  # xDSL packs only 1-64-bit integers, f16-f64
+            self.raise_error(
+                "an attribute cannot hold values of this element type; irc's dense arrays, dense "
+                "literals and numbers hold i1, i8, i16, i32, i64, f16, f32 and f64", start, self._current_token.span.start,
+            )
+
+    def _parse_dense_literal_type(self):
+        start = self._current_token.span.start
+        type_ = super()._parse_dense_literal_type()
+        count = math.prod(type_.get_shape())
+        if count > MAX_DENSE_ELEMENTS:  # a splat is expanded element by element
+            self.raise_error(
+                f"a dense literal of {count} elements; irc takes at most {MAX_DENSE_ELEMENTS} (keep large "
+                f"constants in a weights file)", start, self._current_token.span.start,
+            )
+        return type_
 
     def _parse_dialect_type_or_attribute_body(self, attr_name, is_type, is_opaque, starting_opaque_pos):
         start = self._current_token.span.start
@@ -275,6 +303,24 @@ def format_parse_error(error: ParseError) -> str:
 
 SOURCE_CONTEXT = 80
 """Characters of a long source line shown on either side of a diagnostic's caret."""
+
+
+_INNER_LOCATION = re.compile(r"(?:^|(?<=: ))([^:\n]+:\d+:\d+): error: ")
+
+
+def as_diagnostic(text: str) -> str:
+    """``text`` (an error's message, perhaps already ``error: ...``) as one diagnostic:
+    ``error: <message>``, or ``file:line:col: error: <message>`` when the message holds
+    a location (a device file's field wrapped by a pass or a tool, ``irc-target:
+    dev.toml:12:1: error: field ...``): the location leads, what wrapped it follows
+    ``error:``."""
+    first, newline, rest = text.strip().partition("\n")
+    found = _INNER_LOCATION.search(first)
+    if found is None:
+        return text.strip() if first.startswith("error: ") else f"error: {text.strip()}"
+    prefix = first[: found.start()]
+    prefix = prefix[len("error: "):] if prefix.startswith("error: ") else prefix
+    return f"{found.group(1)}: error: {prefix}{first[found.end():]}{newline}{rest}"
 
 
 def fail(message: str, status: int = 1) -> NoReturn:

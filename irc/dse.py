@@ -5,23 +5,25 @@ A sweep is the cross product of HBM bandwidths, exchange (link) bandwidths, topo
 (``point_device``) on which one workload (``irc.planner.llm``) is planned with the chosen
 designs of ELK s6.1 (``irc.planner.elk``). Points are independent, so they run through any
 ``concurrent.futures.Executor`` (a local process pool, or a Dask cluster's executor);
-each finished point is appended to the CSV at once, so a sweep that stops early keeps
-the points it finished, and the final CSV is rewritten in point order (the same whatever
-ran it).
+the CSV is rewritten (all at once, `irc.output.write_atomically`) with every finished
+point as each one finishes, in point order, so a sweep that stops early keeps the points
+it finished and the final CSV is the same whatever ran it.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import itertools
 import math
-import os
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from irc.devices import Device, load_device
+from irc.devices.loader import MAX_CORES
+from irc.output import write_atomically
 
 TOPOLOGIES = ("all-to-all", "mesh-2d")
 COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal")
@@ -29,6 +31,20 @@ COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "lat
 
 class DseError(ValueError):
     """A sweep that cannot be set up (a bad bandwidth, topology or core count)."""
+
+
+class PointFailed(Exception):
+    """A point of a sweep failed (its worker raised ``error``, or the cluster failed);
+    the CSV holds the ``finished`` points that finished before it."""
+
+    def __init__(self, point: "Point", error: BaseException, finished: int):
+        super().__init__(point, error, finished)
+        self.point, self.error, self.finished = point, error, finished
+
+    def describe(self) -> str:
+        point = self.point
+        return (f"point {point.index} (HBM {point.hbm_bytes_per_s / 1e9:g} GB/s, links "
+                f"{point.link_bytes_per_s / 1e9:g} GB/s, {point.topology}, {point.cores} cores)")
 
 
 @dataclass(frozen=True)
@@ -68,14 +84,17 @@ def points(hbm_gbps: Sequence[float], link_gbps: Sequence[float], topologies: Se
     """The sweep's points; a bad value is a ``DseError`` naming the field."""
     for name, values in (("--hbm", hbm_gbps), ("--link", link_gbps)):
         for value in values:
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise DseError(f"{name}: bandwidth must be a positive number of GB/s, got {value!r}")
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= 1e6):
+                raise DseError(f"{name}: bandwidth must be a positive number of GB/s (at most 1e6), got {value!r}")
     for topology in topologies:
         if topology not in TOPOLOGIES:
             raise DseError(f"--topology: unknown topology {topology!r}; known: {', '.join(TOPOLOGIES)}")
     for count in cores:
-        if not (isinstance(count, int) and count > 0):
-            raise DseError(f"--cores: a core count must be a positive integer, got {count!r}")
+        if not (isinstance(count, int) and 0 < count <= MAX_CORES):
+            raise DseError(f"--cores: a core count must be a positive integer of at most {MAX_CORES}, got {count!r}")
+    for name, values in (("--hbm", hbm_gbps), ("--link", link_gbps), ("--topology", topologies), ("--cores", cores)):
+        if not values:
+            raise DseError(f"{name}: give at least one value")
     return [Point(i, h * 1e9, l * 1e9, t, c)
             for i, (h, l, t, c) in enumerate(itertools.product(hbm_gbps, link_gbps, topologies, cores))]
 
@@ -118,28 +137,38 @@ def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
     } for design in workload.designs]
 
 
-def _write(path: str, rows: list[dict]) -> None:
-    temporary = f"{path}.partial"
-    with open(temporary, "w", newline="") as stream:
-        writer = csv.DictWriter(stream, COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(temporary, path)
+def csv_text(rows: list[dict]) -> str:
+    """The CSV of ``rows`` (a header, then one line per row)."""
+    stream = io.StringIO(newline="")
+    writer = csv.DictWriter(stream, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return stream.getvalue()
 
 
 def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], executor: Executor, csv_path: str,
           advance: Callable[[str], None] | None = None) -> list[dict]:
-    """Run every point on ``executor``; the CSV holds the finished points after each one
-    (a failure keeps them) and all of them, in point order, at the end."""
+    """Run every point on ``executor``; the CSV holds the finished points, in point
+    order, after each one. A failed point cancels the points not yet started and raises
+    `PointFailed`; the CSV keeps what finished (an existing CSV is left as it was when
+    no point finished)."""
     rows: list[dict] = []
     futures = {executor.submit(evaluate, base_device, workload, point): point for point in sweep_points}
+    finished = 0
     for future in as_completed(futures):
-        rows.extend(future.result())
+        point = futures[future]
+        try:
+            found = future.result()
+        except BaseException as error:
+            for other in futures:
+                other.cancel()
+            raise PointFailed(point, error, finished) from error
+        finished += 1
+        rows.extend(found)
         rows.sort(key=lambda row: (row["point"], workload.designs.index(row["design"])))
-        _write(csv_path, rows)
+        write_atomically(csv_path, csv_text(rows))
         if advance is not None:
-            advance(f"point {futures[future].index}")
-    _write(csv_path, rows)
+            advance(f"point {point.index}")
     return rows
 
 
@@ -161,7 +190,7 @@ def plot(rows: list[dict], path: str) -> None:
     axis.set_ylabel("per-token latency (ms)")
     axis.legend(fontsize=6)
     figure.tight_layout()
-    temporary = f"{path}.partial.png"
-    figure.savefig(temporary, dpi=120)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=120)
     plt.close(figure)
-    os.replace(temporary, path)
+    write_atomically(path, image.getvalue())

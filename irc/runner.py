@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 import os
 import weakref
+import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,6 +31,7 @@ from irc import universe
 from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_located
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.interpreter.chip import Report
+from irc.interpreter.te_eval import compute_dtype, evaluation_limit
 from irc.interpreter.registry import all_interpreter_functions, chips_of
 
 NAME_ATTR = "irc.name"
@@ -197,21 +200,68 @@ def _out_of_range(value: np.ndarray, target: np.dtype) -> str | None:
 
 def check_storable(function: FuncOp) -> None:
     """Every value ``function`` computes has an element type the interpreter holds in
-    numpy (not bf16, tf32, index, i3, ...): a located `RunError` before anything runs."""
+    numpy (not bf16, tf32, index, i3, ...) and takes at most `MAX_TENSOR_BYTES` as it is
+    computed (i8 in int64, f16 in f32), the function's own results included, and every
+    op evaluated over whole tensors stays within the interpreter's iteration bounds
+    (`te_eval.evaluation_limit`): a located `RunError` at the first op that breaks one,
+    before anything runs."""
     for op in ops_children_first(function):
         values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        if op is function:  # the signature: its arguments (above) and its results
+            values += list(function.function_type.outputs)
         for value in values:
-            get_element_type = getattr(value.type, "get_element_type", None)
+            type_ = getattr(value, "type", value)
+            get_element_type = getattr(type_, "get_element_type", None)
             if get_element_type is None:
                 continue
             element = get_element_type()
             try:
-                numpy_dtype(element)
+                dtype = numpy_dtype(element)
             except UnsupportedTypeError:
                 raise RunError(
                     f"{location_of(op)}: error: '{op.name}' op element type {element} has no storage in the "
                     f"interpreter (it runs f16, f32, f64, i1 and 8-, 16-, 32- and 64-bit integers)"
                 ) from None
+            if isinstance(type_, TensorType):
+                count = math.prod(type_.get_shape())
+                nbytes = count * max(dtype.itemsize, compute_dtype(dtype).itemsize)
+                if nbytes > MAX_TENSOR_BYTES:
+                    what = "argument or result" if op is function else "result"
+                    computed = (f" computed in {compute_dtype(dtype)}" if compute_dtype(dtype).itemsize > dtype.itemsize
+                                else "")
+                    raise RunError(
+                        f"{location_of(op)}: error: '{op.name}' op {what} {type_} would take {_gib(nbytes)} GiB"
+                        f"{computed}; the interpreter holds every tensor in memory (at most "
+                        f"{MAX_TENSOR_BYTES >> 30} GiB per tensor)"
+                    )
+        if op.name == "device.relayout":  # the interpreter assembles the moved tensor whole
+            shape = [int(d) for d in op.shape.get_values()]
+            try:
+                itemsize = numpy_dtype(op.source.type.get_element_type()).itemsize
+            except (UnsupportedTypeError, AttributeError):
+                itemsize = 8
+            nbytes = math.prod(shape) * itemsize
+            if nbytes > MAX_TENSOR_BYTES:
+                raise RunError(
+                    f"{location_of(op)}: error: '{op.name}' op moves a tensor of shape {shape} ({_gib(nbytes)} GiB); "
+                    f"the interpreter holds every tensor in memory (at most {MAX_TENSOR_BYTES >> 30} GiB per tensor)"
+                )
+        for method in _WHOLE_TENSOR_EXPRESSIONS.get(op.name, ()):
+            try:
+                limit = evaluation_limit(getattr(op, method)())
+            except ValueError:  # an expression the verifier already refused
+                continue
+            if limit is not None:
+                raise RunError(f"{location_of(op)}: error: '{op.name}' op {limit}")
+
+
+_WHOLE_TENSOR_EXPRESSIONS = {"te.op": ("bound",), "rtensor.op": ("bound",), "igo.grad_pair": ("bound_dx", "bound_dw")}
+"""Ops the interpreter evaluates over whole tensors (`te_eval.evaluate`), by the methods
+giving their bound expressions."""
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.0f}" if nbytes < 2**30 * 1e15 else f"{nbytes / 2**30:.3g}"
 
 
 def interpreter_for(module: ModuleOp) -> Interpreter:
@@ -241,7 +291,7 @@ def run(
         given = dict(inputs)
     missing = [name for name in signature.weight_names if name not in given]
     if missing:
-        given.update(_module_weights(module, missing))
+        given.update(_module_weights(module, missing, signature))
     args = check_inputs(signature, given, allow_lossy)
     interpreter = interpreter_for(module)
     results = interpreter.call_op(signature.function, tuple(args))
@@ -262,8 +312,68 @@ def run_function(
     return run(module, inputs, entry, seed)[0]
 
 
-def _module_weights(module: ModuleOp, names: list[str]) -> dict[str, np.ndarray]:
-    from irc.frontend.weights import WeightsError, load_weights, module_weights_file
+def files_read(module: ModuleOp) -> list[tuple[str, str]]:
+    """The files a run of ``module`` reads besides the program (its weights file), as
+    ``(path, description)`` pairs: what no output of the run may overwrite."""
+    from irc.frontend.weights import module_weights_file
+
+    path = module_weights_file(module, _SOURCE_DIRS.get(module))
+    return [] if path is None else [(path, "the module's weights file (irc.weights)")]
+
+
+_UNREADABLE = (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+               RuntimeError)
+"""What numpy and zipfile raise for a damaged, encrypted or oddly compressed archive."""
+
+
+def read_arrays(path: str, expected: Mapping[str, tuple[int, ...]], kind: str, flag: str) -> dict[str, np.ndarray]:
+    """The members of the ``.npz`` at ``path`` that ``expected`` names (by name: their
+    shapes), each checked from its header (shape, numbers or booleans) before numpy
+    inflates it; members not named are never read. ``kind`` ("input", "weight") and
+    ``flag`` (what the file is to the user) word the errors."""
+    if not os.path.isfile(path):
+        raise RunError(f"no such file: {path}" if kind == "input" else f"the module's weights file {path} does not exist")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except _UNREADABLE as error:
+        raise RunError(f"{path} is not a readable .npz file ({error})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise RunError(f"{path} holds one unnamed array; {flag} takes an .npz of arrays by name")
+    arrays = {}
+    with archive:
+        try:
+            for name in archive.files:
+                if name in expected:
+                    _check_member(archive, name, expected[name], kind, path)
+                    arrays[name] = archive[name]
+        except _UNREADABLE as error:
+            raise RunError(f"{path} is not a readable .npz file ({error})") from None
+    return arrays
+
+
+def _check_member(archive, name: str, shape: tuple[int, ...], kind: str, path: str) -> None:
+    """The member's shape and dtype, read from its header: a wrong or huge array, or
+    data that are not numbers, is refused before numpy inflates it."""
+    member_name = name if name in archive.zip.namelist() else f"{name}.npy"
+    with archive.zip.open(member_name) as member:
+        version = np.lib.format.read_magic(member)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        stored, _, dtype = read_header(member)
+    if tuple(stored) != shape:
+        raise RunError(f"{kind} '{name}' has shape {tuple(stored)} but the function expects {shape} ({path})")
+    if dtype.kind not in "biuf":
+        raise RunError(f"{kind} '{name}' holds {dtype} data; the function expects numbers or booleans ({path})")
+
+
+def argument_shapes(signature: Signature) -> dict[str, tuple[int, ...]]:
+    """Each argument's shape by name."""
+    return {name: tuple(type_.get_shape())
+            for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs)
+            if isinstance(type_, TensorType)}
+
+
+def _module_weights(module: ModuleOp, names: list[str], signature: Signature) -> dict[str, np.ndarray]:
+    from irc.frontend.weights import module_weights_file
 
     path = module_weights_file(module, _SOURCE_DIRS.get(module))
     if path is None:
@@ -271,11 +381,10 @@ def _module_weights(module: ModuleOp, names: list[str]) -> dict[str, np.ndarray]
             f"weight '{names[0]}' is not given and the module names no weights file "
             f"(irc.weights)"
         )
-    try:
-        weights = load_weights(path)
-    except WeightsError as error:
-        raise RunError(str(error)) from None
+    shapes = argument_shapes(signature)
+    weights = read_arrays(path, {name: shapes[name] for name in names if name in shapes}, "weight",
+                          "the module's weights file")
     absent = [name for name in names if name not in weights]
     if absent:
         raise RunError(f"weight '{absent[0]}' is not in {path}")
-    return {name: weights[name] for name in names}
+    return weights

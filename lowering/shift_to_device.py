@@ -88,6 +88,8 @@ def _error(op: Operation, message: str) -> DiagnosticException:
 def identity_value(combiner: str, dtype: np.dtype) -> float:
     """A finite identity (the dtype's extreme for max=/min=), printable in IR."""
     if combiner in ("max=", "min="):
+        if dtype.kind == "b":  # i1: false is max='s identity, true min='s
+            return 0.0 if combiner == "max=" else 1.0
         info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
         return float(info.min if combiner == "max=" else info.max)
     return 0.0

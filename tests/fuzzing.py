@@ -9,8 +9,11 @@ mutator from a seeded `random.Random`:
   with 1-3 mutations each: token deletion, duplication and swap, numbers set to 0, -1
   or huge, tensor dimensions and element types, edits inside tensor expressions,
   attribute deletion, inserted tokens, truncation;
-* ONNX models from the frontend fuzzer's graph generator
+* ONNX models of every op type the importer converts (`onnx_schema_model`: built from
+  each op's ONNX schema with random attributes, shapes and f32/f16/f64/int/bool element
+  types) and from the frontend fuzzer's graph generator
   (``tests/frontend/test_import_fuzz.py``), sometimes with corrupted bytes or shapes;
+  what imports is then run, or compiled for a chip and run (a chained case);
 * ``.npz`` inputs (wrong shapes, dtypes, values, damaged archives) and device TOML files
   (values out of range, NaN, wrong types, missing or repeated keys);
 * command lines (pipelines, pass options, output paths).
@@ -66,15 +69,20 @@ MEMORY_BYTES = 3 << 30
 
 @dataclass
 class Case:
-    """One invocation: ``tool argv...`` in a fresh directory holding ``files``."""
+    """One invocation: ``tool argv...`` in a fresh directory holding ``files``, then each
+    of ``then`` (``(tool, argv)``) as long as the ones before succeeded (an imported
+    model run, or compiled and run): the outcome is the first failure's, or the last
+    run's."""
 
     tool: str
     argv: list[str]
     files: dict[str, bytes] = field(default_factory=dict)
     label: str = ""
+    then: list[tuple[str, list[str]]] = field(default_factory=list)
 
     def describe(self) -> str:
-        return f"{self.tool} {' '.join(self.argv)}  [{self.label}]"
+        steps = [(self.tool, self.argv), *self.then]
+        return " && ".join(f"{tool} {' '.join(argv)}" for tool, argv in steps) + f"  [{self.label}]"
 
 
 @dataclass
@@ -147,21 +155,24 @@ def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout:
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=False)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
-        sys.argv = [case.tool, *case.argv]
-        main = _tool_main(case.tool)
-        try:
-            main()
-            status = 0
-        except SystemExit as exit:
-            code = exit.code
-            status = 0 if code is None else (code if isinstance(code, int) else 1)
-        except BaseException:  # noqa: BLE001 - what a user would see: a traceback
-            traceback.print_exc()
-            status = 1
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
+        for tool, argv in [(case.tool, case.argv), *case.then]:
+            sys.argv = [tool, *argv]
+            main = _tool_main(tool)
+            try:
+                main()
+                status = 0
+            except SystemExit as exit:
+                code = exit.code
+                status = 0 if code is None else (code if isinstance(code, int) else 1)
+            except BaseException:  # noqa: BLE001 - what a user would see: a traceback
+                traceback.print_exc()
+                status = 1
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            if status != 0:
+                break
     finally:
         os._exit(status)
 
@@ -618,7 +629,7 @@ def toml_cases(rng: random.Random, count: int) -> Iterator[Case]:
                        files, "toml-" + label)
         else:
             files["mlp.mlir"] = mlp
-            yield Case("irc-opt", ["mlp.mlir", "-p", "inference{device=dev.toml}"], files, "toml-" + label)
+            yield Case("irc-opt", ["mlp.mlir", "-p", 'inference{device="dev.toml"}'], files, "toml-" + label)
 
 
 def plan_cases(rng: random.Random, programs: list[str], expressions: list[str], count: int) -> Iterator[Case]:
@@ -663,12 +674,22 @@ def plan_cases(rng: random.Random, programs: list[str], expressions: list[str], 
 
 
 def onnx_cases(rng: random.Random, count: int, seed: int) -> Iterator[Case]:
-    """Models from the frontend fuzzer's generator (drawn deterministically from
-    ``seed``), some with damaged bytes or mutated command lines."""
-    for model, shape in onnx_models(count, seed):
+    """Models of the importer's operators (`onnx_schema_model`: every op type
+    `irc.frontend.onnx_ops` converts, random attributes, shapes and dtypes) and of the
+    frontend fuzzer's graph generator (drawn deterministically from ``seed``); some with
+    damaged bytes or mutated command lines. What imports is often run (irc-run), or
+    compiled for a chip and run."""
+    generated = iter(onnx_models(count // 4, seed))
+    for _ in range(count):
+        model = next(generated, None) if rng.random() < 0.25 else None
+        if model is not None:
+            model, shape = model
+        else:
+            model, shape = onnx_schema_model(rng)
         data = model.SerializeToString()
         label = "onnx"
         argv = ["--import-onnx", "m.onnx"]
+        then = []
         roll = rng.random()
         if roll < 0.1:
             data = bytearray(data)
@@ -681,13 +702,239 @@ def onnx_cases(rng: random.Random, count: int, seed: int) -> Iterator[Case]:
             argv += ["--shape", rng.choice([f"x={'x'.join(map(str, shape))}", "x=0", "x=1x2x3x4x5", "y=2", "x=", "=3",
                                             f"x={HUGE[0]}"])]
             label = "onnx-shape"
-        elif roll < 0.35:
+        elif roll < 0.3:
             argv += ["-o", rng.choice(["m.onnx", "out.mlir", "missing/o.mlir"])]
             label = "onnx-output"
-        elif roll < 0.4:
+        elif roll < 0.35:
             argv += ["--weights", rng.choice(["m.onnx", "w.npz", "missing/w.npz"])]
             label = "onnx-weights"
-        yield Case("irc-translate", argv, {"m.onnx": data}, label)
+        elif roll < 0.8:
+            argv += ["-o", "m.mlir"]
+            then = [("irc-run", ["m.mlir", "--seed", str(rng.randrange(4))])]
+            label = "onnx-run"
+        else:
+            argv += ["-o", "m.mlir"]
+            device = rng.choice(["tiny4", "tiny16"])
+            then = [("irc-opt", ["m.mlir", "-p", f"inference{{device={device}}}", "-o", "d.mlir"]),
+                    ("irc-run", ["d.mlir"])]
+            label = "onnx-chip"
+        yield Case("irc-translate", argv, {"m.onnx": data}, label, then)
+
+
+ONNX_TYPES = {"tensor(float)": 1, "tensor(float16)": 10, "tensor(int64)": 7, "tensor(bool)": 9, "tensor(int32)": 6,
+              "tensor(double)": 11, "tensor(int8)": 3, "tensor(uint8)": 2}
+"""The element types the generator draws (ONNX TensorProto codes), most likely first."""
+TYPE_WEIGHTS = [40, 12, 15, 10, 8, 5, 5, 5]
+PARAMETER_INPUTS = {"shape", "axes", "pads", "starts", "ends", "steps", "repeats", "K", "k", "split", "axis",
+                    "indices", "start", "limit", "delta", "min", "max", "constant_value", "ratio", "training_mode"}
+"""Inputs that converters take as constants: made initializers (mostly) with values
+drawn around the tensors' rank and shape."""
+STRING_ATTRIBUTES = {
+    "mode": ["constant", "reflect", "edge", "bogus"], "auto_pad": ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "x"],
+    "equation": ["ij,jk->ik", "i,i->", "ij->ji", "bij,bjk->bik", "ii->i", "...i,...i->...", "i", "ij,jk"],
+    "approximate": ["none", "tanh", "x"], "reduce": ["sum", "mean"],
+}
+
+
+def _onnx_ops() -> list[str]:
+    from irc.frontend.onnx_ops import CUSTOM_DOMAINS, supported_ops
+
+    return [op for op in supported_ops() if op not in ("EmbeddingBag", "TableBatchedEmbedding")
+            and not any(op.startswith(domain) for domain in CUSTOM_DOMAINS)]
+
+
+def _schema(op: str, opset: int):
+    import onnx
+
+    for version in (opset, 20, 21):
+        try:
+            return onnx.defs.get_schema(op, version), max(version, 13)
+        except onnx.defs.SchemaError:
+            continue
+    return None, opset
+
+
+def _draw_shape(rng: random.Random, like: tuple[int, ...] | None) -> tuple[int, ...]:
+    if like is not None and rng.random() < 0.7:
+        shape = list(like)
+        roll = rng.random()
+        if roll < 0.2 and shape:  # broadcastable: fewer leading dims
+            shape = shape[rng.randrange(len(shape) + 1):]
+        elif roll < 0.35 and shape:
+            shape[rng.randrange(len(shape))] = 1
+        return tuple(shape)
+    rank = rng.choice([0, 1, 1, 2, 2, 3, 4])
+    return tuple(rng.choice([1, 2, 3, 4, 5]) for _ in range(rank))
+
+
+def _draw_values(rng: random.Random, dtype, shape: tuple[int, ...], rank: int, name: str) -> np.ndarray:
+    size = int(np.prod(shape)) if shape else 1
+    if dtype.kind in "iu":
+        pool = list(range(-rank - 1, rank + 4)) if name in PARAMETER_INPUTS else list(range(-3, 8))
+        if rng.random() < 0.08:
+            pool += [2**31 - 1, -(2**40), 2**62, np.iinfo(dtype).max, np.iinfo(dtype).min]
+        values = [rng.choice(pool) for _ in range(size)]
+        info = np.iinfo(dtype)
+        return np.array([min(max(v, info.min), info.max) for v in values], dtype).reshape(shape)
+    if dtype.kind == "b":
+        return np.array([rng.random() < 0.5 for _ in range(size)], bool).reshape(shape)
+    special = [0.0, 1.0, -1.0, 0.5, 3.0, float("nan"), float("inf"), -float("inf"), 1e30, 65504.0, 1e-8]
+    values = [rng.choice(special) if rng.random() < 0.15 else rng.uniform(-4, 4) for _ in range(size)]
+    with np.errstate(over="ignore"):
+        return np.array(values, np.float64).astype(dtype).reshape(shape)
+
+
+def _plausible(rng: random.Random, name: str, rank: int):
+    """A value of attribute or parameter input ``name`` that is often legal for a tensor
+    of ``rank`` (axes in range, spatial lists of the spatial rank, flags 0/1), or None."""
+    spatial = max(rank - 2, 1)
+    if name == "axis":
+        return rng.randrange(-rank, rank) if rank else 0
+    if name == "axes":
+        return rng.sample(range(rank), rng.randint(1, rank)) if rank else []
+    if name in ("keepdims", "transA", "transB", "upper", "largest", "sorted", "exclusive", "reverse", "ceil_mode",
+                "count_include_pad", "select_last_index", "noop_with_empty_axes", "allowzero", "fmod"):
+        return rng.choice([0, 1])
+    if name in ("kernel_shape", "strides", "dilations"):
+        return [rng.choice([1, 2, 3]) for _ in range(spatial)]
+    if name == "pads":
+        return [rng.choice([0, 0, 1, 2]) for _ in range(2 * (spatial if rank > 2 else rank))]
+    if name in ("starts", "ends"):
+        return [rng.randint(-3, 4) for _ in range(rng.randint(1, max(rank, 1)))]
+    if name == "repeats":
+        return [rng.choice([1, 1, 2, 3]) for _ in range(rank)]
+    if name in ("K", "k"):
+        return [rng.choice([1, 2, 3])] if name == "K" else rng.choice([-1, 0, 1])
+    if name == "group":
+        return rng.choice([1, 1, 2])
+    return None
+
+
+def _draw_attribute(rng: random.Random, name: str, kind, rank: int):
+    import onnx
+    from onnx import helper
+
+    types = onnx.defs.OpSchema.AttrType
+    plausible = _plausible(rng, name, rank) if rng.random() < 0.75 else None
+    if plausible is not None and kind in (types.INT, types.INTS):
+        if kind == types.INT:
+            return plausible[0] if isinstance(plausible, list) and plausible else (
+                plausible if isinstance(plausible, int) else 0)
+        return plausible if isinstance(plausible, list) else [plausible]
+    if name == "to":
+        return rng.choice([1, 1, 7, 9, 10, 6, 11, 2, 3, 8, 16])
+    if kind == types.INT:
+        return rng.choice([-2, -1, 0, 0, 1, 1, 2, 3, rank, rank - 1, 2**31, -(2**40)])
+    if kind == types.INTS:
+        length = rng.choice([rank, rank, 2 * rank, 1, 2, 0, max(rank - 2, 1)])
+        pool = [-1, 0, 1, 1, 2, 2, 3] + ([2**40, -(2**62)] if rng.random() < 0.05 else [])
+        if name == "perm":
+            perm = list(range(rank))
+            rng.shuffle(perm)
+            return perm if rng.random() < 0.8 else [rng.choice(pool) for _ in range(length)]
+        return [rng.choice(pool) for _ in range(length)]
+    if kind == types.FLOAT:
+        return rng.choice([0.5, 1.0, -1.0, 0.0, 1e-5, 2.0, 0.01, float("nan"), float("inf"), 1e300])
+    if kind == types.FLOATS:
+        return [rng.choice([0.5, 1.0, -1.0, 0.0]) for _ in range(rng.randint(0, 3))]
+    if kind == types.STRING:
+        return rng.choice(STRING_ATTRIBUTES.get(name, ["x", "", "none"]))
+    if kind == types.TENSOR:
+        code = rng.choice([1, 7, 9, 10, 6])
+        dtype = helper.tensor_dtype_to_np_dtype(code)
+        values = _draw_values(rng, np.dtype(dtype), (1,), 1, name)
+        return onnx.numpy_helper.from_array(values, name)
+    return None
+
+
+def onnx_schema_model(rng: random.Random):
+    """A graph of 1-3 nodes drawn from the importer's supported op types, built from
+    each op's ONNX schema: inputs of allowed (random) element types and shapes, the
+    parameter inputs (shapes, axes, pads, ...) as initializers of values around the
+    rank, random attributes in and out of their legal ranges. Returns the model and the
+    shape of its input ``x``."""
+    import onnx
+    from onnx import helper
+
+    opset = rng.choice([13, 17, 17, 17, 18, 20])
+    ops = _onnx_ops()
+    inputs, initializers, nodes = [], [], []
+    values: list[tuple[str, int, tuple[int, ...]]] = []  # (name, ONNX type, shape) computed so far
+    main_shape = _draw_shape(rng, None)
+    counter = itertools.count()
+    first_shape = main_shape
+    for _ in range(rng.choice([1, 1, 2, 2, 3])):
+        op = rng.choice(ops)
+        schema, version = _schema(op, opset)
+        if schema is None:
+            continue
+        opset = max(opset, version) if version != opset else opset
+        chosen: dict[str, int] = {}
+        for constraint in schema.type_constraints:
+            allowed = [ONNX_TYPES[t] for t in constraint.allowed_type_strs if t in ONNX_TYPES]
+            if allowed:
+                weights = [TYPE_WEIGHTS[list(ONNX_TYPES.values()).index(t)] for t in allowed]
+                chosen[constraint.type_param_str] = rng.choices(allowed, weights)[0]
+        names = []
+        for position, formal in enumerate(schema.inputs):
+            option = formal.option
+            optional = option == onnx.defs.OpSchema.FormalParameterOption.Optional
+            variadic = option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+            if optional and rng.random() < 0.5:
+                names.append("")
+                continue
+            kind = ONNX_TYPES.get(formal.type_str) or chosen.get(formal.type_str)
+            if kind is None:
+                kind = 1
+            for _ in range(rng.choice([1, 2, 3]) if variadic else 1):
+                dtype = np.dtype(helper.tensor_dtype_to_np_dtype(kind))
+                name = f"t{next(counter)}"
+                if formal.name in PARAMETER_INPUTS and position > 0 and (dtype.kind in "iu" or rng.random() < 0.5):
+                    length = rng.choice([len(main_shape), 2 * len(main_shape), 1, 0]) if formal.name not in (
+                        "axis", "K", "k", "start", "limit", "delta", "constant_value", "min", "max", "ratio",
+                        "training_mode") else None
+                    shape = (length,) if length is not None else ()
+                    array = _draw_values(rng, dtype, shape, len(main_shape), formal.name)
+                    plausible = _plausible(rng, formal.name, len(main_shape)) if rng.random() < 0.7 else None
+                    if plausible is not None and dtype.kind in "iu":
+                        array = np.array(plausible, dtype).reshape(() if length is None else (-1,))
+                    if formal.name == "shape" and rng.random() < 0.6:  # a reshape that may fit
+                        array = np.array(rng.choice([[-1], [int(np.prod(main_shape))], list(main_shape)[::-1],
+                                                     [1, -1], [0, -1]]) or [1], np.int64)
+                    initializers.append(onnx.numpy_helper.from_array(array, name))
+                elif values and rng.random() < 0.6 and any(v[1] == kind for v in values):
+                    name = rng.choice([v for v in values if v[1] == kind])[0]
+                else:
+                    shape = first_shape if not inputs else _draw_shape(rng, main_shape)
+                    if rng.random() < 0.2:  # a constant operand
+                        initializers.append(onnx.numpy_helper.from_array(
+                            _draw_values(rng, dtype, shape, len(main_shape), formal.name), name))
+                    else:
+                        name = "x" if not inputs else name
+                        inputs.append(helper.make_tensor_value_info(name, kind, list(shape)))
+                names.append(name)
+        while names and names[-1] == "":
+            names.pop()
+        attributes = {}
+        for attribute_name, attribute in schema.attributes.items():
+            if attribute.required or rng.random() < 0.5:
+                value = _draw_attribute(rng, attribute_name, attribute.type, len(main_shape))
+                if value is not None and not (isinstance(value, list) and not value):
+                    attributes[attribute_name] = value
+        outputs = [f"v{next(counter)}" for formal in schema.outputs
+                   if formal.option != onnx.defs.OpSchema.FormalParameterOption.Optional or rng.random() < 0.3]
+        nodes.append(helper.make_node(op, names, outputs, name=f"n{len(nodes)}", **attributes))
+        out_type = next(iter(chosen.values()), 1) if op not in ("Shape", "Size", "ArgMax", "ArgMin") else 7
+        values.extend((name, out_type, main_shape) for name in outputs)
+    if not nodes:
+        nodes.append(helper.make_node("Relu", ["x"], ["v0"], name="n0"))
+        inputs.append(helper.make_tensor_value_info("x", 1, list(main_shape)))
+        outputs = ["v0"]
+    graph_outputs = [helper.make_tensor_value_info(name, onnx.TensorProto.UNDEFINED, None)
+                     for name in nodes[-1].output[:1]]
+    graph = helper.make_graph(nodes, "fuzz", inputs, graph_outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return model, first_shape
 
 
 def onnx_models(count: int, seed: int) -> list:

@@ -31,11 +31,11 @@ def test_device_file_read_and_kernels_built_once_per_distinct_one(monkeypatch):
     cost_of.cache_clear()
     shift_ir._built.clear()
     reads, decided, read_back = [], [], []
-    real_load, real_build, real_assemble = loader.tomllib.load, shift_ir.build_shift_kernel, shift_ir.assemble_kernel
+    real_load, real_build, real_assemble = loader.tomllib.loads, shift_ir.build_shift_kernel, shift_ir.assemble_kernel
 
-    def counting_load(handle):
-        reads.append(handle.name)
-        return real_load(handle)
+    def counting_load(text):
+        reads.append(text)
+        return real_load(text)
 
     def counting_build(bound, *args, **kwargs):
         decided.append(str(bound.expr))
@@ -45,7 +45,7 @@ def test_device_file_read_and_kernels_built_once_per_distinct_one(monkeypatch):
         read_back.append(str(bound.expr))
         return real_assemble(bound, *args, **kwargs)
 
-    monkeypatch.setattr(loader.tomllib, "load", counting_load)
+    monkeypatch.setattr(loader.tomllib, "loads", counting_load)
     monkeypatch.setattr(shift_ir, "build_shift_kernel", counting_build)
     monkeypatch.setattr(shift_ir, "assemble_kernel", counting_assemble)
     _, report = compile_and_run((ROOT / "examples/mlp.mlir").read_text(), device="tiny16")

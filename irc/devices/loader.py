@@ -2,7 +2,8 @@
 
 ``load_device("ipu-mk2")`` finds ``ipu_mk2.toml`` next to this module; a path to any
 ``.toml`` file works too. Every field is checked, and a bad one is reported by its dotted
-name (``cores.sram_bytes``) together with the offending value.
+name (``cores.sram_bytes``) together with the offending value, at its place in the file
+(``dev.toml:12:1: error: field 'compute.clock_hz' must be ...``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ FAMILIES = {
 
 
 class DeviceError(ValueError):
-    """An unknown device name or a malformed device file."""
+    """An unknown device name or a malformed device file. ``location``
+    (``file:line:col``), when the error has one, leads its text as a diagnostic's does:
+    ``dev.toml:12:1: error: field ...``."""
+
+    def __init__(self, message: str, location: str | None = None):
+        super().__init__(f"{location}: error: {message}" if location else message)
+        self.message = message
+        self.location = location
 
 
 def _file_for(name: str) -> Path:
@@ -79,7 +87,7 @@ def load_device(name_or_path: str | Path) -> Device:
         if text.endswith(".toml") or path.parent != Path("."):
             if not path.is_file():
                 raise DeviceError(f"device file {_shown(text)} does not exist")
-            return _read(path)
+            return _read(path, text)
         check_device_name(text)
         candidate = _file_for(text)
         if not candidate.is_file():
@@ -99,24 +107,70 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= 200 else text[:200] + "...")
 
 
-def _read(path: Path) -> Device:
-    """The device a file describes, read once per file version (path, size, mtime)."""
+def _read(path: Path, label: str | None = None) -> Device:
+    """The device a file describes, read once per file version (path, size, mtime);
+    errors name the file as ``label`` (the path the user gave; the file's name for a
+    bundled device)."""
     stat = path.stat()
-    return _read_version(path.resolve(), stat.st_size, stat.st_mtime_ns)
+    return _read_version(path.resolve(), stat.st_size, stat.st_mtime_ns, label or path.name)
+
+
+_TOML_PLACE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
 @lru_cache(maxsize=64)
-def _read_version(path: Path, size: int, mtime_ns: int) -> Device:
+def _read_version(path: Path, size: int, mtime_ns: int, label: str) -> Device:
+    with open(path, "rb") as handle:
+        raw = handle.read()
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
+        raise DeviceError("not valid TOML: the file is not UTF-8 text", f"{label}:{line}:{column}") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise DeviceError(f"{path.name}: not valid TOML: {error}") from error
-    except UnicodeDecodeError:
-        raise DeviceError(f"{path.name}: not valid TOML: the file is not UTF-8 text") from None
+        message = str(error)
+        place = _TOML_PLACE.search(message)
+        if place is None:  # "(at end of document)"
+            end = message.rfind(" (at end of document)")
+            message = message[:end] if end >= 0 else message
+            raise DeviceError(f"not valid TOML: {message}", f"{label}:{text.count(chr(10)) + 1}:1") from None
+        raise DeviceError(f"not valid TOML: {message[: place.start()]}",
+                          f"{label}:{place.group(1)}:{place.group(2)}") from None
     except RecursionError:  # tomllib nests arrays recursively
-        raise DeviceError(f"{path.name}: arrays or tables nested too deeply for a device file") from None
-    return _device(_Fields(path.name, data))
+        raise DeviceError(f"{label}: arrays or tables nested too deeply for a device file") from None
+    return _device(_Fields(label, data, locations=field_locations(text)))
+
+
+_TABLE = re.compile(r"\s*\[\s*([^\[\]#=]+?)\s*\]\s*(?:#.*)?$")
+_KEY = re.compile(r"(\s*)((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
+
+
+def _dotted(key: str) -> str:
+    parts = re.findall(r"[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'", key)
+    return ".".join(part.strip("\"'") for part in parts)
+
+
+def field_locations(text: str) -> dict[str, tuple[int, int]]:
+    """Where each table (``[cores]``) and key (``cores.count``, dotted) of a TOML text is:
+    ``(line, column)``, 1-based, of the first time it appears (a line scan: device files
+    are flat tables of ``key = value`` lines)."""
+    locations: dict[str, tuple[int, int]] = {}
+    table = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _TABLE.match(line)
+        if header is not None:
+            table = _dotted(header.group(1))
+            locations.setdefault(table, (number, line.index("[") + 1))
+            continue
+        key = _KEY.match(line)
+        if key is not None:
+            parts = [*([table] if table else []), *_dotted(key.group(2)).split(".")]
+            for end in range(1, len(parts) + 1):  # `a.b.c = 1` also places a.b
+                locations.setdefault(".".join(parts[:end]), (number, len(key.group(1)) + 1))
+    return locations
 
 
 def _device(fields: "_Fields") -> Device:
@@ -237,10 +291,24 @@ class _Fields:
 
     _MISSING = object()
 
-    def __init__(self, file_name: str, data: dict[str, Any], names: dict[str, str] | None = None):
+    def __init__(self, file_name: str, data: dict[str, Any], names: dict[str, str] | None = None,
+                 locations: dict[str, tuple[int, int]] | None = None):
         self.file_name = file_name
         self.data = data
         self.names = names or {}   # dotted key -> the name the user wrote (inline descriptions)
+        self.locations = locations  # dotted key -> (line, column) in the file (`field_locations`)
+
+    def error(self, dotted: str, message: str) -> DeviceError:
+        """An error about field ``dotted``: at its place in the file (or the place of its
+        table, for a missing field), else naming the file (or the description)."""
+        if self.locations is not None:
+            key = dotted
+            while key and key not in self.locations:
+                key = key.rpartition(".")[0]
+            if key:
+                line, column = self.locations[key]
+                return DeviceError(message, f"{self.file_name}:{line}:{column}")
+        return DeviceError(f"{self.file_name}: {message}")
 
     def _get(self, dotted: str, default: Any = _MISSING) -> Any:
         node: Any = self.data
@@ -248,7 +316,7 @@ class _Fields:
             if not isinstance(node, dict) or part not in node:
                 if default is not self._MISSING:
                     return default
-                raise DeviceError(f"{self.file_name}: missing field {self.names.get(dotted, dotted)!r}")
+                raise self.error(dotted, f"missing field {self.names.get(dotted, dotted)!r}")
             node = node[part]
         return node
 
@@ -262,7 +330,7 @@ class _Fields:
         """An error naming the first field (dotted) that ``known`` does not list."""
         for key, value in self.data.items():
             if key not in known:
-                raise DeviceError(f"{self.file_name}: unknown field {key!r}; known fields: {', '.join(known)}")
+                raise self.error(key, f"unknown field {key!r}; known fields: {', '.join(known)}")
             inner = known[key]
             if inner is None:
                 if isinstance(value, dict):
@@ -272,14 +340,14 @@ class _Fields:
                 raise self.bad(key, "a table", value)
             for sub in value:
                 if sub not in inner:
-                    raise DeviceError(
-                        f"{self.file_name}: unknown field '{key}.{sub}'; known fields of [{key}]: {', '.join(sorted(inner))}"
+                    raise self.error(
+                        f"{key}.{sub}", f"unknown field '{key}.{sub}'; known fields of [{key}]: {', '.join(sorted(inner))}"
                     )
 
     def bad(self, dotted: str, expected: str, value: Any) -> DeviceError:
         shown = repr(value)
         shown = shown if len(shown) <= 80 else shown[:80] + "..."
-        return DeviceError(f"{self.file_name}: field {self.names.get(dotted, dotted)!r} must be {expected}, got {shown}")
+        return self.error(dotted, f"field {self.names.get(dotted, dotted)!r} must be {expected}, got {shown}")
 
     _bad = bad
 
@@ -296,7 +364,7 @@ class _Fields:
         try:
             return check_device_name(value)
         except DeviceError as error:
-            raise DeviceError(f"{self.file_name}: field {self.names.get(dotted, dotted)!r}: {error}") from None
+            raise self.error(dotted, f"field {self.names.get(dotted, dotted)!r}: {error}") from None
 
     def choice(self, dotted: str, options: tuple[str, ...]) -> str:
         value = self._get(dotted)

@@ -32,6 +32,13 @@ NAME_ATTR = "irc.name"
 WEIGHT_ATTR = "irc.weight"
 MIN_OPSET = 13
 
+MAX_DIMENSION = 1 << 40
+"""The largest tensor dimension irc imports (as `irc-plan` plans: int64 stays exact); it
+bounds the graph's inputs and every node's outputs."""
+MAX_CONSTANT_BYTES = 1 << 30
+"""The largest constant the importer folds (evaluates at import time and stores as a
+weight); a node whose folded output would be larger is an error naming it."""
+
 
 class OnnxImportError(Exception):
     """A model the importer cannot translate; the message says which node and why."""
@@ -168,10 +175,12 @@ def axes(count: int, prefix: str = "d") -> list[str]:
 
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    """The numpy broadcast of ``shapes``; a `NodeError` (the importer names the node)
+    when they do not broadcast."""
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        raise OnnxImportError(f"shapes {', '.join(map(str, shapes))} do not broadcast") from None
+        raise NodeError(f"shapes {', '.join(map(str, shapes))} do not broadcast") from None
 
 
 # ---------------------------------------------------------------------------

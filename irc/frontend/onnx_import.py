@@ -44,6 +44,7 @@ from irc.dialects.te_expr import ExprError
 from irc.frontend.onnx_graph import (  # noqa: F401 (re-exported for the importer's users)
     ImportResult,
     Importer,
+    MAX_DIMENSION,
     MIN_OPSET,
     NAME_ATTR,
     NodeError,
@@ -101,9 +102,6 @@ def load_model(path: str) -> onnx.ModelProto:
 STRIPPED_BYTES = 1 << 16
 """Initializers larger than this lose their data in the importer's copy of the model once
 read into arrays (shape arithmetic reads only small ones)."""
-
-MAX_DIMENSION = 1 << 40
-"""The largest tensor dimension irc imports (as `irc-plan` plans: int64 stays exact)."""
 
 
 def parse_shape_overrides(items) -> dict[str, tuple[int, ...]]:
@@ -195,6 +193,28 @@ def _check_single_assignment(model: onnx.ModelProto) -> None:
                     f"twice; an ONNX graph assigns each value once"
                 )
             defined.add(name)
+
+
+AXIS_ATTRIBUTES = ("axis", "axes", "perm")
+"""Attributes that name dimensions. onnx's checker and shape inference read them as
+32-bit integers and crash the process on a value beyond (LayerNormalization's
+``axis = 2**31`` with its Mean output is a segmentation fault), so they are checked
+first."""
+
+
+def _check_axis_attributes(model: onnx.ModelProto, opset: int) -> None:
+    """Every axis-like attribute within the range of a dimension index (32 bits)."""
+    for node in model.graph.node:
+        for attribute in node.attribute:
+            if attribute.name not in AXIS_ATTRIBUTES:
+                continue
+            values = [attribute.i] if attribute.type == onnx.AttributeProto.INT else list(attribute.ints)
+            bad = next((v for v in values if not -(2**31) < v < 2**31), None)
+            if bad is not None:
+                raise OnnxImportError(
+                    f"node '{node.name or (node.output[0] if node.output else '?')}' ({node.op_type}, opset {opset}): "
+                    f"attribute '{attribute.name}' holds {bad}, which is no dimension of any tensor"
+                )
 
 
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -304,6 +324,7 @@ def import_model(
         model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
     _fix_input_shapes(model, shapes or {})
     _check_single_assignment(model)
+    _check_axis_attributes(model, opset)
     _check_model(model, opset)
     initializers = {}
     for tensor in model.graph.initializer:
@@ -364,8 +385,10 @@ def import_model(
             wrapped = OnnxImportError(f"{label}: {error}")
             wrapped.input_name = getattr(error, "input_name", None)
             raise wrapped from None
-        except OnnxImportError:
-            raise
+        except OnnxImportError as error:
+            if str(error).startswith("node '"):
+                raise
+            raise OnnxImportError(f"{label}: {error}") from None
         except ExprError as error:
             raise OnnxImportError(f"{label}: internal error: {error.message}") from None
     importer.node = None

@@ -19,6 +19,8 @@ from onnx import helper
 from xdsl.dialects.builtin import IntegerAttr, i64
 
 from irc.frontend.onnx_graph import (
+    MAX_CONSTANT_BYTES,
+    MAX_DIMENSION,
     Body,
     Importer,
     NodeError,
@@ -77,37 +79,144 @@ def convert_node(im: Importer, node) -> None:
             values = [attribute.f] if attribute.type == onnx.AttributeProto.FLOAT else list(attribute.floats)
             if any(np.isnan(v) for v in values):
                 raise NodeError(f"attribute '{attribute.name}' is NaN")
+            if any(np.isinf(v) for v in values):  # no expression can state an inf literal
+                raise NodeError(f"attribute '{attribute.name}' is inf; irc takes finite attributes")
+    inferred = [_inferred_shape(im, name) for name in node.output]
+    for name, shape in zip(node.output, inferred):
+        _check_dimensions(name, shape)
     present = [v for v in inputs if v is not None]
     function = CONVERTERS.get(node.op_type)
     outputs = None
     if node.op_type not in NOT_FOLDABLE and all(isinstance(v, np.ndarray) for v in present):
         try:
+            _check_foldable(im, node, inferred)
             outputs = fold(im, node, inputs)
         except NodeError:
-            if function is None:
+            if function is None or function is _must_fold:
                 raise
-            # onnx.reference's kernel failed on these values (a corner case of its own):
-            # compute the node as irc does, at run time, instead
+            # onnx.reference's kernel failed on these values (a corner case of its own),
+            # or the constant would be too large to keep: compute the node as irc does,
+            # at run time, instead
     if outputs is None:
         if function is None:
             raise NodeError("unsupported operator")
+        for name, shape in zip(node.output, inferred):
+            _check_not_empty(name, shape)
         outputs = function(im, node, inputs)
     for name, value in zip(node.output, outputs):
+        if isinstance(value, Tensor):
+            _check_dimensions(name, value.shape)
+            _check_not_empty(name, value.shape)
         if name:
             im.values[name] = value
+
+
+def _inferred_shape(im: Importer, name: str) -> tuple[int, ...] | None:
+    """The static shape shape inference gives the value ``name``, or None."""
+    type_ = im.value_info.get(name) if name else None
+    if type_ is None or not type_.HasField("tensor_type") or not type_.tensor_type.HasField("shape"):
+        return None
+    dims = type_.tensor_type.shape.dim
+    if not all(dim.HasField("dim_value") for dim in dims):
+        return None
+    return tuple(dim.dim_value for dim in dims)
+
+
+def _check_dimensions(name: str, shape: tuple[int, ...] | None) -> None:
+    """Every dimension of output ``name`` within `MAX_DIMENSION` (before the node is
+    converted, where shape inference knows the shape, and of what it converts to)."""
+    if shape is not None and any(d > MAX_DIMENSION for d in shape):
+        raise NodeError(f"output '{name}' would have shape {_shape_text(shape)}: a dimension of more than "
+                        f"{MAX_DIMENSION} (2**40) is beyond what irc plans")
+
+
+def _check_not_empty(name: str, shape: tuple[int, ...] | None) -> None:
+    """A value computed at run time has elements (a folded constant may be empty)."""
+    if name and shape is not None and any(d < 1 for d in shape):
+        raise NodeError(f"output '{name}' would have no elements (shape {_shape_text(shape)}); irc has no empty tensors")
+
+
+def _shape_text(shape) -> str:
+    return "x".join(map(str, shape)) if shape else "a scalar"
+
+
+def _check_foldable(im: Importer, node, inferred) -> None:
+    """Refuse to fold a node whose inferred output would exceed `MAX_CONSTANT_BYTES`."""
+    for name, shape in zip(node.output, inferred):
+        if shape is None:
+            continue
+        type_ = im.value_info[name].tensor_type
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(type_.elem_type)).itemsize
+        except (KeyError, ValueError, TypeError):
+            itemsize = 8
+        nbytes = math.prod(shape) * itemsize
+        if nbytes > MAX_CONSTANT_BYTES:
+            raise NodeError(f"its output '{name}' ({_shape_text(shape)}) is a constant of {nbytes / 2**30:,.0f} GiB; "
+                            f"irc folds constants of at most {MAX_CONSTANT_BYTES >> 30} GiB")
 
 
 def _fold_gather_elements(node, data, indices):
     """GatherElements with numpy (onnx.reference's kernel uses np.choose, which takes at
     most 64 choices, so it fails on a gathered axis longer than 64)."""
-    axis = attr(node, "axis", 0) % data.ndim
+    axis = int(attr(node, "axis", 0))
+    _check_gather_elements(data.shape, indices.shape, axis)
+    axis = axis_index(axis, data.ndim, node)
     if ((indices < -data.shape[axis]) | (indices >= data.shape[axis])).any():
         raise NodeError(f"GatherElements index out of range for axis {axis} of size {data.shape[axis]}")
     return [np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis=axis)]
 
 
+def _check_gather_elements(shape, index_shape, axis: int) -> None:
+    """GatherElements' indices have the data's rank (at least 1) and, along every axis
+    but the gathered one, no more elements than the data."""
+    if len(index_shape) != len(shape) or not shape:
+        raise NodeError(f"indices of shape {tuple(index_shape)} must have the rank of the data {tuple(shape)} "
+                        f"(at least 1)")
+    if any(i > d for position, (i, d) in enumerate(zip(index_shape, shape)) if position != axis % len(shape)):
+        raise NodeError(f"indices of shape {tuple(index_shape)} reach past the data of shape {tuple(shape)}")
+
+
+def _fold_range(node, start, limit, delta):
+    """Range with numpy, saying why it cannot be folded (a delta of 0, a range too long
+    to hold) where onnx.reference would divide by zero or run out of memory."""
+    for name, value in (("start", start), ("limit", limit), ("delta", delta)):
+        if np.asarray(value).size != 1:
+            raise NodeError(f"cannot fold it: its {name} input holds {np.asarray(value).size} values, not one")
+    dtype = np.asarray(start).dtype
+    start, limit, delta = (np.asarray(v).reshape(-1)[0].item() for v in (start, limit, delta))
+    if not all(math.isfinite(v) for v in (start, limit, delta)):
+        raise NodeError(f"cannot fold it: start {start}, limit {limit} and delta {delta} must be finite")
+    if delta == 0:
+        raise NodeError(f"cannot fold it: delta 0 never goes from start {start} to limit {limit}")
+    count = max(math.ceil((limit - start) / delta), 0)
+    if count * dtype.itemsize > MAX_CONSTANT_BYTES:
+        raise NodeError(f"cannot fold it: the range from {start} to {limit} by {delta} has {count} elements; irc "
+                        f"folds constants of at most {MAX_CONSTANT_BYTES >> 30} GiB")
+    return [(start + np.arange(count) * delta).astype(dtype)]
+
+
+def _fold_constant_of_shape(node, shape):
+    """ConstantOfShape with numpy, saying why a shape cannot be made."""
+    dims = ints(shape)
+    value = attr(node, "value")
+    fill = onnx.numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+    if fill.size != 1:
+        raise NodeError(f"cannot fold it: attribute 'value' holds {fill.size} values, not one")
+    if any(d < 0 for d in dims):
+        raise NodeError(f"cannot fold it: the shape input {dims} has a negative dimension")
+    _check_dimensions(node.output[0], tuple(dims))
+    nbytes = math.prod(dims) * fill.dtype.itemsize
+    if nbytes > MAX_CONSTANT_BYTES:
+        raise NodeError(f"cannot fold it: a constant of shape {_shape_text(dims)} takes {nbytes / 2**30:,.0f} GiB; "
+                        f"irc folds constants of at most {MAX_CONSTANT_BYTES >> 30} GiB")
+    return [np.full(dims, fill[0], fill.dtype)]
+
+
 NUMPY_FOLDERS = {
     "GatherElements": _fold_gather_elements,
+    "Range": _fold_range,
+    "ConstantOfShape": _fold_constant_of_shape,
     # the same array, not a copy: a deduplicated initializer reached through Identity
     # chains stays one weight
     "Identity": lambda node, value: [value],
@@ -133,8 +242,11 @@ def fold(im: Importer, node, inputs) -> list[np.ndarray]:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", im.opset)])
     try:
         results = ReferenceEvaluator(model).run(None, feeds)
+    except MemoryError:
+        raise NodeError("cannot fold it: its value needs more memory than this machine gives irc") from None
     except Exception as error:
-        raise NodeError(f"cannot fold constant node: {type(error).__name__}: {error}") from None
+        reason = (str(error).strip().splitlines() or ["onnx.reference cannot evaluate it"])[0]
+        raise NodeError(f"cannot fold it: {reason}") from None
     outputs = []
     for value in results:
         array = np.asarray(value)
@@ -537,12 +649,25 @@ def pad_write(im, x: Value, begin, end, value=0.0) -> Value:
     if windows:
         text += " where " + ", ".join(windows)
     padded = im.emit(body, text, out_shape, dtype_of(x))
-    if float(value) == 0.0:
+    if not np.asarray(value).any():
         return padded
-    mask = np.zeros(out_shape, dtype=bool)
-    mask[tuple(slice(b, b + s) for b, s in zip(begin, shape))] = True
-    fill = np.asarray(value, dtype=dtype_of(x))
+    mask = inside_mask(im, shape, begin, end)
+    fill = np.asarray(value).astype(dtype_of(x))  # exact: an int64 fill never goes through a float
     return elementwise(im, [mask, padded, fill], lambda m, p, f: f"select({m}, {p}, {f})", dtype_of(x))
+
+
+def inside_mask(im, shape, begin, end) -> Value:
+    """A boolean tensor of the padded shape, true where the unpadded tensor of ``shape``
+    lands (``begin``/``end`` elements added per dim, none negative): a constant, or,
+    beyond `MAX_CONSTANT_BYTES`, computed at run time (ones padded with zeros)."""
+    out_shape = tuple(s + b + e for s, b, e in zip(shape, begin, end))
+    if math.prod(out_shape) <= MAX_CONSTANT_BYTES:
+        mask = np.zeros(out_shape, dtype=bool)
+        mask[tuple(slice(b, b + s) for b, s in zip(begin, shape))] = True
+        return mask
+    names = axes(len(shape))
+    ones = im.emit(Body(im), f"M[{join(names)}] = 1", shape, np.dtype(bool))
+    return pad_write(im, ones, begin, end)
 
 
 def slice_read(im, x, starts, stops, steps) -> Value:
@@ -590,12 +715,19 @@ def _conv(im, node, inputs):
     bias = inputs[2] if len(inputs) > 2 else None
     sx, sw = shape_of(x), shape_of(w)
     rank = len(sx) - 2
+    if len(sw) != len(sx):
+        raise NodeError(f"weights of shape {sw} must have the rank of the input {sx}")
     out_shape, dtype = out_info(im, node)
     kernel = list(attr(node, "kernel_shape", sw[2:]))
+    if kernel != list(sw[2:]):
+        raise NodeError(f"kernel_shape {kernel} is not the weights' spatial shape {list(sw[2:])}")
     strides = list(attr(node, "strides", [1] * rank))
     dilations = list(attr(node, "dilations", [1] * rank))
     group = int(attr(node, "group", 1))
+    if group < 1:
+        raise NodeError(f"group must be positive, got {group}")
     begin, end = _auto_pads(node, sx[2:], out_shape[2:], kernel, strides, dilations)
+    _check_window(sx, out_shape, kernel, strides, dilations, begin, end)
     needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape[2:], strides, kernel, dilations)]
     end = [max(0, n - (size + b)) if n > size + b + e else e for n, size, b, e in zip(needed, sx[2:], begin, end)]
     padded = pad_write(im, x, [0, 0, *begin], [0, 0, *end])
@@ -626,6 +758,24 @@ def _conv(im, node, inputs):
     return [elementwise(im, [y, column], lambda a, b: f"{a} + {b}")]
 
 
+def _check_window(sx, out_shape, kernel, strides, dilations, begin, end) -> None:
+    """A convolution's or pooling's window geometry: an input of rank 3 or more, one
+    positive kernel extent, stride and dilation per spatial dimension, pads that are not
+    negative, and an output with elements."""
+    rank = len(sx) - 2
+    if rank < 1:
+        raise NodeError(f"needs an input of rank 3 or more (N, C, spatial dims), got rank {len(sx)}")
+    for name, values in (("kernel_shape", kernel), ("strides", strides), ("dilations", dilations)):
+        if len(values) != rank or any(v < 1 for v in values):
+            raise NodeError(f"attribute {name} {list(values)} must hold {rank} positive values (one per spatial "
+                            f"dimension of the input {sx})")
+    if len(begin) != rank or len(end) != rank or any(p < 0 for p in (*begin, *end)):
+        raise NodeError(f"pads {[*begin, *end]} must hold {2 * rank} values that are not negative")
+    if len(out_shape) != len(sx) or any(d < 1 for d in out_shape):
+        raise NodeError(f"the output would have shape {_shape_text(out_shape)}: the window does not fit the input "
+                        f"{_shape_text(sx)}")
+
+
 def _pool_geometry(im, node, x):
     sx = shape_of(x)
     rank = len(sx) - 2
@@ -634,6 +784,7 @@ def _pool_geometry(im, node, x):
     strides = list(attr(node, "strides", [1] * rank))
     dilations = list(attr(node, "dilations", [1] * rank))
     begin, end = _auto_pads(node, sx[2:], out_shape[2:], kernel, strides, dilations)
+    _check_window(sx, out_shape, kernel, strides, dilations, begin, end)
     needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape[2:], strides, kernel, dilations)]
     extra = [max(0, n - (size + b + e)) for n, size, b, e in zip(needed, sx[2:], begin, end)]
     return out_shape, dtype, kernel, strides, dilations, begin, end, extra
@@ -686,7 +837,8 @@ def _average_pool(im, node, inputs):
     reads = [_affine([(s, h), (d, r)]) for h, r, s, d in zip(space, window, strides, dilations)]
     body = Body(im)
     where = ", ".join(f"{r} in {k}" for r, k in zip(window, kernel))
-    uniform = np.all(counts == counts.reshape(-1)[0])
+    # windows all in the padding (count 0) average to NaN, as 0/0: through the division
+    uniform = np.all(counts == counts.reshape(-1)[0]) and counts.reshape(-1)[0] != 0
     scale = f" * {repr(float(1.0 / counts.reshape(-1)[0]))}" if uniform else ""
     text = f"Y[n,c,{join(space)}] += {body.read(padded, ['n', 'c', *reads])}{scale} where {where}"
     total = im.emit(body, text, out_shape, dtype)
@@ -820,7 +972,14 @@ def _layer_norm(im, node, inputs):
     x, scale = inputs[0], inputs[1]
     bias = inputs[2] if len(inputs) > 2 else None
     shape = shape_of(x)
+    if not shape:
+        raise NodeError("needs an input of rank 1 or more, got a scalar")
     axis = axis_index(int(attr(node, "axis", -1)), len(shape), node)
+    for what, value in (("Scale", scale), ("B", bias)):
+        if value is not None and (len(shape_of(value)) > len(shape) - axis
+                                  or broadcast_shapes(shape_of(value), shape[axis:]) != shape[axis:]):
+            raise NodeError(f"{what} of shape {shape_of(value)} does not broadcast to the normalized dimensions "
+                            f"{shape[axis:]}")
     epsilon = repr(float(np.float32(attr(node, "epsilon", 1e-5))))
     stash = onnx_dtype(attr(node, "stash_type", 1))
     dtype = dtype_of(x)
@@ -865,6 +1024,8 @@ def _batch_norm(im, node, inputs):
     x, scale, bias, mean, var = inputs[:5]
     epsilon = repr(float(np.float32(attr(node, "epsilon", 1e-5))))
     shape = shape_of(x)
+    if not shape:
+        raise NodeError("needs an input of rank 1 or more (N, C, ...), got a scalar")
     names = axes(len(shape))
     channel = [names[1]] if len(shape) > 1 else [names[0]]
     body = Body(im)
@@ -1033,17 +1194,23 @@ def _tile(im, node, inputs):
     x = inputs[0]
     repeats = ints(constant(node, inputs[1], "the repeats input"))
     shape = shape_of(x)
+    if len(repeats) != len(shape) or any(r < 1 for r in repeats):
+        raise NodeError(f"repeats {repeats} must be one positive count per dimension of the input {shape} (irc has "
+                        f"no empty tensors)")
     names = axes(len(shape))
     y_idx, bindings, out_shape = [], [], []
-    for name, size, repeat in zip(names, shape, repeats):
+    reads = list(names)
+    for position, (name, size, repeat) in enumerate(zip(names, shape, repeats)):
         out_shape.append(size * repeat)
         if repeat == 1:
             y_idx.append(name)
         else:
             y_idx.append(f"{size}*t{name}+{name}" if size > 1 else f"t{name}")
             bindings.append(f"t{name} in {repeat}")
+            if size == 1:  # the repeated element itself: no axis of its own
+                reads[position] = "0"
     body = Body(im)
-    text = f"Y[{join(y_idx)}] = {body.read(x, names)}"
+    text = f"Y[{join(y_idx)}] = {body.read(x, reads)}"
     if bindings:
         text += " where " + ", ".join(bindings)
     return [im.emit(body, text, out_shape, dtype_of(x))]
@@ -1179,6 +1346,7 @@ def _gather_elements(im, node, inputs):
     x, indices = inputs
     shape = shape_of(x)
     axis = axis_index(int(attr(node, "axis", 0)), len(shape), node)
+    _check_gather_elements(shape, shape_of(indices), axis)
     indices = _normalised_indices(im, indices, shape[axis])
     index_shape = shape_of(indices)
     names = axes(len(shape))
@@ -1209,11 +1377,11 @@ def _pad(im, node, inputs):
         padded = pad_write(im, x, begin, end)
         if padded is x:
             return [x]
-        mask = np.zeros(shape_of(padded), dtype=bool)
-        mask[tuple(slice(max(b, 0), max(b, 0) + s + min(b, 0) + min(e, 0)) for b, e, s in zip(begin, end, shape))] = True
+        kept = [s + min(b, 0) + min(e, 0) for b, e, s in zip(begin, end, shape)]
+        mask = inside_mask(im, kept, [max(b, 0) for b in begin], [max(e, 0) for e in end])
         scalar = reshape(im, value, ())
         return [elementwise(im, [mask, padded, scalar], lambda m, p, f: f"select({m}, {p}, {f})", dtype_of(x))]
-    fill = float(np.asarray(value).reshape(-1)[0]) if np.asarray(value).size else 0.0
+    fill = np.asarray(value).reshape(-1)[0] if np.asarray(value).size else np.zeros((), dtype_of(x))
     return [pad_write(im, x, begin, end, fill)]
 
 
@@ -1231,9 +1399,11 @@ def _size(im, node, inputs):
 
 @converter("ConstantOfShape", "Range", "Constant")
 def _must_fold(im, node, inputs):
+    """These ops make constants: they are folded (`fold`) or are an error naming the
+    input computed at run time."""
     for value in inputs:
         constant(node, value, "every input")
-    raise NodeError("cannot fold")  # unreachable: constant inputs fold before dispatch
+    raise NodeError("cannot fold it")  # unreachable: a failed fold raises its own reason
 
 
 # ---------------------------------------------------------------------------
@@ -1282,6 +1452,8 @@ def _cumsum(im, node, inputs):
 @converter("ArgMax", "ArgMin")
 def _arg(im, node, inputs):
     x = inputs[0]
+    if not shape_of(x):
+        raise NodeError("needs an input of rank 1 or more, got a scalar")
     axis = axis_index(int(attr(node, "axis", 0)), len(shape_of(x)), node)
     if attr(node, "keepdims", 1) not in (0, 1):
         raise NodeError(f"keepdims must be 0 or 1, got {attr(node, 'keepdims', 1)}")
@@ -1339,6 +1511,9 @@ def _per_axis(value, x, node):
     if value is None or len(shape_of(value)) == 0 or (isinstance(value, np.ndarray) and value.size == 1):
         return value.reshape(()) if isinstance(value, np.ndarray) else value
     rank = len(shape_of(x))
+    if rank == 0:
+        raise NodeError(f"a per-axis scale or zero point of shape {shape_of(value)} needs an input of rank 1 or "
+                        f"more, got a scalar")
     axis = axis_index(int(attr(node, "axis", 1)), rank, node)
     if not isinstance(value, np.ndarray):
         raise NodeError("a per-axis scale or zero point must be a constant")

@@ -10,13 +10,13 @@ Convention (what `irc-translate` writes and `irc-run` reads):
   printed IR stays readable whatever the model's size.
 
 `irc.runner.run_function` fills weight arguments the caller did not pass from that
-file (`load_weights`).
+file (`irc.runner.read_arrays`: only the weights the function reads, each checked
+from its header before it is loaded).
 """
 
 from __future__ import annotations
 
 import os
-import zipfile
 from collections.abc import Mapping
 
 import numpy as np
@@ -28,10 +28,6 @@ WEIGHTS_ATTR = "irc.weights"
 """Module attribute: the path of the side ``.npz`` of weights."""
 WEIGHT_ATTR = "irc.weight"
 """Unit argument attribute marking an argument as a weight."""
-
-
-class WeightsError(Exception):
-    pass
 
 
 def weights_path_for(ir_path: str) -> str:
@@ -59,13 +55,3 @@ def module_weights_file(module: ModuleOp, base_dir: str | None) -> str | None:
     if not os.path.isabs(path):
         path = os.path.join(base_dir or os.getcwd(), path)
     return path
-
-
-def load_weights(path: str) -> dict[str, np.ndarray]:
-    if not os.path.isfile(path):
-        raise WeightsError(f"the module's weights file {path} does not exist")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except (ValueError, OSError, zipfile.BadZipFile) as error:
-        raise WeightsError(f"{path} is not a readable .npz file of weights ({error})") from None

@@ -113,6 +113,19 @@ def moved(movements, whole: np.ndarray) -> np.ndarray:
     return whole
 
 
+def fill_value(value: float, dtype: np.dtype):
+    """A fill's (or a store's) f64 ``value`` in a buffer of ``dtype``: an integer buffer saturates (an
+    int64 min= accumulator's identity, the type's maximum, is 2**63 as an f64), NaN fills
+    an integer buffer with 0."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        if value != value:
+            return 0
+        info = np.iinfo(dtype)
+        return max(info.min, min(info.max, int(value) if abs(value) < 2.0**64 else (info.max if value > 0 else info.min)))
+    return value
+
+
 @register_impls
 class DeviceFunctions(InterpreterFunctions):
     def chip_for(self, interpreter: Interpreter, op) -> Chip:
@@ -160,7 +173,8 @@ class DeviceFunctions(InterpreterFunctions):
     def run_store(self, interpreter: Interpreter, op: StoreOp, args: tuple[Any, ...]):
         (buffer,) = args
         type_ = op.result.type
-        host = np.full(op.assembled_shape(), op.fill.value.data, dtype=numpy_dtype(type_.get_element_type()))
+        dtype = numpy_dtype(type_.get_element_type())
+        host = np.full(op.assembled_shape(), fill_value(op.fill.value.data, dtype), dtype=dtype)
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
         self.chip_for(interpreter, op).store(buffer, host, origins, op.writers(buffer.cores), where(op))
         return (moved(op.movements(), host),)
@@ -191,7 +205,7 @@ class DeviceFunctions(InterpreterFunctions):
 
     @impl(FillOp)
     def run_fill(self, interpreter: Interpreter, op: FillOp, args: tuple[Any, ...]):
-        self.chip_for(interpreter, op).fill(args[0], op.value.value.data, where(op))
+        self.chip_for(interpreter, op).fill(args[0], fill_value(op.value.value.data, args[0].dtype), where(op))
         return ()
 
     def _compute(self, interpreter, op, args):

@@ -34,6 +34,7 @@ from irc.dialects.te_expr import (
     IndirectIndex,
     fold,
     walk_accesses,
+    walk_nodes,
 )
 
 # Elements of the iteration space materialised at once by the general path.
@@ -89,7 +90,7 @@ _FUNCTIONS = {
     "abs": np.abs,
     "max": np.maximum,
     "min": np.minimum,
-    "pow": np.power,
+    "pow": lambda base, exponent: _power(base, exponent),
     "mod": np.mod,
     "fmod": np.fmod,
     "floor": np.floor,
@@ -104,6 +105,19 @@ _FUNCTIONS = {
     "xor": np.logical_xor,
     "select": lambda condition, a, b: np.where(np.asarray(condition) != 0, a, b),
 }
+
+
+def _power(base, exponent) -> np.ndarray:
+    """``base ** exponent``; an integer to a negative integer power truncates as C's
+    and ONNX's do (1 for a base of 1, +-1 for -1, else 0) where numpy refuses it."""
+    base, exponent = np.asarray(base), np.asarray(exponent)
+    if base.dtype.kind in "iub" and exponent.dtype.kind in "iub":
+        negative = exponent < 0
+        if negative.any():
+            powers = np.power(base, np.where(negative, 0, exponent))
+            inverse = np.where(base == 1, 1, np.where(base == -1, np.where(exponent % 2 == 0, 1, -1), 0))
+            return np.where(negative, inverse, powers)
+    return np.power(base, exponent)
 
 
 def _apply(function: str, args: list[np.ndarray]) -> np.ndarray:
@@ -144,6 +158,18 @@ def _evaluate(bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype) -
         for name, a in zip(expr.inputs, inputs)
     }
     out_shape = bound.shapes[expr.output.tensor]
+    factors = _einsum_plan(bound)
+    if factors is not None:
+        result = _evaluate_einsum(bound, factors, arrays, work)
+    else:
+        result = _evaluate_general(bound, arrays, work, out_shape, np.dtype(out_dtype))
+    return result.astype(out_dtype)
+
+
+def _einsum_plan(bound: BoundExpr) -> list[Expr] | None:
+    """The factors `bound` is computed from by one einsum, or None when it takes the
+    general path."""
+    expr = bound.expr
     factors = _einsum_factors(expr.body)
     extent = bound.extent
     if (
@@ -159,10 +185,40 @@ def _evaluate(bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype) -
         and all(i.simple_axis for i in expr.output.indices)
         and any(isinstance(f, Access) for f in factors)
     ):
-        result = _evaluate_einsum(bound, factors, arrays, work)
-    else:
-        result = _evaluate_general(bound, arrays, work, out_shape, np.dtype(out_dtype))
-    return result.astype(out_dtype)
+        return factors
+    return None
+
+
+MAX_GENERAL_POINTS = 1 << 30
+"""Most iteration points the general path evaluates for one op (about a minute of
+numpy); a product of plain reads (the einsum path) has no such bound."""
+MAX_GENERAL_WORK = 1 << 31
+"""Most node evaluations (iteration points times the nodes of the body: each is one
+numpy pass) the general path does for one op."""
+MAX_ROW_POINTS = 1 << 26
+"""Most iteration points of one step along the first axis (the general path's smallest
+chunk: the memory of its intermediates)."""
+
+
+def evaluation_limit(bound: BoundExpr) -> str | None:
+    """Why the interpreter will not evaluate `bound` (the general path's time and memory
+    are bounded: `MAX_GENERAL_POINTS`, `MAX_ROW_POINTS`), or None when it will."""
+    if _einsum_plan(bound) is not None:
+        return None
+    extents = [e for _, e in bound.extents]
+    points = math.prod(extents)
+    if points > MAX_GENERAL_POINTS:
+        return (f"iterates over {points} points; the interpreter evaluates at most {MAX_GENERAL_POINTS} (2**30) "
+                f"for an op that is not a product of plain reads")
+    nodes = sum(1 for _ in walk_nodes(bound.expr.body))
+    if points * nodes > MAX_GENERAL_WORK:
+        return (f"evaluates its body of {nodes} nodes at {points} points ({points * nodes} evaluations); the "
+                f"interpreter does at most {MAX_GENERAL_WORK} (2**31) for an op that is not a product of plain reads")
+    row = math.prod(extents[1:])
+    if row > MAX_ROW_POINTS:
+        return (f"iterates over {row} points per element of its first axis; the interpreter holds at most "
+                f"{MAX_ROW_POINTS} (2**26) at once")
+    return None
 
 
 def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
@@ -190,11 +246,17 @@ def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
     multiplicity = math.prod(bound.extent[a] for a in unread)
     result = np.asarray(result, dtype=work)
     if scale != 1.0 or multiplicity != 1:
-        result = result * work.type(scale * multiplicity)
+        factor = scale * multiplicity
+        # integer arithmetic wraps as the chip's does; a factor beyond int64 scales in f64
+        exact = work.kind == "f" or (float(factor).is_integer() and -(2**63) <= factor < 2**63)
+        result = result * (work.type(factor) if exact else np.float64(factor))
     return result
 
 
 def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
+    limit = evaluation_limit(bound)
+    if limit is not None:  # `irc.runner` refuses such an op, located, before anything runs
+        raise InterpretationError(f"'{bound.expr}' {limit}")
     expr = bound.expr
     axes = [a for a, _ in bound.extents]
     extents = [e for _, e in bound.extents]
@@ -309,7 +371,9 @@ def _eval_body(expr: Expr, grids, arrays, work, out_dtype, shapes) -> np.ndarray
 
 def _eval_node(expr: Expr, operands, grids, arrays, work, out_dtype, shapes) -> np.ndarray:
     if isinstance(expr, Const):
-        if work.kind != "f" and float(expr.value).is_integer():
+        # an integer constant in integer arithmetic (one beyond int64, such as pow's
+        # exponent or select's condition, whose type nothing fixes, computes in f64)
+        if work.kind != "f" and float(expr.value).is_integer() and -(2**63) <= expr.value < 2**63:
             return np.asarray(int(expr.value), dtype=np.int64)
         return np.asarray(expr.value, dtype=work if work.kind == "f" else np.float64)
     if isinstance(expr, Access):

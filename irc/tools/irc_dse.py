@@ -13,10 +13,12 @@ and exit status 1; a sweep that fails midway keeps the CSV of the points it fini
 
 from __future__ import annotations
 
+import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, CancelledError, ProcessPoolExecutor
 
-from irc.diagnostics import ArgumentParser
+from irc.diagnostics import ArgumentParser, as_diagnostic, guarded_main
+from irc.output import OutputError, check_output
 
 
 class DseToolError(Exception):
@@ -61,9 +63,9 @@ def _arguments(argv):
     return parser.parse_args(argv)
 
 
-def _executor(args):
+def _executor(args, count: int):
     if not args.scheduler:
-        return ProcessPoolExecutor(max_workers=max(1, args.workers)), None
+        return ProcessPoolExecutor(max_workers=min(args.workers, count)), None
     try:
         from distributed import Client
     except ImportError:
@@ -71,63 +73,91 @@ def _executor(args):
     try:
         client = Client(args.scheduler, timeout="5s")
     except (OSError, TimeoutError, ValueError) as error:
-        raise DseToolError(f"cannot reach the Dask scheduler {args.scheduler}: "
-                           f"{str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+        reason = (str(error).strip().splitlines() or ["no answer"])[0]
+        raise DseToolError(f"cannot reach the Dask scheduler {args.scheduler}: {reason}") from None
     return client.get_executor(), client
+
+
+_SWEEP_FAILURES = (ValueError, OSError, TimeoutError, CancelledError, BrokenExecutor)
+"""What a point's failure is when it is not irc's fault: a point no plan fits (the
+planner's errors are ValueErrors), a worker process that died, a cluster gone away."""
+
+
+def _check_outputs(args) -> None:
+    """--csv and --png name new or regular files that are not the device file, nor each
+    other; checked before anything runs."""
+    read = [(args.device, "the --device file")] if os.path.isfile(args.device) else []
+    check_output(args.csv, "--csv", read)
+    if args.png:
+        check_output(args.png, "--png", [*read, (args.csv, "the --csv file")])
+        if os.path.realpath(args.png) == os.path.realpath(args.csv):
+            raise OutputError("--csv and --png name the same file; choose two paths")
 
 
 def run(argv=None) -> int:
     from irc.devices import DeviceError, load_device
-    from irc.dse import DseError, Workload, plot, point_device, points, sweep
+    from irc.dse import DseError, PointFailed, Workload, plot, point_device, points, sweep
+    from irc.planner.elk import DESIGNS
     from irc.progress import Progress
 
     args = _arguments(argv)
     designs = tuple(d for d in args.designs.split(",") if d)
-    from irc.planner.elk import DESIGNS
-
-    for design in designs:
-        if design not in DESIGNS:
-            print(f"irc-dse: error: --designs: unknown design {design!r}; known: {', '.join(DESIGNS)}", file=sys.stderr)
-            return 1
     try:
+        for design in designs:
+            if design not in DESIGNS:
+                raise DseToolError(f"--designs: unknown design {design!r}; known: {', '.join(DESIGNS)}")
+        if not designs:
+            raise DseToolError("--designs: give at least one design")
+        for flag, value in (("--batch", args.batch), ("--seq", args.seq), ("--chips", args.chips),
+                            ("--scale", args.scale), ("--layers", args.layers or 1), ("--workers", args.workers)):
+            if value < 1:
+                raise DseToolError(f"{flag} must be a positive integer, got {value}")
+        _check_outputs(args)
         sweep_points = points(_floats(args.hbm, "--hbm"), _floats(args.link, "--link"),
                               [t for t in args.topology.split(",") if t], _ints(args.cores, "--cores"))
         base = load_device(args.device)
         point_device(base, sweep_points[0])
-    except (DseError, DeviceError, DseToolError) as error:
-        print(f"irc-dse: error: {error}", file=sys.stderr)
-        return 1
-    if args.png:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            print("irc-dse: error: --png needs matplotlib (pip install 'irc[plot]')", file=sys.stderr)
-            return 1
-    workload = Workload(args.model, args.batch, args.seq, args.chips, args.layers, args.scale, designs)
-    try:
-        executor, client = _executor(args)
-    except DseToolError as error:
-        print(f"irc-dse: error: {error}", file=sys.stderr)
+        if args.png:
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                raise DseToolError("--png needs matplotlib (pip install 'irc[plot]')") from None
+        workload = Workload(args.model, args.batch, args.seq, args.chips, args.layers, args.scale, designs)
+        executor, client = _executor(args, len(sweep_points))
+    except (DseError, DeviceError, DseToolError, OutputError) as error:
+        print(as_diagnostic(str(error)), file=sys.stderr)
         return 1
     try:
         with Progress(len(sweep_points), "irc-dse") as bar:
             rows = sweep(args.device, workload, sweep_points, executor, args.csv, bar.advance)
-    except Exception as error:  # a worker or the cluster failed: the finished points stay in the CSV
-        print(f"irc-dse: error: the sweep stopped: {str(error).splitlines()[0] if str(error) else type(error).__name__} "
-              f"(finished points kept in {args.csv})", file=sys.stderr)
+    except PointFailed as failed:  # the finished points stay in the CSV
+        cause = failed.error
+        if not isinstance(cause, _SWEEP_FAILURES):
+            raise cause from None  # irc's own fault: an internal error (guarded_main)
+        message = (str(cause).strip().splitlines() or ["its worker process ended without a message"])[0]
+        kept = (f"the {failed.finished} finished point(s) are kept in {args.csv}" if failed.finished
+                else f"no point finished; {args.csv} is as it was")
+        print(f"error: the sweep stopped at {failed.describe()}: {message} ({kept})", file=sys.stderr)
+        return 1
+    except OSError as error:  # the CSV could not be written
+        print(f"error: cannot write the --csv file {args.csv}: {error.strerror or error}", file=sys.stderr)
         return 1
     finally:
         executor.shutdown(wait=False)
         if client is not None:
             client.close()
     if args.png:
-        plot(rows, args.png)
+        try:
+            plot(rows, args.png)
+        except OSError as error:
+            print(f"error: cannot write the --png file {args.png}: {error.strerror or error}", file=sys.stderr)
+            return 1
     print(f"{len(sweep_points)} points, {len(rows)} rows -> {args.csv}" + (f", {args.png}" if args.png else ""))
     return 0
 
 
 def main() -> None:
-    sys.exit(run())
+    sys.exit(guarded_main(run))
 
 
 if __name__ == "__main__":

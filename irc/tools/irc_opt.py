@@ -22,6 +22,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from irc import universe
 from irc.diagnostics import (
     ArgumentParser,
+    as_diagnostic,
     LocatingParser,
     clean_message,
     format_parse_error,
@@ -132,6 +133,19 @@ class IrcOptMain(xDSLOptMain):
             return stream, "mlir"
         return super().get_input_stream()
 
+    def _option_files(self) -> list[tuple[str, str]]:
+        """The files the pipeline's pass options name (a device file, a plug-in's data):
+        inputs of the run as much as the program is, so ``-o`` may not name them."""
+        if not self.args.passes:
+            return []
+        files = []
+        for spec in parse_pipeline(self.args.passes):
+            for option, values in spec.parameters.items():
+                for value in values:
+                    if isinstance(value, str) and value and os.path.isfile(value):
+                        files.append((value, f"the file pass '{spec.name}' reads (option {option}={value})"))
+        return files
+
     def prepare_output(self):
         if self.args.output_file is None:
             return sys.stdout
@@ -143,7 +157,7 @@ class IrcOptMain(xDSLOptMain):
         output = self.args.output_file
         if output is not None:
             try:
-                check_output(output, "-o", [(self.args.input_file, "the input")])
+                check_output(output, "-o", [(self.args.input_file, "the input"), *self._option_files()])
             except OutputError as error:
                 raise _Diagnostic(f"error: {error}") from None
         try:
@@ -200,7 +214,7 @@ def _run(tool: type[xDSLOptMain], args: Sequence[str] | None) -> int:
         print(f"error: no such file: {error.args[0]}", file=sys.stderr)
         return 1
     except _Diagnostic as error:
-        print(error.args[0], file=sys.stderr)
+        print(as_diagnostic(error.args[0]), file=sys.stderr)
         return 1
     except ParseError as error:
         print(format_parse_error(error), file=sys.stderr)
@@ -218,9 +232,7 @@ def _as_error(text: str) -> str:
     lines = text.strip().splitlines()
     if not lines:
         return "error: the pass failed without saying why"
-    first = clean_message(lines[0])
-    first = first if ": error: " in first else f"error: {first}"
-    return "\n".join([first, *lines[1:]])
+    return as_diagnostic("\n".join([clean_message(lines[0]), *lines[1:]]))
 
 
 def main() -> None:

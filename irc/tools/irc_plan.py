@@ -37,7 +37,7 @@ import sys
 import time
 
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
-from irc.diagnostics import ArgumentParser, guarded_main
+from irc.diagnostics import ArgumentParser, as_diagnostic, guarded_main
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 from irc.output import OutputError, check_output, write_atomically
 
@@ -320,14 +320,14 @@ def _guarded(function, args) -> int:
     try:
         return function(args)
     except (PlanToolError, ModelSourceError) as error:
-        print(error.args[0], file=sys.stderr)
+        print(as_diagnostic(error.args[0]), file=sys.stderr)
         return 1
     except CostModelError as error:  # e.g. seed003 asked to price an elementwise op
         print(f"error: {error}; choose another --cost", file=sys.stderr)
         return 1
     except DiagnosticException as error:  # a program given to --model that does not verify
         text = str(error)
-        print(text if ": error: " in text.split("\n", 1)[0] else f"error: {text}", file=sys.stderr)
+        print(as_diagnostic(text), file=sys.stderr)
         return 1
 
 

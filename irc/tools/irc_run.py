@@ -17,8 +17,6 @@ import io
 import json
 import os
 import sys
-import zipfile
-import zlib
 
 import numpy as np
 from xdsl.interpreter import InterpretationError
@@ -54,25 +52,6 @@ def _print_result(name: str, value: np.ndarray) -> None:
         print(value)
 
 
-_UNREADABLE = (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
-               RuntimeError)
-"""What numpy and zipfile raise for a damaged, encrypted or oddly compressed archive."""
-
-
-def _check_member(archive, name: str, shape: tuple[int, ...], path: str) -> None:
-    """The member's shape and dtype, read from its header: a wrong or huge array, or
-    data that are not numbers, is refused before numpy inflates it."""
-    member_name = name if name in archive.zip.namelist() else f"{name}.npy"
-    with archive.zip.open(member_name) as member:
-        version = np.lib.format.read_magic(member)
-        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        stored, _, dtype = read_header(member)
-    if tuple(stored) != shape:
-        raise RunError(f"input '{name}' has shape {tuple(stored)} but the function expects {shape} ({path})")
-    if dtype.kind not in "biuf":
-        raise RunError(f"input '{name}' holds {dtype} data; the function expects numbers or booleans ({path})")
-
-
 def run(argv=None) -> int:
     args = _arguments(argv)
     try:
@@ -95,7 +74,8 @@ def run(argv=None) -> int:
         except TargetError as error:
             op = error.op
             raise RunError(f"{location_of(op)}: error: '{op.name}' op {error}") from None
-        protected = [(args.input_file, "the program"), (args.inputs, "the --inputs file")]
+        protected = [(args.input_file, "the program"), (args.inputs, "the --inputs file"),
+                     *runner.files_read(module)]
         try:
             if args.output:
                 check_output(args.output, "--output", protected)
@@ -106,26 +86,9 @@ def run(argv=None) -> int:
         if args.output and args.trace and os.path.realpath(args.output) == os.path.realpath(args.trace):
             raise RunError("--output and --trace name the same file; choose two paths")
         inputs = None
-        if args.inputs:
-            if not os.path.isfile(args.inputs):
-                raise RunError(f"no such file: {args.inputs}")
-            try:
-                archive = np.load(args.inputs, allow_pickle=False)
-            except _UNREADABLE as error:
-                raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise RunError(f"{args.inputs} holds one unnamed array; --inputs takes an .npz of arrays by name")
-            with archive:
-                signature = runner.find_function(module, args.entry)
-                expected = dict(zip(signature.arg_names, signature.function.function_type.inputs))
-                try:  # only the members the function reads, each checked before it is loaded
-                    inputs = {}
-                    for name in archive.files:
-                        if name in expected:
-                            _check_member(archive, name, tuple(expected[name].get_shape()), args.inputs)
-                            inputs[name] = archive[name]
-                except _UNREADABLE as error:
-                    raise RunError(f"{args.inputs} is not a readable .npz file ({error})") from None
+        if args.inputs:  # only the members the function reads, each checked before it is loaded
+            signature = runner.find_function(module, args.entry)
+            inputs = runner.read_arrays(args.inputs, runner.argument_shapes(signature), "input", "--inputs")
         results, report = runner.run(module, inputs, args.entry, args.seed, args.allow_lossy)
     except ParseError as error:
         print(format_parse_error(error), file=sys.stderr)

@@ -106,11 +106,13 @@ def run(argv=None) -> int:
     try:
         if not os.path.isfile(model_path):
             raise TranslateError(f"no such file: {model_path}")
+        read = [(model_path, "the input model"),
+                *((path, f"the --constant {name} file") for name, _, path in (c.partition("=") for c in args.constant))]
         try:
             if args.output:
-                check_output(args.output, "-o", [(model_path, "the input model")])
+                check_output(args.output, "-o", read)
             if args.weights:
-                check_output(args.weights, "--weights", [(model_path, "the input model"), (args.output, "the -o file")])
+                check_output(args.weights, "--weights", [*read, (args.output, "the -o file")])
                 if args.output and os.path.abspath(args.weights) == os.path.abspath(args.output):
                     raise OutputError("--weights and -o name the same file; choose two paths")
         except OutputError as error:
@@ -134,7 +136,7 @@ def run(argv=None) -> int:
             if _same_file(weights_file, model_path):
                 raise TranslateError("the weights file would overwrite the input model; use --weights")
             try:
-                check_output(weights_file, "the weights file", [(model_path, "the input model")])
+                check_output(weights_file, "the weights file", read)
                 save_weights(weights_file, result.weights)
             except OutputError as error:
                 raise TranslateError(str(error)) from None

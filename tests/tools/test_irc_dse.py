@@ -33,16 +33,20 @@ def test_unreachable_scheduler_is_one_line_and_keeps_the_csv(tmp_path, capsys):
     out.write_text("point,hbm_gbps\n0,16\n")
     assert run(SWEEP + ["--csv", str(out), "--scheduler", "tcp://127.0.0.1:9"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("irc-dse: error: cannot reach the Dask scheduler tcp://127.0.0.1:9") and "\n" not in err
+    assert err.startswith("error: cannot reach the Dask scheduler tcp://127.0.0.1:9") and "\n" not in err
     assert out.read_text() == "point,hbm_gbps\n0,16\n"
 
 
 @pytest.mark.parametrize("flag, value, message", [
-    ("--hbm", "0", "--hbm: bandwidth must be a positive number of GB/s, got 0.0"),
+    ("--hbm", "0", "--hbm: bandwidth must be a positive number of GB/s (at most 1e6), got 0.0"),
     ("--hbm", "fast", "--hbm: expected comma-separated numbers, got 'fast'"),
-    ("--link", "-5", "--link: bandwidth must be a positive number of GB/s, got -5.0"),
+    ("--link", "-5", "--link: bandwidth must be a positive number of GB/s (at most 1e6), got -5.0"),
     ("--topology", "torus", "--topology: unknown topology 'torus'; known: all-to-all, mesh-2d"),
-    ("--cores", "0", "--cores: a core count must be a positive integer, got 0"),
+    ("--cores", "0", "--cores: a core count must be a positive integer of at most 1048576, got 0"),
+    ("--hbm", ",", "--hbm: give at least one value"),
+    ("--hbm", "1e300", "--hbm: bandwidth must be a positive number of GB/s (at most 1e6), got 1e+300"),
+    ("--batch", "0", "--batch must be a positive integer, got 0"),
+    ("--designs", "fast", "--designs: unknown design 'fast'; known: basic, static, dyn, full, ideal"),
     ("--device", "tiny16", "the base device of a sweep needs off-chip memory"),
 ])
 def test_bad_sweep_names_the_field(tmp_path, capsys, flag, value, message):
@@ -50,23 +54,85 @@ def test_bad_sweep_names_the_field(tmp_path, capsys, flag, value, message):
     args[args.index(flag) + 1] = value
     assert run(args) == 1
     err = capsys.readouterr().err.strip()
-    assert err == f"irc-dse: error: {message}" or (message in err and err.count("\n") == 0), err
+    assert err == f"error: {message}" or (message in err and err.count("\n") == 0), err
     assert not (tmp_path / "x.csv").exists()
 
 
-def test_a_sweep_that_fails_midway_keeps_its_finished_points(tmp_path, capsys):
-    # one worker runs the points in order: 16 cores plan, 2 cores hold no plan of the qkv op
+def test_a_point_that_fails_midway_keeps_the_finished_points(tmp_path, capsys):
+    """A core count no plan fits stops the sweep at that point: one line naming the
+    point and why, exit 1, and the CSV holds the points that finished before it."""
     out = tmp_path / "sweep.csv"
     args = SWEEP + ["--csv", str(out), "--workers", "1"]
-    for flag, value in (("--cores", "16,2"), ("--topology", "all-to-all"), ("--hbm", "16")):
-        args[args.index(flag) + 1] = value
+    args[args.index("--cores") + 1] = "16,1"
+    args[args.index("--topology") + 1] = "all-to-all"
+    args[args.index("--hbm") + 1] = "16"
     assert run(args) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("irc-dse: error: the sweep stopped: ") and "\n" not in err, err
-    assert f"finished points kept in {out}" in err
+    assert err.startswith("error: the sweep stopped at point 1 (HBM 16 GB/s, links 5.5 GB/s, all-to-all, 1 cores): "
+                          "no plan fits"), err
+    assert err.endswith(f"(the 1 finished point(s) are kept in {out})") and "\n" not in err
     lines = out.read_text().splitlines()
-    assert lines[0] == "point,hbm_gbps,link_gbps,topology,cores,design,latency_ms,of_ideal"
-    assert [line.split(",")[4] for line in lines[1:]] == ["16", "16"]      # basic and dyn of the first point
+    assert lines[0].startswith("point,") and [line.split(",")[:6] for line in lines[1:]] == [
+        ["0", "16", "5.5", "all-to-all", "16", "basic"], ["0", "16", "5.5", "all-to-all", "16", "dyn"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.csv"]  # no temporary or .partial left
+
+
+def test_a_failure_before_any_point_finishes_leaves_the_csv_as_it_was(tmp_path, capsys):
+    out = tmp_path / "sweep.csv"
+    out.write_text("mine\n")
+    args = SWEEP + ["--csv", str(out), "--workers", "1"]
+    args[args.index("--cores") + 1] = "1"
+    assert run(args) == 1
+    assert f"no point finished; {out} is as it was" in capsys.readouterr().err
+    assert out.read_text() == "mine\n"
+
+
+def test_an_internal_failure_of_a_point_is_an_internal_error(tmp_path, capsys, monkeypatch):
+    """A bug in a worker is irc's fault: one `error: internal error:` line asking for a
+    report, never its class name."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from irc.diagnostics import guarded_main
+    from irc.tools import irc_dse
+
+    def broken(*args):
+        raise KeyError("latency")
+
+    monkeypatch.delenv("IRC_TRACEBACK", raising=False)
+    monkeypatch.setattr("irc.dse.evaluate", broken)
+    monkeypatch.setattr(irc_dse, "_executor", lambda args, count: (ThreadPoolExecutor(1), None))
+    assert guarded_main(lambda: run(SWEEP + ["--csv", str(tmp_path / "s.csv")])) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: internal error: 'latency' (please report it") and err.count("\n") == 1
+    assert "KeyError" not in err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--device", "{dev}", "--csv", "{dev}"], "--csv {dev} would overwrite the --device file; choose another path"),
+    (["--csv", "{dir}"], "--csv {dir} is a directory; give a file name"),
+    (["--csv", "{dir}/s.csv", "--png", "{dir}/s.csv"], "--csv and --png name the same file; choose two paths"),
+    (["--device", "{dev}", "--csv", "{dir}/s.csv", "--png", "{dev}"], "--png {dev} would overwrite the --device file; choose another path"),
+    (["--csv", "{dir}/missing/s.csv"], "--csv {dir}/missing/s.csv: directory {dir}/missing does not exist"),
+])
+def test_outputs_never_replace_the_device_file_and_are_checked_first(tmp_path, capsys, flags, message):
+    """`--device hbm.toml --csv hbm.toml` wrote the CSV over the device file; `--csv adir`
+    left `adir.partial`."""
+    from pathlib import Path
+
+    device = tmp_path / "hbm.toml"
+    device.write_text((Path(__file__).resolve().parents[2] / "irc/devices/tiny16_hbm.toml").read_text())
+    before = device.read_text()
+    fill = {"dev": str(device), "dir": str(tmp_path)}
+    args = list(SWEEP)
+    for flag, value in zip(flags[::2], flags[1::2]):
+        if flag in args:
+            args[args.index(flag) + 1] = value.format(**fill)
+        else:
+            args += [flag, value.format(**fill)]
+    assert run(args) == 1
+    assert capsys.readouterr().err == f"error: {message.format(**fill)}\n"
+    assert device.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hbm.toml"]
 
 
 def test_the_progress_bar_is_quiet_when_piped(tmp_path, capsys):

@@ -157,3 +157,92 @@ def test_an_npz_bomb_is_refused_before_it_inflates(tmp_path):
 def test_irc_plan_sizes_beyond_reason_are_one_line(args, message):
     done = _tool("irc-plan", *args)
     assert done.returncode == 1 and message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_irc_opt_never_writes_over_a_file_a_pass_option_names(tmp_path, program):
+    """`-p 'inference{device="mydev.toml"}' -o mydev.toml` exited 0 and wrote the IR over
+    the device file: every file a pass option names is an input of the run."""
+    device = tmp_path / "mydev.toml"
+    shutil.copy(ROOT / "irc/devices/tiny16.toml", device)
+    before = device.read_text()
+    link = tmp_path / "link.toml"
+    link.symlink_to(device.name)
+    for option, target in ((device.name, device.name), (link.name, device.name), (device.name, link.name)):
+        done = _tool("irc-opt", program, "-p", f'inference{{device="{option}"}}', "-o", target, cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        assert done.stderr == (f"error: -o {target} would overwrite the file pass 'inference' reads "
+                               f"(option device={option}); choose another path\n")
+    assert device.read_text() == before and link.is_symlink()
+    done = _tool("irc-opt", program, "-p", f'inference{{device="{device.name}"}}', "-o", "out.mlir", cwd=tmp_path)
+    assert done.returncode == 0 and "device.mma" in (tmp_path / "out.mlir").read_text()
+
+
+def _weighted_model(tmp_path) -> Path:
+    """An imported model whose weight lives in a side file (`w.npz`)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor("w", TensorProto.FLOAT, [3, 4], np.arange(12.0).tolist())])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    assert _tool("irc-translate", "--import-onnx", "m.onnx", "-o", "m.mlir", "--weights", "w.npz",
+                 cwd=tmp_path).returncode == 0
+    return tmp_path / "w.npz"
+
+
+def test_irc_run_never_writes_over_the_modules_weights_file(tmp_path):
+    weights = _weighted_model(tmp_path)
+    before = weights.read_bytes()
+    for flags in (["--output", "w.npz"], ["--trace", "w.npz"], ["--output", str(weights)]):
+        done = _tool("irc-run", "m.mlir", *flags, cwd=tmp_path)
+        assert done.returncode == 1 and "would overwrite the module's weights file (irc.weights)" in done.stderr, (
+            flags, done.stderr)
+    assert weights.read_bytes() == before
+    done = _tool("irc-run", "m.mlir", "--output", "out.npz", cwd=tmp_path)
+    assert done.returncode == 0 and set(np.load(tmp_path / "out.npz")) == {"y"}
+
+
+def test_irc_run_reads_only_the_weights_and_inputs_it_uses(tmp_path, monkeypatch):
+    """Unused members of an npz were inflated too: a 2 MB archive became 2.1 GB. Members
+    the function does not read are never loaded (counted at numpy's reader)."""
+    from irc import runner
+
+    weights = _weighted_model(tmp_path)
+    stored = dict(np.load(weights))
+    np.savez(weights, **stored, unused=np.zeros((300, 300), np.float32))
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.ones((2, 3), np.float32), extra=np.zeros((500, 500)))
+    loaded = []
+    real = np.lib.npyio.NpzFile.__getitem__
+
+    def counting(self, key):
+        loaded.append(key)
+        return real(self, key)
+
+    monkeypatch.setattr(np.lib.npyio.NpzFile, "__getitem__", counting)
+    module = runner.parse_module((tmp_path / "m.mlir").read_text(), str(tmp_path / "m.mlir"))
+    signature = runner.find_function(module, None)
+    given = runner.read_arrays(str(inputs), runner.argument_shapes(signature), "input", "--inputs")
+    (result,) = runner.run_function(module, given).values()
+    assert sorted(loaded) == ["w", "x"]
+    np.testing.assert_allclose(result, np.ones((2, 3)) @ np.arange(12.0).reshape(3, 4))
+
+
+def test_irc_translate_never_writes_over_a_constant_it_reads(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Reshape", ["x", "s"], ["y"], name="r")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                                            helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "r.onnx")
+    np.save(tmp_path / "s.npy", np.array([3, 2]))
+    before = (tmp_path / "s.npy").read_bytes()
+    for flag in ("-o", "--weights"):
+        done = _tool("irc-translate", "--import-onnx", "r.onnx", "--constant", "s=s.npy", flag, "s.npy", cwd=tmp_path)
+        assert done.returncode == 1 and done.stderr == (
+            f"error: {flag} s.npy would overwrite the --constant s file; choose another path\n")
+    assert (tmp_path / "s.npy").read_bytes() == before

@@ -132,16 +132,39 @@ def test_a_long_device_name_is_one_error_in_every_tool(tmp_path):
                     "cannot read device file")
 
 
-@pytest.mark.parametrize("field, value", [("shift_cycles_per_byte", "nan"), ("clock_hz", "inf"),
-                                          ("clock_hz", "1e-300"), ("sram_bytes", "-1")])
+@pytest.mark.parametrize("field, value", [("shift_cycles_per_byte", "nan"), ("clock_hz", "nan"), ("clock_hz", "inf"),
+                                          ("clock_hz", "-inf"), ("clock_hz", "1e-300"), ("sram_bytes", "-1")])
 def test_device_file_values_are_finite_and_in_range(tmp_path, field, value):
-    """A NaN shift constant gave "needs 1024 B, but has 65536 B"; NaN clocks printed nan."""
+    """A NaN shift constant gave "needs 1024 B, but has 65536 B"; `clock_hz = nan` (or
+    inf, or 1e-300) in a device file was accepted and printed "predicted time: nan us".
+    The error points at the field's line in the file, in every tool that reads one."""
     text = (ROOT / "irc/devices/tiny16.toml").read_text()
     lines = [f"{field} = {value}" if line.startswith(f"{field} =") else line for line in text.splitlines()]
+    line = next(number for number, text in enumerate(lines, 1) if text.startswith(f"{field} ="))
     device = _write(tmp_path, "dev.toml", "\n".join(lines) + "\n")
+    table = {"shift_cycles_per_byte": "interconnect", "clock_hz": "compute", "sram_bytes": "cores"}[field]
+    where = f"{device}:{line}:1: error: "
     first = _one_diagnostic(run_tool("irc-plan", "--expr", "C[m,n] += A[m,k] * B[k,n]", "--shape", "m=8,k=8,n=8",
-                                     "--device", device), "dev.toml: field")
-    assert field in first
+                                     "--device", device), f"{where}field '{table}.{field}' must be")
+    assert first.startswith(where)
+    first = _one_diagnostic(run_tool("irc-opt", ROOT / "examples/mlp.mlir", "-p", f'inference{{device="{device}"}}'),
+                            f"{where}rtensor-partition: field '{table}.{field}' must be")
+    assert first.startswith(where)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('name = "x"\nbogus = 1\n', "dev.toml:2:1: error: unknown field 'bogus'; known fields: family, name,"),
+    ('name = "x"\n[cores]\n  count = 4\n  bogus.x = 2\n', "dev.toml:4:3: error: unknown field 'cores.bogus'"),
+    ('name = "x"\n[compute]\nclock_hz = 1e9\n', "dev.toml:2:1: error: missing field 'compute.systolic'"),
+    ('name = "x"\n[cores]\ncount = [\n', "dev.toml:4:1: error: not valid TOML: Invalid value"),
+    ('name = "x\n', "dev.toml:1:10: error: not valid TOML: Illegal character"),
+    (b'name = "\xff"\n', "dev.toml:1:9: error: not valid TOML: the file is not UTF-8 text"),
+])
+def test_device_file_errors_point_into_the_file(tmp_path, text, message):
+    """Device-file errors named the field but not where it is."""
+    _write(tmp_path, "dev.toml", text)
+    _one_diagnostic(run_tool("irc-plan", "--expr", "C[m] = A[m]", "--shape", "m=4", "--device", "dev.toml", cwd=tmp_path),
+                    message)
 
 
 # ---------------------------------------------------------------------------
@@ -563,3 +586,291 @@ def test_a_long_1d_input_imports_without_onnx_data_propagation(tmp_path):
     assert outcome.kind == "ok" and "tensor<2xf32>" in outcome.stdout
     _one_diagnostic(run_tool("irc-translate", "--import-onnx", tmp_path / "m.onnx", "--shape", f"x={2**41}"),
                     "a dimension of more than 1099511627776 is beyond what irc plans")
+
+
+# ---------------------------------------------------------------------------
+# Sizes and constants the verifier used to accept (audit of issue 13: C, D, E, H)
+# ---------------------------------------------------------------------------
+
+
+def _typed_program(body: str, element: str = "i32", result: str | None = None, n: int = 4) -> str:
+    result = result or f"tensor<{n}x{element}>"
+    return (f'func.func @main(%x: tensor<{n}x{element}>) -> {result} {{\n'
+            f'  %y = te.op "{body}" (%x) : (tensor<{n}x{element}>) -> {result}\n'
+            f'  func.return %y : {result}\n}}\n')
+
+
+def test_a_result_beyond_the_interpreters_limit_is_located_not_out_of_memory(tmp_path):
+    """`Y[i,j] = X[i]*X[j]` giving 200000x200000 printed `error: out of memory`."""
+    program = _write(tmp_path, "big.mlir", _typed_program("Y[i,j] = X[i] * X[j]", "f32", "tensor<200000x200000xf32>",
+                                                          200000))
+    assert run_tool("irc-opt", program).kind == "ok"
+    _one_diagnostic(run_tool("irc-run", program),
+                    "big.mlir:2:3: error: 'te.op' op result tensor<200000x200000xf32> would take 149 GiB; the "
+                    "interpreter holds every tensor in memory (at most 4 GiB per tensor)")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("X[i] * 340282366920938463463374607431768211456",
+     "'te.op' op the constant 3.402823669209385e+38 is beyond the range of i32 ([-2147483648, 2147483647])"),
+    ("2147483648 + X[i]", "'te.op' op the constant 2147483648 is beyond the range of i32"),
+    ("max(-2147483649, X[i])", "'te.op' op the constant -2147483649 is beyond the range of i32"),
+    ("X[i] + cast(1e300)", "'te.op' op the constant 1e+300 is beyond the range of i32"),
+    ("X[i] * 1e400", "the number 1e400 is beyond the range of f64"),
+    ("X[i] * 9007199254740993", "the integer 9007199254740993 is not exact as a te number"),
+])
+@pytest.mark.parametrize("tool", ["irc-opt", "irc-run"])
+def test_a_constant_its_element_type_cannot_hold_is_a_verifier_error(tmp_path, tool, body, message):
+    """The fuzzer (seed 7): `X[i] * 2**128` on i32 was accepted by irc-opt, then irc-run
+    ended in `internal error: Python int too large to convert to C long`; `1e400` was
+    printed as `inf`, which does not parse again."""
+    program = _write(tmp_path, "c.mlir", _typed_program(f"Y[i] = {body}"))
+    _one_diagnostic(run_tool(tool, program), "c.mlir:2:")
+    assert message in run_tool(tool, program).stderr
+
+
+@pytest.mark.parametrize("element, body", [
+    ("f16", "X[i] * 70000"), ("ui8", "X[i] * -1"), ("ui8", "X[i] + 256"), ("i1", "and(X[i], 2)"),
+])
+def test_constants_are_checked_against_every_element_type(tmp_path, element, body):
+    program = _write(tmp_path, "c.mlir", _typed_program(f"Y[i] = {body}", element))
+    _one_diagnostic(run_tool("irc-opt", program), f"is beyond the range of {element}")
+
+
+def test_constants_whose_type_nothing_fixes_still_run(tmp_path):
+    """pow's exponent and select's condition take any number: one beyond int64 computes
+    in f64 rather than ending in an OverflowError."""
+    program = _write(tmp_path, "c.mlir", _typed_program(
+        "Y[i] = select(340282366920938463463374607431768211456, X[i], X[i]) + pow(X[i], 0)"))
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, arg0=np.array([1, 2, 3, 4], np.int32))
+    outcome = run_tool("irc-run", program, "--inputs", inputs)
+    assert outcome.kind == "ok" and "[2 3 4 5]" in outcome.stdout
+
+
+def test_a_matmul_in_an_element_type_without_storage_is_located_in_the_pipeline(tmp_path):
+    """A te matmul in f8E4M3FN verified, then the pipeline crashed."""
+    program = _write(tmp_path, "f8.mlir", (ROOT / "examples/mlp.mlir").read_text().replace("f32", "f8E4M3FN"))
+    assert run_tool("irc-opt", program).kind == "ok"
+    first = _one_diagnostic(run_tool("irc-opt", program, "-p", "inference{device=tiny16}"), "f8.mlir:5:3: error: ")
+    assert "element type f8E4M3FN" in first
+    _one_diagnostic(run_tool("irc-run", program),
+                    "f8.mlir:5:3: error: 'te.op' op element type f8E4M3FN has no storage in the interpreter")
+
+
+def _onnx_model(tmp_path, node, inputs=(), initializers=(), output_type=None):
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([node], "g", list(inputs),
+                              [helper.make_tensor_value_info("y", output_type or TensorProto.FLOAT, None)],
+                              list(initializers))
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_the_importer_bounds_every_nodes_output(tmp_path):
+    """ONNX `Pad pads=[2**62, 0]` imported and verified, then irc-run said `internal
+    error: array is too big`."""
+    from onnx import TensorProto, helper
+
+    model = _onnx_model(tmp_path, helper.make_node("Pad", ["x", "p"], ["y"], name="pad0"),
+                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                        [helper.make_tensor("p", TensorProto.INT64, [4], [2**62, 0, 0, 0])])
+    _one_diagnostic(run_tool("irc-translate", "--import-onnx", model),
+                    "error: node 'pad0' (Pad, opset 17): output 'y' would have shape 4611686018427387906x3: a "
+                    "dimension of more than 1099511627776 (2**40) is beyond what irc plans")
+
+
+@pytest.mark.parametrize("op, inputs, initializers, output, message", [
+    ("Expand", [("x", "FLOAT", [1, 3])], [("s", "INT64", [2], [2**62, 3])], "FLOAT",
+     "node 'n0' (Expand, opset 17): output 'y' would have shape 4611686018427387904x3: a dimension of more than"),
+    ("ConstantOfShape", [], [("s", "INT64", [2], [2**62, 3])], "FLOAT",
+     "node 'n0' (ConstantOfShape, opset 17): output 'y' would have shape 4611686018427387904x3"),
+    ("ConstantOfShape", [], [("s", "INT64", [2], [2**20, 2**20])], "FLOAT",
+     "node 'n0' (ConstantOfShape, opset 17): its output 'y' (1048576x1048576) is a constant of 4,096 GiB; irc folds "
+     "constants of at most 1 GiB"),
+    ("Range", [], [("a", "INT64", [], [0]), ("b", "INT64", [], [2**62]), ("c", "INT64", [], [1])], "INT64",
+     "node 'n0' (Range, opset 17): output 'y' would have shape 4611686018427387904"),
+    ("Range", [], [("a", "INT64", [], [0]), ("b", "INT64", [], [5]), ("c", "INT64", [], [0])], "INT64",
+     "node 'n0' (Range, opset 17): cannot fold it: delta 0 never goes from start 0 to limit 5"),
+])
+def test_importer_errors_name_the_node_and_say_why(tmp_path, op, inputs, initializers, output, message):
+    """`Expand` to 2**62 said `shapes ... do not broadcast` without naming the node;
+    ConstantOfShape and Range said a bare `cannot fold`."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(op, [name for name, *_ in inputs] + [name for name, *_ in initializers], ["y"], name="n0")
+    model = _onnx_model(
+        tmp_path, node,
+        [helper.make_tensor_value_info(name, getattr(TensorProto, kind), shape) for name, kind, shape in inputs],
+        [helper.make_tensor(name, getattr(TensorProto, kind), shape, values)
+         for name, kind, shape, values in initializers],
+        getattr(TensorProto, output))
+    _one_diagnostic(run_tool("irc-translate", "--import-onnx", model), f"error: {message}")
+
+
+def test_shapes_that_do_not_broadcast_name_the_node():
+    from irc.frontend.onnx_graph import NodeError, broadcast_shapes
+
+    with pytest.raises(NodeError, match=r"shapes \(2,\), \(3,\) do not broadcast"):
+        broadcast_shapes((2,), (3,))
+
+
+def test_integer_constants_import_exactly(tmp_path):
+    """An int64 Pad fill went through a float (2**63 - 1 became 2**63, which no int64
+    holds) and an int32 bound at the type's edge became a literal: both import, verify
+    and run to onnx.reference's result."""
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    nodes = [helper.make_node("Pad", ["x", "p", "v"], ["padded"], name="pad0"),
+             helper.make_node("Clip", ["i", "low", "high"], ["clipped"], name="clip0")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT64, [2]),
+                     helper.make_tensor_value_info("i", TensorProto.INT32, [3])],
+        [helper.make_tensor_value_info("padded", TensorProto.INT64, None),
+         helper.make_tensor_value_info("clipped", TensorProto.INT32, None)],
+        [helper.make_tensor("p", TensorProto.INT64, [2], [1, 1]), helper.make_tensor("v", TensorProto.INT64, [], [2**63 - 1]),
+         helper.make_tensor("low", TensorProto.INT32, [], [-(2**31)]),
+         helper.make_tensor("high", TensorProto.INT32, [], [2**31 - 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "m.onnx")
+    assert run_tool("irc-translate", "--import-onnx", "m.onnx", "-o", "m.mlir", cwd=tmp_path).kind == "ok"
+    feeds = {"x": np.array([3, -4], np.int64), "i": np.array([-7, 0, 2**31 - 1], np.int32)}
+    np.savez(tmp_path / "in.npz", **feeds)
+    assert run_tool("irc-run", "m.mlir", "--inputs", "in.npz", "--output", "out.npz", cwd=tmp_path).kind == "ok"
+    got = np.load(tmp_path / "out.npz")
+    want = ReferenceEvaluator(model).run(None, feeds)
+    np.testing.assert_array_equal(got["padded"], want[0])
+    np.testing.assert_array_equal(got["clipped"], want[1])
+    assert got["padded"][0] == 2**63 - 1
+
+
+@pytest.mark.parametrize("attribute, message", [
+    ("array<i640: 1, 1, 4>", "a.mlir:1:32: error: an attribute cannot hold values of this element type"),
+    ("array<f80: 1.0>", "a.mlir:1:32: error: an attribute cannot hold values of this element type"),
+    ("dense<1> : tensor<2xi640>", "a.mlir:1:32: error: an attribute cannot hold values of this element type"),
+    ("1.0 : f80", "a.mlir:1:32: error: an attribute cannot hold values of this element type"),
+    ("dense<1> : tensor<1000000000000xi32>", "a.mlir:1:43: error: a dense literal of 1000000000000 elements; irc "
+                                             "takes at most 16777216"),
+])
+def test_an_attribute_xdsl_cannot_hold_is_a_parse_error(tmp_path, attribute, message):
+    """`array<i640: 1, 1, 4>` (the fuzzer, seed 0) ended in `internal error: Format not
+    implemented for i640`, `1.0 : f80` in one when printed, and a splat of 10**12
+    elements in `out of memory`."""
+    program = _write(tmp_path, "a.mlir", f"builtin.module attributes {{a = {attribute}}} {{\n}}\n")
+    _one_diagnostic(run_tool("irc-opt", program), message)
+
+
+@pytest.mark.parametrize("program, message", [
+    (_typed_program("Y[i] max= X[i] where j in 1000000000000", "f32"),
+     "'te.op' op iterates over 4000000000000 points; the interpreter evaluates at most 1073741824 (2**30)"),
+    (_typed_program("Y[i] max= X[i] where j in 100000000", "f32"),
+     "'te.op' op iterates over 100000000 points per element of its first axis; the interpreter holds at most"),
+    (_typed_program("Y[i] = X[i]", "i8", n=2147483648),
+     "'te.op' op result tensor<2147483648xi8> would take 16 GiB computed in int64"),
+])
+def test_work_beyond_the_interpreters_bounds_is_located_before_it_runs(tmp_path, program, message):
+    """`Y[i] max= X[i] where j in 10**12` (small tensors, a huge iteration space) ended in
+    `error: out of memory` or ran for ever; an i8 tensor of 2 GiB is computed in int64."""
+    path = _write(tmp_path, "w.mlir", program)
+    _one_diagnostic(run_tool("irc-run", path, seconds=10), f"w.mlir:2:3: error: {message}")
+
+
+def test_a_large_product_of_plain_reads_has_no_iteration_bound(tmp_path):
+    """The einsum path (a contraction) is not bounded by the general path's points."""
+    from irc.dialects.te_expr import parse_expression
+    from irc.interpreter.te_eval import MAX_GENERAL_POINTS, evaluation_limit
+
+    bound = parse_expression("C[m,n] += A[m,k] * B[k,n]").bind([(2048, 1024), (1024, 2048)], (2048, 2048))
+    assert bound.iteration_points > MAX_GENERAL_POINTS and evaluation_limit(bound) is None
+    relu = parse_expression("C[m,n] max= relu(A[m,k] * B[k,n])").bind([(2048, 1024), (1024, 2048)], (2048, 2048))
+    assert "points" in evaluation_limit(relu)
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("grid = array<i64: 2, 4, 1>", "grid = array<i64: 9223372036854775807, 4, 1>",
+     "'shift.kernel' op grid [9223372036854775807, 4, 1] spans 36893488147419103228 cores; irc handles at most"),
+    ('"A" {temporal = array<i64: 1, 1, 2>}', '"A" {temporal = array<i64: 1, 1, 9223372036854775807>}',
+     "'shift.kernel' op temporal factors of A must be positive, at most 1048576 in product"),
+])
+def test_a_kernel_grid_beyond_the_core_limit_is_a_verifier_error(tmp_path, old, new, message):
+    """`grid = array<i64: 9223372036854775807, 4, 1>` (the fuzzer, seed 0) verified, then
+    rotation-align's per-core tables ended in numpy's `all elements of broadcast shape
+    must be non-negative` (the core count wrapped)."""
+    assert old in LOOP
+    program = _write(tmp_path, "k.mlir", LOOP.replace(old, new))
+    for args in ([], ["-p", "rotation-align"]):
+        _one_diagnostic(run_tool("irc-opt", program, *args), f"k.mlir:2:3: error: {message}")
+
+
+def test_a_deep_body_over_many_points_is_bounded_by_its_work(tmp_path):
+    """`C[m,n] += relu(...63 levels...(A[m,k] * B[k,n]))` over 512x1024x256 points (the
+    fuzzer, seed 0) ran for a minute: each level is a numpy pass over every point."""
+    body = "relu(" * 63 + "A[m,k] * B[k,n]" + ")" * 63
+    program = _write(tmp_path, "w.mlir", (
+        "func.func @main(%A: tensor<512x1024xi8>, %B: tensor<1024x256xi8>) -> tensor<512x256xi8> {\n"
+        f'  %c = te.op "C[m,n] += {body}" (%A, %B) : (tensor<512x1024xi8>, tensor<1024x256xi8>) -> tensor<512x256xi8>\n'
+        "  func.return %c : tensor<512x256xi8>\n}\n"))
+    _one_diagnostic(run_tool("irc-run", program, seconds=10),
+                    "w.mlir:2:3: error: 'te.op' op evaluates its body of 66 nodes at 134217728 points")
+
+
+def test_a_relayout_beyond_the_tensor_bounds_is_refused(tmp_path):
+    """`device.relayout ... {shape = array<i64: 9223372036854775807, 4>}` (the fuzzer,
+    seed 0) verified, then irc-run ended in numpy's `array is too big`: a verifier error
+    beyond 2**40 elements, a located irc-run error beyond the interpreter's 4 GiB."""
+    compiled = run_tool("irc-opt", ROOT / "examples/mlp.mlir", "-p", "inference{device=tiny16}").stdout
+    found = re.search(r"device\.relayout .*?shape = array<i64: (\d+), ", compiled)
+    assert found is not None
+    program = _write(tmp_path, "d.mlir", compiled[: found.start(1)] + "9223372036854775807" + compiled[found.end(1):])
+    for tool in ("irc-opt", "irc-run"):
+        _one_diagnostic(run_tool(tool, program), "'device.relayout' op shape [9223372036854775807, ")
+    program = _write(tmp_path, "d.mlir", compiled[: found.start(1)] + "4000000000" + compiled[found.end(1):])
+    assert run_tool("irc-opt", program).kind == "ok"
+    _one_diagnostic(run_tool("irc-run", program), "'device.relayout' op moves a tensor of shape [4000000000, ")
+
+
+def test_an_opaque_axis_out_of_range_is_a_verifier_error(tmp_path):
+    """`te.opaque "Sort"(%x) {axis = 9223372036854775807}` (the fuzzer, seed 0) verified,
+    then irc-run ended in `Python int too large to convert to C int`."""
+    program = _write(tmp_path, "s.mlir", (
+        "func.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {\n"
+        '  %s = te.opaque "Sort"(%x) {axis = 9223372036854775807 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>\n'
+        "  func.return %s : tensor<2x4xf32>\n}\n"))
+    for tool in ("irc-opt", "irc-run"):
+        _one_diagnostic(run_tool(tool, program), "s.mlir:2:3: error: 'te.opaque' op te.opaque \"Sort\": axis "
+                                                 "9223372036854775807 is out of range for its input of rank 2")
+
+
+def test_an_integer_min_reduction_runs_on_the_chip(tmp_path):
+    """ReduceMin of int64 on the chip: the accumulator's identity (int64's maximum) is
+    2**63 as the f64 of device.fill, which ended in `Python int too large to convert to
+    C long` (the fuzzer, seed 0); it saturates to the buffer's type."""
+    program = _write(tmp_path, "m.mlir", (
+        "func.func @main(%x: tensor<4x1xi64>) -> tensor<i64> {\n"
+        '  %y = te.op "Y[] min= X[d0,d1]" (%x) : (tensor<4x1xi64>) -> tensor<i64>\n'
+        "  func.return %y : tensor<i64>\n}\n"))
+    compiled = run_tool("irc-opt", program, "-p", "inference{device=tiny16}", "-o", tmp_path / "d.mlir")
+    assert compiled.kind == "ok"
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, arg0=np.array([[9], [-3], [2**62], [5]], np.int64))
+    for path in (program, tmp_path / "d.mlir"):
+        outcome = run_tool("irc-run", path, "--inputs", inputs)
+        assert outcome.kind == "ok" and outcome.stdout.splitlines()[1] == "-3" and outcome.stderr == "", outcome
+
+
+def test_an_empty_output_is_named_at_its_node(tmp_path):
+    """AveragePool whose padding leaves no window (output 3x2x0x4) ended in numpy's
+    `index 0 is out of bounds` (the fuzzer, seed 0)."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="pool", auto_pad="SAME_UPPER", kernel_shape=[3, 1],
+                            pads=[1, 2, 0, 1], count_include_pad=1)
+    model = _onnx_model(tmp_path, node, [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3, 2, 1, 1])],
+                        output_type=TensorProto.DOUBLE)
+    _one_diagnostic(run_tool("irc-translate", "--import-onnx", model),
+                    "error: node 'pool' (AveragePool, opset 17): output 'y' would have no elements")
