@@ -554,38 +554,7 @@ class RTensorOp(IRDLOperation):
                 f"F_op has {len(factors)} entries but the expression has {len(axes)} axes "
                 f"({', '.join(axes)})"
             )
-        temporal = {}
-        for tensor, type_ in self.tensor_types().items():
-            indices = _index_terms(bound, tensor)
-            per_axis = dict.fromkeys(axes, None)
-            for dim, index in enumerate(indices):
-                terms = _partitioning_axes(index)
-                fs, ft = type_.spatial_factors[dim], type_.temporal_factors[dim]
-                if not terms:  # read at a constant (or indirect) index: the dimension is not partitioned
-                    if fs != (1,) or ft != (1,):
-                        raise VerifyException(
-                            f"{tensor} dimension {dim} is read at the index '{index}', which no axis "
-                            f"partitions: fs and ft must be [1], got fs={list(fs)} ft={list(ft)}"
-                        )
-                    continue
-                if len(fs) != len(terms):
-                    raise VerifyException(
-                        f"{tensor} dimension {dim} is indexed by '{index}' ({len(terms)} term(s)) "
-                        f"but its type gives {len(fs)} factor(s): {type_}"
-                    )
-                for axis, s, t in zip(terms, fs, ft):
-                    expected = factors[axes.index(axis)]
-                    if s != expected:
-                        raise VerifyException(
-                            f"fs of {tensor} on axis {axis} (dimension {dim}) is {s}, "
-                            f"but F_op on {axis} is {expected}"
-                        )
-                    if per_axis[axis] is not None and per_axis[axis] != t:
-                        raise VerifyException(
-                            f"ft of {tensor} on axis {axis} is both {per_axis[axis]} and {t}"
-                        )
-                    per_axis[axis] = t
-            temporal[tensor] = tuple(1 if v is None else v for v in per_axis.values())
+        temporal = _stated_temporal(bound, self.tensor_types(), axes, factors)
         return OpPlan(axes, factors, temporal)
 
     def verify_(self) -> None:

@@ -24,14 +24,20 @@ decides, per pair, before it plans anything else (`plan_pairs`):
   stores), or no fused plan fits: the pair goes back to its two ``te.op``s, which are
   planned like any other (model-wide or per op), each with ``irc.unfused`` saying why.
 
-A fused pair is planned on its own, like ``mode=op``: the model-wide trade-off
-(Algorithm 1) does not see it, and its weight is loaded from the host into its active
-layout (host I/O). Its plan is fixed before the model's, so the function's
-``irc.planned_cycles`` is the model-wide plan's time plus, per fused pair, its kernel
-(the fused plan's time) and every relayout into or out of it, priced between its plan
-and the plan at the edge's other end as the model prices its own edges
-(`irc.lowering.model_from_ir.pair_cycles`, `irc.planner.relayout`); an input it shares
-with model ops is loaded once, into a model op's layout, and relayouted to the pair.
+A fused pair is one operator of the model-wide plan (T10 s4.3.2, Algorithm 1;
+`irc.lowering.model_from_ir.function_model`): its active plans are the pair's (memory,
+time) frontier (`irc.planner.igo_pair.pair_frontier`), traded against the other
+operators' memory like theirs, and the plan it runs is the point of that frontier the
+model chose, which under memory pressure may need less memory and take longer than the
+fastest fused plan the comparison above stated. It has no idle plan: its weight is
+loaded from the host into its active layout. What moves into or out of it, and what is
+kept on chip across it, the model prices and counts as for any op, so the function's
+``irc.planned_cycles`` is the model's time and `device-alloc` places what the model
+admitted; an input it shares with te ops is loaded once, into a te op's layout, and
+relayouted to the pair. When the function does not fit with its fused pairs, they go back
+to two ``te.op``s each (``irc.unfused`` says why) and the function is planned again, so
+fusing never makes a program that fits unplaceable. With ``mode=op`` a fused pair runs its
+fastest fused plan.
 Below the rtensor level a fused pair is one compute-shift kernel of two products
 (`rtensor-to-shift`, `irc.schedule.kernel.build_fused_kernel`): dY rotates once per step
 for both gradients, and the interpreted device program takes exactly the planned time,
@@ -105,7 +111,7 @@ class PairDecision:
     comparison: PairComparison
 
 
-def _unfuse(op: igo.GradPairOp, reason: str) -> None:
+def unfuse(op: igo.GradPairOp, reason: str) -> None:
     """Put the pair's two gradients back as ``te.op``s, each saying why."""
     rewriter = Rewriter()
     note = {UNFUSED_ATTR: StringAttr(reason)}
@@ -135,7 +141,7 @@ def plan_pairs(module: Operation, device, cost) -> dict[igo.GradPairOp, PairDeci
         try:
             spec = pair_spec_of(op)
         except (SpecError, ExprError) as error:
-            _unfuse(op, f"no fused plan: the planner cannot describe the pair as one plan ({error})")
+            unfuse(op, f"no fused plan: the planner cannot describe the pair as one plan ({error})")
             continue
         if spec not in cache:
             try:
@@ -146,24 +152,13 @@ def plan_pairs(module: Operation, device, cost) -> dict[igo.GradPairOp, PairDeci
                 cache[spec] = f"the products have no plan of their own to compare with ({error})"
         found = cache[spec]
         if isinstance(found, str):
-            _unfuse(op, found)
+            unfuse(op, found)
         elif not found.fuse:
-            _unfuse(op, f"run as two operators, which is faster: {summary(found)}")
+            unfuse(op, f"run as two operators, which is faster: {summary(found)}")
         else:
             decisions[op] = PairDecision(Plan(found.fused.plan.axes, found.fused.plan.op_factors,
                                               found.fused.plan.temporal_factors, found.fused.score), spec, found)
     return decisions
-
-
-def fused_pair_cycles(found, chosen, decisions: dict, device, cost) -> float:
-    """Cycles a function's fused pairs add to its model-wide plan (module docstring):
-    each pair's kernel, at its fused plan's time, and every relayout into or out of one
-    between its plan and the plans at the edge's other end (``chosen``: the function's
-    model ops' active plans; `irc.lowering.model_from_ir.pair_cycles`)."""
-    from irc.lowering.model_from_ir import pair_cycles
-
-    pairs = {op: (decision.spec.union_spec(), decision.plan) for op, decision in decisions.items()}
-    return pair_cycles(found, chosen, pairs, device, cost)
 
 
 @dataclass
@@ -259,8 +254,8 @@ __all__ = [
     "SUMMARY_ATTR",
     "UNFUSED_ATTR",
     "check_pair",
-    "fused_pair_cycles",
     "pair_spec_of",
     "plan_pairs",
     "stated_plan",
+    "unfuse",
 ]

@@ -15,6 +15,10 @@ results nothing reads is erased before it runs, so it is not planned either:
   priced as a relayout when the two plans lay it out differently; when the two ends see
   different extents (a slice or strided window reading part of its input), the consumer
   receives its whole partition (``irc.planner.relayout``), as the device program does;
+- a fused gradient pair (`igo.grad_pair` that `rtensor-partition` keeps fused) is one
+  `ModelOp` (``ModelOp.pair``) in program order: the model-wide plan chooses its plan
+  from the pair's frontier, counts its memory and what is kept on chip across it, and
+  prices its edges, as for any op;
 - an op the adapter cannot describe (`SpecError`: a gather ``E[I[i],j]``, a constant
   index ``X[i,0]``, one tensor read at two index patterns) is not planned: it stays a
   ``te.op`` for the host/vendor fallback and the reason is returned in ``fallbacks``.
@@ -117,27 +121,8 @@ class FunctionModel:
     movements: set[TensorOp] = field(default_factory=set)
     """The data movements that run as layout changes between the ops."""
     pairs: list[Operation] = field(default_factory=list)
-    """The fused gradient pairs of the function (`igo.grad_pair`s planned apart), in order."""
-    pair_edges: list["PairEdge"] = field(default_factory=list)
-    """The activations moving into or out of them on chip."""
-
-
-@dataclass(frozen=True)
-class PairEdge:
-    """An activation moved on chip into or out of a fused gradient pair, which
-    `rtensor-partition` plans apart from the model-wide plan (`irc.planner.igo_pair`):
-    from ``producer`` (a model op's index, or a fused pair) holding it as
-    ``producer_tensor`` (its output, or the shared copy of an input it holds) into
-    ``consumer`` (the same kinds) reading it as ``tensor``; ``moved`` when read through
-    data movements (``view`` as in ``ModelOp.read_views``). Priced as `irc.planner.relayout`
-    prices every other edge, and as the device program moves it (`shift-to-device`)."""
-
-    producer: object
-    producer_tensor: str
-    consumer: object
-    tensor: str
-    moved: bool = False
-    view: tuple[int | None, ...] | None = None
+    """The fused gradient pairs of the function (`igo.grad_pair`s), in order: model ops
+    too (``ops[i]`` a pair, ``bounds[i]`` None, ``model.ops[i].pair`` its `PairSpec`)."""
 
 
 def is_movement(op) -> bool:
@@ -313,7 +298,8 @@ def input_homes(ops: list, planned, movements, may_hold=None) -> dict[tuple, tup
     reading it directly (through no movement), which readers through movements relayout
     with the movements applied; with no direct reader, readers through equal movements
     share one copy. Only ops in ``may_hold`` (default: every planned op) hold a copy: a
-    fused gradient pair, planned apart from the model-wide plan, reads from one."""
+    fused gradient pair (a kernel of two products) reads from one, as the device
+    program does (`irc.lowering.shift_to_device.lower_block`)."""
     readers: dict[SSAValue, list[tuple]] = {}
     for op in ops:
         if op not in planned:
@@ -397,14 +383,18 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
                    pairs=frozenset()) -> FunctionModel:
     """The `ModelSpec` of `function`'s te ops (module docstring).
 
-    ``pairs`` are the fused gradient pairs (`igo.grad_pair`s) `rtensor-partition` plans
-    apart: they are kernels of the device program but not model ops; what moves between
-    them and the model's ops is returned as ``pair_edges`` (`pair_cycles` prices it), and
-    an input they share with model ops is loaded once, into a model op's layout.
+    ``pairs`` are the fused gradient pairs (`igo.grad_pair`s) `rtensor-partition` keeps
+    fused: each is one model op (``ModelOp.pair``, its spec the pair's union spec, no
+    weights at rest: its weight is loaded from the host), in program order among the te
+    ops, so the model-wide plan trades its memory against theirs and prices what moves
+    into and out of it like any op's edges. It never holds the one copy of an input it
+    shares with te ops (`input_homes`: the device program loads that copy into a te op's
+    layout, `irc.lowering.shift_to_device`).
 
     Raises `ModelIRError` for an expression that does not bind to its operand shapes,
     and (with ``strict``) for an op the planner cannot describe.
     """
+    from irc.lowering.igo_pair_partition import pair_spec_of
 
     label = name or function.sym_name.data
     result = FunctionModel(label, None)
@@ -429,100 +419,72 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
         if strict:
             raise ModelIRError(op, f'"{text}": the planner cannot describe it: {reason}') from None
         result.fallbacks[op] = f"the planner cannot describe it ({reason})"
-    planned = [op for op in ops if op in plannable and op not in movements]
-    index_of = {op: i for i, op in enumerate(planned)}
-    kernels = [op for op in in_order if op in index_of or op in pairs]
-    homes = input_homes(kernels, set(kernels), movements, set(planned))
+    kernels = [op for op in in_order if (op in plannable and op not in movements) or op in pairs]
+    index_of = {op: i for i, op in enumerate(kernels)}
+    homes = input_homes(kernels, set(kernels), movements, {op for op in kernels if op not in pairs})
     model_ops: list[ModelOp] = []
-    for i, op in enumerate(planned):
-        bound, spec, _ = described[op]
-        weights, producers, windows, moved, views, shared = [], {}, set(), set(), {}, {}
-        for position, (tensor, value) in enumerate(zip(bound.expr.inputs, op.inputs)):
+    for i, op in enumerate(kernels):
+        pair = pair_spec_of(op) if op in pairs else None
+        spec = pair.union_spec() if pair is not None else described[op][1]
+        weights, producers, windows, moved, views, shared, produced_as = [], {}, set(), set(), {}, {}, {}
+        for position, value in enumerate(op.operands):
+            bound, tensor = operand_read(op, position)
             origin, chain = through_movements(value, movements)
             if is_weight(origin):
-                weights.append(tensor)
+                if pair is None:   # a fused pair has no idle plan: its weight is loaded from the host
+                    weights.append(tensor)
                 continue
             source = None
-            if origin.owner in pairs:   # from a fused pair: priced apart (``pair_edges``)
-                result.pair_edges.append(_pair_edge(origin, chain, i, bound, tensor))
-                continue
             if origin.owner in index_of:
                 k = index_of[origin.owner]
+                source_bound, source_tensor = _written(origin)
                 producers[tensor] = k
-                source = (k, model_ops[k].spec.output.name)
+                if source_tensor != model_ops[k].spec.output.name:
+                    produced_as[tensor] = source_tensor
+                source = (k, source_tensor)
             elif (op, position) in homes:
                 home, home_position = homes[(op, position)]
-                k = index_of[home]
-                source = (k, described[home][0].expr.inputs[home_position])
+                source_bound, source_tensor = operand_read(home, home_position)
+                source = (index_of[home], source_tensor)
                 shared[tensor] = source
                 chain = chain[len(through_movements(home.inputs[home_position], movements)[1]):]
-            if source is not None and tensor_elements(described[planned[source[0]]][1], source[1]) \
-                    != tensor_elements(spec, tensor):
-                windows.add(tensor)
+            if source is not None:
+                k = source[0]   # a shared input's home may read it after this op (through no movement)
+                source_spec = spec if k == i else model_ops[k].spec if k < i else described[kernels[k]][1]
+                if tensor_elements(source_spec, source[1]) != tensor_elements(spec, tensor):
+                    windows.add(tensor)
             if source is not None and chain:
                 moved.add(tensor)
-                source_bound = described[planned[source[0]]][0]
-                view = read_view(chain, source_bound, source[1], bound, tensor)
+                view = read_view(chain, source_bound, source_tensor, bound, tensor)
                 if view is not None:
                     views[tensor] = view
-        model_ops.append(ModelOp(_op_label(op, i), spec, tuple(weights), producers,
-                                 frozenset(windows - moved), frozenset(moved), views, shared))
+        model_ops.append(ModelOp(_kernel_label(op, i), spec, tuple(weights), producers,
+                                 frozenset(windows - moved), frozenset(moved), views, shared, produced_as, pair))
         result.ops.append(op)
-        result.bounds.append(bound)
+        result.bounds.append(None if pair is not None else described[op][0])
     if model_ops:
         result.model = ModelSpec(label, tuple(model_ops))
-    for pair in fused:
-        for position, value in enumerate(pair.operands):
-            bound, tensor = operand_read(pair, position)
-            origin, chain = through_movements(value, movements)
-            if is_weight(origin):
-                continue   # a fused pair has no idle plan: its weight is loaded from the host
-            if origin.owner in pairs or origin.owner in index_of:
-                producer = origin.owner if origin.owner in pairs else index_of[origin.owner]
-                edge = _pair_edge(origin, chain, pair, bound, tensor)
-                result.pair_edges.append(replace(edge, producer=producer))
-            elif (pair, position) in homes:
-                home, home_position = homes[(pair, position)]
-                source_bound, source_tensor = operand_read(home, home_position)
-                chain = chain[len(through_movements(home.inputs[home_position], movements)[1]):]
-                view = read_view(chain, source_bound, source_tensor, bound, tensor) if chain else None
-                result.pair_edges.append(PairEdge(index_of[home], source_tensor, pair, tensor, bool(chain), view))
     return result
 
 
-def _pair_edge(origin: SSAValue, chain, consumer, bound: BoundExpr, tensor: str) -> PairEdge:
-    """The edge from the kernel producing ``origin`` (a te op or a fused pair) to
-    ``consumer`` (a model op's index, or a pair) reading it as ``tensor`` of ``bound``."""
+def _written(value: SSAValue) -> tuple[BoundExpr, str]:
+    """The bound expression writing ``value`` (a te op's output, or a fused pair's dX or
+    dW) and the tensor it names it."""
     from irc.dialects import igo
 
-    producer = origin.owner
+    producer = value.owner
     if isinstance(producer, igo.GradPairOp):
-        source_bound = producer.bound_dx() if origin is producer.dx else producer.bound_dw()
+        bound = producer.bound_dx() if value is producer.dx else producer.bound_dw()
     else:
-        source_bound = producer.bound()
-    source_tensor = source_bound.expr.output.tensor
-    view = read_view(chain, source_bound, source_tensor, bound, tensor) if chain else None
-    return PairEdge(producer, source_tensor, consumer, tensor, bool(chain), view)
+        bound = producer.bound()
+    return bound, bound.expr.output.tensor
 
 
-def pair_cycles(found: FunctionModel, chosen, pairs, device, cost) -> float:
-    """Cycles of the fused pairs of ``found`` beyond its model-wide plan: each pair's
-    kernel (its fused plan's time) and every edge into or out of one, priced by
-    `irc.planner.relayout` between the plans at its two ends (``chosen``: the model ops'
-    active plans; ``pairs``: per pair its ``(union OpSpec, scored plan)``)."""
-    total = sum(float(pairs[pair][1].cycles) for pair in found.pairs)
-
-    def end(node):
-        if isinstance(node, int):
-            return found.model.ops[node].spec, chosen[node]
-        return pairs[node]
-
-    for edge in found.pair_edges:
-        producer_spec, producer_plan = end(edge.producer)
-        consumer_spec, consumer_plan = end(edge.consumer)
-        total += relayout_cost(producer_spec, producer_plan, consumer_spec, consumer_plan, edge.tensor, device, cost,
-                               producer_tensor=edge.producer_tensor, whole=edge.moved, view=edge.view)[1]
-    return total
+def _kernel_label(op, index: int) -> str:
+    if isinstance(op, TensorOp):
+        return _op_label(op, index)
+    hints = [r.name_hint for r in op.results if r.name_hint]
+    return f"%{hints[0]}" if hints else f"pair{index}"
 
 
 # ---------------------------------------------------------------------------
@@ -627,7 +589,13 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
     for op in model.ops:
         if op.spec not in plans:
             if cache is not None:
-                plans[op.spec] = cache.named_plan(op.spec, cache.table(op.spec, op.weights).active[-1])
+                plans[op.spec] = cache.named_plan(op.spec, cache.op_table(op).active[-1], op.pair)
+            elif op.pair is not None:
+                from irc.planner.igo_pair import search_pair
+
+                found, _ = search_pair(op.pair, device, cost)
+                plans[op.spec] = Plan(found.plan.axes, found.plan.op_factors, found.plan.temporal_factors,
+                                      found.score)
             else:
                 plans[op.spec] = search(op.spec, device, cost).best
         best = plans[op.spec]
@@ -842,8 +810,6 @@ __all__ = [
     "mtia_function_model",
     "opaque_fallbacks",
     "is_weight",
-    "pair_cycles",
-    "PairEdge",
     "per_op_decision",
     "plan_function",
     "spec_of",

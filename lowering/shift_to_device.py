@@ -406,8 +406,8 @@ def lower_block(block: Block, counter: list[int]) -> None:
     kernel_ops = [op for op in block.ops if isinstance(op, KernelOp)]
     position = {op: i for i, op in enumerate(kernel_ops)}
     movements = absorbed_movements([op for op in block.ops if isinstance(op, (KernelOp, TensorOp))], set(kernel_ops))
-    # a kernel of several products (a fused gradient pair) is planned apart from the
-    # model-wide plan: it reads a shared input from a copy, never holds it
+    # a kernel of several products (a fused gradient pair) reads a shared input from a
+    # copy, never holds it (as the model-wide plan counts it: model_from_ir.function_model)
     homes = input_homes(kernel_ops, set(kernel_ops), movements, {op for op in kernel_ops if len(op.outputs) == 1})
     kernels = {}
     for op in kernel_ops:

@@ -287,7 +287,6 @@ class RTensorPartition(ModulePass):
     def _plan_model(self, module: ModuleOp, device, cost, pairs=None):
         from irc.cost import CostModelError
         from irc.planner.model import ModelFitError
-        from irc.lowering.igo_pair_partition import fused_pair_cycles
         from irc.lowering.model_from_ir import ModelIRError, function_model, plan_function
         from irc.planner.op_table import FrontierCache
         from irc.progress import Progress
@@ -310,16 +309,22 @@ class RTensorPartition(ModulePass):
                 raise _error(error.op, error.message) from None
             fallbacks.update(found.fallbacks)
             if found.model is None:
-                if found.pairs:   # fused gradient pairs only: their kernels and what moves between them
-                    planned[function] = fused_pair_cycles(found, (), pairs, device, cost)
                 continue
             total = len(found.model.ops)
             with Progress(total, f"rtensor-partition @{found.name}") as bar:
                 try:
-                    decision = plan_function(
-                        found.model, cache, per_op_plans=searched,
-                        progress=lambda done, _total, label: bar.advance(label),
-                    )
+                    try:
+                        decision = plan_function(
+                            found.model, cache, per_op_plans=searched,
+                            progress=lambda done, _total, label: bar.advance(label),
+                        )
+                    except ModelFitError as error:
+                        if not found.pairs:
+                            raise
+                        # a fused pair holds its five tensors at once: as two operators each
+                        # the gradients may fit where the fused pairs do not
+                        found = self._unfuse_pairs(function, found, pairs, error, device)
+                        decision = plan_function(found.model, cache, per_op_plans=searched)
                 except ModelFitError as error:
                     self._raise_unplaceable_op(found, cache)
                     if device.offchip is None:
@@ -328,15 +333,31 @@ class RTensorPartition(ModulePass):
                     preloaded.add(function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
-            # with the fused gradient pairs planned apart, and the relayouts into and out of them
-            planned[function] = decision.seconds * device.clock_hz + fused_pair_cycles(
-                found, [chosen.active for chosen in decision.ops], pairs or {}, device, cost)
+            planned[function] = decision.seconds * device.clock_hz
             for te_op, bound, chosen in zip(found.ops, found.bounds, decision.ops):
+                if te_op in found.pairs:   # a fused gradient pair: the model-wide plan's point of its frontier
+                    pairs[te_op].plan = chosen.active
+                    continue
                 plans[te_op] = (bound, chosen.active)
                 attr = idle_attribute(bound, chosen, device, cost)
                 if attr is not None:
                     idle[te_op] = attr
         return plans, idle, fallbacks, planned, preloaded
+
+    def _unfuse_pairs(self, function, found, pairs, error, device):
+        """Put ``found``'s fused pairs back as two te ops each, saying why, and model the
+        function again (`irc.lowering.igo_pair_partition.unfuse`)."""
+        from irc.lowering.igo_pair_partition import unfuse
+        from irc.lowering.model_from_ir import ModelIRError, function_model
+
+        for pair in found.pairs:
+            del pairs[pair]
+            unfuse(pair, f"run as two operators: the model-wide plan has no room for its fused pairs on "
+                         f"{device.name} ({error})")
+        try:
+            return function_model(function, strict=self.strict, pairs=pairs)
+        except ModelIRError as failure:
+            raise _error(failure.op, failure.message) from None
 
     def _plan_preloading(self, found, cache, function):
         """A model larger than the chip's SRAM on a chip with off-chip memory: ELK's plans
@@ -389,9 +410,10 @@ class RTensorPartition(ModulePass):
 
         for te_op, model_op in zip(found.ops, found.model.ops):
             try:
-                cache.table(model_op.spec, model_op.weights)
+                cache.op_table(model_op)
             except PlanError as error:
-                raise _error(te_op, f'"{te_op.expression.text}" on {cache.device.name}: {error}') from None
+                what = "the fused gradient pair" if model_op.pair is not None else f'"{te_op.expression.text}"'
+                raise _error(te_op, f'{what} on {cache.device.name}: {error}') from None
 
     @staticmethod
     def _fit_message(found, error, device) -> str:

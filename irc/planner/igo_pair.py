@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import numpy as np
@@ -86,9 +86,9 @@ from irc.planner.errors import PlanError, SpecError
 from irc.planner.evaluate import _order_loops, _shift_levels
 from irc.planner.plan import MemoryBreakdown, Plan, ShiftLevel
 from irc.planner.roles import compute_roles
-from irc.planner.search import search
+from irc.planner.search import _Frontier, search
 from irc.planner.spec import OpSpec, TensorSpec
-from irc.planner.vector_score import _resident
+from irc.planner.vector_score import _resident, shift_exchange
 
 EXCHANGE_MODELS = ("t10", "seed003")
 """Cost models known to price an operator as compute + shift + sync + reduction terms
@@ -452,37 +452,6 @@ def check_pair_plan(pair: PairSpec, plan: Plan, device: Device | str, cost: Cost
 # ---------------------------------------------------------------------------
 
 
-def _exchange(union: OpSpec, temporal, tensor_bytes, resident, device, cost):
-    """Shifted bytes and shift events of every candidate's loop nest: the slots of
-    `irc.planner.vector_score.score_candidates` (one per axis and tensor indexing it,
-    the level at that tensor's pace), ordered costlier step outside (T10 s4.4)."""
-    n = len(temporal)
-    slot_steps, slot_bytes, slot_tensors = [], [], []
-    for d, axis in enumerate(union.axis_names):
-        members = [v for v, t in enumerate(union.tensors) if t.indexed_by(axis)]
-        paces = temporal[:, members, d]
-        for j in range(len(members)):
-            u = paces[:, j]
-            coarser = np.where(paces < u[:, None], paces, 1).max(axis=1)
-            owner = np.ones_like(u, dtype=bool)
-            for i in range(j):
-                owner &= paces[:, i] != u
-            moving = paces >= u[:, None]
-            slot_steps.append(np.where(owner & (u > 1), u // coarser - 1, 0))
-            slot_bytes.append((tensor_bytes[:, members] * resident[:, members] * moving).sum(axis=1))
-            slot_tensors.append(moving.sum(axis=1))
-    if not slot_steps:
-        return np.zeros(n), np.zeros(n)
-    steps = np.stack(slot_steps, axis=1).astype(np.float64)
-    nbytes = np.stack(slot_bytes, axis=1).astype(np.float64)
-    count = np.stack(slot_tensors, axis=1).astype(np.float64)
-    step_cost = cost.shift_cycles(device, nbytes) + cost.sync_cycles(device) * count
-    order = np.argsort(-step_cost, axis=1, kind="stable")
-    steps, nbytes, count = (np.take_along_axis(a, order, axis=1) for a in (steps, nbytes, count))
-    executions = np.cumprod(np.concatenate([np.ones_like(steps[:, :1]), steps[:, :-1] + 1], axis=1), axis=1)
-    return (executions * steps * nbytes).sum(axis=1), (executions * steps * count).sum(axis=1)
-
-
 def score_pair_candidates(pair: PairSpec, candidates: CandidateSet, device: Device, cost: CostModel):
     """(memory per core [N], cycles [N]) of fused candidates (tensors in `PairSpec.tensors`
     order): `check_pair_plan`'s figures, vectorised."""
@@ -492,7 +461,7 @@ def score_pair_candidates(pair: PairSpec, candidates: CandidateSet, device: Devi
     temporal = candidates.temporal_factors
     rotating = (temporal > 1).any(axis=2)
     memory = (tensor_bytes * resident * (1 + rotating)).sum(axis=1)
-    shifted, events = _exchange(union, temporal, tensor_bytes, resident, device, cost)
+    shifted, events = shift_exchange(union, temporal, tensor_bytes, resident, device, cost)
     indexed = np.array([[t.indexed_by(a) for a in union.axis_names] for t in union.tensors])
     sharing = np.where(indexed[None], 1, candidates.op_factors[:, None, :]).prod(axis=2)
     replicas = sharing // temporal.prod(axis=2)
@@ -656,6 +625,93 @@ def search_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = "t
     return PairPlan(Plan(plan.axes, plan.op_factors, plan.temporal_factors), score), stats
 
 
+def pair_frontier(pair: PairSpec, device: Device | str, cost: CostModel | str = "t10", *,
+                  min_utilization: float = DEFAULT_MIN_UTILIZATION,
+                  max_padding: float = DEFAULT_MAX_PADDING) -> tuple[tuple[Plan, ...], dict]:
+    """The (memory per core, time) Pareto frontier of the fused plans that fit, memory
+    ascending (its last plan is `search_pair`'s), each scored by `check_pair_plan`: what
+    the model-wide planner (T10 s4.3.2, `irc.planner.op_table`) needs of a fused pair to
+    trade its memory against the other operators' like any operator's (T10 s4.3.1's
+    frontier). Exact as `irc.planner.search` is for one operator: a step group is skipped
+    only when its memory bound (`_group_memory`) exceeds the SRAM or a plan found needs no
+    more memory than it and is faster than its time bound (`_group_time`); ties between
+    equal plans go to the full enumeration's order. Like `search_pair`, a space with no
+    plan meeting `min_utilization` is searched again with any core count. Returns the
+    plans and statistics; raises `PlanError` (with the least memory a scored plan needs)
+    when no fused plan fits."""
+    device = load_device(device)
+    cost = get_cost_model(cost)
+    _require_exchange_model(cost)
+    relaxed = False
+    frontier, stats = _frontier_once(pair, device, cost, min_utilization, max_padding)
+    if not len(frontier) and min_utilization > 0:
+        relaxed = True
+        frontier, stats = _frontier_once(pair, device, cost, 0.0, max_padding)
+    if not len(frontier):
+        if stats["plans_scored"]:
+            raise PlanError(
+                f"no fused plan fits: the least memory per core a scored plan needs is {int(stats['least_memory'])} "
+                f"bytes, but {device.name} has {device.sram_bytes} bytes of SRAM per core",
+                needed=int(stats["least_memory"]),
+            )
+        raise PlanError(f"no fused plan satisfies the constraints on {device.name}")
+    names = [t.name for t in pair.tensors]
+    plans = []
+    for i in range(len(frontier)):
+        plan = Plan(pair.axis_names, tuple(int(f) for f in frontier.op_factors[i]),
+                    {n: tuple(int(f) for f in frontier.temporal[i, v]) for v, n in enumerate(names)})
+        score = check_pair_plan(pair, plan, device, cost, min_utilization=0.0 if relaxed else min_utilization,
+                                max_padding=max_padding)
+        plans.append(Plan(plan.axes, plan.op_factors, plan.temporal_factors, score))
+    stats["relaxed_utilization"] = relaxed
+    return tuple(plans), stats
+
+
+def _frontier_once(pair: PairSpec, device: Device, cost: CostModel, min_utilization: float, max_padding: float):
+    union = pair.union_spec()
+    space = PlanSpace(union, device, min_utilization, max_padding)
+    frontier = _Frontier(len(union.tensors), len(union.axes))
+    stats = {"plans_scored": 0, "groups": 0, "groups_expanded": 0, "least_memory": math.inf}
+    if space.n_spatial == 0:
+        return frontier, stats
+    for groups in space.groups():
+        stats["groups"] += len(groups)
+        bound = _group_time(pair, space, groups, device, cost)
+        memory_bound = _group_memory(pair, space, groups)
+        bound = np.where(memory_bound > device.sram_bytes, np.inf, bound)
+        order = np.argsort(bound, kind="stable")
+        order = order[np.isfinite(bound[order])]
+        # least time bound first: the plans found early prune the groups after them
+        for start in range(0, len(order), 256):
+            chosen = order[start:start + 256]
+            chosen = chosen[~frontier.dominates(memory_bound[chosen], bound[chosen])]
+            if not len(chosen):
+                continue
+            stats["groups_expanded"] += len(chosen)
+            for candidates in space.expand(groups.take(np.sort(chosen))):
+                memory, cycles = score_pair_candidates(pair, candidates, device, cost)
+                stats["plans_scored"] += len(candidates)
+                stats["least_memory"] = min(stats["least_memory"], float(memory.min()))
+                fits = np.flatnonzero((memory <= device.sram_bytes) & np.isfinite(cycles))
+                if len(fits):
+                    kept = CandidateSet(candidates.op_factors[fits], candidates.temporal_factors[fits],
+                                        candidates.order[fits])
+                    frontier.merge(kept, memory[fits].astype(np.int64), cycles[fits])
+    return frontier, stats
+
+
+def canonical_pair(pair: PairSpec) -> PairSpec:
+    """``pair`` with its tensors renamed by their position in `PairSpec.tensors` (t0 dX,
+    t1 dW, t2 dY, t3 W, t4 X): equal for identical layers, and its `union_spec` is
+    `irc.planner.op_table.canonical_spec` of the pair's."""
+    names = {t.name: f"t{i}" for i, t in enumerate(pair.tensors)}
+
+    def renamed(spec: OpSpec) -> OpSpec:
+        return replace(spec, tensors=tuple(replace(t, name=names[t.name]) for t in spec.tensors))
+
+    return PairSpec(renamed(pair.dx), renamed(pair.dw), names[pair.dy])
+
+
 def unfused_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = "t10", **options) -> tuple[Plan, Plan]:
     """The best unfused pair: each product's fastest plan, two independent exact searches
     (`irc.planner.search`)."""
@@ -722,8 +778,10 @@ __all__ = [
     "PairScore",
     "PairSpec",
     "brute_force_pair_plans",
+    "canonical_pair",
     "check_pair_plan",
     "compare_pair",
+    "pair_frontier",
     "pair_spec",
     "score_pair_candidates",
     "search_pair",

@@ -34,6 +34,11 @@ idle plan of the op whose next idle plan saves the most of its time per extra id
 shrink the op losing the least time per byte saved. ``exhaustive_idle_search`` tries every
 combination of idle sizes (small models only), the reference for both.
 
+A fused gradient pair (``ModelOp.pair``, `irc.planner.igo_pair`: a layer's dX and dW under
+one plan) is one operator like any other: its active plans are the pair's (memory, time)
+frontier, traded against the other operators' memory, with no weights at rest; what it
+reads and writes moves, and is kept on chip across other ops, as any op's tensors.
+
 Operators with the same signature (identical layers) share one frontier search and one
 idle/active table (``irc.planner.op_table.FrontierCache``).
 """
@@ -52,6 +57,7 @@ from irc.cost import CostModel, CostModelError, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner.errors import PlanError, SpecError
 from irc.planner.idle import IdlePlan
+from irc.planner.igo_pair import PairSpec
 from irc.planner.op_table import FrontierCache, OpTable
 from irc.planner.plan import Plan
 from irc.planner.relayout import dim_extents, relayout_cost, tensor_elements
@@ -100,6 +106,22 @@ class ModelOp:
     """Inputs from outside the model that another op (or this op under another name; by
     index, and its name for the tensor) also reads: the tensor is loaded once, into that
     op's layout, and relayouted from there (``irc.lowering.shift_to_device``)."""
+    produced_as: Mapping[str, str] = field(default_factory=dict)
+    """For a produced input whose producer has several outputs (a fused gradient pair's
+    dX or dW), the producer's name for it; otherwise it is the producer's output."""
+    pair: PairSpec | None = None
+    """A fused gradient pair (`irc.planner.igo_pair`): one operator computing a layer's
+    dX and dW under one plan, whose ``spec`` is the pair's `PairSpec.union_spec` (dX its
+    output, dW a second output) and whose active plans are the pair's frontier
+    (`irc.planner.op_table.build_pair_table`). It has no weights at rest: its weight is
+    loaded from the host into its active layout."""
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The tensors this op writes (a fused pair's dX and dW, else its output)."""
+        if self.pair is not None:
+            return (self.pair.dx.output.name, self.pair.dw.output.name)
+        return (self.spec.output.name,)
 
 
 @dataclass(frozen=True)
@@ -130,14 +152,28 @@ class ModelSpec:
                         f"got {producer!r}"
                     )
                 source = self.ops[producer].spec
-                produced = tensor_elements(source, source.output.name)
+                name = self.source_of(i, tensor)
+                if name not in self.ops[producer].outputs:
+                    raise ModelSpecError(
+                        f"op {i} ({op.name}): {tensor!r} is produced as {name!r}, which op {producer} "
+                        f"({self.ops[producer].name}) does not write; it writes {list(self.ops[producer].outputs)}"
+                    )
+                produced = tensor_elements(source, name)
                 consumed = tensor_elements(op.spec, tensor)
                 if produced != consumed and tensor not in op.window_reads | op.moved_reads:
                     raise ModelSpecError(
                         f"op {i} ({op.name}) reads {tensor!r} with {consumed} elements "
                         f"{dim_extents(op.spec, tensor)}, but op {producer} ({self.ops[producer].name}) "
-                        f"produces {produced} elements {dim_extents(source, source.output.name)}"
+                        f"produces {produced} elements {dim_extents(source, name)}"
                     )
+            for tensor in op.produced_as:
+                if tensor not in op.producers:
+                    raise ModelSpecError(f"op {i} ({op.name}): {tensor!r} has a producer's name but no producer")
+            if op.pair is not None:
+                if op.spec != op.pair.union_spec():
+                    raise ModelSpecError(f"op {i} ({op.name}): a fused pair's spec must be its pair's union spec")
+                if op.weights:
+                    raise ModelSpecError(f"op {i} ({op.name}): a fused pair has no weights at rest, got {list(op.weights)}")
             for tensor, (home, name) in op.shared_reads.items():
                 if tensor not in inputs or tensor in op.weights or tensor in op.producers:
                     raise ModelSpecError(
@@ -162,13 +198,26 @@ class ModelSpec:
                 readers.setdefault(producer, []).append(i)
         return readers
 
+    def source_of(self, i: int, tensor: str) -> str:
+        """The name the producer of op ``i``'s produced input ``tensor`` gives it."""
+        op = self.ops[i]
+        return op.produced_as.get(tensor, self.ops[op.producers[tensor]].spec.output.name)
+
+    def readers_of_outputs(self) -> dict[tuple[int, str], list[int]]:
+        """(producer index, its output) -> indices of the ops reading it."""
+        readers: dict[tuple[int, str], list[int]] = {}
+        for i, op in enumerate(self.ops):
+            for tensor, producer in op.producers.items():
+                readers.setdefault((producer, self.source_of(i, tensor)), []).append(i)
+        return readers
+
     def edges(self) -> list["Edge"]:
         """Every relayout the model may pay: activations from their producer, and inputs
         shared with another op from that op's layout."""
         found = []
         for i, op in enumerate(self.ops):
             for tensor, producer in op.producers.items():
-                found.append(Edge(i, tensor, producer, self.ops[producer].spec.output.name,
+                found.append(Edge(i, tensor, producer, self.source_of(i, tensor),
                                   tensor in op.moved_reads, op.read_views.get(tensor)))
             for tensor, (home, name) in op.shared_reads.items():
                 found.append(Edge(i, tensor, home, name, tensor in op.moved_reads, op.read_views.get(tensor)))
@@ -191,9 +240,9 @@ class ModelSpec:
         stays until that reader is done), and the copy of every shared input, from its
         first reader to its last."""
         live: list[list[tuple[int, str]]] = [[] for _ in self.ops]
-        for producer, readers in self.consumers().items():
+        for (producer, name), readers in self.readers_of_outputs().items():
             for i in range(producer + 1, max(readers) + 1):
-                live[i].append((producer, self.ops[producer].spec.output.name))
+                live[i].append((producer, name))
         for first, last, _, home, name in self.shared_spans():
             for i in range(first, last + 1):
                 live[i].append((home, name))
@@ -220,9 +269,9 @@ def resting_activation_bytes(model: ModelSpec, device: Device) -> list[int]:
     all cores: how the baselines' virtual global memory holds them (the model-wide plan
     counts what a core really holds, ``ModelSpec.live_across``)."""
     resting = [0] * len(model.ops)
-    for producer, readers in model.consumers().items():
+    for (producer, name), readers in model.readers_of_outputs().items():
         spec = model.ops[producer].spec
-        per_core = -(-spec.bytes_of(spec.output.name) * tensor_elements(spec, spec.output.name) // device.cores)
+        per_core = -(-spec.bytes_of(name) * tensor_elements(spec, name) // device.cores)
         for i in range(producer + 1, max(readers)):
             if i not in readers:
                 resting[i] += per_core
@@ -335,11 +384,13 @@ class _ModelProblem:
         total = len(model.ops)
         for i, op in enumerate(model.ops):
             try:
-                table = cache.table(op.spec, op.weights)
+                table = cache.op_table(op)
             except PlanError as error:
+                needed = (least_plan_bytes(op.spec, self.device, self.cost, error) if op.pair is None
+                          else int(error.needed if error.needed is not None else self.sram + 1))
                 raise ModelFitError(
                     f"op {i} ({op.name}) has no plan on {self.device.name}: {error}",
-                    needed=least_plan_bytes(op.spec, self.device, self.cost, error), available=self.sram,
+                    needed=needed, available=self.sram,
                 ) from None
             except CostModelError as error:
                 raise CostModelError(f"op {i} ({op.name}): {error}") from None
@@ -434,8 +485,7 @@ class _ModelProblem:
 
     def _relax(self, i: int) -> None:
         """Op ``i``'s table searched without the utilisation floor (``start_rows``)."""
-        op = self.model.ops[i]
-        self.tables[i] = self.cache.table(op.spec, op.weights, relaxed=True)
+        self.tables[i] = self.cache.op_table(self.model.ops[i], relaxed=True)
         self.least_hot[i] = self.tables[i].least_hot()
         self.signature_ids[i] = self._signature_id(self.tables[i])
         self._bytes = {k: v for k, v in self._bytes.items() if k[0] != i}
@@ -657,7 +707,7 @@ class _ModelProblem:
         planned = []
         peak = 0
         for i, (op, table, row, j) in enumerate(zip(self.model.ops, self.tables, rows, choice)):
-            active = self.cache.named_plan(op.spec, table.active[j])
+            active = self.cache.named_plan(op.spec, table.active[j], op.pair)
             idle = _named_idle(op.spec, table.idle[table.idle_index[row, j]])
             active_s = table.active_cycles[j] / clock
             setup_s = table.setup[row, j] / clock

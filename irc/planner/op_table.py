@@ -8,6 +8,11 @@ For one operator (and which of its inputs are weights) an ``OpTable`` holds:
   (cold, hot) table. Rows are distinct idle sizes, ascending, with rows dominated by a
   smaller one (no faster for any active plan) dropped.
 
+A fused gradient pair (`irc.planner.igo_pair`: one plan for a layer's dX and dW) is one
+operator to the model-wide planner: its table's active plans are the pair's frontier
+(`irc.planner.igo_pair.pair_frontier`) and it has one idle size, nothing (its weight is
+loaded from the host into its active layout, never kept at rest: ``build_pair_table``).
+
 ``FrontierCache`` builds tables once per operator signature (the op with tensors renamed by
 position, plus the weight positions), so identical layers are searched once.
 """
@@ -25,6 +30,7 @@ from irc.devices import Device, load_device
 from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
 from irc.planner.evaluate import check_plan
 from irc.planner.idle import IdlePlan, idle_plans, setup_cycles
+from irc.planner.igo_pair import PairSpec, canonical_pair, check_pair_plan, pair_frontier
 from irc.planner.plan import Plan
 from irc.planner.search import search
 from irc.planner.spec import OpSpec
@@ -169,6 +175,38 @@ def build_op_table(
     )
 
 
+def build_pair_table(
+    pair: PairSpec,
+    device: Device,
+    cost: CostModel,
+    *,
+    min_utilization: float = DEFAULT_MIN_UTILIZATION,
+    max_padding: float = DEFAULT_MAX_PADDING,
+) -> OpTable:
+    """The op table of a fused gradient pair (module docstring): its frontier
+    (`pair_frontier`, over `canonical_pair`'s tensors t0 dX, t1 dW, t2 dY, t3 W, t4 X) as
+    the active plans, one idle row of 0 bytes, no setup. Raises ``PlanError`` when no
+    fused plan fits."""
+    started, cpu = time.perf_counter(), time.process_time()
+    canon = canonical_pair(pair)
+    active, _ = pair_frontier(canon, device, cost, min_utilization=min_utilization, max_padding=max_padding)
+    cycles = np.array([p.cycles for p in active], dtype=np.float64)
+    return OpTable(
+        spec=canon.union_spec(),
+        weights=(),
+        active=active,
+        hot=np.array([p.memory_per_core for p in active], dtype=np.float64),
+        active_cycles=cycles,
+        cold=np.zeros(1),
+        table=cycles[None, :].copy(),
+        setup=np.zeros((1, len(active))),
+        idle_index=np.arange(len(active), dtype=np.int64)[None, :],
+        idle=tuple(IdlePlan(p.op_factors, {}, {}) for p in active),
+        search_seconds=time.perf_counter() - started,
+        search_cpu_seconds=time.process_time() - cpu,
+    )
+
+
 def _spans(plan: Plan) -> tuple[int, ...]:
     score = plan._scored()
     return tuple(t * tau for t, tau in zip(score.steps_per_axis, score.step_tiles))
@@ -211,14 +249,40 @@ class FrontierCache:
             self.tables[key] = table
         return table
 
-    def named_plan(self, spec: OpSpec, plan: Plan) -> Plan:
-        """A canonical plan restated with ``spec``'s own tensor names, scored."""
+    def pair_table(self, pair: PairSpec, *, relaxed: bool = False) -> OpTable:
+        """The op table of the fused gradient pair ``pair`` (``build_pair_table``;
+        searched once per canonical pair; ``relaxed`` as in ``table``)."""
+        key = ("pair", canonical_pair(pair)) + (("relaxed",) if relaxed and self.min_utilization > 0 else ())
+        table = self.tables.get(key)
+        if table is None:
+            table = build_pair_table(
+                pair, self.device, self.cost,
+                min_utilization=0.0 if relaxed else self.min_utilization, max_padding=self.max_padding,
+            )
+            self.searches += 1
+            self.tables[key] = table
+        return table
+
+    def op_table(self, op, *, relaxed: bool = False) -> OpTable:
+        """The table of a model operator (`irc.planner.model.ModelOp`): its pair's
+        (``pair_table``) for a fused gradient pair, else its spec's with its weights."""
+        if op.pair is not None:
+            return self.pair_table(op.pair, relaxed=relaxed)
+        return self.table(op.spec, op.weights, relaxed=relaxed)
+
+    def named_plan(self, spec: OpSpec, plan: Plan, pair: PairSpec | None = None) -> Plan:
+        """A canonical plan restated with ``spec``'s own tensor names, scored (by
+        `check_pair_plan` for ``pair``, a fused gradient pair whose `union_spec` is
+        ``spec``)."""
         key = (spec, plan.op_factors, tuple(sorted(plan.temporal_factors.items())))
         hit = self._rescored.get(key)
         if hit is None:
             names = {f"t{i}": t.name for i, t in enumerate(spec.tensors)}
             unscored = Plan(plan.axes, plan.op_factors, {names[k]: v for k, v in plan.temporal_factors.items()})
-            score = check_plan(spec, unscored, self.device, self.cost)
+            if pair is not None:
+                score = check_pair_plan(pair, unscored, self.device, self.cost)
+            else:
+                score = check_plan(spec, unscored, self.device, self.cost)
             hit = Plan(unscored.axes, unscored.op_factors, unscored.temporal_factors, score)
             self._rescored[key] = hit
         return hit

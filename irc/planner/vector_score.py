@@ -67,6 +67,39 @@ def candidate_memory(spec: OpSpec, candidates: CandidateSet) -> np.ndarray:
     return _resident(spec, candidates)[-1]
 
 
+def shift_exchange(spec: OpSpec, temporal: np.ndarray, tensor_bytes: np.ndarray, resident: np.ndarray,
+                   device: Device, cost: CostModel) -> tuple[np.ndarray, np.ndarray]:
+    """Shifted bytes and shift events [N] of every candidate's loop nest. Shift levels:
+    one slot per (axis, tensor indexing it); the slot owned by tensor w is the level at
+    pace u = f_t[w, d], stepping from the next coarser pace, shifting every tensor with
+    f_t >= u. Ties: only the first tensor with a pace owns its level. The costlier shift
+    step goes outside (T10 s4.4 loop order, see evaluate._order_loops)."""
+    slot_steps, slot_bytes, slot_tensors = [], [], []
+    for d, axis in enumerate(spec.axis_names):
+        members = [v for v, t in enumerate(spec.tensors) if t.indexed_by(axis)]
+        paces = temporal[:, members, d]                               # [N, M]
+        for j in range(len(members)):
+            u = paces[:, j]
+            coarser = np.where(paces < u[:, None], paces, 1).max(axis=1)
+            owner = np.ones_like(u, dtype=bool)
+            for i in range(j):
+                owner &= paces[:, i] != u
+            moving = paces >= u[:, None]
+            slot_steps.append(np.where(owner & (u > 1), u // coarser - 1, 0))
+            slot_bytes.append((tensor_bytes[:, members] * resident[:, members] * moving).sum(axis=1))
+            slot_tensors.append(moving.sum(axis=1))
+    if not slot_steps:
+        return np.zeros(len(temporal)), np.zeros(len(temporal))
+    steps = np.stack(slot_steps, axis=1).astype(np.float64)
+    nbytes = np.stack(slot_bytes, axis=1).astype(np.float64)
+    count = np.stack(slot_tensors, axis=1).astype(np.float64)
+    step_cost = cost.shift_cycles(device, nbytes) + cost.sync_cycles(device) * count
+    order = np.argsort(-step_cost, axis=1, kind="stable")
+    steps, nbytes, count = (np.take_along_axis(x, order, axis=1) for x in (steps, nbytes, count))
+    executions = np.cumprod(np.concatenate([np.ones_like(steps[:, :1]), steps[:, :-1] + 1], axis=1), axis=1)
+    return (executions * steps * nbytes).sum(axis=1), (executions * steps * count).sum(axis=1)
+
+
 def score_candidates(
     spec: OpSpec, candidates: CandidateSet, device: Device, cost: CostModel
 ) -> CandidateScores:
@@ -77,39 +110,7 @@ def score_candidates(
     temporal = candidates.temporal_factors          # [N, V, D]
     per_core, steps_per_axis, step_tiles, resident, tensor_bytes, memory = _resident(spec, candidates)
 
-    # shift levels: one slot per (axis, tensor indexing it); the slot owned by tensor w
-    # is the level at pace u = f_t[w, d], stepping from the next coarser pace, shifting
-    # every tensor with f_t >= u. Ties: only the first tensor with a pace owns its level.
-    slot_steps, slot_bytes, slot_tensors = [], [], []
-    for d, axis in enumerate(axes):
-        members = [v for v, t in enumerate(tensors) if t.indexed_by(axis)]
-        paces = temporal[:, members, d]                               # [N, M]
-        for j in range(len(members)):
-            u = paces[:, j]
-            coarser = np.where(paces < u[:, None], paces, 1).max(axis=1)
-            owner = np.ones_like(u, dtype=bool)
-            for i in range(j):
-                owner &= paces[:, i] != u
-            steps = np.where(owner & (u > 1), u // coarser - 1, 0)
-            moving = paces >= u[:, None]
-            slot_steps.append(steps)
-            slot_bytes.append((tensor_bytes[:, members] * resident[:, members] * moving).sum(axis=1))
-            slot_tensors.append(moving.sum(axis=1))
-    if slot_steps:
-        steps = np.stack(slot_steps, axis=1).astype(np.float64)
-        nbytes = np.stack(slot_bytes, axis=1).astype(np.float64)
-        count = np.stack(slot_tensors, axis=1).astype(np.float64)
-        step_cost = cost.shift_cycles(device, nbytes) + cost.sync_cycles(device) * count
-        # T10 s4.4 loop order: costlier shift step outside (see evaluate._order_loops)
-        order = np.argsort(-step_cost, axis=1, kind="stable")
-        steps = np.take_along_axis(steps, order, axis=1)
-        nbytes = np.take_along_axis(nbytes, order, axis=1)
-        count = np.take_along_axis(count, order, axis=1)
-        executions = np.cumprod(np.concatenate([np.ones_like(steps[:, :1]), steps[:, :-1] + 1], axis=1), axis=1)
-        shifted_bytes = (executions * steps * nbytes).sum(axis=1)
-        shift_events = (executions * steps * count).sum(axis=1)
-    else:
-        shifted_bytes = shift_events = np.zeros(len(candidates))
+    shifted_bytes, shift_events = shift_exchange(spec, temporal, tensor_bytes, resident, device, cost)
 
     is_indexed = np.array([[t.indexed_by(a) for a in axes] for t in tensors])  # [V, D]
     sharing = np.where(is_indexed[None, :, :], 1, op_factors[:, None, :]).prod(axis=2)  # [N, V]

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from irc.cost.model import CostModelError
@@ -21,6 +21,7 @@ from irc.planner.igo_pair import (
     brute_force_pair_plans,
     check_pair_plan,
     compare_pair,
+    pair_frontier,
     pair_spec,
     score_pair_candidates,
     search_pair,
@@ -173,3 +174,54 @@ def test_the_fused_plan_runs_one_dy_ring_at_its_price():
     assert shifts(apart[0]) == shifts(apart[1]) == shifts(one) == 3
     assert sum(r.kernel_cycles for r in apart) - one.kernel_cycles == pytest.approx(
         apart[1].cycles["shift"] + apart[1].cycles["sync"], rel=1e-12)
+
+
+def pareto_points(plans):
+    """The (memory, cycles) Pareto frontier of scored plans, memory ascending: a plan is
+    on it when it is faster than every plan needing no more memory (equal times, within
+    float rounding, are one point: the least memory's)."""
+    found, fastest = [], math.inf
+    for memory, cycles in sorted((p.score.memory_per_core, p.cycles) for p in plans):
+        if cycles < fastest * (1 - 1e-9):
+            found.append((memory, cycles))
+            fastest = cycles
+    return found
+
+
+@settings(max_examples=8, deadline=None)
+@example(6, 4, 8, "tiny8", 2)   # a frontier of six plans
+@given(st.integers(1, 10), st.integers(1, 10), st.integers(1, 10), st.sampled_from(["tiny4", "tiny8"]),
+       st.sampled_from([2, 4]))
+def test_pair_frontier_equals_plain_enumeration(m, k, n, device, element_bytes):
+    """`pair_frontier` is exact: its (memory, cycles) points are the Pareto frontier of
+    every legal fused plan plain loops enumerate, its last plan is `search_pair`'s, and
+    each plan is scored as `check_pair_plan` scores it."""
+    pair = gemm_pair(m, k, n, element_bytes)
+    every = brute_force_pair_plans(pair, device, "t10")
+    frontier, _ = pair_frontier(pair, device, "t10", min_utilization=0.0, max_padding=1e9)
+    expected = pareto_points(every)
+    assert [p.score.memory_per_core for p in frontier] == [memory for memory, _ in expected]
+    assert [p.cycles for p in frontier] == pytest.approx([cycles for _, cycles in expected], rel=1e-12)
+    best, _ = search_pair(pair, device, "t10", min_utilization=0.0, max_padding=1e9)
+    assert frontier[-1].cycles == pytest.approx(best.cycles, rel=1e-12)
+    assert frontier[-1].score.memory_per_core == best.score.memory_per_core
+    for plan in frontier:
+        assert check_pair_plan(pair, plan, device, "t10").cycles == plan.cycles
+
+
+def test_pair_frontier_under_a_binding_sram():
+    """On a chip whose SRAM leaves out the fastest plans, the frontier is still every
+    Pareto point that fits (plain enumeration drops what does not fit), and a pair
+    with no fitting plan is an error with the least memory a plan needs."""
+    from dataclasses import replace
+
+    pair = gemm_pair(8, 12, 8, 4)
+    unbounded = pareto_points(brute_force_pair_plans(pair, "tiny4", "t10"))
+    small = replace(load_device("tiny4"), sram_bytes=unbounded[-1][0] - 1)   # the fastest plan does not fit
+    every = brute_force_pair_plans(pair, small, "t10")
+    frontier, _ = pair_frontier(pair, small, "t10", min_utilization=0.0, max_padding=1e9)
+    assert 0 < len(pareto_points(every)) < len(unbounded)
+    assert [(p.score.memory_per_core, pytest.approx(p.cycles, rel=1e-12)) for p in frontier] == pareto_points(every)
+    tiny = replace(small, sram_bytes=min(memory for memory, _ in unbounded) - 1)
+    with pytest.raises(PlanError, match="no fused plan fits: the least memory per core a scored plan needs is"):
+        pair_frontier(pair, tiny, "t10", min_utilization=0.0, max_padding=1e9)

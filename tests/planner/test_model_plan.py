@@ -19,7 +19,16 @@ from irc.planner import OpSpec, TensorSpec
 from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
 from irc.planner.bert import bert_layer_ops, bert_model, stack_layers
 from irc.planner.idle import setup_cycles
-from irc.planner.model import ModelFitError, ModelOp, ModelSpec, max_batch, plan_model, resting_activation_bytes
+from irc.planner.model import (
+    ModelFitError,
+    ModelOp,
+    ModelSpec,
+    ModelSpecError,
+    exhaustive_idle_search,
+    max_batch,
+    plan_model,
+    resting_activation_bytes,
+)
 from irc.planner.op_table import FrontierCache
 from irc.planner.relayout import relayout_cost
 
@@ -470,3 +479,63 @@ def test_best_at_is_the_fastest_usable_plan_per_row(rows, plans, seed, budget):
         else:
             best = min(cycles[r, j] for j in usable)
             assert times[r] == best and choice[r] == next(j for j in usable if cycles[r, j] == best)
+
+
+def pair_model():
+    """dY from an elementwise op, a fused gradient pair reading it, an update reading
+    the pair's dW (its second output) and an op reading its dX."""
+    from irc.dialects.te_expr import parse_expression
+    from irc.planner.from_te import op_spec_from_expr
+    from irc.planner.igo_pair import pair_spec
+
+    m, k, n = 256, 128, 64
+    dx = op_spec_from_expr(parse_expression("DX[m,k] += G[m,n] * W[k,n]").bind([(m, n), (k, n)], (m, k)), 4)
+    dw = op_spec_from_expr(parse_expression("DW[k,n] += G[m,n] * X[m,k]").bind([(m, n), (m, k)], (k, n)), 4)
+    pair = pair_spec(dx, dw, "G")
+    return ModelSpec("pair", (
+        ModelOp("dy", relu(m, n)),
+        ModelOp("pair", pair.union_spec(), producers={"G": 0}, pair=pair),
+        ModelOp("update", relu(k, n), producers={"X": 1}, produced_as={"X": "DW"}),
+        ModelOp("use_dx", relu(m, k), producers={"X": 1}),
+    ))
+
+
+@pytest.mark.parametrize("sram", [65536, 50000, 40000])
+def test_a_fused_pair_trades_its_frontier_like_any_op(sram):
+    """A fused gradient pair is one operator whose active plans are its frontier
+    (`irc.planner.igo_pair.pair_frontier`): under less SRAM the model runs it at the
+    fastest frontier plan that fits beside what is kept on chip across it, counts its
+    two outputs kept for their readers, and never exceeds the SRAM."""
+    from irc.planner.igo_pair import pair_frontier
+
+    model = pair_model()
+    assert model.live_across() == [[], [(0, "Y")], [(1, "DW"), (1, "DX")], [(1, "DX")]]
+    device = replace(TINY16, sram_bytes=sram)
+    planned = plan_model(model, device, "t10")
+    assert planned.peak_bytes <= sram
+    frontier, _ = pair_frontier(model.ops[1].pair, TINY16, "t10")
+    live = planned.ops[0].active.score.memory.partitions["Y"]
+    fitting = [p for p in frontier if p.memory_per_core <= sram - live]
+    chosen = planned.ops[1]
+    assert chosen.active.op_factors == fitting[-1].op_factors and chosen.active_bytes == fitting[-1].memory_per_core
+    assert chosen.active.cycles == pytest.approx(fitting[-1].cycles, rel=1e-12)
+    assert (len(fitting) < len(frontier)) == (sram < 65536)   # the SRAM binds: a slower, smaller plan
+    assert exhaustive_idle_search(model, device, "t10").seconds == pytest.approx(planned.seconds, rel=1e-12)
+    # the update reads dW: its relayout is priced from the pair's dW layout
+    edge = next(e for e in model.edges() if e.consumer == 2)
+    assert (edge.producer, edge.source) == (1, "DW")
+
+
+def test_a_fused_pair_that_cannot_fit_names_itself():
+    with pytest.raises(ModelFitError, match=r"op 1 \(pair\) needs 28672 bytes per core to execute"):
+        plan_model(pair_model(), replace(TINY16, sram_bytes=30000), "t10")
+
+
+def test_a_produced_input_names_an_output_of_its_producer():
+    model = pair_model()
+    bad = replace(model.ops[2], produced_as={"X": "G"})
+    with pytest.raises(ModelSpecError, match="'X' is produced as 'G', which op 1 .pair. does not write; it writes "
+                                             r"\['DX', 'DW'\]"):
+        ModelSpec("bad", (*model.ops[:2], bad, model.ops[3]))
+    with pytest.raises(ModelSpecError, match="a fused pair has no weights at rest"):
+        ModelSpec("bad", (model.ops[0], replace(model.ops[1], weights=("W",)), *model.ops[2:]))

@@ -38,3 +38,24 @@ func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>, %dy: tensor<1x
   %dx, %dw = igo.grad_pair dx "DX[n,c,h+r,w+s] += DY[n,f,h,w] * W[f,c,r,s]" dw "DW[f,c,r,s] += DY[n,f,h,w] * X[n,c,h+r,w+s]" (%dy, %w, %x) : (tensor<1x3x3x3xf32>, tensor<3x2x3x3xf32>, tensor<1x2x5x5xf32>) -> (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>)
   func.return %dx, %dw : tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>
 }
+
+// -----
+
+// The fused pair wins alone, but %r stays on chip across it: the model-wide plan, which
+// counts the pair as one operator, has no room for it, so it goes back to its two te ops
+// (saying why) and the function is planned again; device-alloc places the result.
+// CHECK-LABEL: func.func @no_room
+// CHECK:         rtensor.op "DX[m,k] += G[m,n] * W[k,n]" {{.*}}irc.unfused = "run as two operators: the model-wide plan has no room for its fused pairs on tiny16 (model 'no_room' does not fit on tiny16: op 1 (%dx) needs 43008 bytes per core to execute
+// CHECK:         rtensor.op "DW[k,n] += G[m,n] * X[m,k]" {{.*}}irc.unfused = "run as two operators: the model-wide plan has no room
+// CHECK-NOT:     grad_pair
+// DEVICE-LABEL: func.func @no_room
+// DEVICE:         device.alloc
+func.func @no_room(%dy: tensor<128x32xf32> {irc.name = "dy"}, %w: tensor<512x32xf32> {irc.name = "w"},
+                %x: tensor<128x512xf32> {irc.name = "x"}, %a: tensor<384x256xf32> {irc.name = "a"})
+    -> (tensor<128x512xf32>, tensor<512x32xf32>, tensor<f32>) {
+  %r = te.op "R[i,j] = relu(A[i,j])" (%a) : (tensor<384x256xf32>) -> tensor<384x256xf32>
+  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x)
+    : (tensor<128x32xf32>, tensor<512x32xf32>, tensor<128x512xf32>) -> (tensor<128x512xf32>, tensor<512x32xf32>)
+  %s = te.op "S[] += R[i,j]" (%r) : (tensor<384x256xf32>) -> tensor<f32>
+  func.return %dx, %dw, %s : tensor<128x512xf32>, tensor<512x32xf32>, tensor<f32>
+}
