@@ -18,7 +18,10 @@ by where each tile lies).
   shared by several operators, not rotating, every dim one axis or a constant): along
   every dim the destination's range either holds whole source blocks (``T = k*S``,
   aligned) or lies inside one (``T <= S``); piece ``(k_1, ...)`` is the block the
-  destination's range meets there, read from the lowest core holding that block.
+  destination's range meets there, read from the copy on the destination's own
+  coordinates along the source's other cut axes (its own, if it holds the block: nothing
+  moves; on a mesh a near one) when every copy is valid, else from the lowest core
+  holding that block (an operator's output, whose other copies held partial sums).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class _BlockDim:
     offset: int    # a: where block 0 starts
     blocks: int    # G: blocks along the dim (the grid of its axis)
     place: int     # core-id weight of the axis' coordinate (0 for a constant dim)
+    axis: int = -1  # the axis (-1 for a constant dim)
 
 
 def _block_dims(kernel, name: str) -> list[_BlockDim] | None:
@@ -73,7 +77,7 @@ def _block_dims(kernel, name: str) -> list[_BlockDim] | None:
         if d in used or d in kernel.clamped or layout.partition_shape[r] != span:
             return None
         used.add(d)
-        dims.append(_BlockDim(span, index.constant, kernel.grid[d], places[d]))
+        dims.append(_BlockDim(span, index.constant, kernel.grid[d], places[d], d))
     return dims
 
 
@@ -113,8 +117,13 @@ def block_pieces(source_kernel, source_tensor: str, source_origins: np.ndarray, 
     shape = tuple(d.size if c == "whole" else t for d, c, t in zip(dims, cases, target_shape))
 
     wraps = [True] * len(dims)   # whether a dim's blocks run past the grid (only into padding)
+    # the source's other cut axes: a block's copies differ only there
+    grid = source_kernel.grid
+    used = {d.axis for d in dims}
+    spare = [(math.prod(grid[a + 1:]), g) for a, g in enumerate(grid) if g > 1 and a not in used]
+    near = [bool(spare)]   # read each block from the copy on the core's own coordinates there
 
-    def columns(origins, d1):
+    def columns(origins, d1, core=None):
         digits = _radix(counts, d1)
         source, source_offsets, target_offsets, raw = 0, [], [], []
         for dim, case, q_r, k, wrap in zip(dims, cases, origins, digits, wraps):
@@ -123,29 +132,46 @@ def block_pieces(source_kernel, source_tensor: str, source_origins: np.ndarray, 
             source = source + ((block % dim.blocks) if wrap else block) * dim.place
             source_offsets.append(0 if case == "whole" else (q_r - dim.offset) % dim.size)
             target_offsets.append(k * dim.size if case == "whole" else 0)
+        if near[0] and core is not None:
+            for place, g in spare:
+                source = source + ((core if place == 1 else core // place) % g) * place
         return source, source_offsets, target_offsets, raw
 
     # check the closed form against the tables: every piece comes from a core holding
-    # that block (or lands outside the tensor, where the relayout writes zeros)
+    # that block (or lands outside the tensor, where the relayout writes zeros). A block
+    # is read from its copy on the reading core's own coordinates along the source's other
+    # cut axes (the core's own when it holds it; on a mesh the nearer one) when every
+    # copy is valid, else from the lowest core holding it (the others hold partial sums).
     cores = q.shape[0]
     d1 = np.arange(count, dtype=np.int64)[:, None]
-    source, source_offsets, target_offsets, raw = columns([q[:, r][None, :] for r in range(len(dims))], d1)
-    source = np.broadcast_to(np.asarray(source, dtype=np.int64), (count, cores))
-    wraps[:] = [bool(((np.asarray(b) < 0) | (np.asarray(b) >= d.blocks)).any()) for b, d in zip(raw, dims)]
-    if source.min() < 0 or source.max() >= len(source_origins) or not np.isin(source, writers).all():
-        return None
-    for r, (dim, block) in enumerate(zip(dims, raw)):
-        block = np.broadcast_to(np.asarray(block), (count, cores))
-        inside = (block >= 0) & (block < dim.blocks)
-        if (source_origins[source, r][inside] != (block * dim.size + dim.offset)[inside]).any():
-            return None
-        start = q[:, r][None, :] + np.broadcast_to(np.asarray(target_offsets[r]), (count, cores))
-        outside = (start >= tensor_shape[r]) | (start + shape[r] <= 0)
-        if (~inside & ~outside).any():
+    ids = np.arange(cores, dtype=np.int64)[None, :]
+
+    def holds() -> bool:
+        wraps[:] = [True] * len(dims)
+        source, _, target_offsets, raw = columns([q[:, r][None, :] for r in range(len(dims))], d1, ids)
+        source = np.broadcast_to(np.asarray(source, dtype=np.int64), (count, cores))
+        wraps[:] = [bool(((np.asarray(b) < 0) | (np.asarray(b) >= d.blocks)).any()) for b, d in zip(raw, dims)]
+        if source.min() < 0 or source.max() >= len(source_origins) or not np.isin(source, writers).all():
+            return False
+        for r, (dim, block) in enumerate(zip(dims, raw)):
+            block = np.broadcast_to(np.asarray(block), (count, cores))
+            inside = (block >= 0) & (block < dim.blocks)
+            if (source_origins[source, r][inside] != (block * dim.size + dim.offset)[inside]).any():
+                return False
+            start = q[:, r][None, :] + np.broadcast_to(np.asarray(target_offsets[r]), (count, cores))
+            outside = (start >= tensor_shape[r]) | (start + shape[r] <= 0)
+            if (~inside & ~outside).any():
+                return False
+        return True
+
+    if not holds():
+        near[0] = False
+        if not spare or not holds():
             return None
     if target_origins_symbolic is None:
-        return Pieces(count, shape, table=_table(columns, [q[:, r] for r in range(len(dims))], count, cores))
-    symbolic = columns(list(target_origins_symbolic), AffineExpr.dimension(1))
+        return Pieces(count, shape, table=_table(lambda at, k: columns(at, k, ids), [q[:, r] for r in range(len(dims))],
+                                                  count, cores))
+    symbolic = columns(list(target_origins_symbolic), AffineExpr.dimension(1), AffineExpr.dimension(0))
     return Pieces(count, shape, columns=(symbolic[0], *symbolic[1], *symbolic[2]))
 
 

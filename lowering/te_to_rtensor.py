@@ -75,8 +75,9 @@ PRELOADED_ATTR = "irc.preloaded"
 """On a function planned with ELK (its model exceeds SRAM): weights rest in HBM and each
 is loaded into its preload-state (idle) layout for the op that reads it, not resident
 throughout (`shift-to-device` reads it; `preload-schedule` then moves the loads earlier).
-A dictionary: the design and SRAM split it was planned with and the plan's HBM busy and
-exposed (not overlapped) load cycles, which the interpreted program reports beside its own."""
+A dictionary: the design and SRAM split it was planned with and the plan's HBM busy,
+exposed (not overlapped) load and interconnect contention cycles, which the interpreted
+program reports beside its own."""
 PRELOAD_ATTR = "irc.preload"
 """On each op of a function planned with ELK (``rtensor.op``, ``shift.kernel``, then the
 kernel's ``device.reduce``): ``{slot = i, frontier = q}``, its position in the plan's
@@ -384,10 +385,11 @@ class RTensorPartition(ModulePass):
         for i, te_op in enumerate(found.ops):
             te_op.attributes[PRELOAD_ATTR] = DictionaryAttr({
                 "slot": IntegerAttr(slot[i], 64), "frontier": IntegerAttr(int(schedule.frontier[i]), 64)})
-        hbm, exposed = planned_offchip(elk.plan)
+        hbm, exposed, contention = planned_offchip(elk.plan)
         function.attributes[PRELOADED_ATTR] = DictionaryAttr({
             "design": StringAttr(self.preload), "split": StringAttr(self.split),
-            "hbm_cycles": FloatAttr(hbm, f64), "exposed_cycles": FloatAttr(exposed, f64)})
+            "hbm_cycles": FloatAttr(hbm, f64), "exposed_cycles": FloatAttr(exposed, f64),
+            "contention_cycles": FloatAttr(contention, f64)})
         return SimpleNamespace(seconds=elk.latency_cycles / cache.device.clock_hz, ops=elk.ops)
 
     def _plan_each_op_list(self, ops, device, cost):

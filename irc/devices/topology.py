@@ -9,9 +9,12 @@ the link's full bandwidth. Two topologies (s5, s6.1):
   ``("in", b)``. A core's ports run at the device's link bandwidth; an HBM controller's
   egress at its share of the HBM bandwidth (the controllers are exchange nodes, s2.1).
 - ``mesh-2d``: each core links to its 4 neighbours (one link per direction,
-  ``("mesh", a, b)``); each chip's HBM controllers sit on the mesh's edge, each attached to
-  an equal contiguous segment of the edge cores; a transfer takes dimension-order routing
-  (along the row first, then the column) from the edge core nearest to its destination.
+  ``("mesh", a, b)``); each chip's HBM controllers sit on the mesh's edges (ELK s5: "we
+  attach HBM controllers to the edges of the mesh grid"), each feeding the free ports of
+  whole edges (``controller_attachments``); a preload enters at the controller's edge core
+  in its destination's row or column and travels straight in, so the edge ports share
+  the traffic evenly (``controller_entry``); transfers take dimension-order routing
+  (along the row first, then the column).
 
 Nodes are ints: cores 0..cores-1, then controllers ``cores + k``. Every function here is a
 pure function of a ``Device`` (cached per device), so the planner's delivery estimates and
@@ -49,24 +52,46 @@ def _core_at(device: Device, chip: int, row: int, col: int) -> int:
     return chip * device.cores_per_chip + row * device.mesh[1] + col
 
 
-def edge_cores(rows: int, cols: int) -> list[tuple[int, int]]:
-    """The mesh's perimeter, clockwise from (0, 0), each edge core once."""
-    if rows == 1:
-        return [(0, c) for c in range(cols)]
-    if cols == 1:
-        return [(r, 0) for r in range(rows)]
-    ring = [(0, c) for c in range(cols)]
-    ring += [(r, cols - 1) for r in range(1, rows)]
-    ring += [(rows - 1, c) for c in range(cols - 2, -1, -1)]
-    ring += [(r, 0) for r in range(rows - 2, 0, -1)]
-    return ring
+def mesh_sides(rows: int, cols: int) -> list[tuple[str, list[tuple[int, int]]]]:
+    """The mesh's four edges, each with its cores (row, col) in order: ``top`` and
+    ``bottom`` rows, ``right`` and ``left`` columns (a corner core is on two edges: it has
+    two free ports)."""
+    return [("top", [(0, c) for c in range(cols)]), ("right", [(r, cols - 1) for r in range(rows)]),
+            ("bottom", [(rows - 1, c) for c in range(cols)]), ("left", [(r, 0) for r in range(rows)])]
+
+
+@lru_cache(maxsize=32)
+def controller_attachments(device: Device) -> tuple[tuple[tuple[str, tuple[int, int]], ...], ...]:
+    """Per HBM controller of one chip: the (edge, core) ports it feeds the mesh through.
+    The edges are dealt out to the controllers in turn (one edge each with four
+    controllers, opposite edges with two, each edge cut into equal runs when there are
+    more than four): every edge core's free port on that edge is a link from the
+    controller."""
+    count = device.offchip.controllers_per_chip
+    runs = -(-count // 4)
+    parts = []
+    for side, cores in mesh_sides(*device.mesh):
+        parts += [(side, cores[k * len(cores) // runs:(k + 1) * len(cores) // runs]) for k in range(runs)]
+    attached: list[list] = [[] for _ in range(count)]
+    for index, (side, cores) in enumerate(parts):
+        attached[index % count] += [(side, rc) for rc in cores]
+    return tuple(tuple(a) for a in attached)
 
 
 def controller_segments(device: Device) -> list[list[tuple[int, int]]]:
     """Per controller of one chip: the edge cores (row, col) it is attached to."""
-    ring = edge_cores(*device.mesh)
-    count = device.offchip.controllers_per_chip
-    return [ring[k * len(ring) // count:(k + 1) * len(ring) // count] or [ring[k % len(ring)]] for k in range(count)]
+    return [list(dict.fromkeys(rc for _, rc in attached)) for attached in controller_attachments(device)]
+
+
+def controller_entry(device: Device, controller: int, row: int, col: int) -> tuple[int, int]:
+    """Where controller ``controller``'s data for the core at (row, col) enters the mesh: the
+    nearest of its edge cores in that core's column (on the top or bottom edge) or row
+    (on the left or right edge), so the data travels straight in and each edge core
+    feeds one line of cores (the mesh's edge ports share the HBM's traffic evenly); if
+    none lines up (an edge cut among several controllers), its nearest edge core."""
+    attached = controller_attachments(device)[controller]
+    lined = [rc for side, rc in attached if (rc[1] == col if side in ("top", "bottom") else rc[0] == row)]
+    return min(lined or [rc for _, rc in attached], key=lambda rc: (abs(rc[0] - row) + abs(rc[1] - col), rc))
 
 
 def mesh_route(device: Device, src: int, dst: int) -> list[Link]:
@@ -96,12 +121,10 @@ def route(device: Device, src: int, dst: int) -> list[Link]:
     """The links a transfer from node ``src`` to node ``dst`` occupies."""
     if not on_mesh(device):
         return [("out", src), ("in", dst)]
-    if src >= device.cores:  # an HBM controller: enter at the attached edge core nearest dst
+    if src >= device.cores:  # an HBM controller: enter at its edge core in dst's row or column
         controller = (src - device.cores) % device.offchip.controllers_per_chip
         chip = dst // device.cores_per_chip
-        row, col = mesh_coords(device, dst)
-        entry = min(controller_segments(device)[controller], key=lambda rc: (abs(rc[0] - row) + abs(rc[1] - col), rc))
-        entry_core = _core_at(device, chip, *entry)
+        entry_core = _core_at(device, chip, *controller_entry(device, controller, *mesh_coords(device, dst)))
         return [("out", src), ("edge", src, entry_core)] + mesh_route(device, entry_core, dst)
     if chip_of(device, src) != chip_of(device, dst):
         return [("chip", chip_of(device, src), chip_of(device, dst))]
@@ -164,15 +187,8 @@ def preload_seconds(device: Device, bytes_per_core: float, hbm_bytes: float) -> 
     return max(hbm_bytes / device.offchip.bytes_per_s, bytes_per_core * preload_seconds_per_byte(device)) + latency
 
 
-def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple[dict[Link, float], int]:
-    """An exchange transfer on a 2D mesh where core ``c`` receives ``nbytes`` (one number,
-    or one per core) from core ``sources[c]`` (``c`` itself: nothing moves; with
-    ``destinations``, flow ``i`` goes from ``sources[i]`` to ``destinations[i]``): the bytes
-    each link of the chip carries along the dimension-order routes (``mesh_route``, every
-    packet of a link served in turn), and the longest route's hops. Vectorised: per row,
-    a flow adds its bytes to the row's links between its columns (difference arrays),
-    then per column likewise. Transfers between chips (priced by the device's inter-chip
-    overhead) are left out; chips are alike, so chip 0's links stand for all."""
+def _mesh_flows(device: Device, sources, nbytes, destinations):
+    """The flows of a mesh transfer within one chip, as (rows, cols, r0, c0, r1, c1, bytes)."""
     import numpy as np
 
     rows, cols = device.mesh
@@ -182,14 +198,19 @@ def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple
     weights = np.broadcast_to(np.asarray(nbytes, dtype=np.float64), src.shape)
     keep = (src != dst) & (src // per_chip == dst // per_chip) & (dst < per_chip)
     src, dst, weights = src[keep] % per_chip, dst[keep] % per_chip, weights[keep]
-    if not len(src):
-        return {}, 0
     r0, c0 = np.divmod(src, cols)
     r1, c1 = np.divmod(dst, cols)
-    loads: dict[Link, float] = {}
+    return rows, cols, r0, c0, r1, c1, weights
+
+
+def _mesh_tables(rows, cols, r0, c0, r1, c1, weights):
+    """Per direction, the bytes on each link: along rows (east, west: [rows, cols + 1],
+    entry c the link between columns c and c + 1), then along the destination's column
+    (south, north: [cols, rows + 1]). Vectorised: per line, a flow adds its bytes to the
+    line's links between its ends (difference arrays)."""
+    import numpy as np
 
     def spread(shape, lines, begin, end, weight):
-        """Per line, the bytes on each step between ``begin`` and ``end`` (exclusive)."""
         table = np.zeros(shape)
         np.add.at(table, (lines, begin), weight)
         np.add.at(table, (lines, end), -weight)
@@ -197,16 +218,47 @@ def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple
 
     east, west = c1 > c0, c1 < c0
     south, north = r1 > r0, r1 < r0
-    along_row = [(spread((rows, cols + 1), r0[east], c0[east], c1[east], weights[east]), 1),
-                 (spread((rows, cols + 1), r0[west], c1[west], c0[west], weights[west]), -1)]
-    for table, step in along_row:
+    return (spread((rows, cols + 1), r0[east], c0[east], c1[east], weights[east]),
+            spread((rows, cols + 1), r0[west], c1[west], c0[west], weights[west]),
+            spread((cols, rows + 1), c1[south], r0[south], r1[south], weights[south]),
+            spread((cols, rows + 1), c1[north], r1[north], r0[north], weights[north]))
+
+
+def mesh_busiest(device: Device, sources, nbytes, destinations=None) -> tuple[float, int]:
+    """``mesh_link_bytes``' busiest link's bytes and longest route's hops, without listing
+    every link (what pricing a transfer needs)."""
+    import numpy as np
+
+    rows, cols, r0, c0, r1, c1, weights = _mesh_flows(device, sources, nbytes, destinations)
+    if not len(r0):
+        return 0.0, 0
+    east, west, south, north = _mesh_tables(rows, cols, r0, c0, r1, c1, weights)
+    busiest = max(float(east[:, :cols - 1].max(initial=0.0)), float(west[:, :cols - 1].max(initial=0.0)),
+                  float(south[:, :rows - 1].max(initial=0.0)), float(north[:, :rows - 1].max(initial=0.0)))
+    return busiest, int((np.abs(c1 - c0) + np.abs(r1 - r0)).max())
+
+
+def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple[dict[Link, float], int]:
+    """An exchange transfer on a 2D mesh where core ``c`` receives ``nbytes`` (one number,
+    or one per core) from core ``sources[c]`` (``c`` itself: nothing moves; with
+    ``destinations``, flow ``i`` goes from ``sources[i]`` to ``destinations[i]``): the bytes
+    each link of the chip carries along the dimension-order routes (``mesh_route``, every
+    packet of a link served in turn), and the longest route's hops. Transfers between
+    chips (priced by the device's inter-chip overhead) are left out; chips are alike, so
+    chip 0's links stand for all."""
+    import numpy as np
+
+    rows, cols, r0, c0, r1, c1, weights = _mesh_flows(device, sources, nbytes, destinations)
+    if not len(r0):
+        return {}, 0
+    east, west, south, north = _mesh_tables(rows, cols, r0, c0, r1, c1, weights)
+    loads: dict[Link, float] = {}
+    for table, step in ((east, 1), (west, -1)):
         for r, c in zip(*np.nonzero(table[:, :cols] > 0)):
             a, b = (c, c + 1) if step > 0 else (c + 1, c)
             if b < cols:
                 loads[("mesh", int(r * cols + a), int(r * cols + b))] = float(table[r, c])
-    along_column = [(spread((cols, rows + 1), c1[south], r0[south], r1[south], weights[south]), 1),
-                    (spread((cols, rows + 1), c1[north], r1[north], r0[north], weights[north]), -1)]
-    for table, step in along_column:
+    for table, step in ((south, 1), (north, -1)):
         for c, r in zip(*np.nonzero(table[:, :rows] > 0)):
             a, b = (r, r + 1) if step > 0 else (r + 1, r)
             if b < rows:
@@ -245,7 +297,112 @@ def exchange_bytes(device: Device, sources, nbytes, destinations=None) -> float:
 
     if not on_mesh(device):
         return float(np.max(nbytes)) if np.size(nbytes) else 0.0
-    loads, hops = mesh_link_bytes(device, sources, nbytes, destinations)
-    if not loads:
+    busiest, hops = mesh_busiest(device, sources, nbytes, destinations)
+    if busiest <= 0:
         return 0.0
-    return max(loads.values()) + hops * device.link_latency_cycles / device.shift_cycles_per_byte
+    return busiest + hops * device.link_latency_cycles / device.shift_cycles_per_byte
+
+
+def _core_side(device: Device, link: Link) -> bool:
+    """A link exchange transfers between cores can use (a core's port or a mesh link), not
+    an HBM controller's egress or its attachment to the mesh edge."""
+    kind = link[0]
+    if kind in ("in", "out"):
+        return link[1] < device.cores
+    return kind == "mesh"
+
+
+@lru_cache(maxsize=32)
+def preload_pressure_per_byte(device: Device) -> float:
+    """Cycles of link time a preload takes on the busiest link cores also exchange over,
+    per byte it delivers to every core (``preload_link_shares`` over that link's rate):
+    on an all-to-all exchange a core's ingress port, on a mesh the busiest mesh link."""
+    clock = device.clock_hz
+    shares = [load / link_bytes_per_s(device, link) * clock
+              for link, load in preload_link_shares(device).items() if _core_side(device, link)]
+    return max(shares, default=0.0)
+
+
+def preload_pressure(device: Device, bytes_per_core: float, cycles: float) -> float:
+    """The share of its busiest core-side link a preload of ``bytes_per_core`` to every core
+    takes while it runs for ``cycles`` (at most 1: a preload never outruns its links,
+    ``preload_seconds``)."""
+    if cycles <= 0 or bytes_per_core <= 0:
+        return 0.0
+    return min(1.0, bytes_per_core * preload_pressure_per_byte(device) / cycles)
+
+
+def window_stretch(excess: float, profile) -> float:
+    """How far an operator's window stretches when the exchange link it shares with
+    preloads is oversubscribed (``operator_contention``): the least C >= 0 with
+    C >= ``excess`` + the preload traffic that falls in the C extra cycles, where
+    ``profile`` lists the (length, pressure) segments after the window, in the order the
+    window grows into them (no preload beyond them). Within a segment the deficit shrinks
+    by 1 - pressure per cycle; a saturating preload (pressure 1) must be waited out."""
+    if excess <= 0:
+        return 0.0
+    stretched, deficit = 0.0, float(excess)
+    for length, pressure in profile:
+        if length <= 0:
+            continue
+        gain = 1.0 - pressure
+        if gain > 0 and deficit <= gain * length:
+            return stretched + deficit / gain
+        deficit -= gain * length
+        stretched += length
+    return stretched + deficit
+
+
+def _overlap(a: float, b: float, intervals) -> float:
+    return sum(max(0.0, min(b, end) - max(a, start)) for start, end in intervals)
+
+
+def operator_contention(busy, transfer_cycles: float, flows) -> float:
+    """ELK's interconnect contention for one operator (seeds/004 s3.3, s4.3: "to estimate
+    the contention overhead on each interconnect link, ELK divides total traffic by link
+    bandwidth"; Figure 18's "interconnect" time). The operator runs in the ``busy``
+    intervals ((start, end), nominal cycles E in all) and its exchange transfers (shifts,
+    relayouts, the distribution phase) keep the busiest shared link busy for
+    ``transfer_cycles`` of them; each preload in ``flows`` ((start, end, pressure), serial
+    in time) takes ``pressure`` of that link while it runs. Preload traffic interleaves
+    with the operator's into the link's idle time (s3.3), so nothing is lost while the
+    link's demand in the window fits it; when it does not, the operator waits for the
+    link: the HBM stream keeps its pace (stalling it would delay every later load) and
+    the window grows by the excess, into which the running preloads keep streaming.
+    Returns the extra cycles."""
+    busy = [(s, e) for s, e in busy if e > s]
+    if not busy or transfer_cycles <= 0:
+        return 0.0
+    nominal = sum(e - s for s, e in busy)
+    end = max(e for _, e in busy)
+    flows = sorted((f for f in flows if f[1] > f[0] and f[2] > 0), key=lambda f: f[0])
+    excess = transfer_cycles - nominal + sum(p * _overlap(s, e, busy) for s, e, p in flows)
+    profile, at = [], end
+    for s, e, p in flows:
+        if e <= at:
+            continue
+        if s > at:
+            profile.append((s - at, 0.0))
+        profile.append((e - max(s, at), p))
+        at = e
+    return window_stretch(excess, profile)
+
+
+def preloaded_contention(nominal: float, transfer_cycles: float, loads) -> float:
+    """``operator_contention`` as ELK's scheduler estimates it for an executing op and the
+    ops it preloads (s4.2, Figure 10: preload number p overlaps op i's execution with the
+    preloads of the next p ops): their ``loads`` ((cycles, pressure), the latest in
+    preload order first) stream back to back up to the op's end, and a longer window
+    grows back into the earlier ones."""
+    if transfer_cycles <= 0:
+        return 0.0
+    segments, covered, base = [], 0.0, 0.0
+    for cycles, pressure in loads:
+        if cycles <= 0:
+            continue
+        inside = min(cycles, max(0.0, nominal - covered))
+        base += pressure * inside
+        if cycles > inside:
+            segments.append((cycles - inside, pressure))
+        covered += cycles
+    return window_stretch(transfer_cycles - nominal + base, segments)

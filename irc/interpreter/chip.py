@@ -485,6 +485,8 @@ class Chip:
         self.hbm_events: list[Event] = []        # preloads on the off-chip memory's own track
         self.hbm_bytes = 0.0
         self.flows: list = []   # preloads on the exchange (``irc.interpreter.offchip.PreloadFlow``), in issue order
+        self.operator_first = 0          # index in ``events`` of the running operator's first event
+        self.operator_transfers = 0.0    # its exchange transfers' cycles so far (``close_operator``)
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _fresh_tags(self, cores: int) -> np.ndarray:
@@ -622,9 +624,12 @@ class Chip:
         if cycles > 0:
             from irc.interpreter.offchip import PreloadFlow, preload_link_rates
 
+            from irc.devices.topology import preload_pressure
+
             rates = preload_link_rates(self.device, tile, cycles)
             event.links = rates   # the trace shows the preload on every link it loads
-            self.flows.append(PreloadFlow(start, start + cycles, rates, id(buffer), event))
+            self.flows.append(PreloadFlow(start, start + cycles, rates, preload_pressure(self.device, tile, cycles),
+                                          id(buffer), event))
 
     def wait(self, buffer: Buffer, where: str) -> None:
         """Stall until ``buffer``'s preload has arrived: the exposed (not overlapped) load time."""
@@ -664,9 +669,7 @@ class Chip:
         cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
         category = "setup" if setup else "relayout"
         self._record(category, f"{category} {source.name} -> {target.name}", cycles, target.cores, where)
-        if not self._on_mesh():   # every target core receives up to nbytes through its ingress port
-            ports = {("in", c): float(nbytes) for c in range(min(target.cores, self.device.cores_per_chip))}
-            self._contend(lambda: ports, cycles, target.cores, where, target.name)
+        self._transfer(cycles)
 
     def relayout_pieces(self, source: Buffer, target: Buffer, pieces: np.ndarray, piece_shape: tuple[int, ...],
                         target_origins: np.ndarray, shape: tuple[int, ...], nbytes: int, barriers: int,
@@ -707,14 +710,16 @@ class Chip:
         senders = pieces[:, :, 0].reshape(-1)
         receivers = np.repeat(np.arange(cores), pieces.shape[1])
         piece_bytes = math.prod(piece_shape) * source.dtype.itemsize
-        if self._on_mesh():   # the busiest link's pieces (a piece's box may be clipped: at most)
+        if self._on_mesh() and nbytes > 0:   # the busiest link's pieces (a box may be clipped: at most)
             from irc.devices.topology import exchange_bytes
 
+            # (a relayout priced at nothing moves what the producer's output shuffle
+            # already paid for, IPU_COST_FACTS s5: as on an all-to-all exchange, no time)
             nbytes = exchange_bytes(self.device, senders, piece_bytes, receivers)
         cycles = float(self.cost.shift_cycles(self.device, nbytes)) + barriers * barrier
         category = "setup" if setup else "relayout"
         self._record(category, f"{category} {source.name} -> {target.name}", cycles, cores, where)
-        self._contend(lambda: self._links(senders, piece_bytes, receivers), cycles, cores, where, target.name)
+        self._transfer(cycles)
 
     def _pieces_into(self, out: np.ndarray, source: Buffer, target: Buffer, pieces: np.ndarray,
                      piece_shape: tuple[int, ...], target_origins: np.ndarray, shape: tuple[int, ...],
@@ -877,57 +882,40 @@ class Chip:
     def record_shift(self, buffer: Buffer, source: np.ndarray, cores: int, where: str) -> None:
         """The time of a shift of ``buffer`` (core c receives from ``source[c]``): the cost
         model's shift of its bytes, on a mesh of the bytes its busiest link carries
-        (``irc.devices.topology.exchange_bytes``), then the contention with preloads."""
+        (``irc.devices.topology.exchange_bytes``); it shares the exchange with preloads
+        (``close_operator``)."""
         from irc.devices.topology import exchange_bytes
 
         moved = exchange_bytes(self.device, source, buffer.bytes) if self._on_mesh() else buffer.bytes
         cycles = self.cost.shift_cycles(self.device, moved) * self._overhead(cores)
         self._record("shift", f"shift {buffer.name}", cycles, cores, where)
-        self._contend(lambda: self._links(source, buffer.bytes), cycles, cores, where, buffer.name)
+        self._transfer(cycles)
 
-    def _links(self, sources, nbytes, destinations=None) -> dict:
-        from irc.devices.topology import exchange_links
+    def _transfer(self, cycles: float) -> None:
+        """An exchange transfer of the running operator (a shift, relayout or distribution)
+        just took ``cycles``: the link time preloads compete for (``close_operator``)."""
+        self.operator_transfers += float(cycles)
 
-        return exchange_links(self.device, sources, nbytes, destinations)
+    def close_operator(self, where: str, name: str = "") -> None:
+        """The running operator is done (its ``device.reduce``): if its exchange transfers and
+        the preloads streaming meanwhile needed more link time than its window had, it
+        waits for the link (``irc.devices.topology.operator_contention``, ELK s3.3, s4.3),
+        recorded as ``contention``. The window is the operator's events since the last one
+        closed, waits for preloads and host I/O left out."""
+        from irc.devices.topology import operator_contention
 
-    def _contend(self, links, cycles: float, cores: int, where: str, name: str) -> None:
-        """Preload traffic on the links of the exchange transfer just recorded (``links()``,
-        link -> bytes, over its last ``cycles``; ELK s3.3, s6.1): the transfer takes the
-        extra time as ``contention``, each slowed preload arrives later (and the preloads
-        queued behind it on the HBM with it)."""
-        self.flows = [flow for flow in self.flows if flow.end > self.now - cycles]
-        if not self.flows:
-            return
-        from irc.interpreter.offchip import contention
-
-        extra, delays = contention(self.device, links(), self.now - cycles, cycles, self.flows)
-        for index, lag in delays:
-            self._delay_preload(index, lag)
-        if extra > 0:
-            self.cycles.setdefault("contention", 0.0)
-            self._record("contention", f"contention {name}", extra, cores, where)
-
-    def _delay_preload(self, index: int, lag: float) -> None:
-        """Preload ``flows[index]`` arrives ``lag`` cycles later; the ones issued after it
-        start when it ends (the HBM serves preloads in turn) and move as far as needed."""
-        first = self.flows[index]
-        first.end += lag
-        if first.event is not None:
-            first.event.cycles += lag
-        end = first.end
-        for flow in self.flows[index:]:
-            if flow is not first:
-                if flow.start >= end:
-                    break
-                shift = end - flow.start
-                flow.start += shift
-                flow.end += shift
-                if flow.event is not None:
-                    flow.event.start += shift
-            end = flow.end
-            if flow.buffer in self.in_flight:
-                self.in_flight[flow.buffer] = flow.end
-        self.hbm_free = max(self.hbm_free, end)
+        busy = [(e.start, e.start + e.cycles) for e in self.events[self.operator_first:]
+                if e.category not in ("preload_wait", "host_io", "contention") and e.cycles > 0]
+        transfers, self.operator_transfers = self.operator_transfers, 0.0
+        first = min((s for s, _ in busy), default=self.now)
+        self.flows = [flow for flow in self.flows if flow.end > first]
+        if self.flows and transfers > 0:
+            extra = operator_contention(busy, transfers, [(f.start, f.end, f.pressure) for f in self.flows])
+            if extra > 0:
+                self.cycles.setdefault("contention", 0.0)
+                cores = max((e.cores for e in self.events[self.operator_first:]), default=1)
+                self._record("contention", f"contention {name}".rstrip(), extra, cores, where)
+        self.operator_first = len(self.events)
 
     def sync(self, cores: int, where: str) -> None:
         cycles = self.cost.sync_cycles(self.device) * self._overhead(cores)

@@ -314,6 +314,7 @@ class DeviceFunctions(InterpreterFunctions):
             _int(op.out_step_elems), _int(op.out_resident_elems), _int(op.cores),
             partial_bytes=buffer.dtype.itemsize,
         )
-        result = self.chip_for(interpreter, op).reduce(buffer, op.group_table(), op.combiner.data, work,
-                                                       where(op), rounded)
+        chip = self.chip_for(interpreter, op)
+        result = chip.reduce(buffer, op.group_table(), op.combiner.data, work, where(op), rounded)
+        chip.close_operator(where(op), buffer.name)   # a kernel ends with its reduce
         return () if result is None else (result,)

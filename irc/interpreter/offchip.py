@@ -2,7 +2,8 @@
 utilisation, the exposed (not overlapped) load time, and the four-way breakdown of the
 chip's time into preload only (the HBM loads while the cores wait), execute only,
 overlapped preload and execution, and interconnect (execution or preload stopped by a
-busy exchange: the stretch contention adds to shifts, ``contention`` events).
+busy exchange: an operator waiting for the link its transfers share with preloads,
+``contention`` events, ``irc.devices.topology.operator_contention``).
 
 Pure functions of a ``Report``'s events: the chip's own timeline (``events``) and the
 off-chip memory's (``hbm_events``)."""
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 BREAKDOWN = ("preload", "execute", "overlapped", "interconnect")
 EXCHANGE = ("shift", "sync", "reduction", "relayout")
@@ -105,58 +105,17 @@ def preload_link_rates(device, bytes_per_core: float, cycles: float) -> dict:
 
 @dataclass
 class PreloadFlow:
-    """A preload on the exchange: from ``start`` to ``end`` it puts ``rates`` (link ->
-    bytes per cycle) on the links from the HBM controllers; ``buffer`` is the preloaded
-    buffer's id and ``event`` its ``hbm`` event (both moved when the preload is slowed)."""
+    """A preload on the exchange: from ``start`` to ``end`` it puts ``rates`` (link -> bytes
+    per cycle) on the links from the HBM controllers, ``pressure`` of the busiest one cores
+    also exchange over (``irc.devices.topology.preload_pressure``); ``buffer`` is the
+    preloaded buffer's id and ``event`` its ``hbm`` event."""
 
     start: float
     end: float
     rates: dict
+    pressure: float = 0.0
     buffer: int | None = None
     event: object = None
-
-
-def contention(device, links: dict, start: float, cycles: float, flows) -> tuple[float, list[tuple[int, float]]]:
-    """Two-way contention between an exchange transfer carrying ``links`` (link -> bytes)
-    in [start, start + cycles] and the preloads in ``flows`` (ELK s3.3, s6.1: packets that
-    share a link are served in turn). On each shared link a preload streaming rho bytes
-    per cycle leaves the transfer max(bw - rho, bw / 2) (a saturated link shared fairly)
-    and the transfer, streaming sigma = its bytes / cycles, leaves the preload
-    max(bw - sigma, bw / 2). While they overlap, the most slowed link sets each one's
-    pace: returns the transfer's extra cycles and, per slowed preload (its index in
-    ``flows``), the cycles its arrival is delayed."""
-    from irc.devices.topology import link_bytes_per_s
-
-    per_cycle = lambda link: link_bytes_per_s(device, link) / device.clock_hz  # noqa: E731
-    extra, delays = 0.0, []
-    for index, flow in enumerate(flows):
-        begin, end, rates = (flow.start, flow.end, flow.rates) if isinstance(flow, PreloadFlow) else flow[:3]
-        overlap = min(end, start + cycles) - max(begin, start)
-        if overlap <= 0:
-            continue
-        slowest, lag = 1.0, 0.0
-        for link, carried in links.items():
-            rho = rates.get(link, 0.0)
-            if rho <= 0:
-                continue
-            bw = per_cycle(link)
-            slowest = max(slowest, bw / max(bw - rho, bw / 2))
-            sigma = carried / cycles if cycles > 0 else 0.0
-            left = max(bw - sigma, bw / 2)
-            if rho > left:
-                lag = max(lag, overlap * (1.0 - left / rho))
-        extra += overlap * (slowest - 1.0)
-        if lag > 0:
-            delays.append((index, lag))
-    return extra, delays
-
-
-def contention_cycles(device, source: np.ndarray, nbytes: int, start: float, cycles: float, flows) -> float:
-    """Extra cycles a shift (core c receives ``nbytes`` from core ``source[c]``) running in
-    [start, start + cycles] takes because preloads share its links (``contention``)."""
-    from irc.devices.topology import exchange_links
-
-    return contention(device, exchange_links(device, source, nbytes), start, cycles, flows)[0]
 
 
 def planned_lines(function, report) -> list[str]:
@@ -171,8 +130,10 @@ def planned_lines(function, report) -> list[str]:
     plan = dict(attr.data.items())
     summary = offchip_summary(report)
     hbm, exposed = float(plan["hbm_cycles"].value.data), float(plan["exposed_cycles"].value.data)
-    return [
-        f"ELK plan ({plan['design'].data}, {plan['split'].data} split): HBM busy {hbm:,.0f} cycles planned, "
-        f"{summary['hbm_busy_cycles']:,.0f} interpreted; exposed load {exposed:,.0f} cycles planned, "
-        f"{summary['exposed_load_cycles']:,.0f} interpreted"
-    ]
+    line = (f"ELK plan ({plan['design'].data}, {plan['split'].data} split): HBM busy {hbm:,.0f} cycles planned, "
+            f"{summary['hbm_busy_cycles']:,.0f} interpreted; exposed load {exposed:,.0f} cycles planned, "
+            f"{summary['exposed_load_cycles']:,.0f} interpreted")
+    if "contention_cycles" in plan:
+        line += (f"; interconnect {float(plan['contention_cycles'].value.data):,.0f} cycles planned, "
+                 f"{summary['breakdown']['interconnect']:,.0f} interpreted")
+    return [line]

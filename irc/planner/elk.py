@@ -6,7 +6,10 @@ weights can rest in (ELK s4.3: a preload state keeps each core's share of the sh
 data; the rest is fetched from peers in the data distribution phase), and the
 distribution phase is T10's setup from idle to active. A preload reads the op's weights
 from HBM once and delivers each core its preload-state bytes over the exchange
-(``irc.devices.topology.preload_seconds``). ``elk_plan`` runs one design of ELK s6.1 on
+(``irc.devices.topology.preload_seconds``), taking a share of the exchange links the op's
+own transfers then compete for (``preload_pressure``: the shifts of its execute state
+and its distribution phase contend with the loads streaming meanwhile, ELK s3.3, s4.3).
+``elk_plan`` runs one design of ELK s6.1 on
 these ops: ``dyn`` (s4.2 + s4.3), ``full`` (+ s4.4 reordering), ``basic``, ``static``.
 """
 
@@ -17,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from irc.devices.topology import preload_seconds
+from irc.devices.topology import preload_pressure, preload_seconds
 from irc.planner.idle import IdlePlan
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
 from irc.planner.op_table import FrontierCache
@@ -63,10 +66,12 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
         distribute = np.where(np.isfinite(table.table), table.setup, np.inf)
         exchange = np.array([float(p.score.cost.shift + p.score.cost.sync + p.score.cost.reduction)
                              for p in table.active])   # cycles the exchange carries the op's own traffic
+        shifts = np.array([float(p.score.cost.shift) for p in table.active])   # what preloads contend with
+        pressure = np.array([preload_pressure(device, c, t) for c, t in zip(cold, loads)])
         ops.append(PreloadOp(
             op.name, float(hbm), np.asarray(table.hot, dtype=np.float64) + kept[i], table.active_cycles, cold,
             distribute, loads, exchange, signature=(id(table), kept[i]),
-            layer=None if layer_of is None else layer_of[i],
+            layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
         ))
     return ops
 
@@ -80,8 +85,10 @@ def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) ->
     for edge in problem.edges:
         _, cycles = problem.relayout(edge, plan.exec_plan[edge.consumer], plan.exec_plan[edge.producer])
         extra[edge.consumer] += float(cycles)
+    transfers = None if plan.transfer_cycles is None else [c + e for c, e in zip(plan.transfer_cycles, extra)]
     return PreloadPlan(plan.schedule, plan.exec_plan, plan.preload_plan,
-                       [c + e for c, e in zip(plan.exec_cycles, extra)], plan.load_cycles)
+                       [c + e for c, e in zip(plan.exec_cycles, extra)], plan.load_cycles,
+                       plan.start, plan.cap, transfers, plan.load_pressure)
 
 
 def infer_layers(model: ModelSpec, cache: FrontierCache | None = None) -> list[int | None]:
@@ -112,12 +119,14 @@ def infer_layers(model: ModelSpec, cache: FrontierCache | None = None) -> list[i
     return layers
 
 
-def planned_offchip(plan: PreloadPlan) -> tuple[float, float]:
-    """A plan's HBM busy cycles and exposed load cycles (the cores wait for a load: each
-    op's start past the previous op's end, as ``PreloadPlan.timeline`` runs it)."""
+def planned_offchip(plan: PreloadPlan) -> tuple[float, float, float]:
+    """A plan's HBM busy cycles, exposed load cycles (the cores wait for a load: each op's
+    start past the previous op's end) and interconnect contention cycles (ops waiting for
+    the link they share with loads), as ``PreloadPlan.timeline`` runs it."""
     _, _, exec_start, exec_end = plan.timeline()
     previous = np.concatenate([[0.0], exec_end[:-1]])
-    return float(sum(plan.load_cycles)), float(np.maximum(0.0, exec_start - previous).sum())
+    return (float(sum(plan.load_cycles)), float(np.maximum(0.0, exec_start - previous).sum()),
+            float(sum(plan.contention_cycles())))
 
 
 @dataclass

@@ -5,9 +5,12 @@ Plain Python over one plan; the search uses a numpy version of the same geometry
 
 On a 2D-mesh chip a rotation's bytes are priced at the link its ring's routes load most
 (``irc.devices.topology.exchange_bytes``: rings of cores numbered row-major, as
-``irc.schedule`` numbers them, share the mesh's links), plus the longest route's hops;
-the search ranks candidates at the all-to-all price, and the frontier it keeps is
-scored here with the mesh's.
+``irc.schedule`` numbers them, share the mesh's links), plus the longest route's hops:
+a plan whose cut axes line up with the mesh's rows and columns (its last factor the
+mesh's width) keeps every ring within a row or a column, one hop per step, as ELK maps
+partitioned dimensions to mesh dimensions (seeds/004 s5). The search ranks candidates at
+the all-to-all price, a lower bound, and prices the ones that bound cannot rule out with
+the mesh's (``routed_cycles``), so its frontier is the mesh's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 
 from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
+from irc.devices.topology import on_mesh
 from irc.planner.constraints import PADDING_TOLERANCE, is_chain, minimum_cores
 from irc.planner.errors import PlanError
 from irc.planner.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
@@ -170,7 +174,7 @@ def check_plan(
     shifted_bytes = 0
     events = 0
     executions = 1
-    mesh = getattr(device, "topology", None) == "mesh-2d" and getattr(device, "mesh", None) is not None
+    mesh = on_mesh(device)
     for index, level in enumerate(levels):
         step_bytes = level.bytes_per_step
         if mesh:   # each tensor's ring on the mesh's links, moving by its digit's weight
@@ -231,6 +235,22 @@ def check_plan(
     )
 
 
+def routed_cycles(spec: OpSpec, op_factors: np.ndarray, temporal: np.ndarray, device: Device,
+                  cost: CostModel) -> np.ndarray:
+    """The cycles of candidate plans (``op_factors`` [N, D], ``temporal`` [N, V, D]) on a
+    mesh, their rotations priced on the routes their rings take (``check_plan``). Never
+    less than the all-to-all price (``irc.planner.vector_score``): every packet crosses at
+    least one link, the one into its destination, so a ring's busiest link carries at
+    least its bytes; the search uses that as the bound that keeps it exact."""
+    found = np.empty(len(op_factors))
+    names = [t.name for t in spec.tensors]
+    for i in range(len(op_factors)):
+        plan = Plan(spec.axis_names, tuple(int(f) for f in op_factors[i]),
+                    {name: tuple(int(f) for f in temporal[i][v]) for v, name in enumerate(names)})
+        found[i] = check_plan(spec, plan, device, cost).cost.total
+    return found
+
+
 def _free_axes(spec: OpSpec, op_factors, name: str) -> tuple[int, ...]:
     """The cut axes that do not index tensor ``name``: the cores along them share its
     sub-tensor and form its rings."""
@@ -272,12 +292,12 @@ def _mesh_ring_bytes(device: Device, op_factors, free: tuple[int, ...], ring: in
         return float(nbytes)
     key = (device, tuple(int(f) for f in op_factors), free, ring, weight, trips)
     if key not in _MESH_RINGS:
-        from irc.devices.topology import mesh_link_bytes
+        from irc.devices.topology import mesh_busiest
 
-        loads, hops = mesh_link_bytes(device, ring_sources(op_factors, free, ring, weight, trips), 1.0)
+        busiest, hops = mesh_busiest(device, ring_sources(op_factors, free, ring, weight, trips), 1.0)
         if len(_MESH_RINGS) > 4096:
             _MESH_RINGS.clear()
-        _MESH_RINGS[key] = (max(loads.values(), default=1.0), hops)
+        _MESH_RINGS[key] = (busiest if busiest > 0 else 1.0, hops)
     load, hops = _MESH_RINGS[key]
     return float(nbytes) * load + hops * device.link_latency_cycles / device.shift_cycles_per_byte
 

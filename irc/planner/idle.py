@@ -14,7 +14,9 @@ the operator starts, a *setup* phase gathers the missing slices over the exchang
 ``shift`` is the cost model's shift time and ``barrier`` one barrier of the device
 (118 cycles on the IPU Mk2; the ``t10`` model's ``sync_cycles`` is two of them). The
 formula is the artifact's calibrated one: it charges w slices, not w - 1, i.e. the local
-slice is copied into the active buffer too.
+slice is copied into the active buffer too. On a 2D mesh each weight's slices travel the
+routes between its group's cores (``setup_flows``), priced at the busiest link plus the
+longest route's hops (``irc.devices.topology.exchange_bytes``), as the chip runs them.
 
 An idle plan is compatible with an active plan when both share ``F_op``, the idle f_t of
 every weight is an elementwise multiple of the active f_t, and the idle bytes do not
@@ -28,8 +30,11 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from irc.cost import CostModel, get_cost_model
 from irc.devices import Device, load_device
+from irc.devices.topology import on_mesh
 from irc.planner.plan import Plan
 from irc.planner.spec import OpSpec
 
@@ -168,4 +173,46 @@ def setup_cycles(
     events = sum(gathered.values())
     if events == 0:
         return 0.0
+    if on_mesh(device) and active.score is not None:
+        from irc.devices.topology import exchange_bytes
+
+        total = 0.0
+        for w, count in gathered.items():   # one relayout per weight, on its routes
+            if count:
+                sources, receivers = setup_flows(active, w, count)
+                total += float(cost.shift_cycles(device, exchange_bytes(device, sources, idle.weight_bytes[w],
+                                                                        receivers)))
+        return total + barrier_cycles(cost, device) * events
     return float(cost.shift_cycles(device, nbytes)) + barrier_cycles(cost, device) * events
+
+
+def setup_flows(active: Plan, weight: str, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Who sends a weight's slices to whom in its setup, as the lowering states it
+    (``irc.lowering.relayout_pieces.setup_pieces``): cores numbered row-major over
+    ``F_op``; the cores sharing the weight's partition numbered row-major over its free
+    axes (``phi``); slice ``j`` of a core's partition comes from the member of its group
+    of ``ring * count`` (all of them when the partition has ``count`` copies) at
+    ``base + phi mod ring + j * ring``. Returns (senders, receivers), one per core and
+    slice, for a mesh's routes (``irc.devices.topology.exchange_bytes``)."""
+    score = active._scored()
+    grid = [int(f) for f in active.op_factors]
+    cores = math.prod(grid)
+    free = [d for d, g in enumerate(grid) if g > 1 and score.spatial_factors[weight][d] == 1]
+    ring = math.prod(active.temporal_factors[weight])
+    group = ring * count
+    one_group = score.replicas[weight] == count
+    ids = np.arange(cores, dtype=np.int64)
+    coords = np.array(np.unravel_index(ids, grid)) if cores > 1 else np.zeros((len(grid), 1), np.int64)
+    phi = np.zeros(cores, dtype=np.int64)
+    for d in free:
+        phi = phi * grid[d] + coords[d]
+    base = 0 if one_group else (phi // group) * group
+    senders = []
+    for j in range(count):
+        target = base + (phi % ring if ring > 1 else 0) + j * ring
+        other = coords.copy()
+        for d in reversed(free):
+            other[d] = target % grid[d]
+            target = target // grid[d]
+        senders.append(np.ravel_multi_index(tuple(other), grid) if cores > 1 else np.zeros(1, np.int64))
+    return np.stack(senders, axis=1).reshape(-1), np.repeat(ids, count)

@@ -37,6 +37,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from irc.devices.topology import operator_contention, preloaded_contention
 from irc.planner.errors import PlanError
 
 
@@ -65,8 +66,12 @@ class PreloadOp:
     core). ``distribute[r, j]``: cycles of the data distribution phase turning preload state
     r into execute state j (inf where r cannot feed j). ``load_cycles[r]``: the preload's
     duration (the HBM roofline or the exchange's delivery, whichever is longer, s4.2).
-    ``signature`` equal for identical ops of identical layers; ``layer`` (or None) groups
-    ops for reordering (s4.4)."""
+    ``transfer_cycles[j]``: the cycles execute state j's own exchange transfers (its
+    shifts) take, which preloads compete with for the exchange's links (the distribution
+    phase is all transfer too); ``load_pressure[r]``: the share of the busiest link a
+    preload of state r takes while it runs (``irc.devices.topology.preload_pressure``; 0:
+    no contention). ``signature`` equal for identical ops of identical layers; ``layer``
+    (or None) groups ops for reordering (s4.4)."""
 
     name: str
     hbm_bytes: float
@@ -78,6 +83,8 @@ class PreloadOp:
     exchange_cycles: np.ndarray | None = None
     signature: object = None
     layer: int | None = None
+    transfer_cycles: np.ndarray | None = None
+    load_pressure: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.exec_bytes = np.asarray(self.exec_bytes, dtype=np.float64)
@@ -87,8 +94,18 @@ class PreloadOp:
         self.load_cycles = np.asarray(self.load_cycles, dtype=np.float64)
         if self.exchange_cycles is None:
             self.exchange_cycles = np.zeros_like(self.exec_cycles)
+        self.transfer_cycles = (np.zeros_like(self.exec_cycles) if self.transfer_cycles is None
+                                else np.asarray(self.transfer_cycles, dtype=np.float64))
+        self.load_pressure = (np.zeros_like(self.load_cycles) if self.load_pressure is None
+                              else np.broadcast_to(np.asarray(self.load_pressure, dtype=np.float64),
+                                                   self.load_cycles.shape).copy())
         if self.signature is None:
             self.signature = self.name
+
+    def transfers(self, r: int, j: int) -> float:
+        """Cycles of exchange transfers when execute state j runs from preload state r: its
+        distribution phase and its own shifts."""
+        return float(self.distribute[r, j] + self.transfer_cycles[j])
 
     def min_preload(self) -> float:
         return float(self.preload_bytes.min()) if len(self.preload_bytes) else 0.0
@@ -221,7 +238,27 @@ class CostAwareAllocation:
             return -1
         return int(ok[np.argmin(op.preload_bytes[ok])])
 
-    def exec_curve(self, i: int) -> list[tuple[float, float, int]]:
+    def streaming(self, resident: Sequence[int], states: dict[int, int] | None = None) -> list[tuple[float, float]]:
+        """The loads of the ``resident`` ops (in preload order) as the scheduler sees them
+        stream while the executing op runs (s4.2, Figure 10): (cycles, pressure) of each
+        one's preload state (``states`` overriding), the latest first."""
+        states = {} if states is None else states
+        found = []
+        for k in reversed(resident):
+            r = states.get(k, self.preload_plan[k])
+            found.append((float(self.ops[k].load_cycles[r]), float(self.ops[k].load_pressure[r])))
+        return found
+
+    def contention(self, i: int, j: int, r: int, streaming: list[tuple[float, float]]) -> float:
+        """The interconnect contention op i's execute state j (from preload state r) meets
+        beside ``streaming`` loads (s4.3: its transfers and theirs share the link;
+        ``irc.devices.topology.preloaded_contention``)."""
+        op = self.ops[i]
+        if not streaming or op.transfers(r, j) <= 0:
+            return 0.0
+        return preloaded_contention(float(op.exec_cycles[j] + op.distribute[r, j]), op.transfers(r, j), streaming)
+
+    def exec_curve(self, i: int, streaming: list[tuple[float, float]] = ()) -> list[tuple[float, float, int]]:
         op = self.ops[i]
         points = []
         cap = max(self.exec_cap, op.min_exec())
@@ -229,7 +266,8 @@ class CostAwareAllocation:
             if op.exec_bytes[j] > cap:   # a capped execution space (``plan_preloads``' caps)
                 continue
             r = self.own_preload(i, j)
-            points.append((op.exec_bytes[j], np.inf if r < 0 else op.exec_cycles[j] + op.distribute[r, j]))
+            points.append((op.exec_bytes[j], np.inf if r < 0 else
+                           op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, streaming)))
         return pareto_curve(points)
 
     def preload_curve(self, k: int) -> list[tuple[float, float, int]]:
@@ -240,11 +278,11 @@ class CostAwareAllocation:
         return [p for p in pareto_curve(points) if np.isfinite(p[0])]
 
     def __call__(self, i: int, resident: Sequence[int]) -> Allocation | None:
-        curves = [self.exec_curve(i)] + [self.preload_curve(k) for k in resident]
+        curves = [self.exec_curve(i, self.streaming(resident))] + [self.preload_curve(k) for k in resident]
         at = cost_aware_split(curves, self.capacity)
         if at is None:
             return None
-        _, cycles, j = curves[0][at[0]]
+        j = curves[0][at[0]][2]
         op = self.ops[i]
         shrunk, charged = {}, 0.0
         for k, curve, a in zip(resident, curves[1:], at[1:]):
@@ -254,7 +292,10 @@ class CostAwareAllocation:
                 kop = self.ops[k]
                 charged += kop.distribute[r, self.exec_plan[k]] - kop.distribute[self.preload_plan[k], self.exec_plan[k]]
                 # (its load only gets shorter: that gain is the later placement's)
-        return Allocation(cycles + charged, j, self.own_preload(i, j), shrunk, charged)
+        r = self.own_preload(i, j)
+        # the contention beside the resident ops' final (possibly shrunk) preload states
+        cycles = op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, self.streaming(resident, shrunk))
+        return Allocation(float(cycles + charged), j, r, shrunk, charged)
 
     def commit(self, i: int, allocation: Allocation) -> None:
         self.exec_plan[i] = allocation.exec_plan
@@ -277,10 +318,15 @@ class ExecOnlyAllocation(CostAwareAllocation):
             return None
         extra = self.charge[i] * (op.load_cycles - op.load_cycles.min())[:, None]   # the artifact's contention penalty
         total = np.where(usable[None, :], op.exec_cycles[None, :] + op.distribute + extra, np.inf)
+        streaming = self.streaming(resident)
+        if streaming:
+            for r, j in zip(*np.nonzero(np.isfinite(total))):
+                total[r, j] += self.contention(i, int(j), int(r), streaming)
         r, j = np.unravel_index(np.argmin(total), total.shape)
         if not np.isfinite(total[r, j]):
             return None
-        return Allocation(float(op.exec_cycles[j] + op.distribute[r, j]), int(j), int(r))
+        cycles = op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, int(j), int(r), streaming)
+        return Allocation(float(cycles), int(j), int(r))
 
 
 # ----------------------------------------------------------------------------------------
@@ -395,16 +441,24 @@ def inductive_schedule(
 
 
 def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles: Sequence[float],
-             load_cycles: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Fixed decisions as they run, every activity as early as it may start: (load_start,
-    load_end, exec_start, exec_end). Edges: exec i -> exec i+1, load order[t] -> load
-    order[t+1] (HBM loads are serial), load k -> exec k, exec i -> load order[frontier[i]]
-    (that load needs the space op i frees)."""
+             load_cycles: Sequence[float], transfer_cycles: Sequence[float] | None = None,
+             pressure: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Fixed decisions as they run, every activity as early as it may start (as the chip
+    runs the program ``preload-schedule`` makes of them): (load_start, load_end,
+    exec_start, exec_end). Edges: exec i -> exec i+1, load order[t] -> load order[t+1]
+    (HBM loads are serial), load k -> exec k, exec i -> load order[frontier[i]] (that
+    load needs the space op i frees). With ``transfer_cycles`` (op i's exchange
+    transfers) and ``pressure`` (load k's share of the link), each op also waits for the
+    link its transfers share with the loads running meanwhile
+    (``irc.devices.topology.operator_contention``, the interpreter's rule): every load
+    that can start before op i ends is issued by then (a later one waits for op i or an
+    op after it)."""
     pos, _ = _order_bounds(order)
     waits_for: dict[int, list[int]] = {}
     for i, q in enumerate(frontier):
         if q < n:
             waits_for.setdefault(order[q], []).append(i)
+    contended = transfer_cycles is not None and pressure is not None
     load_start, load_end = np.zeros(n), np.zeros(n)
     exec_start, exec_end = np.zeros(n), np.zeros(n)
     t_load = i_exec = 0
@@ -418,8 +472,13 @@ def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles:
                 t_load += 1
                 continue
         if i_exec < n and pos[i_exec] < t_load:
-            exec_start[i_exec] = max(exec_end[i_exec - 1] if i_exec else 0.0, load_end[i_exec])
-            exec_end[i_exec] = exec_start[i_exec] + exec_cycles[i_exec]
+            i = i_exec
+            exec_start[i] = max(exec_end[i - 1] if i else 0.0, load_end[i])
+            exec_end[i] = exec_start[i] + exec_cycles[i]
+            if contended and transfer_cycles[i] > 0:
+                flows = [(load_start[order[t]], load_end[order[t]], pressure[order[t]]) for t in range(t_load)
+                         if load_end[order[t]] > exec_start[i]]
+                exec_end[i] += operator_contention([(exec_start[i], exec_end[i])], transfer_cycles[i], flows)
             i_exec += 1
             continue
         raise ValueError("the decisions deadlock: a load waits for an op that waits for it")
@@ -427,11 +486,12 @@ def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles:
 
 
 def timeline_latency(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles: Sequence[float],
-                     load_cycles: Sequence[float]) -> float:
+                     load_cycles: Sequence[float], transfer_cycles: Sequence[float] | None = None,
+                     pressure: Sequence[float] | None = None) -> float:
     """The latency of fixed decisions (``timeline``): the longest path through them."""
     if n == 0:
         return 0.0
-    _, load_end, _, exec_end = timeline(n, order, frontier, exec_cycles, load_cycles)
+    _, load_end, _, exec_end = timeline(n, order, frontier, exec_cycles, load_cycles, transfer_cycles, pressure)
     return float(max(load_end.max(), exec_end.max()))
 
 
@@ -481,15 +541,27 @@ class PreloadPlan:
     load_cycles: list[float]
     start: str = ""      # how its ops' own preload states were chosen (``plan_preloads``)
     cap: float = np.inf  # the execution space its execute-state plans were capped at
+    transfer_cycles: list[float] | None = None   # per op, its exchange transfers' cycles
+    load_pressure: list[float] | None = None     # per op, its load's share of the link
 
     def timeline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         s = self.schedule
-        return timeline(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles)
+        return timeline(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles,
+                        self.transfer_cycles, self.load_pressure)
 
     @property
     def latency(self) -> float:
-        s = self.schedule
-        return timeline_latency(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles)
+        if not hasattr(self, "_latency"):
+            s = self.schedule
+            self._latency = timeline_latency(len(self.exec_plan), s.order, s.frontier, self.exec_cycles,
+                                             self.load_cycles, self.transfer_cycles, self.load_pressure)
+        return self._latency
+
+    def contention_cycles(self) -> list[float]:
+        """Per op, the cycles it waits for the link as the plan runs (Figure 18's
+        interconnect share)."""
+        _, _, exec_start, exec_end = self.timeline()
+        return [float(e - s - c) for s, e, c in zip(exec_start, exec_end, self.exec_cycles)]
 
 
 STARTS = ("fastest", "largest", "smallest", "exposed", "all")
@@ -607,10 +679,19 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
     exec_plan = [alloc.exec_plan[i] for i in range(len(ops))]
     preload_plan = [alloc.preload_plan[i] for i in range(len(ops))]
     # the plan as it will run: final preload states, their distribution and load times
-    exec_cycles = [float(op.exec_cycles[j] + op.distribute[r, j]) for op, j, r in zip(ops, exec_plan, preload_plan)]
-    load_cycles = [float(op.load_cycles[r]) for op, r in zip(ops, preload_plan)]
     schedule.exec_plan, schedule.preload_plan = exec_plan, preload_plan
-    return PreloadPlan(schedule, exec_plan, preload_plan, exec_cycles, load_cycles)
+    return _as_run(ops, schedule, exec_plan, preload_plan)
+
+
+def _as_run(ops: Sequence[PreloadOp], schedule: Schedule, exec_plan: list[int], preload_plan: list[int]) -> PreloadPlan:
+    """The plan as it will run: final preload states, their distribution, transfers,
+    load times and link pressure."""
+    exec_cycles = [float(op.exec_cycles[j] + op.distribute[r, j]) for op, j, r in zip(ops, exec_plan, preload_plan)]
+    transfers = [op.transfers(r, j) for op, j, r in zip(ops, exec_plan, preload_plan)]
+    load_cycles = [float(op.load_cycles[r]) for op, r in zip(ops, preload_plan)]
+    pressure = [float(op.load_pressure[r]) for op, r in zip(ops, preload_plan)]
+    return PreloadPlan(schedule, exec_plan, preload_plan, exec_cycles, load_cycles,
+                       transfer_cycles=transfers, load_pressure=pressure)
 
 
 # ----------------------------------------------------------------------------------------
@@ -774,11 +855,9 @@ def _fixed_plan(ops: Sequence[PreloadOp], capacity: float, exec_space: float | N
         return float(op.exec_cycles[j] + op.distribute[r, j])
 
     schedule = inductive_schedule(len(ops), allocate, lambda k: float(ops[k].load_cycles[plans[k][1]]))
-    exec_cycles = [float(op.exec_cycles[j] + op.distribute[r, j]) for op, (j, r) in zip(ops, plans)]
-    load_cycles = [float(op.load_cycles[r]) for op, (j, r) in zip(ops, plans)]
     schedule.exec_plan = [j for j, _ in plans]
     schedule.preload_plan = [r for _, r in plans]
-    return PreloadPlan(schedule, schedule.exec_plan, schedule.preload_plan, exec_cycles, load_cycles)
+    return _as_run(ops, schedule, schedule.exec_plan, schedule.preload_plan)
 
 
 def basic_schedule(ops: Sequence[PreloadOp], capacity: float) -> PreloadPlan:

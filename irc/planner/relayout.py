@@ -19,6 +19,10 @@ Bytes a consumer core must receive, with the best matching of consumer to produc
 - otherwise (misaligned blocks, a compound conv/pool dim, or the consumer seeing the tensor
   through a reshape), the worst core receives its whole partition (an upper bound).
 
+On a 2D mesh a relayout between two block layouts is priced on the routes its pieces
+take (``block_flows``, the busiest link and the longest route,
+``irc.devices.topology.exchange_bytes``), as the chip runs it.
+
 The ``t10`` cost model already charges every op a shift of its resident output (the
 output shuffle, IPU_COST_FACTS s5); this relayout is the extra exchange a layout mismatch
 costs on top, which the artifact does not model.
@@ -29,8 +33,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from irc.cost import CostModel, get_cost_model
 from irc.devices import Device, load_device
+from irc.devices.topology import on_mesh
 from irc.planner.plan import Plan
 from irc.planner.spec import OpSpec
 
@@ -130,7 +137,89 @@ def relayout_cost(
     nbytes = elements * consumer_spec.bytes_of(tensor)
     if nbytes == 0:
         return 0, 0.0
-    return nbytes, float(cost.shift_cycles(device, nbytes)) + float(cost.sync_cycles(device))
+    moved = nbytes
+    if on_mesh(device) and view is None and not whole:
+        flows = block_flows(producer_spec, producer_plan, producer_tensor, consumer_spec, consumer_plan, tensor)
+        if flows is not None:   # on the mesh, the pieces' routes (the chip prices them so)
+            from irc.devices.topology import exchange_bytes
+
+            moved = exchange_bytes(device, *flows)
+    return nbytes, float(cost.shift_cycles(device, moved)) + float(cost.sync_cycles(device))
+
+
+def _single_axis_dims(spec: OpSpec, plan: Plan, tensor: str) -> list[tuple[int, int]] | None:
+    """Per dim of ``tensor`` under ``plan`` (not rotating) longer than one element, the
+    axis indexing it and the span each core holds along it; None when some dim is not
+    one axis or the tensor rotates."""
+    score = plan._scored()
+    if any(f > 1 for f in plan.temporal_factors[tensor]):
+        return None
+    found = spec.tensor(tensor)
+    if found.whole:
+        return None
+    axes = spec.axis_names
+    extents = dict(spec.axes)
+    dims = []
+    for dim in found.dims:
+        if len(dim) != 1:
+            return None
+        if extents[dim[0]] == 1:
+            continue   # one element: one block (as a dim indexed by a constant, which the spec drops)
+        d = axes.index(dim[0])
+        dims.append((d, score.steps_per_axis[d] * score.step_tiles[d]))
+    return dims
+
+
+def block_flows(producer_spec: OpSpec, producer_plan: Plan, producer_tensor: str, consumer_spec: OpSpec,
+                consumer_plan: Plan, tensor: str):
+    """Who sends what to whom when a tensor moves between two block layouts, as the lowering
+    states it (``irc.lowering.relayout_pieces.block_pieces``): cores numbered row-major
+    over each plan's ``F_op``; along every dim a consumer core's range either holds whole
+    producer blocks (aligned) or lies inside one, and each piece, a block or the part of
+    one the range takes, is read from the copy on the consumer core's own coordinates
+    along the producer's other cut axes (an input loaded once: every copy is valid), or
+    from the lowest core holding that block (an output: the other copies held partial
+    sums). Returns
+    (senders, piece bytes, receivers), one per core and piece, or None where the
+    lowering states no pieces (a rotating layout, a dim of several axes, misaligned
+    blocks): the relayout then keeps its all-to-all price."""
+    produced = _single_axis_dims(producer_spec, producer_plan, producer_tensor)
+    consumed = _single_axis_dims(consumer_spec, consumer_plan, tensor)
+    if produced is None or consumed is None or len(produced) != len(consumed):
+        return None
+    pgrid = [int(f) for f in producer_plan.op_factors]
+    qgrid = [int(f) for f in consumer_plan.op_factors]
+    places = [math.prod(pgrid[d + 1:]) for d in range(len(pgrid))]
+    cores = math.prod(qgrid)
+    ids = np.arange(cores, dtype=np.int64)
+    coords = np.array(np.unravel_index(ids, qgrid)) if cores > 1 else np.zeros((len(qgrid), 1), np.int64)
+    counts, blocks, shape = [], [], []
+    for (dp, size), (dq, tile) in zip(produced, consumed):
+        origin = coords[dq] * tile
+        if tile % size == 0 and not (origin % size).any():
+            counts.append(tile // size)
+            blocks.append((origin // size, 1))
+            shape.append(size)
+        elif ((origin // size) == ((origin + tile - 1) // size)).all():
+            counts.append(1)
+            blocks.append((origin // size, 0))
+            shape.append(tile)
+        else:
+            return None
+    count = math.prod(counts)
+    pieces = np.arange(count, dtype=np.int64)
+    digits = np.array(np.unravel_index(pieces, counts)) if count > 1 else np.zeros((len(counts), 1), np.int64)
+    senders = np.zeros((cores, count), dtype=np.int64)
+    for r, ((dp, _), (first, whole)) in enumerate(zip(produced, blocks)):
+        block = first[:, None] + (digits[r][None, :] if whole else 0)
+        senders += (block % pgrid[dp]) * places[dp]
+    if producer_tensor != producer_spec.output.name:
+        used = {dp for dp, _ in produced}
+        for d, g in enumerate(pgrid):
+            if g > 1 and d not in used:
+                senders += ((ids // places[d]) % g)[:, None] * places[d]
+    nbytes = math.prod(shape) * consumer_spec.bytes_of(tensor)
+    return senders.reshape(-1), nbytes, np.repeat(ids, count)
 
 
 def dim_extents(spec: OpSpec, tensor: str) -> tuple[int, ...]:

@@ -13,7 +13,9 @@ same (ties included) as scoring every plan would. It does not score every plan:
 3. The remaining groups are expanded and scored in bounded chunks (``vector_score``),
    the fastest-bounded groups first, so that the frontier fills early and prunes the
    rest; the frontier is merged chunk by chunk, breaking ties between equal plans by
-   their order in the full enumeration.
+   their order in the full enumeration. On a 2D mesh that score is the all-to-all one,
+   a lower bound of the mesh's: the candidates it does not rule out are priced on the
+   mesh's routes, least bound first (``irc.planner.evaluate.routed_cycles``).
 
 Memory stays bounded (chunks of groups and candidates, never the whole space), so a
 space with no plan that fits answers "no plan fits" with the least memory any plan
@@ -34,7 +36,8 @@ from irc.planner.bounds import PrefixBounds
 from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
 from irc.planner.enumerate import CandidateSet, PlanSpace, StepGroups, StepPrefixes
 from irc.planner.errors import PlanError
-from irc.planner.evaluate import check_plan
+from irc.devices.topology import on_mesh
+from irc.planner.evaluate import check_plan, routed_cycles
 from irc.planner.plan import Plan
 from irc.planner.spec import OpSpec
 from irc.planner.vector_score import candidate_memory, score_candidates
@@ -228,6 +231,8 @@ class _Run:
         self.scored = 0
         self.least_scored = math.inf       # least memory of any plan scored
         self.least_unexpanded = math.inf   # least memory bound of a prefix too big to fit
+        self.routed = on_mesh(device)      # all-to-all scores only bound the mesh's
+        self.routed_scored = 0
 
     def run(self) -> None:
         """Best first: the prefixes of least time bound are expanded first, so the plans
@@ -265,12 +270,36 @@ class _Run:
             self.scored += len(candidates)
             self.least_scored = min(self.least_scored, float(scores.memory.min()))
             fits = (scores.memory <= self.device.sram_bytes) & np.isfinite(scores.cycles)
+            if self.routed:
+                self._merge_routed(candidates, scores.memory, scores.cycles, fits)
+                continue
             if fits.any():
                 index = np.flatnonzero(fits)
                 chosen = CandidateSet(
                     candidates.op_factors[index], candidates.temporal_factors[index], candidates.order[index]
                 )
                 self.frontier.merge(chosen, scores.memory[index], scores.cycles[index])
+
+    def _merge_routed(self, candidates: CandidateSet, memory: np.ndarray, bound: np.ndarray, fits: np.ndarray) -> None:
+        """On a mesh: the all-to-all ``bound`` of each candidate that fits never exceeds its
+        mesh price (``routed_cycles``); candidates are priced on the mesh least bound
+        first, in growing batches, each merged before the bound of the rest is checked
+        against the frontier again."""
+        index = np.flatnonzero(fits)
+        index = index[np.argsort(bound[index], kind="stable")]
+        width = FIRST_SLICE
+        while len(index):
+            index = index[~self.frontier.dominates(memory[index], bound[index])]
+            batch, index = index[:width], index[width:]
+            width = min(2 * width, LAST_SLICE)
+            if not len(batch):
+                break
+            cycles = routed_cycles(self.spec, candidates.op_factors[batch], candidates.temporal_factors[batch],
+                                   self.device, self.cost)
+            self.routed_scored += len(batch)
+            chosen = CandidateSet(candidates.op_factors[batch], candidates.temporal_factors[batch],
+                                  candidates.order[batch])
+            self.frontier.merge(chosen, memory[batch], cycles)
 
     def least_memory(self) -> int:
         """The least memory per core of any plan of the space: the least scored, unless

@@ -106,20 +106,32 @@ def test_unknown_top_level_table_is_named(tmp_path):
 
 
 def test_controllers_sit_on_the_mesh_edge():
+    # two controllers: the first feeds the top and bottom edges, the second the right and
+    # left ones (a corner core has a free port on each of its two edges)
     device = load_device("tiny16-hbm-mesh")
     first, second = controller_segments(device)
-    assert first == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 3), (2, 3)]
-    assert second == [(3, 3), (3, 2), (3, 1), (3, 0), (2, 0), (1, 0)]
+    assert first == [(0, 0), (0, 1), (0, 2), (0, 3), (3, 0), (3, 1), (3, 2), (3, 3)]
+    assert second == [(0, 3), (1, 3), (2, 3), (3, 3), (0, 0), (1, 0), (2, 0), (3, 0)]
+    # four controllers on ipu-mk2-hbm-mesh's 32 x 46 mesh: one edge each, and a preload
+    # enters each core's row or column straight from its edge: a left or right edge core
+    # feeds its row of 46 cores a quarter of their bytes each (11.5 bytes per byte), the
+    # most any edge port carries (a top or bottom one feeds 32 cores: 8)
+    mk2 = load_device("ipu-mk2-hbm-mesh")
+    assert [len(cores) for cores in controller_segments(mk2)] == [46, 32, 46, 32]
+    edges = {link: load for link, load in preload_link_shares(mk2).items() if link[0] == "edge"}
+    assert max(edges.values()) == pytest.approx(46 / 4) and min(edges.values()) == pytest.approx(32 / 4)
 
 
 def test_dimension_order_routes():
     device = load_device("tiny16-hbm-mesh")
     # core 0 (0,0) to core 10 (2,2): along the row to (0,2), then down the column
     assert route(device, 0, 10) == [("mesh", 0, 1), ("mesh", 1, 2), ("mesh", 2, 6), ("mesh", 6, 10)]
-    # controller 0 (node 16) to core 5 (1,1): enters at its nearest edge core (0,1)
+    # controller 0 (node 16, top and bottom edges) to core 5 (1,1): enters its column at
+    # the nearer end, (0,1)
     assert route(device, 16, 5) == [("out", 16), ("edge", 16, 1), ("mesh", 1, 5)]
-    # controller 1 (node 17) to core 10 (2,2): enters at (3,2) = core 14
-    assert route(device, 17, 10) == [("out", 17), ("edge", 17, 14), ("mesh", 14, 10)]
+    # controller 1 (node 17, right and left edges) to core 10 (2,2): enters its row at
+    # the nearer end, (2,3) = core 11
+    assert route(device, 17, 10) == [("out", 17), ("edge", 17, 11), ("mesh", 11, 10)]
     all_to_all = load_device("tiny16-hbm")
     assert route(all_to_all, 16, 3) == [("out", 16), ("in", 3)]
 

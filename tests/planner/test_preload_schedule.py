@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from irc.devices.topology import operator_contention, preloaded_contention, window_stretch
 from irc.planner.preload import (
     CostAwareAllocation,
     ExecOnlyAllocation,
@@ -24,6 +25,7 @@ from irc.planner.preload import (
     plan_preloads,
     reorder,
     static_sweep,
+    timeline,
     timeline_latency,
     valid_preload_orders,
 )
@@ -85,25 +87,33 @@ def small_models(draw):
     loads = [draw(st.integers(0, 30)) for _ in range(n)]
     permuted = draw(st.booleans())
     order = draw(st.permutations(list(range(n)))) if permuted else list(range(n))
-    return n, sizes, capacity, base, slow, loads, order
+    transfers = [draw(st.integers(0, b)) for b in base]
+    pressure = [draw(st.sampled_from([0.0, 0.25, 0.5, 1.0])) for _ in range(n)]
+    return n, sizes, capacity, base, slow, loads, order, transfers, pressure
 
 
-def _oracle(sizes, capacity, base, slow):
+def _oracle(sizes, capacity, base, slow, transfers=None, loads=None, pressure=None):
     """An allocation depending only on (op, resident set): the op slows by ``slow`` per
-    byte of SRAM its resident ops take (less execution space), None when they overflow."""
+    byte of SRAM its resident ops take (less execution space), None when they overflow;
+    with ``transfers``, it also waits for the link its transfers share with the resident
+    ops' loads as ELK's scheduler estimates it (``preloaded_contention``)."""
     def exec_cycles(i, held):
         used = sum(sizes[k] for k in held)
         if used + sizes[i] > capacity:
             return None
-        return float(base[i] + slow[i] * used)
+        cycles = float(base[i] + slow[i] * used)
+        if transfers is not None:
+            cycles += preloaded_contention(cycles, transfers[i], [(loads[k], pressure[k]) for k in reversed(held)])
+        return cycles
     return exec_cycles
 
 
 @settings(max_examples=150, deadline=None)
-@given(small_models())
-def test_inductive_schedule_equals_exhaustive_search(model):
-    n, sizes, capacity, base, slow, loads, order = model
-    exec_cycles = _oracle(sizes, capacity, base, slow)
+@given(small_models(), st.booleans())
+def test_inductive_schedule_equals_exhaustive_search(model, contended):
+    n, sizes, capacity, base, slow, loads, order, transfers, pressure = model
+    exec_cycles = (_oracle(sizes, capacity, base, slow, transfers, loads, pressure) if contended
+                   else _oracle(sizes, capacity, base, slow))
     best, _ = exhaustive_schedule(n, exec_cycles, lambda k: float(loads[k]), order)
     try:
         schedule = inductive_schedule(n, exec_cycles, lambda k: float(loads[k]), order)
@@ -139,6 +149,61 @@ def test_a_longer_preload_number_wins_when_it_starts_later():
 
 
 # --- s4.4: preload orders -----------------------------------------------------------------
+
+
+# --- s3.3, s4.3: interconnect contention between execution and preloads ------------------
+
+
+def test_a_window_grows_until_the_link_has_room_by_hand():
+    # 10 cycles of excess; the first 5 cycles grown into carry a preload at half the link
+    # (the deficit shrinks by 2.5), the rest none (7.5 more)
+    assert window_stretch(10.0, [(5.0, 0.5), (10.0, 0.0)]) == pytest.approx(12.5)
+    # a saturating preload must be waited out
+    assert window_stretch(3.0, [(20.0, 1.0)]) == pytest.approx(23.0)
+    assert window_stretch(-1.0, [(20.0, 1.0)]) == 0.0
+    # an operator of 10 cycles, 8 of them transfers, beside a preload taking half the link
+    # from 0 to 20: the link needs 8 + 5 > 10 cycles; each further cycle adds half a cycle
+    # of preload traffic, so it ends at W = 8 + W / 2, W = 16: 6 cycles of contention
+    assert operator_contention([(0.0, 10.0)], 8.0, [(0.0, 20.0, 0.5)]) == pytest.approx(6.0)
+    # the same preload wholly inside a 40-cycle window: 8 + 10 fits
+    assert operator_contention([(0.0, 40.0)], 8.0, [(0.0, 20.0, 0.5)]) == 0.0
+    # the scheduler's view (s4.2): the preloaded op's load ends with the operator
+    assert preloaded_contention(10.0, 8.0, [(20.0, 0.5)]) == pytest.approx(6.0)
+    assert preloaded_contention(10.0, 8.0, []) == 0.0
+
+
+def test_the_plan_as_it_runs_waits_for_the_link_by_hand():
+    # op 0 (10 cycles, 8 of them transfers) runs while op 1's 12-cycle load takes half the
+    # link: the link needs 8 + 5 in the first 10 cycles, 1 more in the load's last 2, and
+    # 2 after it: op 0 ends at 14 (W = 8 + 6), op 1 then runs 5 cycles
+    times = timeline(2, [0, 1], [2, 2], [10.0, 5.0], [0.0, 12.0], [8.0, 0.0], [0.0, 0.5])
+    load_start, load_end, exec_start, exec_end = times
+    assert list(load_end) == [0.0, 12.0] and list(exec_start) == [0.0, 14.0] and list(exec_end) == [14.0, 19.0]
+    assert timeline_latency(2, [0, 1], [2, 2], [10.0, 5.0], [0.0, 12.0], [8.0, 0.0], [0.0, 0.5]) == 19.0
+    # without the link's share the plan is the longest path (op 1 waits for its load)
+    assert timeline_latency(2, [0, 1], [2, 2], [10.0, 5.0], [0.0, 12.0]) == 17.0
+
+
+def test_reordering_moves_a_link_heavy_preload_off_a_transfer_heavy_op():
+    # s4.4/s6.3: "preloads with low interconnect traffic can be reordered to match
+    # operator execution periods with high traffic". Op t (100 cycles, 60 of transfers)
+    # and op c (100 cycles of compute) load nothing; u's load saturates the link (a
+    # broadcasting preload state), v's takes 0.3 of it; 100 cycles each. In execution
+    # order u's load runs during t, whose transfers then wait 60 cycles for the link (v's
+    # load waits for t: the best frontier, 280 cycles; loading v too during t: 305.7;
+    # neither: 310). Loading v first, during t (60 + 30 of t's 100 cycles), then u during
+    # c: nothing waits, 220 cycles.
+    ops = [
+        PreloadOp.simple("t", [(10, 100.0)], [(0, 0.0)], 0.0, 0.0, layer=0, transfer_cycles=[60.0]),
+        PreloadOp.simple("c", [(10, 100.0)], [(0, 0.0)], 0.0, 0.0, layer=0),
+        PreloadOp.simple("u", [(10, 10.0)], [(10, 0.0)], 100.0, 1000.0, layer=0, load_pressure=1.0),
+        PreloadOp.simple("v", [(10, 10.0)], [(10, 0.0)], 100.0, 1000.0, layer=0, load_pressure=0.3),
+    ]
+    dyn = plan_preloads(ops, 100.0)
+    assert dyn.latency == pytest.approx(280.0) and dyn.contention_cycles() == pytest.approx([60.0, 0, 0, 0])
+    full, order, tried = reorder(ops, 100.0)
+    assert tried == 2 and order == [0, 1, 3, 2]
+    assert full.latency == pytest.approx(220.0) and sum(full.contention_cycles()) == 0.0
 
 
 def test_figure_14_first_two_steps():

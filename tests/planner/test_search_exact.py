@@ -215,3 +215,41 @@ def test_tight_sram_forces_rotation_and_still_matches(cost):
     # without rotation nothing fits
     with pytest.raises(PlanError, match="no plan fits"):
         search(spec, device, cost, min_utilization=0.0, max_padding=1.25, rotation=False)
+
+
+# the 4 x 4 mesh of tiny16-hbm-mesh, with SRAM small enough that some plans must rotate
+mesh_devices = st.builds(
+    lambda sram: replace(load_device("tiny16-hbm-mesh"), sram_bytes=sram) if sram else load_device("tiny16-hbm-mesh"),
+    st.sampled_from([None, 200, 512]),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=sizes, k=sizes, n=sizes, device=mesh_devices, min_utilization=st.sampled_from([0.0, 1.0]))
+def test_mesh_search_matches_brute_force(m, k, n, device, min_utilization):
+    # on a mesh the search ranks by the all-to-all price, a lower bound of the routed one,
+    # and prices on the mesh what that bound leaves: the same frontier as pricing all
+    assert_same_optimum(matmul_spec(m, k, n), device, "t10", min_utilization, 2.0)
+
+
+def test_rings_on_the_mesh_by_hand():
+    # C[m,n] += A[m,k] B[k,n], 16 x 64 x 16, A split 4 ways along k and rotating. With
+    # F_op = (4, 1, 4) the 16 cores are numbered row-major, row m and column n of the 4 x 4
+    # mesh: A's rings (its free axis n) are the mesh's rows. Each of its 3 steps moves a
+    # 4 x 16 x 2 B = 128 B partition one hop (every link carries one packet) and the wrap
+    # back 3 hops: 0.28 x 128 + 3 cycles per step (all-to-all: 0.28 x 128). With
+    # F_op = (2, 1, 8) a ring of 8 takes two rows, its wrap 4 hops: 7 x (0.28 x 128 + 4).
+    from irc.planner.evaluate import check_plan
+    from irc.planner.plan import Plan
+
+    spec = matmul_spec(16, 64, 16)
+    mesh, flat = load_device("tiny16-hbm-mesh"), load_device("tiny16-hbm")
+    rows = Plan(("m", "k", "n"), (4, 1, 4), {"C": (1, 1, 1), "A": (1, 4, 1), "B": (1, 1, 1)})
+    assert check_plan(spec, rows, mesh, "t10").cost.shift == pytest.approx(3 * (0.28 * 128 + 3))
+    assert check_plan(spec, rows, flat, "t10").cost.shift == pytest.approx(3 * 0.28 * 128)
+    wide = Plan(("m", "k", "n"), (2, 1, 8), {"C": (1, 1, 1), "A": (1, 8, 1), "B": (1, 1, 1)})
+    assert check_plan(spec, wide, mesh, "t10").cost.shift == pytest.approx(7 * (0.28 * 128 + 4))
+    # the search's best on the mesh is priced on the mesh, never below the all-to-all best
+    best = search(spec, replace(mesh, sram_bytes=400), "t10", min_utilization=0.0).best
+    assert best.cycles == check_plan(spec, best, mesh, "t10").cost.total
+    assert best.cycles >= search(spec, replace(flat, sram_bytes=400), "t10", min_utilization=0.0).best.cycles
