@@ -79,6 +79,19 @@ class OpTable:
             self._memo[usable] = hit
         return hit
 
+    def best_lists(self, budget: float) -> tuple[list[float], list[int]]:
+        """``best_at`` as Python lists (read element by element by the model planner)."""
+        hot = self._memo.get("hot")
+        if hot is None:
+            hot = self._memo["hot"] = self.hot.tolist()
+        usable = bisect.bisect_right(hot, budget)
+        key = ("lists", usable)
+        hit = self._memo.get(key)
+        if hit is None:
+            times, picks = self.best_at(budget)
+            hit = self._memo[key] = (times.tolist(), picks.tolist())
+        return hit
+
     def _prefix_minima(self) -> tuple[np.ndarray, np.ndarray]:
         """[R, J]: per row the least cycles among active plans 0..j, and the first plan
         reaching it."""
