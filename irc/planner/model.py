@@ -350,8 +350,12 @@ class _ModelProblem:
         self.least_hot = [t.least_hot() for t in self.tables]
         canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.live = [[(holder, canonical(holder, name)) for holder, name in across] for across in model.live_across()]
-        self._bytes: dict[tuple[int, int, str], int] = {}
+        self._bytes: dict[int, dict[tuple[int, str], int]] = {}   # holder -> (plan, tensor) -> bytes
         self._live_tables: list[list | None] = [None] * len(model.ops)
+        self._held_across: dict[int, list[int]] = {}   # holder -> the ops its tensors are kept across
+        for i, across in enumerate(self.live):
+            for holder in dict.fromkeys(h for h, _ in across):
+                self._held_across.setdefault(holder, []).append(i)
         # relayout edges, with the tensors' canonical names (t0 = output, t1, ...)
         canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.edges = [
@@ -368,12 +372,13 @@ class _ModelProblem:
     def held_bytes(self, holder: int, plan: int, tensor: str) -> int:
         """Bytes per core of ``tensor`` in plan ``plan`` of op ``holder`` (-1: the most any
         of its plans places)."""
-        key = (holder, plan, tensor)
-        if key not in self._bytes:
+        memo = self._bytes.setdefault(holder, {})
+        key = (plan, tensor)
+        if key not in memo:
             table = self.tables[holder]
             plans = table.active if plan < 0 else (table.active[plan],)
-            self._bytes[key] = max(p.score.memory.partitions[tensor] for p in plans)
-        return self._bytes[key]
+            memo[key] = max(p.score.memory.partitions[tensor] for p in plans)
+        return memo[key]
 
     def live_bytes(self, i: int, choice: Sequence[int]) -> int:
         """Bytes per core of the tensors kept on chip across op ``i`` under ``choice``."""
@@ -441,14 +446,14 @@ class _ModelProblem:
         """Per op ``i``: the holders of the tensors kept across it and their bytes per
         plan (``live_bytes``'s table), when every holder runs before op ``i`` (else None)."""
         if self._live_lists is None:
-            found = []
-            for i in range(len(self.tables)):
-                self.live_bytes(i, [])   # fills its table
-                tables = self._live_tables[i]
-                holders = [h for h, _ in tables]
-                found.append((holders, [held for _, held in tables]) if all(h < i for h in holders) else None)
-            self._live_lists = found
+            self._live_lists = [self._live_entry(i) for i in range(len(self.tables))]
         return self._live_lists
+
+    def _live_entry(self, i: int) -> tuple[list[int], list[list[int]]] | None:
+        self.live_bytes(i, [])   # fills its table
+        tables = self._live_tables[i]
+        holders = [h for h, _ in tables]
+        return (holders, [held for _, held in tables]) if all(h < i for h in holders) else None
 
     def idle_total(self, rows: Sequence[int]) -> int:
         return int(sum(t.cold[r] for t, r in zip(self.tables, rows)))
@@ -467,11 +472,17 @@ class _ModelProblem:
         self.tables[i] = self.cache.table(op.spec, op.weights, relaxed=True)
         self.least_hot[i] = self.tables[i].least_hot()
         self.signature_ids[i] = self._signature_id(self.tables[i])
-        self._bytes = {k: v for k, v in self._bytes.items() if k[0] != i}
+        # forget what op i's old table decided: its tensors' bytes, the live tables
+        # listing them, the relayouts of its edges (one relax per op: not O(ops) each)
+        self._bytes.pop(i, None)
         self._relayout.clear()
-        self._edge_cycles = [{} for _ in self.edges]
-        self._live_tables = [None] * len(self.tables)   # they list op i's plans' bytes
-        self._live_lists = None
+        for edge, k in zip(self.edges, range(len(self.edges))):
+            if i in (edge.consumer, edge.producer):
+                self._edge_cycles[k] = {}
+        for k in self._held_across.get(i, ()):
+            self._live_tables[k] = None
+            if self._live_lists is not None:
+                self._live_lists[k] = self._live_entry(k)
 
     def _signature_id(self, table: OpTable) -> int:
         ids = {}
