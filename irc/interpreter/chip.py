@@ -987,8 +987,8 @@ PIECE_CHUNK = 1 << 22
 and index arrays are this size, not the tensor's)."""
 
 EDGE_SHARE = 0.05
-"""Above this share of tiles crossing a tensor's end, tiles go through a padded copy of it
-(one pass) rather than element by element."""
+"""Above this share of tiles crossing a tensor's end, a scatter writes them through a padded
+copy of it (one pass) rather than element by element."""
 
 
 def _interior_blocks(host: np.ndarray, shape) -> np.ndarray:
@@ -1025,27 +1025,34 @@ def _window_grid(host: np.ndarray, step, shape) -> np.ndarray:
 
 def _gather_blocks(host: np.ndarray, origins: np.ndarray, shape) -> np.ndarray:
     """``gather_tiles`` for tiles whose origins lie on a grid (per dim, multiples of their
-    greatest common divisor): whole tiles picked through a strided view of ``host`` (no
-    copy of it), tiles crossing its end read element by element."""
+    greatest common divisor): every tile picked through a strided view of ``host`` in one
+    copy (no padded copy of ``host``), then the tiles crossing its end rewritten: zeros,
+    and their inside parts picked the same way, one pick per distinct inside extent (a
+    handful, not one per tile)."""
     tile = np.array(shape)
     if len(origins) == 0:
         return np.zeros((0, *shape), dtype=host.dtype)
     step = np.gcd.reduce(origins, axis=0)
     step = np.where(step > 0, step, tile)            # every origin 0 on a dim: any step
-    whole = (origins + tile <= np.array(host.shape)).all(axis=1)
-    if whole.mean() < 1 - EDGE_SHARE:  # many tiles cross the end: pad a copy instead
-        reach = origins.max(axis=0) + tile
-        host = np.pad(host, [(0, max(0, int(r) - h)) for r, h in zip(reach, host.shape)])
-        whole[:] = True
+    extent = np.minimum(tile, np.maximum(np.array(host.shape) - origins, 0))   # inside part per tile
+    whole = (extent == tile).all(axis=1)
     view = _window_grid(host, step.tolist(), shape)
     if whole.all():
         return view[tuple((origins // step).T)]
-    out = np.zeros((len(origins), *shape), dtype=host.dtype)
-    out[whole] = view[tuple((origins[whole] // step).T)]
+    positions = np.array(view.shape[:len(shape)])
+    if (positions > 0).all():   # crossing tiles first read a whole tile in place, rewritten below
+        out = view[tuple(np.minimum(origins // step, positions - 1).T)]
+    else:
+        out = np.zeros((len(origins), *shape), dtype=host.dtype)
     edge = np.flatnonzero(~whole)
-    if edge.size and host.size:
-        index, inside = _edge_index(host, origins[edge], shape)
-        out[edge] = np.where(inside, host[index], np.zeros((), dtype=host.dtype))
+    out[edge] = 0
+    kinds, which = np.unique(extent[edge], axis=0, return_inverse=True)
+    for kind, inside in enumerate(kinds):
+        if not inside.all():
+            continue                                 # wholly outside: zeros
+        picked = edge[which.reshape(-1) == kind]
+        part = _window_grid(host, step.tolist(), inside.tolist())[tuple((origins[picked] // step).T)]
+        out[(picked,) + tuple(slice(0, int(e)) for e in inside)] = part
     return out
 
 

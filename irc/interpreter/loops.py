@@ -91,9 +91,10 @@ class Loop:
     events: list
 
 
-def _compact(labels: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Labels renumbered 0.. in order of value, and the first position of each: by a
-    dense table when the labels are small non-negative integers (O(n)), else by sorting."""
+def _compact(labels: np.ndarray, bound: int | None = None, first: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Labels renumbered 0.. in order of value, and (with ``first``) the first position of
+    each: by a dense table when the labels are small non-negative integers (O(n)), else by
+    sorting."""
     n = len(labels)
     if n == 0:
         return labels.astype(np.int64), np.zeros(0, dtype=np.int64)
@@ -103,11 +104,13 @@ def _compact(labels: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, 
         present[labels] = True
         remap = np.cumsum(present) - 1
         ids = remap[labels]
-        first = np.empty(int(remap[-1]) + 1, dtype=np.int64)
-        first[ids[::-1]] = np.arange(n - 1, -1, -1)   # the last write of each id is its first
-        return ids, first
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    return inverse.reshape(-1), first
+        if not first:
+            return ids, None
+        positions = np.empty(int(remap[-1]) + 1, dtype=np.int64)
+        positions[ids[::-1]] = np.arange(n - 1, -1, -1)   # the last write of each id is its first
+        return ids, positions
+    _, positions, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    return inverse.reshape(-1), positions
 
 
 def _components(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -124,7 +127,7 @@ def _components(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         np.minimum.at(by_x, x, new)
         new = np.minimum(new, by_x[x])
         if (new == label).all():
-            return _compact(label, len(by_x))[0]
+            return _compact(label, len(by_x), first=False)[0]
         label = new
 
 
@@ -147,12 +150,22 @@ def _distinct(keys: np.ndarray, bound: int) -> int:
     return int(np.count_nonzero(np.bincount(keys, minlength=bound)))
 
 
-def _window_ids(tags: np.ndarray, sources: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Compact ids of windows named by (content id of the source core, flat offset), and
-    the first sub-task naming each id."""
-    tag_ids, _ = _compact(np.unique(tags, return_inverse=True)[1].reshape(-1)[sources])
-    offset_ids, _ = _compact(flat)
-    return _compact(tag_ids * (int(offset_ids.max()) + 1) + offset_ids)
+def _content_ranks(tags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per core the rank of its content id, contents ranked by the first core holding
+    them; and that first core of each rank (where a window of that content is read)."""
+    _, first, inverse = np.unique(tags, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)], first[order]
+
+
+def _window_ids(content: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Compact ids of windows named by (content rank, flat offset), in that order (the
+    memory order of the windows at their first holders), and the first sub-task naming
+    each id."""
+    offset_ids, _ = _compact(flat, first=False)
+    return _compact(content * (int(offset_ids.max()) + 1) + offset_ids)
 
 
 def _flat_offsets(offsets: np.ndarray, shape) -> np.ndarray:
@@ -183,25 +196,58 @@ def _affine(values: np.ndarray) -> tuple[int, list[int]] | None:
     return (base, steps) if np.array_equal(values, np.broadcast_to(grid, values.shape)) else None
 
 
+def strided_windows(data: np.ndarray, cores: np.ndarray, offsets: np.ndarray, shape, layout: tuple[int, ...],
+                    writeable: bool = False) -> np.ndarray | None:
+    """``(*layout, *shape)``: the windows of ``data[cores[n]]`` at ``offsets[n]`` (n over
+    ``layout`` in row-major order) as a strided view of ``data``, uncopied, when they lie
+    on its block grid at places that are an affine function of their position in
+    ``layout``; else None. ``writeable``: a view to write through (``data`` contiguous,
+    the windows distinct)."""
+    shape = tuple(int(s) for s in shape)
+    if writeable and not data.flags.c_contiguous:
+        return None
+    view = _block_view(data, shape)
+    if view is None or (offsets % np.array(shape)).any():
+        return None
+    coordinates = (cores,) + tuple((offsets // np.array(shape)).T)
+    found = [_affine(c.reshape(layout)) for c in coordinates]
+    if all(f is not None for f in found):
+        start = view[tuple(base for base, _ in found)]
+        strides = [sum(f[1][k] * view.strides[d] for d, f in enumerate(found)) for k in range(len(layout))]
+        return np.lib.stride_tricks.as_strided(
+            start, shape=tuple(layout) + start.shape, strides=tuple(strides) + start.strides, writeable=writeable)
+    # blocks evenly spaced in memory: the core and block coordinates as one index, when
+    # the windows span whole rows of the buffer (a k-block walking from one core's rows
+    # into the next core's)
+    lead = view.shape[:len(coordinates)]
+    spanned = [d for d, extent in enumerate(lead) if extent > 1]
+    if spanned and all(view.strides[d] == view.strides[e] * lead[e] for d, e in zip(spanned, spanned[1:])):
+        flat = _affine(np.ravel_multi_index(coordinates, lead).reshape(layout))
+        if flat is not None:
+            base, steps = flat
+            start = view[np.unravel_index(base, lead)]
+            unit = view.strides[spanned[-1]]
+            return np.lib.stride_tricks.as_strided(
+                start, shape=tuple(layout) + start.shape, strides=tuple(s * unit for s in steps) + start.strides,
+                writeable=writeable)
+    return None
+
+
 def gather_windows(data: np.ndarray, cores: np.ndarray, offsets: np.ndarray, shape,
                    layout: tuple[int, ...] | None = None) -> np.ndarray:
     """(n, *shape): the window of ``data[cores[n]]`` at ``offsets[n]`` for every n. With
     ``layout`` (n = its product), windows whose block coordinates are an affine function
     of their position in ``layout`` come back as a strided view of ``data``, uncopied:
-    ``(*layout, *shape)``."""
+    ``(*layout, *shape)`` (``strided_windows``)."""
     shape = tuple(int(s) for s in shape)
+    if layout is not None:
+        found = strided_windows(data, cores, offsets, shape, layout)
+        if found is not None:
+            return found
     view = _block_view(data, shape)
     if view is not None and not (offsets % np.array(shape)).any():
-        # windows on the buffer's block grid: pick whole blocks (memcpy speed), or view them
-        coordinates = (cores,) + tuple((offsets // np.array(shape)).T)
-        if layout is not None:
-            found = [_affine(c.reshape(layout)) for c in coordinates]
-            if all(f is not None for f in found):
-                start = view[tuple(base for base, _ in found)]
-                strides = [sum(f[1][k] * view.strides[d] for d, f in enumerate(found)) for k in range(len(layout))]
-                return np.lib.stride_tricks.as_strided(
-                    start, shape=tuple(layout) + start.shape, strides=tuple(strides) + start.strides, writeable=False)
-        return view[coordinates]
+        # windows on the buffer's block grid: pick whole blocks (memcpy speed)
+        return view[(cores,) + tuple((offsets // np.array(shape)).T)]
     index = [cores.reshape((-1,) + (1,) * len(shape))]
     for d, s in enumerate(shape):
         index.append(offsets[:, d].reshape((-1,) + (1,) * len(shape))
@@ -235,7 +281,7 @@ def run_loop(chip, loop: Loop) -> bool:
 class _Prepared:
     out_core: np.ndarray       # per output window: its original core
     out_offset: np.ndarray     # per output window: its offset (rank)
-    out_tiles: np.ndarray      # per output window: the sums to add, window-shaped
+    sums: np.ndarray           # (groups, I, J, *window): each output window's sums (a view)
     holders: dict              # id(buffer) -> final holder table
 
 
@@ -307,25 +353,42 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
                 snaps[id(b)].append(holder[id(b)])
         elif isinstance(event, Shift):
             holder[id(event.buffer)] = holder[id(event.buffer)][event.source]
-    sources, offsets = [], []
+    # window ids: inputs by content (equal tags and offsets hold equal data), the
+    # output by place (its original core and offset: partial sums travel with it). A
+    # loop nest repeats its window tables: each distinct table is checked and flattened
+    # once, and a sub-task (step s, core c) reads row c of its step's table.
+    left_buffer, right_buffer = (buffers[position[nm]] for nm in order[1:])
+    named, tables, homes = [], [], []
     for name, shape in zip(order, shapes):
         buffer = buffers[position[name]]
-        table = np.stack([np.broadcast_to(c.tables[position[name]], (cores, len(shape))) for c in computes])
-        if table.size and ((table < 0).any() or (table + np.array(shape) > np.array(buffer.shape)).any()):
+        distinct, which = {}, []
+        for c in computes:
+            table = c.tables[position[name]]
+            which.append(distinct.setdefault(id(table), (len(distinct), table))[0])
+        stacked = np.stack([np.broadcast_to(t, (cores, len(shape))) for _, t in distinct.values()])
+        if stacked.size and ((stacked < 0).any() or (stacked + np.array(shape) > np.array(buffer.shape)).any()):
             return None
-        sources.append(np.stack(snaps[id(buffer)]).reshape(-1))
-        offsets.append(table.reshape(steps * cores, len(shape)))
+        flat = _flat_offsets(stacked, buffer.shape)[np.array(which)].reshape(-1)     # (steps * cores)
+        rank, home = _content_ranks(buffer.tags[:cores] if buffer is not out else np.arange(cores))
+        content = rank[np.stack(snaps[id(buffer)]).reshape(-1)]      # (steps * cores)
+        named.append(_window_ids(content, flat))
+        tables.append((stacked, np.array(which), content))
+        homes.append(home)
+    (g, g_first), (a, a_first), (b, b_first) = named
 
-    # window ids: inputs by content (equal tags and offsets hold equal data), the
-    # output by place (its original core and offset: partial sums travel with it)
-    left_buffer, right_buffer = (buffers[position[nm]] for nm in order[1:])
-    g, g_first = _window_ids(np.arange(cores), sources[0], _flat_offsets(offsets[0], out.shape))
-    a, a_first = _window_ids(left_buffer.tags[:cores], sources[1], _flat_offsets(offsets[1], left_buffer.shape))
-    b, b_first = _window_ids(right_buffer.tags[:cores], sources[2], _flat_offsets(offsets[2], right_buffer.shape))
+    def located(lead: int, pick: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The first core holding the windows of sub-tasks ``pick`` of operand ``lead``,
+        and their offsets."""
+        stacked, which, content = tables[lead]
+        return homes[lead][content[pick]], stacked[which[pick // cores], pick % cores]
 
     # the grid: rows (i) join output windows sharing a left window, columns (j) those
     # sharing a right window, k-blocks (l) left and right windows met together
-    rows, cols, ks = _components(a, g), _components(b, g), _components(a, b)
+    # (k-blocks are numbered in the memory order of the larger operand's windows, so
+    # that its windows, read in block order, are most often a strided view of its buffer)
+    left_larger = (int(a.max()) + 1) * math.prod(shapes[1]) > (int(b.max()) + 1) * math.prod(shapes[2])
+    rows, cols = _components(a, g), _components(b, g)
+    ks = _components(a, b) if left_larger else _components(b, a)
     group = _components(rows, cols)
     groups = int(group.max()) + 1
     found_i, found_j, found_l = _local(group, rows, groups), _local(group, cols, groups), _local(group, ks, groups)
@@ -345,7 +408,7 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
     if L > 1 and out.dtype.kind == "f" and out.dtype != work:
         return None   # several partial sums would each be rounded: run them step by step
     out_view = _block_view(out.data, shapes[0])
-    if out_view is None or (offsets[0] % np.array(shapes[0])).any():
+    if out_view is None or (tables[0][0] % np.array(shapes[0])).any():
         return None   # output windows off the block grid might overlap
 
     # stacked operands: every distinct window once, converted to the compute dtype once
@@ -359,7 +422,7 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
     def blocks_of(buffer, first, arrange, shape, axes, dims, lead):
         """The windows named in ``arrange``, as (*arrange.shape, TB, TR, TC) blocks."""
         pick = first[arrange.reshape(-1)]
-        found = gather_windows(buffer.data, sources[lead][pick], offsets[lead][pick], shape, arrange.shape)
+        found = gather_windows(buffer.data, *located(lead, pick), shape, arrange.shape)
         keep = [d for d, a_ in enumerate(axes) if a_ is not None]
         named = [axes[d] for d in keep]
         lead_ = arrange.ndim
@@ -382,17 +445,18 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
         product = (left_stack[0, 0] @ right_stack[0, 0])[None, None]      # (g, TB, I*TM, J*TN)
     else:
         product = np.matmul(left_stack, right_stack)
-    product = product.reshape(groups, TB, I, TM, J, TN).transpose(0, 2, 4, 1, 3, 5)
     if factor != 1:
         product = product * work.type(factor)
-    # (g, I, J, TB, TM, TN) -> per output window (g, I, J) its tile in the buffer's layout
-    tile_axes = batch + m + n
-    tiles_out = product.reshape((groups * I * J,) + tuple(tiles[x] for x in tile_axes))
-    tiles_out = tiles_out.transpose([0] + [1 + tile_axes.index(x) for x in wk]).reshape((-1,) + shapes[0])
-    windows = arrange_g.reshape(-1)
-    pick = g_first[windows]
+    # (g, TB, I*TM, J*TN) -> per output window (g, I, J) its tile in the buffer's layout,
+    # as a view (splits and a transpose of the product, unit axes for constant dims)
+    split = product.reshape((groups,) + tuple(tiles[x] for x in batch) + (I,) + tuple(tiles[x] for x in m)
+                            + (J,) + tuple(tiles[x] for x in n))
+    at = {x: d for d, x in enumerate([None] + batch + [None] + m + [None] + n)}
+    lead = [0, 1 + len(batch), 2 + len(batch) + len(m)]
+    sums = split.transpose(lead + [at[x] for x in wk]).reshape((groups, I, J) + shapes[0])
+    pick = g_first[arrange_g.reshape(-1)]
     final = {id(b_): holder[id(b_)] for b_ in every}
-    return _Prepared(sources[0][pick], offsets[0][pick], tiles_out, final)
+    return _Prepared(*located(0, pick), sums, final)
 
 
 def _execute(chip, loop: Loop, preps: list[_Prepared]) -> None:
@@ -400,12 +464,21 @@ def _execute(chip, loop: Loop, preps: list[_Prepared]) -> None:
     cores = loop.cores
     for product, prep in zip(loop.products, preps):
         out = product.output
-        window = prep.out_tiles.shape[1:]
-        view = _block_view(out.data, window)
-        index = (prep.out_core,) + tuple((prep.out_offset // np.array(window)).T)
-        work = prep.out_tiles.dtype
-        current = view[index].astype(work)
-        view[index] = (current + prep.out_tiles).astype(out.dtype)
+        sums, work = prep.sums, prep.sums.dtype
+        window = sums.shape[3:]
+        # the windows in place when they are a strided view of the buffer (one pass), else
+        # gathered, summed and scattered back; one rounding into the buffer's type either way
+        target = strided_windows(out.data, prep.out_core, prep.out_offset, window, sums.shape[:3], writeable=True)
+        if target is not None and out.dtype == work:
+            target += sums
+        elif target is not None:
+            target[...] = target.astype(work) + sums
+        else:
+            view = _block_view(out.data, window)
+            index = (prep.out_core,) + tuple((prep.out_offset // np.array(window)).T)
+            current = view[index].astype(work, copy=False)
+            current.reshape(sums.shape)[...] += sums
+            view[index] = current
     # buffers take their final places (each once: products share inputs); a receive
     # buffer holds nothing readable after
     buffers = list({id(b): b for p in loop.products for b in (p.output, *p.inputs)}.values())

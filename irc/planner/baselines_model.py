@@ -27,7 +27,7 @@ import numpy as np
 
 from irc.cost import CostModel
 from irc.devices import Device
-from irc.planner.enumerate import candidate_set
+from irc.planner.enumerate import CandidateSet, candidate_set
 from irc.planner.errors import PlanError
 from irc.planner.evaluate import check_plan
 from irc.planner.model import ModelFitError, ModelSpec, _cache_for, least_plan_bytes, resting_activation_bytes
@@ -136,15 +136,18 @@ class _NoRotationSpace:
         self.min_utilization = min_utilization
         self._relaxed: _NoRotationSpace | None = None
         candidates = candidate_set(self.spec, cache.device, min_utilization, cache.max_padding, rotation=False)
+        if aligned and len(candidates):
+            # only the aligned candidates are ever picked: score those alone (a candidate's
+            # score is its own, so the picks, first of equals in enumeration order, are too)
+            per_core = -(-np.asarray(self.spec.extents)[None, :] // candidates.op_factors)
+            keep = systolic_aligned(self.spec, per_core, cache.device.systolic)
+            candidates = CandidateSet(candidates.op_factors[keep], candidates.temporal_factors[keep],
+                                      None if candidates.order is None else candidates.order[keep])
         self.candidates = candidates
         if len(candidates):
             scores = score_candidates(self.spec, candidates, cache.device, cache.cost)
             self.memory = scores.memory.astype(np.float64)
             self.cycles = scores.cycles
-            if aligned:
-                per_core = -(-np.asarray(self.spec.extents)[None, :] // candidates.op_factors)
-                keep = systolic_aligned(self.spec, per_core, cache.device.systolic)
-                self.cycles = np.where(keep, self.cycles, np.inf)
         else:
             self.memory = self.cycles = np.zeros(0)
         self._best: dict[int, Plan | None] = {}

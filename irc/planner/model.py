@@ -401,8 +401,12 @@ class _ModelProblem:
         self.least_hot = [t.least_hot() for t in self.tables]
         canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.live = [[(holder, canonical(holder, name)) for holder, name in across] for across in model.live_across()]
-        self._bytes: dict[tuple[int, int, str], int] = {}
+        self._bytes: dict[int, dict[tuple[int, str], int]] = {}   # holder -> (plan, tensor) -> bytes
         self._live_tables: list[list | None] = [None] * len(model.ops)
+        self._held_across: dict[int, list[int]] = {}   # holder -> the ops its tensors are kept across
+        for i, across in enumerate(self.live):
+            for holder in dict.fromkeys(h for h, _ in across):
+                self._held_across.setdefault(holder, []).append(i)
         # relayout edges, with the tensors' canonical names (t0 = output, t1, ...)
         canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.edges = [
@@ -411,18 +415,21 @@ class _ModelProblem:
             for e in model.edges()
         ]
         self._relayout: dict[tuple, tuple[int, float]] = {}
+        self._edge_cycles: list[dict] = [{} for _ in self.edges]   # per edge: (consumer, producer plan) -> cycles
+        self._live_lists: list | None = None   # _live_earlier
         self._start: list[int] | None = None
 
     # ----------------------------------------------------------------- objective
     def held_bytes(self, holder: int, plan: int, tensor: str) -> int:
         """Bytes per core of ``tensor`` in plan ``plan`` of op ``holder`` (-1: the most any
         of its plans places)."""
-        key = (holder, plan, tensor)
-        if key not in self._bytes:
+        memo = self._bytes.setdefault(holder, {})
+        key = (plan, tensor)
+        if key not in memo:
             table = self.tables[holder]
             plans = table.active if plan < 0 else (table.active[plan],)
-            self._bytes[key] = max(p.score.memory.partitions[tensor] for p in plans)
-        return self._bytes[key]
+            memo[key] = max(p.score.memory.partitions[tensor] for p in plans)
+        return memo[key]
 
     def live_bytes(self, i: int, choice: Sequence[int]) -> int:
         """Bytes per core of the tensors kept on chip across op ``i`` under ``choice``."""
@@ -452,25 +459,52 @@ class _ModelProblem:
         fitting what the idle weights and the tensors kept across it leave, the chosen
         plan indices and the budgets; total is inf (and choice None) when some op fits no
         active plan (the budgets of the ops after it then assume their producers' largest
-        plans)."""
-        idle = self.idle_total(rows)
-        budgets = np.zeros(len(self.tables))
+        plans). Algorithm 1 calls this once per step over the whole model: the loop
+        reads memoised tables only (``_live_earlier``, ``OpTable.best_lists``, the
+        per-edge relayout cycles)."""
+        free = self.sram - self.idle_total(rows)
+        budgets: list[int] = []
         total = 0.0
+        failed = False
         choice: list[int] = []
-        for i, (table, row) in enumerate(zip(self.tables, rows)):
-            budgets[i] = self.sram - idle - self.live_bytes(i, choice)
-            times, picks = table.best_at(budgets[i])
-            if picks[row] < 0 or not math.isfinite(total):
-                total = math.inf
+        for i, (table, row, earlier) in enumerate(zip(self.tables, rows, self._live_earlier())):
+            if earlier is None:
+                live = self.live_bytes(i, choice)
+            else:   # every holder runs before op i: its chosen plan's bytes
+                holders, held = earlier
+                live = sum(map(list.__getitem__, held, map(choice.__getitem__, holders)))
+            budget = free - live
+            budgets.append(budget)
+            times, picks = table.best_lists(budget)
+            if failed or picks[row] < 0:
+                failed = True
                 choice.append(-1)
                 continue
             total += times[row]
-            choice.append(int(picks[row]))
-        if not math.isfinite(total):
+            choice.append(picks[row])
+        budgets = np.array(budgets, dtype=np.float64)
+        if failed:
             return math.inf, None, budgets
-        for edge in self.edges:
-            total += self.relayout(edge, choice[edge.consumer], choice[edge.producer])[1]
+        for edge, memo in zip(self.edges, self._edge_cycles):
+            key = (choice[edge.consumer], choice[edge.producer])
+            cycles = memo.get(key)
+            if cycles is None:
+                cycles = memo[key] = self.relayout(edge, key[0], key[1])[1]
+            total += cycles
         return total, choice, budgets
+
+    def _live_earlier(self) -> list[tuple[list[int], list[list[int]]] | None]:
+        """Per op ``i``: the holders of the tensors kept across it and their bytes per
+        plan (``live_bytes``'s table), when every holder runs before op ``i`` (else None)."""
+        if self._live_lists is None:
+            self._live_lists = [self._live_entry(i) for i in range(len(self.tables))]
+        return self._live_lists
+
+    def _live_entry(self, i: int) -> tuple[list[int], list[list[int]]] | None:
+        self.live_bytes(i, [])   # fills its table
+        tables = self._live_tables[i]
+        holders = [h for h, _ in tables]
+        return (holders, [held for _, held in tables]) if all(h < i for h in holders) else None
 
     def idle_total(self, rows: Sequence[int]) -> int:
         return int(sum(t.cold[r] for t, r in zip(self.tables, rows)))
@@ -488,9 +522,17 @@ class _ModelProblem:
         self.tables[i] = self.cache.op_table(self.model.ops[i], relaxed=True)
         self.least_hot[i] = self.tables[i].least_hot()
         self.signature_ids[i] = self._signature_id(self.tables[i])
-        self._bytes = {k: v for k, v in self._bytes.items() if k[0] != i}
+        # forget what op i's old table decided: its tensors' bytes, the live tables
+        # listing them, the relayouts of its edges (one relax per op: not O(ops) each)
+        self._bytes.pop(i, None)
         self._relayout.clear()
-        self._live_tables = [None] * len(self.tables)   # they list op i's plans' bytes
+        for edge, k in zip(self.edges, range(len(self.edges))):
+            if i in (edge.consumer, edge.producer):
+                self._edge_cycles[k] = {}
+        for k in self._held_across.get(i, ()):
+            self._live_tables[k] = None
+            if self._live_lists is not None:
+                self._live_lists[k] = self._live_entry(k)
 
     def _signature_id(self, table: OpTable) -> int:
         ids = {}
@@ -630,13 +672,13 @@ class _ModelProblem:
                 cap = second if i == first else slack[first]
                 key = (id(table), row, int(budget), cap)
                 if key not in memo:
-                    now = table.best_at(budget)[0][row]   # inf where the state leaves op i no plan
+                    now = table.best_lists(budget)[0][row]   # inf where the state leaves op i no plan
                     found = None
                     for r in range(row + 1, len(table.cold)):
                         grow = float(table.cold[r] - table.cold[row])
                         if grow > cap:
                             break                                  # cold ascends: larger rows grow more
-                        after = table.best_at(budget - grow)[0][r]
+                        after = table.best_lists(budget - grow)[0][r]
                         saved = now - after if math.isfinite(after) else -math.inf   # no plan either way: no gain
                         if saved > 0 and (found is None or saved / grow > found[0]):
                             found = (saved / grow, r)

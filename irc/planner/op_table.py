@@ -85,6 +85,19 @@ class OpTable:
             self._memo[usable] = hit
         return hit
 
+    def best_lists(self, budget: float) -> tuple[list[float], list[int]]:
+        """``best_at`` as Python lists (read element by element by the model planner)."""
+        hot = self._memo.get("hot")
+        if hot is None:
+            hot = self._memo["hot"] = self.hot.tolist()
+        usable = bisect.bisect_right(hot, budget)
+        key = ("lists", usable)
+        hit = self._memo.get(key)
+        if hit is None:
+            times, picks = self.best_at(budget)
+            hit = self._memo[key] = (times.tolist(), picks.tolist())
+        return hit
+
     def _prefix_minima(self) -> tuple[np.ndarray, np.ndarray]:
         """[R, J]: per row the least cycles among active plans 0..j, and the first plan
         reaching it."""
@@ -128,19 +141,22 @@ def build_op_table(
     # pairs only with active plans of the same per-core spans (plans with equal F_op but
     # other steps pad differently, so the same idle factors cut other partitions)
     idle: dict[tuple, IdlePlan] = {}
-    for plan in active:
+    active_spans = [_spans(plan) for plan in active]
+    for plan, spans in zip(active, active_spans):
         for candidate in idle_plans(canon, cweights, plan):
-            idle.setdefault((candidate.key(), _spans(plan)), candidate)
+            idle.setdefault((candidate.key(), spans), candidate)
     idle_spans = [spans for _, spans in idle]
     idle_list = list(idle.values())
     hot = np.array([p.memory_per_core for p in active], dtype=np.float64)
     cycles = np.array([p.cycles for p in active], dtype=np.float64)
     raw = np.full((len(idle_list), len(active)), np.inf)
     raw_setup = np.full_like(raw, np.inf)
+    by_spans: dict[tuple, list[int]] = {}
+    for j, spans in enumerate(active_spans):
+        by_spans.setdefault(spans, []).append(j)
     for c, candidate in enumerate(idle_list):
-        for j, plan in enumerate(active):
-            if idle_spans[c] != _spans(plan):
-                continue
+        for j in by_spans[idle_spans[c]]:   # the active plans of its spans, in order
+            plan = active[j]
             setup = setup_cycles(candidate, plan, device, cost)
             if setup is not None:
                 raw[c, j] = cycles[j] + setup
