@@ -18,6 +18,7 @@ storage type. An indirect index outside its dimension is an `InterpretationError
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -196,8 +197,25 @@ MAX_GENERAL_WORK = 1 << 31
 """Most node evaluations (iteration points times the nodes of the body: each is one
 numpy pass) the general path does for one op."""
 MAX_ROW_POINTS = 1 << 26
-"""Most iteration points of one step along the first axis (the general path's smallest
-chunk: the memory of its intermediates)."""
+"""Most iteration points inside one element of the axis the general path chunks along
+(its smallest chunk: the memory of its intermediates). It chunks along the first axis
+whose inner axes hold at most this many points (`_chunk_axis`), iterating the axes
+before it one value at a time; writing output rows in place, it chunks only along
+output axes, so a reduction of more points than this per output element is refused."""
+
+
+def _chunk_axis(extents) -> int:
+    """The axis the general path chunks along: the first whose inner axes hold at most
+    `MAX_ROW_POINTS` points (the last axis at worst)."""
+    return next(c for c in range(len(extents)) if math.prod(extents[c + 1:]) <= MAX_ROW_POINTS)
+
+
+def _leading_output_axes(bound: BoundExpr) -> int | None:
+    """How many axes the output's plain indices name, when they lead the iteration space
+    in order (the general path then reduces the rest in place); None otherwise."""
+    output_axes = [i.simple_axis for i in bound.expr.output.indices]
+    axes = [a for a, _ in bound.extents]
+    return len(output_axes) if all(output_axes) and output_axes == axes[: len(output_axes)] else None
 
 
 def evaluation_limit(bound: BoundExpr) -> str | None:
@@ -214,10 +232,10 @@ def evaluation_limit(bound: BoundExpr) -> str | None:
     if points * nodes > MAX_GENERAL_WORK:
         return (f"evaluates its body of {nodes} nodes at {points} points ({points * nodes} evaluations); the "
                 f"interpreter does at most {MAX_GENERAL_WORK} (2**31) for an op that is not a product of plain reads")
-    row = math.prod(extents[1:])
-    if row > MAX_ROW_POINTS:
-        return (f"iterates over {row} points per element of its first axis; the interpreter holds at most "
-                f"{MAX_ROW_POINTS} (2**26) at once")
+    rank = _leading_output_axes(bound)
+    if rank and math.prod(extents[rank:]) > MAX_ROW_POINTS:
+        return (f"iterates over {math.prod(extents[rank:])} points per element of its output; the interpreter "
+                f"holds at most {MAX_ROW_POINTS} (2**26) at once")
     return None
 
 
@@ -277,19 +295,33 @@ def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
         and output_axes == axes[: len(output_axes)]
         and tuple(out_shape) == tuple(extents[: len(output_axes)])  # no window writes
     )
-    # Chunk along the first axis so that one chunk holds at most _CHUNK_POINTS points.
-    rest = math.prod(extents[1:]) if len(extents) > 1 else 1
+    # Chunk along one axis (`_chunk_axis`, an output axis on the in-place path) so that
+    # one chunk holds about _CHUNK_POINTS points; the axes before it take one value at a time.
+    chunk = _chunk_axis(extents) if axes else 0
+    if plain_output and len(out_shape) and chunk >= len(out_shape):
+        plain_output = False   # (refused by `evaluation_limit` when the output axes lead)
+    rest = math.prod(extents[chunk + 1:]) if axes else 1
     step = max(1, _CHUNK_POINTS // max(rest, 1)) if axes else 1
-    first_extent = extents[0] if axes else 1
-    for start in range(0, first_extent, step):
-        stop = min(first_extent, start + step)
-        grids = {}
+    chunk_extent = extents[chunk] if axes else 1
+    chunks = ((outer, start) for outer in itertools.product(*(range(e) for e in extents[:chunk]))
+              for start in range(0, chunk_extent, step))
+    for outer, start in chunks:
+        stop = min(chunk_extent, start + step)
+        grids, space = {}, []
         for position, (axis, extent) in enumerate(zip(axes, extents)):
             shape = [1] * len(axes)
-            values = np.arange(start, stop) if position == 0 else np.arange(extent)
+            if position < chunk:
+                values = np.arange(outer[position], outer[position] + 1)
+            elif position == chunk:
+                values = np.arange(start, stop)
+            else:
+                values = np.arange(extent)
             shape[position] = len(values)
+            space.append(len(values))
             grids[axis] = values.reshape(shape)
-        space = tuple(stop - start if i == 0 else e for i, e in enumerate(extents))
+        space = tuple(space)
+        # the output rows of this chunk, as a view keeping every dimension
+        rows = tuple(slice(o, o + 1) for o in outer) + (slice(start, stop),)
         body = _eval_body(expr.body, grids, arrays, work, out_dtype, bound.shapes)
         values = np.broadcast_to(body, space)
         if plain_output:
@@ -299,7 +331,7 @@ def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
             if rank < len(axes):
                 reduce = {"=": np.sum, "+=": np.sum, "max=": np.max, "min=": np.min}[combiner]
                 reduced = reduce(values, axis=tuple(range(rank, len(axes))))
-            window = output[start:stop] if rank else output
+            window = output[rows] if rank else output
             if combiner == "max=":
                 np.maximum(window, reduced, out=window)
             elif combiner == "min=":
@@ -309,7 +341,7 @@ def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
             else:
                 window[...] = reduced
             if touched is not None:
-                (touched[start:stop] if rank else touched)[...] = True
+                (touched[rows] if rank else touched)[...] = True
             continue
         out_index = tuple(
             np.broadcast_to(_index_values(index, grids, arrays, bound.shapes, None, 0), space)

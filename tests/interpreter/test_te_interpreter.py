@@ -4,6 +4,7 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -147,3 +148,40 @@ def test_every_function_of_the_language_has_semantics():
     from irc.interpreter.te_eval import _FUNCTIONS
 
     assert set(FUNCTION_ARITY) - {"cast"} == set(_FUNCTIONS)
+
+
+@pytest.mark.parametrize("row_points, chunk_points", [(1 << 26, 1 << 22), (64, 8), (8, 2), (5, 1)])
+@pytest.mark.parametrize("expression, shapes, out_shape", [
+    # a batch of one leads (BERT's projections as exported: the first axis is 1), a window write
+    ("C[b,m,n] += relu(A[b,m,k]) * B[k,n]", [(1, 6, 5), (5, 7)], (1, 6, 7)),
+    ("C[b,m,n] max= A[b,m,k] * B[k,n] + 1.0", [(2, 3, 4), (4, 5)], (2, 3, 5)),
+    ("Y[b,i,j] = exp(X[b,i,j]) / 4.0", [(1, 9, 8)], (1, 9, 8)),
+    ("Y[b,i+1,j] = X[b,i,j] * 2.0", [(1, 4, 3)], (1, 6, 3)),
+])
+def test_the_general_path_chunks_inside_a_leading_axis_of_one(monkeypatch, row_points, chunk_points,
+                                                               expression, shapes, out_shape):
+    """BERT's exported MatMul of a batch of one over 128x768x768 points was refused (`iterates
+    over 75497472 points per element of its first axis`) once the general path bounded its
+    row: it now chunks along the first axis whose inner points fit, the axes before it one
+    value at a time, computing what it computes in one chunk."""
+    from irc.dialects.te_expr import parse_expression
+    from irc.interpreter import te_eval
+
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    bound = parse_expression(expression).bind(shapes, out_shape)
+    whole = te_eval.evaluate(bound, inputs, np.dtype(np.float32))
+    monkeypatch.setattr(te_eval, "MAX_ROW_POINTS", row_points)
+    monkeypatch.setattr(te_eval, "_CHUNK_POINTS", chunk_points)
+    assert te_eval.evaluation_limit(bound) is None
+    np.testing.assert_allclose(te_eval.evaluate(bound, inputs, np.dtype(np.float32)), whole, rtol=1e-6, atol=1e-6)
+
+
+def test_a_reduction_beyond_the_row_bound_per_output_element_is_refused(monkeypatch):
+    from irc.dialects.te_expr import parse_expression
+    from irc.interpreter import te_eval
+
+    bound = parse_expression("C[m] += relu(A[m,k])").bind([(3, 40)], (3,))
+    monkeypatch.setattr(te_eval, "MAX_ROW_POINTS", 16)
+    assert te_eval.evaluation_limit(bound) == ("iterates over 40 points per element of its output; the interpreter "
+                                               "holds at most 16 (2**26) at once")

@@ -769,7 +769,7 @@ def test_an_attribute_xdsl_cannot_hold_is_a_parse_error(tmp_path, attribute, mes
     (_typed_program("Y[i] max= X[i] where j in 1000000000000", "f32"),
      "'te.op' op iterates over 4000000000000 points; the interpreter evaluates at most 1073741824 (2**30)"),
     (_typed_program("Y[i] max= X[i] where j in 100000000", "f32"),
-     "'te.op' op iterates over 100000000 points per element of its first axis; the interpreter holds at most"),
+     "'te.op' op iterates over 100000000 points per element of its output; the interpreter holds at most"),
     (_typed_program("Y[i] = X[i]", "i8", n=2147483648),
      "'te.op' op result tensor<2147483648xi8> would take 16 GiB computed in int64"),
 ])
