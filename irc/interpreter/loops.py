@@ -165,12 +165,14 @@ def _content_ranks(tags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank[inverse.reshape(-1)], first[order]
 
 
-def _window_ids(content: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _window_ids(content: np.ndarray, flat: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Compact ids of windows named by (content rank, flat offset), in that order (the
     memory order of the windows at their first holders), and the first sub-task naming
-    each id."""
-    offset_ids, _ = _compact(flat, first=False)
-    return _compact(content * (int(offset_ids.max()) + 1) + offset_ids)
+    each id. Sub-task (step s, core c) reads its offset at ``flat[which[s], c]`` (the
+    distinct tables' offsets: a loop nest repeats its tables, so they are ranked once)."""
+    offset_ids, _ = _compact(flat.reshape(-1), first=False)
+    offsets = int(offset_ids.max()) + 1 if offset_ids.size else 1
+    return _compact(content * offsets + offset_ids.reshape(flat.shape)[which].reshape(-1))
 
 
 def _flat_offsets(offsets: np.ndarray, shape) -> np.ndarray:
@@ -373,10 +375,10 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
         stacked = np.stack([np.broadcast_to(t, (cores, len(shape))) for _, t in distinct.values()])
         if stacked.size and ((stacked < 0).any() or (stacked + np.array(shape) > np.array(buffer.shape)).any()):
             return None
-        flat = _flat_offsets(stacked, buffer.shape)[np.array(which)].reshape(-1)     # (steps * cores)
+        flat = _flat_offsets(stacked, buffer.shape)     # (distinct tables, cores)
         rank, home = _content_ranks(buffer.tags[:cores] if buffer is not out else np.arange(cores))
         content = rank[np.stack(snaps[id(buffer)]).reshape(-1)]      # (steps * cores)
-        named.append(_window_ids(content, flat))
+        named.append(_window_ids(content, flat, np.array(which)))
         tables.append((stacked, np.array(which), content))
         homes.append(home)
     (g, g_first), (a, a_first), (b, b_first) = named
