@@ -254,12 +254,19 @@ def evaluate_affine(expr: AffineExpr, cores: np.ndarray, pieces: np.ndarray | No
 
 _TABLES: dict = {}
 """Affine per-core tables already evaluated (a loop nest repeats its maps), read-only."""
+_TABLES_BY_ID: dict = {}
+"""The same tables by the identity of their map attribute (with it, so the id is not reused)."""
 
 
 def core_table(attr, columns: int, cores: int, what: str) -> np.ndarray:
     """A per-core table of ``columns`` entries per row, one row per core: an affine map
     evaluated at every core id, or dense rows (one row for every core, or one shared)."""
     if isinstance(attr, AffineMapAttr):
+        # by identity first: hashing a map attribute walks its expression trees, which
+        # costs more than the lookup saves when every step of an unrolled loop asks
+        known = _TABLES_BY_ID.get((id(attr), columns, cores))
+        if known is not None and known[0] is attr:
+            return known[1]
         key = (attr, columns, cores)
         found = _TABLES.get(key)
         if found is None:
@@ -268,6 +275,9 @@ def core_table(attr, columns: int, cores: int, what: str) -> np.ndarray:
             if len(_TABLES) >= 4096:
                 _TABLES.clear()
             _TABLES[key] = found
+        if len(_TABLES_BY_ID) >= 4096:
+            _TABLES_BY_ID.clear()
+        _TABLES_BY_ID[(id(attr), columns, cores)] = (attr, found)   # the attribute kept: its id stays its own
         return found
     return _dense_table(attr, columns, cores, what)
 

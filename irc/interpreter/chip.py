@@ -972,6 +972,11 @@ def gather_tiles(host: np.ndarray, origins: np.ndarray, shape, cores: int) -> np
     origins = np.broadcast_to(np.asarray(origins, dtype=np.int64), (cores, len(shape)))
     shape = tuple(int(s) for s in shape)
     if shape and all(s > 0 for s in shape) and (origins >= 0).all():
+        distinct, first, copies = np.unique(origins, axis=0, return_index=True, return_inverse=True)
+        if 2 * len(distinct) <= cores:
+            # a replicated operand (cores of other output blocks hold the same tile): each
+            # tile picked once, then copied whole (contiguous blocks, memcpy speed)
+            return _gather_blocks(host, origins[first], shape)[copies.reshape(-1)]
         return _gather_blocks(host, origins, shape)
     host, origins = _pad_for(host, origins, shape)
     index = [

@@ -116,9 +116,14 @@ def _compact(labels: np.ndarray, bound: int | None = None, first: bool = True) -
 def _components(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Connected components of the bipartite graph whose edges are (x[n], y[n]): a label
     per edge (x, y compact ids)."""
+    nx, ny = int(x.max()) + 1, int(y.max()) + 1
+    if nx * ny <= len(x) // 4:
+        # few distinct edges (the components of rows and columns): label each once
+        pair, first = _compact(x * ny + y, nx * ny)
+        return _components(x[first], y[first])[pair]
     label = x.copy()
-    by_y = np.empty(int(y.max()) + 1, dtype=np.int64)
-    by_x = np.empty(int(x.max()) + 1, dtype=np.int64)
+    by_y = np.empty(ny, dtype=np.int64)
+    by_x = np.empty(nx, dtype=np.int64)
     while True:
         by_y.fill(np.iinfo(np.int64).max)
         np.minimum.at(by_y, y, label)
@@ -160,12 +165,14 @@ def _content_ranks(tags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank[inverse.reshape(-1)], first[order]
 
 
-def _window_ids(content: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _window_ids(content: np.ndarray, flat: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Compact ids of windows named by (content rank, flat offset), in that order (the
     memory order of the windows at their first holders), and the first sub-task naming
-    each id."""
-    offset_ids, _ = _compact(flat, first=False)
-    return _compact(content * (int(offset_ids.max()) + 1) + offset_ids)
+    each id. Sub-task (step s, core c) reads its offset at ``flat[which[s], c]`` (the
+    distinct tables' offsets: a loop nest repeats its tables, so they are ranked once)."""
+    offset_ids, _ = _compact(flat.reshape(-1), first=False)
+    offsets = int(offset_ids.max()) + 1 if offset_ids.size else 1
+    return _compact(content * offsets + offset_ids.reshape(flat.shape)[which].reshape(-1))
 
 
 def _flat_offsets(offsets: np.ndarray, shape) -> np.ndarray:
@@ -368,10 +375,10 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
         stacked = np.stack([np.broadcast_to(t, (cores, len(shape))) for _, t in distinct.values()])
         if stacked.size and ((stacked < 0).any() or (stacked + np.array(shape) > np.array(buffer.shape)).any()):
             return None
-        flat = _flat_offsets(stacked, buffer.shape)[np.array(which)].reshape(-1)     # (steps * cores)
+        flat = _flat_offsets(stacked, buffer.shape)     # (distinct tables, cores)
         rank, home = _content_ranks(buffer.tags[:cores] if buffer is not out else np.arange(cores))
         content = rank[np.stack(snaps[id(buffer)]).reshape(-1)]      # (steps * cores)
-        named.append(_window_ids(content, flat))
+        named.append(_window_ids(content, flat, np.array(which)))
         tables.append((stacked, np.array(which), content))
         homes.append(home)
     (g, g_first), (a, a_first), (b, b_first) = named
@@ -400,9 +407,13 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
         return None
     if _distinct(((group * I + i) * L + l) * J + j, total) != total:
         return None
-    for ids, key, count in ((a, (group * I + i) * L + l, groups * I * L),
-                            (b, (group * L + l) * J + j, groups * L * J),
-                            (g, (group * I + i) * J + j, groups * I * J)):
+    # each window's place in its stack: (group, i, l) for the left, (group, l, j) for the
+    # right, (group, i, j) for the output; one window per place, one place per window
+    places = [(a, (group * I + i) * L + l, (groups, I, L)),
+              (b, (group * J + j) * L + l, (groups, J, L)),
+              (g, (group * I + i) * J + j, (groups, I, J))]
+    for ids, key, shape in places:
+        count = math.prod(shape)
         if int(ids.max()) + 1 != count or _distinct(key, count) != count:
             return None
     if L > 1 and out.dtype.kind == "f" and out.dtype != work:
@@ -412,12 +423,9 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
         return None   # output windows off the block grid might overlap
 
     # stacked operands: every distinct window once, converted to the compute dtype once
-    arrange_a = np.empty((groups, I, L), dtype=np.int64)
-    arrange_a[group, i, l] = a
-    arrange_b = np.empty((groups, J, L), dtype=np.int64)
-    arrange_b[group, j, l] = b
-    arrange_g = np.empty((groups, I, J), dtype=np.int64)
-    arrange_g[group, i, j] = g
+    arrange_a, arrange_b, arrange_g = (np.empty(shape, dtype=np.int64) for _, _, shape in places)
+    for arrange, (ids, key, _) in zip((arrange_a, arrange_b, arrange_g), places):
+        arrange.reshape(-1)[key] = ids
 
     def blocks_of(buffer, first, arrange, shape, axes, dims, lead):
         """The windows named in ``arrange``, as (*arrange.shape, TB, TR, TC) blocks."""
