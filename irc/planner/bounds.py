@@ -174,8 +174,15 @@ class PrefixBounds:
         space = self.space
         n = len(prefixes)
         steps = prefixes.steps                                   # 1 on open axes
-        if n == 0 or not (steps > 1).any():
-            return np.ones(n, dtype=bool)
+        # one axis with steps is always carried (its steps divide the sharing count of
+        # one tensor indexing it, ``enumerate._axis_steps``): check the others only
+        stepping = (steps > 1).sum(axis=1)
+        several = stepping > 1
+        if not several.all():
+            carried = np.ones(n, dtype=bool)
+            if several.any():
+                carried[several] = self.carried(prefixes.take(several))
+            return carried
         sharing = space.sharing[prefixes.plan]                   # [n, V]
         row = np.arange(n)
         product = np.ones((n, space.n_tensors), dtype=np.int64)
