@@ -193,13 +193,41 @@ class PrefixBounds:
         steps = prefixes.steps                                   # 1 on open axes
         # one axis with steps is always carried (its steps divide the sharing count of
         # one tensor indexing it, ``enumerate._axis_steps``): check the others only
-        stepping = (steps > 1).sum(axis=1)
-        several = stepping > 1
-        if not several.all():
-            carried = np.ones(n, dtype=bool)
-            if several.any():
-                carried[several] = self.carried(prefixes.take(several))
-            return carried
+        # stepping on several, first-fit owners are a witness when they fit; the state
+        # walk decides only the prefixes they leave undecided
+        several = np.flatnonzero((steps > 1).sum(axis=1) > 1)
+        carried = np.ones(n, dtype=bool)
+        if len(several):
+            undecided = several[~self._first_fit_owners(prefixes.plan[several], steps[several])]
+            if len(undecided):
+                carried[undecided] = self._owner_states(prefixes.take(undecided))
+        return carried
+
+    def _first_fit_owners(self, plan: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Per prefix: whether owning each stepping axis by the first tensor indexing it
+        whose owners' product stays a divisor of its sharing count owns them all (then
+        that assignment carries the prefix; otherwise another one still may)."""
+        space = self.space
+        sharing = space.sharing[plan]                            # [n, V]
+        product = np.ones_like(sharing)
+        owned_all = np.ones(len(plan), dtype=bool)
+        for d in range(space.n_axes):
+            pending = steps[:, d] > 1
+            if not pending.any():
+                continue
+            for v in space.members[d].tolist():
+                owned = product[:, v] * steps[:, d]
+                take = pending & (sharing[:, v] % owned == 0)
+                product[:, v] = np.where(take, owned, product[:, v])
+                pending &= ~take
+            owned_all &= ~pending
+        return owned_all
+
+    def _owner_states(self, prefixes: StepPrefixes) -> np.ndarray:
+        """``carried`` by the states (prefix, owners' products per tensor), axis by axis."""
+        space = self.space
+        n = len(prefixes)
+        steps = prefixes.steps
         sharing = space.sharing[prefixes.plan]                   # [n, V]
         row = np.arange(n)
         product = np.ones((n, space.n_tensors), dtype=np.int64)
