@@ -345,8 +345,24 @@ class TensorExpr:
 
         Raises `ExprError` naming the culprit for a rank mismatch, an axis whose
         extents disagree, an axis with no extent, or an affine index that leaves
-        its tensor's range.
+        its tensor's range. Cached per expression object by shapes (an op's verifier
+        and every pass bind the same expression to the same shapes; hashing the
+        expression itself would walk its whole tree): the result is shared, never
+        mutated.
         """
+        key = (tuple(tuple(s) for s in input_shapes), tuple(output_shape))
+        cache = self.__dict__.get("_bound_by_shapes")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_bound_by_shapes", cache)
+        bound = cache.get(key)
+        if bound is None:
+            bound = cache[key] = self._bind(*key)
+        return bound
+
+    def _bind(
+        self, input_shapes: tuple[tuple[int, ...], ...], output_shape: tuple[int, ...]
+    ) -> BoundExpr:
         inputs = self.inputs
         if len(input_shapes) != len(inputs):
             names = ", ".join(inputs) if inputs else "no tensors"

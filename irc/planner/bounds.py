@@ -88,13 +88,22 @@ class PrefixBounds:
             distinct = sum(len(index) for index, _ in dims) == len(own)
             self.tensors.append((spec.tensor_bytes[v], dims, own, distinct))
         self.output_axes = [axes.index(a) for a in spec.output.axes]
+        # per spatial plan, gathered per prefix: its cores, and whether it splits a
+        # reduction axis over cores (the output then holds partial sums whatever the
+        # steps, ``OpSpec.holds_partial_sums``)
+        self.cores = space.op_factors.prod(axis=1)
+        self.reduction_columns = None
+        if spec.combiner == "+=" and spec.reduction_axes:
+            self.reduction_columns = [spec.axis_index(a) for a in spec.reduction_axes]
+            self.split_by_cores = (space.op_factors[:, self.reduction_columns] > 1).any(axis=1)
+        self.output_own_bytes = spec.bytes_of(spec.output.name)
 
     @staticmethod
     def _splits(sharing, steps, largest, chosen) -> np.ndarray:
         """The most one tensor's partition can be split: its ``f_t`` divide the axes'
         steps and multiply to a divisor of its sharing count, so their product divides
         gcd(P, prod T_d); on open axes at most P and at most the largest steps."""
-        chosen_steps = np.where(chosen, steps, 1).prod(axis=1)
+        chosen_steps = steps.prod(axis=1)                        # steps are 1 on open axes
         open_split = (~chosen & (largest > 1)).any(axis=1)
         by_divisors = np.gcd(sharing, np.where(open_split, sharing * chosen_steps, chosen_steps))
         return np.minimum(by_divisors, largest.prod(axis=1))
@@ -120,7 +129,7 @@ class PrefixBounds:
         out_slice = None
         for v, (nbytes, dims, own, distinct) in enumerate(self.tensors):
             if v == 0:   # the output in accumulators where the steps so far leave partial sums
-                nbytes = self.spec.output_bytes(space.op_factors[plan], steps)
+                nbytes = self._output_bytes(plan, steps)
             whole = np.ones(n, dtype=np.float64)
             sliced = np.ones(n, dtype=np.float64)
             widest = np.ones(n, dtype=np.float64)
@@ -158,8 +167,16 @@ class PrefixBounds:
         memory = np.where(carried, memory, np.inf)
         if not with_time:
             return memory, None
-        cycles = self._time(prefixes, steps, least_tiles, least_partition, out_slice)
+        cycles = self._time(prefixes, per_core, steps, least_tiles, least_partition, out_slice)
         return memory, np.where(carried, cycles, np.inf)
+
+    def _output_bytes(self, plan: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """``OpSpec.output_bytes`` of each prefix's plan and steps so far."""
+        if self.reduction_columns is None:
+            partial = np.zeros(len(plan), dtype=bool)
+        else:
+            partial = self.split_by_cores[plan] | (steps[:, self.reduction_columns] > 1).any(axis=1)
+        return np.where(partial, self.spec.partial_bytes, self.output_own_bytes)
 
     def carried(self, prefixes: StepPrefixes) -> np.ndarray:
         """Per prefix: whether some plan's temporal factors can carry its chosen steps.
@@ -174,8 +191,43 @@ class PrefixBounds:
         space = self.space
         n = len(prefixes)
         steps = prefixes.steps                                   # 1 on open axes
-        if n == 0 or not (steps > 1).any():
-            return np.ones(n, dtype=bool)
+        # one axis with steps is always carried (its steps divide the sharing count of
+        # one tensor indexing it, ``enumerate._axis_steps``): check the others only
+        # stepping on several, first-fit owners are a witness when they fit; the state
+        # walk decides only the prefixes they leave undecided
+        several = np.flatnonzero((steps > 1).sum(axis=1) > 1)
+        carried = np.ones(n, dtype=bool)
+        if len(several):
+            undecided = several[~self._first_fit_owners(prefixes.plan[several], steps[several])]
+            if len(undecided):
+                carried[undecided] = self._owner_states(prefixes.take(undecided))
+        return carried
+
+    def _first_fit_owners(self, plan: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """Per prefix: whether owning each stepping axis by the first tensor indexing it
+        whose owners' product stays a divisor of its sharing count owns them all (then
+        that assignment carries the prefix; otherwise another one still may)."""
+        space = self.space
+        sharing = space.sharing[plan]                            # [n, V]
+        product = np.ones_like(sharing)
+        owned_all = np.ones(len(plan), dtype=bool)
+        for d in range(space.n_axes):
+            pending = steps[:, d] > 1
+            if not pending.any():
+                continue
+            for v in space.members[d].tolist():
+                owned = product[:, v] * steps[:, d]
+                take = pending & (sharing[:, v] % owned == 0)
+                product[:, v] = np.where(take, owned, product[:, v])
+                pending &= ~take
+            owned_all &= ~pending
+        return owned_all
+
+    def _owner_states(self, prefixes: StepPrefixes) -> np.ndarray:
+        """``carried`` by the states (prefix, owners' products per tensor), axis by axis."""
+        space = self.space
+        n = len(prefixes)
+        steps = prefixes.steps
         sharing = space.sharing[prefixes.plan]                   # [n, V]
         row = np.arange(n)
         product = np.ones((n, space.n_tensors), dtype=np.int64)
@@ -197,13 +249,13 @@ class PrefixBounds:
                 row, product = row[first], product[first]
         return np.bincount(row, minlength=n) > 0
 
-    def _time(self, prefixes, steps, least_tiles, least_partition, out_slice) -> np.ndarray:
+    def _time(self, prefixes, per_core, steps, least_tiles, least_partition, out_slice) -> np.ndarray:
         n = len(prefixes)
         if self.group_bound is None or n == 0:
             return np.zeros(n)
         space = self.space
         spec = space.spec
-        tiles = -(-space.per_core[prefixes.plan] // steps)       # one step on open axes
+        tiles = -(-per_core // steps)                            # one step on open axes
         total_steps = steps.prod(axis=1)
         events = total_steps - 1
         least = OpWork(
@@ -218,7 +270,7 @@ class PrefixBounds:
             partial_copies=np.ones(n),
             out_step_elems=least_tiles[:, self.output_axes].prod(axis=1),
             out_resident_elems=out_slice,
-            cores=space.op_factors[prefixes.plan].prod(axis=1),
+            cores=self.cores[prefixes.plan],
         )
         complete = prefixes.depth == space.n_axes
         cycles = np.zeros(n)

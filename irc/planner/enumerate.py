@@ -201,6 +201,14 @@ def _axis_steps(sharing: tuple[int, ...], limit: int) -> list[int]:
     return sorted({d for p in sharing for d in _divisors(p) if d <= limit})
 
 
+@lru_cache(maxsize=65_536)
+def _axis_step_options(sharing: tuple[int, ...], limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_axis_steps`` as an array, with the padding ratio ``T * ceil(L / T) / L`` of each
+    (shared by every plan space with that row: computed once, not per space)."""
+    steps = np.asarray(_axis_steps(sharing, limit), dtype=np.int64)
+    return steps, steps * -(-limit // steps) / limit
+
+
 @lru_cache(maxsize=16_384)
 def _paces_by_steps(sharing: tuple[int, ...], limit: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """The pace tuples of ``_axis_pace_table(sharing, limit)`` by their largest pace (the
@@ -214,6 +222,24 @@ def _paces_by_steps(sharing: tuple[int, ...], limit: int) -> dict[int, tuple[np.
         int(t): (table[order[a:b]], order[a:b].astype(np.int64))
         for t, a, b in zip(values.tolist(), starts.tolist(), stops.tolist())
     }
+
+
+_ONE_STEP = np.ones(1, dtype=np.int64)
+_ONE_RATIO = np.ones(1, dtype=np.float64)
+
+
+def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of an int64 matrix (lexicographic order) and each row's index
+    among them: ``np.unique(keys, axis=0, return_inverse=True)`` by one lexsort."""
+    if len(keys) == 0:
+        return keys, np.zeros(0, dtype=np.int64)
+    order = np.lexsort(keys.T[::-1])
+    ordered = keys[order]
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(keys), dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
 
 
 def _ragged_cross(counts_left: np.ndarray, counts_right: np.ndarray):
@@ -281,31 +307,30 @@ class PlanSpace:
         self._ratio: list[np.ndarray] = []        # flat option padding ratios
         for d in range(self.n_axes):
             keys = np.column_stack([self.sharing[:, self.members[d]], self.per_core[:, d]])
-            unique, inverse = np.unique(keys, axis=0, return_inverse=True) if len(keys) else (keys, np.zeros(0, int))
-            inverse = np.asarray(inverse).reshape(-1)
-            rows, starts, counts, values, ratios = [], [], [], [], []
+            unique, inverse = _unique_rows(keys)
+            unpadded = axes[d] in spec.unpadded_axes
+            rows, values, ratios = [], [], []
             for key in unique.tolist():
                 sharing, extent = tuple(key[:-1]), key[-1]
-                if rotation:
-                    steps = _axis_steps(sharing, extent)
-                else:
-                    steps = [1]
-                if axes[d] in spec.unpadded_axes:
+                steps, ratio = _axis_step_options(sharing, extent) if rotation else (_ONE_STEP, _ONE_RATIO)
+                if unpadded:
                     # one core's span T * ceil(L' / T): exactly L' (F_op divides the
                     # extent, above), or within the extent for a clamped max=/min=
-                    steps = [t for t in steps if spec.padding_admitted(
-                        axes[d], _ceil_div(int(self.extents[d]), extent), t * _ceil_div(extent, t))]
+                    admitted = np.array([spec.padding_admitted(
+                        axes[d], _ceil_div(int(self.extents[d]), extent), t * _ceil_div(extent, t))
+                        for t in steps.tolist()], dtype=bool).reshape(-1)
+                    steps, ratio = steps[admitted], ratio[admitted]
                 rows.append((sharing, extent))
-                starts.append(len(values))
-                counts.append(len(steps))
-                values.extend(steps)
-                ratios.extend(t * _ceil_div(extent, t) / extent for t in steps)
+                values.append(steps)
+                ratios.append(ratio)
+            counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+            starts = np.cumsum(counts) - counts
             self._row_of.append(inverse)
             self._rows.append(rows)
-            self._start.append(np.asarray(starts, dtype=np.int64)[inverse] if rows else np.zeros(0, np.int64))
-            self._count.append(np.asarray(counts, dtype=np.int64)[inverse] if rows else np.zeros(0, np.int64))
-            self._steps.append(np.asarray(values, dtype=np.int64))
-            self._ratio.append(np.asarray(ratios, dtype=np.float64))
+            self._start.append(starts[inverse])
+            self._count.append(counts[inverse])
+            self._steps.append(np.concatenate(values) if values else np.zeros(0, np.int64))
+            self._ratio.append(np.concatenate(ratios) if ratios else np.zeros(0, np.float64))
         self._max_steps: np.ndarray | None = None
         # the order the search chooses steps in (any order is exact; this one bounds
         # tighter early): axes with at most two options first, then the axes with the
