@@ -62,6 +62,21 @@ def _check_shape(spec: OpSpec, plan: Plan, what: str = "operator") -> None:
                 )
 
 
+def resident_elements(tensors, axes, spans, plan: Plan) -> dict[str, int]:
+    """Elements of each tensor's resident partition per core (T10 s4.1): its span on each
+    axis (``spans``, per core) cut by its temporal factor; a compound dimension's terms
+    overlap by (terms - 1)."""
+    resident = {}
+    for tensor in tensors:
+        factors = plan.temporal_factors[tensor.name]
+        elements = tensor.whole_elements
+        for dim in tensor.dims:
+            terms = [spans[axes.index(a)] // factors[axes.index(a)] for a in dim]
+            elements *= sum(terms) - (len(terms) - 1)
+        resident[tensor.name] = elements
+    return resident
+
+
 def check_plan(
     spec: OpSpec,
     plan: Plan,
@@ -145,15 +160,7 @@ def check_plan(
                 f"padded volume is {ratio:.4f}x the original, more than the padding constraint's {max_padding:.4f}x"
             )
 
-    # resident partition of each tensor, T10 s4.1; compound dims overlap by (terms - 1)
-    resident: dict[str, int] = {}
-    for tensor in tensors:
-        factors = plan.temporal_factors[tensor.name]
-        elements = tensor.whole_elements
-        for dim in tensor.dims:
-            terms = [spans[axes.index(a)] // factors[axes.index(a)] for a in dim]
-            elements *= sum(terms) - (len(terms) - 1)
-        resident[tensor.name] = elements
+    resident = resident_elements(tensors, axes, spans, plan)
     rotating = {t.name: any(f > 1 for f in plan.temporal_factors[t.name]) for t in tensors}
     # an output left with partial sums is held in accumulators (OpSpec.partial_bytes)
     held = {t.name: spec.bytes_of(t.name) for t in tensors}

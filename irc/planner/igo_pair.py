@@ -83,7 +83,7 @@ from irc.planner.constraints import (
 )
 from irc.planner.enumerate import CandidateSet, PlanSpace
 from irc.planner.errors import PlanError, SpecError
-from irc.planner.evaluate import _check_shape, _order_loops, _shift_levels
+from irc.planner.evaluate import _check_shape, _order_loops, _shift_levels, resident_elements
 from irc.planner.plan import MemoryBreakdown, Plan, ShiftLevel
 from irc.planner.roles import compute_roles
 from irc.planner.search import _Frontier, search
@@ -381,14 +381,7 @@ def check_pair_plan(pair: PairSpec, plan: Plan, device: Device | str, cost: Cost
         if ratio > max_padding * (1 + PADDING_TOLERANCE):
             raise PlanError(f"padded volume is {ratio:.4f}x the original, more than the padding "
                             f"constraint's {max_padding:.4f}x")
-    resident = {}
-    for t in tensors:
-        factors = plan.temporal_factors[t.name]
-        elements = t.whole_elements
-        for dim in t.dims:
-            terms = [spans[axes.index(a)] // factors[axes.index(a)] for a in dim]
-            elements *= sum(terms) - (len(terms) - 1)
-        resident[t.name] = elements
+    resident = resident_elements(tensors, axes, spans, plan)
     held = {t.name: union.bytes_of(t.name) for t in tensors}
     for spec in (pair.dx, pair.dw):   # a gradient left with partial sums is held in accumulators
         held[spec.output.name] = int(spec.output_bytes(op_factors, steps_per_axis))
