@@ -18,6 +18,23 @@ from irc.planner.plan import Plan
 from irc.planner.spec import OpSpec
 
 
+def every_plan(axes, extents, tensors, cores: int):
+    """Every (F_op, f_t) with at most ``cores`` cores, unchecked: F_op from 1 to the
+    extent on each axis, and per tensor every f_t vector of divisors of the cores sharing
+    it (1 on the axes that do not index it)."""
+    for op_factors in itertools.product(*(range(1, min(e, cores) + 1) for e in extents)):
+        if math.prod(op_factors) > cores:
+            continue
+        per_tensor = []
+        for tensor in tensors:
+            sharing = math.prod(f for a, f in zip(axes, op_factors) if not tensor.indexed_by(a))
+            divisors = [d for d in range(1, sharing + 1) if sharing % d == 0]
+            choices = [divisors if tensor.indexed_by(a) else [1] for a in axes]
+            per_tensor.append(list(itertools.product(*choices)))
+        for combo in itertools.product(*per_tensor):
+            yield Plan(axes, tuple(op_factors), {t.name: f for t, f in zip(tensors, combo)})
+
+
 def brute_force_plans(
     spec: OpSpec,
     device: Device | str,
@@ -29,24 +46,13 @@ def brute_force_plans(
     """Every legal plan (fitting in SRAM), scored."""
     device = load_device(device)
     cost = get_cost_model(cost)
-    axes = spec.axis_names
     plans = []
-    for op_factors in itertools.product(*(range(1, min(e, device.cores) + 1) for e in spec.extents)):
-        if math.prod(op_factors) > device.cores:
+    for plan in every_plan(spec.axis_names, spec.extents, spec.tensors, device.cores):
+        try:
+            score = check_plan(
+                spec, plan, device, cost, min_utilization=min_utilization, max_padding=max_padding
+            )
+        except PlanError:
             continue
-        per_tensor = []
-        for tensor in spec.tensors:
-            sharing = math.prod(f for a, f in zip(axes, op_factors) if not tensor.indexed_by(a))
-            divisors = [d for d in range(1, sharing + 1) if sharing % d == 0]
-            choices = [divisors if tensor.indexed_by(a) else [1] for a in axes]
-            per_tensor.append(list(itertools.product(*choices)))
-        for combo in itertools.product(*per_tensor):
-            plan = Plan(axes, tuple(op_factors), {t.name: f for t, f in zip(spec.tensors, combo)})
-            try:
-                score = check_plan(
-                    spec, plan, device, cost, min_utilization=min_utilization, max_padding=max_padding
-                )
-            except PlanError:
-                continue
-            plans.append(Plan(plan.axes, plan.op_factors, plan.temporal_factors, score))
+        plans.append(Plan(plan.axes, plan.op_factors, plan.temporal_factors, score))
     return plans

@@ -74,6 +74,7 @@ import numpy as np
 from irc.cost import CostModel, OpWork, SubTask, get_cost_model
 from irc.cost.model import CostBreakdown, CostModelError
 from irc.devices import Device, load_device
+from irc.planner.brute_force import every_plan
 from irc.planner.constraints import (
     DEFAULT_MAX_PADDING,
     DEFAULT_MIN_UTILIZATION,
@@ -720,25 +721,14 @@ def brute_force_pair_plans(pair: PairSpec, device: Device | str, cost: CostModel
     shapes and devices."""
     device = load_device(device)
     cost = get_cost_model(cost)
-    axes = pair.axis_names
-    extents = pair.union_spec().extents
     found = []
-    for op_factors in itertools.product(*(range(1, min(e, device.cores) + 1) for e in extents)):
-        if math.prod(op_factors) > device.cores:
+    for plan in every_plan(pair.axis_names, pair.union_spec().extents, pair.tensors, device.cores):
+        try:
+            score = check_pair_plan(pair, plan, device, cost, min_utilization=min_utilization,
+                                    max_padding=max_padding)
+        except PlanError:
             continue
-        per_tensor = []
-        for tensor in pair.tensors:
-            sharing = math.prod(f for a, f in zip(axes, op_factors) if not tensor.indexed_by(a))
-            divisors = [d for d in range(1, sharing + 1) if sharing % d == 0]
-            per_tensor.append(list(itertools.product(*(divisors if tensor.indexed_by(a) else [1] for a in axes))))
-        for combo in itertools.product(*per_tensor):
-            plan = Plan(axes, tuple(op_factors), {t.name: f for t, f in zip(pair.tensors, combo)})
-            try:
-                score = check_pair_plan(pair, plan, device, cost, min_utilization=min_utilization,
-                                        max_padding=max_padding)
-            except PlanError:
-                continue
-            found.append(PairPlan(plan, score))
+        found.append(PairPlan(plan, score))
     return found
 
 
