@@ -440,21 +440,13 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
         found = found.transpose(list(range(lead_)) + [lead_ + named.index(x) for x in dims[0] + dims[1] + dims[2]])
         return found.reshape(arrange.shape + (size(dims[0]), size(dims[1]), size(dims[2])))
 
-    # left: (g, I, L, TB, TM, TK) -> (g, TB, I*TM, L*TK)
-    left_stack = np.empty((groups, TB, I * TM, L * TK), dtype=work)
-    left_stack.reshape(groups, TB, I, TM, L, TK)[...] = \
-        blocks_of(left_buffer, a_first, arrange_a, shapes[1], la, (batch, m, k), 1).transpose(0, 3, 1, 4, 2, 5)
-    # right: (g, J, L, TB, TK, TN) -> (g, TB, L*TK, J*TN): one product over all columns (a
-    # batch of small products is far slower in numpy than one large one)
-    right = blocks_of(right_buffer, b_first, arrange_b, shapes[2], ra, (batch, k, n), 2)
-    right_stack = np.empty((groups, TB, L * TK, J * TN), dtype=work)
-    right_stack.reshape(groups, TB, L, TK, J, TN)[...] = right.transpose(0, 3, 2, 4, 1, 5)
-    if groups * TB == 1:   # numpy's 2-D product is faster than a batch of one
-        product = (left_stack[0, 0] @ right_stack[0, 0])[None, None]      # (g, TB, I*TM, J*TN)
-    else:
-        product = np.matmul(left_stack, right_stack)
+    # left blocks (g, I, L, TB, TM, TK) as (g, TB, I, TM, L, TK), right blocks
+    # (g, J, L, TB, TK, TN) as (g, TB, L, TK, J, TN): views, converted when stacked
+    left = blocks_of(left_buffer, a_first, arrange_a, shapes[1], la, (batch, m, k), 1).transpose(0, 3, 1, 4, 2, 5)
+    right = blocks_of(right_buffer, b_first, arrange_b, shapes[2], ra, (batch, k, n), 2).transpose(0, 3, 2, 4, 1, 5)
+    product = _stacked_product(left, right, work)      # (g, TB, I*TM, J*TN)
     if factor != 1:
-        product = product * work.type(factor)
+        product *= work.type(factor)
     # (g, TB, I*TM, J*TN) -> per output window (g, I, J) its tile in the buffer's layout,
     # as a view (splits and a transpose of the product, unit axes for constant dims)
     split = product.reshape((groups,) + tuple(tiles[x] for x in batch) + (I,) + tuple(tiles[x] for x in m)
@@ -465,6 +457,50 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
     pick = g_first[arrange_g.reshape(-1)]
     final = {id(b_): holder[id(b_)] for b_ in every}
     return _Prepared(*located(0, pick), sums, final)
+
+
+SLAB_BYTES = 1 << 24   # the larger operand is stacked (converted) at most this much at a time
+
+
+def _stacked_product(left: np.ndarray, right: np.ndarray, work: np.dtype) -> np.ndarray:
+    """``[A_(i,l)] @ [B_(l,j)]`` per group and batch from the block views ``left``
+    (g, TB, I, TM, L, TK) and ``right`` (g, TB, L, TK, J, TN), as (g, TB, I*TM, J*TN) in
+    ``work``. One product over all columns is far faster in numpy than a batch of small
+    ones; but stacking the larger operand whole would convert it into a fresh array as
+    large as its buffer in f32 (630 MB for seed 003's B, replicas included), paying its
+    page faults on every run: it is stacked a slab of its free blocks (rows of the left,
+    columns of the right) at a time, into one scratch array, and each slab multiplied into
+    its part of the result."""
+    groups, TB, I, TM, L, TK = left.shape
+    J, TN = right.shape[4], right.shape[5]
+    product = np.empty((groups, TB, I * TM, J * TN), dtype=work)
+    left_larger = left.size > right.size
+    blocks, tile = (I, TM) if left_larger else (J, TN)
+    slab = max(1, min(blocks, SLAB_BYTES // (groups * TB * L * TK * tile * work.itemsize)))
+    if left_larger:   # the right whole: (g, TB, L*TK, J*TN)
+        whole = np.empty((groups, TB, L * TK, J * TN), dtype=work)
+        whole.reshape(groups, TB, L, TK, J, TN)[...] = right
+    else:             # the left whole: (g, TB, I*TM, L*TK)
+        whole = np.empty((groups, TB, I * TM, L * TK), dtype=work)
+        whole.reshape(groups, TB, I, TM, L, TK)[...] = left
+    scratch = np.empty(groups * TB * L * TK * slab * tile, dtype=work)
+    for start in range(0, blocks, slab):
+        count = min(slab, blocks - start)
+        rows = slice(start * tile, (start + count) * tile)
+        part = scratch[:groups * TB * L * TK * count * tile]
+        if left_larger:   # rows start.. of the left: (g, TB, count*TM, L*TK)
+            part = part.reshape(groups, TB, count * TM, L * TK)
+            part.reshape(groups, TB, count, TM, L, TK)[...] = left[:, :, start:start + count]
+            operands, target = (part, whole), product[:, :, rows]
+        else:             # columns start.. of the right: (g, TB, L*TK, count*TN)
+            part = part.reshape(groups, TB, L * TK, count * TN)
+            part.reshape(groups, TB, L, TK, count, TN)[...] = right[:, :, :, :, start:start + count]
+            operands, target = (whole, part), product[..., rows]
+        if groups * TB == 1:   # numpy's 2-D product is faster than a batch of one
+            np.matmul(operands[0][0, 0], operands[1][0, 0], out=target[0, 0])
+        else:
+            np.matmul(*operands, out=target)
+    return product
 
 
 def _execute(chip, loop: Loop, preps: list[_Prepared]) -> None:

@@ -53,8 +53,9 @@ def run_both(monkeypatch, kernel, inputs, device):
 
 @settings(max_examples=40)
 @given(data=st.data(), op=operators(kinds=("matmul", "batched")), device=st.sampled_from(DEVICES),
-       dtype=st.sampled_from([np.float32, np.float16]))
-def test_batched_runs_compute_what_the_steps_compute(data, op, device, dtype):
+       dtype=st.sampled_from([np.float32, np.float16]), slab_bytes=st.sampled_from([loops.SLAB_BYTES, 1]))
+def test_batched_runs_compute_what_the_steps_compute(data, op, device, dtype, slab_bytes):
+    """Also with the larger operand stacked one block at a time (``slab_bytes`` 1)."""
     bound, shapes = op
     spec = op_spec_from_bound(bound, np.dtype(dtype).itemsize)
     plan = data.draw(legal_plans(spec, load_device(device).cores))
@@ -65,6 +66,7 @@ def test_batched_runs_compute_what_the_steps_compute(data, op, device, dtype):
         assume(False)
     inputs = random_inputs(bound, shapes, dtype, 0)
     with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(loops, "SLAB_BYTES", slab_bytes)
         (batched, report, counter), (stepped, reference_report, _) = run_both(monkeypatch, kernel, inputs, device)
     assert counter.batched + counter.refused == 1          # one run: the kernel's loop nest
     allowed = one_rounding_bound(bound, inputs, batched, stepped)
