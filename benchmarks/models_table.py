@@ -32,16 +32,23 @@ their fastest plans); the OpSpec models fold biases, batch-norms and activations
 their neighbours, so their whole-model times are lower and only compared as a ratio.
 
     PYTHONPATH=. python benchmarks/models_table.py [--models bert-base-s128,vit-base] [--max-batch 64]
-        [--device ipu-mk2] [--cost t10] [--cross-check] [--json out.json]
+        [--device ipu-mk2] [--cost t10] [--cross-check] [--jobs 2] [--json out.json]
 
-The peak RSS column is the process's peak so far (it only grows). A progress bar over
-operators is drawn on a terminal only.
+The (model, batch) rows are planned by ``--jobs`` worker processes (default one per CPU;
+``--jobs 1`` plans in this process, one batch after another), each with its own caches;
+the rows print in table order. The peak RSS column is the peak so far of the process that
+planned the row (it only grows); the closing line gives the processes' peaks summed (at
+most what they held together) and the largest, and the CPU time of all of them. A
+progress bar (over rows, or with ``--jobs 1`` over each row's operators) is drawn on a
+terminal only.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import multiprocessing
 import math
 import resource
 import sys
@@ -52,6 +59,7 @@ import numpy as np
 
 import os
 from collections import Counter
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
 
 from xdsl.dialects.func import FuncOp
 
@@ -334,9 +342,9 @@ def host_io_seconds(decision, imported: ImportedModel, device) -> float:
 
 
 def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache, started: float,
-            direct: ModelSpec | None = None) -> dict:
+            direct: ModelSpec | None = None, bar: bool = True) -> dict:
     model = imported.spec
-    with Progress(len(model.ops), f"{name} b{batch}") as bar:
+    with Progress(len(model.ops), f"{name} b{batch}", stream=None if bar else io.StringIO()) as bar:
         decision = plan_function(model, cache, progress=lambda done, total, label: bar.advance(label))
     compile_seconds = time.perf_counter() - started
     baselines = {}
@@ -398,6 +406,90 @@ def format_row(row: dict) -> str:
     return text
 
 
+_CACHES: dict[tuple[str, str], FrontierCache] = {}
+"""Each process's frontier cache, per (device, cost model)."""
+
+
+def plan_batch(name: str, batch: int, device: str, cost: str, cross: bool = False, bar: bool = True) -> dict:
+    """One (model, batch) of the table, in whichever process runs it: its row, or, when the
+    model does not fit at this batch, ``{"fits": False, "why": ...}``. Both carry the CPU
+    seconds and the process (its peak RSS so far is the row's ``peak_rss_mb``)."""
+    cache = _CACHES.get((device, cost))
+    if cache is None:
+        cache = _CACHES[(device, cost)] = FrontierCache(device, cost)
+    started, started_cpu = time.perf_counter(), time.process_time()
+    imported = ImportedModel(name, ONNX_MODELS[name](batch))
+    direct = MODELS[name](batch) if cross else None
+    try:
+        check_fits(imported.spec, cache.device, cache.cost, cache=cache)
+        row = run_row(name, batch, imported, cache, started, direct, bar=bar)
+        row["fits"] = True
+    except ModelFitError as error:
+        if error.needed > error.available + 1:
+            why = f"needs {error.needed} B per core, {error.available} B available"
+        else:  # one operator has no plan at all: say which and why
+            why = str(error).split(": ", 1)[-1][:160]
+        row = {"model": name, "batch": batch, "ops": len(imported.spec.ops), "fits": False, "why": why,
+               "peak_rss_mb": peak_rss_mb()}
+    finally:
+        # another batch has other shapes: these tables never serve again, free them
+        cache.tables.clear()
+        cache._rescored.clear()
+    row["cpu_s"], row["pid"] = time.process_time() - started_cpu, os.getpid()
+    return row
+
+
+def batches(max_batch: int) -> list[int]:
+    """1, 2, 4, ... up to ``max_batch``."""
+    return [1 << e for e in range(max(max_batch, 1).bit_length()) if 1 << e <= max_batch]
+
+
+def plan_rows(names: list[str], args, emit) -> None:
+    """Every model's rows, batch doubling from 1 until it no longer fits, handed to ``emit``
+    in table order. With ``args.jobs`` > 1 the (model, batch) pairs are planned by that many
+    worker processes (each with its own caches), the batches a model was found not to fit
+    below are cancelled, and rows are emitted in order as soon as their predecessors are."""
+    if args.jobs == 1:
+        for name in names:
+            for batch in batches(args.max_batch):
+                row = plan_batch(name, batch, args.device, args.cost, args.cross_check)
+                emit(row)
+                if not row["fits"]:
+                    break
+        return
+    tasks = [(name, batch) for name in names for batch in batches(args.max_batch)]
+    limit: dict[str, int] = {}        # per model, the least batch found not to fit
+    # fork: the workers inherit this module as loaded (it runs as a script or from a path)
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool, \
+            Progress(len(tasks), "models table") as bar:
+        futures = {pool.submit(plan_batch, name, batch, args.device, args.cost, args.cross_check, False): (name, batch)
+                   for name, batch in tasks}
+        by_task = {task: future for future, task in futures.items()}
+        next_task = 0
+        for future in as_completed(futures):
+            name, batch = futures[future]
+            bar.advance(f"{name} b{batch}")
+            if future.cancelled():
+                continue
+            row = future.result()
+            if not row["fits"] and batch < limit.get(name, math.inf):
+                limit[name] = batch
+                for (other, larger), waiting in by_task.items():
+                    if other == name and larger > batch and waiting.cancel():
+                        bar.advance(f"{other} b{larger}")
+            while next_task < len(tasks):
+                name, batch = tasks[next_task]
+                if batch > limit.get(name, math.inf):
+                    next_task += 1
+                    continue
+                future = by_task[tasks[next_task]]
+                if not future.done():
+                    break
+                emit(future.result())
+                next_task += 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated subset of {', '.join(MODELS)}")
@@ -406,43 +498,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cost", default="t10")
     parser.add_argument("--cross-check", action="store_true",
                         help="also plan the OpSpec-built models and compare (module docstring)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="worker processes planning (model, batch) rows (default: one per CPU; 1: in this process)")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     unknown = [n for n in names if n not in ONNX_MODELS]
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
-    cache = FrontierCache(args.device, args.cost)
-    print(f"device {cache.device.name} ({cache.device.cores} cores, {cache.device.sram_bytes} B SRAM per core), "
-          f"cost model {cache.cost.name}; batch doubles from 1 until the model no longer fits")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    target = FrontierCache(args.device, args.cost)
+    print(f"device {target.device.name} ({target.device.cores} cores, {target.device.sram_bytes} B SRAM per core), "
+          f"cost model {target.cost.name}; batch doubles from 1 until the model no longer fits; {args.jobs} "
+          f"process(es)")
     print(HEADER, flush=True)
-    rows = []
+    rows, peaks = [], {os.getpid(): peak_rss_mb()}
     table_started = time.perf_counter()
-    for name in names:
-        batch = 1
-        while batch <= args.max_batch:
-            started = time.perf_counter()
-            imported = ImportedModel(name, ONNX_MODELS[name](batch))
-            direct = MODELS[name](batch) if args.cross_check else None
-            try:
-                check_fits(imported.spec, cache.device, cache.cost, cache=cache)
-                row = run_row(name, batch, imported, cache, started, direct)
-            except ModelFitError as error:
-                if error.needed > error.available + 1:
-                    why = f"needs {error.needed} B per core, {error.available} B available"
-                else:  # one operator has no plan at all: say which and why
-                    why = str(error).split(": ", 1)[-1][:160]
-                print(f"{name:<16} {batch:>5} {len(imported.spec.ops):>9}  does not fit: {why}", flush=True)
-                break
-            rows.append(row)
-            print(format_row(row), flush=True)
-            batch *= 2
-            # another batch has other shapes: these tables never serve again, free them
-            cache.tables.clear()
-            cache._rescored.clear()
-    wall, cpu, rss = time.perf_counter() - table_started, time.process_time(), peak_rss_mb()
-    print(f"\ntable: {wall:.1f} s wall, {cpu:.1f} s CPU (target < {TABLE_TARGET_S:.0f} s: "
-          f"{'met' if wall < TABLE_TARGET_S else 'NOT met'}), peak RSS {rss:.0f} MB (target < {RSS_TARGET_MB:.0f} MB: "
+
+    def emit(row: dict) -> None:
+        peaks[row["pid"]] = max(peaks.get(row["pid"], 0.0), row["peak_rss_mb"])
+        if not row["fits"]:
+            print(f"{row['model']:<16} {row['batch']:>5} {row['ops']:>9}  does not fit: {row['why']}", flush=True)
+            return
+        rows.append(row)
+        print(format_row(row), flush=True)
+
+    plan_rows(names, args, emit)
+    wall = time.perf_counter() - table_started
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)   # the workers, reaped
+    cpu = time.process_time() + children.ru_utime + children.ru_stime
+    peaks[os.getpid()] = peak_rss_mb()
+    # the processes' peaks summed: at most what they held together
+    rss, largest = sum(peaks.values()), max(peaks.values())
+    print(f"\ntable: {wall:.1f} s wall, {cpu:.1f} s CPU in {len(peaks)} process(es) (target < {TABLE_TARGET_S:.0f} s: "
+          f"{'met' if wall < TABLE_TARGET_S else 'NOT met'}), peak RSS {rss:.0f} MB summed over the processes, "
+          f"{largest:.0f} MB the largest (target < {RSS_TARGET_MB:.0f} MB: "
           f"{'met' if rss < RSS_TARGET_MB else 'NOT met'}); load average at the end "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     convs = [r for r in rows if r["conv_searches"]]
@@ -458,8 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         speedups = [r["speedup_vgm"] for r in rows if r["speedup_vgm"] is not None]
         if speedups:
             geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-            print(f"\ngeometric mean speedup over VGM: {geo:.2f}x over {len(speedups)} rows; "
-                  f"peak RSS {peak_rss_mb():.0f} MB")
+            print(f"\ngeometric mean speedup over VGM: {geo:.2f}x over {len(speedups)} rows")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=2)

@@ -3,6 +3,7 @@ weights add up to the published parameter counts (2-byte elements), batch-parame
 its two paths, ONNX through the importer and OpSpecs, agree on a small model."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 _PATH = Path(__file__).parents[2] / "benchmarks" / "models_table.py"
 _SPEC = importlib.util.spec_from_file_location("benchmark_models_table", _PATH)
 table = importlib.util.module_from_spec(_SPEC)
+sys.modules[_SPEC.name] = table   # its worker processes find their task function by module name
 _SPEC.loader.exec_module(table)
 MODELS, format_row = table.MODELS, table.format_row
 
@@ -124,3 +126,21 @@ def test_the_host_io_column_is_what_the_compiled_model_spends(name, device):
     _, report = run(module, {**model_feeds(compiled.module), **compiled.weights})
     assert estimate == pytest.approx(report.cycles["host_io"], rel=1e-9)
     assert table.host_io_bytes(decision, imported) >= decision.idle_bytes > 0
+
+
+def test_worker_processes_plan_the_rows_one_process_plans(monkeypatch):
+    """``--jobs 2`` emits, in table order, the rows ``--jobs 1`` emits: batches doubling
+    until the first that does not fit (the larger ones cancelled or dropped)."""
+    import argparse
+
+    monkeypatch.setitem(table.ONNX_MODELS, "small-resnet", lambda batch: small_resnet(batch)[0])
+    kept = ("batch", "fits", "ops", "irc_ms", "vgm_ms", "roller_ms", "peak_bytes", "idle_bytes", "host_io_ms")
+    emitted = {}
+    for jobs in (1, 2):
+        rows = []
+        args = argparse.Namespace(jobs=jobs, max_batch=64, device="tiny16", cost="t10", cross_check=False)
+        table.plan_rows(["small-resnet"], args, rows.append)
+        emitted[jobs] = [{key: row.get(key) for key in kept} for row in rows]
+    assert emitted[1] == emitted[2]
+    assert [row["batch"] for row in emitted[1]] == [1, 2, 4, 8, 16, 32, 64]
+    assert [row["fits"] for row in emitted[1]] == [True] * 6 + [False]
