@@ -430,7 +430,9 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
     def blocks_of(buffer, first, arrange, shape, axes, dims, lead):
         """The windows named in ``arrange``, as (*arrange.shape, TB, TR, TC) blocks."""
         pick = first[arrange.reshape(-1)]
-        found = gather_windows(buffer.data, *located(lead, pick), shape, arrange.shape)
+        holders, offsets = located(lead, pick)
+        # a replicated load's distinct tiles as they are (``Buffer.data``): no copies made
+        found = gather_windows(*buffer.rows(holders), offsets, shape, arrange.shape)
         keep = [d for d, a_ in enumerate(axes) if a_ is not None]
         named = [axes[d] for d in keep]
         lead_ = arrange.ndim
@@ -497,9 +499,12 @@ def _stacked_product(left: np.ndarray, right: np.ndarray, work: np.dtype) -> np.
             part.reshape(groups, TB, L, TK, count, TN)[...] = right[:, :, :, :, start:start + count]
             operands, target = (whole, part), product[..., rows]
         if groups * TB == 1:   # numpy's 2-D product is faster than a batch of one
-            np.matmul(operands[0][0, 0], operands[1][0, 0], out=target[0, 0])
-        else:
+            operands = (operands[0][0, 0], operands[1][0, 0])
+            target = target[0, 0]
+        if count == blocks:
             np.matmul(*operands, out=target)
+        else:   # numpy's product into a strided part of an array can be far slower
+            target[...] = np.matmul(*operands)
     return product
 
 
@@ -528,7 +533,9 @@ def _execute(chip, loop: Loop, preps: list[_Prepared]) -> None:
     buffers = list({id(b): b for p in loop.products for b in (p.output, *p.inputs)}.values())
     for buffer in buffers:
         final = preps[0].holders[id(buffer)]
-        if (final != np.arange(cores)).any():
+        if (final != np.arange(cores)).any() and buffer.copies is not None:
+            buffer.copies = buffer.copies[final]      # distinct tiles stay as they are
+        elif (final != np.arange(cores)).any():
             buffer.data = buffer.data[final]
             buffer.tags = buffer.tags[final]
             buffer.written = buffer.written[final]

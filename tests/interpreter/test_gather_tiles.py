@@ -37,3 +37,21 @@ def test_tiles_match_the_definition(data):
     origins = np.array(origins, dtype=np.int64).reshape(cores, rank)
     host = np.random.default_rng(cores).standard_normal(host_shape).astype(np.float32)
     np.testing.assert_array_equal(gather_tiles(host, origins, shape, cores), reference(host, origins, shape))
+
+
+def test_a_replicated_load_keeps_each_tile_once_until_read_whole():
+    """``Buffer.data`` of a replicated load: the distinct tiles stored once, every core's
+    copy made on the first whole read; a loop's window reads (``rows``) make none."""
+    from irc.interpreter.chip import Chip
+
+    chip = Chip("tiny16")
+    host = np.arange(8 * 6, dtype=np.float32).reshape(8, 6)
+    origins = np.array([[r, c] for _ in range(2) for r in (0, 4) for c in (0, 3)])   # 4 tiles, each twice
+    buffer = chip.alloc("B", (4, 3), np.float32, 8, 0, "test")
+    chip.load(buffer, host, origins, "test")
+    assert buffer.copies is not None and buffer.stored.shape == (4, 4, 3)
+    rows, which = buffer.rows(np.arange(8))
+    np.testing.assert_array_equal(rows[which], reference(host, origins, (4, 3)))
+    assert buffer.copies is not None                      # reading rows made no copies
+    np.testing.assert_array_equal(buffer.data, reference(host, origins, (4, 3)))
+    assert buffer.copies is None and buffer.stored.shape == (8, 4, 3)
