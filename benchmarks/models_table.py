@@ -59,7 +59,7 @@ import numpy as np
 
 import os
 from collections import Counter
-from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 from xdsl.dialects.func import FuncOp
 
@@ -446,9 +446,11 @@ def batches(max_batch: int) -> list[int]:
 
 def plan_rows(names: list[str], args, emit) -> None:
     """Every model's rows, batch doubling from 1 until it no longer fits, handed to ``emit``
-    in table order. With ``args.jobs`` > 1 the (model, batch) pairs are planned by that many
-    worker processes (each with its own caches), the batches a model was found not to fit
-    below are cancelled, and rows are emitted in order as soon as their predecessors are."""
+    in table order. With ``args.jobs`` > 1 the models' batch chains run side by side in
+    that many worker processes (each with its own caches): a model's next batch is planned
+    once its batch before fits (a batch past the first misfit would cost a search of every
+    operator at a shape that cannot run), and rows are emitted in order as soon as their
+    predecessors are."""
     if args.jobs == 1:
         for name in names:
             for batch in batches(args.max_batch):
@@ -457,37 +459,39 @@ def plan_rows(names: list[str], args, emit) -> None:
                 if not row["fits"]:
                     break
         return
-    tasks = [(name, batch) for name in names for batch in batches(args.max_batch)]
-    limit: dict[str, int] = {}        # per model, the least batch found not to fit
+    done: dict[tuple[str, int], dict] = {}
+    order = [(name, batches(args.max_batch)) for name in names]
+    shown = [0] * len(order)   # per model, its rows emitted so far
     # fork: the workers inherit this module as loaded (it runs as a script or from a path)
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool, \
-            Progress(len(tasks), "models table") as bar:
-        futures = {pool.submit(plan_batch, name, batch, args.device, args.cost, args.cross_check, False): (name, batch)
-                   for name, batch in tasks}
-        by_task = {task: future for future, task in futures.items()}
-        next_task = 0
-        for future in as_completed(futures):
-            name, batch = futures[future]
-            bar.advance(f"{name} b{batch}")
-            if future.cancelled():
-                continue
-            row = future.result()
-            if not row["fits"] and batch < limit.get(name, math.inf):
-                limit[name] = batch
-                for (other, larger), waiting in by_task.items():
-                    if other == name and larger > batch and waiting.cancel():
-                        bar.advance(f"{other} b{larger}")
-            while next_task < len(tasks):
-                name, batch = tasks[next_task]
-                if batch > limit.get(name, math.inf):
-                    next_task += 1
-                    continue
-                future = by_task[tasks[next_task]]
-                if not future.done():
+            Progress(len(names), "models table") as bar:
+        running = {}
+
+        def start(name: str, batch: int) -> None:
+            future = pool.submit(plan_batch, name, batch, args.device, args.cost, args.cross_check, False)
+            running[future] = (name, batch)
+
+        for name, chain in order:
+            if chain:
+                start(name, chain[0])
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                name, batch = running.pop(future)
+                row = done[(name, batch)] = future.result()
+                larger = [b for b in batches(args.max_batch) if b > batch]
+                if row["fits"] and larger:
+                    start(name, larger[0])
+                else:
+                    bar.advance(f"{name} done")
+            for m, (name, chain) in enumerate(order):   # emit what is next in table order
+                while shown[m] < len(chain) and (name, chain[shown[m]]) in done:
+                    row = done[(name, chain[shown[m]])]
+                    emit(row)
+                    shown[m] = len(chain) if not row["fits"] else shown[m] + 1
+                if shown[m] < len(chain):
                     break
-                emit(future.result())
-                next_task += 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -130,7 +130,7 @@ def test_the_host_io_column_is_what_the_compiled_model_spends(name, device):
 
 def test_worker_processes_plan_the_rows_one_process_plans(monkeypatch):
     """``--jobs 2`` emits, in table order, the rows ``--jobs 1`` emits: batches doubling
-    until the first that does not fit (the larger ones cancelled or dropped)."""
+    until the first that does not fit (the larger ones never planned)."""
     import argparse
 
     monkeypatch.setitem(table.ONNX_MODELS, "small-resnet", lambda batch: small_resnet(batch)[0])
