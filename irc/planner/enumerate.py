@@ -201,14 +201,6 @@ def _axis_steps(sharing: tuple[int, ...], limit: int) -> list[int]:
     return sorted({d for p in sharing for d in _divisors(p) if d <= limit})
 
 
-@lru_cache(maxsize=65_536)
-def _axis_step_options(sharing: tuple[int, ...], limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_axis_steps`` as an array, with the padding ratio ``T * ceil(L / T) / L`` of each
-    (shared by every plan space with that row: computed once, not per space)."""
-    steps = np.asarray(_axis_steps(sharing, limit), dtype=np.int64)
-    return steps, steps * -(-limit // steps) / limit
-
-
 @lru_cache(maxsize=16_384)
 def _paces_by_steps(sharing: tuple[int, ...], limit: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """The pace tuples of ``_axis_pace_table(sharing, limit)`` by their largest pace (the
@@ -224,8 +216,43 @@ def _paces_by_steps(sharing: tuple[int, ...], limit: int) -> dict[int, tuple[np.
     }
 
 
-_ONE_STEP = np.ones(1, dtype=np.int64)
-_ONE_RATIO = np.ones(1, dtype=np.float64)
+@lru_cache(maxsize=4096)
+def _divisor_array(n: int) -> np.ndarray:
+    return np.asarray(_divisors(n), dtype=np.int64)
+
+
+def _row_step_options(keys: np.ndarray, rotation: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_axis_steps`` of every row of ``keys`` (sharing counts of an axis' tensors, then
+    its per-core extent) at once, vectorised over the rows: (row [K], steps [K], padding
+    ratio ``T * ceil(L / T) / L`` [K]), grouped by row, steps ascending within a row; one
+    step (ratio 1) per row without ``rotation``."""
+    n_rows = len(keys)
+    extent = keys[:, -1]
+    if not rotation:
+        return np.arange(n_rows), np.ones(n_rows, np.int64), np.ones(n_rows, np.float64)
+    if n_rows == 0 or keys.shape[1] == 1:   # no tensor indexes the axis: no steps
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
+    sharing = keys[:, :-1]
+    # the divisors of every distinct sharing count, flat, and each row's (count, member)
+    values, position = np.unique(sharing, return_inverse=True)
+    position = position.reshape(sharing.shape)
+    divisors = [_divisor_array(int(v)) for v in values.tolist()]
+    sizes = np.fromiter(map(len, divisors), dtype=np.int64, count=len(divisors))
+    flat = np.concatenate(divisors)
+    first = np.cumsum(sizes) - sizes
+    counts = sizes[position].reshape(-1)                     # row-major: row, then member
+    owner = np.repeat(np.repeat(np.arange(n_rows), sharing.shape[1]), counts)
+    offset = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    steps = flat[np.repeat(first[position].reshape(-1), counts) + offset]
+    keep = steps <= extent[owner]
+    owner, steps = owner[keep], steps[keep]
+    # per row: the distinct steps, ascending
+    order = np.lexsort((steps, owner))
+    owner, steps = owner[order], steps[order]
+    distinct = np.ones(len(steps), dtype=bool)
+    distinct[1:] = (owner[1:] != owner[:-1]) | (steps[1:] != steps[:-1])
+    owner, steps = owner[distinct], steps[distinct]
+    return owner, steps, steps * -(-extent[owner] // steps) / extent[owner]
 
 
 def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -300,7 +327,7 @@ class PlanSpace:
         # per axis: distinct (sharing counts of its tensors, per-core extent) rows, their
         # admissible steps (flat, ascending per row) and the padding ratio of each
         self._row_of: list[np.ndarray] = []       # [S] -> row id
-        self._rows: list[list[tuple[tuple[int, ...], int]]] = []
+        self._row_keys: list[np.ndarray] = []     # [rows, members + 1]: sharing counts, extent
         self._start: list[np.ndarray] = []        # [S] first option of the plan's row
         self._count: list[np.ndarray] = []        # [S] options of the plan's row
         self._steps: list[np.ndarray] = []        # flat option values
@@ -308,29 +335,24 @@ class PlanSpace:
         for d in range(self.n_axes):
             keys = np.column_stack([self.sharing[:, self.members[d]], self.per_core[:, d]])
             unique, inverse = _unique_rows(keys)
-            unpadded = axes[d] in spec.unpadded_axes
-            rows, values, ratios = [], [], []
-            for key in unique.tolist():
-                sharing, extent = tuple(key[:-1]), key[-1]
-                steps, ratio = _axis_step_options(sharing, extent) if rotation else (_ONE_STEP, _ONE_RATIO)
-                if unpadded:
-                    # one core's span T * ceil(L' / T): exactly L' (F_op divides the
-                    # extent, above), or within the extent for a clamped max=/min=
-                    admitted = np.array([spec.padding_admitted(
-                        axes[d], _ceil_div(int(self.extents[d]), extent), t * _ceil_div(extent, t))
-                        for t in steps.tolist()], dtype=bool).reshape(-1)
-                    steps, ratio = steps[admitted], ratio[admitted]
-                rows.append((sharing, extent))
-                values.append(steps)
-                ratios.append(ratio)
-            counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+            row, steps, ratio = _row_step_options(unique, rotation)
+            if axes[d] in spec.unpadded_axes:
+                # one core's span T * ceil(L' / T): exactly L' (F_op divides the extent,
+                # above), or within the extent for a clamped max=/min= (``padding_admitted``)
+                extent = unique[row, -1]
+                span = steps * -(-extent // steps)
+                admitted = -(-int(self.extents[d]) // extent) * span == int(self.extents[d])
+                if spec.combiner in ("max=", "min="):
+                    admitted |= span <= int(self.extents[d])
+                row, steps, ratio = row[admitted], steps[admitted], ratio[admitted]
+            counts = np.bincount(row, minlength=len(unique)).astype(np.int64)
             starts = np.cumsum(counts) - counts
             self._row_of.append(inverse)
-            self._rows.append(rows)
+            self._row_keys.append(unique)
             self._start.append(starts[inverse])
             self._count.append(counts[inverse])
-            self._steps.append(np.concatenate(values) if values else np.zeros(0, np.int64))
-            self._ratio.append(np.concatenate(ratios) if ratios else np.zeros(0, np.float64))
+            self._steps.append(steps)
+            self._ratio.append(ratio)
         self._max_steps: np.ndarray | None = None
         # the order the search chooses steps in (any order is exact; this one bounds
         # tighter early): axes with at most two options first, then the axes with the
@@ -435,7 +457,8 @@ class PlanSpace:
         tables = []
         for k in unique.tolist():
             r, t = divmod(k, radix)
-            sharing, extent = self._rows[d][r]
+            key = self._row_keys[d][r].tolist()
+            sharing, extent = tuple(key[:-1]), key[-1]
             if self.rotation:
                 tables.append(_paces_by_steps(sharing, extent)[t])
             else:
