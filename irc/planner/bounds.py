@@ -105,7 +105,11 @@ class PrefixBounds:
         gcd(P, prod T_d); on open axes at most P and at most the largest steps."""
         chosen_steps = steps.prod(axis=1)                        # steps are 1 on open axes
         open_split = (~chosen & (largest > 1)).any(axis=1)
-        by_divisors = np.gcd(sharing, np.where(open_split, sharing * chosen_steps, chosen_steps))
+        # gcd(P, P * c) = P and gcd(P, 1) = 1: the (slow) gcd only where neither holds
+        by_divisors = np.where(open_split, sharing, 1)
+        rows = np.flatnonzero(~open_split & (chosen_steps > 1))
+        if len(rows):
+            by_divisors[rows] = np.gcd(sharing[rows], chosen_steps[rows])
         return np.minimum(by_divisors, largest.prod(axis=1))
 
     def memory(self, prefixes: StepPrefixes) -> np.ndarray:
@@ -258,26 +262,37 @@ class PrefixBounds:
         tiles = -(-per_core // steps)                            # one step on open axes
         total_steps = steps.prod(axis=1)
         events = total_steps - 1
-        least = OpWork(
-            subtask=SubTask(
-                spec.kind, spec.dtype_bytes, tiles.prod(axis=1),
-                {role: tiles[:, idx].prod(axis=1) for role, idx in self.roles.items()},
-            ),
-            steps=total_steps,
-            # each step but the first follows a rotation of at least one tensor slice
-            shifted_bytes=events * np.where(events > 0, least_partition, 0.0),
-            shift_events=events,
-            partial_copies=np.ones(n),
-            out_step_elems=least_tiles[:, self.output_axes].prod(axis=1),
-            out_resident_elems=out_slice,
-            cores=self.cores[prefixes.plan],
-        )
+        # each step but the first follows a rotation of at least one tensor slice
+        shifted = events * np.where(events > 0, least_partition, 0.0)
+        out_step = least_tiles[:, self.output_axes].prod(axis=1)
+        cores = self.cores[prefixes.plan]
+
+        def least(rows: np.ndarray) -> OpWork:
+            """The least work of the prefixes ``rows`` (each bound is evaluated only on the
+            prefixes it applies to)."""
+            at = tiles[rows]
+            return OpWork(
+                subtask=SubTask(
+                    spec.kind, spec.dtype_bytes, at.prod(axis=1),
+                    {role: at[:, idx].prod(axis=1) for role, idx in self.roles.items()},
+                ),
+                steps=total_steps[rows],
+                shifted_bytes=shifted[rows],
+                shift_events=events[rows],
+                partial_copies=np.ones(len(rows)),
+                out_step_elems=out_step[rows],
+                out_resident_elems=out_slice[rows],
+                cores=cores[rows],
+            )
+
         complete = prefixes.depth == space.n_axes
         cycles = np.zeros(n)
-        if complete.any():
-            cycles = np.where(complete, _as_array(self.group_bound(self.device, least), n), cycles)
-        if self.prefix_bound is not None and not complete.all():
-            cycles = np.where(complete, cycles, _as_array(self.prefix_bound(self.device, least), n))
+        rows = np.flatnonzero(complete)
+        if len(rows):
+            cycles[rows] = _as_array(self.group_bound(self.device, least(rows)), len(rows))
+        rows = np.flatnonzero(~complete)
+        if self.prefix_bound is not None and len(rows):
+            cycles[rows] = _as_array(self.prefix_bound(self.device, least(rows)), len(rows))
         return cycles
 
 

@@ -24,9 +24,11 @@ The space is walked in two levels, so that the search can bound before it enumer
 The per-axis options (admissible steps, pace tuples) depend only on the sharing counts
 of the tensors indexing the axis and its per-core extent, so they are computed once per
 distinct (sharing counts, extent) row and shared by every spatial plan and group with
-that row. Every candidate carries an order key (its spatial plan's index, then per axis
-the index of its pace tuple): sorting by it gives the order of the full enumeration,
-which breaks ties between equal plans the same way whatever was pruned.
+that row; the pace tuples of one steps value depend only on the sharing counts' gcds
+with it (``_paces_with_steps``). Every candidate carries an order key (its spatial
+plan's index, then per axis its pace tuple in mixed radix, which orders one row's tuples
+as their index in its table does): sorting by it gives the order of the full
+enumeration, which breaks ties between equal plans the same way whatever was pruned.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ CANDIDATE_CHUNK = 1 << 16
 class CandidateSet:
     """``op_factors[i]`` (F_op) and ``temporal_factors[i, v, d]`` (f_t) of candidate i;
     ``order[i]``: its key in the full enumeration's order (spatial plan index, then per
-    axis the index of its pace tuple), or None."""
+    axis a key ordering its pace tuple as its index in the axis' table does), or None."""
 
     op_factors: np.ndarray        # int64 [N, axes]
     temporal_factors: np.ndarray  # int64 [N, tensors, axes]
@@ -216,6 +218,17 @@ def _paces_by_steps(sharing: tuple[int, ...], limit: int) -> dict[int, tuple[np.
     }
 
 
+@lru_cache(maxsize=65_536)
+def _paces_with_steps(divisible: tuple[int, ...], steps: int) -> np.ndarray:
+    """The pace tuples of an axis whose largest pace is ``steps``, each tensor's pace a
+    divisor of its entry of ``divisible`` (its sharing count's gcd with ``steps``), the
+    tuple a divisibility chain; in lexicographic order. Every pace of a chain whose
+    largest is ``steps`` divides it, so these are ``_paces_by_steps(sharing, limit)[steps]``
+    in the same order, whatever the per-core extent: far fewer distinct tables."""
+    table = _axis_pace_table(divisible, steps)
+    return table[table.max(axis=1) == steps] if table.shape[1] else table
+
+
 @lru_cache(maxsize=4096)
 def _divisor_array(n: int) -> np.ndarray:
     return np.asarray(_divisors(n), dtype=np.int64)
@@ -297,6 +310,53 @@ def _cut(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     return ranges
 
 
+class _PaceStore:
+    """The pace tuples of one axis by (row, steps), as ``_paces_by_steps`` gives them,
+    with their order keys, gathered into flat arrays the first time a (row, steps) is
+    asked for: the blocks of every later expansion are read by index, with no table
+    lookups or copies per call."""
+
+    def __init__(self, row_keys: np.ndarray, width: int, rotation: bool) -> None:
+        self.row_keys, self.width, self.rotation = row_keys, width, rotation
+        self.blocks: dict[tuple[int, int], tuple[int, int]] = {}
+        self.paces = np.zeros((64, width), dtype=np.int64)
+        self.index = np.zeros(64, dtype=np.int64)
+        self.filled = 0
+        # a tuple's order key: its paces in mixed radix (each pace at most its sharing
+        # count), which orders one row's tuples as their index in its full table does
+        # (that table is in lexicographic order of the paces); the index itself when the
+        # radix would overflow
+        largest = int(row_keys[:, :-1].max()) if row_keys.size and width else 0
+        self.powers = None
+        if width and (largest + 1) ** width < 1 << 62:
+            self.powers = np.asarray([(largest + 1) ** (width - 1 - j) for j in range(width)], dtype=np.int64)
+
+    def block(self, row: int, steps: int) -> tuple[int, int]:
+        """(start, size) of the tuples of ``row`` with largest pace ``steps``."""
+        found = self.blocks.get((row, steps))
+        if found is not None:
+            return found
+        if not self.rotation:
+            paces, index = np.ones((1, self.width), dtype=np.int64), np.zeros(1, dtype=np.int64)
+        elif self.powers is not None:
+            sharing = self.row_keys[row, :-1].tolist()
+            paces = _paces_with_steps(tuple(math.gcd(p, steps) for p in sharing), steps)
+            index = paces @ self.powers
+        else:
+            key = self.row_keys[row].tolist()
+            paces, index = _paces_by_steps(tuple(key[:-1]), key[-1])[steps]
+        start, size = self.filled, len(index)
+        if start + size > len(self.index):
+            capacity = max(2 * len(self.index), start + size)
+            self.paces = np.concatenate([self.paces[:start], np.zeros((capacity - start, self.width), np.int64)])
+            self.index = np.concatenate([self.index[:start], np.zeros(capacity - start, np.int64)])
+        self.paces[start:start + size] = paces
+        self.index[start:start + size] = index
+        self.filled = start + size
+        self.blocks[(row, steps)] = found = (start, size)
+        return found
+
+
 class PlanSpace:
     """The constrained plan space of one operator on one device (module docstring)."""
 
@@ -354,6 +414,8 @@ class PlanSpace:
             self._steps.append(steps)
             self._ratio.append(ratio)
         self._max_steps: np.ndarray | None = None
+        # per axis: the pace tuples of each (row, steps) expanded so far, stored once
+        self._pace_store = [_PaceStore(self._row_keys[d], len(self.members[d]), rotation) for d in range(self.n_axes)]
         # the order the search chooses steps in (any order is exact; this one bounds
         # tighter early): axes with at most two options first, then the axes with the
         # most options on average (the widest choices, fixed while the tree is narrow)
@@ -453,24 +515,14 @@ class PlanSpace:
         radix = int(steps.max()) + 1
         unique, inverse = np.unique(row * radix + steps, return_inverse=True)
         inverse = np.asarray(inverse).reshape(-1)
-        width = len(self.members[d])
-        tables = []
-        for k in unique.tolist():
-            r, t = divmod(k, radix)
-            key = self._row_keys[d][r].tolist()
-            sharing, extent = tuple(key[:-1]), key[-1]
-            if self.rotation:
-                tables.append(_paces_by_steps(sharing, extent)[t])
-            else:
-                tables.append((np.ones((1, width), dtype=np.int64), np.zeros(1, dtype=np.int64)))
-        sizes = np.asarray([len(t[1]) for t in tables], dtype=np.int64)
-        starts = np.cumsum(sizes) - sizes
+        store = self._pace_store[d]
+        blocks = [store.block(*divmod(k, radix)) for k in unique.tolist()]
+        starts = np.fromiter((start for start, _ in blocks), dtype=np.int64, count=len(blocks))
+        sizes = np.fromiter((size for _, size in blocks), dtype=np.int64, count=len(blocks))
         counts = sizes[inverse]
-        flat_rows = np.concatenate([t[0] for t in tables]) if tables else np.zeros((0, width), np.int64)
-        flat_index = np.concatenate([t[1] for t in tables]) if tables else np.zeros(0, np.int64)
         # gather each group's own block of rows, group-contiguous
         pos = np.repeat(starts[inverse], counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
-        return counts, flat_rows[pos], flat_index[pos]
+        return counts, store.paces[pos], store.index[pos]
 
     def expand(self, groups: StepGroups, chunk: int = CANDIDATE_CHUNK) -> Iterator[CandidateSet]:
         """Every candidate of ``groups``, in chunks of about ``chunk`` candidates (bounded
