@@ -125,7 +125,8 @@ class PrefixBounds:
         chosen = space.axis_rank[None, :] < prefixes.depth[:, None]
         steps = prefixes.steps                                   # 1 on open axes
         largest = np.where(chosen, steps, space.max_steps[plan])
-        spans = np.where(chosen, steps * -(-per_core // steps), per_core)
+        tiles = -(-per_core // steps)                            # the per-core extent on open axes
+        spans = steps * tiles                                    # (their steps are 1)
         least_tiles = -(-per_core // largest)
         sharing = space.sharing[plan]
         memory = np.zeros(n, dtype=np.float64)
@@ -171,7 +172,7 @@ class PrefixBounds:
         memory = np.where(carried, memory, np.inf)
         if not with_time:
             return memory, None
-        cycles = self._time(prefixes, per_core, steps, least_tiles, least_partition, out_slice)
+        cycles = self._time(prefixes, tiles, steps, least_tiles, least_partition, out_slice)
         return memory, np.where(carried, cycles, np.inf)
 
     def _output_bytes(self, plan: np.ndarray, steps: np.ndarray) -> np.ndarray:
@@ -253,13 +254,12 @@ class PrefixBounds:
                 row, product = row[first], product[first]
         return np.bincount(row, minlength=n) > 0
 
-    def _time(self, prefixes, per_core, steps, least_tiles, least_partition, out_slice) -> np.ndarray:
+    def _time(self, prefixes, tiles, steps, least_tiles, least_partition, out_slice) -> np.ndarray:
         n = len(prefixes)
         if self.group_bound is None or n == 0:
             return np.zeros(n)
         space = self.space
         spec = space.spec
-        tiles = -(-per_core // steps)                            # one step on open axes
         total_steps = steps.prod(axis=1)
         events = total_steps - 1
         # each step but the first follows a rotation of at least one tensor slice
