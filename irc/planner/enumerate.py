@@ -330,6 +330,31 @@ class _PaceStore:
         self.powers = None
         if width and (largest + 1) ** width < 1 << 62:
             self.powers = np.asarray([(largest + 1) ** (width - 1 - j) for j in range(width)], dtype=np.int64)
+        # the blocks stored so far, by key ``row * radix + steps`` (steps divide a sharing
+        # count, so they are at most ``largest``), sorted, for vectorised lookups
+        self.radix = max(largest, 1) + 1
+        self.known = np.zeros(0, dtype=np.int64)
+        self.known_start = np.zeros(0, dtype=np.int64)
+        self.known_size = np.zeros(0, dtype=np.int64)
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(start, size) of the block of each distinct ``row * radix + steps`` in
+        ``keys`` (ascending), storing the blocks not seen yet."""
+        position = np.searchsorted(self.known, keys)
+        seen = position < len(self.known)
+        seen[seen] = self.known[position[seen]] == keys[seen]
+        if not seen.all():
+            missing = keys[~seen]
+            blocks = [self.block(*divmod(k, self.radix)) for k in missing.tolist()]
+            known = np.concatenate([self.known, missing])
+            order = np.argsort(known, kind="stable")
+            self.known = known[order]
+            self.known_start = np.concatenate(
+                [self.known_start, np.fromiter((b[0] for b in blocks), np.int64, len(blocks))])[order]
+            self.known_size = np.concatenate(
+                [self.known_size, np.fromiter((b[1] for b in blocks), np.int64, len(blocks))])[order]
+            position = np.searchsorted(self.known, keys)
+        return self.known_start[position], self.known_size[position]
 
     def block(self, row: int, steps: int) -> tuple[int, int]:
         """(start, size) of the tuples of ``row`` with largest pace ``steps``."""
@@ -510,15 +535,11 @@ class PlanSpace:
     def _axis_options(self, groups: StepGroups, d: int):
         """Per group, the pace tuples of axis d with its steps: (counts [G], flat paces
         [K, M], flat indices [K], group-contiguous)."""
-        row = self._row_of[d][groups.plan]
-        steps = groups.steps[:, d]
-        radix = int(steps.max()) + 1
-        unique, inverse = np.unique(row * radix + steps, return_inverse=True)
-        inverse = np.asarray(inverse).reshape(-1)
         store = self._pace_store[d]
-        blocks = [store.block(*divmod(k, radix)) for k in unique.tolist()]
-        starts = np.fromiter((start for start, _ in blocks), dtype=np.int64, count=len(blocks))
-        sizes = np.fromiter((size for _, size in blocks), dtype=np.int64, count=len(blocks))
+        unique, inverse = np.unique(self._row_of[d][groups.plan] * store.radix + groups.steps[:, d],
+                                    return_inverse=True)
+        inverse = np.asarray(inverse).reshape(-1)
+        starts, sizes = store.lookup(unique)
         counts = sizes[inverse]
         # gather each group's own block of rows, group-contiguous
         pos = np.repeat(starts[inverse], counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
