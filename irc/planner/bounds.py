@@ -269,7 +269,9 @@ class PrefixBounds:
 
         def least(rows: np.ndarray) -> OpWork:
             """The least work of the prefixes ``rows`` (each bound is evaluated only on the
-            prefixes it applies to)."""
+            prefixes it applies to; all of them, unindexed, when it applies to every one)."""
+            if len(rows) == n:
+                rows = slice(None)
             at = tiles[rows]
             return OpWork(
                 subtask=SubTask(
@@ -279,7 +281,7 @@ class PrefixBounds:
                 steps=total_steps[rows],
                 shifted_bytes=shifted[rows],
                 shift_events=events[rows],
-                partial_copies=np.ones(len(rows)),
+                partial_copies=np.ones(len(at)),
                 out_step_elems=out_step[rows],
                 out_resident_elems=out_slice[rows],
                 cores=cores[rows],
@@ -288,6 +290,8 @@ class PrefixBounds:
         complete = prefixes.depth == space.n_axes
         cycles = np.zeros(n)
         rows = np.flatnonzero(complete)
+        if len(rows) == n:
+            return _as_array(self.group_bound(self.device, least(rows)), n)
         if len(rows):
             cycles[rows] = _as_array(self.group_bound(self.device, least(rows)), len(rows))
         rows = np.flatnonzero(~complete)
