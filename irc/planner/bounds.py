@@ -129,6 +129,9 @@ class PrefixBounds:
         spans = steps * tiles                                    # (their steps are 1)
         least_tiles = -(-per_core // largest)
         sharing = space.sharing[plan]
+        # per axis, contiguous, as floats (exact: small integers) for the products below
+        spans_of = spans.T.astype(np.float64)
+        tiles_of = least_tiles.T.astype(np.float64)
         memory = np.zeros(n, dtype=np.float64)
         least_partition = np.full(n, np.inf)                     # bytes of the least tensor slice
         out_slice = None
@@ -137,24 +140,29 @@ class PrefixBounds:
                 nbytes = self._output_bytes(plan, steps)
             whole = np.ones(n, dtype=np.float64)
             sliced = np.ones(n, dtype=np.float64)
-            widest = np.ones(n, dtype=np.float64)
+            widest = None                                        # = whole while every dim is one axis
             for index, counts in dims:
                 if len(index) == 1 and counts[0] == 1:
-                    whole *= spans[:, index[0]]
-                    sliced *= least_tiles[:, index[0]]
-                    widest *= spans[:, index[0]]
+                    whole *= spans_of[index[0]]
+                    sliced *= tiles_of[index[0]]
+                    if widest is not None:
+                        widest *= spans_of[index[0]]
                     continue
+                if widest is None:
+                    widest = whole.copy()
                 # a compound dim spans the sum of its terms (an axis listed c times, as a
                 # strided window lists its output axis, counts c times) less the overlaps
                 overlap = sum(counts) - 1
-                summed = sum(c * spans[:, a] for a, c in zip(index, counts))
+                summed = sum(c * spans_of[a] for a, c in zip(index, counts))
                 whole *= summed - overlap
-                sliced *= sum(c * least_tiles[:, a] for a, c in zip(index, counts)) - overlap
+                sliced *= sum(c * tiles_of[a] for a, c in zip(index, counts)) - overlap
                 # its partition span over its largest split F: at least its widest axis'
                 # span over F, and its summed spans less what the overlaps can take, each
                 # ``span/f - 1 >= span/F - 1`` with F at most the dim's largest steps
                 reach = summed - overlap * largest[:, index].max(axis=1)
-                widest *= np.maximum(spans[:, index].max(axis=1), reach)
+                widest *= np.maximum(spans_of[index].max(axis=0), reach)
+            if widest is None:
+                widest = whole
             splits = self._splits(sharing[:, v], steps[:, own], largest[:, own], chosen[:, own])
             rotating = np.maximum(sliced, widest / splits) if distinct else sliced
             memory += nbytes * np.where(splits > 1, np.minimum(whole, 2 * rotating), whole)
