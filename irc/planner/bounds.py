@@ -105,7 +105,11 @@ class PrefixBounds:
         gcd(P, prod T_d); on open axes at most P and at most the largest steps."""
         chosen_steps = steps.prod(axis=1)                        # steps are 1 on open axes
         open_split = (~chosen & (largest > 1)).any(axis=1)
-        by_divisors = np.gcd(sharing, np.where(open_split, sharing * chosen_steps, chosen_steps))
+        # gcd(P, P * c) = P and gcd(P, 1) = 1: the (slow) gcd only where neither holds
+        by_divisors = np.where(open_split, sharing, 1)
+        rows = np.flatnonzero(~open_split & (chosen_steps > 1))
+        if len(rows):
+            by_divisors[rows] = np.gcd(sharing[rows], chosen_steps[rows])
         return np.minimum(by_divisors, largest.prod(axis=1))
 
     def memory(self, prefixes: StepPrefixes) -> np.ndarray:
@@ -121,9 +125,13 @@ class PrefixBounds:
         chosen = space.axis_rank[None, :] < prefixes.depth[:, None]
         steps = prefixes.steps                                   # 1 on open axes
         largest = np.where(chosen, steps, space.max_steps[plan])
-        spans = np.where(chosen, steps * -(-per_core // steps), per_core)
+        tiles = -(-per_core // steps)                            # the per-core extent on open axes
+        spans = steps * tiles                                    # (their steps are 1)
         least_tiles = -(-per_core // largest)
         sharing = space.sharing[plan]
+        # per axis, contiguous, as floats (exact: small integers) for the products below
+        spans_of = spans.T.astype(np.float64)
+        tiles_of = least_tiles.T.astype(np.float64)
         memory = np.zeros(n, dtype=np.float64)
         least_partition = np.full(n, np.inf)                     # bytes of the least tensor slice
         out_slice = None
@@ -132,24 +140,29 @@ class PrefixBounds:
                 nbytes = self._output_bytes(plan, steps)
             whole = np.ones(n, dtype=np.float64)
             sliced = np.ones(n, dtype=np.float64)
-            widest = np.ones(n, dtype=np.float64)
+            widest = None                                        # = whole while every dim is one axis
             for index, counts in dims:
                 if len(index) == 1 and counts[0] == 1:
-                    whole *= spans[:, index[0]]
-                    sliced *= least_tiles[:, index[0]]
-                    widest *= spans[:, index[0]]
+                    whole *= spans_of[index[0]]
+                    sliced *= tiles_of[index[0]]
+                    if widest is not None:
+                        widest *= spans_of[index[0]]
                     continue
+                if widest is None:
+                    widest = whole.copy()
                 # a compound dim spans the sum of its terms (an axis listed c times, as a
                 # strided window lists its output axis, counts c times) less the overlaps
                 overlap = sum(counts) - 1
-                summed = sum(c * spans[:, a] for a, c in zip(index, counts))
+                summed = sum(c * spans_of[a] for a, c in zip(index, counts))
                 whole *= summed - overlap
-                sliced *= sum(c * least_tiles[:, a] for a, c in zip(index, counts)) - overlap
+                sliced *= sum(c * tiles_of[a] for a, c in zip(index, counts)) - overlap
                 # its partition span over its largest split F: at least its widest axis'
                 # span over F, and its summed spans less what the overlaps can take, each
                 # ``span/f - 1 >= span/F - 1`` with F at most the dim's largest steps
                 reach = summed - overlap * largest[:, index].max(axis=1)
-                widest *= np.maximum(spans[:, index].max(axis=1), reach)
+                widest *= np.maximum(spans_of[index].max(axis=0), reach)
+            if widest is None:
+                widest = whole
             splits = self._splits(sharing[:, v], steps[:, own], largest[:, own], chosen[:, own])
             rotating = np.maximum(sliced, widest / splits) if distinct else sliced
             memory += nbytes * np.where(splits > 1, np.minimum(whole, 2 * rotating), whole)
@@ -167,7 +180,7 @@ class PrefixBounds:
         memory = np.where(carried, memory, np.inf)
         if not with_time:
             return memory, None
-        cycles = self._time(prefixes, per_core, steps, least_tiles, least_partition, out_slice)
+        cycles = self._time(prefixes, tiles, steps, least_tiles, least_partition, out_slice)
         return memory, np.where(carried, cycles, np.inf)
 
     def _output_bytes(self, plan: np.ndarray, steps: np.ndarray) -> np.ndarray:
@@ -249,35 +262,49 @@ class PrefixBounds:
                 row, product = row[first], product[first]
         return np.bincount(row, minlength=n) > 0
 
-    def _time(self, prefixes, per_core, steps, least_tiles, least_partition, out_slice) -> np.ndarray:
+    def _time(self, prefixes, tiles, steps, least_tiles, least_partition, out_slice) -> np.ndarray:
         n = len(prefixes)
         if self.group_bound is None or n == 0:
             return np.zeros(n)
         space = self.space
         spec = space.spec
-        tiles = -(-per_core // steps)                            # one step on open axes
         total_steps = steps.prod(axis=1)
         events = total_steps - 1
-        least = OpWork(
-            subtask=SubTask(
-                spec.kind, spec.dtype_bytes, tiles.prod(axis=1),
-                {role: tiles[:, idx].prod(axis=1) for role, idx in self.roles.items()},
-            ),
-            steps=total_steps,
-            # each step but the first follows a rotation of at least one tensor slice
-            shifted_bytes=events * np.where(events > 0, least_partition, 0.0),
-            shift_events=events,
-            partial_copies=np.ones(n),
-            out_step_elems=least_tiles[:, self.output_axes].prod(axis=1),
-            out_resident_elems=out_slice,
-            cores=self.cores[prefixes.plan],
-        )
+        # each step but the first follows a rotation of at least one tensor slice
+        shifted = events * np.where(events > 0, least_partition, 0.0)
+        out_step = least_tiles[:, self.output_axes].prod(axis=1)
+        cores = self.cores[prefixes.plan]
+
+        def least(rows: np.ndarray) -> OpWork:
+            """The least work of the prefixes ``rows`` (each bound is evaluated only on the
+            prefixes it applies to; all of them, unindexed, when it applies to every one)."""
+            if len(rows) == n:
+                rows = slice(None)
+            at = tiles[rows]
+            return OpWork(
+                subtask=SubTask(
+                    spec.kind, spec.dtype_bytes, at.prod(axis=1),
+                    {role: at[:, idx].prod(axis=1) for role, idx in self.roles.items()},
+                ),
+                steps=total_steps[rows],
+                shifted_bytes=shifted[rows],
+                shift_events=events[rows],
+                partial_copies=np.ones(len(at)),
+                out_step_elems=out_step[rows],
+                out_resident_elems=out_slice[rows],
+                cores=cores[rows],
+            )
+
         complete = prefixes.depth == space.n_axes
         cycles = np.zeros(n)
-        if complete.any():
-            cycles = np.where(complete, _as_array(self.group_bound(self.device, least), n), cycles)
-        if self.prefix_bound is not None and not complete.all():
-            cycles = np.where(complete, cycles, _as_array(self.prefix_bound(self.device, least), n))
+        rows = np.flatnonzero(complete)
+        if len(rows) == n:
+            return _as_array(self.group_bound(self.device, least(rows)), n)
+        if len(rows):
+            cycles[rows] = _as_array(self.group_bound(self.device, least(rows)), len(rows))
+        rows = np.flatnonzero(~complete)
+        if self.prefix_bound is not None and len(rows):
+            cycles[rows] = _as_array(self.prefix_bound(self.device, least(rows)), len(rows))
         return cycles
 
 

@@ -24,9 +24,11 @@ The space is walked in two levels, so that the search can bound before it enumer
 The per-axis options (admissible steps, pace tuples) depend only on the sharing counts
 of the tensors indexing the axis and its per-core extent, so they are computed once per
 distinct (sharing counts, extent) row and shared by every spatial plan and group with
-that row. Every candidate carries an order key (its spatial plan's index, then per axis
-the index of its pace tuple): sorting by it gives the order of the full enumeration,
-which breaks ties between equal plans the same way whatever was pruned.
+that row; the pace tuples of one steps value depend only on the sharing counts' gcds
+with it (``_paces_with_steps``). Every candidate carries an order key (its spatial
+plan's index, then per axis its pace tuple in mixed radix, which orders one row's tuples
+as their index in its table does): sorting by it gives the order of the full
+enumeration, which breaks ties between equal plans the same way whatever was pruned.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ CANDIDATE_CHUNK = 1 << 16
 class CandidateSet:
     """``op_factors[i]`` (F_op) and ``temporal_factors[i, v, d]`` (f_t) of candidate i;
     ``order[i]``: its key in the full enumeration's order (spatial plan index, then per
-    axis the index of its pace tuple), or None."""
+    axis a key ordering its pace tuple as its index in the axis' table does), or None."""
 
     op_factors: np.ndarray        # int64 [N, axes]
     temporal_factors: np.ndarray  # int64 [N, tensors, axes]
@@ -201,14 +203,6 @@ def _axis_steps(sharing: tuple[int, ...], limit: int) -> list[int]:
     return sorted({d for p in sharing for d in _divisors(p) if d <= limit})
 
 
-@lru_cache(maxsize=65_536)
-def _axis_step_options(sharing: tuple[int, ...], limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_axis_steps`` as an array, with the padding ratio ``T * ceil(L / T) / L`` of each
-    (shared by every plan space with that row: computed once, not per space)."""
-    steps = np.asarray(_axis_steps(sharing, limit), dtype=np.int64)
-    return steps, steps * -(-limit // steps) / limit
-
-
 @lru_cache(maxsize=16_384)
 def _paces_by_steps(sharing: tuple[int, ...], limit: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """The pace tuples of ``_axis_pace_table(sharing, limit)`` by their largest pace (the
@@ -224,8 +218,54 @@ def _paces_by_steps(sharing: tuple[int, ...], limit: int) -> dict[int, tuple[np.
     }
 
 
-_ONE_STEP = np.ones(1, dtype=np.int64)
-_ONE_RATIO = np.ones(1, dtype=np.float64)
+@lru_cache(maxsize=65_536)
+def _paces_with_steps(divisible: tuple[int, ...], steps: int) -> np.ndarray:
+    """The pace tuples of an axis whose largest pace is ``steps``, each tensor's pace a
+    divisor of its entry of ``divisible`` (its sharing count's gcd with ``steps``), the
+    tuple a divisibility chain; in lexicographic order. Every pace of a chain whose
+    largest is ``steps`` divides it, so these are ``_paces_by_steps(sharing, limit)[steps]``
+    in the same order, whatever the per-core extent: far fewer distinct tables."""
+    table = _axis_pace_table(divisible, steps)
+    return table[table.max(axis=1) == steps] if table.shape[1] else table
+
+
+@lru_cache(maxsize=4096)
+def _divisor_array(n: int) -> np.ndarray:
+    return np.asarray(_divisors(n), dtype=np.int64)
+
+
+def _row_step_options(keys: np.ndarray, rotation: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_axis_steps`` of every row of ``keys`` (sharing counts of an axis' tensors, then
+    its per-core extent) at once, vectorised over the rows: (row [K], steps [K], padding
+    ratio ``T * ceil(L / T) / L`` [K]), grouped by row, steps ascending within a row; one
+    step (ratio 1) per row without ``rotation``."""
+    n_rows = len(keys)
+    extent = keys[:, -1]
+    if not rotation:
+        return np.arange(n_rows), np.ones(n_rows, np.int64), np.ones(n_rows, np.float64)
+    if n_rows == 0 or keys.shape[1] == 1:   # no tensor indexes the axis: no steps
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
+    sharing = keys[:, :-1]
+    # the divisors of every distinct sharing count, flat, and each row's (count, member)
+    values, position = np.unique(sharing, return_inverse=True)
+    position = position.reshape(sharing.shape)
+    divisors = [_divisor_array(int(v)) for v in values.tolist()]
+    sizes = np.fromiter(map(len, divisors), dtype=np.int64, count=len(divisors))
+    flat = np.concatenate(divisors)
+    first = np.cumsum(sizes) - sizes
+    counts = sizes[position].reshape(-1)                     # row-major: row, then member
+    owner = np.repeat(np.repeat(np.arange(n_rows), sharing.shape[1]), counts)
+    offset = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    steps = flat[np.repeat(first[position].reshape(-1), counts) + offset]
+    keep = steps <= extent[owner]
+    owner, steps = owner[keep], steps[keep]
+    # per row: the distinct steps, ascending
+    order = np.lexsort((steps, owner))
+    owner, steps = owner[order], steps[order]
+    distinct = np.ones(len(steps), dtype=bool)
+    distinct[1:] = (owner[1:] != owner[:-1]) | (steps[1:] != steps[:-1])
+    owner, steps = owner[distinct], steps[distinct]
+    return owner, steps, steps * -(-extent[owner] // steps) / extent[owner]
 
 
 def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -270,6 +310,78 @@ def _cut(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     return ranges
 
 
+class _PaceStore:
+    """The pace tuples of one axis by (row, steps), as ``_paces_by_steps`` gives them,
+    with their order keys, gathered into flat arrays the first time a (row, steps) is
+    asked for: the blocks of every later expansion are read by index, with no table
+    lookups or copies per call."""
+
+    def __init__(self, row_keys: np.ndarray, width: int, rotation: bool) -> None:
+        self.row_keys, self.width, self.rotation = row_keys, width, rotation
+        self.blocks: dict[tuple[int, int], tuple[int, int]] = {}
+        self.paces = np.zeros((64, width), dtype=np.int64)
+        self.index = np.zeros(64, dtype=np.int64)
+        self.filled = 0
+        # a tuple's order key: its paces in mixed radix (each pace at most its sharing
+        # count), which orders one row's tuples as their index in its full table does
+        # (that table is in lexicographic order of the paces); the index itself when the
+        # radix would overflow
+        largest = int(row_keys[:, :-1].max()) if row_keys.size and width else 0
+        self.powers = None
+        if width and (largest + 1) ** width < 1 << 62:
+            self.powers = np.asarray([(largest + 1) ** (width - 1 - j) for j in range(width)], dtype=np.int64)
+        # the blocks stored so far, by key ``row * radix + steps`` (steps divide a sharing
+        # count, so they are at most ``largest``), sorted, for vectorised lookups
+        self.radix = max(largest, 1) + 1
+        self.known = np.zeros(0, dtype=np.int64)
+        self.known_start = np.zeros(0, dtype=np.int64)
+        self.known_size = np.zeros(0, dtype=np.int64)
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(start, size) of the block of each distinct ``row * radix + steps`` in
+        ``keys`` (ascending), storing the blocks not seen yet."""
+        position = np.searchsorted(self.known, keys)
+        seen = position < len(self.known)
+        seen[seen] = self.known[position[seen]] == keys[seen]
+        if not seen.all():
+            missing = keys[~seen]
+            blocks = [self.block(*divmod(k, self.radix)) for k in missing.tolist()]
+            known = np.concatenate([self.known, missing])
+            order = np.argsort(known, kind="stable")
+            self.known = known[order]
+            self.known_start = np.concatenate(
+                [self.known_start, np.fromiter((b[0] for b in blocks), np.int64, len(blocks))])[order]
+            self.known_size = np.concatenate(
+                [self.known_size, np.fromiter((b[1] for b in blocks), np.int64, len(blocks))])[order]
+            position = np.searchsorted(self.known, keys)
+        return self.known_start[position], self.known_size[position]
+
+    def block(self, row: int, steps: int) -> tuple[int, int]:
+        """(start, size) of the tuples of ``row`` with largest pace ``steps``."""
+        found = self.blocks.get((row, steps))
+        if found is not None:
+            return found
+        if not self.rotation:
+            paces, index = np.ones((1, self.width), dtype=np.int64), np.zeros(1, dtype=np.int64)
+        elif self.powers is not None:
+            sharing = self.row_keys[row, :-1].tolist()
+            paces = _paces_with_steps(tuple(math.gcd(p, steps) for p in sharing), steps)
+            index = paces @ self.powers
+        else:
+            key = self.row_keys[row].tolist()
+            paces, index = _paces_by_steps(tuple(key[:-1]), key[-1])[steps]
+        start, size = self.filled, len(index)
+        if start + size > len(self.index):
+            capacity = max(2 * len(self.index), start + size)
+            self.paces = np.concatenate([self.paces[:start], np.zeros((capacity - start, self.width), np.int64)])
+            self.index = np.concatenate([self.index[:start], np.zeros(capacity - start, np.int64)])
+        self.paces[start:start + size] = paces
+        self.index[start:start + size] = index
+        self.filled = start + size
+        self.blocks[(row, steps)] = found = (start, size)
+        return found
+
+
 class PlanSpace:
     """The constrained plan space of one operator on one device (module docstring)."""
 
@@ -300,7 +412,7 @@ class PlanSpace:
         # per axis: distinct (sharing counts of its tensors, per-core extent) rows, their
         # admissible steps (flat, ascending per row) and the padding ratio of each
         self._row_of: list[np.ndarray] = []       # [S] -> row id
-        self._rows: list[list[tuple[tuple[int, ...], int]]] = []
+        self._row_keys: list[np.ndarray] = []     # [rows, members + 1]: sharing counts, extent
         self._start: list[np.ndarray] = []        # [S] first option of the plan's row
         self._count: list[np.ndarray] = []        # [S] options of the plan's row
         self._steps: list[np.ndarray] = []        # flat option values
@@ -308,30 +420,27 @@ class PlanSpace:
         for d in range(self.n_axes):
             keys = np.column_stack([self.sharing[:, self.members[d]], self.per_core[:, d]])
             unique, inverse = _unique_rows(keys)
-            unpadded = axes[d] in spec.unpadded_axes
-            rows, values, ratios = [], [], []
-            for key in unique.tolist():
-                sharing, extent = tuple(key[:-1]), key[-1]
-                steps, ratio = _axis_step_options(sharing, extent) if rotation else (_ONE_STEP, _ONE_RATIO)
-                if unpadded:
-                    # one core's span T * ceil(L' / T): exactly L' (F_op divides the
-                    # extent, above), or within the extent for a clamped max=/min=
-                    admitted = np.array([spec.padding_admitted(
-                        axes[d], _ceil_div(int(self.extents[d]), extent), t * _ceil_div(extent, t))
-                        for t in steps.tolist()], dtype=bool).reshape(-1)
-                    steps, ratio = steps[admitted], ratio[admitted]
-                rows.append((sharing, extent))
-                values.append(steps)
-                ratios.append(ratio)
-            counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+            row, steps, ratio = _row_step_options(unique, rotation)
+            if axes[d] in spec.unpadded_axes:
+                # one core's span T * ceil(L' / T): exactly L' (F_op divides the extent,
+                # above), or within the extent for a clamped max=/min= (``padding_admitted``)
+                extent = unique[row, -1]
+                span = steps * -(-extent // steps)
+                admitted = -(-int(self.extents[d]) // extent) * span == int(self.extents[d])
+                if spec.combiner in ("max=", "min="):
+                    admitted |= span <= int(self.extents[d])
+                row, steps, ratio = row[admitted], steps[admitted], ratio[admitted]
+            counts = np.bincount(row, minlength=len(unique)).astype(np.int64)
             starts = np.cumsum(counts) - counts
             self._row_of.append(inverse)
-            self._rows.append(rows)
+            self._row_keys.append(unique)
             self._start.append(starts[inverse])
             self._count.append(counts[inverse])
-            self._steps.append(np.concatenate(values) if values else np.zeros(0, np.int64))
-            self._ratio.append(np.concatenate(ratios) if ratios else np.zeros(0, np.float64))
+            self._steps.append(steps)
+            self._ratio.append(ratio)
         self._max_steps: np.ndarray | None = None
+        # per axis: the pace tuples of each (row, steps) expanded so far, stored once
+        self._pace_store = [_PaceStore(self._row_keys[d], len(self.members[d]), rotation) for d in range(self.n_axes)]
         # the order the search chooses steps in (any order is exact; this one bounds
         # tighter early): axes with at most two options first, then the axes with the
         # most options on average (the widest choices, fixed while the tree is narrow)
@@ -426,28 +535,15 @@ class PlanSpace:
     def _axis_options(self, groups: StepGroups, d: int):
         """Per group, the pace tuples of axis d with its steps: (counts [G], flat paces
         [K, M], flat indices [K], group-contiguous)."""
-        row = self._row_of[d][groups.plan]
-        steps = groups.steps[:, d]
-        radix = int(steps.max()) + 1
-        unique, inverse = np.unique(row * radix + steps, return_inverse=True)
+        store = self._pace_store[d]
+        unique, inverse = np.unique(self._row_of[d][groups.plan] * store.radix + groups.steps[:, d],
+                                    return_inverse=True)
         inverse = np.asarray(inverse).reshape(-1)
-        width = len(self.members[d])
-        tables = []
-        for k in unique.tolist():
-            r, t = divmod(k, radix)
-            sharing, extent = self._rows[d][r]
-            if self.rotation:
-                tables.append(_paces_by_steps(sharing, extent)[t])
-            else:
-                tables.append((np.ones((1, width), dtype=np.int64), np.zeros(1, dtype=np.int64)))
-        sizes = np.asarray([len(t[1]) for t in tables], dtype=np.int64)
-        starts = np.cumsum(sizes) - sizes
+        starts, sizes = store.lookup(unique)
         counts = sizes[inverse]
-        flat_rows = np.concatenate([t[0] for t in tables]) if tables else np.zeros((0, width), np.int64)
-        flat_index = np.concatenate([t[1] for t in tables]) if tables else np.zeros(0, np.int64)
         # gather each group's own block of rows, group-contiguous
         pos = np.repeat(starts[inverse], counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
-        return counts, flat_rows[pos], flat_index[pos]
+        return counts, store.paces[pos], store.index[pos]
 
     def expand(self, groups: StepGroups, chunk: int = CANDIDATE_CHUNK) -> Iterator[CandidateSet]:
         """Every candidate of ``groups``, in chunks of about ``chunk`` candidates (bounded

@@ -249,8 +249,10 @@ class _Run:
                 self._score(prefixes.take(complete).groups())
                 waiting.drop(self.frontier.dominates)
             open_ = prefixes.take(~complete)
-            for depth in np.unique(open_.depth).tolist():
-                self._push(waiting, self.space.children(open_.take(open_.depth == depth)))
+            # the children of every depth bounded together: one bound evaluation per batch
+            self._push(waiting, StepPrefixes.concatenate(
+                [self.space.children(open_.take(open_.depth == depth)) for depth in np.unique(open_.depth).tolist()],
+                self.space.n_axes))
 
     def _push(self, waiting: _OpenPrefixes, prefixes: StepPrefixes) -> None:
         if not len(prefixes):
