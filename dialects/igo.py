@@ -22,7 +22,7 @@ from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te import ExprAttr, verify_element_types
-from irc.dialects.te_expr import Access, Binary, BoundExpr, Const, ExprError, TensorExpr
+from irc.dialects.te_expr import Access, BoundExpr, ExprError, TensorExpr, product_factors
 
 SCHEMES = ("weight-sharing", "dy-sharing", "ifmap-sharing")
 """Partitions of the fused GEMM (§5, Fig. 11): split M (W shared), N (X shared) or K (dY
@@ -38,17 +38,9 @@ FUSED_ORDERS = ORDERS[1:]
 
 def contraction_reads(expr: TensorExpr) -> tuple[Access, Access] | None:
     """The two reads of ``OUT[...] += c * A[...] * B[...]`` (affine indices), else None."""
-    if expr.combiner != "+=":
+    factors = product_factors(expr) if expr.combiner == "+=" else None
+    if factors is None:
         return None
-    factors, stack = [], [expr.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Binary) and node.op == "*":
-            stack += [node.rhs, node.lhs]
-        elif isinstance(node, (Access, Const)):
-            factors.append(node)
-        else:
-            return None
     reads = [f for f in factors if isinstance(f, Access)]
     if len(reads) != 2 or reads[0].tensor == reads[1].tensor:
         return None

@@ -538,10 +538,9 @@ def gather_parts(expr: TensorExpr) -> tuple[Access, Access] | None:
     return body, indirect[0].access
 
 
-def product_reads(expr: TensorExpr):
-    """(scale, [Access, Access]) when the body is c * X[...] * Y[...] with plain indices:
-    each index one axis or a constant (``A[0,m,k]``, a slice of a size-1 batch): the
-    contractions a systolic array computes (`device.mma`); None otherwise."""
+def product_factors(expr: TensorExpr) -> list | None:
+    """The factors (reads and constants), left to right, of a body that is a product of
+    them only; None otherwise."""
     factors, stack = [], [expr.body]
     while stack:
         node = stack.pop()
@@ -551,6 +550,16 @@ def product_reads(expr: TensorExpr):
             factors.append(node)
         else:
             return None
+    return factors
+
+
+def product_reads(expr: TensorExpr):
+    """(scale, [Access, Access]) when the body is c * X[...] * Y[...] with plain indices:
+    each index one axis or a constant (``A[0,m,k]``, a slice of a size-1 batch): the
+    contractions a systolic array computes (`device.mma`); None otherwise."""
+    factors = product_factors(expr)
+    if factors is None:
+        return None
     reads = [f for f in factors if isinstance(f, Access)]
     plain = lambda i: i.simple_axis is not None or (isinstance(i, AffineIndex) and not i.terms)  # noqa: E731
     if len(reads) != 2 or not all(plain(i) for r in reads for i in r.indices):

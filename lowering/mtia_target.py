@@ -10,35 +10,22 @@ from __future__ import annotations
 import dataclasses
 from functools import lru_cache
 
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp, StringAttr, f64, i64
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Operation
 
 from irc.devices import DeviceError, load_device
 from irc.devices.mtia import MtiaDevice
 from irc.dialects.target import TARGET_ATTR, TargetAttr, target_of
+from irc.lowering.target import field_attribute
 
 
 class MtiaTargetError(ValueError):
     """A module whose target is missing or is no MTIA device."""
 
 
-def _attribute(value) -> Attribute:
-    if isinstance(value, bool) or isinstance(value, int):
-        return IntegerAttr(int(value), i64)
-    if isinstance(value, float):
-        return FloatAttr(value, f64)
-    if isinstance(value, str):
-        return StringAttr(value)
-    if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
-        return StringAttr(",".join(value))
-    if isinstance(value, tuple):
-        return DenseArrayBase.from_list(i64, [int(v) for v in value])
-    raise TypeError(f"cannot write device field value {value!r} into IR")
-
-
 def mtia_target_attr(device: MtiaDevice) -> TargetAttr:
     """The self-contained target of an MTIA device, priced by the ``mtia`` cost model."""
-    return TargetAttr(device.name, "mtia", {f.name: _attribute(getattr(device, f.name))
+    return TargetAttr(device.name, "mtia", {f.name: field_attribute(getattr(device, f.name))
                                             for f in dataclasses.fields(device)})
 
 
@@ -66,7 +53,8 @@ def mtia_device_of(target: TargetAttr) -> MtiaDevice:
                 values[f.name] = tuple(int(v) for v in attr.get_values())
             else:
                 values[f.name] = attr.data
-        values["reduction_directions"] = tuple(values["reduction_directions"].split(","))
+        directions = values["reduction_directions"]   # names joined by field_attribute
+        values["reduction_directions"] = tuple(directions.split(",")) if isinstance(directions, str) else directions
         device = MtiaDevice(**values)
     if getattr(device, "family", None) != "mtia":
         raise MtiaTargetError(f"the module targets '{target.device_name}', which is not an MTIA device")

@@ -9,6 +9,7 @@ elsewhere still runs.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from functools import lru_cache
 from importlib import import_module
 
@@ -29,15 +30,19 @@ class TargetError(ValueError):
     """A module without a target, or one whose target cannot be used."""
 
 
-def _attribute(value) -> Attribute:
+def field_attribute(value) -> Attribute:
+    """A device field's value as an attribute of ``#irc.target`` (a tuple of names as one
+    comma-separated string, a tuple of integers as a dense array)."""
     if isinstance(value, bool) or isinstance(value, int):
         return IntegerAttr(int(value), i64)
     if isinstance(value, float):
         return FloatAttr(value, f64)
     if isinstance(value, str):
         return StringAttr(value)
-    if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
-        return DenseArrayBase.from_list(i64, list(value))
+    if isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
+        return StringAttr(",".join(value))
+    if isinstance(value, tuple) and all(isinstance(v, numbers.Integral) for v in value):
+        return DenseArrayBase.from_list(i64, [int(v) for v in value])
     raise TypeError(f"cannot write device field value {value!r} into IR")
 
 
@@ -59,7 +64,7 @@ def target_attr(device, cost: str) -> TargetAttr:
         flat = device.fields()
     else:  # another family's flat dataclass
         flat = {f.name: getattr(device, f.name) for f in dataclasses.fields(device)}
-    description = {name: _attribute(value) for name, value in flat.items() if value is not None}
+    description = {name: field_attribute(value) for name, value in flat.items() if value is not None}
     return TargetAttr(device.name, cost, description)
 
 
