@@ -45,6 +45,7 @@ idle/active table (``irc.planner.op_table.FrontierCache``).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import time
@@ -417,6 +418,7 @@ class _ModelProblem:
         self._relayout: dict[tuple, tuple[int, float]] = {}
         self._edge_cycles: list[dict] = [{} for _ in self.edges]   # per edge: (consumer, producer plan) -> cycles
         self._live_lists: list | None = None   # _live_earlier
+        self._lookup_lists: tuple[list, list] | None = None   # _table_lists
         self._start: list[int] | None = None
 
     # ----------------------------------------------------------------- objective
@@ -467,15 +469,23 @@ class _ModelProblem:
         total = 0.0
         failed = False
         choice: list[int] = []
-        for i, (table, row, earlier) in enumerate(zip(self.tables, rows, self._live_earlier())):
+        bisect_right = bisect.bisect_right
+        for i, (table, row, earlier, (hot, found)) in enumerate(
+                zip(self.tables, rows, self._live_earlier(), self._lookups())):
             if earlier is None:
                 live = self.live_bytes(i, choice)
+            elif not earlier[0]:
+                live = 0
+            elif len(earlier[0]) == 1:   # one holder, all before op i: its chosen plan's bytes
+                live = earlier[1][0][choice[earlier[0][0]]]
             else:   # every holder runs before op i: its chosen plan's bytes
                 holders, held = earlier
                 live = sum(map(list.__getitem__, held, map(choice.__getitem__, holders)))
             budget = free - live
             budgets.append(budget)
-            times, picks = table.best_lists(budget)
+            # table.best_lists(budget), read from its memo in place
+            hit = found[bisect_right(hot, budget)]
+            times, picks = hit if hit is not None else table.best_lists(budget)
             if failed or picks[row] < 0:
                 failed = True
                 choice.append(-1)
@@ -506,8 +516,19 @@ class _ModelProblem:
         holders = [h for h, _ in tables]
         return (holders, [held for _, held in tables]) if all(h < i for h in holders) else None
 
+    def _lookups(self) -> list[tuple[list[float], list]]:
+        """Per op, its table's ``OpTable.lookup`` (refreshed when ``_relax`` swaps a table)."""
+        return self._table_lists()[0]
+
+    def _table_lists(self) -> tuple[list, list]:
+        """Per op, its table's ``OpTable.lookup`` and ``OpTable.cold_list``, read by every
+        step of Algorithm 1 (built again when ``_relax`` has swapped a table)."""
+        if self._lookup_lists is None or len(self._lookup_lists[0]) != len(self.tables):
+            self._lookup_lists = ([t.lookup() for t in self.tables], [t.cold_list() for t in self.tables])
+        return self._lookup_lists
+
     def idle_total(self, rows: Sequence[int]) -> int:
-        return int(sum(t.cold[r] for t, r in zip(self.tables, rows)))
+        return int(sum(map(list.__getitem__, self._table_lists()[1], rows)))
 
     # ----------------------------------------------------------------- fit check
     def least_needed(self) -> int:
@@ -520,6 +541,7 @@ class _ModelProblem:
     def _relax(self, i: int) -> None:
         """Op ``i``'s table searched without the utilisation floor (``start_rows``)."""
         self.tables[i] = self.cache.op_table(self.model.ops[i], relaxed=True)
+        self._lookup_lists = None
         self.least_hot[i] = self.tables[i].least_hot()
         self.signature_ids[i] = self._signature_id(self.tables[i])
         # forget what op i's old table decided: its tensors' bytes, the live tables
@@ -665,20 +687,25 @@ class _ModelProblem:
             second = slack[order[1]] if len(order) > 1 else math.inf
             pick = None            # (ratio, op, row)
             memo: dict[tuple, tuple[float, int] | None] = {}
-            for i, (table, row, budget) in enumerate(zip(self.tables, rows, budgets)):
-                if row + 1 >= len(table.cold):
+            lookups, colds = self._table_lists()
+            for i, (table, row, budget, (hot, lists), cold) in enumerate(
+                    zip(self.tables, rows, budgets, lookups, colds)):
+                if row + 1 >= len(cold):
                     continue
                 # growing op i's idle plan shrinks every op's budget by as much, its own too
                 cap = second if i == first else slack[first]
                 key = (id(table), row, int(budget), cap)
                 if key not in memo:
-                    now = table.best_lists(budget)[0][row]   # inf where the state leaves op i no plan
+                    # table.best_lists(budget), read from its memo in place
+                    hit = lists[bisect.bisect_right(hot, budget)]
+                    now = (hit or table.best_lists(budget))[0][row]   # inf where the state leaves op i no plan
                     found = None
-                    for r in range(row + 1, len(table.cold)):
-                        grow = float(table.cold[r] - table.cold[row])
+                    for r in range(row + 1, len(cold)):
+                        grow = float(cold[r] - cold[row])
                         if grow > cap:
                             break                                  # cold ascends: larger rows grow more
-                        after = table.best_lists(budget - grow)[0][r]
+                        hit = lists[bisect.bisect_right(hot, budget - grow)]
+                        after = (hit or table.best_lists(budget - grow))[0][r]
                         saved = now - after if math.isfinite(after) else -math.inf   # no plan either way: no gain
                         if saved > 0 and (found is None or saved / grow > found[0]):
                             found = (saved / grow, r)

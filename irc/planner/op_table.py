@@ -87,16 +87,30 @@ class OpTable:
 
     def best_lists(self, budget: float) -> tuple[list[float], list[int]]:
         """``best_at`` as Python lists (read element by element by the model planner)."""
-        hot = self._memo.get("hot")
-        if hot is None:
-            hot = self._memo["hot"] = self.hot.tolist()
+        hot, found = self.lookup()
         usable = bisect.bisect_right(hot, budget)
-        key = ("lists", usable)
-        hit = self._memo.get(key)
+        hit = found[usable]
         if hit is None:
             times, picks = self.best_at(budget)
-            hit = self._memo[key] = (times.tolist(), picks.tolist())
+            hit = found[usable] = (times.tolist(), picks.tolist())
         return hit
+
+    def lookup(self) -> tuple[list[float], list]:
+        """``best_lists``'s memo, for a caller that reads it in a hot loop: the active
+        plans' bytes as a list, and per count of usable plans (``bisect_right`` of a
+        budget in it) the lists found so far (None: not yet; ``best_lists`` fills it)."""
+        found = self._memo.get("lookup")
+        if found is None:
+            hot = self.hot.tolist()
+            found = self._memo["lookup"] = (hot, [None] * (len(hot) + 1))
+        return found
+
+    def cold_list(self) -> list:
+        """``cold`` as a list (summed per step by the model planner)."""
+        found = self._memo.get("cold")
+        if found is None:
+            found = self._memo["cold"] = self.cold.tolist()
+        return found
 
     def _prefix_minima(self) -> tuple[np.ndarray, np.ndarray]:
         """[R, J]: per row the least cycles among active plans 0..j, and the first plan
