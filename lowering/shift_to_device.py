@@ -95,21 +95,6 @@ def identity_value(combiner: str, dtype: np.dtype) -> float:
     return 0.0
 
 
-def _sources(kernel, core) -> dict[tuple[str, int], object]:
-    """Per (tensor, level): the core each core receives from when the level advances, as
-    a function of the core id where its closed form matches the ring's actual neighbour
-    on every core (always, for placements ``rotation-align`` writes), else a table."""
-    sources = {}
-    for l, level in enumerate(kernel.levels):
-        for name in level.tensors:
-            layout = kernel.tensors[name]
-            actual = kernel.source(layout, l)
-            closed = np.broadcast_to(np.asarray(kernel.source_of(layout, l), dtype=np.int64), (kernel.cores,))
-            exact = core is not None and (closed == actual).all()
-            sources[(name, l)] = kernel.source_of(layout, l, core) if exact else actual
-    return sources
-
-
 @dataclass
 class Resident:
     """A tensor kept on chip for the operators that read it: its buffer, its layout
@@ -317,12 +302,10 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
                               origins, nbytes, barriers, source.moves, pieces=pieces))
     for product, (_, _, _, _, identity) in zip(products, computes):
         ops.append(FillOp(buffers[product.output], identity))
-    sources = _sources(kernel, core)
-    counters = [0] * len(kernel.levels)
-    step = 0
-    for event, value in kernel.schedule():
+    sources = kernel.ring_sources(core)
+    for event, value in kernel.walk(start):
         if event == "compute":
-            digits = kernel.digits_after(start, counters)
+            step, digits = value
             for product, (expr, subtask, roles, compute_class, _) in zip(products, computes):
                 names = [product.output, *product.inputs]
                 windows = [kernel.window_offset(kernel.tensors[n], digits, core) for n in names]
@@ -334,9 +317,7 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
                     # the sub-task's own element size, where the output accumulates wider
                     subtask.dtype_bytes if subtask.dtype_bytes != accumulator else None,
                 ))
-            step += 1
         else:
-            counters[value] += 1
             for name in kernel.levels[value].tensors:
                 ops.append(ShiftOp(buffers[name], receives[name], sources[(name, value)]))
                 ops.append(SyncOp(kernel.cores))

@@ -228,22 +228,6 @@ class LowerPlannedStream(RewritePattern):
         _add_planned(simd, fields)
 
 
-def _ring_sources(kernel, core) -> dict:
-    """Per (tensor, level): the PE each PE receives from when the level advances, as a
-    function of the PE's number where its closed form is every PE's actual neighbour,
-    else a table (as ``shift-to-device`` writes them)."""
-    sources = {}
-    for level_index, level in enumerate(kernel.levels):
-        for name in level.tensors:
-            layout = kernel.tensors[name]
-            actual = kernel.source(layout, level_index)
-            closed = np.broadcast_to(np.asarray(kernel.source_of(layout, level_index), dtype=np.int64),
-                                     (kernel.cores,))
-            exact = core is not None and (closed == actual).all()
-            sources[(name, level_index)] = kernel.source_of(layout, level_index, core) if exact else actual
-    return sources
-
-
 def rotation_kernel(op: TensorOp, fields, device):
     """The aligned compute-shift program (``irc.schedule.ShiftKernel``) of the T10 plan in
     ``mtia.rotation`` on the PE grid, priced by the ``mtia`` cost model as the planner
@@ -334,19 +318,15 @@ def rotation_ops(kernel, op: TensorOp, homes) -> list:
                               home[layout.name]))
     subtask = kernel.subtask()
     roles = {k: int(v) for k, v in subtask.roles.items()}
-    sources = _ring_sources(kernel, core)
-    counters = [0] * len(kernel.levels)
-    step = 0
-    for event, value in kernel.schedule():
+    sources = kernel.ring_sources(core)
+    for event, value in kernel.walk(start):
         if event == "compute":
-            digits = kernel.digits_after(start, counters)
+            step, digits = value
             windows = [kernel.window_offset(kernel.tensors[n], digits, core) for n in names]
             ops.append(StepOp(str(expr), tiles[expr.output.tensor], [tiles[n] for n in expr.inputs], kernel.tiles,
                               kernel.cores, windows, subtask.kind, roles, step,
                               subtask.dtype_bytes if subtask.dtype_bytes != kernel.output.dtype.itemsize else None))
-            step += 1
         else:
-            counters[value] += 1
             for name in kernel.levels[value].tensors:
                 ops.append(ShiftOp(tiles[name], receives[name], sources[(name, value)]))
     out = kernel.output

@@ -553,6 +553,36 @@ class ShiftKernel:
         values = self._table(origin) if core is None else origin
         return tuple(shape), values
 
+    def ring_sources(self, core=None) -> dict[tuple[str, int], object]:
+        """Per (rotating tensor, level): the core each core receives from when the level
+        advances, as ``source_of`` in closed form of ``core`` (a core-id value) where that
+        matches the ring's actual neighbour on every core (always, for placements
+        ``rotation-align`` writes), else ``source``'s table. What the lowerings write
+        into their shift instructions."""
+        sources = {}
+        for level_index, level in enumerate(self.levels):
+            for name in level.tensors:
+                layout = self.tensors[name]
+                actual = self.source(layout, level_index)
+                closed = np.broadcast_to(np.asarray(self.source_of(layout, level_index), dtype=np.int64),
+                                         (self.cores,))
+                exact = core is not None and (closed == actual).all()
+                sources[(name, level_index)] = self.source_of(layout, level_index, core) if exact else actual
+        return sources
+
+    def walk(self, start) -> Iterator[tuple[str, object]]:
+        """``schedule`` as a lowering walks it from the digits ``start``: ("compute",
+        (step number, the digits then)) and ("shift", level)."""
+        counters = [0] * len(self.levels)
+        step = 0
+        for event, value in self.schedule():
+            if event == "compute":
+                yield "compute", (step, self.digits_after(start, counters))
+                step += 1
+            else:
+                counters[value] += 1
+                yield "shift", value
+
     def replica_key(self, digits, core=None, product: int = 0):
         """Which partition of ``product``'s output the core holds after the loop: cores with
         equal keys hold partial copies of one partition (its ring number dropped)."""
