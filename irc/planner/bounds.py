@@ -116,8 +116,11 @@ class PrefixBounds:
         """Per prefix: bytes per core no plan below it goes under."""
         return self(prefixes, with_time=False)[0]
 
-    def __call__(self, prefixes: StepPrefixes, with_time: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-        """Per prefix: bytes per core and cycles no plan below it goes under."""
+    def __call__(self, prefixes: StepPrefixes, with_time: bool = True,
+                 check_carried: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Per prefix: bytes per core and cycles no plan below it goes under (infinite on
+        the prefixes no plan carries, unless ``check_carried`` is off: then the caller
+        applies ``uncarried`` to the prefixes whose verdict it needs)."""
         space = self.space
         n = len(prefixes)
         plan = prefixes.plan
@@ -169,19 +172,30 @@ class PrefixBounds:
             least_partition = np.minimum(least_partition, nbytes * sliced)
             if v == 0:
                 out_slice = sliced
-        # the search pushes the children of carried prefixes only: a child whose new
-        # axis takes one step is carried as its parent is (elsewhere this only loosens)
-        carried = np.ones(n, dtype=bool)
-        if space.n_axes:
-            last = space.axis_order[np.maximum(prefixes.depth - 1, 0)]
-            new = (prefixes.depth > 0) & (steps[np.arange(n), last] > 1)
-        if space.n_axes and new.any():
-            carried[new] = self.carried(prefixes.take(new))
-        memory = np.where(carried, memory, np.inf)
-        if not with_time:
-            return memory, None
-        cycles = self._time(prefixes, tiles, steps, least_tiles, least_partition, out_slice)
-        return memory, np.where(carried, cycles, np.inf)
+        cycles = self._time(prefixes, tiles, steps, least_tiles, least_partition, out_slice) if with_time else None
+        if check_carried:
+            uncarried = self.uncarried(prefixes)
+            memory[uncarried] = np.inf
+            if with_time:
+                cycles[uncarried] = np.inf
+        return memory, cycles
+
+    def uncarried(self, prefixes: StepPrefixes, rows: np.ndarray | None = None) -> np.ndarray:
+        """The prefixes (of ``rows``, default all) no plan carries (``carried``), as
+        indices. The search pushes the children of carried prefixes only: a child whose
+        new axis takes one step is carried as its parent is (elsewhere this only
+        loosens), so only the others are checked."""
+        space = self.space
+        if rows is None:
+            rows = np.arange(len(prefixes))
+        if not space.n_axes or not len(rows):
+            return rows[:0]
+        depth = prefixes.depth[rows]
+        last = space.axis_order[np.maximum(depth - 1, 0)]
+        rows = rows[(depth > 0) & (prefixes.steps[rows, last] > 1)]
+        if not len(rows):
+            return rows
+        return rows[~self.carried(prefixes.take(rows))]
 
     def _output_bytes(self, plan: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """``OpSpec.output_bytes`` of each prefix's plan and steps so far."""

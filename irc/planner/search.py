@@ -258,11 +258,18 @@ class _Run:
         if not len(prefixes):
             return
         self.groups += int((prefixes.depth == self.space.n_axes).sum())
-        memory, cycles = self.bounds(prefixes)
+        memory, cycles = self.bounds(prefixes, check_carried=False)
+        # the (costly) carried check only where its verdict matters: a prefix that fits and
+        # is dominated is dropped whatever it says; the others are kept if carried, or
+        # (infinite bounds when not) counted among those too big to fit
+        live = (memory > self.device.sram_bytes) | ~self.frontier.dominates(memory, cycles)
+        uncarried = self.bounds.uncarried(prefixes, np.flatnonzero(live))
+        memory[uncarried] = np.inf
+        cycles[uncarried] = np.inf
         fits = memory <= self.device.sram_bytes
         if not fits.all():
             self.least_unexpanded = min(self.least_unexpanded, float(memory[~fits].min()))
-        keep = fits & ~self.frontier.dominates(memory, cycles)
+        keep = fits & live
         waiting.add(prefixes.take(keep), memory[keep], cycles[keep])
 
     def _score(self, groups: StepGroups) -> None:
