@@ -95,6 +95,7 @@ class PrefixBounds:
         self.sharing_of = np.ascontiguousarray(space.sharing.T)      # [V, S]
         self.per_core_of = np.ascontiguousarray(space.per_core.T)    # [D, S]
         self.max_steps_of = np.ascontiguousarray(space.max_steps.T)  # [D, S]
+        self.least_open_of = -(-self.per_core_of // self.max_steps_of)  # an open axis' least tile
         self.reduction_columns = None
         if spec.combiner == "+=" and spec.reduction_axes:
             self.reduction_columns = [spec.axis_index(a) for a in spec.reduction_axes]
@@ -142,7 +143,7 @@ class PrefixBounds:
         steps = np.ascontiguousarray(prefixes.steps.T)           # 1 on open axes
         largest = np.where(chosen, steps, self.max_steps_of[:, plan])
         tiles = -(-per_core // steps)                            # the per-core extent on open axes
-        least_tiles = -(-per_core // largest)
+        least_tiles = np.where(chosen, tiles, self.least_open_of[:, plan])
         # as floats (exact: small integers) for the products below
         spans_of = (steps * tiles).astype(np.float64)            # (open axes' steps are 1)
         tiles_of = least_tiles.astype(np.float64)

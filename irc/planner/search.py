@@ -200,12 +200,14 @@ class _OpenPrefixes:
         deepest first when more than ``OPEN_LIMIT`` wait)."""
         self._gather()
         n = len(self.prefixes)
+        if count >= n:   # all of them, as they are
+            taken = (self.prefixes, self.memory, self.cycles)
+            self.prefixes = StepPrefixes.concatenate([], self.n_axes)
+            self.memory, self.cycles = np.zeros(0), np.zeros(0)
+            return taken
         if key is None:
             key = -self.prefixes.depth if n > OPEN_LIMIT else self.cycles
-        if count >= n:
-            chosen = np.arange(n)
-        else:
-            chosen = np.argpartition(key, count)[:count]
+        chosen = np.argpartition(key, count)[:count]
         taken = (self.prefixes.take(chosen), self.memory[chosen], self.cycles[chosen])
         rest = np.ones(n, dtype=bool)
         rest[chosen] = False
