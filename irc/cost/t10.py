@@ -37,6 +37,15 @@ def _ceil_to(a: ArrayLike, multiple: int) -> ArrayLike:
     return _ceil_div(a, multiple) * multiple
 
 
+def _float_ceil_to(a: ArrayLike, multiple: int) -> np.ndarray:
+    """``_ceil_to(as_float_array(a), multiple)``; an integer array is rounded up as
+    integers (exact, and far cheaper than a float floor division), then converted."""
+    a = np.asarray(a)
+    if a.dtype.kind in "iu":
+        return as_float_array(_ceil_to(a, multiple))
+    return _ceil_to(as_float_array(a), multiple)
+
+
 def matmul_step_cycles(batch, m, k, n, dtype_bytes: int) -> ArrayLike:
     """IPU_COST_FACTS s2 matmul (5). Orientation: the larger of m, n is m unless both are
     <= 16, then the smaller is m. kb = ceil(k / (32 / b)) k-blocks for the AMP unit."""
@@ -97,8 +106,8 @@ def conv_step_cycles(batch, in_channels, out_channels, spatial, window) -> Array
     return (
         0.0495
         * as_float_array(batch)
-        * _ceil_to(as_float_array(in_channels), 8)
-        * _ceil_to(as_float_array(out_channels), 8)
+        * _float_ceil_to(in_channels, 8)
+        * _float_ceil_to(out_channels, 8)
         * as_float_array(spatial)
         * as_float_array(window)
         + 2030
@@ -190,9 +199,11 @@ class T10CostModel:
         if kind in ("unary", "elementwise", "pool"):
             return np.zeros_like(as_float_array(work.steps)) + sync
         copies = as_float_array(work.partial_copies)
+        shift = lambda elems: self.shift_cycles(device, as_float_array(elems) * b)  # noqa: E731
+        if not (copies > 1).any():   # one copy everywhere (the planner's bounds): g = red = 0
+            return shift(work.out_resident_elems) + 6 * sync + np.zeros_like(copies)
         out_step = as_float_array(work.out_step_elems)
         reduced = out_step / copies
-        shift = lambda elems: self.shift_cycles(device, as_float_array(elems) * b)  # noqa: E731
         partials = lambda elems: self.shift_cycles(device, as_float_array(elems) * p)  # noqa: E731
         gather = np.where(
             copies <= 1, 0.0,
@@ -237,15 +248,21 @@ class T10CostModel:
             compute = steps * (300 + as_float_array(roles["leading"]) / 2 + as_float_array(roles["index"]))
         else:
             compute = steps * self.compute_cycles(device, task)
-        rest = self.op_time(device, least)
-        return compute + rest.shift + rest.sync + rest.reduction
+        shift, sync, reduction = self._exchange(device, least)
+        return compute + shift + sync + reduction
+
+    def _exchange(self, device: Device, work: OpWork) -> tuple[ArrayLike, ArrayLike, ArrayLike]:
+        """``op_time``'s shift, sync and reduction terms (the refined bound needs no
+        compute term of ``op_time``'s)."""
+        overhead = np.where(as_float_array(work.cores) > device.cores_per_chip, device.inter_chip_overhead, 1.0)
+        shift = overhead * self.shift_cycles(device, work.shifted_bytes)
+        sync = overhead * self.sync_cycles(device) * as_float_array(work.shift_events)
+        reduction = overhead * self.output_cycles(device, work)
+        return shift, sync, reduction
 
     def op_time(self, device: Device, work: OpWork) -> CostBreakdown:
         """IPU_COST_FACTS s3: compute = N * step; sync = 2*118*K; shift = shift_time(S);
         plus the output shuffle; exchange terms x1.25 beyond one chip."""
         compute = as_float_array(work.steps) * self.compute_cycles(device, work.subtask)
-        overhead = np.where(as_float_array(work.cores) > device.cores_per_chip, device.inter_chip_overhead, 1.0)
-        shift = overhead * self.shift_cycles(device, work.shifted_bytes)
-        sync = overhead * self.sync_cycles(device) * as_float_array(work.shift_events)
-        reduction = overhead * self.output_cycles(device, work)
+        shift, sync, reduction = self._exchange(device, work)
         return CostBreakdown(compute=compute, shift=shift, sync=sync, reduction=reduction)

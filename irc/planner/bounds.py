@@ -92,6 +92,10 @@ class PrefixBounds:
         # reduction axis over cores (the output then holds partial sums whatever the
         # steps, ``OpSpec.holds_partial_sums``)
         self.cores = space.op_factors.prod(axis=1)
+        self.sharing_of = np.ascontiguousarray(space.sharing.T)      # [V, S]
+        self.per_core_of = np.ascontiguousarray(space.per_core.T)    # [D, S]
+        self.max_steps_of = np.ascontiguousarray(space.max_steps.T)  # [D, S]
+        self.least_open_of = -(-self.per_core_of // self.max_steps_of)  # an open axis' least tile
         self.reduction_columns = None
         if spec.combiner == "+=" and spec.reduction_axes:
             self.reduction_columns = [spec.axis_index(a) for a in spec.reduction_axes]
@@ -99,39 +103,51 @@ class PrefixBounds:
         self.output_own_bytes = spec.bytes_of(spec.output.name)
 
     @staticmethod
-    def _splits(sharing, steps, largest, chosen) -> np.ndarray:
+    def _splits(sharing, own, steps_of, largest_of, open_split_of) -> np.ndarray:
         """The most one tensor's partition can be split: its ``f_t`` divide the axes'
         steps and multiply to a divisor of its sharing count, so their product divides
-        gcd(P, prod T_d); on open axes at most P and at most the largest steps."""
-        chosen_steps = steps.prod(axis=1)                        # steps are 1 on open axes
-        open_split = (~chosen & (largest > 1)).any(axis=1)
+        gcd(P, prod T_d); on open axes at most P and at most the largest steps. Per axis
+        ``a`` of the tensor's ``own``: ``steps_of[a]``, ``largest_of[a]`` and whether it
+        is open with more than one admissible steps, ``open_split_of[a]``."""
+        n = len(sharing)
+        chosen_steps = np.ones(n, dtype=np.int64)               # steps are 1 on open axes
+        largest = np.ones(n, dtype=np.int64)
+        open_split = np.zeros(n, dtype=bool)
+        for a in own:
+            chosen_steps *= steps_of[a]
+            largest *= largest_of[a]
+            open_split |= open_split_of[a]
         # gcd(P, P * c) = P and gcd(P, 1) = 1: the (slow) gcd only where neither holds
         by_divisors = np.where(open_split, sharing, 1)
         rows = np.flatnonzero(~open_split & (chosen_steps > 1))
         if len(rows):
             by_divisors[rows] = np.gcd(sharing[rows], chosen_steps[rows])
-        return np.minimum(by_divisors, largest.prod(axis=1))
+        return np.minimum(by_divisors, largest)
 
     def memory(self, prefixes: StepPrefixes) -> np.ndarray:
         """Per prefix: bytes per core no plan below it goes under."""
         return self(prefixes, with_time=False)[0]
 
-    def __call__(self, prefixes: StepPrefixes, with_time: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-        """Per prefix: bytes per core and cycles no plan below it goes under."""
+    def __call__(self, prefixes: StepPrefixes, with_time: bool = True,
+                 check_carried: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Per prefix: bytes per core and cycles no plan below it goes under (infinite on
+        the prefixes no plan carries, unless ``check_carried`` is off: then the caller
+        applies ``uncarried`` to the prefixes whose verdict it needs)."""
         space = self.space
         n = len(prefixes)
         plan = prefixes.plan
-        per_core = space.per_core[plan]
-        chosen = space.axis_rank[None, :] < prefixes.depth[:, None]
-        steps = prefixes.steps                                   # 1 on open axes
-        largest = np.where(chosen, steps, space.max_steps[plan])
+        # every per-axis quantity as [axes, prefixes]: each axis' row contiguous for the
+        # per-tensor products below
+        per_core = self.per_core_of[:, plan]
+        chosen = space.axis_rank[:, None] < prefixes.depth[None, :]
+        steps = np.ascontiguousarray(prefixes.steps.T)           # 1 on open axes
+        largest = np.where(chosen, steps, self.max_steps_of[:, plan])
         tiles = -(-per_core // steps)                            # the per-core extent on open axes
-        spans = steps * tiles                                    # (their steps are 1)
-        least_tiles = -(-per_core // largest)
-        sharing = space.sharing[plan]
-        # per axis, contiguous, as floats (exact: small integers) for the products below
-        spans_of = spans.T.astype(np.float64)
-        tiles_of = least_tiles.T.astype(np.float64)
+        least_tiles = np.where(chosen, tiles, self.least_open_of[:, plan])
+        # as floats (exact: small integers) for the products below
+        spans_of = (steps * tiles).astype(np.float64)            # (open axes' steps are 1)
+        tiles_of = least_tiles.astype(np.float64)
+        open_split = ~chosen & (largest > 1)
         memory = np.zeros(n, dtype=np.float64)
         least_partition = np.full(n, np.inf)                     # bytes of the least tensor slice
         out_slice = None
@@ -159,36 +175,48 @@ class PrefixBounds:
                 # its partition span over its largest split F: at least its widest axis'
                 # span over F, and its summed spans less what the overlaps can take, each
                 # ``span/f - 1 >= span/F - 1`` with F at most the dim's largest steps
-                reach = summed - overlap * largest[:, index].max(axis=1)
+                reach = summed - overlap * largest[index].max(axis=0)
                 widest *= np.maximum(spans_of[index].max(axis=0), reach)
             if widest is None:
                 widest = whole
-            splits = self._splits(sharing[:, v], steps[:, own], largest[:, own], chosen[:, own])
+            splits = self._splits(self.sharing_of[v][plan], own, steps, largest, open_split)
             rotating = np.maximum(sliced, widest / splits) if distinct else sliced
             memory += nbytes * np.where(splits > 1, np.minimum(whole, 2 * rotating), whole)
             least_partition = np.minimum(least_partition, nbytes * sliced)
             if v == 0:
                 out_slice = sliced
-        # the search pushes the children of carried prefixes only: a child whose new
-        # axis takes one step is carried as its parent is (elsewhere this only loosens)
-        carried = np.ones(n, dtype=bool)
-        if space.n_axes:
-            last = space.axis_order[np.maximum(prefixes.depth - 1, 0)]
-            new = (prefixes.depth > 0) & (steps[np.arange(n), last] > 1)
-        if space.n_axes and new.any():
-            carried[new] = self.carried(prefixes.take(new))
-        memory = np.where(carried, memory, np.inf)
-        if not with_time:
-            return memory, None
-        cycles = self._time(prefixes, tiles, steps, least_tiles, least_partition, out_slice)
-        return memory, np.where(carried, cycles, np.inf)
+        cycles = self._time(prefixes, tiles, steps, least_tiles, least_partition, out_slice) if with_time else None
+        if check_carried:
+            uncarried = self.uncarried(prefixes)
+            memory[uncarried] = np.inf
+            if with_time:
+                cycles[uncarried] = np.inf
+        return memory, cycles
+
+    def uncarried(self, prefixes: StepPrefixes, rows: np.ndarray | None = None) -> np.ndarray:
+        """The prefixes (of ``rows``, default all) no plan carries (``carried``), as
+        indices. The search pushes the children of carried prefixes only: a child whose
+        new axis takes one step is carried as its parent is (elsewhere this only
+        loosens), so only the others are checked."""
+        space = self.space
+        if rows is None:
+            rows = np.arange(len(prefixes))
+        if not space.n_axes or not len(rows):
+            return rows[:0]
+        depth = prefixes.depth[rows]
+        last = space.axis_order[np.maximum(depth - 1, 0)]
+        rows = rows[(depth > 0) & (prefixes.steps[rows, last] > 1)]
+        if not len(rows):
+            return rows
+        return rows[~self.carried(prefixes.take(rows))]
 
     def _output_bytes(self, plan: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """``OpSpec.output_bytes`` of each prefix's plan and steps so far."""
+        """``OpSpec.output_bytes`` of each prefix's plan and steps so far (``steps``:
+        [axes, prefixes])."""
         if self.reduction_columns is None:
             partial = np.zeros(len(plan), dtype=bool)
         else:
-            partial = self.split_by_cores[plan] | (steps[:, self.reduction_columns] > 1).any(axis=1)
+            partial = self.split_by_cores[plan] | (steps[self.reduction_columns] > 1).any(axis=0)
         return np.where(partial, self.spec.partial_bytes, self.output_own_bytes)
 
     def carried(self, prefixes: StepPrefixes) -> np.ndarray:
@@ -263,16 +291,17 @@ class PrefixBounds:
         return np.bincount(row, minlength=n) > 0
 
     def _time(self, prefixes, tiles, steps, least_tiles, least_partition, out_slice) -> np.ndarray:
+        """The time bounds; ``tiles``, ``steps``, ``least_tiles``: [axes, prefixes]."""
         n = len(prefixes)
         if self.group_bound is None or n == 0:
             return np.zeros(n)
         space = self.space
         spec = space.spec
-        total_steps = steps.prod(axis=1)
+        total_steps = steps.prod(axis=0)
         events = total_steps - 1
         # each step but the first follows a rotation of at least one tensor slice
         shifted = events * np.where(events > 0, least_partition, 0.0)
-        out_step = least_tiles[:, self.output_axes].prod(axis=1)
+        out_step = least_tiles[self.output_axes].prod(axis=0)
         cores = self.cores[prefixes.plan]
 
         def least(rows: np.ndarray) -> OpWork:
@@ -280,16 +309,16 @@ class PrefixBounds:
             prefixes it applies to; all of them, unindexed, when it applies to every one)."""
             if len(rows) == n:
                 rows = slice(None)
-            at = tiles[rows]
+            at = tiles[:, rows]
             return OpWork(
                 subtask=SubTask(
-                    spec.kind, spec.dtype_bytes, at.prod(axis=1),
-                    {role: at[:, idx].prod(axis=1) for role, idx in self.roles.items()},
+                    spec.kind, spec.dtype_bytes, at.prod(axis=0),
+                    {role: at[idx].prod(axis=0) for role, idx in self.roles.items()},
                 ),
                 steps=total_steps[rows],
                 shifted_bytes=shifted[rows],
                 shift_events=events[rows],
-                partial_copies=np.ones(len(at)),
+                partial_copies=np.ones(at.shape[1]),
                 out_step_elems=out_step[rows],
                 out_resident_elems=out_slice[rows],
                 cores=cores[rows],

@@ -345,16 +345,44 @@ class _PaceStore:
         seen[seen] = self.known[position[seen]] == keys[seen]
         if not seen.all():
             missing = keys[~seen]
-            blocks = [self.block(*divmod(k, self.radix)) for k in missing.tolist()]
+            if self.rotation and self.powers is not None:
+                starts, sizes = self._store_gcd_blocks(missing)
+            else:
+                blocks = [self.block(*divmod(k, self.radix)) for k in missing.tolist()]
+                starts = np.fromiter((b[0] for b in blocks), np.int64, len(blocks))
+                sizes = np.fromiter((b[1] for b in blocks), np.int64, len(blocks))
             known = np.concatenate([self.known, missing])
             order = np.argsort(known, kind="stable")
             self.known = known[order]
-            self.known_start = np.concatenate(
-                [self.known_start, np.fromiter((b[0] for b in blocks), np.int64, len(blocks))])[order]
-            self.known_size = np.concatenate(
-                [self.known_size, np.fromiter((b[1] for b in blocks), np.int64, len(blocks))])[order]
+            self.known_start = np.concatenate([self.known_start, starts])[order]
+            self.known_size = np.concatenate([self.known_size, sizes])[order]
             position = np.searchsorted(self.known, keys)
         return self.known_start[position], self.known_size[position]
+
+    def _store_gcd_blocks(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Store the blocks of ``keys`` (``row * radix + steps``, none stored yet) at once,
+        as ``block`` would one by one (with rotation and mixed-radix order keys): the
+        tables ``_paces_with_steps`` of the distinct (gcds, steps) looked up once each,
+        then gathered; (start, size) per key."""
+        rows, steps = np.divmod(keys, self.radix)
+        divisible = np.gcd(self.row_keys[rows, :-1], steps[:, None])
+        tables, which = _unique_rows(np.column_stack([divisible, steps]))
+        found = [_paces_with_steps(tuple(t[:-1]), t[-1]) for t in tables.tolist()]
+        table_sizes = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
+        sizes = table_sizes[which]
+        total = int(sizes.sum())
+        first = np.cumsum(table_sizes) - table_sizes
+        offset = np.arange(total) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        paces = np.concatenate(found)[np.repeat(first[which], sizes) + offset]
+        start = self.filled
+        if start + total > len(self.index):
+            capacity = max(2 * len(self.index), start + total)
+            self.paces = np.concatenate([self.paces[:start], np.zeros((capacity - start, self.width), np.int64)])
+            self.index = np.concatenate([self.index[:start], np.zeros(capacity - start, np.int64)])
+        self.paces[start:start + total] = paces
+        self.index[start:start + total] = paces @ self.powers
+        self.filled = start + total
+        return start + np.cumsum(sizes) - sizes, sizes
 
     def block(self, row: int, steps: int) -> tuple[int, int]:
         """(start, size) of the tuples of ``row`` with largest pace ``steps``."""

@@ -200,12 +200,14 @@ class _OpenPrefixes:
         deepest first when more than ``OPEN_LIMIT`` wait)."""
         self._gather()
         n = len(self.prefixes)
+        if count >= n:   # all of them, as they are
+            taken = (self.prefixes, self.memory, self.cycles)
+            self.prefixes = StepPrefixes.concatenate([], self.n_axes)
+            self.memory, self.cycles = np.zeros(0), np.zeros(0)
+            return taken
         if key is None:
             key = -self.prefixes.depth if n > OPEN_LIMIT else self.cycles
-        if count >= n:
-            chosen = np.arange(n)
-        else:
-            chosen = np.argpartition(key, count)[:count]
+        chosen = np.argpartition(key, count)[:count]
         taken = (self.prefixes.take(chosen), self.memory[chosen], self.cycles[chosen])
         rest = np.ones(n, dtype=bool)
         rest[chosen] = False
@@ -258,11 +260,18 @@ class _Run:
         if not len(prefixes):
             return
         self.groups += int((prefixes.depth == self.space.n_axes).sum())
-        memory, cycles = self.bounds(prefixes)
+        memory, cycles = self.bounds(prefixes, check_carried=False)
+        # the (costly) carried check only where its verdict matters: a prefix that fits and
+        # is dominated is dropped whatever it says; the others are kept if carried, or
+        # (infinite bounds when not) counted among those too big to fit
+        live = (memory > self.device.sram_bytes) | ~self.frontier.dominates(memory, cycles)
+        uncarried = self.bounds.uncarried(prefixes, np.flatnonzero(live))
+        memory[uncarried] = np.inf
+        cycles[uncarried] = np.inf
         fits = memory <= self.device.sram_bytes
         if not fits.all():
             self.least_unexpanded = min(self.least_unexpanded, float(memory[~fits].min()))
-        keep = fits & ~self.frontier.dominates(memory, cycles)
+        keep = fits & live
         waiting.add(prefixes.take(keep), memory[keep], cycles[keep])
 
     def _score(self, groups: StepGroups) -> None:
