@@ -342,9 +342,9 @@ def host_io_seconds(decision, imported: ImportedModel, device) -> float:
 
 
 def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache, started: float,
-            direct: ModelSpec | None = None, bar: bool = True) -> dict:
+            direct: ModelSpec | None = None, show_progress: bool = True) -> dict:
     model = imported.spec
-    with Progress(len(model.ops), f"{name} b{batch}", stream=None if bar else io.StringIO()) as bar:
+    with Progress(len(model.ops), f"{name} b{batch}", stream=None if show_progress else io.StringIO()) as bar:
         decision = plan_function(model, cache, progress=lambda done, total, label: bar.advance(label))
     compile_seconds = time.perf_counter() - started
     baselines = {}
@@ -410,7 +410,8 @@ _CACHES: dict[tuple[str, str], FrontierCache] = {}
 """Each process's frontier cache, per (device, cost model)."""
 
 
-def plan_batch(name: str, batch: int, device: str, cost: str, cross: bool = False, bar: bool = True) -> dict:
+def plan_batch(name: str, batch: int, device: str, cost: str, cross: bool = False,
+               show_progress: bool = True) -> dict:
     """One (model, batch) of the table, in whichever process runs it: its row, or, when the
     model does not fit at this batch, ``{"fits": False, "why": ...}``. Both carry the CPU
     seconds and the process (its peak RSS so far is the row's ``peak_rss_mb``)."""
@@ -422,7 +423,7 @@ def plan_batch(name: str, batch: int, device: str, cost: str, cross: bool = Fals
     direct = MODELS[name](batch) if cross else None
     try:
         check_fits(imported.spec, cache.device, cache.cost, cache=cache)
-        row = run_row(name, batch, imported, cache, started, direct, bar=bar)
+        row = run_row(name, batch, imported, cache, started, direct, show_progress)
         row["fits"] = True
     except ModelFitError as error:
         if error.needed > error.available + 1:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 from functools import lru_cache
 
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from irc.devices import DeviceError, load_device
 from irc.devices.mtia import MtiaDevice
 from irc.dialects.target import TARGET_ATTR, TargetAttr, target_of
-from irc.lowering.target import field_attribute
+from irc.lowering.target import field_value, target_attr
 
 
 class MtiaTargetError(ValueError):
@@ -25,8 +25,7 @@ class MtiaTargetError(ValueError):
 
 def mtia_target_attr(device: MtiaDevice) -> TargetAttr:
     """The self-contained target of an MTIA device, priced by the ``mtia`` cost model."""
-    return TargetAttr(device.name, "mtia", {f.name: field_attribute(getattr(device, f.name))
-                                            for f in dataclasses.fields(device)})
+    return target_attr(device, "mtia")
 
 
 @lru_cache(maxsize=16)
@@ -44,16 +43,11 @@ def mtia_device_of(target: TargetAttr) -> MtiaDevice:
         for f in dataclasses.fields(MtiaDevice):
             if f.name not in fields:
                 raise MtiaTargetError(f"#irc.target of '{target.device_name}' lacks device field {f.name}")
-            attr = fields[f.name]
-            if isinstance(attr, IntegerAttr):
-                values[f.name] = int(attr.value.data)
-            elif isinstance(attr, FloatAttr):
-                values[f.name] = float(attr.value.data)
-            elif isinstance(attr, DenseArrayBase):
-                values[f.name] = tuple(int(v) for v in attr.get_values())
-            else:
-                values[f.name] = attr.data
-        directions = values["reduction_directions"]   # names joined by field_attribute
+            try:
+                values[f.name] = field_value(fields[f.name])
+            except TypeError as error:
+                raise MtiaTargetError(f"#irc.target of '{target.device_name}': {error}") from None
+        directions = values["reduction_directions"]   # names joined by target_attr
         values["reduction_directions"] = tuple(directions.split(",")) if isinstance(directions, str) else directions
         device = MtiaDevice(**values)
     if getattr(device, "family", None) != "mtia":

@@ -46,7 +46,9 @@ def field_attribute(value) -> Attribute:
     raise TypeError(f"cannot write device field value {value!r} into IR")
 
 
-def _value(attr: Attribute):
+def field_value(attr: Attribute):
+    """A device field's value read back from ``#irc.target`` (``field_attribute``'s inverse,
+    a tuple of names staying one comma-separated string)."""
     if isinstance(attr, IntegerAttr):
         return int(attr.value.data)
     if isinstance(attr, FloatAttr):
@@ -86,7 +88,7 @@ def device_of(target: TargetAttr) -> Device:
     empty: ``#irc.target<"tiny16", "t10", {}>`` names a known device, for hand-written IR)."""
     try:
         name = check_device_name(target.device_name)  # a name, never a path to read
-        fields = {key: _value(attr) for key, attr in target.fields().items()}
+        fields = {key: field_value(attr) for key, attr in target.fields().items()}
         if not fields:  # a hand-written target naming a bundled (or plug-in) device
             return _ipu_kind(load_device(name), name)
         if fields.get("name") != name:
@@ -102,7 +104,7 @@ def npu_device_of(target: TargetAttr):
     """The ``NpuDevice`` (``irc.devices.npu``) a target of the ``npu`` family describes."""
     from irc.devices.npu import FAMILY, device_from_values
 
-    fields = {name: _value(attr) for name, attr in target.fields().items()}
+    fields = {name: field_value(attr) for name, attr in target.fields().items()}
     if not fields:
         try:
             device = load_device(target.device_name)
@@ -179,7 +181,7 @@ def family_of(target: TargetAttr) -> str | None:
     family irc does not know or a device name it cannot find."""
     fields = target.fields()
     if fields:  # a description written in full: its own family field, absent for the IPU kind
-        family = _value(fields["family"]) if "family" in fields else None
+        family = field_value(fields["family"]) if "family" in fields else None
     else:
         try:
             family = getattr(load_device(check_device_name(target.device_name)), "family", None)

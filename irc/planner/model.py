@@ -471,7 +471,7 @@ class _ModelProblem:
         choice: list[int] = []
         bisect_right = bisect.bisect_right
         for i, (table, row, earlier, (hot, found)) in enumerate(
-                zip(self.tables, rows, self._live_earlier(), self._lookups())):
+                zip(self.tables, rows, self._live_earlier(), self._table_lists()[0])):
             if earlier is None:
                 live = self.live_bytes(i, choice)
             elif not earlier[0]:
@@ -485,7 +485,7 @@ class _ModelProblem:
             budgets.append(budget)
             # table.best_lists(budget), read from its memo in place
             hit = found[bisect_right(hot, budget)]
-            times, picks = hit if hit is not None else table.best_lists(budget)
+            times, picks = hit or table.best_lists(budget)
             if failed or picks[row] < 0:
                 failed = True
                 choice.append(-1)
@@ -515,10 +515,6 @@ class _ModelProblem:
         tables = self._live_tables[i]
         holders = [h for h, _ in tables]
         return (holders, [held for _, held in tables]) if all(h < i for h in holders) else None
-
-    def _lookups(self) -> list[tuple[list[float], list]]:
-        """Per op, its table's ``OpTable.lookup`` (refreshed when ``_relax`` swaps a table)."""
-        return self._table_lists()[0]
 
     def _table_lists(self) -> tuple[list, list]:
         """Per op, its table's ``OpTable.lookup`` and ``OpTable.cold_list``, read by every
