@@ -24,8 +24,9 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# The suite runs on every core the machine has (pytest-xdist); each test is independent.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n auto
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
