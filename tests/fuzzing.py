@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import io
 import itertools
 import os
@@ -53,8 +54,18 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 TOOLS = ("irc-opt", "irc-run", "irc-translate", "irc-plan")
-OUTCOMES = ("ok", "diagnostic", "masked", "internal error", "traceback", "timeout", "OOM", "unclean")
+OUTCOMES = ("ok", "diagnostic", "masked", "internal error", "traceback", "timeout", "OOM", "unclean",
+            "te/device mismatch", "wrong success")
 BAD_OUTCOMES = OUTCOMES[2:]
+CHECK_FAILED = "fuzz check failed: "
+"""How a child reports that a case's ``check`` found a bad outcome (``<outcome>: why``)."""
+
+EXTRA_GENERATORS = {
+    "te-vs-device": "tests.fuzz_devices:nonfinite_cases",
+    "device-files": "tests.fuzz_devices:device_file_cases",
+}
+"""Generators of their own modules, run as groups beside the tools' (name ->
+``"module:function"``, called as ``function(rng, count, seed)``)."""
 
 CASE_SECONDS = 20.0
 """Per-case time limit; no legitimate small case comes near it."""
@@ -79,6 +90,10 @@ class Case:
     files: dict[str, bytes] = field(default_factory=dict)
     label: str = ""
     then: list[tuple[str, list[str]]] = field(default_factory=list)
+    check: Callable[[], tuple[str, str] | None] | None = None
+    """Run in the case's directory once every step succeeded: None, or (outcome, why)."""
+    group: str = ""
+    """The generator group the case is counted under (its tool when empty)."""
 
     def describe(self) -> str:
         steps = [(self.tool, self.argv), *self.then]
@@ -105,6 +120,9 @@ def classify(status: int | None, stdout: str, stderr: str, timed_out: bool = Fal
         return "timeout"
     if signalled:
         return "OOM" if signalled == signal.SIGKILL else "traceback"
+    for line in stderr.splitlines():
+        if line.startswith(CHECK_FAILED) and line[len(CHECK_FAILED):].partition(":")[0] in OUTCOMES:
+            return line[len(CHECK_FAILED):].partition(":")[0]
     if "Traceback (most recent call last)" in stderr or "Traceback (most recent call last)" in stdout:
         return "traceback"
     if "internal error" in stderr:
@@ -173,8 +191,25 @@ def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout:
                 sys.stderr.flush()
             if status != 0:
                 break
+        if status == 0 and case.check is not None:
+            status = _checked(case.check)
     finally:
         os._exit(status)
+
+
+def _checked(check: Callable[[], tuple[str, str] | None]) -> int:
+    """Run a case's check in the child: 0, or 1 after reporting what it found (or its
+    traceback)."""
+    try:
+        found = check()
+    except BaseException:  # noqa: BLE001 - a check that failed itself
+        traceback.print_exc()
+        return 1
+    if found is None:
+        return 0
+    print(f"{CHECK_FAILED}{found[0]}: {found[1]}", file=sys.stderr)
+    sys.stderr.flush()
+    return 1
 
 
 def _address_space() -> int:
@@ -961,6 +996,10 @@ def onnx_models(count: int, seed: int) -> list:
 def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
     """``count`` cases of ``tool``, reproducibly for ``seed``, made as they are run."""
     rng = random.Random(f"{tool}:{seed}")
+    if tool in EXTRA_GENERATORS:
+        module, function = EXTRA_GENERATORS[tool].split(":")
+        yield from getattr(importlib.import_module(module), function)(rng, count, seed)
+        return
     programs = seed_programs()
     if tool == "irc-opt":
         toml = count // 10
@@ -985,7 +1024,7 @@ def fuzz(tools: Iterable[str], count: int, seed: int = 0, jobs: int = 2,
     counts: dict[str, Counter] = {tool: Counter() for tool in tools}
     cases = (case for tool in tools for case in cases_for(tool, count, seed))
     for case, outcome in run_cases(cases, jobs):
-        counts[case.tool][outcome.kind] += 1
+        counts[case.group or case.tool][outcome.kind] += 1
         if report is not None:
             report(case, outcome)
     return counts

@@ -854,8 +854,9 @@ class Chip:
             result = evaluate(bound, [arrays[t] for t in expression.inputs], work,
                               op_dtype(output.dtype, subtask.dtype_bytes))
         current = read_window(output, out_offsets, out_shape, cores, where).astype(work)
-        result = numerics.combine(expression.combiner, current, result)
-        write_window(output, out_offsets, result.astype(output.dtype), cores)
+        with np.errstate(over="ignore", invalid="ignore"):   # IEEE: f32 beyond f16 is inf
+            result = numerics.combine(expression.combiner, current, result)
+            write_window(output, out_offsets, result.astype(output.dtype), cores)
         output.tags = self._fresh_tags(output.cores)
         output.touch()
         self.steps += 1
@@ -950,15 +951,18 @@ class Chip:
         if groups.ndim == 2 and groups.shape[1] > 1:
             stacked = buffer.data[groups].astype(compute_dtype(buffer.dtype))
             combined = numerics.reduce(combiner if combiner in numerics.ORDERED else "+=", stacked, 1)
-            buffer.data[groups[:, 0]] = combined.astype(buffer.dtype)
+            with np.errstate(over="ignore", invalid="ignore"):   # IEEE: beyond f16 is inf
+                buffer.data[groups[:, 0]] = combined.astype(buffer.dtype)
             buffer.tags = self._fresh_tags(buffer.cores)
             buffer.touch()
         cycles = float(self._priced(lambda: self.cost.op_time(self.device, work).reduction, where))
         self._record("reduction", f"reduce {buffer.name}", cycles, int(work.cores), where)
         if rounded is None:
             return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            data = buffer.data.astype(rounded)
         result = Buffer(buffer.name, buffer.shape, np.dtype(rounded), buffer.cores, buffer.offset,
-                        buffer.data.astype(rounded), buffer.written.copy(), buffer.tags)
+                        data, buffer.written.copy(), buffer.tags)
         buffer.live = False
         self.live.pop(id(buffer), None)
         self.live_bytes[: buffer.cores] -= buffer.bytes - result.bytes

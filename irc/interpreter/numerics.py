@@ -129,7 +129,8 @@ def convert(values: np.ndarray, dtype) -> np.ndarray:
         return float_to_int(values, dtype)
     if dtype.kind == "b" and values.dtype.kind != "b":
         return values != 0
-    return values.astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):   # IEEE: a float beyond the type is inf
+        return values.astype(dtype)
 
 
 def fill_value(value: float, dtype):

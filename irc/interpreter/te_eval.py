@@ -350,12 +350,17 @@ def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
 
 
 def _as_work(values: np.ndarray, work: np.dtype, out_dtype: np.dtype) -> np.ndarray:
-    """A body's values in the output's compute type: a float into an integer output
-    converts as ``numerics.float_to_int`` into the output's own type (so it saturates
-    there), then widens."""
+    """A body's values in the output's compute type, each first an element of the
+    output's own type: a float into an integer output converts as
+    ``numerics.float_to_int`` (saturating there), an integer wraps into a narrower
+    integer output (so ``max=`` compares what a sum would wrap to), then widens."""
     values = np.asarray(values)
-    if values.dtype.kind == "f" and work.kind in "iu":
+    if work.kind not in "iu":
+        return values
+    if values.dtype.kind == "f":
         return numerics.convert(values, out_dtype if out_dtype.kind in "iu" else work).astype(work)
+    if out_dtype.kind in "iu" and out_dtype.itemsize < work.itemsize:
+        return values.astype(out_dtype).astype(work)
     return values
 
 
