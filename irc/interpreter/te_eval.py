@@ -11,9 +11,11 @@ Two paths compute the same thing:
 
 Numerics: f16 inputs are computed and accumulated in f32 and rounded to f16 once at
 the end (as the IPU's AMP units accumulate f16 products in f32); f32 in f32, f64 in
-f64, integers in int64, booleans as integers. Comparisons yield booleans, integer
-division truncates toward zero (C, ONNX), ``cast(x)`` rounds x through the result's
-storage type. An indirect index outside its dimension is an `InterpretationError`.
+f64, integers in int64 (each body value wrapped into the output's type), booleans as
+integers. Comparisons yield booleans, integer division truncates toward zero (C, ONNX;
+``x / 0`` is 0), ``cast(x)`` rounds x through the result's storage type; reductions,
+identities and float-to-integer conversions are `irc.interpreter.numerics`'. An
+indirect index outside its dimension is an `InterpretationError`.
 """
 
 from __future__ import annotations

@@ -94,3 +94,17 @@ def test_another_familys_device_in_the_ipu_pipeline_names_what_compiles_for_it(t
     outcome = run_tool("irc-opt", "model.mlir", "-p", f"inference{{device={name}}}", cwd=tmp_path)
     assert outcome.kind == "diagnostic" and "does not target" in outcome.stderr
     _suggests_only_what_exists(outcome.stderr)
+
+
+@pytest.mark.parametrize("name", [n for n in BUNDLED if getattr(load_device(n), "offchip", None) is None])
+def test_irc_dse_says_which_devices_it_sweeps(tmp_path, capsys, name):
+    """A device without off-chip memory, or of another family (an internal error about
+    'offchip' for mtia-v1 and the NPUs), is one diagnostic; the chips with HBM sweep
+    (``tests/tools/test_irc_dse.py``)."""
+    from irc.diagnostics import guarded_main
+    from irc.tools.irc_dse import run
+
+    status = guarded_main(lambda: run(["--model", "llama2-13b", "--device", name, "--csv", str(tmp_path / "o.csv")]))
+    stderr = capsys.readouterr().err
+    assert status == 1 and stderr.startswith("error: ") and "internal error" not in stderr
+    assert "off-chip memory ([offchip])" in stderr
