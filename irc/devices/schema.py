@@ -101,9 +101,6 @@ class Schema:
     fields: tuple[Field, ...]
     optional_tables: tuple[str, ...] = ()
 
-    def field(self, key: str) -> Field:
-        return next(f for f in self.fields if f.key == key)
-
     @property
     def tables(self) -> dict[str, set[str]]:
         """Each table's keys (the top level's under "")."""
