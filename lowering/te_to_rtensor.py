@@ -105,7 +105,7 @@ def fallback_remark(reason: str) -> StringAttr:
     return StringAttr(f"not planned: {reason}; left for the host/vendor fallback")
 
 
-def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True):
+def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True, min_utilization: float = 0.0):
     """The bound expression of `op` and its fastest fitting scored plan, or
     ``(None, reason)`` when the planner cannot describe the op and `strict` is off.
 
@@ -128,7 +128,7 @@ def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True)
         raise _error(op, f'"{text}": the planner cannot describe it: {reason}') from None
     if spec not in cache:
         try:
-            cache[spec] = search(spec, device, cost).best
+            cache[spec] = search(spec, device, cost, min_utilization=min_utilization).best
         except PlanError as error:
             cache[spec] = error
     found = cache[spec]
@@ -241,12 +241,20 @@ class RTensorPartition(ModulePass):
     split: str = "paper"
     """The SRAM split among the executing op and the preloaded ones: the paper's
     cost-aware split (s4.3) or the artifact's (IPU_COST_FACTS s6: the executing op only)."""
+    min_utilization: float = 0.0
+    """T10 s4.3.1's parallelism floor: the fewest cores a plan may use, as a fraction of
+    those the op could use. 0 searches every core count; 0.9 is T10's (its artifact's)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mode not in MODES:
             raise DiagnosticException(
                 f"rtensor-partition: unknown mode={self.mode}; known modes: {', '.join(MODES)} "
                 f"(model: T10 §4.3.2's model-wide planning; op: every operator on its own)"
+            )
+        if not 0.0 <= self.min_utilization <= 1.0:
+            raise DiagnosticException(
+                f"rtensor-partition: min_utilization={self.min_utilization:g} is not a fraction of the cores "
+                f"(0 searches every core count; T10's floor is 0.9)"
             )
         if self.preload not in PRELOAD_DESIGNS or self.split not in PRELOAD_SPLITS:
             raise DiagnosticException(
@@ -291,7 +299,7 @@ class RTensorPartition(ModulePass):
         from irc.planner.op_table import FrontierCache
         from irc.progress import Progress
 
-        cache = FrontierCache(device, cost)
+        cache = FrontierCache(device, cost, min_utilization=self.min_utilization)
         searched: dict = {}
         plans, idle, fallbacks, planned = {}, {}, {}, {}
         preloaded = set()
@@ -396,7 +404,7 @@ class RTensorPartition(ModulePass):
         cache: dict = {}
         plans, fallbacks = {}, {}
         for te_op in ops:
-            bound, found = plan_tensor_op(te_op, device, cost, cache, self.strict)
+            bound, found = plan_tensor_op(te_op, device, cost, cache, self.strict, self.min_utilization)
             if bound is None:
                 fallbacks[te_op] = found
             else:

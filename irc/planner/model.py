@@ -753,9 +753,67 @@ class _ModelProblem:
                 best = (total, list(rows))
         return best, trajectory
 
+    # ----------------------------------------------------------------- relayout-aware choice
+    def refine(self, rows: Sequence[int], choice: list[int]) -> list[int]:
+        """``choice`` (each op's fastest active plan in its budget, ``evaluate``) improved
+        by coordinate descent on the whole objective: an op moves to another active plan
+        compatible with its idle row when that lowers its own active + setup cycles plus
+        the relayouts of its edges, and every op its tensors are kept across still fits.
+        ``evaluate`` picks each op alone, blind to the layouts of its neighbours; on a
+        wide plan space (no utilisation floor) the fastest plan of one op can cost its
+        neighbours more in relayouts than it saves. Each move lowers the total, so the
+        result is never worse than ``choice``."""
+        choice = list(choice)
+        free = self.sram - self.idle_total(rows)
+        incident: list[list[int]] = [[] for _ in self.tables]
+        for k, edge in enumerate(self.edges):
+            incident[edge.consumer].append(k)
+            if edge.producer != edge.consumer:
+                incident[edge.producer].append(k)
+
+        def edge_cycles(k: int, picks: Sequence[int]) -> float:
+            edge = self.edges[k]
+            key = (picks[edge.consumer], picks[edge.producer])
+            memo = self._edge_cycles[k]
+            if key not in memo:
+                memo[key] = self.relayout(edge, key[0], key[1])[1]
+            return memo[key]
+
+        def fits_later(i: int, picks: Sequence[int]) -> bool:
+            # an op after i holds i's tensors at i's chosen plan (``evaluate``'s budgets)
+            for k in self._held_across.get(i, ()):
+                if k > i and self.live_bytes(k, picks[:k]) + self.tables[k].hot[picks[k]] > free:
+                    return False
+            return True
+
+        for _ in range(4):   # passes; each move strictly lowers the total, few are needed
+            moved = False
+            for i, (table, row) in enumerate(zip(self.tables, rows)):
+                if not incident[i]:
+                    continue   # without relayouts, evaluate's pick is already the best
+                budget = free - self.live_bytes(i, choice[:i])
+                here = table.table[row, choice[i]] + sum(edge_cycles(k, choice) for k in incident[i])
+                best = None
+                for j in np.flatnonzero(np.isfinite(table.table[row]) & (table.hot <= budget)):
+                    j = int(j)
+                    if j == choice[i] or table.table[row, j] >= here:
+                        continue
+                    trial = choice[:i] + [j] + choice[i + 1:]
+                    cost = table.table[row, j] + sum(edge_cycles(k, trial) for k in incident[i])
+                    if cost < here - 1e-9 and (best is None or cost < best[0]) and fits_later(i, trial):
+                        best = (cost, j)
+                if best is not None:
+                    choice[i] = best[1]
+                    moved = True
+            if not moved:
+                break
+        return choice
+
     # ----------------------------------------------------------------- result
     def result(self, rows, direction: str, trajectory, started: float) -> ModelPlan:
         total, choice, budgets = self.evaluate(rows)
+        if choice is not None:
+            choice = self.refine(rows, choice)
         if choice is None:
             raise ModelFitError(
                 f"model {self.model.name!r}: no combination of idle plans lets every op execute on "
