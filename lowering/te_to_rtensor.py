@@ -84,9 +84,6 @@ kernel's ``device.reduce``): ``{slot = i, frontier = q}``, its position in the p
 preload order (s4.4) and the position of the first load that waits for it to finish (its
 preload frontier, s4.2); `preload-schedule` issues the loads so."""
 PRELOAD_DESIGNS = ("full", "dyn")
-REORDER_BUDGET = 32
-"""ELK-Full in a compiler pass plans at most this many preload orders, those nearest the
-execution order (`irc.planner.preload.layer_orders`; benchmarks/elk.py tries them all)."""
 PRELOAD_SPLITS = ("paper", "artifact")
 from irc.lowering.target import TargetError, cost_of, device_of, resolve_target
 
@@ -377,14 +374,11 @@ class RTensorPartition(ModulePass):
         from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
 
         from irc.lowering.model_from_ir import argument_input_bytes
-        from irc.planner.elk import elk_plan, infer_layers, planned_offchip, preload_ops
+        from irc.planner.elk import plan_offchip, planned_offchip
         from irc.planner.preload import PreloadFitError
 
         try:
-            ops = preload_ops(found.model, cache, infer_layers(found.model, cache),
-                              extra_hbm_bytes=argument_input_bytes(found), resting=True)
-            elk = elk_plan(found.model, cache, self.preload, self.split, ops=ops, max_orders=REORDER_BUDGET,
-                           relayouts=True)
+            elk = plan_offchip(found.model, cache, self.preload, self.split, argument_input_bytes(found))
         except PreloadFitError as error:
             culprit = next((t for t, m in zip(found.ops, found.model.ops) if m.name == error.op), function)
             raise _error(culprit, str(error)) from None

@@ -810,9 +810,9 @@ class _ModelProblem:
         return choice
 
     # ----------------------------------------------------------------- result
-    def result(self, rows, direction: str, trajectory, started: float) -> ModelPlan:
+    def result(self, rows, direction: str, trajectory, started: float, refine: bool = True) -> ModelPlan:
         total, choice, budgets = self.evaluate(rows)
-        if choice is not None:
+        if choice is not None and refine:
             choice = self.refine(rows, choice)
         if choice is None:
             raise ModelFitError(
@@ -900,6 +900,7 @@ def plan_model(
     direction: str = "paper",
     cache: FrontierCache | None = None,
     progress: ProgressCallback | None = None,
+    refine: bool = True,
 ) -> ModelPlan:
     """Plan ``model`` end to end (module docstring).
 
@@ -907,6 +908,8 @@ def plan_model(
     reverse walk) or "exhaustive" (every idle combination; small models only).
     ``cache``: a ``FrontierCache`` to reuse op tables across calls (it must be for the same
     device and cost model). ``progress(done, total, op_name)`` is called once per op planned.
+    ``refine``: move ops to plans whose layouts cost their neighbours less
+    (``_ModelProblem.refine``); off, each op keeps its fastest plan in its budget, as T10 does.
     Raises ``ModelFitError`` (bytes needed and available) when the model cannot fit.
     """
     started = time.perf_counter()
@@ -923,7 +926,7 @@ def plan_model(
             f"model {model.name!r}: no explored combination of idle plans lets every op execute on "
             f"{cache.device.name}", needed=problem.least_needed(), available=cache.device.sram_bytes,
         )
-    return problem.result(rows, direction, trajectory, started)
+    return problem.result(rows, direction, trajectory, started, refine)
 
 
 def exhaustive_idle_search(
