@@ -102,6 +102,20 @@ def fallback_remark(reason: str) -> StringAttr:
     return StringAttr(f"not planned: {reason}; left for the host/vendor fallback")
 
 
+def memory_remark(planned, clock_hz: float) -> StringAttr | None:
+    """Why an op of a model-wide plan runs slower than its fastest plan, when the reason is
+    memory (`irc.planner.model.PlannedOp.memory_bound`): both times and the bytes that
+    forced it. Every baseline runs each op on one of its plans, so this is the only way a
+    baseline's plan for an op can beat irc's."""
+    if not planned.memory_bound:
+        return None
+    return StringAttr(
+        f"memory-bound: runs at {planned.active_seconds * clock_hz:.0f} cycles where its fastest plan takes "
+        f"{planned.fastest_seconds * clock_hz:.0f}; that plan needs {planned.fastest_bytes} bytes per core and "
+        f"the idle weights and the tensors kept on chip across it leave {planned.budget_bytes}"
+    )
+
+
 def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True, min_utilization: float = 0.0):
     """The bound expression of `op` and its fastest fitting scored plan, or
     ``(None, reason)`` when the planner cannot describe the op and `strict` is off.
@@ -339,11 +353,15 @@ class RTensorPartition(ModulePass):
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
             planned[function] = decision.seconds * device.clock_hz
-            for te_op, bound, chosen in zip(found.ops, found.bounds, decision.ops):
+            model_ops = decision.model_plan.ops if getattr(decision, "source", "") == "algorithm1" else None
+            for k, (te_op, bound, chosen) in enumerate(zip(found.ops, found.bounds, decision.ops)):
                 if te_op in found.pairs:   # a fused gradient pair: the model-wide plan's point of its frontier
                     pairs[te_op].plan = chosen.active
                     continue
                 plans[te_op] = (bound, chosen.active)
+                remark = None if model_ops is None else memory_remark(model_ops[k], device.clock_hz)
+                if remark is not None:
+                    te_op.attributes[REMARK_ATTR] = remark
                 attr = idle_attribute(bound, chosen, device, cost)
                 if attr is not None:
                     idle[te_op] = attr

@@ -301,6 +301,15 @@ class PlannedOp:
     active_bytes: int
     seconds: float
     share: float
+    budget_bytes: int = 0        # what the idle weights and the tensors kept across it leave of SRAM
+    fastest_seconds: float = 0.0   # its fastest active plan, memory ignored
+    fastest_bytes: int = 0
+
+    @property
+    def memory_bound(self) -> bool:
+        """The model-wide memory trade-off keeps this op from its fastest plan: that plan
+        needs more bytes per core than the op's budget."""
+        return self.active_seconds > self.fastest_seconds * (1 + 1e-9) and self.fastest_bytes > self.budget_bytes
 
     def to_dict(self) -> dict:
         return {
@@ -837,12 +846,15 @@ class _ModelProblem:
             relayout_s = relayout_cycles[i] / clock
             seconds = active_s + setup_s + relayout_s
             peak = max(peak, idle_total + self.live_bytes(i, choice) + int(table.hot[j]))
+            fastest = int(np.argmin(table.active_cycles))
             planned.append(
                 PlannedOp(
                     name=op.name, signature=self.signature_ids[i], active=active, idle=idle,
                     active_seconds=active_s, setup_seconds=setup_s, relayout_seconds=relayout_s,
                     relayout_bytes=relayout_bytes[i], idle_bytes=int(table.cold[row]),
                     active_bytes=int(table.hot[j]), seconds=seconds, share=0.0,
+                    budget_bytes=int(budgets[i]), fastest_seconds=table.active_cycles[fastest] / clock,
+                    fastest_bytes=int(table.hot[fastest]),
                 )
             )
         seconds = sum(p.seconds for p in planned)
