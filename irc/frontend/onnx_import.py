@@ -22,6 +22,7 @@ Errors are `OnnxImportError`s naming the node, its op type and the opset.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 
@@ -41,6 +42,7 @@ from xdsl.ir import Region
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te_expr import ExprError
+from irc.frontend.onnx_external import load_external_data
 from irc.frontend.onnx_graph import (  # noqa: F401 (re-exported for the importer's users)
     ImportResult,
     Importer,
@@ -72,7 +74,10 @@ def _sanitize(text: str) -> str:
 
 
 def load_model(path: str) -> onnx.ModelProto:
-    """Read and check an ONNX file; `OnnxImportError` for anything that is not one."""
+    """Read and check an ONNX file; `OnnxImportError` for anything that is not one. The
+    bytes are decoded as they are (no onnx.load, which would follow external references
+    by itself); external data is then read from the model's folder only
+    (`irc.frontend.onnx_external`)."""
     try:
         with open(path, "rb") as stream:
             data = stream.read()
@@ -90,12 +95,7 @@ def load_model(path: str) -> onnx.ModelProto:
         raise OnnxImportError(f"{path} is not an ONNX model (it has no graph)")
     if not model.opset_import:
         raise OnnxImportError(f"{path} is not an ONNX model (it declares no opset)")
-    for tensor in model.graph.initializer:
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
-            raise OnnxImportError(
-                f"initializer '{tensor.name}' keeps its data in an external file; "
-                f"load it with onnx.load(..., load_external_data=True) and save it inline"
-            )
+    load_external_data(model, os.path.dirname(os.path.abspath(path)))
     return model
 
 
@@ -301,6 +301,7 @@ def import_model(
     """
     from irc.frontend import onnx_ops  # the converters register themselves
 
+    load_external_data(model, None)  # a model in memory has no folder: no file is read for it
     opset = _opset_of(model)
     if opset < MIN_OPSET:
         raise OnnxImportError(
