@@ -26,7 +26,7 @@ def _model(node, in_type=F, in_shape=(2, 3), out_type=F):
     (_model(helper.make_node("LeakyRelu", ["x"], ["y"], alpha=float("nan"))), "attribute 'alpha' is NaN"),
     (_model(helper.make_node("Exp", ["x"], ["y"]), I, out_type=I), "'exp' takes a float but its operand is i64"),
     (_model(helper.make_node("Trilu", ["x"], ["y"]), in_shape=(3,)), "rank"),
-    (_model(helper.make_node("ArgMax", ["x"], ["y"], keepdims=2), out_type=I), "keepdims must be 0 or 1"),
+    (_model(helper.make_node("ArgMax", ["x"], ["y"], keepdims=2), out_type=I), "attribute 'keepdims' is 2; it must be 0 or 1"),
     # found by the schema-driven fuzzer (tests/fuzzing.py, onnx_schema_model)
     (_model(helper.make_node("ArgMax", ["x"], ["y"]), in_shape=(), out_type=I), "needs an input of rank 1 or more"),
     (_model(helper.make_node("LayerNormalization", ["x", "s"], ["y"], epsilon=float("inf")), in_shape=(2, 3)),
