@@ -91,7 +91,7 @@ def load_external_data(model: onnx.ModelProto, folder: str | None) -> None:
     if folder is None:
         where, tensor = found[0]
         raise OnnxImportError(
-            f"{where}: its data is kept in an external file ('{_entries(where, tensor).get('location', '')}'), "
+            f"{where}: its data is kept in an external file ('{_shown(_entries(where, tensor).get('location', ''))}'), "
             f"and a model given in memory has no folder to read it from; import the model from its file"
         )
     root = os.path.realpath(folder)
@@ -120,7 +120,7 @@ def _entries(where: str, tensor: onnx.TensorProto) -> dict[str, str]:
     entries: dict[str, str] = {}
     for entry in tensor.external_data:
         if entry.key not in KEYS:
-            raise OnnxImportError(f"{where}: external data key '{entry.key[:100]}' is not one of {', '.join(KEYS)}")
+            raise OnnxImportError(f"{where}: external data key '{_shown(entry.key)}' is not one of {', '.join(KEYS)}")
         if entry.key in entries:
             raise OnnxImportError(f"{where}: external data key '{entry.key}' is given twice")
         entries[entry.key] = entry.value
@@ -155,7 +155,7 @@ def _plan(where: str, tensor: onnx.TensorProto, root: str) -> tuple[list[str], i
 def _read(where: str, root: str, root_fd: int, parts: list[str], offset: int, length: int | None,
           expected: int) -> bytes:
     """One tensor's external bytes, checked against the file's size before the read."""
-    location = "/".join(parts)
+    location = _shown("/".join(parts))
     fd = _open_inside(where, root, root_fd, parts)
     try:
         info = os.fstat(fd)
@@ -181,25 +181,32 @@ def _read(where: str, root: str, root_fd: int, parts: list[str], offset: int, le
         os.close(fd)
 
 
+def _shown(text: str) -> str:
+    """`text` as a message shows it: on one line, at most 200 characters."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:200])
+    return shown + ("..." if len(text) > 200 else "")
+
+
 def _location_parts(where: str, location: str) -> list[str]:
     """A location's path components: relative, inside the folder by its text alone."""
     if not location:
         raise OnnxImportError(f"{where}: its data is kept in an external file, but it names no location")
+    shown = _shown(location)
     if "\0" in location:
         raise OnnxImportError(f"{where}: its external data location holds a NUL character")
-    if os.path.isabs(location) or location.startswith("\\") or (len(location) > 1 and location[1] == ":"):
+    if os.path.isabs(location) or location.startswith("\\") or (location[0].isalpha() and location[1:2] == ":"):
         raise OnnxImportError(
-            f"{where}: its external data location '{location}' is an absolute path; irc reads external data "
+            f"{where}: its external data location '{shown}' is an absolute path; irc reads external data "
             f"only from files in the model's folder, named relative to it"
         )
     parts = [part for part in location.replace("\\", "/").split("/") if part not in ("", ".")]
     if ".." in parts:
         raise OnnxImportError(
-            f"{where}: its external data location '{location}' goes through '..'; irc reads external data only "
+            f"{where}: its external data location '{shown}' goes through '..'; irc reads external data only "
             f"from files in the model's folder, named without '..'"
         )
     if not parts:
-        raise OnnxImportError(f"{where}: its external data location '{location}' names the model's folder, not a file")
+        raise OnnxImportError(f"{where}: its external data location '{shown}' names the model's folder, not a file")
     return parts
 
 
@@ -209,7 +216,7 @@ def _check_inside(where: str, root: str, parts: list[str]) -> list[str]:
     resolved = os.path.realpath(os.path.join(root, *parts))
     if os.path.commonpath([root, resolved]) != root or resolved == root:
         raise OnnxImportError(
-            f"{where}: its external data location '{'/'.join(parts)}' resolves to '{resolved}', outside the "
+            f"{where}: its external data location '{_shown('/'.join(parts))}' resolves to '{_shown(resolved)}', outside the "
             f"model's folder '{root}'; irc reads external data only from files in the model's folder"
         )
     return os.path.relpath(resolved, root).split(os.sep)
@@ -219,7 +226,7 @@ def _open_inside(where: str, root: str, root_fd: int, parts: list[str]) -> int:
     """Open the file at `parts` below `root`: symbolic links resolved and checked to stay
     inside it, then the resolved path opened one component at a time without following
     links, so a link swapped in meanwhile cannot lead outside."""
-    location = "/".join(parts)
+    location = _shown("/".join(parts))
     inside = _check_inside(where, root, parts)
     fd = os.dup(root_fd)
     try:
@@ -257,7 +264,7 @@ def _number(where: str, entries: dict[str, str], key: str, default: int | None) 
     if text is None:
         return default
     if not text.isascii() or not text.isdigit() or len(text) > 20:
-        raise OnnxImportError(f"{where}: its external data {key} '{text[:40]}' is not a byte count (a non-negative integer)")
+        raise OnnxImportError(f"{where}: its external data {key} '{_shown(text[:40])}' is not a byte count (a non-negative integer)")
     return int(text)
 
 
@@ -268,7 +275,7 @@ def _tensor_bytes(where: str, tensor: onnx.TensorProto) -> int:
         kind = name or f"element type {tensor.data_type}"
         raise OnnxImportError(f"{where}: a tensor of {kind} cannot keep its data in an external file")
     if any(d < 0 for d in tensor.dims):
-        raise OnnxImportError(f"{where}: its shape {list(tensor.dims)} has a negative dimension")
+        raise OnnxImportError(f"{where}: its shape {_shape_text(tensor.dims)} has a negative dimension")
     bits = PACKED_BITS.get(name) or helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize * 8
     count = 1
     for dim in tensor.dims:  # saturating: dims may be many and huge (a zero still gives 0)
@@ -277,4 +284,4 @@ def _tensor_bytes(where: str, tensor: onnx.TensorProto) -> int:
 
 
 def _shape_text(dims) -> str:
-    return "x".join(str(d) for d in dims) if dims else "a scalar"
+    return _shown("x".join(str(d) for d in dims)) if dims else "a scalar"

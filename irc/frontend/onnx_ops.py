@@ -209,6 +209,24 @@ def _fold_constant_of_shape(node, shape):
     return [np.full(dims, fill[0], fill.dtype)]
 
 
+def _dense(sparse: onnx.SparseTensorProto) -> np.ndarray:
+    """A sparse constant as the dense array it stands for (onnx.reference keeps it
+    sparse, which no converter reads): its values at its indices, linear (one per value)
+    or coordinates (one row per value; onnx.checker has checked them), zeros elsewhere."""
+    values = onnx.numpy_helper.to_array(sparse.values).reshape(-1)
+    indices = onnx.numpy_helper.to_array(sparse.indices).astype(np.int64)
+    dims = tuple(int(d) for d in sparse.dims)
+    size = math.prod(dims)
+    if size * values.dtype.itemsize > MAX_CONSTANT_BYTES:
+        raise NodeError(f"its sparse value stands for {size:,} elements; irc folds constants of at most "
+                        f"{MAX_CONSTANT_BYTES >> 30} GiB")
+    if indices.ndim == 2:
+        indices = np.ravel_multi_index(tuple(indices.T), dims)
+    dense = np.zeros(size, values.dtype)
+    dense[indices] = values
+    return dense.reshape(dims)
+
+
 NUMPY_FOLDERS = {
     "GatherElements": _fold_gather_elements,
     "Range": _fold_range,
@@ -228,6 +246,8 @@ def fold(im: Importer, node, inputs) -> list[np.ndarray]:
 
     if node.op_type in NUMPY_FOLDERS:
         return [np.asarray(v) for v in NUMPY_FOLDERS[node.op_type](node, *inputs)]
+    if node.op_type == "Constant" and attr(node, "sparse_value") is not None:
+        return [_dense(attr(node, "sparse_value"))]
 
     feeds = {name: value for name, value in zip(node.input, inputs) if name}
     graph = helper.make_graph(

@@ -167,7 +167,7 @@ def test_a_fifo_in_the_folder_is_refused_without_blocking(folders):
     _refused_everywhere(tmp_path, _save(build(external("c", "pipe")), model_dir), where, "is not a regular file")
 
 
-@pytest.mark.parametrize("place", ["initializer", "constant value", "nested graph"])
+@pytest.mark.parametrize("place", ["initializer", "constant value", "constant sparse_value", "nested graph"])
 def test_data_inside_the_folder_is_read(folders, place):
     """A reference inside the folder (through a link that stays inside, too) is read and
     its values reach the imported model: the If's branch is read before the If itself
@@ -189,3 +189,13 @@ def test_a_model_in_memory_has_no_folder_to_read_from(folders):
     model = PLACES["constant value"][0](external("c", "data.bin"))
     with pytest.raises(OnnxImportError, match="a model given in memory has no folder"):
         import_model(model)
+
+
+def test_irc_plan_reads_a_model_through_the_same_loader(folders):
+    """`irc-plan --model m.onnx` loads the model as irc-translate does."""
+    tmp_path, model_dir = folders
+    build, where = PLACES["constant value"]
+    path = _save(build(external("c", "secret.txt")), model_dir)
+    outcome = run_tool("irc-plan", "--model", path, "--device", "tiny16", cwd=tmp_path)
+    assert outcome.kind == "diagnostic" and where in outcome.stderr and "not in the model's folder" in outcome.stderr
+    assert SECRET.decode() not in outcome.stdout + outcome.stderr
