@@ -121,8 +121,8 @@ def _schema(node: onnx.NodeProto, opsets: dict[str, int]) -> tuple[dict[str, tup
         return CUSTOM_SCHEMAS[domain, node.op_type], version
     try:
         schema = onnx.defs.get_schema(node.op_type, version, domain)
-    except onnx.defs.SchemaError:
-        return None, version  # an operator onnx does not know: the converters say so
+    except (onnx.defs.SchemaError, TypeError):  # TypeError: a version beyond 32 bits
+        return None, version  # an operator (or opset) onnx does not know: onnx.checker or a converter says so
     return {name: (int(a.type.value), a.required) for name, a in schema.attributes.items()}, version
 
 

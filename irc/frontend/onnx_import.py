@@ -281,7 +281,7 @@ def _missing_input(node, index: int, opset: int) -> str | None:
     quantized tensor without its scale names the tensor)."""
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
-    except onnx.defs.SchemaError:
+    except (onnx.defs.SchemaError, TypeError):  # TypeError: a version beyond 32 bits
         return None
     if index >= len(schema.inputs):
         return None
