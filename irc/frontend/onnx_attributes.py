@@ -44,7 +44,9 @@ def _one_of(*allowed) -> Callable[[list], str | None]:
 def _at_least(low: int) -> Callable[[list], str | None]:
     def check(values):
         bad = next((v for v in values if v < low), None)
-        return None if bad is None else f"holds {bad}; {'each value' if len(values) > 1 else 'it'} must be {low} or more"
+        if bad is None:
+            return None
+        return f"holds {bad}; {'each value' if len(values) > 1 else 'it'} must be {low} or more"
     return check
 
 

@@ -163,7 +163,8 @@ def _read(where: str, root: str, root_fd: int, parts: list[str], offset: int, le
             raise OnnxImportError(f"{where}: its external data file '{location}' is not a regular file")
         if offset > info.st_size:
             raise OnnxImportError(
-                f"{where}: its external data offset {offset:,} is beyond the end of '{location}' ({info.st_size:,} bytes)"
+                f"{where}: its external data offset {offset:,} is beyond the end of '{location}' "
+                f"({info.st_size:,} bytes)"
             )
         available = info.st_size - offset
         if (length if length is not None else expected) > available:
@@ -216,8 +217,8 @@ def _check_inside(where: str, root: str, parts: list[str]) -> list[str]:
     resolved = os.path.realpath(os.path.join(root, *parts))
     if os.path.commonpath([root, resolved]) != root or resolved == root:
         raise OnnxImportError(
-            f"{where}: its external data location '{_shown('/'.join(parts))}' resolves to '{_shown(resolved)}', outside the "
-            f"model's folder '{root}'; irc reads external data only from files in the model's folder"
+            f"{where}: its external data location '{_shown('/'.join(parts))}' resolves to '{_shown(resolved)}', "
+            f"outside the model's folder '{root}'; irc reads external data only from files in the model's folder"
         )
     return os.path.relpath(resolved, root).split(os.sep)
 
@@ -238,7 +239,9 @@ def _open_inside(where: str, root: str, root_fd: int, parts: list[str]) -> int:
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         return os.open(inside[-1], flags, dir_fd=fd)
     except FileNotFoundError:
-        raise OnnxImportError(f"{where}: its external data file '{location}' is not in the model's folder '{root}'") from None
+        raise OnnxImportError(
+            f"{where}: its external data file '{location}' is not in the model's folder '{root}'"
+        ) from None
     except OSError as error:
         raise OnnxImportError(f"{where}: cannot open its external data file '{location}': {error.strerror}") from None
     finally:
@@ -251,7 +254,9 @@ def _read_exactly(where: str, fd: int, offset: int, count: int, location: str) -
         try:
             chunk = os.pread(fd, min(count - done, 1 << 26), offset + done)
         except OSError as error:
-            raise OnnxImportError(f"{where}: cannot read its external data file '{location}': {error.strerror}") from None
+            raise OnnxImportError(
+                f"{where}: cannot read its external data file '{location}': {error.strerror}"
+            ) from None
         if not chunk:
             raise OnnxImportError(f"{where}: its external data file '{location}' ended early (it changed while read)")
         chunks.append(chunk)
@@ -264,13 +269,16 @@ def _number(where: str, entries: dict[str, str], key: str, default: int | None) 
     if text is None:
         return default
     if not text.isascii() or not text.isdigit() or len(text) > 20:
-        raise OnnxImportError(f"{where}: its external data {key} '{_shown(text[:40])}' is not a byte count (a non-negative integer)")
+        raise OnnxImportError(
+            f"{where}: its external data {key} '{_shown(text[:40])}' is not a byte count (a non-negative integer)"
+        )
     return int(text)
 
 
 def _tensor_bytes(where: str, tensor: onnx.TensorProto) -> int:
     """The bytes a tensor's dims and element type take (what its external data must hold)."""
-    name = onnx.TensorProto.DataType.Name(tensor.data_type) if tensor.data_type in onnx.TensorProto.DataType.values() else None
+    types = onnx.TensorProto.DataType
+    name = types.Name(tensor.data_type) if tensor.data_type in types.values() else None
     if name in (None, "UNDEFINED", "STRING"):
         kind = name or f"element type {tensor.data_type}"
         raise OnnxImportError(f"{where}: a tensor of {kind} cannot keep its data in an external file")

@@ -57,8 +57,8 @@ def _in_branch(tensor):
 
 
 def _in_function(tensor):
-    body = helper.make_function("local", "F", [], ["b"], [helper.make_node("Constant", [], ["b"], value=tensor, name="k")],
-                                [helper.make_opsetid("", 17)])
+    constant = helper.make_node("Constant", [], ["b"], value=tensor, name="k")
+    body = helper.make_function("local", "F", [], ["b"], [constant], [helper.make_opsetid("", 17)])
     return _model([helper.make_node("F", [], ["c"], domain="local", name="call"), _cast()], functions=[body])
 
 

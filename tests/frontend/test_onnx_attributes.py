@@ -161,4 +161,5 @@ def test_valid_flags_still_import(keepdims):
 def test_an_opset_beyond_32_bits_is_refused_without_a_schema_lookup_crash():
     """Found by the fuzzer: onnx.defs.get_schema raises TypeError for such a version; the
     attribute check leaves the model to onnx.checker, which refuses it."""
-    _refused(_model(helper.make_node("Relu", ["x"], ["y"], name="r"), opset=2**40), "Opset import version 1099511627776")
+    _refused(_model(helper.make_node("Relu", ["x"], ["y"], name="r"), opset=2**40),
+             "Opset import version 1099511627776")
