@@ -416,7 +416,7 @@ def test_ir_on_stdout_never_replaces_an_existing_weights_file(tmp_path):
 def test_onnx_checker_errors_name_the_node(tmp_path):
     model = _relu_model(tmp_path / "bad.onnx", bogus=3)
     _one_diagnostic(run_tool("irc-translate", "--import-onnx", model),
-                    "error: node 'add0' (Add, opset 17): not valid ONNX: Unrecognized attribute: bogus for operator Add")
+                    "error: node 'add0' (Add, opset 17): attribute 'bogus' is not one of Add's (it takes: none)")
 
 
 def test_plot_refuses_an_input_before_planning(tmp_path):
