@@ -22,7 +22,12 @@ Every outcome must be ``ok`` (exit 0) or ``diagnostic`` (exit 1 with an ``error:
 line whose message is text, not an exception's class name). The bad ones are
 ``masked`` (a class name, an empty message or a format placeholder in the message),
 ``internal error``, ``traceback``, ``timeout``, ``OOM`` (the memory cap was hit or the
-child was killed) and ``unclean`` (another exit status, or no ``error:`` line).
+child was killed), ``unclean`` (another exit status, or no ``error:`` line) and ``wrong
+success`` (exit 0 on a case that must be refused: ``tests/fuzz_onnx_refs.py``'s external
+references outside the model's folder and attributes ONNX does not allow, malformed
+device files), and ``te/device mismatch`` (a case's ``check`` found te and chip results
+that differ beyond the numerics contract). `EXTRA_GENERATORS` names the generator groups
+of other modules (``tests/fuzz_devices.py``).
 """
 
 from __future__ import annotations
@@ -90,6 +95,10 @@ class Case:
     files: dict[str, bytes] = field(default_factory=dict)
     label: str = ""
     then: list[tuple[str, list[str]]] = field(default_factory=list)
+    must_fail: bool = False
+    """The tool must refuse this input: exit 0 is a ``wrong success``."""
+    links: dict[str, str] = field(default_factory=dict)
+    """Symbolic links to make beside ``files`` (name -> target)."""
     check: Callable[[], tuple[str, str] | None] | None = None
     """Run in the case's directory once every step succeeded: None, or (outcome, why)."""
     group: str = ""
@@ -228,6 +237,8 @@ class _Running:
             path = Path(self.where, name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+        for name, target in case.links.items():
+            os.symlink(target, Path(self.where, name))
         stdin_path = None
         if stdin is not None:
             stdin_path = os.path.join(self.captured, "stdin")
@@ -255,7 +266,9 @@ class _Running:
         shutil.rmtree(self.captured, ignore_errors=True)
         if self.temporary is not None:
             self.temporary.cleanup()
-        return Outcome(classify(status, stdout, stderr, timed_out, signalled), status, stdout, stderr, seconds)
+        kind = classify(status, stdout, stderr, timed_out, signalled)
+        kind = "wrong success" if kind == "ok" and self.case.must_fail else kind
+        return Outcome(kind, status, stdout, stderr, seconds)
 
 
 def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECONDS,
@@ -1010,7 +1023,12 @@ def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
         yield from program_cases(rng, programs, count - npz, tool)
         yield from npz_cases(rng, npz)
     elif tool == "irc-translate":
-        yield from onnx_cases(rng, count, seed)
+        # deferred: the generators build this module's Case
+        from tests.fuzz_onnx_refs import onnx_ref_cases
+
+        refs = count // 4
+        yield from onnx_cases(rng, count - refs, seed)
+        yield from onnx_ref_cases(rng, refs)
     else:
         toml = count // 10
         yield from plan_cases(rng, programs, seed_expressions(programs), count - toml)
