@@ -243,14 +243,16 @@ def flat_to_nested(values: dict[str, Any], flat: dict[str, Any], schema: Schema)
     list of choices written as one comma-separated string split; also dotted key ->
     the flat name(s), for messages."""
     data: dict[str, Any] = {}
-    names: dict[str, str] = {}
+    names = {target: name for name, target in flat.items() if isinstance(target, str)}
+    for name, target in flat.items():
+        if isinstance(target, tuple):   # one element of a list field: named by all of them
+            names[target[0]] = "/".join(n for n, t in flat.items() if isinstance(t, tuple) and t[0] == target[0])
     for name, item in values.items():
         target = flat.get(name, name)
         if isinstance(item, tuple):
             item = list(item)
         if isinstance(target, tuple):   # one element of a list field
             target, index = target
-            names[target] = "/".join(n for n, t in flat.items() if isinstance(t, tuple) and t[0] == target)
             elements = value(data, target)
             elements = elements if isinstance(elements, list) else [None] * (index + 1)
             elements += [None] * (index + 1 - len(elements))
