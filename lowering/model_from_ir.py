@@ -46,7 +46,7 @@ from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import BoundExpr, ExprError
 from irc.planner.errors import PlanError, SpecError
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
-from irc.planner.model import ModelOp, ModelPlan, ModelSpec, plan_model
+from irc.planner.model import ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
 from irc.planner.op_table import FrontierCache
 from irc.planner.plan import Plan
 from irc.planner.relayout import relayout_cost, tensor_elements
@@ -616,7 +616,8 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
         for i, (op, (best, idle)) in enumerate(zip(model.ops, chosen))
     )
     idle = sum(d.idle_bytes for d in decisions)
-    live = [sum(decisions[h].active.score.memory.partitions[t] for h, t in across) for across in model.live_across()]
+    live = [sum(kept_bytes(model.ops[h].spec, decisions[h].active, t) for h, t in across)
+            for across in model.live_across()]
     peak = max(idle + live[i] + d.active_bytes for i, d in enumerate(decisions))
     return decisions, sum(d.seconds for d in decisions), peak
 

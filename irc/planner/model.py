@@ -285,6 +285,15 @@ def resting_activation_bytes(model: ModelSpec, device: Device) -> list[int]:
     return resting
 
 
+def kept_bytes(spec: OpSpec, plan: Plan, tensor: str) -> int:
+    """Bytes per core of ``tensor`` kept on chip after its holder's plan ``plan`` ran (an
+    output, or an input loaded once for several ops): its partition at its own element
+    size. An output accumulated wider (f32 partial sums of an f16 output) is rounded in
+    place by its reduction, so what stays is the rounded partition (`device-alloc` sees
+    the buffer shrink at the ``device.reduce``)."""
+    return plan._scored().memory.elements(tensor) * spec.bytes_of(tensor)
+
+
 @dataclass(frozen=True)
 class PlannedOp:
     """One operator's decisions and costs in a ``ModelPlan`` (seconds, bytes per core)."""
@@ -430,7 +439,7 @@ class _ModelProblem:
         if key not in memo:
             table = self.tables[holder]
             plans = table.active if plan < 0 else (table.active[plan],)
-            memo[key] = max(p.score.memory.partitions[tensor] for p in plans)
+            memo[key] = max(kept_bytes(table.spec, p, tensor) for p in plans)
         return memo[key]
 
     def live_bytes(self, i: int, choice: Sequence[int]) -> int:
