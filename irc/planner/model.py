@@ -106,7 +106,10 @@ class ModelOp:
     shared_reads: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     """Inputs from outside the model that another op (or this op under another name; by
     index, and its name for the tensor) also reads: the tensor is loaded once, into that
-    op's layout, and relayouted from there (``irc.lowering.shift_to_device``)."""
+    op's layout, and relayouted from there (``irc.lowering.shift_to_device``). Where that
+    op holds it as a weight (``ModelSpec.shares_weight``), the one copy is the weight at
+    rest in that op's idle layout, and this op receives its whole partition from it (its
+    setup, priced as such a relayout)."""
     produced_as: Mapping[str, str] = field(default_factory=dict)
     """For a produced input whose producer has several outputs (a fused gradient pair's
     dX or dW), the producer's name for it; otherwise it is the producer's output."""
@@ -187,6 +190,13 @@ class ModelSpec:
                         f"op {i} ({op.name}): shared input {tensor!r} must name another op's input, got {(home, name)!r}"
                     )
 
+    def shares_weight(self, i: int, tensor: str) -> bool:
+        """Whether op ``i``'s shared input ``tensor`` is a weight another op holds at rest
+        (``ModelOp.shared_reads``): its one copy rests in that op's idle layout for the
+        whole run, counted with the idle weights, never as a tensor kept across ops."""
+        home, name = self.ops[i].shared_reads[tensor]
+        return name in self.ops[home].weights
+
     def weight_bytes(self) -> int:
         """Bytes of all weights of the model (whole chip)."""
         return sum(op.spec.bytes_of(w) * tensor_elements(op.spec, w) for op in self.ops for w in op.weights)
@@ -221,17 +231,22 @@ class ModelSpec:
                 found.append(Edge(i, tensor, producer, self.source_of(i, tensor),
                                   tensor in op.moved_reads, op.read_views.get(tensor)))
             for tensor, (home, name) in op.shared_reads.items():
-                found.append(Edge(i, tensor, home, name, tensor in op.moved_reads, op.read_views.get(tensor)))
+                if self.shares_weight(i, tensor):   # from the idle layout: the whole partition moves
+                    found.append(Edge(i, tensor, home, name, True, None))
+                else:
+                    found.append(Edge(i, tensor, home, name, tensor in op.moved_reads, op.read_views.get(tensor)))
         return found
 
-    def shared_spans(self) -> list[tuple[int, int, set[int], int, str]]:
+    def shared_spans(self, weights: bool = False) -> list[tuple[int, int, set[int], int, str]]:
         """Per input shared by several ops: (first reader, last reader, readers, the op
         whose layout the copy has, its name there): the one copy on chip lives from the
-        first reader to the last."""
+        first reader to the last. ``weights``: the shared weights instead (their copy rests
+        in the holder's idle layout: ``shares_weight``)."""
         groups: dict[tuple[int, str], set[int]] = {}
         for i, op in enumerate(self.ops):
             for tensor, (home, name) in op.shared_reads.items():
-                groups.setdefault((home, name), {home}).add(i)
+                if self.shares_weight(i, tensor) == weights:
+                    groups.setdefault((home, name), {home}).add(i)
         return [(min(readers), max(readers), readers, home, name) for (home, name), readers in groups.items()]
 
     def live_across(self) -> list[list[tuple[int, str]]]:
