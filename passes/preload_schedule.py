@@ -197,17 +197,21 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
     shape.order_loads(pos)
     own = shape.own_bytes()
 
-    def unfit(seg: int, needed: int) -> DiagnosticException:
+    def unfit(seg: int, why: str) -> DiagnosticException:
         first = next(op for op, s in zip(shape.ops, shape.segment) if s == seg)
         return DiagnosticException(
             f"{location_of(first)}: error: preload-schedule: operator {seg + 1} of the block cannot run even "
-            f"with preloading: its own buffers take {needed} bytes per core, the core has {capacity}"
+            f"with preloading: {why}"
         )
 
     try:
         frontiers = widest_frontiers(own, shape.preload_bytes, capacity, order, upper)
     except PreloadFitError as error:
-        raise unfit(int(error.op), int(error.needed)) from None
+        seg = int(error.op)
+        held = int(error.needed) - own[seg]
+        raise unfit(seg, f"its own buffers take {own[seg]} bytes per core" + (
+            f" and the loads the preload order keeps on chip beside it {held}, {int(error.needed)} in all"
+            if held > 0 else "") + f"; the core has {capacity}") from None
     narrowed: set[int] = set()
     wanted = list(frontiers) if upper is None else [max(lower[i], min(count, upper[i])) for i in range(count)]
     narrowed.update(i for i in range(count) if frontiers[i] < wanted[i])
@@ -227,7 +231,12 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
         live = sum(i.bytes_at(culprit.start) for i in intervals if i.start < culprit.start < i.end)
         need = max(1, live + culprit.size - capacity)
         if frontiers[seg] <= lower[seg]:
-            raise unfit(seg, live + culprit.size)
+            total = live + culprit.size
+            raise unfit(seg, f"buffer {culprit.op.buffer_name.data} ({culprit.size} bytes per core) does not fit "
+                             f"beside the {live} bytes live there: " + (
+                                 f"{total} bytes, the core has {capacity}" if total > capacity else
+                                 f"{total} of the core's {capacity} bytes, but no placement of the program's "
+                                 f"buffers leaves it a free range (fragmented)"))
         while frontiers[seg] > lower[seg] and need > 0:   # drop the latest resident loads first
             frontiers[seg] -= 1
             dropped = order[frontiers[seg]]

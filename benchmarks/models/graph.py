@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
+LAYER = re.compile(r"^(\w+)\.\d+\.")
+"""A layer's initializer name: ``<stem>.<layer index>.<rest>`` (``h.3.attn.c_attn.weight``)."""
 
 
 class GraphBuilder:
@@ -18,6 +22,7 @@ class GraphBuilder:
         self.float = np.dtype(dtype).type
         self.elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
         self._initializer_names: set[str] = set()
+        self._drawn: dict[tuple, np.ndarray] = {}   # a layer's random data, reused by the next layers
         self.opset = opset
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
@@ -39,11 +44,17 @@ class GraphBuilder:
         self.outputs.append(helper.make_tensor_value_info(name, self.elem if elem_type is None else elem_type, list(shape)))
 
     def weight(self, name: str, shape, scale: float = 0.02) -> str:
-        """A random float weight; a name already given is the same initializer (layers
-        built with one prefix share their weights)."""
+        """A random float weight; a name already given is the same initializer. Layers
+        are named ``<stem>.<layer>.<...>`` and each has its own initializers (a real
+        model's distinct weights, each resting on chip once), but their random data is
+        drawn once per stem and shape and reused: a deep model costs its weights' bytes
+        to build, not a draw per layer."""
         if name in self._initializer_names:
             return name
-        array = (self.rng.standard_normal(shape) * scale).astype(self.float)
+        key = (LAYER.sub(r"\1.#.", name), tuple(np.atleast_1d(shape)), scale)
+        array = self._drawn.get(key)
+        if array is None:
+            array = self._drawn[key] = (self.rng.standard_normal(shape) * scale).astype(self.float)
         return self.initializer(name, array)
 
     def initializer(self, name: str, array: np.ndarray) -> str:
