@@ -649,6 +649,14 @@ def plan_function(
         per_op_seconds = math.inf
     if fits and per_op_seconds < planned.seconds:
         return ModelDecision("per-op", per_op_seconds, per_op_peak, per_op, planned, per_op_seconds, per_op_peak)
+    return decision_of(model, planned, cache, per_op_seconds, per_op_peak)
+
+
+def decision_of(model: ModelSpec, planned: ModelPlan, cache: FrontierCache, per_op_seconds: float = math.inf,
+                per_op_peak: int = 0) -> ModelDecision:
+    """The decision lowering applies for a model-wide plan (`plan_function`'s, or one a
+    caller fixed: `irc.planner.model.fixed_plan`)."""
+    device, cost = cache.device, cache.cost
     decisions = []
     for op, chosen in zip(model.ops, planned.ops):
         idle = chosen.idle if op.weights else None

@@ -45,7 +45,8 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.dialects.device import AllocOp, FreeOp, LoadOp, PreloadAsyncOp, ReduceOp, StoreOp, WaitOp, i64_attr
 from irc.diagnostics import location_of
-from irc.lowering.te_to_rtensor import PRELOAD_ATTR
+from irc.passes.device_alloc import live_intervals, peak_live_bytes
+from irc.lowering.te_to_rtensor import PLANNED_PEAK_ATTR, PRELOAD_ATTR, PRELOADED_ATTR
 
 
 
@@ -302,8 +303,13 @@ class PreloadSchedule(ModulePass):
                     f"memory to preload from (its description has no [offchip] section)"
                 )
             narrowed = planned = 0
+            capacity = device.sram_bytes
+            peak = func.attributes.get(PLANNED_PEAK_ATTR)
+            if isinstance(peak, IntegerAttr) and PRELOADED_ATTR not in func.attributes:
+                # a plan within SRAM: loads move ahead only as far as its own account allows
+                capacity = min(capacity, max(int(peak.value.data), peak_live_bytes(live_intervals(func))))
             for block in func.body.blocks:
-                done = schedule_block(block, device.sram_bytes)
+                done = schedule_block(block, capacity)
                 narrowed += done.narrowed if done.planned else 0
                 planned += done.planned
             if narrowed:

@@ -834,10 +834,13 @@ class _ModelProblem:
         return choice
 
     # ----------------------------------------------------------------- result
-    def result(self, rows, direction: str, trajectory, started: float) -> ModelPlan:
-        total, choice, budgets = self.evaluate(rows)
-        if choice is not None:
-            choice = self.refine(rows, choice)
+    def result(self, rows, direction: str, trajectory, started: float, choice=None) -> ModelPlan:
+        """The plan of idle ``rows`` with each op at its best active plan (``evaluate``,
+        ``refine``), or at the active plans ``choice`` when given (``fixed_plan``)."""
+        if choice is None:
+            total, choice, budgets = self.evaluate(rows)
+            if choice is not None:
+                choice = self.refine(rows, choice)
         if choice is None:
             raise ModelFitError(
                 f"model {self.model.name!r}: no combination of idle plans lets every op execute on "
@@ -948,6 +951,20 @@ def plan_model(
             f"{cache.device.name}", needed=problem.least_needed(), available=cache.device.sram_bytes,
         )
     return problem.result(rows, direction, trajectory, started)
+
+
+def fixed_plan(model: ModelSpec, device: Device | str, cost: CostModel | str, rows: Sequence[int],
+               choice: Sequence[int], *, cache: FrontierCache | None = None) -> ModelPlan:
+    """The model-wide plan with op i's idle plan row ``rows[i]`` and active plan
+    ``choice[i]`` of its table (``table.table[rows[i], choice[i]]`` finite), priced and
+    accounted as Algorithm 1's result is (its ``peak_bytes``: the most bytes per core while
+    any op executes). What a caller checks a chosen plan against (memory accounting tests)."""
+    cache = _cache_for(cache, device, cost)
+    problem = _ModelProblem(model, cache, None)
+    for i, (table, r, j) in enumerate(zip(problem.tables, rows, choice)):
+        if not math.isfinite(table.table[r, j]):
+            raise ValueError(f"op {i}: idle row {r} does not pair with active plan {j}")
+    return problem.result(list(rows), "fixed", [], time.perf_counter(), list(choice))
 
 
 def exhaustive_idle_search(
