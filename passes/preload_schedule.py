@@ -259,7 +259,11 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
         wait = WaitOp(load.buffer)
         wait.location = load.location
         use = shape.first_use[load]
-        if use is not None:
+        if use is not None and planned is not None:
+            # ELK's timeline starts an operator once its loads are in (a weight it reads in
+            # place is first used by a computation, not by a setup at the operator's start)
+            block.insert_op_before(wait, shape.anchor[shape.owner[load]])
+        elif use is not None:
             block.insert_op_before(wait, use)
         else:
             block.insert_op_after(load, wait)

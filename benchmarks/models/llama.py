@@ -42,9 +42,6 @@ class LlamaConfig:
     weights_as_inputs: bool = False  # weights as graph inputs without data (a full-size graph to compile)
 
 
-WEIGHT_DOC = "weight"
-"""The doc string of a weight given as a graph input (``weights_as_inputs``)."""
-
 LLAMA2_13B = LlamaConfig()
 GEMMA2_27B = LlamaConfig(hidden=4608, heads=32, kv_heads=16, intermediate=36864, activation="gelu_tanh")
 
@@ -56,32 +53,23 @@ class _F16Builder(GraphBuilder):
     graph built in a moment, for compiling; an importer sees plain inputs)."""
 
     def __init__(self, name: str, seed: int = 0, weights_as_inputs: bool = False):
-        super().__init__(name, seed, dtype=np.float16)
-        self.weights_as_inputs = weights_as_inputs
-        self.weight_names: list[str] = []
+        super().__init__(name, seed, dtype=np.float16, weights_as_inputs=weights_as_inputs)
 
     def weight(self, name: str, shape, scale: float = 0.02) -> str:
         if self.weights_as_inputs:
-            return self._weight_input(name, shape)
+            return self.weight_input(name, shape)
         array = self.rng.standard_normal(shape, dtype=np.float32)
         array *= scale
         return self.initializer(name, array.astype(np.float16))
 
     def norm_weight(self, name: str, hidden: int) -> str:
         if self.weights_as_inputs:
-            return self._weight_input(name, (hidden,))
+            return self.weight_input(name, (hidden,))
         return self.initializer(name, (1 + 0.1 * self.rng.standard_normal(hidden, dtype=np.float32)).astype(np.float16))
 
     def table(self, name: str, array: np.ndarray) -> str:
         """A constant table (the rotary cos/sin): a weight input too with ``weights_as_inputs``."""
-        return self._weight_input(name, array.shape) if self.weights_as_inputs else self.initializer(name, array)
-
-    def _weight_input(self, name: str, shape) -> str:
-        if name not in self.weight_names:
-            self.weight_names.append(name)
-            self.input(name, TensorProto.FLOAT16, list(shape))
-            self.inputs[-1].doc_string = WEIGHT_DOC
-        return name
+        return self.weight_input(name, array.shape) if self.weights_as_inputs else self.initializer(name, array)
 
     def half(self, value) -> str:
         return self.fconst(value)
