@@ -281,8 +281,10 @@ class RTensorPartition(ModulePass):
         else:
             plans, idle, fallbacks, planned, preloaded = self._plan_model(op, device, cost, pairs)
         op.attributes[TARGET_ATTR] = target
-        for function, cycles in planned.items():
+        for function, (cycles, peak) in planned.items():
             function.attributes[PLANNED_ATTR] = FloatAttr(float(cycles), f64)
+            if peak is not None:
+                function.attributes[PLANNED_PEAK_ATTR] = IntegerAttr(peak, 64)
         for te_op, reason in fallbacks.items():
             te_op.attributes[REMARK_ATTR] = fallback_remark(reason)
         PatternRewriteWalker(
@@ -345,9 +347,8 @@ class RTensorPartition(ModulePass):
                     preloaded.add(function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
-            planned[function] = decision.seconds * device.clock_hz
-            if function not in preloaded:
-                function.attributes[PLANNED_PEAK_ATTR] = IntegerAttr(int(decision.peak_bytes), 64)
+            planned[function] = (decision.seconds * device.clock_hz,
+                                 None if function in preloaded else int(decision.peak_bytes))
             for te_op, bound, chosen in zip(found.ops, found.bounds, decision.ops):
                 if te_op in found.pairs:   # a fused gradient pair: the model-wide plan's point of its frontier
                     pairs[te_op].plan = chosen.active
