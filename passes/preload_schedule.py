@@ -23,9 +23,9 @@ widest is the inductive scheduler's choice).
 Either way the frontiers are checked against the program's real liveness: the moved
 program is placed with `device-alloc`'s own placement (every buffer from its alloc to its
 free, fragmentation included), and an operator where a buffer does not fit has its
-frontier narrowed until everything does (the planner prices weights and execution
-space, not every activation the device program keeps; the function's ``irc.remark``
-counts the narrowed frontiers). Preloads keep their order (rule 2); a preload placed
+frontier narrowed until everything does (the plan counts every buffer the program
+keeps, `irc.planner.elk.preload_ops`, but the placement may not pack them: the
+function's ``irc.remark`` counts the narrowed frontiers and why). Preloads keep their order (rule 2); a preload placed
 after an operator starts once it is done (rule 1); only the ``device.wait`` of its own
 buffer blocks on it (rule 3). The allocations move with their preloads, so buffer
 offsets are reassigned: run ``device-alloc`` afterwards (the ``inference`` pipeline
@@ -93,6 +93,7 @@ class BlockSchedule:
     narrowed: int          # operators whose frontier the real liveness narrowed
     frontiers: list[int]
     order: list[int]
+    fragmented: int = 0    # of them, where the live bytes fit but no placement packed them
 
 
 class _Block:
@@ -214,6 +215,7 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
             f" and the loads the preload order keeps on chip beside it {held}, {int(error.needed)} in all"
             if held > 0 else "") + f"; the core has {capacity}") from None
     narrowed: set[int] = set()
+    fragmented: set[int] = set()
     wanted = list(frontiers) if upper is None else [max(lower[i], min(count, upper[i])) for i in range(count)]
     narrowed.update(i for i in range(count) if frontiers[i] < wanted[i])
     segment_of = dict(zip(shape.ops, shape.segment))
@@ -244,6 +246,8 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
             if dropped > seg:
                 need -= shape.preload_bytes[dropped]
         narrowed.add(seg)
+        if live + culprit.size <= capacity:
+            fragmented.add(seg)
         for i in range(seg - 1, -1, -1):
             frontiers[i] = max(lower[i], min(frontiers[i], frontiers[i + 1]))
     # rewrite: allocs and preloads before their anchors, a wait before each first use
@@ -272,7 +276,7 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
     for op in block.ops:
         if isinstance(op, AllocOp):
             op.properties["offset"] = i64_attr(-1)
-    return BlockSchedule(len(shape.loads), planned is not None, len(narrowed), frontiers, order)
+    return BlockSchedule(len(shape.loads), planned is not None, len(narrowed), frontiers, order, len(fragmented))
 
 
 @dataclass(frozen=True)
@@ -306,7 +310,7 @@ class PreloadSchedule(ModulePass):
                     f"{location_of(func)}: error: preload-schedule: device '{device.name}' has no off-chip "
                     f"memory to preload from (its description has no [offchip] section)"
                 )
-            narrowed = planned = 0
+            narrowed = planned = fragmented = 0
             capacity = device.sram_bytes
             peak = func.attributes.get(PLANNED_PEAK_ATTR)
             if isinstance(peak, IntegerAttr) and PRELOADED_ATTR not in func.attributes:
@@ -315,8 +319,10 @@ class PreloadSchedule(ModulePass):
             for block in func.body.blocks:
                 done = schedule_block(block, capacity)
                 narrowed += done.narrowed if done.planned else 0
+                fragmented += done.fragmented if done.planned else 0
                 planned += done.planned
             if narrowed:
                 func.attributes["irc.remark"] = StringAttr(
-                    f"preload-schedule: narrowed {narrowed} of the plan's preload frontiers to fit SRAM "
-                    f"(buffers the plan does not count)")
+                    f"preload-schedule: narrowed {narrowed} of the plan's preload frontiers to fit SRAM: "
+                    f"{narrowed - fragmented} where the buffers live exceed it (more than the plan counts), "
+                    f"{fragmented} where they fit but device-alloc's placement cannot pack them (fragmented)")
