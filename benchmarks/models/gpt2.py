@@ -2,8 +2,9 @@
 token and position Gathers (positions from a folded Range), a causal mask sliced
 from a constant lower-triangular buffer and applied with Where, the padding mask
 turned additive with Cast/Sub/Mul, a fused c_attn projection Split three ways, and
-the tanh GELU written out with Pow and Tanh. With ``layers`` > 1 the layers share one set
-of random weights (see ``bert.py``); ``lm_head`` adds the final LayerNorm and the logits."""
+the tanh GELU written out with Pow and Tanh. With ``layers`` > 1 each layer has its own
+weights (``h.<layer>.``; their random data drawn once, ``GraphBuilder.weight``); ``lm_head``
+adds the final LayerNorm and the logits."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def build_gpt2_block(config: GPT2Config = GPT2Config()) -> onnx.ModelProto:
     x = g.op("Add", [g.op("Gather", [wte, ids], axis=0), g.op("Gather", [wpe, positions], axis=0)])
 
     for layer in range(c.layers):
-        prefix = "h." if c.layers > 1 else ""
+        prefix = f"h.{layer}." if c.layers > 1 else ""
         h = g.layer_norm(x, c.hidden, f"{prefix}ln_1")
         qkv = g.linear(h, c.hidden, 3 * c.hidden, f"{prefix}attn.c_attn")
         q, k, v = g.ops("Split", [qkv, g.const([c.hidden] * 3)], 3, axis=2)

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from irc.devices.topology import preload_pressure, preload_seconds
-from irc.planner.idle import IdlePlan
+from irc.planner.idle import IdlePlan, in_place_bytes
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
 from irc.planner.errors import PlanError
 from irc.planner.op_table import FrontierCache
@@ -68,6 +68,15 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
     if resting:
         problem = _ModelProblem(model, cache, None)
         kept = [problem.live_bytes(i, []) for i in range(len(model.ops))]
+        for first, last, _, home, name in model.shared_spans(weights=True):
+            # a weight several ops read: its holder's preload-state copy stays from the
+            # first reader to the last (at most its largest idle slice)
+            table = cache.table(model.ops[home].spec, model.ops[home].weights)
+            canonical = f"t{model.ops[home].spec.tensor_index(name)}"
+            most = max(idle.weight_bytes[canonical] for idle in table.idle)
+            for i in range(first, last + 1):
+                if i != home:
+                    kept[i] += most
     ops = []
     for i, op in enumerate(model.ops):
         table = cache.table(op.spec, op.weights)
@@ -83,8 +92,21 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
             op.name, float(hbm), np.asarray(table.hot, dtype=np.float64) + kept[i], table.active_cycles, cold,
             distribute, loads, exchange, signature=(id(table), kept[i]),
             layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
+            own_bytes=own_preload_bytes(table),
         ))
     return ops
+
+
+def own_preload_bytes(table) -> np.ndarray:
+    """[R, J] of an op table: the bytes its preload-state buffers hold while each execute
+    state runs from each preload state (the device program frees them after the op), less
+    the weights held in place (`irc.planner.idle.in_place_bytes`); 0 where the two do not
+    pair."""
+    found = np.zeros(table.table.shape)
+    for r, j in zip(*np.nonzero(np.isfinite(table.table))):
+        idle = table.idle[table.idle_index[r, j]]
+        found[r, j] = idle.cold_bytes - in_place_bytes(idle, table.active[j])
+    return found
 
 
 def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> PreloadPlan:
