@@ -19,7 +19,8 @@ from typing import NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, ModuleOp, NameLoc, StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.irdl.dominance import DominanceInfo
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
@@ -221,13 +222,16 @@ def location_of(op: Operation | None) -> str:
 
 @dataclass
 class LocatedVerifyError(VerifyException):
-    """A verifier failure with the op it belongs to."""
+    """A verifier failure with the op it belongs to, and an optional ``note`` line
+    (already located: ``file:line:col: note: ...``)."""
 
     op: Operation
     message: str
+    note: str = ""
 
     def __str__(self) -> str:
-        return f"{location_of(self.op)}: error: '{self.op.name}' op {self.message}"
+        text = f"{location_of(self.op)}: error: '{self.op.name}' op {self.message}"
+        return f"{text}\n{self.note}" if self.note else text
 
 
 def ops_children_first(root: Operation) -> Iterator[Operation]:
@@ -245,9 +249,12 @@ def ops_children_first(root: Operation) -> Iterator[Operation]:
 
 
 def verify_located(module: ModuleOp) -> None:
-    """Verify every op, children before parents (as xDSL's own verifier does, so that a
-    parent's verifier may rely on its children being well formed), raising
-    `LocatedVerifyError` at the first op that fails."""
+    """Verify SSA dominance first (`verify_dominance`: no op verifier, pass or
+    interpreter ever sees a use before its definition), then every op, children before
+    parents (as xDSL's own verifier does, so that a parent's verifier may rely on its
+    children being well formed), raising `LocatedVerifyError` at the first op that
+    fails."""
+    verify_dominance(module)
     for op in ops_children_first(module):
         try:
             op.verify(verify_nested_ops=False)
@@ -255,6 +262,136 @@ def verify_located(module: ModuleOp) -> None:
             raise
         except VerifyException as error:
             raise LocatedVerifyError(op, clean_message(str(error))) from None
+
+
+GRAPH_REGION_OPS = frozenset({"builtin.module"})
+"""Ops whose regions are graph regions (MLIR's ``RegionKind::Graph``), where an op may use
+a value defined anywhere in the region; every other region is an SSACFG region."""
+
+
+@dataclass
+class _BlockWalk:
+    """One block being walked by `verify_dominance`: its remaining ops, the values it
+    makes visible on entry (``entry``) and those it has added so far (``added``, removed
+    when the walk leaves the block)."""
+
+    ops: Iterator[Operation]
+    entry: list[SSAValue]
+    sequential: bool
+    added: list[SSAValue] | None = None
+    pending: tuple[SSAValue, ...] = ()
+
+
+def verify_dominance(root: Operation) -> None:
+    """Every operand under ``root`` dominates its use, as MLIR's verifier requires: in an
+    SSACFG region a value is defined before its use in the same block, or in a block that
+    properly dominates the use's (xDSL's `DominanceInfo`; a use in an unreachable block is
+    dominated by everything, as in MLIR), or in an enclosing region before the op holding
+    the use; an op's results are not visible inside its own regions. Graph regions
+    (`GRAPH_REGION_OPS`) are exempt. A `LocatedVerifyError` names the operand and notes
+    where it is defined. Iterative: no depth exhausts the stack."""
+    visible: set[SSAValue] = set()
+    walks: list[_BlockWalk] = []
+    _enter_regions(root, walks)
+    while walks:
+        walk = walks[-1]
+        if walk.added is None:  # entering the block
+            walk.added = [value for value in walk.entry if value not in visible]
+            visible.update(walk.added)
+        if walk.pending:  # the results of the op whose regions were just walked
+            visible.update(walk.pending)
+            walk.added.extend(walk.pending)
+            walk.pending = ()
+        op = next(walk.ops, None)
+        if op is None:
+            visible.difference_update(walk.added)
+            walks.pop()
+            continue
+        for index, operand in enumerate(op.operands):
+            if operand not in visible:
+                raise _not_dominating(op, index, operand)
+        if walk.sequential:
+            walk.pending = tuple(op.results)
+        _enter_regions(op, walks)
+
+
+def _enter_regions(op: Operation, walks: list[_BlockWalk]) -> None:
+    """Push the blocks of ``op``'s regions so that the first block of its first region is
+    walked next."""
+    graph = op.name in GRAPH_REGION_OPS
+    for region in reversed(op.regions):
+        blocks = list(region.blocks)
+        entries = _block_entries(region, blocks, graph)
+        walks.extend(_BlockWalk(iter(block.ops), entry, not graph) for block, entry in reversed(list(zip(blocks, entries))))
+
+
+def _defined_in(block: Block) -> list[SSAValue]:
+    return [*block.args, *(result for op in block.ops for result in op.results)]
+
+
+def _block_entries(region: Region, blocks: list[Block], graph: bool) -> list[list[SSAValue]]:
+    """Per block, the values of ``region`` visible where the block starts: in a graph
+    region all of the region's; in an SSACFG region the block's arguments and what the
+    blocks properly dominating it define (everything, for an unreachable block)."""
+    if graph:
+        everything = [value for block in blocks for value in _defined_in(block)]
+        return [everything for _ in blocks]
+    if len(blocks) <= 1:
+        return [list(block.args) for block in blocks]
+    reachable = {blocks[0]}
+    frontier = [blocks[0]]
+    while frontier:
+        block = frontier.pop()
+        for successor in block.last_op.successors if block.last_op is not None else ():
+            if successor not in reachable:
+                reachable.add(successor)
+                frontier.append(successor)
+    dominance = DominanceInfo(region)
+    defined = {block: _defined_in(block) for block in blocks}
+    entries = []
+    for block in blocks:
+        dominators = [other for other in blocks if other is not block and (
+            block not in reachable or other in reachable and dominance.dominates(other, block))]
+        entries.append([*block.args, *(value for other in dominators for value in defined[other])])
+    return entries
+
+
+def _relation(use: Region | None, definition: Region | None) -> str:
+    """Where the region of a definition is from the region of its use, in MLIR's words."""
+    if use is definition:
+        return "the same region"
+    if definition is not None and use is not None and definition.is_ancestor(use):
+        return "a parent region"
+    if use is not None and definition is not None and use.is_ancestor(definition):
+        return "a child region"
+    return "neither a parent nor a child region"
+
+
+def _not_dominating(op: Operation, index: int, operand: SSAValue) -> LocatedVerifyError:
+    """MLIR's diagnostic for an operand that does not dominate its use, with the note
+    saying where the operand is defined."""
+    name = f" (%{operand.name_hint})" if operand.name_hint else ""
+    message = f"operand #{index}{name} does not dominate this use"
+    use_block = op.parent_block()
+    use_region = use_block.parent if use_block is not None else None
+    if isinstance(operand, BlockArgument):
+        block = operand.block
+        region = block.parent
+        number = list(region.blocks).index(block) if region is not None else 0
+        where = location_of(block.parent_op())
+        relation = _relation(use_region, region)
+        relation = relation if relation.startswith("neither") else f"in {relation}"
+        note = f"{where}: note: operand defined as a block argument (block #{number} {relation})"
+    else:
+        definition = operand.owner
+        block = definition.parent_block()
+        if block is not None and block is use_block:
+            relation = "in the same block"
+        else:
+            relation = _relation(use_region, block.parent if block is not None else None)
+            relation = "is " + relation if relation.startswith("neither") else "in " + relation
+        note = f"{location_of(definition)}: note: operand defined here (op {relation})"
+    return LocatedVerifyError(op, message, note)
 
 
 _BROKEN_MESSAGES: list[tuple[re.Pattern[str], Callable[[re.Match[str], str], str]]] = [

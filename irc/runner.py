@@ -28,7 +28,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 
 from irc import universe
-from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_located
+from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_dominance, verify_located
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.interpreter.chip import Report
 from irc.interpreter.te_eval import compute_dtype, evaluation_limit
@@ -280,6 +280,7 @@ def run(
     weights file); results by name, and the report of the chip
     time the run took (None for a program with no `shift`/`device` ops)."""
     signature = find_function(module, entry)
+    verify_dominance(signature.function)  # a module built in code is not verified by parse_module
     check_storable(signature.function)
     if inputs is None:
         from irc.frontend.weights import module_weights_file
