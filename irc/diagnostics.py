@@ -12,6 +12,7 @@ import bisect
 import math
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
+
+from irc.output import remove_temporaries
 
 # xDSL 0.74's string-literal regex nests `+` inside `*`, which backtracks
 # exponentially on an unterminated literal (`"aaaa...` with no closing quote takes
@@ -530,13 +533,102 @@ def _silence_stdout() -> None:
         pass
 
 
-def guarded_main(run: Callable[[], int | None]) -> int:
+class Interrupted(KeyboardInterrupt):
+    """A tool stopped by SIGINT, SIGTERM or SIGHUP: it unwinds as Ctrl-C does (every
+    ``finally`` runs, `write_atomically` removes its temporary file) and the tool exits
+    with status 128 + ``signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOPPING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals a tool stops on as on Ctrl-C: cleanly, with status 128 + the signal."""
+
+_RUN = {"phase": "idle", "stopping": False}
+"""Where the tool is: ``running`` its ``run()`` (a first signal unwinds it), or
+``exiting`` after it (a signal exits at once: nothing is being written)."""
+
+
+def _signal_text(signum: int) -> str:
+    name = signal.Signals(signum).name
+    return "interrupted" if name == "SIGINT" else f"interrupted by {name}"
+
+
+def _exit_now(signum: int, frame=None) -> NoReturn:
+    """Leave at once with status 128 + ``signum``, temporary files removed: a second
+    signal while the first unwinds, or one after the tool finished (during interpreter
+    shutdown, where an exception would print a traceback from an atexit handler)."""
+    remove_temporaries()
+    try:
+        os.write(2, f"error: {_signal_text(signum)}\n".encode())
+    except OSError:
+        pass
+    os._exit(128 + signum)
+
+
+def _on_signal(signum: int, frame) -> None:
+    if _RUN["phase"] == "exiting" or _RUN["stopping"]:
+        _exit_now(signum)
+    if _RUN["phase"] == "running":
+        _RUN["stopping"] = True
+        raise Interrupted(signum)
+    raise KeyboardInterrupt  # after an in-process run: the caller's own interrupt
+
+
+def _install_signal_handlers() -> dict[int, object]:
+    """`_on_signal` for each of `STOPPING_SIGNALS` the process does not ignore (``nohup``
+    ignores SIGHUP, a background job SIGINT: they stay ignored); the previous handlers."""
+    previous = {}
+    for signum in STOPPING_SIGNALS:
+        try:
+            current = signal.getsignal(signum)
+            if current is not signal.SIG_IGN:
+                previous[signum] = signal.signal(signum, _on_signal)
+        except ValueError:  # not the main thread: signals are the caller's
+            break
+    return previous
+
+
+def guarded_main(run: Callable[[], int | None], exiting: bool = False) -> int:
     """Run a tool's ``run()`` so that whatever happens is an exit status and at most one
     diagnostic: usage errors and failures exit 1, a failed write of standard output is
     one ``error:`` line, an unexpected exception one ``error: internal error:`` line
-    (``IRC_TRACEBACK=1`` lets it through with its traceback)."""
+    (``IRC_TRACEBACK=1`` lets it through with its traceback), SIGINT, SIGTERM and SIGHUP
+    one ``error: interrupted`` line and status 128 + the signal, no temporary file left.
+    ``exiting``: the process ends right after (a tool's ``main``), so a signal arriving
+    from now on, during interpreter shutdown, exits at once with 128 + the signal
+    instead of printing a traceback; otherwise the previous handlers come back."""
+    previous = _install_signal_handlers()
+    _RUN.update(phase="running", stopping=False)
     original = sys.stdout
-    sys.stdout = _CheckedStdout(original)
+    try:
+        try:
+            status = _run_guarded(run)
+        except KeyboardInterrupt as interrupt:  # raised anywhere, the handlers above included
+            signum = getattr(interrupt, "signum", signal.SIGINT)
+            remove_temporaries()
+            print(f"error: {_signal_text(signum)}", file=sys.stderr)
+            status = 128 + signum
+    finally:
+        _RUN["phase"] = "exiting" if exiting else "idle"
+        sys.stdout = original
+        if not exiting:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+    return status
+
+
+def exit_tool(run: Callable[[], int | None]) -> NoReturn:
+    """A tool's ``main``: `guarded_main` then exit with its status."""
+    sys.exit(guarded_main(run, exiting=True))
+
+
+def _run_guarded(run: Callable[[], int | None]) -> int:
+    """`guarded_main`'s body: ``run()`` with every exception but an interrupt as a status
+    and at most one diagnostic."""
+    sys.stdout = _CheckedStdout(sys.stdout)
     try:
         status = run()
         sys.stdout.flush()
@@ -556,19 +648,16 @@ def guarded_main(run: Callable[[], int | None]) -> int:
         status = 1
     except StandardOutputError as error:
         status = _report_stdout(error)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        status = 1
     except MemoryError:
         print("error: out of memory: the input needs more memory than this machine gives irc", file=sys.stderr)
         status = 1
+    except KeyboardInterrupt:
+        raise
     except BaseException as error:  # noqa: BLE001 - the last resort: never a traceback
         if os.environ.get(TRACEBACK_VARIABLE):
             raise
         print(internal_error(error), file=sys.stderr)
         status = 1
-    finally:
-        sys.stdout = original
     return 0 if status is None else status
 
 

@@ -202,9 +202,10 @@ def _pipeline_syntax_error(text: str, spec: str) -> str:
     return f"error: -p: {message} (column {at})\n  {spec}\n  {' ' * (at - 1)}^"
 
 
-def run_tool(tool: type[xDSLOptMain], args: Sequence[str] | None = None) -> int:
-    """Run an xDSLOptMain-style tool, turning every failure into a diagnostic."""
-    return guarded_main(lambda: _run(tool, args))
+def run_tool(tool: type[xDSLOptMain], args: Sequence[str] | None = None, exiting: bool = False) -> int:
+    """Run an xDSLOptMain-style tool, turning every failure into a diagnostic
+    (`guarded_main`; ``exiting``: the process ends right after)."""
+    return guarded_main(lambda: _run(tool, args), exiting)
 
 
 def _run(tool: type[xDSLOptMain], args: Sequence[str] | None) -> int:
@@ -236,7 +237,7 @@ def _as_error(text: str) -> str:
 
 
 def main() -> None:
-    sys.exit(run_tool(IrcOptMain))
+    sys.exit(run_tool(IrcOptMain, exiting=True))
 
 
 if __name__ == "__main__":

@@ -37,9 +37,9 @@ import sys
 import time
 
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
-from irc.diagnostics import ArgumentParser, as_diagnostic, guarded_main
+from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
-from irc.output import OutputError, check_output, write_atomically
+from irc.output import OutputError, check_output, is_stream, write_atomically
 
 BASELINES = ("vgm", "roller", "fastest")
 
@@ -566,7 +566,7 @@ def _plot(args, model, decision, device, cost) -> None:
         write_atomically(args.plot, image.getvalue())
     except OSError as error:
         raise PlanToolError(f"error: cannot write the --plot file {args.plot}: {error.strerror or error}") from None
-    print(f"wrote {args.plot}")
+    print(f"wrote {args.plot}", file=sys.stderr if is_stream(args.plot) else sys.stdout)
 
 
 def _check_plot_path(args) -> None:
@@ -582,7 +582,7 @@ def _check_plot_path(args) -> None:
 
 
 def main() -> None:
-    sys.exit(guarded_main(run))
+    exit_tool(run)
 
 
 if __name__ == "__main__":
