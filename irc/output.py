@@ -121,6 +121,24 @@ def remove_temporaries() -> None:
         _TEMPORARIES.discard(temporary)
 
 
+class _Unseekable(io.RawIOBase):
+    """A stream written in order only: ``/dev/null`` claims to seek, and a zip archive
+    (`numpy.savez`) written at the offsets it reports would be garbage."""
+
+    def __init__(self, stream: BinaryIO):
+        self._stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        return self._stream.write(data)
+
+    def flush(self) -> None:
+        if not self._stream.closed:
+            self._stream.flush()
+
+
 def _write_data(stream: BinaryIO, data: bytes | str | Callable[[BinaryIO], None]) -> None:
     if callable(data):
         data(stream)
@@ -138,7 +156,7 @@ def write_atomically(path: str, data: bytes | str | Callable[[BinaryIO], None]) 
     stream) file, so a large output is streamed rather than built in memory first."""
     if is_stream(path):
         with open(path, "wb") as stream:
-            _write_data(stream, data)
+            _write_data(_Unseekable(stream) if callable(data) else stream, data)
         return
     path = _resolved(path)
     handle, temporary = _temporary_beside(path)
