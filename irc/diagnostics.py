@@ -15,6 +15,7 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -25,7 +26,7 @@ from xdsl.irdl.dominance import DominanceInfo
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRLexer
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from irc.output import remove_temporaries
 
@@ -46,9 +47,18 @@ Python's recursion limit and makes a deeper input one located error."""
 MAX_DENSE_ELEMENTS = 1 << 24
 """Most elements a ``dense<...>`` literal may have: xDSL expands a splat into one Python
 value per element, so ``dense<1> : tensor<1000000000000xi32>`` would exhaust memory."""
-MAX_BRACKET_NESTING = 100
-"""Deepest nesting of brackets (``( [ { <``) outside string literals: attributes and
-types nest recursively in xDSL as ops do."""
+MAX_ATTRIBUTE_NESTING = 100
+"""Deepest nesting of attributes and types (``[[1]]``, ``{a = {b = 1}}``,
+``tensor<...>`` inside an array, ...): xDSL parses and prints them recursively."""
+MAX_BRACKET_NESTING = 256
+"""Deepest nesting of brackets (``( [ { <``) outside string literals, checked on the text
+before it is parsed: room for attributes `MAX_ATTRIBUTE_NESTING` deep inside ops
+`MAX_OP_NESTING` deep in generic form (two brackets per region, ``({``), and a bound on
+what else nests in brackets (locations, affine expressions)."""
+RECURSION_LIMIT = 8000
+"""Python's recursion limit while a tool runs (`recursion_headroom`): parsing and printing
+take about ten frames per level of the nestings above, more than the default 1,000
+allow. Python 3.11 runs Python-to-Python calls without growing the C stack."""
 
 _BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|[\[({<]|[\])}>]')
 
@@ -71,6 +81,40 @@ def check_nesting(text: str, name: str) -> None:
                 )
         else:
             depth = max(0, depth - 1)
+
+
+@contextmanager
+def recursion_headroom():
+    """Python's recursion limit at least `RECURSION_LIMIT` while the block runs."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+MAX_JSON_NESTING = 100
+"""Deepest nesting of arrays and objects in a JSON document a tool reads (``irc-plan
+--explain``): Python's JSON parser recurses once per level."""
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[{]|[\]}]')
+
+
+def json_nesting_error(text: str, what: str) -> str | None:
+    """``what: JSON nested more than MAX_JSON_NESTING deep (at character N)`` when the
+    document ``text`` nests deeper (strings skipped), else None."""
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_NESTING:
+                return (f"{what}: JSON nested more than {MAX_JSON_NESTING} deep (at character {match.start() + 1}); "
+                        f"irc reads at most {MAX_JSON_NESTING} levels")
+        elif token in "]}":
+            depth = max(0, depth - 1)
+    return None
 
 
 class MlirParseError(ParseError):
@@ -96,6 +140,9 @@ def decode_source(data: str | bytes, name: str) -> str:
         ) from None
 
 
+_OPENING = (MLIRTokenKind.L_SQUARE, MLIRTokenKind.L_BRACE, MLIRTokenKind.L_PAREN)
+
+
 class LocatingParser(Parser):
     """A `Parser` that gives every op without an explicit ``loc`` its file:line:col,
     reads bytes as UTF-8 (a bad byte is a located error) and refuses ops nested more than
@@ -107,6 +154,7 @@ class LocatingParser(Parser):
         super().__init__(ctx, text, name)
         self._line_offset = line_offset
         self._depth = 0
+        self._attribute_depth = 0
         # where each line starts, for the op locations: xDSL's `Span.get_location` counts
         # the newlines from the top of the file for every op (quadratic: 30% of parsing
         # a 1 MB device module), a bisection over these is logarithmic
@@ -120,7 +168,8 @@ class LocatingParser(Parser):
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
-            return super().parse_module(allow_implicit_module)
+            with recursion_headroom():
+                return super().parse_module(allow_implicit_module)
         except MlirParseError:
             raise
         except ParseError as error:
@@ -152,6 +201,32 @@ class LocatingParser(Parser):
             )
         return op
 
+
+    def parse_optional_attribute(self):
+        return self._nested(super().parse_optional_attribute)
+
+    def parse_optional_type(self):
+        return self._nested(super().parse_optional_type)
+
+    def _nested(self, parse):
+        """``parse()`` an attribute or type; one that opens a bracket (``[`` ``{`` ``(``,
+        ``tensor<``, ``#dialect.attr<``) is a level deeper, refused beyond
+        `MAX_ATTRIBUTE_NESTING` at its bracket."""
+        token = self._current_token
+        span = token.span
+        opens = token.kind in _OPENING or span.input.content[span.end : span.end + 1] == "<"
+        if not opens:
+            return parse()
+        if self._attribute_depth >= MAX_ATTRIBUTE_NESTING:
+            self.raise_error(
+                f"attributes and types nested more than {MAX_ATTRIBUTE_NESTING} deep; irc handles at most "
+                f"{MAX_ATTRIBUTE_NESTING}", span.start, span.end,
+            )
+        self._attribute_depth += 1
+        try:
+            return parse()
+        finally:
+            self._attribute_depth -= 1
 
     def _parse_optional_builtin_attr(self):
         start = self._current_token.span.start
@@ -605,7 +680,8 @@ def guarded_main(run: Callable[[], int | None], exiting: bool = False) -> int:
     original = sys.stdout
     try:
         try:
-            status = _run_guarded(run)
+            with recursion_headroom():
+                status = _run_guarded(run)
         except KeyboardInterrupt as interrupt:  # raised anywhere, the handlers above included
             signum = getattr(interrupt, "signum", signal.SIGINT)
             remove_temporaries()

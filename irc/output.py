@@ -25,6 +25,22 @@ class OutputError(Exception):
     """An output path that would overwrite an input or cannot hold a file."""
 
 
+MAX_MEMBER_NAME_BYTES = 65_531
+"""The longest name of an array in an ``.npz`` archive irc writes, in UTF-8 bytes: a zip
+member's name is at most 65,535 bytes, ``.npy`` included."""
+
+
+def npz_name_problem(name: str) -> str | None:
+    """What keeps ``name`` from naming an array of an ``.npz`` archive (too long, a NUL,
+    where zip readers end a name), or None."""
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_MEMBER_NAME_BYTES:
+        return f"a name of {size:,} bytes; irc takes names of at most {MAX_MEMBER_NAME_BYTES:,} bytes (an .npz member's)"
+    if "\0" in name:
+        return "a name holding a NUL character, which an .npz member's name cannot"
+    return None
+
+
 _TEMPORARIES: set[str] = set()
 """The temporary files `write_atomically` has made and not yet renamed or removed: what a
 tool stopped by a signal removes before it exits (`remove_temporaries`)."""

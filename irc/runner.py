@@ -29,6 +29,7 @@ from xdsl.interpreter import Interpreter
 
 from irc import universe
 from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_dominance, verify_located
+from irc.output import npz_name_problem
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.interpreter.chip import Report
 from irc.interpreter.te_eval import compute_dtype, evaluation_limit
@@ -98,9 +99,26 @@ def find_function(module: ModuleOp, entry: str | None) -> Signature:
             name for name, attrs in zip(arg_names, function.arg_attrs.data)
             if WEIGHT_ATTR in attrs.data
         )
-    return Signature(
-        function, arg_names, _names(function.res_attrs, len(kind.outputs), "result"), weights
-    )
+    result_names = _names(function.res_attrs, len(kind.outputs), "result")
+    _check_names(function, "argument", arg_names)
+    _check_names(function, "result", result_names)
+    return Signature(function, arg_names, result_names, weights)
+
+
+def _check_names(function: FuncOp, what: str, names: list[str]) -> None:
+    """Each name a unique npz member name (`npz_name_problem`: at most 65,531 bytes, no
+    NUL); a located `RunError` otherwise."""
+    where = f"{location_of(function)}: error: '{function.name}' op"
+    seen: dict[str, int] = {}
+    for index, name in enumerate(names):
+        shown = name if len(name) <= 40 else name[:40] + "..."
+        problem = npz_name_problem(name)
+        if problem is not None:
+            raise RunError(f"{where} {what} {index} ({shown!r}) has {problem}")
+        if name in seen:
+            raise RunError(f"{where} {what}s {seen[name]} and {index} are both named {shown!r}; inputs and results "
+                           f"are keyed by name, so each needs its own")
+        seen[name] = index
 
 
 MAX_TENSOR_BYTES = 4 << 30

@@ -37,7 +37,7 @@ import sys
 import time
 
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
-from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool
+from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesting_error
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 from irc.output import OutputError, check_output, is_stream, write_atomically
 
@@ -144,6 +144,24 @@ def bind_with_extents(expr: TensorExpr, given: dict[str, int]) -> BoundExpr:
                 f"{MAX_EXTENT} elements is beyond what irc plans"
             )
     return bound
+
+
+PLAN_KEYS = ("axes", "op_factors", "temporal_factors")
+
+
+def _check_plan_document(text: str) -> None:
+    """``--explain``'s text is a JSON object holding a plan's keys (as ``--json`` prints
+    it), nested at most `MAX_JSON_NESTING` deep."""
+    too_deep = json_nesting_error(text, "--explain")
+    if too_deep is not None:
+        raise PlanToolError(f"error: {too_deep}")
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise PlanToolError(f"error: --explain: not JSON: {error}") from None
+    if not isinstance(document, dict) or any(key not in document for key in PLAN_KEYS):
+        raise PlanToolError(f"error: --explain: a plan is a JSON object with {', '.join(PLAN_KEYS)} "
+                            f"(as --json prints it)")
 
 
 # ---------------------------------------------------------------------------
@@ -262,10 +280,13 @@ def run_operator(args) -> int:
             raise PlanToolError(error.args[0]) from None
 
     if args.explain is not None:
+        _check_plan_document(args.explain)
         try:
             given = plan_from_json(args.explain)
         except PlanError as error:
             raise PlanToolError(f"error: --explain: {error}") from None
+        except OverflowError:  # an infinite factor (JSON's Infinity)
+            raise PlanToolError("error: --explain: not a plan JSON document: a factor is not a finite integer") from None
         given = given.in_axis_order(spec.axis_names)
         try:
             score = check_plan(spec, given, device, cost)

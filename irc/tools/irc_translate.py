@@ -29,7 +29,7 @@ from xdsl.printer import Printer
 from irc.diagnostics import ArgumentParser, exit_tool
 from irc.frontend.onnx_import import OnnxImportError, import_onnx, parse_shape_overrides
 from irc.frontend.weights import attach_weights, save_weights, weights_path_for
-from irc.output import OutputError, check_output, is_stream, same_output, write_atomically
+from irc.output import OutputError, check_output, is_stream, npz_name_problem, same_output, write_atomically
 
 
 class TranslateError(Exception):
@@ -123,6 +123,11 @@ def run(argv=None) -> int:
         if args.loss or args.output_gradient:
             _train(result.module, args.loss, args.output_gradient)
         if result.weights:
+            for name in result.weights:
+                problem = npz_name_problem(name)
+                if problem is not None:
+                    shown = name if len(name) <= 40 else name[:40] + "..."
+                    raise TranslateError(f"weight {shown!r} has {problem}")
             if args.weights:
                 weights_file = args.weights
             elif ir_file:
