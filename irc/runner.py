@@ -163,7 +163,8 @@ def check_inputs(
     shape, of a kind that converts to the element type without losing what it says
     (no complex, string, date or structured data). A value outside the element type's
     range (a float beyond it, an integer that does not fit, a NaN or infinity for an
-    integer type) is an error unless ``allow_lossy``, which casts as numpy does."""
+    integer type) or that an integer type would truncate (3.7; a boolean takes 0 or 1
+    only) is an error unless ``allow_lossy``, which casts as numpy does."""
     args = []
     for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
         if name not in given:
@@ -185,9 +186,31 @@ def check_inputs(
                     f"input '{name}' has values beyond the range of {target} ({lost}); "
                     f"--allow-lossy casts them anyway"
                 )
+            inexact = _not_integral(value, target)
+            if inexact is not None:
+                raise RunError(
+                    f"input '{name}' has values that are not {inexact[1]} ({inexact[0]}) but the function expects "
+                    f"{target}; --allow-lossy casts them anyway (numpy truncates toward zero)"
+                )
         with np.errstate(invalid="ignore", over="ignore"):
             args.append(value.astype(target, copy=False))
     return args
+
+
+def _not_integral(value: np.ndarray, target: np.dtype) -> tuple[str, str] | None:
+    """An example of a value of ``value`` that casting to the integer or boolean
+    ``target`` would change (a float with a fraction, a number other than 0 or 1 for a
+    boolean), with what the values should be; None if there is none."""
+    if value.size == 0 or value.dtype == target or value.dtype.kind == "b" or target.kind not in "biu":
+        return None
+    if target.kind == "b":
+        bad = value[(value != 0) & (value != 1)]
+        return (repr(bad.flat[0].item()), "0 or 1") if bad.size else None
+    if value.dtype.kind != "f":
+        return None
+    with np.errstate(invalid="ignore"):
+        bad = value[np.isfinite(value) & (value != np.trunc(value))]
+    return (repr(bad.flat[0].item()), "integers") if bad.size else None
 
 
 def _out_of_range(value: np.ndarray, target: np.dtype) -> str | None:

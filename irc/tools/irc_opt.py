@@ -95,7 +95,7 @@ class IrcOptMain(xDSLOptMain):
                 except ValueError:
                     shown = ",".join(map(str, value)) if value else "nothing"
                     kind = _KINDS.get(hints[option], str(hints[option]))
-                    return (f"error: -p: option '{option}' of pass '{spec.name}' must be a {kind}, "
+                    return (f"error: -p: option '{option}' of pass '{spec.name}' must be {kind}, "
                             f"got {shown}")
             try:
                 pass_class.from_pass_spec(spec)
@@ -187,7 +187,7 @@ class _LocatedTargetError(DiagnosticException):
         super().__init__(f"{location_of(op)}: error: '{op.name}' op {error}")
 
 
-_KINDS = {str: "string", bool: "boolean (true or false)", int: "integer", float: "number"}
+_KINDS = {str: "a string", bool: "a boolean (true or false)", int: "an integer", float: "a number"}
 
 
 def _pipeline_syntax_error(text: str, spec: str) -> str:
