@@ -16,13 +16,19 @@ mutator from a seeded `random.Random`:
   what imports is then run, or compiled for a chip and run (a chained case);
 * ``.npz`` inputs (wrong shapes, dtypes, values, damaged archives) and device TOML files
   (values out of range, NaN, wrong types, missing or repeated keys);
-* command lines (pipelines, pass options, output paths).
+* command lines (pipelines, pass options, output paths);
+* issue 27's surface (`tests/fuzz_surface.py`): uses moved before their definitions at
+  te and device level, SIGTERM/SIGHUP/SIGINT while an output is written, names an npz
+  cannot hold, deeply nested JSON and attributes.
 
 Every outcome must be ``ok`` (exit 0) or ``diagnostic`` (exit 1 with an ``error:``
 line whose message is text, not an exception's class name). The bad ones are
 ``masked`` (a class name, an empty message or a format placeholder in the message),
 ``internal error``, ``traceback``, ``timeout``, ``OOM`` (the memory cap was hit or the
-child was killed) and ``unclean`` (another exit status, or no ``error:`` line).
+child was killed), ``unclean`` (another exit status, or no ``error:`` line), ``wrong
+success`` (exit 0 on an input known to be invalid) and ``files left behind`` (a
+temporary ``.irc-*.tmp`` file, or an output a case's check finds half-written). A case
+that sends the tool a signal may also end ``interrupted`` (status 128 + the signal).
 """
 
 from __future__ import annotations
@@ -50,11 +56,14 @@ from pathlib import Path
 
 import numpy as np
 
+from irc.tools import stop_quietly_on_signals
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TOOLS = ("irc-opt", "irc-run", "irc-translate", "irc-plan")
-OUTCOMES = ("ok", "diagnostic", "masked", "internal error", "traceback", "timeout", "OOM", "unclean")
-BAD_OUTCOMES = OUTCOMES[2:]
+OUTCOMES = ("ok", "diagnostic", "interrupted", "masked", "internal error", "traceback", "timeout", "OOM", "unclean",
+            "wrong success", "files left behind")
+BAD_OUTCOMES = OUTCOMES[3:]
 
 CASE_SECONDS = 20.0
 """Per-case time limit; no legitimate small case comes near it."""
@@ -79,6 +88,13 @@ class Case:
     files: dict[str, bytes] = field(default_factory=dict)
     label: str = ""
     then: list[tuple[str, list[str]]] = field(default_factory=list)
+    invalid: bool = False
+    """The input is known to be invalid: exit 0 is a ``wrong success``."""
+    during: Callable[[int, str, float], int] | None = None
+    """Called every millisecond while the case runs (pid, directory, seconds so far);
+    returns the signal it sent the tool, else 0 (`tests/fuzz_surface.py`)."""
+    sound: Callable[[str], bool] | None = None
+    """Whether the files the case leaves in its directory are whole (no half-written output)."""
 
     def describe(self) -> str:
         steps = [(self.tool, self.argv), *self.then]
@@ -99,10 +115,15 @@ _PLACEHOLDER = re.compile(r"\{[a-z_][a-z0-9_]*\}")
 _ERROR_LINE = re.compile(r"^(?:\S.*?:\d+:\d+: )?error: (.*)$")
 
 
-def classify(status: int | None, stdout: str, stderr: str, timed_out: bool = False, signalled: int = 0) -> str:
-    """The outcome class of one run (see the module docstring)."""
+def classify(status: int | None, stdout: str, stderr: str, timed_out: bool = False, signalled: int = 0,
+             sent: int = 0) -> str:
+    """The outcome class of one run (see the module docstring); ``sent``: the signal the
+    case sent the tool."""
     if timed_out:
         return "timeout"
+    traced = "Traceback (most recent call last)" in stderr + stdout
+    if sent and not traced and (signalled == sent or status == 128 + sent):
+        return "interrupted"
     if signalled:
         return "OOM" if signalled == signal.SIGKILL else "traceback"
     if "Traceback (most recent call last)" in stderr or "Traceback (most recent call last)" in stdout:
@@ -155,6 +176,7 @@ def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout:
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=False)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+        stop_quietly_on_signals()  # as a console script does until its main takes over
         for tool, argv in [(case.tool, case.argv), *case.then]:
             sys.argv = [tool, *argv]
             main = _tool_main(tool)
@@ -204,6 +226,12 @@ class _Running:
         if self.pid == 0:
             _child(case, self.where, self.captured, memory_bytes, stdout, stdin_path)
         self.pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
+        self.sent = 0
+
+    def watch(self) -> None:
+        """Give the case's ``during`` hook its turn (once it has sent a signal, no more)."""
+        if self.case.during is not None and not self.sent:
+            self.sent = self.case.during(self.pid, self.where, time.perf_counter() - self.started)
 
     def finish(self, timed_out: bool) -> Outcome:
         if timed_out:
@@ -218,9 +246,16 @@ class _Running:
         read = lambda name: Path(self.captured, name).read_text(errors="replace")  # noqa: E731
         stdout, stderr = read("stdout"), read("stderr")
         shutil.rmtree(self.captured, ignore_errors=True)
+        kind = classify(status, stdout, stderr, timed_out, signalled, self.sent)
+        if kind in ("ok", "diagnostic", "interrupted"):
+            left = [name for name in os.listdir(self.where) if name.startswith(".irc-") and name.endswith(".tmp")]
+            if left or (self.case.sound is not None and not self.case.sound(self.where)):
+                kind, stderr = "files left behind", stderr + f"\n[fuzzer] left in the directory: {left or 'a damaged output'}"
+            elif kind == "ok" and self.case.invalid:
+                kind = "wrong success"
         if self.temporary is not None:
             self.temporary.cleanup()
-        return Outcome(classify(status, stdout, stderr, timed_out, signalled), status, stdout, stderr, seconds)
+        return Outcome(kind, status, stdout, stderr, seconds)
 
 
 def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECONDS,
@@ -242,6 +277,8 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
             break
         now = time.perf_counter()
         wait = max(0.0, min(r.started + seconds for r in running) - now)
+        if any(r.case.during is not None and not r.sent for r in running):
+            wait = min(wait, 0.001)  # a hook waits for the moment to send its signal
         fds = [r.pidfd for r in running if r.pidfd is not None]
         if fds:
             select.select(fds, [], [], min(wait, 0.5))
@@ -249,6 +286,8 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
             time.sleep(min(wait, 0.005))
         for job in list(running):
             finished = _exited(job.pid)
+            if not finished:
+                job.watch()
             timed_out = not finished and time.perf_counter() - job.started > seconds
             if finished or timed_out:
                 running.remove(job)
@@ -959,8 +998,13 @@ def onnx_models(count: int, seed: int) -> list:
 
 
 def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
-    """``count`` cases of ``tool``, reproducibly for ``seed``, made as they are run."""
+    """``count`` cases of ``tool``, reproducibly for ``seed``, made as they are run (an
+    eighth of them by `tests/fuzz_surface.py`'s generators)."""
+    from tests.fuzz_surface import surface_cases  # deferred: it builds this module's Cases
+
     rng = random.Random(f"{tool}:{seed}")
+    surface, count = count // 8, count - count // 8
+    yield from surface_cases(tool, surface, random.Random(f"{tool}:surface:{seed}"))
     programs = seed_programs()
     if tool == "irc-opt":
         toml = count // 10
