@@ -28,7 +28,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
-from irc.output import remove_temporaries
+from irc.output import release_unwritten_fifos, remove_temporaries
 
 # xDSL 0.74's string-literal regex nests `+` inside `*`, which backtracks
 # exponentially on an unterminated literal (`"aaaa...` with no closing quote takes
@@ -690,6 +690,7 @@ def guarded_main(run: Callable[[], int | None], exiting: bool = False) -> int:
     finally:
         _RUN["phase"] = "exiting" if exiting else "idle"
         sys.stdout = original
+        release_unwritten_fifos()
         if not exiting:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)

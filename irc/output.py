@@ -101,10 +101,36 @@ def check_output(path: str, what: str, inputs: Iterable[tuple[str, str]] = ()) -
     if os.path.isdir(path):
         raise OutputError(f"{what} {path} is a directory; give a file name")
     if is_stream(path):
+        if _is_fifo(path):
+            _UNWRITTEN_FIFOS.add(os.path.abspath(path))
         return
     directory = os.path.dirname(_resolved(path))
     if not os.path.isdir(directory):
         raise OutputError(f"{what} {path}: directory {directory} does not exist")
+
+
+_UNWRITTEN_FIFOS: set[str] = set()
+"""FIFOs `check_output` accepted that nothing has written yet: a tool that fails opens
+and closes them on its way out (`release_unwritten_fifos`), so that their readers see
+the end of the file instead of waiting for ever."""
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def release_unwritten_fifos() -> None:
+    """Open and close, without waiting, each FIFO that was to be written and was not:
+    its reader sees the end of the file (a FIFO nobody reads is left alone)."""
+    for path in list(_UNWRITTEN_FIFOS):
+        _UNWRITTEN_FIFOS.discard(path)
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # no reader (ENXIO), or gone
+            pass
 
 
 def _resolved(path: str) -> str:
@@ -171,6 +197,7 @@ def write_atomically(path: str, data: bytes | str | Callable[[BinaryIO], None]) 
     ``data`` may be a function writing into the (binary; seekable unless the target is a
     stream) file, so a large output is streamed rather than built in memory first."""
     if is_stream(path):
+        _UNWRITTEN_FIFOS.discard(os.path.abspath(path))
         with open(path, "wb") as stream:
             _write_data(_Unseekable(stream) if callable(data) else stream, data)
         return

@@ -27,7 +27,7 @@ def fifo_read_by_a_thread(path: Path):
     """A FIFO at ``path`` whose contents a thread reads to EOF; ``box["data"]`` holds them
     once the block ends (a writer that never came is stood in for, so the thread ends)."""
     os.mkfifo(path)
-    box: dict[str, bytes] = {}
+    box: dict = {}
 
     def read() -> None:
         with open(path, "rb") as stream:
@@ -35,6 +35,7 @@ def fifo_read_by_a_thread(path: Path):
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
+    box["reader"] = reader
     try:
         yield box
     finally:
@@ -59,6 +60,18 @@ def test_irc_opt_writes_to_dev_null_and_a_fifo(tmp_path):
     assert outcome.kind == "ok" and outcome.stdout == "", outcome.stderr
     assert box["data"].decode() == printed.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]  # nothing beside the FIFO
+
+
+def test_a_failed_run_ends_the_reader_of_its_fifo(tmp_path):
+    """The output is written only once the run succeeded; a failed run still opens and
+    closes a FIFO output, so that its reader sees the end instead of waiting for ever."""
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f( {\n")
+    with fifo_read_by_a_thread(tmp_path / "fifo") as box:
+        outcome = run_tool("irc-opt", bad, "-o", tmp_path / "fifo")
+        box["reader"].join(timeout=10)
+        assert not box["reader"].is_alive() and box["data"] == b""
+    assert outcome.kind == "diagnostic"
 
 
 def test_irc_run_writes_results_and_trace_to_streams(tmp_path, device_program):
