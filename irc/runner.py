@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import BytesAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 
@@ -61,7 +61,10 @@ def parse_module(text: str, filename: str, ctx: Context | None = None) -> Module
     return module
 
 
-def _names(attrs, count: int, prefix: str) -> list[str]:
+def _names(function: FuncOp, attrs, count: int, prefix: str) -> list[str]:
+    """The ``irc.name`` of each argument or result (``prefix`` + index where there is
+    none); one that is not text is a located `RunError` (xDSL parses a string literal with
+    byte escapes as bytes: UTF-8 bytes are text)."""
     names = []
     for index in range(count):
         name = None
@@ -69,6 +72,15 @@ def _names(attrs, count: int, prefix: str) -> list[str]:
             entry = attrs.data[index].data.get(NAME_ATTR)
             if isinstance(entry, StringAttr):
                 name = entry.data
+            elif isinstance(entry, BytesAttr):
+                try:
+                    name = entry.data.decode("utf-8")
+                except UnicodeDecodeError:
+                    entry = f"bytes that are not UTF-8 text ({entry.data[:20]!r})"
+            if entry is not None and name is None:
+                what = "argument" if prefix == "arg" else "result"
+                raise RunError(f"{location_of(function)}: error: '{function.name}' op {what} {index}'s {NAME_ATTR} "
+                               f"must be a string, got {str(entry)[:80]}")
         names.append(name or f"{prefix}{index}")
     return names
 
@@ -92,14 +104,14 @@ def find_function(module: ModuleOp, entry: str | None) -> Signature:
         raise RunError(f"no function '@{entry}' to run (functions: {known}); use --entry")
     function = by_name[entry]
     kind = function.function_type
-    arg_names = _names(function.arg_attrs, len(kind.inputs), "arg")
+    arg_names = _names(function, function.arg_attrs, len(kind.inputs), "arg")
     weights = ()
     if function.arg_attrs is not None:
         weights = tuple(
             name for name, attrs in zip(arg_names, function.arg_attrs.data)
             if WEIGHT_ATTR in attrs.data
         )
-    result_names = _names(function.res_attrs, len(kind.outputs), "result")
+    result_names = _names(function, function.res_attrs, len(kind.outputs), "result")
     _check_names(function, "argument", arg_names)
     _check_names(function, "result", result_names)
     return Signature(function, arg_names, result_names, weights)

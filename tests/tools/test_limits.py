@@ -34,6 +34,7 @@ def _diagnostic(outcome, contains: str) -> str:
     ("x" * (MAX_MEMBER_NAME_BYTES + 1), "y", "argument 0 ('xxxx"),
     ("x", "\u00e9" * (MAX_MEMBER_NAME_BYTES // 2 + 1), "result 0"),  # two bytes each in UTF-8
     ("x", "a\\00b", "a name holding a NUL character"),
+    ("x", "\u00e9\\00b", "a name holding a NUL character"),  # xDSL reads this literal as bytes
     ("z", "y", "arguments 0 and 1 are both named 'z'"),
 ])
 def test_names_npz_cannot_hold_are_located_errors(tmp_path, arg, result, message):
@@ -45,6 +46,12 @@ def test_names_npz_cannot_hold_are_located_errors(tmp_path, arg, result, message
     first = _diagnostic(run_tool("irc-run", program, "--output", tmp_path / "out.npz"), message)
     assert first.startswith(f"{program}:1:1: error: 'func.func' op")
     assert not (tmp_path / "out.npz").exists()
+
+
+def test_a_name_that_is_not_text_is_a_located_error(tmp_path):
+    program = tmp_path / "names.mlir"
+    program.write_text(PROGRAM.format(arg="x", result="y").replace('{irc.name = "y"}', "{irc.name = 5}"))
+    _diagnostic(run_tool("irc-run", program), "'func.func' op result 0's irc.name must be a string, got 5 : i64")
 
 
 def test_the_longest_name_round_trips(tmp_path):
