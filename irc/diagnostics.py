@@ -201,7 +201,6 @@ class LocatingParser(Parser):
             )
         return op
 
-
     def parse_optional_attribute(self):
         return self._nested(super().parse_optional_attribute)
 
@@ -400,7 +399,8 @@ def _enter_regions(op: Operation, walks: list[_BlockWalk]) -> None:
     for region in reversed(op.regions):
         blocks = list(region.blocks)
         entries = _block_entries(region, blocks, graph)
-        walks.extend(_BlockWalk(iter(block.ops), entry, not graph) for block, entry in reversed(list(zip(blocks, entries))))
+        for block, entry in reversed(list(zip(blocks, entries))):
+            walks.append(_BlockWalk(iter(block.ops), entry, not graph))
 
 
 def _defined_in(block: Block) -> list[SSAValue]:

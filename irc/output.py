@@ -35,7 +35,8 @@ def npz_name_problem(name: str) -> str | None:
     where zip readers end a name), or None."""
     size = len(name.encode("utf-8", "surrogatepass"))
     if size > MAX_MEMBER_NAME_BYTES:
-        return f"a name of {size:,} bytes; irc takes names of at most {MAX_MEMBER_NAME_BYTES:,} bytes (an .npz member's)"
+        return (f"a name of {size:,} bytes; irc takes names of at most {MAX_MEMBER_NAME_BYTES:,} bytes "
+                f"(an .npz member's)")
     if "\0" in name:
         return "a name holding a NUL character, which an .npz member's name cannot"
     return None
@@ -147,7 +148,8 @@ def _temporary_beside(path: str) -> tuple[int, str]:
         temporary = os.path.join(directory, f".irc-{secrets.token_hex(4)}.tmp")
         _TEMPORARIES.add(temporary)
         try:
-            return os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), temporary
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+            return os.open(temporary, flags, 0o600), temporary
         except FileExistsError:
             _TEMPORARIES.discard(temporary)
 
