@@ -621,9 +621,10 @@ class Interrupted(KeyboardInterrupt):
 STOPPING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 """The signals a tool stops on as on Ctrl-C: cleanly, with status 128 + the signal."""
 
-_RUN = {"phase": "idle", "stopping": False}
+_RUN = {"phase": "idle", "stopping": 0}
 """Where the tool is: ``running`` its ``run()`` (a first signal unwinds it), or
-``exiting`` after it (a signal exits at once: nothing is being written)."""
+``exiting`` after it (a signal exits at once: nothing is being written); ``stopping``:
+the signal that is unwinding it."""
 
 
 def _signal_text(signum: int) -> str:
@@ -647,9 +648,16 @@ def _on_signal(signum: int, frame) -> None:
     if _RUN["phase"] == "exiting" or _RUN["stopping"]:
         _exit_now(signum)
     if _RUN["phase"] == "running":
-        _RUN["stopping"] = True
+        _RUN["stopping"] = signum
+        # what the unwinding abandons half-written (a zip archive) may complain as it is
+        # collected; the tool is stopping, its one line says so
+        sys.unraisablehook = _ignore_unraisable
         raise Interrupted(signum)
     raise KeyboardInterrupt  # after an in-process run: the caller's own interrupt
+
+
+def _ignore_unraisable(unraisable) -> None:
+    pass
 
 
 def _install_signal_handlers() -> dict[int, object]:
@@ -676,12 +684,14 @@ def guarded_main(run: Callable[[], int | None], exiting: bool = False) -> int:
     from now on, during interpreter shutdown, exits at once with 128 + the signal
     instead of printing a traceback; otherwise the previous handlers come back."""
     previous = _install_signal_handlers()
-    _RUN.update(phase="running", stopping=False)
-    original = sys.stdout
+    _RUN.update(phase="running", stopping=0)
+    original, unraisable = sys.stdout, sys.unraisablehook
     try:
         try:
             with recursion_headroom():
                 status = _run_guarded(run)
+            if _RUN["stopping"]:  # the interrupt was caught on its way out and became another failure
+                raise Interrupted(_RUN["stopping"])
         except KeyboardInterrupt as interrupt:  # raised anywhere, the handlers above included
             signum = getattr(interrupt, "signum", signal.SIGINT)
             remove_temporaries()
@@ -692,6 +702,7 @@ def guarded_main(run: Callable[[], int | None], exiting: bool = False) -> int:
         sys.stdout = original
         release_unwritten_fifos()
         if not exiting:
+            sys.unraisablehook = unraisable
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
     return status
@@ -731,6 +742,8 @@ def _run_guarded(run: Callable[[], int | None]) -> int:
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # noqa: BLE001 - the last resort: never a traceback
+        if _RUN["stopping"]:  # a signal's unwinding that a library turned into its own error
+            raise Interrupted(_RUN["stopping"]) from None
         if os.environ.get(TRACEBACK_VARIABLE):
             raise
         print(internal_error(error), file=sys.stderr)

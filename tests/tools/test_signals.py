@@ -108,6 +108,30 @@ def test_guarded_main_turns_a_signal_into_its_status(capsys):
     assert signal.getsignal(signal.SIGHUP) is previous  # an in-process run gives the handlers back
 
 
+class _HalfWritten:
+    """Stands for a zip archive abandoned mid-write: its finalizer fails."""
+
+    def __del__(self):
+        raise ValueError("seek of closed file")
+
+
+def test_a_signal_a_library_turns_into_its_own_error_is_still_an_interrupt(capsys):
+    """The fuzzer: SIGTERM inside numpy's savez left zipfile with an open write handle,
+    its `close` raised ValueError in place of the interrupt (an internal error), and the
+    abandoned ZipFile's finalizer printed a traceback."""
+    def run():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            _HalfWritten()
+            raise ValueError("Can't close the ZIP file while there is an open writing handle on it") from None
+
+    assert guarded_main(run) == 128 + signal.SIGTERM
+    err = capsys.readouterr().err
+    assert err == "error: interrupted by SIGTERM\n", err
+
+
 def test_an_ignored_signal_stays_ignored():
     """Under ``nohup`` SIGHUP is ignored, and a tool run in the background ignores
     SIGINT: the tool keeps them ignored."""
