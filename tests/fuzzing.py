@@ -176,7 +176,6 @@ def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout:
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=False)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
-        stop_quietly_on_signals()  # as a console script does until its main takes over
         for tool, argv in [(case.tool, case.argv), *case.then]:
             sys.argv = [tool, *argv]
             main = _tool_main(tool)
@@ -222,9 +221,15 @@ class _Running:
         sys.stdout.flush()
         sys.stderr.flush()
         self.started = time.perf_counter()
+        # signals held back across the fork: the child first takes them as a console script
+        # does until its main takes over (exit 128 + the signal), never as the parent would
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         self.pid = os.fork()
         if self.pid == 0:
+            stop_quietly_on_signals()
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             _child(case, self.where, self.captured, memory_bytes, stdout, stdin_path)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         self.pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
         self.sent = 0
 
@@ -243,7 +248,8 @@ class _Running:
         seconds = time.perf_counter() - self.started
         signalled = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) and not timed_out else 0
         status = os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else None
-        read = lambda name: Path(self.captured, name).read_text(errors="replace")  # noqa: E731
+        read = lambda name: (Path(self.captured, name).read_text(errors="replace")  # noqa: E731
+                             if Path(self.captured, name).exists() else "")  # a child stopped before it began
         stdout, stderr = read("stdout"), read("stderr")
         shutil.rmtree(self.captured, ignore_errors=True)
         kind = classify(status, stdout, stderr, timed_out, signalled, self.sent)
