@@ -158,10 +158,10 @@ def _check_plan_document(text: str) -> None:
     try:
         document = json.loads(text)
     except ValueError as error:
-        raise PlanToolError(f"error: --explain: not JSON: {error}") from None
+        raise PlanToolError(f"error: --explain: not a plan JSON document: {error}") from None
     if not isinstance(document, dict) or any(key not in document for key in PLAN_KEYS):
-        raise PlanToolError(f"error: --explain: a plan is a JSON object with {', '.join(PLAN_KEYS)} "
-                            f"(as --json prints it)")
+        raise PlanToolError(f"error: --explain: not a plan JSON document: a plan is a JSON object with "
+                            f"{', '.join(PLAN_KEYS)} (as --json prints it)")
 
 
 # ---------------------------------------------------------------------------

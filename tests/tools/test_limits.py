@@ -87,7 +87,7 @@ EXPLAIN = ["--expr", "C[m,n] += A[m,k] * B[k,n]", "--shape", "m=32,k=64,n=48", "
     ("[" * 50 + "]" * 50, "a plan is a JSON object with axes, op_factors, temporal_factors"),
     ('{"axes": ["m", "n", "k"], "op_factors": [Infinity, 1, 1], "temporal_factors": {}}',
      "a factor is not a finite integer"),
-    ("{", "--explain: not JSON: Expecting property name"),
+    ("{", "--explain: not a plan JSON document: Expecting property name"),
 ])
 def test_explain_documents_beyond_reason_are_one_line(document, message):
     """A deeply nested --explain document was `internal error: maximum recursion depth
