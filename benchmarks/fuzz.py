@@ -7,7 +7,8 @@ Runs ``--cases`` mutated inputs per tool, each in a forked child with a time lim
 a memory cap, and prints per tool the cases tried and the count of each outcome class:
 ok, diagnostic (exit 1 with an `error:` line), masked (an exception class name, empty
 message or format placeholder in place of a message), internal error, traceback,
-timeout, OOM, unclean (another exit status, no `error:` line). The last column is the
+timeout, OOM, unclean (another exit status, no `error:` line), wrong success (exit 0 on
+a case that must be refused). The last column is the
 share of cases that ended in one of the bad classes (the issue's goal: 0). ``--show``
 prints that many bad cases per class (command line, mutation, first stderr lines);
 ``--log`` writes every bad case with its input files to a directory for reproduction.

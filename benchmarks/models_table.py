@@ -12,7 +12,7 @@ importer produced is planned (``irc.lowering.model_from_ir``: ``function_model``
 
     ops (planned te ops; host fallbacks, if any, in brackets), irc time (T10 Algorithm
     1), VGM and Roller-style times (``irc.planner.baselines_model``, same cost model),
-    speedups, SRAM used (peak bytes per core while any op runs), host I/O share,
+    speedups, the ops where a baseline's plan for that op beats irc's, SRAM used (peak bytes per core while any op runs), host I/O share,
     compile time (import + every plan search + Algorithm 1) and peak RSS.
 
 Host I/O share: only the model's edges, computed from the plan (without compiling and
@@ -341,6 +341,22 @@ def host_io_seconds(decision, imported: ImportedModel, device) -> float:
     return host_io_bytes(decision, imported) * device.link_cycles_per_byte / device.clock_hz
 
 
+def baseline_wins(model: ModelSpec, decision, baselines) -> dict:
+    """The ops where a baseline's plan for that op costs less than irc's (its active,
+    setup and relayout time against the baseline's compute and VGM load/store time), and
+    the worst of them: ``{"count": n, "worst": (op name, irc us, baseline us, baseline)}``."""
+    count, worst = 0, None
+    for i, (op, chosen) in enumerate(zip(model.ops, decision.ops)):
+        best = min(baselines, key=lambda b: b.ops[i].seconds, default=None)
+        if best is None or best.ops[i].seconds >= chosen.seconds * (1 - 1e-9):
+            continue
+        count += 1
+        ratio = chosen.seconds / max(best.ops[i].seconds, 1e-30)
+        if worst is None or ratio > worst[0]:
+            worst = (ratio, op.name, chosen.seconds * 1e6, best.ops[i].seconds * 1e6, best.name)
+    return {"count": count, "worst": None if worst is None else list(worst[1:])}
+
+
 def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache, started: float,
             direct: ModelSpec | None = None, show_progress: bool = True) -> dict:
     model = imported.spec
@@ -354,6 +370,7 @@ def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache
         except ModelFitError:
             baselines[label] = None
     irc_ms = decision.seconds * 1e3
+    wins = baseline_wins(model, decision, [b for b in baselines.values() if b is not None])
     host_io = host_io_seconds(decision, imported, cache.device)
     row = {
         "model": name, "batch": batch, "ops": len(model.ops), "host_ops": imported.fallbacks,
@@ -363,6 +380,7 @@ def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache
         "idle_bytes": decision.idle_bytes, "peak_bytes": decision.peak_bytes,
         "host_io_ms": host_io * 1e3, "host_io_share": host_io / (decision.seconds + host_io),
         "compile_s": compile_seconds, "peak_rss_mb": peak_rss_mb(), "source": decision.source,
+        "baseline_wins": wins["count"], "worst_op": wins["worst"],
     }
     for label in ("vgm", "roller"):
         value = row[f"{label}_ms"]
@@ -386,7 +404,7 @@ RSS_TARGET_MB = 2048.0         # and this peak RSS
 
 
 HEADER = (f"{'model':<16} {'batch':>5} {'ops':>9} {'irc ms':>10} {'VGM ms':>10} {'Roller ms':>10} "
-          f"{'x VGM':>7} {'x Roller':>8} {'SRAM':>6} {'host I/O':>8} {'compile s':>9} {'RSS MB':>7}")
+          f"{'x VGM':>7} {'x Roller':>8} {'base wins':>9} {'SRAM':>6} {'host I/O':>8} {'compile s':>9} {'RSS MB':>7}")
 
 
 def _fmt(value, spec: str, width: int) -> str:
@@ -398,6 +416,7 @@ def format_row(row: dict) -> str:
     text = (f"{row['model']:<16} {row['batch']:>5} {ops:>9} {row['irc_ms']:>10.3f} "
             f"{_fmt(row['vgm_ms'], '.3f', 10)} {_fmt(row['roller_ms'], '.3f', 10)} "
             f"{_fmt(row['speedup_vgm'], '.2f', 7)} {_fmt(row['speedup_roller'], '.2f', 8)} "
+            f"{row['baseline_wins']:>9} "
             f"{row['sram_used'] * 100:>5.1f}% {row.get('host_io_share', 0.0) * 100:>7.2f}% "
             f"{row['compile_s']:>9.1f} {row['peak_rss_mb']:>7.0f}")
     if "heavy_ops_agree" in row:
@@ -495,6 +514,21 @@ def plan_rows(names: list[str], args, emit) -> None:
                     break
 
 
+def print_baseline_wins(rows: list[dict]) -> None:
+    """Per model, the ops (over its batches) where a baseline's plan beats irc's, and the
+    worst such op (issue 23's target: none)."""
+    print("ops where a baseline's plan beats irc's (the baseline's op time below irc's; target: none):")
+    for model in dict.fromkeys(r["model"] for r in rows):
+        mine = [r for r in rows if r["model"] == model]
+        count = sum(r["baseline_wins"] for r in mine)
+        worst = max((r for r in mine if r["worst_op"]), key=lambda r: r["worst_op"][1] / r["worst_op"][2],
+                    default=None)
+        text = "" if worst is None else (
+            f"; worst: batch {worst['batch']} {worst['worst_op'][0]} {worst['worst_op'][1]:.3f} us "
+            f"against {worst['worst_op'][3]}'s {worst['worst_op'][2]:.3f} us")
+        print(f"  {model:<16} {count} op(s) over {len(mine)} batch(es){text}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated subset of {', '.join(MODELS)}")
@@ -551,10 +585,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{sum(r['conv_search_total_s'] for r in convs):.1f} s wall; {over} took {CONV_TARGET_S:.0f} s CPU or "
               f"more ({over_wall} by wall time; target: none)")
     if rows:
-        speedups = [r["speedup_vgm"] for r in rows if r["speedup_vgm"] is not None]
-        if speedups:
-            geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-            print(f"\ngeometric mean speedup over VGM: {geo:.2f}x over {len(speedups)} rows")
+        print()
+        for label, key in (("VGM", "speedup_vgm"), ("Roller", "speedup_roller")):
+            speedups = [r[key] for r in rows if r[key] is not None]
+            if speedups:
+                geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+                print(f"geometric mean speedup over {label}: {geo:.2f}x over {len(speedups)} rows "
+                      f"(worst {min(speedups):.2f}x)")
+        print_baseline_wins(rows)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(rows, handle, indent=2)

@@ -25,9 +25,12 @@ class ModelSourceError(Exception):
 
 
 class ModelSource:
-    """A model to plan: ``build(batch)`` gives its `ModelSpec` (and the ops left to the
-    fallback, as lines to print), ``build(batch, family="mtia")`` the MTIA planner's
-    model; ``batched`` says whether the batch is a parameter."""
+    """A model to plan: ``build(batch)`` gives its `ModelSpec`, the ops left to the
+    fallback (as lines to print) and per op the bytes it loads from the function's
+    arguments that are not weights (what a preload reads from HBM beside the weights on a
+    chip with off-chip memory; None for a built-in model, whose only such argument is its
+    input), ``build(batch, family="mtia")`` the MTIA planner's model; ``batched`` says
+    whether the batch is a parameter."""
 
     def __init__(self, name: str, build, batched: bool, why_not_batched: str = ""):
         self.name = name
@@ -44,7 +47,7 @@ def _builtin_source(model: str, layers: int | None, seq: int | None) -> ModelSou
     seq = seq or default_seq
 
     def build(batch: int, family: str = "ipu"):
-        return bert_model(layers, batch, seq, hidden, heads, ffn), []
+        return bert_model(layers, batch, seq, hidden, heads, ffn), [], None
 
     return ModelSource(model, build, True)
 
@@ -61,6 +64,7 @@ def _function_of(module, entry: str | None, where: str):
 def _spec_of_function(function, where: str, name: str | None = None, family: str = "ipu"):
     from irc.lowering.model_from_ir import (
         ModelIRError,
+        argument_input_bytes,
         fallback_line,
         function_model,
         mtia_function_model,
@@ -68,6 +72,7 @@ def _spec_of_function(function, where: str, name: str | None = None, family: str
     )
 
     try:
+        input_bytes = None
         if family == "mtia":
             model, left = mtia_function_model(function, name=name)
             label = name or function.sym_name.data
@@ -75,6 +80,8 @@ def _spec_of_function(function, where: str, name: str | None = None, family: str
             found = function_model(function, name=name)
             model, label = found.model, found.name
             left = {**found.fallbacks, **opaque_fallbacks(function)}
+            if model is not None:
+                input_bytes = argument_input_bytes(found)
     except ModelIRError as error:
         from irc.diagnostics import location_of
 
@@ -83,7 +90,7 @@ def _spec_of_function(function, where: str, name: str | None = None, family: str
         raise ModelSourceError(f"error: {where}: @{label} has no op the planner can describe")
     order = {op: i for i, op in enumerate(function.walk())}
     fallbacks = [fallback_line(op, reason) for op, reason in sorted(left.items(), key=lambda x: order[x[0]])]
-    return model, fallbacks
+    return model, fallbacks, input_bytes
 
 
 def _mlir_source(path: str, entry: str | None) -> ModelSource:

@@ -84,9 +84,6 @@ kernel's ``device.reduce``): ``{slot = i, frontier = q}``, its position in the p
 preload order (s4.4) and the position of the first load that waits for it to finish (its
 preload frontier, s4.2); `preload-schedule` issues the loads so."""
 PRELOAD_DESIGNS = ("full", "dyn")
-REORDER_BUDGET = 32
-"""ELK-Full in a compiler pass plans at most this many preload orders, those nearest the
-execution order (`irc.planner.preload.layer_orders`; benchmarks/elk.py tries them all)."""
 PRELOAD_SPLITS = ("paper", "artifact")
 from irc.lowering.target import TargetError, cost_of, device_of, resolve_target
 
@@ -105,7 +102,21 @@ def fallback_remark(reason: str) -> StringAttr:
     return StringAttr(f"not planned: {reason}; left for the host/vendor fallback")
 
 
-def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True):
+def memory_remark(planned, clock_hz: float) -> StringAttr | None:
+    """Why an op of a model-wide plan runs slower than its fastest plan, when the reason is
+    memory (`irc.planner.model.PlannedOp.memory_bound`): both times and the bytes that
+    forced it. Every baseline runs each op on one of its plans, so this is the only way a
+    baseline's plan for an op can beat irc's."""
+    if not planned.memory_bound:
+        return None
+    return StringAttr(
+        f"memory-bound: runs at {planned.active_seconds * clock_hz:.0f} cycles where its fastest plan takes "
+        f"{planned.fastest_seconds * clock_hz:.0f}; that plan needs {planned.fastest_bytes} bytes per core and "
+        f"the idle weights and the tensors kept on chip across it leave {planned.budget_bytes}"
+    )
+
+
+def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True, min_utilization: float = 0.0):
     """The bound expression of `op` and its fastest fitting scored plan, or
     ``(None, reason)`` when the planner cannot describe the op and `strict` is off.
 
@@ -128,7 +139,7 @@ def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True)
         raise _error(op, f'"{text}": the planner cannot describe it: {reason}') from None
     if spec not in cache:
         try:
-            cache[spec] = search(spec, device, cost).best
+            cache[spec] = search(spec, device, cost, min_utilization=min_utilization).best
         except PlanError as error:
             cache[spec] = error
     found = cache[spec]
@@ -241,12 +252,20 @@ class RTensorPartition(ModulePass):
     split: str = "paper"
     """The SRAM split among the executing op and the preloaded ones: the paper's
     cost-aware split (s4.3) or the artifact's (IPU_COST_FACTS s6: the executing op only)."""
+    min_utilization: float = 0.0
+    """T10 s4.3.1's parallelism floor: the fewest cores a plan may use, as a fraction of
+    those the op could use. 0 searches every core count; 0.9 is T10's (its artifact's)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mode not in MODES:
             raise DiagnosticException(
                 f"rtensor-partition: unknown mode={self.mode}; known modes: {', '.join(MODES)} "
                 f"(model: T10 §4.3.2's model-wide planning; op: every operator on its own)"
+            )
+        if not 0.0 <= self.min_utilization <= 1.0:
+            raise DiagnosticException(
+                f"rtensor-partition: min_utilization={self.min_utilization:g} is not a fraction of the cores "
+                f"(0 searches every core count; T10's floor is 0.9)"
             )
         if self.preload not in PRELOAD_DESIGNS or self.split not in PRELOAD_SPLITS:
             raise DiagnosticException(
@@ -291,7 +310,7 @@ class RTensorPartition(ModulePass):
         from irc.planner.op_table import FrontierCache
         from irc.progress import Progress
 
-        cache = FrontierCache(device, cost)
+        cache = FrontierCache(device, cost, min_utilization=self.min_utilization)
         searched: dict = {}
         plans, idle, fallbacks, planned = {}, {}, {}, {}
         preloaded = set()
@@ -334,11 +353,15 @@ class RTensorPartition(ModulePass):
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
             planned[function] = decision.seconds * device.clock_hz
-            for te_op, bound, chosen in zip(found.ops, found.bounds, decision.ops):
+            model_ops = decision.model_plan.ops if getattr(decision, "source", "") == "algorithm1" else None
+            for k, (te_op, bound, chosen) in enumerate(zip(found.ops, found.bounds, decision.ops)):
                 if te_op in found.pairs:   # a fused gradient pair: the model-wide plan's point of its frontier
                     pairs[te_op].plan = chosen.active
                     continue
                 plans[te_op] = (bound, chosen.active)
+                remark = None if model_ops is None else memory_remark(model_ops[k], device.clock_hz)
+                if remark is not None:
+                    te_op.attributes[REMARK_ATTR] = remark
                 attr = idle_attribute(bound, chosen, device, cost)
                 if attr is not None:
                     idle[te_op] = attr
@@ -369,14 +392,11 @@ class RTensorPartition(ModulePass):
         from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
 
         from irc.lowering.model_from_ir import argument_input_bytes
-        from irc.planner.elk import elk_plan, infer_layers, planned_offchip, preload_ops
+        from irc.planner.elk import plan_offchip, planned_offchip
         from irc.planner.preload import PreloadFitError
 
         try:
-            ops = preload_ops(found.model, cache, infer_layers(found.model, cache),
-                              extra_hbm_bytes=argument_input_bytes(found), resting=True)
-            elk = elk_plan(found.model, cache, self.preload, self.split, ops=ops, max_orders=REORDER_BUDGET,
-                           relayouts=True)
+            elk = plan_offchip(found.model, cache, self.preload, self.split, argument_input_bytes(found))
         except PreloadFitError as error:
             culprit = next((t for t, m in zip(found.ops, found.model.ops) if m.name == error.op), function)
             raise _error(culprit, str(error)) from None
@@ -396,7 +416,7 @@ class RTensorPartition(ModulePass):
         cache: dict = {}
         plans, fallbacks = {}, {}
         for te_op in ops:
-            bound, found = plan_tensor_op(te_op, device, cost, cache, self.strict)
+            bound, found = plan_tensor_op(te_op, device, cost, cache, self.strict, self.min_utilization)
             if bound is None:
                 fallbacks[te_op] = found
             else:

@@ -42,6 +42,8 @@ class InferencePipeline(ModulePass):
     (``rtensor-partition``'s option)."""
     split: str = "paper"
     """ELK's SRAM split: the paper's cost-aware split or the artifact's."""
+    min_utilization: float = 0.0
+    """T10's parallelism floor (``rtensor-partition``'s option; 0.9 is T10's)."""
 
     def passes(self) -> list[ModulePass]:
         from irc.lowering.rtensor_to_shift import RTensorToShift
@@ -53,7 +55,8 @@ class InferencePipeline(ModulePass):
         from irc.passes.rtensor_check import RTensorCheck
 
         return [
-            RTensorPartition(device=self.device, cost=self.cost, preload=self.preload, split=self.split),
+            RTensorPartition(device=self.device, cost=self.cost, preload=self.preload, split=self.split,
+                             min_utilization=self.min_utilization),
             RTensorCheck(),
             RTensorToShift(),
             RotationAlign(),

@@ -97,7 +97,7 @@ def ssa_order_cases(rng: random.Random, tool: str, count: int) -> Iterator[Case]
             argv = ["prog.mlir"] + rng.choice([[], ["--report"], ["--output", "out.npz"]])
         else:
             argv = ["--model", "prog.mlir", "--device", rng.choice(["tiny4", "tiny16"])]
-        yield Case(tool, argv, {"prog.mlir": mutated.encode()}, f"ssa-order-{level}", invalid=True)
+        yield Case(tool, argv, {"prog.mlir": mutated.encode()}, f"ssa-order-{level}", must_fail=True)
 
 
 # ---------------------------------------------------------------------------
@@ -224,7 +224,7 @@ def name_cases(rng: random.Random, tool: str, count: int) -> Iterator[Case]:
                                       [helper.make_tensor(name, TensorProto.FLOAT, [2], [1.0, 2.0])])
             model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
             yield Case(tool, ["--import-onnx", "m.onnx", "-o", "m.mlir"], {"m.onnx": model}, "long-weight-name",
-                       invalid=not fits, then=[("irc-run", ["m.mlir", "--output", "o.npz"])], sound=npz_sound("o.npz"))
+                       must_fail=not fits, then=[("irc-run", ["m.mlir", "--output", "o.npz"])], sound=npz_sound("o.npz"))
             continue
         arg, arg_fits = _name(rng)
         result, result_fits = _name(rng)
@@ -232,7 +232,7 @@ def name_cases(rng: random.Random, tool: str, count: int) -> Iterator[Case]:
         program = NAMED.format(arg=arg, other=other, result=result)
         argv = ["prog.mlir"] + (["--output", "out.npz"] if rng.random() < 0.7 else [])
         invalid = not (arg_fits and result_fits) or other == arg
-        yield Case("irc-run", argv, {"prog.mlir": program.encode()}, "long-name", invalid=invalid,
+        yield Case("irc-run", argv, {"prog.mlir": program.encode()}, "long-name", must_fail=invalid,
                    sound=npz_sound("out.npz"))
 
 
@@ -276,11 +276,11 @@ def nesting_cases(rng: random.Random, tool: str, count: int) -> Iterator[Case]:
     for _ in range(count):
         if tool == "irc-plan":
             document, too_deep = _json_document(rng)
-            yield Case(tool, [*EXPLAIN, document], {}, "deep-json", invalid=too_deep)
+            yield Case(tool, [*EXPLAIN, document], {}, "deep-json", must_fail=too_deep)
             continue
         text, too_deep = _deep_attribute(rng)
         argv = ["prog.mlir"] + (rng.choice([[], ["--print-op-generic"]]) if tool == "irc-opt" else [])
-        yield Case(tool, argv, {"prog.mlir": text.encode()}, "deep-attribute", invalid=too_deep)
+        yield Case(tool, argv, {"prog.mlir": text.encode()}, "deep-attribute", must_fail=too_deep)
 
 
 # ---------------------------------------------------------------------------

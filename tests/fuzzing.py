@@ -26,9 +26,11 @@ line whose message is text, not an exception's class name). The bad ones are
 ``masked`` (a class name, an empty message or a format placeholder in the message),
 ``internal error``, ``traceback``, ``timeout``, ``OOM`` (the memory cap was hit or the
 child was killed), ``unclean`` (another exit status, or no ``error:`` line), ``wrong
-success`` (exit 0 on an input known to be invalid) and ``files left behind`` (a
-temporary ``.irc-*.tmp`` file, or an output a case's check finds half-written). A case
-that sends the tool a signal may also end ``interrupted`` (status 128 + the signal).
+success`` (exit 0 on a case that must be refused: ``tests/fuzz_onnx_refs.py``'s external
+references outside the model's folder and attributes ONNX does not allow,
+``tests/fuzz_surface.py``'s invalid programs) and ``files left behind`` (a temporary
+``.irc-*.tmp`` file, or an output a case's check finds half-written). A case that sends
+the tool a signal may also end ``interrupted`` (status 128 + the signal).
 """
 
 from __future__ import annotations
@@ -88,8 +90,10 @@ class Case:
     files: dict[str, bytes] = field(default_factory=dict)
     label: str = ""
     then: list[tuple[str, list[str]]] = field(default_factory=list)
-    invalid: bool = False
-    """The input is known to be invalid: exit 0 is a ``wrong success``."""
+    must_fail: bool = False
+    """The tool must refuse this input: exit 0 is a ``wrong success``."""
+    links: dict[str, str] = field(default_factory=dict)
+    """Symbolic links to make beside ``files`` (name -> target)."""
     during: Callable[[int, str, float], int] | None = None
     """Called every millisecond while the case runs (pid, directory, seconds so far);
     returns the signal it sent the tool, else 0 (`tests/fuzz_surface.py`)."""
@@ -214,6 +218,8 @@ class _Running:
             path = Path(self.where, name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+        for name, target in case.links.items():
+            os.symlink(target, Path(self.where, name))
         stdin_path = None
         if stdin is not None:
             stdin_path = os.path.join(self.captured, "stdin")
@@ -257,7 +263,7 @@ class _Running:
             left = [name for name in os.listdir(self.where) if name.startswith(".irc-") and name.endswith(".tmp")]
             if left or (self.case.sound is not None and not self.case.sound(self.where)):
                 kind, stderr = "files left behind", stderr + f"\n[fuzzer] left in the directory: {left or 'a damaged output'}"
-            elif kind == "ok" and self.case.invalid:
+            elif kind == "ok" and self.case.must_fail:
                 kind = "wrong success"
         if self.temporary is not None:
             self.temporary.cleanup()
@@ -1021,7 +1027,12 @@ def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
         yield from program_cases(rng, programs, count - npz, tool)
         yield from npz_cases(rng, npz)
     elif tool == "irc-translate":
-        yield from onnx_cases(rng, count, seed)
+        # deferred: the generators build this module's Case
+        from tests.fuzz_onnx_refs import onnx_ref_cases
+
+        refs = count // 4
+        yield from onnx_cases(rng, count - refs, seed)
+        yield from onnx_ref_cases(rng, refs)
     else:
         toml = count // 10
         yield from plan_cases(rng, programs, seed_expressions(programs), count - toml)

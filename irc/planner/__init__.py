@@ -13,7 +13,7 @@
 - ``format_plan_seed003``, ``plan_to_json``, ``plan_from_json`` serialise plans.
 """
 
-from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
+from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION, T10_MIN_UTILIZATION
 from irc.planner.errors import PlanError, SpecError
 from irc.planner.evaluate import check_plan
 from irc.planner.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
@@ -24,6 +24,7 @@ from irc.planner.spec import OpSpec, TensorSpec, conv2d_spec, matmul_spec
 __all__ = [
     "DEFAULT_MAX_PADDING",
     "DEFAULT_MIN_UTILIZATION",
+    "T10_MIN_UTILIZATION",
     "Baselines",
     "MemoryBreakdown",
     "OpSpec",

@@ -198,5 +198,22 @@ def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split:
     return ElkDecision(design, plan.latency, decisions_of(model, cache, plan), plan, order, tried, static_bytes)
 
 
-__all__ = ["DESIGNS", "ElkDecision", "ElkOpDecision", "PreloadFitError", "elk_plan", "infer_layers",
-           "planned_offchip", "preload_ops", "weight_bytes"]
+REORDER_BUDGET = 32
+"""ELK-Full planning a compiled model tries at most this many preload orders, those nearest
+the execution order (`irc.planner.preload.layer_orders`; benchmarks/elk.py tries them all)."""
+
+
+def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", split: str = "paper",
+                 extra_hbm_bytes: Sequence[float] | None = None) -> ElkDecision:
+    """A model on a chip with off-chip memory as the compiler plans it (``rtensor-partition``
+    and ``irc-plan --model`` alike): ELK's ``design`` over every op, each preload reading its
+    weights and ``extra_hbm_bytes`` (the non-weight arguments it loads: a KV cache) from HBM,
+    the activations kept on chip across each op counted in its execution space, identical
+    layers found by their signatures, and the relayouts between the chosen plans charged."""
+    ops = preload_ops(model, cache, infer_layers(model, cache), extra_hbm_bytes=extra_hbm_bytes, resting=True)
+    budget = REORDER_BUDGET if design == "full" else None
+    return elk_plan(model, cache, design, split, ops=ops, max_orders=budget, relayouts=True)
+
+
+__all__ = ["DESIGNS", "REORDER_BUDGET", "ElkDecision", "ElkOpDecision", "PreloadFitError", "elk_plan", "infer_layers",
+           "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]

@@ -301,6 +301,15 @@ class PlannedOp:
     active_bytes: int
     seconds: float
     share: float
+    budget_bytes: int = 0        # what the idle weights and the tensors kept across it leave of SRAM
+    fastest_seconds: float = 0.0   # its fastest active plan, memory ignored
+    fastest_bytes: int = 0
+
+    @property
+    def memory_bound(self) -> bool:
+        """The model-wide memory trade-off keeps this op from its fastest plan: that plan
+        needs more bytes per core than the op's budget."""
+        return self.active_seconds > self.fastest_seconds * (1 + 1e-9) and self.fastest_bytes > self.budget_bytes
 
     def to_dict(self) -> dict:
         return {
@@ -753,9 +762,67 @@ class _ModelProblem:
                 best = (total, list(rows))
         return best, trajectory
 
+    # ----------------------------------------------------------------- relayout-aware choice
+    def refine(self, rows: Sequence[int], choice: list[int]) -> list[int]:
+        """``choice`` (each op's fastest active plan in its budget, ``evaluate``) improved
+        by coordinate descent on the whole objective: an op moves to another active plan
+        compatible with its idle row when that lowers its own active + setup cycles plus
+        the relayouts of its edges, and every op its tensors are kept across still fits.
+        ``evaluate`` picks each op alone, blind to the layouts of its neighbours; on a
+        wide plan space (no utilisation floor) the fastest plan of one op can cost its
+        neighbours more in relayouts than it saves. Each move lowers the total, so the
+        result is never worse than ``choice``."""
+        choice = list(choice)
+        free = self.sram - self.idle_total(rows)
+        incident: list[list[int]] = [[] for _ in self.tables]
+        for k, edge in enumerate(self.edges):
+            incident[edge.consumer].append(k)
+            if edge.producer != edge.consumer:
+                incident[edge.producer].append(k)
+
+        def edge_cycles(k: int, picks: Sequence[int]) -> float:
+            edge = self.edges[k]
+            key = (picks[edge.consumer], picks[edge.producer])
+            memo = self._edge_cycles[k]
+            if key not in memo:
+                memo[key] = self.relayout(edge, key[0], key[1])[1]
+            return memo[key]
+
+        def fits_later(i: int, picks: Sequence[int]) -> bool:
+            # an op after i holds i's tensors at i's chosen plan (``evaluate``'s budgets)
+            for k in self._held_across.get(i, ()):
+                if k > i and self.live_bytes(k, picks[:k]) + self.tables[k].hot[picks[k]] > free:
+                    return False
+            return True
+
+        for _ in range(4):   # passes; each move strictly lowers the total, few are needed
+            moved = False
+            for i, (table, row) in enumerate(zip(self.tables, rows)):
+                if not incident[i]:
+                    continue   # without relayouts, evaluate's pick is already the best
+                budget = free - self.live_bytes(i, choice[:i])
+                here = table.table[row, choice[i]] + sum(edge_cycles(k, choice) for k in incident[i])
+                best = None
+                for j in np.flatnonzero(np.isfinite(table.table[row]) & (table.hot <= budget)):
+                    j = int(j)
+                    if j == choice[i] or table.table[row, j] >= here:
+                        continue
+                    trial = choice[:i] + [j] + choice[i + 1:]
+                    cost = table.table[row, j] + sum(edge_cycles(k, trial) for k in incident[i])
+                    if cost < here - 1e-9 and (best is None or cost < best[0]) and fits_later(i, trial):
+                        best = (cost, j)
+                if best is not None:
+                    choice[i] = best[1]
+                    moved = True
+            if not moved:
+                break
+        return choice
+
     # ----------------------------------------------------------------- result
-    def result(self, rows, direction: str, trajectory, started: float) -> ModelPlan:
+    def result(self, rows, direction: str, trajectory, started: float, refine: bool = True) -> ModelPlan:
         total, choice, budgets = self.evaluate(rows)
+        if choice is not None and refine:
+            choice = self.refine(rows, choice)
         if choice is None:
             raise ModelFitError(
                 f"model {self.model.name!r}: no combination of idle plans lets every op execute on "
@@ -779,12 +846,15 @@ class _ModelProblem:
             relayout_s = relayout_cycles[i] / clock
             seconds = active_s + setup_s + relayout_s
             peak = max(peak, idle_total + self.live_bytes(i, choice) + int(table.hot[j]))
+            fastest = int(np.argmin(table.active_cycles))
             planned.append(
                 PlannedOp(
                     name=op.name, signature=self.signature_ids[i], active=active, idle=idle,
                     active_seconds=active_s, setup_seconds=setup_s, relayout_seconds=relayout_s,
                     relayout_bytes=relayout_bytes[i], idle_bytes=int(table.cold[row]),
                     active_bytes=int(table.hot[j]), seconds=seconds, share=0.0,
+                    budget_bytes=int(budgets[i]), fastest_seconds=table.active_cycles[fastest] / clock,
+                    fastest_bytes=int(table.hot[fastest]),
                 )
             )
         seconds = sum(p.seconds for p in planned)
@@ -842,6 +912,7 @@ def plan_model(
     direction: str = "paper",
     cache: FrontierCache | None = None,
     progress: ProgressCallback | None = None,
+    refine: bool = True,
 ) -> ModelPlan:
     """Plan ``model`` end to end (module docstring).
 
@@ -849,6 +920,8 @@ def plan_model(
     reverse walk) or "exhaustive" (every idle combination; small models only).
     ``cache``: a ``FrontierCache`` to reuse op tables across calls (it must be for the same
     device and cost model). ``progress(done, total, op_name)`` is called once per op planned.
+    ``refine``: move ops to plans whose layouts cost their neighbours less
+    (``_ModelProblem.refine``); off, each op keeps its fastest plan in its budget, as T10 does.
     Raises ``ModelFitError`` (bytes needed and available) when the model cannot fit.
     """
     started = time.perf_counter()
@@ -865,7 +938,7 @@ def plan_model(
             f"model {model.name!r}: no explored combination of idle plans lets every op execute on "
             f"{cache.device.name}", needed=problem.least_needed(), available=cache.device.sram_bytes,
         )
-    return problem.result(rows, direction, trajectory, started)
+    return problem.result(rows, direction, trajectory, started, refine)
 
 
 def exhaustive_idle_search(

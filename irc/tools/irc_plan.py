@@ -4,7 +4,7 @@
              --dtype f16 --device ipu-mk2 [--cost t10|seed003|engdesign] [--json]
              [--pareto | --explain '<json plan>']
     irc-plan --model model.mlir|model.onnx|bert-tiny|bert-mini|bert-base|bert-large
-             [--device D] [--cost C] [--json] [--baseline vgm|roller|fastest]
+             [--device D] [--cost C] [--json] [--baseline t10|vgm|roller|fastest|basic|static|dyn]
              [--max-batch] [--batch N] [--seq N] [--layers N] [--input-shape NAME=2x3]
              [--entry FUNC] [--plot pareto.png [--plot-op NAME]]
 
@@ -18,9 +18,13 @@ scores a given plan (JSON as ``--json`` prints it) or names the constraint it br
 ``--model`` plans a whole model (T10 §4.3.2, Algorithm 1, as ``rtensor-partition``'s
 ``mode=model`` does; `irc.lowering.model_from_ir`) and prints per operator its plan,
 time, idle/active memory per core and share of the total, then the totals; a te op the
-planner cannot describe is listed as left to the host/vendor fallback. ``--baseline``
-prints the same report for a PopART-style VGM, a Roller-style or the "fastest plan,
-memory ignored" baseline (`irc.planner.baselines_model`) in the same cost model.
+planner cannot describe is listed as left to the host/vendor fallback. On a chip with
+off-chip memory a model larger than SRAM is planned with ELK (seeds/004: ELK-Full, as
+``rtensor-partition`` plans it). ``--baseline`` prints the same report for T10's own plan
+(Algorithm 1 under its 90% utilisation floor), a PopART-style VGM, a Roller-style or the
+"fastest plan, memory ignored" baseline (`irc.planner.baselines_model`), or, on a chip
+with off-chip memory, ELK's Basic, Static or ELK-Dyn designs, all in the same cost model;
+a baseline that cannot run the model is an error naming why.
 ``--max-batch`` finds the largest batch that fits: it needs a batch-parametric source,
 an ONNX file with a symbolic dimension or a built-in model name. ``--plot`` draws an
 operator's Pareto frontier and the model's memory/time curve (needs matplotlib). A
@@ -41,7 +45,9 @@ from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesti
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 from irc.output import OutputError, check_output, is_stream, write_atomically
 
-BASELINES = ("vgm", "roller", "fastest")
+BASELINES = ("t10", "vgm", "roller", "fastest", "basic", "static", "dyn")
+ELK_BASELINES = ("basic", "static", "dyn")
+"""ELK's designs (seeds/004 s6.1) that stream weights from off-chip memory."""
 
 MAX_EXTENT = 1 << 40
 """The largest axis extent or tensor dimension irc-plan accepts (int64 arithmetic stays exact)."""
@@ -460,10 +466,12 @@ def run_model(args) -> int:
                   f"(batch {best + 1} does not; {seconds:.1f} s)")
         return 0
 
-    model, fallbacks = source.build(args.batch or 1)
+    model, fallbacks, input_bytes = source.build(args.batch or 1)
     names = [op.name for op in model.ops]
     if args.plot_op is not None and args.plot_op not in names:
         raise PlanToolError(f"error: --plot-op: no op named '{args.plot_op}' (ops: {', '.join(dict.fromkeys(names))})")
+    if args.baseline in ELK_BASELINES:
+        return _report_elk(args, model, fallbacks, input_bytes, device, cache, started, args.baseline)
     if args.baseline is not None:
         return _report_baseline(args, model, fallbacks, device, cost, cache, started)
     from irc.lowering.model_from_ir import plan_function
@@ -473,9 +481,13 @@ def run_model(args) -> int:
             decision = plan_function(model, cache, direction=args.direction,
                                      progress=lambda done, total, label: bar.advance(label))
         except ModelFitError as error:
-            raise PlanToolError(
-                f"error: {error} (needed {error.needed} bytes per core, available {error.available})"
-            ) from None
+            if device.offchip is None:
+                raise PlanToolError(
+                    f"error: {error} (needed {error.needed} bytes per core, available {error.available})"
+                ) from None
+            decision = None
+    if decision is None:   # larger than SRAM on a chip with HBM: ELK, as rtensor-partition plans it
+        return _report_elk(args, model, fallbacks, input_bytes, device, cache, started, "full")
     rows = list(_report_rows(model, decision))
     seconds = time.perf_counter() - started
     if args.json:
@@ -506,25 +518,18 @@ def run_model(args) -> int:
 
 
 def _report_baseline(args, model, fallbacks, device, cost, cache, started) -> int:
-    from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
+    from irc.planner.baselines_model import fastest_bound, roller_plan, t10_plan, vgm_plan
     from irc.planner.model import ModelFitError
 
-    function = {"vgm": vgm_plan, "roller": roller_plan, "fastest": fastest_bound}[args.baseline]
+    function = {"t10": t10_plan, "vgm": vgm_plan, "roller": roller_plan, "fastest": fastest_bound}[args.baseline]
     with _progress(1, f"{args.baseline} baseline") as bar:
         try:
             baseline = function(model, device, cost, cache=cache)
         except ModelFitError as error:
-            # the baseline cannot run this model: a result to report, not a failure of irc-plan
-            if args.json:
-                print(json.dumps({"report": args.baseline, "feasible": False, "reason": str(error),
-                                  "needed_bytes": error.needed, "available_bytes": error.available,
-                                  "device": device.name, "cost_model": cost.name, "model": model.name},
-                                 indent=2, sort_keys=True))
-            else:
-                print(f"model {model.name}: {len(model.ops)} ops on {device.name}, cost model {cost.name}")
-                print(f"{args.baseline} baseline: infeasible: {error} (needs {error.needed} bytes per core, "
-                      f"{error.available} available)")
-            return 0
+            raise PlanToolError(
+                f"error: --baseline {args.baseline}: the baseline cannot run {model.name} on {device.name}: {error} "
+                f"(needs {error.needed} bytes per core, {error.available} available)"
+            ) from None
         bar.advance(args.baseline)
     rows = list(_baseline_rows(model, baseline))
     seconds = time.perf_counter() - started
@@ -535,19 +540,87 @@ def _report_baseline(args, model, fallbacks, device, cost, cache, started) -> in
         print(json.dumps(data, indent=2, sort_keys=True, default=float))
         return 0
     describe_baseline = {
+        "t10": "T10's own plan: Algorithm 1 under its 90% utilisation floor, each op at its fastest plan in its budget",
         "vgm": "PopART-style virtual global memory: load-compute-store, no rotation",
         "roller": "Roller-style: VGM load-compute-store, one systolic-aligned tile per op",
         "fastest": "every op at its fastest plan, memory of the other ops ignored (a lower bound)",
     }[args.baseline]
     print(f"model {model.name}: {len(model.ops)} ops on {device.name}, cost model {cost.name}")
     print(f"{args.baseline} baseline: {describe_baseline}")
-    _print_table(rows, "VGM KiB")
-    print(f"total: {baseline.seconds * 1e6:.3f} us (VGM load/store {baseline.transfer_seconds * 1e6:.3f})")
+    if args.baseline == "t10":
+        _print_table(rows, "idle KiB")
+        print(f"total: {baseline.seconds * 1e6:.3f} us (relayout {baseline.transfer_seconds * 1e6:.3f})")
+    else:
+        _print_table(rows, "VGM KiB")
+        print(f"total: {baseline.seconds * 1e6:.3f} us (VGM load/store {baseline.transfer_seconds * 1e6:.3f})")
     if fallbacks:
         print(f"left to the host/vendor fallback ({len(fallbacks)} te op(s) the planner cannot describe):")
         for line in fallbacks:
             print(f"  {line}")
     print(f"planned in {seconds:.2f} s")
+    return 0
+
+
+ELK_DESIGNS = {
+    "full": "ELK-Full: preloads overlapped with execution, preload order searched (seeds/004 s4.2-s4.4)",
+    "dyn": "ELK-Dyn: preloads overlapped with execution, in execution order (seeds/004 s4.2-s4.3)",
+    "static": "Static: one execution space for every op, preloads in the rest (seeds/004 s6.1)",
+    "basic": "Basic: each op's weights loaded from HBM just before it runs (seeds/004 s6.1)",
+}
+
+
+def _report_elk(args, model, fallbacks, input_bytes, device, cache, started, design: str) -> int:
+    """A model on a chip with off-chip memory under one of ELK's designs: per op its
+    execute-state plan, its preload state (the idle layout its weights arrive in), its
+    share of the latency (the time from the previous op's end to its own, stalls for its
+    loads included) and its bytes per core."""
+    from irc.planner.elk import plan_offchip
+    from irc.planner.preload import PreloadFitError
+
+    if device.offchip is None:
+        raise PlanToolError(
+            f"error: --baseline {design}: ELK's designs stream weights from off-chip memory and {device.name} "
+            f"has none; choose a device with HBM (e.g. ipu-mk2-hbm, ipu-pod4-hbm) or one of "
+            f"{', '.join(b for b in BASELINES if b not in ELK_BASELINES)}"
+        )
+    with _progress(1, f"ELK {design}") as bar:
+        try:
+            elk = plan_offchip(model, cache, design, "paper", input_bytes)
+        except PreloadFitError as error:
+            raise PlanToolError(f"error: {ELK_DESIGNS[design].split(':')[0]} cannot run {model.name} on "
+                                f"{device.name}: {error}") from None
+        bar.advance(design)
+    clock = device.clock_hz
+    _, _, _, exec_end = elk.plan.timeline()
+    ends = [0.0] + [float(e) for e in exec_end]
+    latency = elk.latency_cycles / clock
+    rows = []
+    for i, (op, chosen) in enumerate(zip(model.ops, elk.ops)):
+        table = cache.table(op.spec, op.weights)
+        seconds = (ends[i + 1] - ends[i]) / clock
+        rows.append((chosen.name, op.spec.kind, _plan_text(op.spec, chosen.active, chosen.idle), seconds,
+                     float(table.cold[elk.plan.preload_plan[i]]), float(table.hot[elk.plan.exec_plan[i]]),
+                     seconds / latency if latency > 0 else 0.0))
+    seconds = time.perf_counter() - started
+    report = "irc" if design == "full" else design
+    if args.json:
+        print(json.dumps({"report": report, "design": design, "model": model.name, "device": device.name,
+                          "cost_model": cache.cost.name, "seconds": latency, "orders_tried": elk.orders_tried,
+                          "rows": _row_dicts(rows), "fallbacks": fallbacks, "wall_seconds": seconds},
+                         indent=2, sort_keys=True, default=float))
+        return 0
+    print(f"model {model.name}: {len(model.ops)} ops, {model.weight_bytes()} B of weights, on {device.name} "
+          f"({device.cores} cores, {device.sram_bytes} B SRAM per core, off-chip memory), cost model {cache.cost.name}")
+    print(("irc plan: " if design == "full" else f"{design} baseline: ") + ELK_DESIGNS[design]
+          + (" (the model does not fit in SRAM)" if design == "full" else ""))
+    _print_table(rows, "preload KiB")
+    print(f"total: {latency * 1e6:.3f} us per run" + (f" ({elk.orders_tried} preload orders tried)"
+                                                       if design == "full" else ""))
+    if fallbacks:
+        print(f"left to the host/vendor fallback ({len(fallbacks)} te op(s) the planner cannot describe):")
+        for line in fallbacks:
+            print(f"  {line}")
+    print(f"planned in {seconds:.2f} s ({cache.searches} frontier searches)")
     return 0
 
 

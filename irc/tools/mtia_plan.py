@@ -128,7 +128,7 @@ def run_model(args, source_of, device, progress) -> int:
         model = dlrm_mtia_model(config.at_batch(args.batch or config.batch))
         categories, fallbacks = dict(model.categories), []
     else:
-        model, fallbacks = source_of().build(args.batch or 1, family="mtia")
+        model, fallbacks, _ = source_of().build(args.batch or 1, family="mtia")
     with progress(len(model.ops), f"planning {model.name}") as bar:
         try:
             plan = plan_model(model, device, progress=lambda done, total, label: bar.advance(label))

@@ -41,9 +41,10 @@ def test_builders_make_valid_batch_parametric_models(name):
 def test_a_row_prints_with_missing_baselines():
     row = {"model": "m", "batch": 4, "ops": 10, "host_ops": 2, "irc_ms": 1.5, "vgm_ms": None, "roller_ms": 3.0,
            "speedup_vgm": None, "speedup_roller": 2.0, "sram_used": 0.5, "host_io_share": 0.125,
-           "compile_s": 1.0, "peak_rss_mb": 100}
+           "compile_s": 1.0, "peak_rss_mb": 100, "baseline_wins": 0}
     text = format_row(row)
-    assert text.split() == ["m", "4", "10[2]", "1.500", "n/a", "3.000", "n/a", "2.00", "50.0%", "12.50%", "1.0", "100"]
+    assert text.split() == ["m", "4", "10[2]", "1.500", "n/a", "3.000", "n/a", "2.00", "0", "50.0%", "12.50%", "1.0",
+                            "100"]
 
 
 def small_resnet(batch):

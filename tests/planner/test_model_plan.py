@@ -10,12 +10,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from irc.cost import get_cost_model
 from irc.devices import load_device
-from irc.planner import OpSpec, TensorSpec
+from irc.planner import T10_MIN_UTILIZATION, OpSpec, TensorSpec
 from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
 from irc.planner.bert import bert_layer_ops, bert_model, stack_layers
 from irc.planner.idle import setup_cycles
@@ -391,7 +391,7 @@ def test_an_op_the_utilisation_floor_leaves_no_room_is_searched_without_it():
                                                          TensorSpec("B", (("q",), ("d",)))), (), "elementwise", 4),
                    (), {"A": 0, "B": 1}))
     model = ModelSpec("embeddings", ops)
-    cache = FrontierCache(TINY16, "t10")
+    cache = FrontierCache(TINY16, "t10", min_utilization=T10_MIN_UTILIZATION)
     floor_only = _ModelProblem(model, cache, None)
     assert floor_only.idle_total([0, 0, 0]) == 72_000 > TINY16.sram_bytes
     plan = plan_model(model, TINY16, cache=cache)
@@ -539,3 +539,25 @@ def test_a_produced_input_names_an_output_of_its_producer():
         ModelSpec("bad", (*model.ops[:2], bad, model.ops[3]))
     with pytest.raises(ModelSpecError, match="a fused pair has no weights at rest"):
         ModelSpec("bad", (model.ops[0], replace(model.ops[1], weights=("W",)), *model.ops[2:]))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.sampled_from([4, 8, 32]), widths=st.lists(st.sampled_from([4, 8, 16, 32]), min_size=3, max_size=5),
+       relu=st.booleans(), sram=st.sampled_from([1024, 2048, 6144, 65536]))
+def test_relayout_aware_choice_is_never_worse_and_fits(rows, widths, relu, sram):
+    """Algorithm 1's states pick each op's fastest plan alone; the plan it returns then
+    moves ops to plans whose layouts cost their neighbours less (``_ModelProblem.refine``):
+    never slower than the state's own total, and still within every op's budget."""
+    from irc.planner.model import _ModelProblem
+
+    model, dev = chain([(rows, k, n) for k, n in zip(widths, widths[1:])], with_relu=relu), device(sram)
+    cache = FrontierCache(dev)
+    try:
+        plan = plan_model(model, dev, cache=cache)
+    except ModelFitError:
+        return
+    problem = _ModelProblem(model, cache, None)
+    idle_rows = [int(np.searchsorted(t.cold, op.idle_bytes)) for t, op in zip(problem.tables, plan.ops)]
+    unrefined, _, _ = problem.evaluate(idle_rows)
+    assert plan.seconds * dev.clock_hz <= unrefined * (1 + 1e-9)
+    assert plan.peak_bytes <= dev.sram_bytes

@@ -1,6 +1,7 @@
-// RUN: irc-opt %s -p 'inference{device=tiny16}' | filecheck %s
+// RUN: irc-opt %s -p 'rtensor-partition{device=tiny16 mode=op},rtensor-check,rtensor-to-shift,rotation-align,shift-to-device,device-alloc' | filecheck %s
 
-// The model lives on the chip: the hidden activation %h goes from the matmul that
+// Each op at its own fastest plan (mode=op: the model-wide plan would give the relu the
+// matmul's layout). The model lives on the chip: the hidden activation %h goes from the matmul that
 // produces it to the relu that reads it over the exchange (device.relayout into the
 // relu's layout, priced as the planner's relayout), never through the host; host I/O
 // happens only at the function's edges (its arguments and its result). The relayout is
