@@ -65,6 +65,9 @@ def mesh_shape(cores: int) -> tuple[int, int]:
 def point_device(base: Device, point: Point) -> Device:
     """``base`` with the point's HBM and link bandwidth, topology and cores (one chip's
     worth per chip; the HBM bandwidth scales with the chips)."""
+    if not isinstance(base, Device):
+        raise DseError(f"device '{base.name}' is of the {getattr(base, 'family', 'another')} family; irc-dse sweeps "
+                       f"chips of the IPU kind with off-chip memory ([offchip]), such as ipu-pod4-hbm")
     if base.offchip is None:
         raise DseError(f"device '{base.name}': the base device of a sweep needs off-chip memory ([offchip])")
     per_chip = min(point.cores, base.cores_per_chip) if point.cores <= base.cores_per_chip else base.cores_per_chip

@@ -86,11 +86,15 @@ def _error(op: Operation, message: str) -> DiagnosticException:
 
 
 def identity_value(combiner: str, dtype: np.dtype) -> float:
-    """A finite identity (the dtype's extreme for max=/min=), printable in IR."""
+    """The value an accumulator of ``combiner`` starts from, as the interpreters' (``-inf``
+    and ``+inf`` for ``max=``/``min=`` on floats, printed in hexadecimal; a type's
+    extremes for integers; 0 for sums)."""
     if combiner in ("max=", "min="):
         if dtype.kind == "b":  # i1: false is max='s identity, true min='s
             return 0.0 if combiner == "max=" else 1.0
-        info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+        if dtype.kind == "f":
+            return -math.inf if combiner == "max=" else math.inf
+        info = np.iinfo(dtype)
         return float(info.min if combiner == "max=" else info.max)
     return 0.0
 
@@ -324,7 +328,7 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     final = kernel.digits_after(start, kernel.final_counters())
     stores: list = []
     kept: list = []
-    for i, (product, result, (expr, subtask, roles, _, identity)) in enumerate(zip(products, results, computes)):
+    for i, (product, result, (expr, subtask, roles, _, _)) in enumerate(zip(products, results, computes)):
         out = kernel.output_of(i)
         group = kernel.replica_key(final, core, i)
         work = kernel.op_work(i)
@@ -340,7 +344,8 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
             reduce.result.name_hint = f"{out.name}_rounded"
         origins = kernel.partition_origin(out, final, core)
         shape = tuple(result.type.get_shape())
-        written = [StoreOp(buffers[out.name], output.result_type, origins, group, identity, moves_of(output.chain),
+        # elements of the result no core writes are 0, as at te level
+        written = [StoreOp(buffers[out.name], output.result_type, origins, group, 0.0, moves_of(output.chain),
                            shape) for output in outputs[i]]
         ops += written
         stores.append(written[0] if written else None)

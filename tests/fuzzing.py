@@ -27,16 +27,21 @@ line whose message is text, not an exception's class name). The bad ones are
 ``internal error``, ``traceback``, ``timeout``, ``OOM`` (the memory cap was hit or the
 child was killed), ``unclean`` (another exit status, or no ``error:`` line), ``wrong
 success`` (exit 0 on a case that must be refused: ``tests/fuzz_onnx_refs.py``'s external
-references outside the model's folder and attributes ONNX does not allow,
-``tests/fuzz_surface.py``'s invalid programs) and ``files left behind`` (a temporary
-``.irc-*.tmp`` file, or an output a case's check finds half-written). A case that sends
-the tool a signal may also end ``interrupted`` (status 128 + the signal).
+references outside the model's folder and attributes ONNX does not allow, malformed
+device files, ``tests/fuzz_surface.py``'s invalid programs), ``te/device mismatch`` (a
+case's ``check`` found te and chip results that differ beyond the numerics contract) and
+``files left behind`` (a temporary ``.irc-*.tmp`` file, or an output a case's ``sound``
+finds half-written). A case that sends the tool a signal may also end ``interrupted``
+(status 128 + the signal). `EXTRA_GENERATORS` names the generator groups of other
+modules (``tests/fuzz_devices.py``); `tests/fuzz_surface.py` makes an eighth of each
+tool's cases.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import io
 import itertools
 import os
@@ -64,8 +69,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 TOOLS = ("irc-opt", "irc-run", "irc-translate", "irc-plan")
 OUTCOMES = ("ok", "diagnostic", "interrupted", "masked", "internal error", "traceback", "timeout", "OOM", "unclean",
-            "wrong success", "files left behind")
+            "te/device mismatch", "wrong success", "files left behind")
 BAD_OUTCOMES = OUTCOMES[3:]
+CHECK_FAILED = "fuzz check failed: "
+"""How a child reports that a case's ``check`` found a bad outcome (``<outcome>: why``)."""
+
+EXTRA_GENERATORS = {
+    "te-vs-device": "tests.fuzz_devices:nonfinite_cases",
+    "device-files": "tests.fuzz_devices:device_file_cases",
+}
+"""Generators of their own modules, run as groups beside the tools' (name ->
+``"module:function"``, called as ``function(rng, count, seed)``)."""
 
 CASE_SECONDS = 20.0
 """Per-case time limit; no legitimate small case comes near it."""
@@ -94,6 +108,10 @@ class Case:
     """The tool must refuse this input: exit 0 is a ``wrong success``."""
     links: dict[str, str] = field(default_factory=dict)
     """Symbolic links to make beside ``files`` (name -> target)."""
+    check: Callable[[], tuple[str, str] | None] | None = None
+    """Run in the case's directory once every step succeeded: None, or (outcome, why)."""
+    group: str = ""
+    """The generator group the case is counted under (its tool when empty)."""
     during: Callable[[int, str, float], int] | None = None
     """Called every millisecond while the case runs (pid, directory, seconds so far);
     returns the signal it sent the tool, else 0 (`tests/fuzz_surface.py`)."""
@@ -130,6 +148,9 @@ def classify(status: int | None, stdout: str, stderr: str, timed_out: bool = Fal
         return "interrupted"
     if signalled:
         return "OOM" if signalled == signal.SIGKILL else "traceback"
+    for line in stderr.splitlines():
+        if line.startswith(CHECK_FAILED) and line[len(CHECK_FAILED):].partition(":")[0] in OUTCOMES:
+            return line[len(CHECK_FAILED):].partition(":")[0]
     if "Traceback (most recent call last)" in stderr or "Traceback (most recent call last)" in stdout:
         return "traceback"
     if "internal error" in stderr:
@@ -198,8 +219,25 @@ def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout:
                 sys.stderr.flush()
             if status != 0:
                 break
+        if status == 0 and case.check is not None:
+            status = _checked(case.check)
     finally:
         os._exit(status)
+
+
+def _checked(check: Callable[[], tuple[str, str] | None]) -> int:
+    """Run a case's check in the child: 0, or 1 after reporting what it found (or its
+    traceback)."""
+    try:
+        found = check()
+    except BaseException:  # noqa: BLE001 - a check that failed itself
+        traceback.print_exc()
+        return 1
+    if found is None:
+        return 0
+    print(f"{CHECK_FAILED}{found[0]}: {found[1]}", file=sys.stderr)
+    sys.stderr.flush()
+    return 1
 
 
 def _address_space() -> int:
@@ -1015,6 +1053,10 @@ def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
     from tests.fuzz_surface import surface_cases  # deferred: it builds this module's Cases
 
     rng = random.Random(f"{tool}:{seed}")
+    if tool in EXTRA_GENERATORS:
+        module, function = EXTRA_GENERATORS[tool].split(":")
+        yield from getattr(importlib.import_module(module), function)(rng, count, seed)
+        return
     surface, count = count // 8, count - count // 8
     yield from surface_cases(tool, surface, random.Random(f"{tool}:surface:{seed}"))
     programs = seed_programs()
@@ -1046,7 +1088,7 @@ def fuzz(tools: Iterable[str], count: int, seed: int = 0, jobs: int = 2,
     counts: dict[str, Counter] = {tool: Counter() for tool in tools}
     cases = (case for tool in tools for case in cases_for(tool, count, seed))
     for case, outcome in run_cases(cases, jobs):
-        counts[case.tool][outcome.kind] += 1
+        counts[case.group or case.tool][outcome.kind] += 1
         if report is not None:
             report(case, outcome)
     return counts

@@ -23,6 +23,7 @@ import numpy as np
 from irc.devices.topology import preload_pressure, preload_seconds
 from irc.planner.idle import IdlePlan
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
+from irc.planner.errors import PlanError
 from irc.planner.op_table import FrontierCache
 from irc.planner.plan import Plan
 from irc.planner.preload import (
@@ -38,6 +39,16 @@ from irc.planner.preload import (
 from irc.planner.relayout import tensor_elements
 
 DESIGNS = ("basic", "static", "dyn", "full", "ideal")
+
+
+class OffchipFitError(PreloadFitError):
+    """A model whose weights do not fit the chip's off-chip memory (HBM); ``op`` is empty:
+    no one op is at fault."""
+
+    def __init__(self, needed: int, capacity: int, device: str) -> None:
+        PlanError.__init__(self, f"the model's weights need {needed} B of off-chip memory (HBM), more than "
+                                 f"{device}'s {capacity} B")
+        self.op, self.needed, self.available = "", needed, capacity
 
 
 def weight_bytes(op) -> int:
@@ -174,6 +185,9 @@ def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split:
     (``with_relayouts``)."""
     if cache.device.offchip is None:
         raise ValueError(f"device '{cache.device.name}' has no off-chip memory")
+    weights = sum(weight_bytes(op) for op in model.ops)
+    if weights > cache.device.offchip.capacity_bytes:
+        raise OffchipFitError(weights, cache.device.offchip.capacity_bytes, cache.device.name)
     ops = preload_ops(model, cache) if ops is None else ops
     capacity = float(cache.device.sram_bytes) if capacity is None else capacity
     if design == "ideal":
@@ -215,5 +229,5 @@ def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", s
     return elk_plan(model, cache, design, split, ops=ops, max_orders=budget, relayouts=True)
 
 
-__all__ = ["DESIGNS", "REORDER_BUDGET", "ElkDecision", "ElkOpDecision", "PreloadFitError", "elk_plan", "infer_layers",
-           "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]
+__all__ = ["DESIGNS", "REORDER_BUDGET", "ElkDecision", "ElkOpDecision", "OffchipFitError", "PreloadFitError", "elk_plan",
+           "infer_layers", "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]

@@ -254,12 +254,30 @@ def _device_and_cost(args):
 
     try:
         device, cost = load_device(args.device), get_cost_model(args.cost)
+        _check_family(device)
         check_pairing(device, cost)
         return device, cost
     except (DeviceError, CostModelError) as error:
         raise PlanToolError(f"error: {error}") from None
     except MtiaToolError as error:
         raise PlanToolError(error.args[0]) from None
+
+
+PLANNED_FAMILIES = ("ipu", "mtia")
+"""The device families irc-plan plans: the IPU kind (T10 plans, any cost model of it) and
+MTIA (its own mappings, ``--cost mtia``)."""
+
+
+def _check_family(device) -> None:
+    """A device of a family irc-plan does not plan is one diagnostic saying what does
+    compile for it."""
+    from irc.lowering.target import FAMILY_PIPELINES
+
+    family = getattr(device, "family", "ipu")
+    if family not in PLANNED_FAMILIES:
+        advice = FAMILY_PIPELINES.get(family, "see its family's passes").format(name=device.name)
+        raise PlanToolError(f"error: device {device.name} is of the {family} family, which irc-plan does not "
+                            f"plan (it plans the IPU kind and the mtia family); {advice}, and run it with irc-run")
 
 
 def run_operator(args) -> int:
