@@ -149,12 +149,12 @@ def csv_text(rows: list[dict]) -> str:
     return stream.getvalue()
 
 
-def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], executor: Executor, csv_path: str,
-          advance: Callable[[str], None] | None = None) -> list[dict]:
-    """Run every point on ``executor``; the CSV holds the finished points, in point
-    order, after each one. A failed point cancels the points not yet started and raises
-    `PointFailed`; the CSV keeps what finished (an existing CSV is left as it was when
-    no point finished)."""
+def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], executor: Executor,
+          csv_path: str | None, advance: Callable[[str], None] | None = None) -> list[dict]:
+    """Run every point on ``executor``; the CSV (``csv_path``; None: the caller writes
+    it at the end) holds the finished points, in point order, after each one. A failed
+    point cancels the points not yet started and raises `PointFailed`; the CSV keeps what
+    finished (an existing CSV is left as it was when no point finished)."""
     rows: list[dict] = []
     futures = {executor.submit(evaluate, base_device, workload, point): point for point in sweep_points}
     finished = 0
@@ -169,7 +169,8 @@ def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], e
         finished += 1
         rows.extend(found)
         rows.sort(key=lambda row: (row["point"], workload.designs.index(row["design"])))
-        write_atomically(csv_path, csv_text(rows))
+        if csv_path is not None:
+            write_atomically(csv_path, csv_text(rows))
         if advance is not None:
             advance(f"point {point.index}")
     return rows

@@ -16,18 +16,25 @@ mutator from a seeded `random.Random`:
   what imports is then run, or compiled for a chip and run (a chained case);
 * ``.npz`` inputs (wrong shapes, dtypes, values, damaged archives) and device TOML files
   (values out of range, NaN, wrong types, missing or repeated keys);
-* command lines (pipelines, pass options, output paths).
+* command lines (pipelines, pass options, output paths);
+* issue 27's surface (`tests/fuzz_surface.py`): uses moved before their definitions at
+  te and device level, SIGTERM/SIGHUP/SIGINT while an output is written, names an npz
+  cannot hold, deeply nested JSON and attributes.
 
 Every outcome must be ``ok`` (exit 0) or ``diagnostic`` (exit 1 with an ``error:``
 line whose message is text, not an exception's class name). The bad ones are
 ``masked`` (a class name, an empty message or a format placeholder in the message),
 ``internal error``, ``traceback``, ``timeout``, ``OOM`` (the memory cap was hit or the
-child was killed), ``unclean`` (another exit status, or no ``error:`` line) and ``wrong
+child was killed), ``unclean`` (another exit status, or no ``error:`` line), ``wrong
 success`` (exit 0 on a case that must be refused: ``tests/fuzz_onnx_refs.py``'s external
 references outside the model's folder and attributes ONNX does not allow, malformed
-device files), and ``te/device mismatch`` (a case's ``check`` found te and chip results
-that differ beyond the numerics contract). `EXTRA_GENERATORS` names the generator groups
-of other modules (``tests/fuzz_devices.py``).
+device files, ``tests/fuzz_surface.py``'s invalid programs), ``te/device mismatch`` (a
+case's ``check`` found te and chip results that differ beyond the numerics contract) and
+``files left behind`` (a temporary ``.irc-*.tmp`` file, or an output a case's ``sound``
+finds half-written). A case that sends the tool a signal may also end ``interrupted``
+(status 128 + the signal). `EXTRA_GENERATORS` names the generator groups of other
+modules (``tests/fuzz_devices.py``); `tests/fuzz_surface.py` makes an eighth of each
+tool's cases.
 """
 
 from __future__ import annotations
@@ -56,12 +63,14 @@ from pathlib import Path
 
 import numpy as np
 
+from irc.tools import stop_quietly_on_signals
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TOOLS = ("irc-opt", "irc-run", "irc-translate", "irc-plan")
-OUTCOMES = ("ok", "diagnostic", "masked", "internal error", "traceback", "timeout", "OOM", "unclean",
-            "te/device mismatch", "wrong success")
-BAD_OUTCOMES = OUTCOMES[2:]
+OUTCOMES = ("ok", "diagnostic", "interrupted", "masked", "internal error", "traceback", "timeout", "OOM", "unclean",
+            "te/device mismatch", "wrong success", "files left behind")
+BAD_OUTCOMES = OUTCOMES[3:]
 CHECK_FAILED = "fuzz check failed: "
 """How a child reports that a case's ``check`` found a bad outcome (``<outcome>: why``)."""
 
@@ -103,6 +112,11 @@ class Case:
     """Run in the case's directory once every step succeeded: None, or (outcome, why)."""
     group: str = ""
     """The generator group the case is counted under (its tool when empty)."""
+    during: Callable[[int, str, float], int] | None = None
+    """Called every millisecond while the case runs (pid, directory, seconds so far);
+    returns the signal it sent the tool, else 0 (`tests/fuzz_surface.py`)."""
+    sound: Callable[[str], bool] | None = None
+    """Whether the files the case leaves in its directory are whole (no half-written output)."""
 
     def describe(self) -> str:
         steps = [(self.tool, self.argv), *self.then]
@@ -123,10 +137,15 @@ _PLACEHOLDER = re.compile(r"\{[a-z_][a-z0-9_]*\}")
 _ERROR_LINE = re.compile(r"^(?:\S.*?:\d+:\d+: )?error: (.*)$")
 
 
-def classify(status: int | None, stdout: str, stderr: str, timed_out: bool = False, signalled: int = 0) -> str:
-    """The outcome class of one run (see the module docstring)."""
+def classify(status: int | None, stdout: str, stderr: str, timed_out: bool = False, signalled: int = 0,
+             sent: int = 0) -> str:
+    """The outcome class of one run (see the module docstring); ``sent``: the signal the
+    case sent the tool."""
     if timed_out:
         return "timeout"
+    traced = "Traceback (most recent call last)" in stderr + stdout
+    if sent and not traced and (signalled == sent or status == 128 + sent):
+        return "interrupted"
     if signalled:
         return "OOM" if signalled == signal.SIGKILL else "traceback"
     for line in stderr.splitlines():
@@ -246,10 +265,22 @@ class _Running:
         sys.stdout.flush()
         sys.stderr.flush()
         self.started = time.perf_counter()
+        # signals held back across the fork: the child first takes them as a console script
+        # does until its main takes over (exit 128 + the signal), never as the parent would
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         self.pid = os.fork()
         if self.pid == 0:
+            stop_quietly_on_signals()
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             _child(case, self.where, self.captured, memory_bytes, stdout, stdin_path)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         self.pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
+        self.sent = 0
+
+    def watch(self) -> None:
+        """Give the case's ``during`` hook its turn (once it has sent a signal, no more)."""
+        if self.case.during is not None and not self.sent:
+            self.sent = self.case.during(self.pid, self.where, time.perf_counter() - self.started)
 
     def finish(self, timed_out: bool) -> Outcome:
         if timed_out:
@@ -261,13 +292,19 @@ class _Running:
         seconds = time.perf_counter() - self.started
         signalled = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) and not timed_out else 0
         status = os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else None
-        read = lambda name: Path(self.captured, name).read_text(errors="replace")  # noqa: E731
+        read = lambda name: (Path(self.captured, name).read_text(errors="replace")  # noqa: E731
+                             if Path(self.captured, name).exists() else "")  # a child stopped before it began
         stdout, stderr = read("stdout"), read("stderr")
         shutil.rmtree(self.captured, ignore_errors=True)
+        kind = classify(status, stdout, stderr, timed_out, signalled, self.sent)
+        if kind in ("ok", "diagnostic", "interrupted"):
+            left = [name for name in os.listdir(self.where) if name.startswith(".irc-") and name.endswith(".tmp")]
+            if left or (self.case.sound is not None and not self.case.sound(self.where)):
+                kind, stderr = "files left behind", stderr + f"\n[fuzzer] left in the directory: {left or 'a damaged output'}"
+            elif kind == "ok" and self.case.must_fail:
+                kind = "wrong success"
         if self.temporary is not None:
             self.temporary.cleanup()
-        kind = classify(status, stdout, stderr, timed_out, signalled)
-        kind = "wrong success" if kind == "ok" and self.case.must_fail else kind
         return Outcome(kind, status, stdout, stderr, seconds)
 
 
@@ -290,6 +327,8 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
             break
         now = time.perf_counter()
         wait = max(0.0, min(r.started + seconds for r in running) - now)
+        if any(r.case.during is not None and not r.sent for r in running):
+            wait = min(wait, 0.001)  # a hook waits for the moment to send its signal
         fds = [r.pidfd for r in running if r.pidfd is not None]
         if fds:
             select.select(fds, [], [], min(wait, 0.5))
@@ -297,6 +336,8 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
             time.sleep(min(wait, 0.005))
         for job in list(running):
             finished = _exited(job.pid)
+            if not finished:
+                job.watch()
             timed_out = not finished and time.perf_counter() - job.started > seconds
             if finished or timed_out:
                 running.remove(job)
@@ -1007,12 +1048,17 @@ def onnx_models(count: int, seed: int) -> list:
 
 
 def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
-    """``count`` cases of ``tool``, reproducibly for ``seed``, made as they are run."""
+    """``count`` cases of ``tool``, reproducibly for ``seed``, made as they are run (an
+    eighth of them by `tests/fuzz_surface.py`'s generators)."""
+    from tests.fuzz_surface import surface_cases  # deferred: it builds this module's Cases
+
     rng = random.Random(f"{tool}:{seed}")
     if tool in EXTRA_GENERATORS:
         module, function = EXTRA_GENERATORS[tool].split(":")
         yield from getattr(importlib.import_module(module), function)(rng, count, seed)
         return
+    surface, count = count // 8, count - count // 8
+    yield from surface_cases(tool, surface, random.Random(f"{tool}:surface:{seed}"))
     programs = seed_programs()
     if tool == "irc-opt":
         toml = count // 10

@@ -173,12 +173,12 @@ def test_device_file_errors_point_into_the_file(tmp_path, text, message):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("builtin.module {" * 1000 + "}" * 1000, "nested.mlir:1:1616: error: brackets nested more than 100 deep"),
+    ("builtin.module {" * 1000 + "}" * 1000, "nested.mlir:1:4112: error: brackets nested more than 256 deep"),
     ("builtin.module {" * 70 + "}" * 70, "nested.mlir:1:1025: error: operations nested more than 64 deep"),
     ("func.func @f() attributes {a = " + "[" * 1000 + "]" * 1000 + "} {\n}\n",
-     "nested.mlir:1:131: error: brackets nested more than 100 deep"),
+     "nested.mlir:1:287: error: brackets nested more than 256 deep"),
     ("func.func @f(%x: " + "tensor<" * 500 + "f32" + ">" * 500 + ") {\n}\n",
-     "nested.mlir:1:717: error: brackets nested more than 100 deep"),
+     "nested.mlir:1:1809: error: brackets nested more than 256 deep"),
 ])
 def test_deep_nesting_is_one_located_error(tmp_path, text, message):
     """1,000 nested modules were a RecursionError in irc-opt and irc-run."""
