@@ -24,11 +24,12 @@ class BertConfig:
     layers: int = 1
     dtype: str = "float32"
     seed: int = 0
+    weights_as_inputs: bool = False   # weights as graph inputs without data (``GraphBuilder``)
 
 
 def build_bert_layer(config: BertConfig = BertConfig()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("bert_encoder_layer" if c.layers == 1 else "bert_encoder", c.seed, dtype=c.dtype)
+    g = GraphBuilder("bert_encoder_layer" if c.layers == 1 else "bert_encoder", c.seed, dtype=c.dtype, weights_as_inputs=c.weights_as_inputs)
     x = g.input("hidden_states", g.elem, [c.batch, c.seq, c.hidden])
     mask = g.input("attention_mask", TensorProto.INT64, [c.batch, c.seq])
     # (B, S) -> (B, 1, 1, S); 0 where attended, -10000 where masked.

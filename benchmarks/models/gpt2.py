@@ -29,11 +29,12 @@ class GPT2Config:
     lm_head: bool = False  # logits against the (tied) token embedding, as GPT2LMHeadModel
     dtype: str = "float32"
     seed: int = 0
+    weights_as_inputs: bool = False   # weights as graph inputs without data (``GraphBuilder``)
 
 
 def build_gpt2_block(config: GPT2Config = GPT2Config()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("gpt2_block", c.seed, dtype=c.dtype)
+    g = GraphBuilder("gpt2_block", c.seed, dtype=c.dtype, weights_as_inputs=c.weights_as_inputs)
     ids = g.input("input_ids", TensorProto.INT64, [c.batch, c.seq])
     mask = g.input("attention_mask", TensorProto.INT64, [c.batch, c.seq])
     wte = g.weight("wte", (c.vocab, c.hidden))

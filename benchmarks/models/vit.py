@@ -25,11 +25,12 @@ class ViTConfig:
     classes: int = 1000
     dtype: str = "float32"
     seed: int = 0
+    weights_as_inputs: bool = False   # weights as graph inputs without data (``GraphBuilder``)
 
 
 def build_vit_block(config: ViTConfig = ViTConfig()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("vit_block", c.seed, opset=20, dtype=c.dtype)  # the Gelu op is opset 20
+    g = GraphBuilder("vit_block", c.seed, opset=20, dtype=c.dtype, weights_as_inputs=c.weights_as_inputs)  # the Gelu op is opset 20
     x = g.input("tokens", g.elem, [c.batch, c.tokens, c.hidden])
     g.output("output", vit_block(g, x, c), [c.batch, c.tokens, c.hidden])
     return g.model()
@@ -49,7 +50,7 @@ def vit_block(g: GraphBuilder, x: str, c: ViTConfig, prefix: str = "") -> str:
 
 def build_vit(config: ViTConfig = ViTConfig()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("vit", c.seed, opset=20, dtype=c.dtype)
+    g = GraphBuilder("vit", c.seed, opset=20, dtype=c.dtype, weights_as_inputs=c.weights_as_inputs)
     side = c.image // c.patch
     patches = side * side
     image = g.input("pixel_values", g.elem, [c.batch, 3, c.image, c.image])
