@@ -136,7 +136,7 @@ def moves_of(chain) -> tuple[tuple[str, tuple[int, ...]], ...]:
 class IdleWeight:
     """A weight resting on chip in its idle layout (T10 s4.3.2) for the whole function:
     its buffer, per-core origins, and what turning it active costs at each use (the
-    planner's setup: every slice gathered, one barrier per slice)."""
+    planner's setup: every slice gathered in one exchange phase)."""
 
     buffer: SSAValue
     origins: object
@@ -168,6 +168,8 @@ def idle_weights(kernel, op: KernelOp, prefix: str, movements=frozenset()):
     placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
     core = core_id() if placed else None
     idle_factors = op_idle_factors(kernel, attr)
+    from irc.lowering.target import device_and_cost  # noqa: PLC0415 (as device_ops: target reads lowering)
+    syncs = device_and_cost(op)[0].syncs_per_shift   # a setup is one exchange phase (`irc.planner.idle`)
     ops, found = [], {}
     for name, value in zip(kernel.operand_names, op.inputs):
         origin, chain = through_movements(value, movements)
@@ -184,7 +186,8 @@ def idle_weights(kernel, op: KernelOp, prefix: str, movements=frozenset()):
         ops += [buffer, LoadOp(origin, buffer.buffer, origins, moves_of(chain))]
         nbytes = buffer.buffer.type.bytes
         found[name] = IdleWeight(buffer.buffer, origins, tuple(value.type.get_shape()),
-                                 slices * nbytes if slices > 1 else 0, slices if slices > 1 else 0, idle_factors[name],
+                                 slices * nbytes if slices > 1 else 0, syncs if slices > 1 else 0,
+                                 idle_factors[name],
                                  core_id() if placed else np.arange(kernel.cores), chain)
     return ops, found
 

@@ -9,12 +9,17 @@ the operator starts, a *setup* phase gathers the missing slices over the exchang
 
     w_v  = prod_d f_t_idle[v][d] / f_t_active[v][d]          (slices to gather, weight v)
     w'_v = w_v if w_v > 1 else 0
-    setup = shift(sum_v w'_v * cold_bytes_v) + barrier * sum_v w'_v
+    setup = shift(sum_v w'_v * cold_bytes_v) + barrier * syncs_per_shift * #{v : w'_v > 0}
 
 ``shift`` is the cost model's shift time and ``barrier`` one barrier of the device
 (118 cycles on the IPU Mk2; the ``t10`` model's ``sync_cycles`` is two of them). The
-formula is the artifact's calibrated one: it charges w slices, not w - 1, i.e. the local
-slice is copied into the active buffer too. On a 2D mesh each weight's slices travel the
+bytes are the artifact's calibrated term: it charges w slices, not w - 1, i.e. the local
+slice is copied into the active buffer too. The artifact also charges a barrier per
+slice (``118 * sum_v w'_v``), as if the slices arrived in w rotation steps; on a BSP
+exchange every core receives all its slices in one phase, so a weight's setup pays one
+shift event's barriers however finely it rests (what the device program runs: one
+``device.relayout`` per weight). Resting a weight thinly is then no longer charged a
+barrier per slice, where VGM's load of the same bytes paid one phase. On a 2D mesh each weight's slices travel the
 routes between its group's cores (``setup_flows``), priced at the busiest link plus the
 longest route's hops (``irc.devices.topology.exchange_bytes``), as the chip runs them.
 
@@ -196,8 +201,15 @@ def setup_cycles(
                 sources, receivers = setup_flows(active, w, count)
                 total += float(cost.shift_cycles(device, exchange_bytes(device, sources, idle.weight_bytes[w],
                                                                         receivers)))
-        return total + barrier_cycles(cost, device) * events
-    return float(cost.shift_cycles(device, nbytes)) + barrier_cycles(cost, device) * events
+        return total + barrier_cycles(cost, device) * setup_barriers(device, gathered)
+    return float(cost.shift_cycles(device, nbytes)) + barrier_cycles(cost, device) * setup_barriers(device, gathered)
+
+
+def setup_barriers(device: Device, gathered: Mapping[str, int]) -> int:
+    """Barriers of a setup: each weight gathered in slices arrives in one exchange phase (a
+    BSP superstep: every core receives all its slices at once), paying one shift event's
+    barriers, where the T10 artifact charges one barrier per slice."""
+    return sum(device.syncs_per_shift for count in gathered.values() if count)
 
 
 def setup_flows(active: Plan, weight: str, count: int) -> tuple[np.ndarray, np.ndarray]:
