@@ -63,6 +63,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 from xdsl.dialects.func import FuncOp
 
+from irc.dialects.dtypes import element_bytes
 from irc.dialects.te import TensorOp
 from irc.frontend import import_model
 from irc.lowering.model_from_ir import function_model, is_weight, plan_function
@@ -284,12 +285,6 @@ class ImportedModel:
                 value = value.owner.inputs[0]
             if value.owner in index:
                 self.returned.append(index[value.owner])
-
-
-def element_bytes(element_type) -> int:
-    from irc.dialects.rtensor import element_bytes as bytes_of
-
-    return bytes_of(element_type)
 
 
 

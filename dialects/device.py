@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -58,59 +58,20 @@ from xdsl.irdl import (
     result_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from irc.dialects.dtypes import element_bytes  # noqa: F401 (re-exported to the chip's users)
+from irc.dialects.shaped import LocalShapedType
 from irc.dialects.te import ExprAttr
 from irc.dialects.te_expr import OPERATOR_ROLES, ExprError, IndirectIndex, gather_parts, product_reads
 
 
-def element_bytes(element_type: Attribute) -> int:
-    width = getattr(element_type, "bitwidth", None)
-    if width is None:
-        width = getattr(getattr(element_type, "width", None), "data", 8)
-    return max(1, int(width) // 8)
-
-
 @irdl_attr_definition
-class BufferType(ParametrizedAttribute, TypeAttribute):
+class BufferType(LocalShapedType):
     """A buffer of ``shape`` elements of ``element_type`` in the SRAM of each core of a
     core set (the per-core partition of a tensor, or its receive buffer)."""
 
     name = "device.buffer"
-
-    shape: ArrayAttr[IntAttr]
-    element_type: Attribute
-
-    def __init__(self, shape: Sequence[int], element_type: Attribute):
-        super().__init__(ArrayAttr([IntAttr(int(d)) for d in shape]), element_type)
-
-    def get_shape(self) -> tuple[int, ...]:
-        return tuple(d.data for d in self.shape.data)
-
-    def get_element_type(self) -> Attribute:
-        return self.element_type
-
-    @property
-    def bytes(self) -> int:
-        return math.prod(self.get_shape()) * element_bytes(self.element_type)
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        parser.parse_punctuation("<")
-        shape, element_type = parser.parse_ranked_shape()
-        parser.parse_punctuation(">")
-        return (ArrayAttr([IntAttr(d) for d in shape]), element_type)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<" + "".join(f"{d}x" for d in self.get_shape()))
-        printer.print_attribute(self.element_type)
-        printer.print_string(">")
-
-    def verify(self) -> None:
-        if any(d.data < 1 for d in self.shape.data):
-            raise VerifyException(f"buffer dimensions must be positive, got {list(self.get_shape())}")
 
 
 def i64_attr(value: int) -> IntegerAttr:

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import (
     Signedness,
 )
 from xdsl.ir import Attribute
+from xdsl.utils.exceptions import VerifyException
 
 
 class UnsupportedTypeError(ValueError):
@@ -33,6 +34,18 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
             unsigned = element_type.signedness.data == Signedness.UNSIGNED
             return np.dtype(f"{'u' if unsigned else ''}int{width}")
     raise UnsupportedTypeError(f"element type {element_type} has no numpy storage here")
+
+
+def element_bytes(element_type: Attribute) -> int:
+    """Bytes per element of a builtin element type as the chips store it: sub-byte widths
+    round up (booleans take one byte); bf16 takes two although numpy has no storage for it."""
+    width = getattr(element_type, "bitwidth", None)
+    if width is None:
+        width = getattr(element_type, "width", None)
+        width = getattr(width, "data", width)
+    if not isinstance(width, int) or width < 1:
+        raise VerifyException(f"element type {element_type} has no known size in bytes")
+    return max(1, (width + 7) // 8)
 
 
 def byte_width(element_type: Attribute) -> int:

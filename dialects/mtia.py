@@ -58,7 +58,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     var_operand_def,
@@ -72,8 +72,6 @@ from xdsl.irdl import (
     prop_def,
     result_def,
 )
-from xdsl.parser import AttrParser
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.device import (
@@ -84,6 +82,8 @@ from irc.dialects.device import (
     groups_from_keys,
     table_attr,
 )
+from irc.dialects.dtypes import element_bytes  # noqa: F401 (re-exported to the chip's users)
+from irc.dialects.shaped import LocalShapedType
 from irc.dialects.te import ExprAttr, verify_element_types
 from irc.dialects.te_expr import OPERATOR_ROLES, ExprError, IndirectIndex
 
@@ -92,47 +92,13 @@ LEVELS = ("sram", "dram")
 DIRECTIONS = ("west-east", "north-south")
 
 
-def element_bytes(element_type: Attribute) -> int:
-    width = getattr(element_type, "bitwidth", None)
-    if width is None:
-        width = getattr(getattr(element_type, "width", None), "data", 8)
-    return max(1, int(width) // 8)
-
-
-class _ShapedType(ParametrizedAttribute, TypeAttribute):
-    """A per-PE shape of elements, printed ``<128x512xi8>``."""
-
-    shape: ArrayAttr[IntAttr]
-    element_type: Attribute
-
-    def __init__(self, shape: Sequence[int], element_type: Attribute):
-        super().__init__(ArrayAttr([IntAttr(int(d)) for d in shape]), element_type)
-
-    def get_shape(self) -> tuple[int, ...]:
-        return tuple(d.data for d in self.shape.data)
-
-    def get_element_type(self) -> Attribute:
-        return self.element_type
-
-    @property
-    def bytes(self) -> int:
-        return math.prod(self.get_shape()) * element_bytes(self.element_type)
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        parser.parse_punctuation("<")
-        shape, element_type = parser.parse_ranked_shape()
-        parser.parse_punctuation(">")
-        return (ArrayAttr([IntAttr(d) for d in shape]), element_type)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<" + "".join(f"{d}x" for d in self.get_shape()))
-        printer.print_attribute(self.element_type)
-        printer.print_string(">")
+class _ShapedType(LocalShapedType):
+    """A per-PE block of two dimensions, printed ``<128x512xi8>``."""
 
     def verify(self) -> None:
-        if len(self.shape.data) != 2 or any(d.data < 1 for d in self.shape.data):
+        if len(self.shape.data) != 2:
             raise VerifyException(f"{self.name} needs two positive dimensions, got {list(self.get_shape())}")
+        super().verify()
 
 
 @irdl_attr_definition
@@ -150,15 +116,16 @@ class AccumulatorType(_ShapedType):
 
 
 @irdl_attr_definition
-class TileType(_ShapedType):
+class TileType(LocalShapedType):
     """One PE's partition of a tensor under a T10 plan, held in its local memory (any
     rank)."""
 
     name = "mtia.tile"
 
     def verify(self) -> None:
-        if not self.shape.data or any(d.data < 1 for d in self.shape.data):
-            raise VerifyException(f"{self.name} needs positive dimensions, got {list(self.get_shape())}")
+        if not self.shape.data:
+            raise VerifyException(f"{self.name} needs positive dimensions, got []")
+        super().verify()
 
 
 def _int(attr: IntegerAttr) -> int:

@@ -48,6 +48,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
+from irc.dialects.dtypes import element_bytes
 from irc.dialects.igo import contraction_reads
 from irc.dialects.te import ExprAttr, verify_element_types
 from irc.dialects.te_expr import AffineIndex, BoundExpr, ExprError, TensorExpr
@@ -65,17 +66,6 @@ class OpPlan:
 
 IDLE_ATTR = "idle"
 """The attribute of a weight-carrying `rtensor.op` holding its `IdlePlanAttr`."""
-
-
-def element_bytes(element_type: Attribute) -> int:
-    """Bytes per element of a builtin element type (booleans take one byte)."""
-    width = getattr(element_type, "bitwidth", None)
-    if width is None:
-        width = getattr(element_type, "width", None)
-        width = getattr(width, "data", width)
-    if not isinstance(width, int) or width < 1:
-        raise VerifyException(f"element type {element_type} has no known size in bytes")
-    return max(1, (width + 7) // 8)
 
 
 def _ints(values: Sequence[int]) -> ArrayAttr[IntAttr]:
