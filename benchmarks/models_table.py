@@ -349,17 +349,23 @@ def host_io_seconds(decision, imported: ImportedModel, device) -> float:
 def baseline_wins(model: ModelSpec, decision, baselines) -> dict:
     """The ops where a baseline's plan for that op costs less than irc's (its active,
     setup and relayout time against the baseline's compute and VGM load/store time), and
-    the worst of them: ``{"count": n, "worst": (op name, irc us, baseline us, baseline)}``."""
-    count, worst = 0, None
+    the worst of them: ``{"count": n, "traded": {"memory": m, "relayouts": r}, "worst":
+    (op name, irc us, baseline us, baseline)}``. A win is *traded* where irc's own fastest
+    plan for the op beats the baseline and the model-wide plan gave it up: for memory
+    (the op's ``memory-bound`` remark) or for the relayouts into and out of its neighbours;
+    the others are losses of irc's plan space."""
+    count, traded, worst = 0, {"memory": 0, "relayouts": 0}, None
     for i, (op, chosen) in enumerate(zip(model.ops, decision.ops)):
         best = min(baselines, key=lambda b: b.ops[i].seconds, default=None)
         if best is None or best.ops[i].seconds >= chosen.seconds * (1 - 1e-9):
             continue
         count += 1
+        if chosen.fastest_seconds < best.ops[i].seconds:
+            traded["memory" if chosen.memory_bound else "relayouts"] += 1
         ratio = chosen.seconds / max(best.ops[i].seconds, 1e-30)
         if worst is None or ratio > worst[0]:
             worst = (ratio, op.name, chosen.seconds * 1e6, best.ops[i].seconds * 1e6, best.name)
-    return {"count": count, "worst": None if worst is None else list(worst[1:])}
+    return {"count": count, "traded": traded, "worst": None if worst is None else list(worst[1:])}
 
 
 def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache, started: float,
@@ -385,7 +391,7 @@ def run_row(name: str, batch: int, imported: ImportedModel, cache: FrontierCache
         "idle_bytes": decision.idle_bytes, "peak_bytes": decision.peak_bytes,
         "host_io_ms": host_io * 1e3, "host_io_share": host_io / (decision.seconds + host_io),
         "compile_s": compile_seconds, "peak_rss_mb": peak_rss_mb(), "source": decision.source,
-        "baseline_wins": wins["count"], "worst_op": wins["worst"],
+        "baseline_wins": wins["count"], "traded_wins": wins["traded"], "worst_op": wins["worst"],
     }
     for label in ("vgm", "roller"):
         value = row[f"{label}_ms"]
@@ -520,18 +526,25 @@ def plan_rows(names: list[str], args, emit) -> None:
 
 
 def print_baseline_wins(rows: list[dict]) -> None:
-    """Per model, the ops (over its batches) where a baseline's plan beats irc's, and the
-    worst such op (issue 23's target: none)."""
-    print("ops where a baseline's plan beats irc's (the baseline's op time below irc's; target: none):")
+    """Per model, the ops (over its batches) where a baseline's plan beats irc's, how many
+    of them the model-wide plan traded (irc's fastest plan for the op beats the baseline;
+    given up for memory or for relayouts), and the worst such op (issue 23's target: none
+    that is not traded)."""
+    print("ops where a baseline's plan beats irc's (the baseline's op time below irc's; target: none"
+          " but the model-wide plan's trades):")
     for model in dict.fromkeys(r["model"] for r in rows):
         mine = [r for r in rows if r["model"] == model]
         count = sum(r["baseline_wins"] for r in mine)
+        memory = sum(r.get("traded_wins", {}).get("memory", 0) for r in mine)
+        relayouts = sum(r.get("traded_wins", {}).get("relayouts", 0) for r in mine)
         worst = max((r for r in mine if r["worst_op"]), key=lambda r: r["worst_op"][1] / r["worst_op"][2],
                     default=None)
+        traded = "" if not count else f" ({memory} traded for memory, {relayouts} for relayouts," \
+                                      f" {count - memory - relayouts} lost)"
         text = "" if worst is None else (
             f"; worst: batch {worst['batch']} {worst['worst_op'][0]} {worst['worst_op'][1]:.3f} us "
             f"against {worst['worst_op'][3]}'s {worst['worst_op'][2]:.3f} us")
-        print(f"  {model:<16} {count} op(s) over {len(mine)} batch(es){text}")
+        print(f"  {model:<16} {count} op(s){traded} over {len(mine)} batch(es){text}")
 
 
 def main(argv: list[str] | None = None) -> int:

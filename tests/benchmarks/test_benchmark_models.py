@@ -47,6 +47,26 @@ def test_a_row_prints_with_missing_baselines():
                             "100"]
 
 
+def test_baseline_wins_tell_trades_from_losses(capsys):
+    """A win where irc's own fastest plan beats the baseline is a trade of the model-wide
+    plan (memory when the op is memory-bound, else relayouts); one where it does not is a
+    loss of irc's plan space, and the summary counts each."""
+    from types import SimpleNamespace as NS
+
+    model = NS(ops=[NS(name=n) for n in ("norm", "softmax", "bias", "gemm")])
+    decision = NS(ops=[NS(seconds=5e-6, fastest_seconds=2e-6, memory_bound=True),
+                       NS(seconds=5e-6, fastest_seconds=2e-6, memory_bound=False),
+                       NS(seconds=5e-6, fastest_seconds=4.5e-6, memory_bound=False),
+                       NS(seconds=1e-6, fastest_seconds=1e-6, memory_bound=False)])
+    vgm = NS(name="vgm", ops=[NS(seconds=s) for s in (3e-6, 3e-6, 4e-6, 2e-6)])
+    wins = table.baseline_wins(model, decision, [vgm])
+    assert wins["count"] == 3 and wins["traded"] == {"memory": 1, "relayouts": 1}
+    assert wins["worst"][0] == "norm" and wins["worst"][1:3] == pytest.approx([5.0, 3.0])
+    table.print_baseline_wins([{"model": "m", "batch": 1, "baseline_wins": 3, "traded_wins": wins["traded"],
+                                "worst_op": wins["worst"]}])
+    assert "3 op(s) (1 traded for memory, 1 for relayouts, 1 lost)" in capsys.readouterr().out
+
+
 def small_resnet(batch):
     """A two-block ResNet stage (a strided block and a plain one) with its stem conv, both
     as the ONNX graph the table imports and as the OpSpecs of its cross-check."""
