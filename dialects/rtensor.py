@@ -679,15 +679,6 @@ class RelayoutOp(IRDLOperation):
         assert isinstance(side, RTensorType)
         return side.partition_bytes()
 
-    def cycles(self, device, model) -> float:
-        """Cycles of the exchange on ``device`` (an ``irc.devices.Device``) under ``model``
-        (an ``irc.cost.CostModel``): shifting `bytes_per_core()` from every core plus one
-        barrier (all cores move their data at once)."""
-        moved = self.bytes_per_core()
-        if moved == 0:
-            return 0.0
-        return float(model.shift_cycles(device, moved)) + float(model.sync_cycles(device))
-
 
 def _stated_temporal(bound: BoundExpr, types: dict[str, RTensorType], axes: Sequence[str],
                      factors: Sequence[int]) -> dict[str, tuple[int, ...]]:

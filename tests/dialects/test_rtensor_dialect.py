@@ -17,7 +17,6 @@ from irc.passes.rtensor_check import RTensorCheck
 from irc.lowering.rtensor_plan import idle_plan, op_spec, scored_plan, stated_plan
 from irc.dialects.rtensor import RelayoutOp, RTensorOp, RTensorType, layout_types
 from irc.dialects.te_expr import parse_expression
-from irc.cost import get_cost_model
 from irc.devices import load_device
 from irc.planner import Plan, PlanError, check_plan, search
 from irc.planner.from_te import op_spec_from_expr
@@ -90,7 +89,7 @@ def test_accessors_of_the_seed003_plan():
     assert c.cores == best.cores  # spatial groups x replicas cover every core
 
 
-def test_relayout_cost_and_verifier():
+def test_relayout_bytes_and_verifier():
     on_chip = RTensorType((8, 12), f32, [[2], [4]], [[1], [1]], 2)
     other = RTensorType((8, 12), f32, [[4], [4]], [[1], [1]], 1)
     func = FuncOp("f", ([TensorType(f32, (8, 12)), on_chip], []))
@@ -103,11 +102,7 @@ def test_relayout_cost_and_verifier():
     assert on_chip.partition_shape() == (4, 3)
     assert load.bytes_per_core() == 4 * 3 * 4 and load.is_host_transfer
     assert change.bytes_per_core() == 2 * 3 * 4 and not change.is_host_transfer
-    device, model = load_device("tiny16"), get_cost_model("t10")
-    assert same.bytes_per_core() == 0 and same.cycles(device, model) == 0.0
-    expected = float(model.shift_cycles(device, 24)) + model.sync_cycles(device)
-    assert change.cycles(device, model) == pytest.approx(expected)
-    assert change.cycles(device, model) > 0
+    assert same.bytes_per_core() == 0   # the dialect states bytes; the planner prices them
 
 
 def test_types_print_and_parse_back():
