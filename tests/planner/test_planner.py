@@ -22,7 +22,6 @@ from irc.planner import (
     plan_to_json,
     search,
 )
-from irc.planner.pareto import pareto_indices
 
 AXES = ("m", "k", "n")
 
@@ -130,20 +129,6 @@ def test_no_admissible_plan_relaxes_the_utilisation_floor():
     assert result.best.cores == 7 and result.best.score.padded_extents == (7, 7, 7)
     strict = search(matmul_spec(8, 8, 8), "tiny8", "t10", min_utilization=1.0, max_padding=1.0)
     assert not strict.relaxed_utilization and strict.best.cores == 8
-
-
-def test_pareto_indices_reference():
-    rng = np.random.default_rng(0)
-    memory = rng.integers(0, 20, 300)
-    time_ = rng.integers(0, 20, 300).astype(float)
-    keep = pareto_indices(memory, time_)
-    kept = {(memory[i], time_[i]) for i in keep}
-    expected = {
-        (m, t) for m, t in zip(memory, time_)
-        if not any((m2 <= m and t2 <= t) and (m2, t2) != (m, t) for m2, t2 in zip(memory, time_))
-    }
-    assert kept == expected
-    assert len(keep) == len(kept)
 
 
 @pytest.fixture(scope="module")
