@@ -355,13 +355,14 @@ def baseline_wins(model: ModelSpec, decision, baselines) -> dict:
     (the op's ``memory-bound`` remark) or for the relayouts into and out of its neighbours;
     the others are losses of irc's plan space."""
     count, traded, worst = 0, {"memory": 0, "relayouts": 0}, None
+    planned = decision.model_plan.ops if decision.model_plan is not None else None   # fastest plans, budgets
     for i, (op, chosen) in enumerate(zip(model.ops, decision.ops)):
         best = min(baselines, key=lambda b: b.ops[i].seconds, default=None)
         if best is None or best.ops[i].seconds >= chosen.seconds * (1 - 1e-9):
             continue
         count += 1
-        if chosen.fastest_seconds < best.ops[i].seconds:
-            traded["memory" if chosen.memory_bound else "relayouts"] += 1
+        if planned is not None and planned[i].fastest_seconds < best.ops[i].seconds:
+            traded["memory" if planned[i].memory_bound else "relayouts"] += 1
         ratio = chosen.seconds / max(best.ops[i].seconds, 1e-30)
         if worst is None or ratio > worst[0]:
             worst = (ratio, op.name, chosen.seconds * 1e6, best.ops[i].seconds * 1e6, best.name)

@@ -201,7 +201,7 @@ def executed_dlrm(device) -> None:
     from xdsl.context import Context
 
     from irc.dlrm import dlrm_te_classes
-    from irc.lowering.mtia_partition import MtiaPartition
+    from irc.passes.mtia_partition import MtiaPartition
     from irc.lowering.te_to_mtia import TeToMtia
     from irc.runner import parse_module, run
 

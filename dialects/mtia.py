@@ -83,6 +83,7 @@ from irc.dialects.device import (
     table_attr,
 )
 from irc.dialects.dtypes import element_bytes  # noqa: F401 (re-exported to the chip's users)
+from irc.dialects.mtia_plans import PLAN_ATTRIBUTES
 from irc.dialects.shaped import LocalShapedType
 from irc.dialects.te import ExprAttr, verify_element_types
 from irc.dialects.te_expr import OPERATOR_ROLES, ExprError, IndirectIndex
@@ -910,4 +911,4 @@ class FreeOp(IRDLOperation):
 
 MTIA = Dialect("mtia", [CircularBufferInitOp, DmaOp, MatMulOp, ReduceOp, StoreOp, GatherOp, PoolOp, SimdOp,
                        TileOp, LoadOp, StepOp, ShiftOp, CombineOp, PutOp, FreeOp],
-               [CircularBufferType, AccumulatorType, TileType])
+               [CircularBufferType, AccumulatorType, TileType, *PLAN_ATTRIBUTES])

@@ -222,7 +222,7 @@ def dlrm_on_mtia() -> bool:
     from xdsl.context import Context
 
     from irc.dlrm import LC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te, dlrm_te_classes
-    from irc.lowering.mtia_partition import MtiaPartition
+    from irc.passes.mtia_partition import MtiaPartition
     from irc.lowering.te_to_mtia import TeToMtia
     from irc.planner.mtia import plan_model
     from irc.runner import run

@@ -83,7 +83,7 @@ IRC_UNIVERSE = IrcUniverse(
         "device-alloc": lazy("irc.passes.device_alloc:DeviceAlloc"),
         "preload-schedule": lazy("irc.passes.preload_schedule:PreloadSchedule"),
         # MTIA (seeds/001 s4): section 4's mapping on the te level, then per-PE programs
-        "mtia-partition": lazy("irc.lowering.mtia_partition:MtiaPartition"),
+        "mtia-partition": lazy("irc.passes.mtia_partition:MtiaPartition"),
         "te-to-mtia": lazy("irc.lowering.te_to_mtia:TeToMtia"),
         # named pipelines
         "inference": lazy("irc.passes.pipelines:InferencePipeline"),

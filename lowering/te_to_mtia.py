@@ -70,7 +70,19 @@ from irc.dialects.mtia import (
 )
 from irc.dialects.mtia import LoadOp as MtiaLoadOp
 from irc.dialects.te import OpaqueOp, TensorOp
-from irc.lowering.mtia_partition import EMBEDDING_ATTR, MAPPING_ATTR, ROTATION_ATTR, STREAM_ATTR, matmul_form
+from irc.diagnostics import location_of
+from irc.dialects.mtia_plans import (
+    EMBEDDING_ATTR,
+    MAPPING_ATTR,
+    ROTATION_ATTR,
+    STREAM_ATTR,
+    EmbeddingAttr,
+    MappingAttr,
+    PlanAttr,
+    RotationAttr,
+    StreamAttr,
+)
+from irc.lowering.model_from_ir import describe
 from irc.lowering.mtia_target import MtiaTargetError, require_mtia_target
 from irc.lowering.shift_to_device import identity_value
 from irc.planner.errors import PlanError
@@ -79,6 +91,31 @@ from irc.schedule.spec import UnsupportedExpression
 
 
 PLANNED_ATTR = "irc.planned_cycles"
+
+
+def matmul_form(op: TensorOp):
+    """``(spec, b_transposed)`` when ``op`` is a 2-d matmul C[m,n] += A[m,k] * B[k,n] (or
+    B[n,k]) with A read first (``irc.planner.mtia.plain_matmul``), else None."""
+    from irc.planner.mtia import plain_matmul
+
+    try:
+        _, spec, _ = describe(op)
+    except Exception:  # an expression that does not bind: the verifier's business
+        return None
+    if spec is None:
+        return None
+    form = plain_matmul(spec)
+    return None if form is None else (spec, not form)
+
+
+def _plan(op, name: str, kind: type[PlanAttr]):
+    """``op``'s plan of this kind (None without one); a plan written as anything but its
+    attribute is an error at the op."""
+    plan = op.attributes.get(name)
+    if plan is None or isinstance(plan, kind):
+        return plan
+    raise DiagnosticException(f"{location_of(op)}: error: '{op.name}' op {name} must be a #{kind.name}<{{...}}> "
+                              f"attribute (as mtia-partition writes it), got {plan}")
 
 
 def _ints(attr) -> tuple[int, ...]:
@@ -99,7 +136,7 @@ def pe_parts(rows_axis: str, k_along: str, fk: int):
 class LowerPlannedMatmul(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: TensorOp, rewriter: PatternRewriter) -> None:
-        plan = op.attributes.get(MAPPING_ATTR)
+        plan = _plan(op, MAPPING_ATTR, MappingAttr)
         if plan is None:
             return
         form = matmul_form(op)
@@ -176,7 +213,7 @@ class LowerPlannedEmbedding(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: OpaqueOp, rewriter: PatternRewriter) -> None:
-        plan = op.attributes.get(EMBEDDING_ATTR)
+        plan = _plan(op, EMBEDDING_ATTR, EmbeddingAttr)
         if plan is None:
             return
         fields = plan.data
@@ -216,7 +253,7 @@ class LowerPlannedStream(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: TensorOp, rewriter: PatternRewriter) -> None:
-        plan = op.attributes.get(STREAM_ATTR)
+        plan = _plan(op, STREAM_ATTR, StreamAttr)
         if plan is None:
             return
         fields = plan.data
@@ -233,7 +270,6 @@ def rotation_kernel(op: TensorOp, fields, device):
     ``mtia.rotation`` on the PE grid, priced by the ``mtia`` cost model as the planner
     priced it."""
     from irc.cost.mtia import MtiaCostModel
-    from irc.lowering.model_from_ir import describe
     from irc.planner.plan import Plan
     from irc.schedule.kernel import build_shift_kernel
 
@@ -263,7 +299,7 @@ class LowerPlannedRotation(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: TensorOp, rewriter: PatternRewriter) -> None:
-        plan = op.attributes.get(ROTATION_ATTR)
+        plan = _plan(op, ROTATION_ATTR, RotationAttr)
         if plan is None:
             return
         fields = plan.data

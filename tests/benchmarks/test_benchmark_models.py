@@ -54,10 +54,9 @@ def test_baseline_wins_tell_trades_from_losses(capsys):
     from types import SimpleNamespace as NS
 
     model = NS(ops=[NS(name=n) for n in ("norm", "softmax", "bias", "gemm")])
-    decision = NS(ops=[NS(seconds=5e-6, fastest_seconds=2e-6, memory_bound=True),
-                       NS(seconds=5e-6, fastest_seconds=2e-6, memory_bound=False),
-                       NS(seconds=5e-6, fastest_seconds=4.5e-6, memory_bound=False),
-                       NS(seconds=1e-6, fastest_seconds=1e-6, memory_bound=False)])
+    planned = [NS(fastest_seconds=f, memory_bound=m) for f, m in ((2e-6, True), (2e-6, False), (4.5e-6, False),
+                                                                  (1e-6, False))]
+    decision = NS(ops=[NS(seconds=s) for s in (5e-6, 5e-6, 5e-6, 1e-6)], model_plan=NS(ops=planned))
     vgm = NS(name="vgm", ops=[NS(seconds=s) for s in (3e-6, 3e-6, 4e-6, 2e-6)])
     wins = table.baseline_wins(model, decision, [vgm])
     assert wins["count"] == 3 and wins["traded"] == {"memory": 1, "relayouts": 1}

@@ -10,7 +10,7 @@ from onnx.reference import ReferenceEvaluator
 from xdsl.context import Context
 
 from irc.frontend import OnnxImportError, import_model
-from irc.lowering.mtia_partition import MtiaPartition
+from irc.passes.mtia_partition import MtiaPartition
 from irc.lowering.te_to_mtia import TeToMtia
 from irc.runner import run, run_function
 

@@ -10,7 +10,7 @@ from irc.devices import load_device
 from irc.dlrm import LC, MC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te
 from irc.interpreter.kernels import KernelError
 from irc.interpreter.mtia import MtiaReport
-from irc.lowering.mtia_partition import MtiaPartition
+from irc.passes.mtia_partition import MtiaPartition
 from irc.lowering.te_to_mtia import TeToMtia
 from irc.planner.mtia import EmbeddingSpec, embedding_roofline_seconds, plan_embedding, plan_model
 from irc.runner import parse_module, run

@@ -13,7 +13,7 @@ from irc.devices import load_device
 from irc.dialects.te import OpaqueOp
 from irc.interpreter.mtia import MtiaRunError
 from irc.lowering.model_from_ir import embedding_spec
-from irc.lowering.mtia_partition import EMBEDDING_ATTR, MtiaPartition, embedding_attr
+from irc.passes.mtia_partition import EMBEDDING_ATTR, MtiaPartition, embedding_attr
 from irc.lowering.te_to_mtia import TeToMtia
 from irc.planner.mtia import plan_embedding
 from irc.runner import parse_module, run

@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr
 from irc.devices import load_device
 from irc.dialects.te import TensorOp
 from irc.interpreter.mtia import MtiaReport, MtiaRunError
-from irc.lowering.mtia_partition import MAPPING_ATTR, MtiaPartition, mapping_attr, matmul_form
+from irc.passes.mtia_partition import MAPPING_ATTR, MtiaPartition, mapping_attr, matmul_form
 from irc.lowering.mtia_target import set_mtia_target
 from irc.lowering.te_to_mtia import TeToMtia
 from irc.planner.mtia import mapping_space
@@ -127,18 +127,23 @@ def test_a_circular_buffer_too_small_for_what_it_keeps_is_an_error():
 
 
 def test_an_unknown_home_is_refused_by_the_verifier():
+    """The plan's attribute refuses a home that is not a memory level; a plan written as a
+    bare dictionary (not ``#mtia.mapping``) is an error at the op in te-to-mtia."""
+    from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+    from irc.dialects.mtia_plans import MappingAttr
+
     text = _fc(64, 64, 64, "i8")
     module = parse_module(text, "fc.mlir")
     MtiaPartition(rotation=False).apply(Context(), module)
     te_op = next(op for op in module.walk() if isinstance(op, TensorOp))
     fields = dict(te_op.attributes[MAPPING_ATTR].data)
     fields["homes"] = ArrayAttr([StringAttr("sram"), StringAttr("flash"), StringAttr("sram")])
-    te_op.attributes[MAPPING_ATTR] = DictionaryAttr(fields)
-    TeToMtia().apply(Context(), module)
-    from xdsl.utils.exceptions import VerifyException
-
-    with pytest.raises(VerifyException, match="level must be one of sram, dram, got 'flash'"):
-        module.verify()
+    with pytest.raises(VerifyException, match="field homes must name 3 home.s. among sram, dram"):
+        MappingAttr(fields)
+    te_op.attributes[MAPPING_ATTR] = DictionaryAttr(dict(te_op.attributes[MAPPING_ATTR].data))
+    with pytest.raises(DiagnosticException, match="fc.mlir:.*mtia.mapping must be a #mtia.mapping"):
+        TeToMtia().apply(Context(), module)
 
 
 def test_one_multicast_read_and_one_reduction_network_accumulation_by_hand():

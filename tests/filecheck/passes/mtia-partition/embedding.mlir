@@ -10,7 +10,7 @@
 // idle); each gathers its bag's rows from SRAM into a circular buffer deep enough to
 // cover a read's latency and pools them on its SIMD engine.
 
-// PLAN:      te.opaque "EmbeddingBag"(%table, %idx, %off) {mode = "mean", mtia.embedding = {
+// PLAN:      te.opaque "EmbeddingBag"(%table, %idx, %off) {mode = "mean", mtia.embedding = #mtia.embedding<{
 // PLAN-SAME:   home = "sram", grid = array<i64: 2, 8>, samples = 1 : i64, window = 16 : i64, planned_cycles =
 
 // LOWER-LABEL: func.func @main

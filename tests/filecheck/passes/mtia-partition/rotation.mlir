@@ -10,9 +10,9 @@
 // 4 (m) x 4 (n) x 4 (k) PEs, the output's partitions rotating around rings of 2 PEs
 // along m. mtia-partition compiles the plan irc-plan chose.
 
-// PLAN:      te.op "C[m,n] += A[m,k] * B[k,n]" (%A, %B) {mtia.rotation = {op_factors = array<i64: 4, 4, 4>,
+// PLAN:      te.op "C[m,n] += A[m,k] * B[k,n]" (%A, %B) {mtia.rotation = #mtia.rotation<{op_factors = array<i64: 4, 4, 4>,
 // PLAN-SAME:   temporal = {C = array<i64: 2, 1, 1>, A = array<i64: 1, 1, 1>, B = array<i64: 1, 1, 1>},
-// PLAN-SAME:   homes = ["sram", "sram", "sram"], planned_cycles = 3062.125 : f64}}
+// PLAN-SAME:   homes = ["sram", "sram", "sram"], planned_cycles = 3062.125 : f64}>}
 
 // Each PE holds a 50x375 block of A and a 375x25 block of B, and a 25x25 block of C's
 // FP32 partial sums (plus the one it receives); two steps with one NoC shift of C
@@ -48,7 +48,7 @@
 // EXEC:      kernel c: 3,062 cycles on 64 PEs (rotation); 2 compute step(s), 1 NoC shift(s) and 3 DMA commands per PE
 // EXEC:      model-wide plan: 3,062 cycles predicted, 3,062 interpreted (ratio 1.0000)
 
-// MAPPING:   te.op "C[m,n] += A[m,k] * B[k,n]" (%A, %B) {mtia.mapping = {
+// MAPPING:   te.op "C[m,n] += A[m,k] * B[k,n]" (%A, %B) {mtia.mapping = #mtia.mapping<{
 func.func @main(%A: tensor<200x1500xf16>, %B: tensor<1500x100xf16>) -> tensor<200x100xf16> {
   %c = te.op "C[m,n] += A[m,k] * B[k,n]" (%A, %B) : (tensor<200x1500xf16>, tensor<1500x100xf16>) -> tensor<200x100xf16>
   func.return %c : tensor<200x100xf16>

@@ -11,7 +11,7 @@
 // multicast-read of matrix Bᵀ."
 
 // PLAN:      builtin.module attributes {irc.target = #irc.target<"mtia-v1", "mtia", {
-// PLAN:        te.op "C[m,n] += A[m,k] * B[k,n]" (%A, %B) {mtia.mapping = {
+// PLAN:        te.op "C[m,n] += A[m,k] * B[k,n]" (%A, %B) {mtia.mapping = #mtia.mapping<{
 // PLAN-SAME:     grid = array<i64: 4, 4>, splits = array<i64: 1, 4, 2, 2>, per_pe = array<i64: 1, 128, 128, 512>,
 // PLAN-SAME:     rows_axis = "m", k_along = "cols", passes = array<i64: 1, 1>, depths = array<i64: 38912, 65536>, homes = ["sram", "sram", "sram"],
 // PLAN-SAME:     multicast_row_A = [array<i64: 0, 2>, array<i64: 1, 3>],

@@ -47,31 +47,23 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from irc.diagnostics import location_of
+from irc.dialects.mtia_plans import (
+    EMBEDDING_ATTR,
+    MAPPING_ATTR,
+    ROTATION_ATTR,
+    STREAM_ATTR,
+    EmbeddingAttr,
+    MappingAttr,
+    RotationAttr,
+    StreamAttr,
+)
 from irc.dialects.te import TensorOp
 from irc.lowering.mtia_target import MtiaTargetError, mtia_device_of, set_mtia_target
 from irc.lowering.model_from_ir import describe
+from irc.lowering.te_to_mtia import matmul_form
 from irc.planner.errors import PlanError
 
-MAPPING_ATTR = "mtia.mapping"
-ROTATION_ATTR = "mtia.rotation"
-EMBEDDING_ATTR = "mtia.embedding"
-STREAM_ATTR = "mtia.stream"
 REMARK_ATTR = "irc.remark"
-
-
-def matmul_form(op: TensorOp):
-    """``(spec, b_transposed)`` when ``op`` is a 2-d matmul C[m,n] += A[m,k] * B[k,n] (or
-    B[n,k]) with A read first (``irc.planner.mtia.plain_matmul``), else None."""
-    from irc.planner.mtia import plain_matmul
-
-    try:
-        _, spec, _ = describe(op)
-    except Exception:  # an expression that does not bind: the verifier's business
-        return None
-    if spec is None:
-        return None
-    form = plain_matmul(spec)
-    return None if form is None else (spec, not form)
 
 
 def _pair(text: str, option: str, count: int) -> tuple[int, ...] | None:
@@ -86,7 +78,7 @@ def _pair(text: str, option: str, count: int) -> tuple[int, ...] | None:
     return values
 
 
-def mapping_attr(mapping, spec) -> DictionaryAttr:
+def mapping_attr(mapping, spec) -> MappingAttr:
     groups = mapping.multicast_groups()
     a_line = "row" if mapping.rows_axis == "m" else "column"
     b_line = "column" if a_line == "row" else "row"
@@ -101,7 +93,7 @@ def mapping_attr(mapping, spec) -> DictionaryAttr:
                 seen.append(key)
         return ArrayAttr([DenseArrayBase.from_list(i64, list(k)) for k in seen])
 
-    return DictionaryAttr({
+    return MappingAttr({
         "grid": DenseArrayBase.from_list(i64, list(mapping.grid)),
         "splits": DenseArrayBase.from_list(i64, list(mapping.splits)),
         "per_pe": DenseArrayBase.from_list(i64, list(mapping.per_pe)),
@@ -116,12 +108,12 @@ def mapping_attr(mapping, spec) -> DictionaryAttr:
     })
 
 
-def rotation_attr(plan, spec) -> DictionaryAttr:
+def rotation_attr(plan, spec) -> RotationAttr:
     """A T10 plan chosen on the PE grid as the ``mtia.rotation`` attribute: ``F_op``
     (``op_factors``, in the op's axis order), each tensor's temporal factors, the tensors'
     homes (output first) and the predicted cycles."""
     rotation = plan.rotation
-    return DictionaryAttr({
+    return RotationAttr({
         "op_factors": DenseArrayBase.from_list(i64, list(rotation.op_factors)),
         "temporal": DictionaryAttr({t.name: DenseArrayBase.from_list(i64, list(rotation.temporal_factors[t.name]))
                                     for t in spec.tensors}),
@@ -223,7 +215,7 @@ class MtiaPartition(ModulePass):
             return
         levels = levels or stream_homes(spec.input_bytes, spec.output_bytes, device)
         cycles = simd_planned_cycles(device, te_op, levels)
-        te_op.attributes[STREAM_ATTR] = DictionaryAttr({
+        te_op.attributes[STREAM_ATTR] = StreamAttr({
             "homes": ArrayAttr([StringAttr(h) for h in levels]),
             "pes": IntegerAttr(device.pes, i64),
             "planned_cycles": FloatAttr(float(cycles), f64),
@@ -241,9 +233,9 @@ class MtiaPartition(ModulePass):
         te_op.attributes[EMBEDDING_ATTR] = embedding_attr(plan_embedding(spec, device))
 
 
-def embedding_attr(plan) -> DictionaryAttr:
+def embedding_attr(plan) -> EmbeddingAttr:
     """An ``irc.planner.mtia.EmbeddingPlan`` as the ``mtia.embedding`` attribute."""
-    return DictionaryAttr({
+    return EmbeddingAttr({
         "home": StringAttr(plan.home),
         "grid": DenseArrayBase.from_list(i64, list(plan.grid)),
         "samples": IntegerAttr(plan.samples_per_pe, i64),
