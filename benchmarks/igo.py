@@ -185,7 +185,7 @@ def workload_of(text: str) -> Workload:
     module = parse_module(text, "workload.mlir")
     forwards = [op for op in module.walk() if isinstance(op, TensorOp) and contraction_reads(op.parsed())]
     TeAutodiff().apply(make_context(), module)
-    IgoFuse(order="interleave").apply(make_context(), module)
+    IgoFuse(device="ipu-mk2").apply(make_context(), module)
     pairs, paired = [], set()
     for op in module.walk():
         if isinstance(op, GradPairOp):
