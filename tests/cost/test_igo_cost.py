@@ -112,6 +112,24 @@ def test_hand_traffic_separate_baseline_reads_dy_twice_with_room():
     assert separate.compute_cycles == shared.compute_cycles and separate.cycles > shared.cycles
 
 
+def test_paper_baseline_reuses_dy_only_within_half_the_spm():
+    """IGO §4.2: "duplicated memory traffic arises when the distance between the dX_i and
+    dW_i calculations exceeds the number of tiled computations that can be loaded in half
+    of the SPM". M=6, K=2, N=2 in 2x2 tiles of one byte (dY0-2, W, X0-2, dX0-2, dW: 4
+    bytes each), 16 bytes resident. The dX operator loads dY0, W, dY1, dY2 (16 bytes;
+    dY0 is evicted for dX2), then W is done: dY1 and dY2 are resident when it ends. The
+    dW operator loads X0, dY0 (evicting dY1), X1, dY1, and reaches dY2 with 16 bytes
+    loaded since its last use: not under 16, so the paper's baseline reads it again,
+    where one LRU walk (``shared``) still had it: dY moves 24 bytes, not 20; the two
+    separate operators of ``separate`` drop every tile between them: 24 as well."""
+    device = _device(32)
+    layer = Layer(M=6, K=2, N=2, element_bytes=1)
+    reads = {b: dict(evaluate(layer, device, "baseline", tiling=Tiling(2, 2, 2), baseline=b).read)
+             for b in BASELINES}
+    assert reads == {"separate": {"dY": 24, "W": 4, "X": 12}, "shared": {"dY": 20, "W": 4, "X": 12},
+                     "paper": {"dY": 24, "W": 4, "X": 12}}
+
+
 LAYER_B = Layer(M=4, K=4, N=2, element_bytes=1)
 """The second hand layer: 2 x 1 x 2 tiles of 2x2 bytes (dY0, dY1; W0, W1; X00, X01,
 X10, X11; dX00, dX01, dX10, dX11; dW0, dW1; 4 bytes each) on two cores, partitioned
