@@ -83,7 +83,8 @@ def evaluate(layer: Layer, device, order: str, scheme: str | None = None, parts:
         raise ValueError(f"unknown baseline '{baseline}' (known: {', '.join(BASELINES)})")
     scheme, parts = split_of(device, scheme, parts)
     if memory == "scalesim":
-        return igo_scalesim.evaluate(layer, device, order, scheme, parts, tiling, dy_once)
+        cost = igo_scalesim.evaluate(layer, device, order, scheme, parts, tiling, dy_once)
+        return _with_closed_form(cost, layer, order, scheme, parts, device)
     if tiling is None:
         return _searched(layer, device, order, scheme, parts, policy, baseline, dy_once)
     rounds = schedule(layer, tiling, order, scheme, parts, device.cores, baseline, device.dataflow)
