@@ -107,7 +107,8 @@ PAPER_BOUND = {"npu-edge": 1.70, "npu-server": 1.43}
 PAPER_DY_SHARE = (39.0, 51.4)
 """Fig. 5 (large NPU): dY's share of the backward pass's DRAM traffic, and of its reads."""
 CONFIGS = ("interleave", "rearrange", "rearrange-paper", "partition")
-KEYS = (*BASELINES, "bound", *CONFIGS)
+BOUNDS = tuple(f"bound:{b}" for b in BASELINES)
+KEYS = (*BASELINES, *BOUNDS, *CONFIGS)
 SETTINGS = ("npu-edge", "npu-server", "npu-server x4", "npu-server 75 GB/s", "npu-server 37.5 GB/s",
             "npu-server x2", "npu-server x8")
 
@@ -192,8 +193,8 @@ def layers_of(text: str) -> list[Gemms]:
 
 @lru_cache(maxsize=None)
 def _cost(layer: Layer, device, order: str, scheme, parts, policy: str, baseline: str, memory: str,
-          dy_once: bool = False):
-    return evaluate(layer, device, order, scheme, parts, policy=policy, baseline=baseline, memory=memory,
+          tiling=None, dy_once: bool = False):
+    return evaluate(layer, device, order, scheme, parts, tiling, policy=policy, baseline=baseline, memory=memory,
                     dy_once=dy_once)
 
 
@@ -207,7 +208,7 @@ def price(work: Workload | list[Gemms], device, policy: str = "lru", memory: str
     if not isinstance(work, Workload):
         work = Workload(list(work), [], [])
     totals = {k: [0.0, 0] for k in KEYS}
-    refill, spill, compute = ({k: 0.0 for k in KEYS} for _ in range(3))
+    refill, spill, compute, array = ({k: 0.0 for k in KEYS} for _ in range(4))
     dy_read = {b: 0 for b in BASELINES}
     reads = {b: 0 for b in BASELINES}
     differ = dy_size = closed = 0
@@ -222,15 +223,19 @@ def price(work: Workload | list[Gemms], device, policy: str = "lru", memory: str
         options = partition_options(device)
         partitions = {(s, p): _cost(layer, device, chosen, s if (p > 1 or not single) else None, p, policy,
                                     "separate", memory) for s, p in options}
-        entries = {**base, "bound": _cost(layer, device, "baseline", None, None, policy, "separate", memory, True),
-                   "interleave": costs["interleave"], "rearrange": costs[chosen], "rearrange-paper": costs[paper],
-                   "partition": partitions[cheapest(partitions, options)]}
+        # Fig. 6: each baseline's schedule with the dW operator's dY reads removed
+        bounds = {f"bound:{b}": _cost(layer, device, "baseline", None, None, policy,
+                                      b if memory == "irc" else "separate", memory, base[b].tiling, True)
+                  for b in BASELINES}
+        entries = {**base, **bounds, "interleave": costs["interleave"], "rearrange": costs[chosen],
+                   "rearrange-paper": costs[paper], "partition": partitions[cheapest(partitions, options)]}
         for key, cost in entries.items():
             totals[key][0] += count * cost.cycles
             totals[key][1] += count * cost.dram_bytes
             refill[key] += count * cost.refill_cycles
             spill[key] += count * cost.spill_bytes
             compute[key] += count * cost.compute_cycles
+            array[key] += count * cost.array_cycles
         for b in BASELINES:
             dy_read[b] += count * base[b].read["dY"]
             reads[b] += count * sum(base[b].read.values())
@@ -247,7 +252,8 @@ def price(work: Workload | list[Gemms], device, policy: str = "lru", memory: str
             if part == "lone":
                 lone_dy += gemms.count * cost.read["dY"]
                 lone_read += gemms.count * sum(cost.read.values())
-    return {"totals": totals, "refill": refill, "spill": spill, "compute": compute, "closed_form": closed,
+    return {"totals": totals, "refill": refill, "spill": spill, "compute": compute, "array": array,
+            "closed_form": closed,
             "lone": fixed["lone"], "forward": fixed["forward"], "layers": len(work.pairs),
             "gemms": sum(g.count for g in work.pairs), "lone_layers": len(work.lone),
             "forward_layers": len(work.forward), "paper_differs": differ, "dy_read": dy_read, "dy_size": dy_size,
@@ -278,9 +284,9 @@ def _pct(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.1f}%"
 
 
-def capture(averaged: dict, key: str) -> float:
+def capture(averaged: dict, key: str, baseline: str = "paper") -> float:
     """The share of the bound's saving (forward + backward time) `key` achieves."""
-    saving = 1 - averaged["bound"][0]
+    saving = 1 - averaged[f"bound:{baseline}"][0]
     return (1 - averaged[key][0]) / saving if saving > 1e-9 else math.nan
 
 
@@ -301,16 +307,17 @@ def table(title: str, rows: dict[str, dict], device, baseline: str) -> list[str]
              f"{'':<6}{'':>6}{'':>7}{'':>9}{'':>8}{'':>8}{'':>11}" + f"{'time  DRAM':>13}" * 3 + f"{'time':>9}"
              + f"{'time  DRAM':>13}{'+part':>9}"]
 
+    bound = f"bound:{baseline}"
+
     def row(s: dict, b: dict) -> str:
-        return "".join(f"{s[k][0]:>7.3f}{b[k][1]:>6.3f}" for k in ("bound", "interleave", "rearrange")) + \
+        return "".join(f"{s[k][0]:>7.3f}{b[k][1]:>6.3f}" for k in (bound, "interleave", "rearrange")) + \
             f"{s['rearrange-paper'][0]:>9.3f}{s['partition'][0]:>7.3f}{b['partition'][1]:>6.3f}"
 
     for name, result in rows.items():
         s, b = ratios(result, "step", baseline), ratios(result, "backward", baseline)
         base_cycles = result["totals"][baseline][0] + result["lone"][0]
         share = result["compute"][baseline] / max(result["totals"][baseline][0], 1)
-        saving = 1 - s["bound"][0]
-        grab = (1 - s["partition"][0]) / saving if saving > 1e-9 else math.nan
+        grab = capture(s, "partition", baseline)
         lines.append(
             f"{name:<6}{result['layers']:>6}{result['gemms']:>7}{base_cycles / device.clock_hz * 1e3:>9.3f}"
             f"{result['forward'][0] / device.clock_hz * 1e3:>8.3f}{100 * share:>7.0f}%"
@@ -318,22 +325,22 @@ def table(title: str, rows: dict[str, dict], device, baseline: str) -> list[str]
             + f"{100 * grab:>8.0f}%{result['paper_differs']:>7}/{result['layers']:<3}")
     s, b = averages(rows, "step", baseline), averages(rows, "backward", baseline)
     lines.append(f"{'average':<8}{'':>6}{'':>5}{'':>9}{'':>8}{'':>8}{'':>11}" + row(s, b)
-                 + f"{100 * capture(s, 'partition'):>8.0f}%")
+                 + f"{100 * capture(s, 'partition', baseline):>8.0f}%")
     lines.append("  time change, forward + backward, vs each baseline: " + "; ".join(
-        f"{other}: bound {_pct(a['bound'][0])}, interleave {_pct(a['interleave'][0])}, +rearrange "
+        f"{other}: bound {_pct(a[f'bound:{other}'][0])}, interleave {_pct(a['interleave'][0])}, +rearrange "
         f"{_pct(a['rearrange'][0])}, +partition {_pct(a['partition'][0])}"
         for other, a in ((other, averages(rows, "step", other)) for other in dict.fromkeys(
             k for k in BASELINES if any(r["totals"][k] != r["totals"]["separate"] for r in rows.values())
             or k == "separate"))))
     lines.append("  capture of the dY-once bound: " + ", ".join(
-        f"{k} {100 * capture(s, k):.0f}%" for k in CONFIGS))
+        f"{k} {100 * capture(s, k, baseline):.0f}%" for k in CONFIGS))
     traffic, read = dy_shares(rows, baseline)
     closed = sum(r["closed_form"] for r in rows.values())
-    base_compute = sum(r["compute"][baseline] for r in rows.values())
-    part_compute = sum(r["compute"]["partition"] for r in rows.values())
+    base_compute = sum(r["array"][baseline] for r in rows.values())
+    part_compute = sum(r["array"]["partition"] for r in rows.values())
     lines.append(f"  Fig. 5: dY is {traffic:.1f}% of the baseline backward pass's DRAM traffic, {read:.1f}% of its "
                  f"reads (the paper's large NPU: {PAPER_DY_SHARE[0]}%, {PAPER_DY_SHARE[1]}%); Fig. 6: reading dY once "
-                 f"speeds forward + backward up {1 / s['bound'][0]:.3f}x")
+                 f"speeds forward + backward up {1 / s[bound][0]:.3f}x")
     lines.append(f"  arrays: the baseline pairs compute {base_compute / max(closed, 1):.3f}x SCALE-Sim's cycles for "
                  f"their GEMMs whole, +partition {part_compute / max(closed, 1):.3f}x (refills: tile edges, split "
                  "reductions, orders alternating GEMMs)")
@@ -346,7 +353,8 @@ def reason(title: str, rows: dict[str, dict], baseline: str) -> str:
     array computes, and what the fused settings pay that the bound does not."""
     s = averages(rows, "step", baseline)
     parts = []
-    bound = 1 - s["bound"][0]
+    key = f"bound:{baseline}"
+    bound = 1 - s[key][0]
     kind = "npu-edge" if title == "npu-edge" else "npu-server"
     paper_bound = 1 - 1 / PAPER_BOUND[kind]
     traffic, _ = dy_shares(rows, baseline)
@@ -355,14 +363,14 @@ def reason(title: str, rows: dict[str, dict], baseline: str) -> str:
     parts.append(f"reading dY once saves at most {100 * bound:.1f}% here (the paper's Fig. 6: "
                  f"{100 * paper_bound:.1f}% on the {kind.split('-')[1]} NPU): dY is {traffic:.1f}% of the baseline's "
                  f"backward traffic and the array computes {100 * share:.0f}% of the baseline pairs' time")
-    grab = capture(s, "partition")
+    grab = capture(s, "partition", baseline)
     if grab < 0.9:
         bound_rows = [r for r in rows.values()]
-        refills = sum(r["refill"]["partition"] - r["refill"]["bound"] for r in bound_rows)
+        refills = sum(r["refill"]["partition"] - r["refill"][key] for r in bound_rows)
         spills = sum(r["spill"]["partition"] for r in bound_rows)
-        more = sum(r["totals"]["partition"][1] - r["totals"]["bound"][1] for r in bound_rows)
-        bound_bytes = sum(r["totals"]["bound"][1] for r in bound_rows)
-        bound_compute = sum(r["compute"]["bound"] for r in bound_rows)
+        more = sum(r["totals"]["partition"][1] - r["totals"][key][1] for r in bound_rows)
+        bound_bytes = sum(r["totals"][key][1] for r in bound_rows)
+        bound_compute = sum(r["array"][key] for r in bound_rows)
         parts.append(f"+partition captures {100 * grab:.0f}% of that bound: its arrays pay "
                      f"{100 * refills / max(bound_compute, 1):+.1f}% refill cycles against the bound's compute, and it "
                      f"moves {100 * more / max(bound_bytes, 1):+.1f}% DRAM bytes against the bound's "
@@ -381,9 +389,10 @@ def summary(results: dict, baseline: str) -> list[str]:
             rows = results.get((title, memory))
             if not rows:
                 continue
-            s = averages(rows, "step", baseline if memory == "irc" else "separate")
-            cells.append(f"{memory}: {_pct(s['partition'][0])} (bound {_pct(s['bound'][0])}, capture "
-                         f"{100 * capture(s, 'partition'):.0f}%)")
+            base = baseline if memory == "irc" else "separate"
+            s = averages(rows, "step", base)
+            cells.append(f"{memory}: {_pct(s['partition'][0])} (bound {_pct(s[f'bound:{base}'][0])}, capture "
+                         f"{100 * capture(s, 'partition', base):.0f}%)")
             if abs((s["partition"][0] - 1) * 100 - PAPER[title]) > abs(PAPER[title]) / 5:
                 reasons.append(f"    {memory}: {reason(title, rows, baseline if memory == 'irc' else 'separate')}")
         if cells:
@@ -400,10 +409,12 @@ def summary(results: dict, baseline: str) -> list[str]:
 
 
 def run_job(job: tuple) -> tuple:
-    """One (setting, memory model, workload) priced: for the process pool."""
-    title, memory, name, policy = job
+    """One (setting, workload) priced on each memory model (in one process: SCALE-Sim's
+    model reuses irc's tile search), for the process pool."""
+    title, memories, name, policy = job
     device, kind, batch = setting(title)
-    return job, price(workload_of(workloads(kind, batch)[name]), device, policy, memory)
+    work = workload_of(workloads(kind, batch)[name])
+    return job, {memory: price(work, device, policy, memory) for memory in memories}
 
 
 def main(argv=None) -> int:
@@ -432,13 +443,14 @@ def main(argv=None) -> int:
     pressure_names = [] if args.ipu_pressure_models == "none" else args.ipu_pressure_models.split(",")
     budgets = [float(b) for b in args.ipu_budgets.split(",")]
     ipu_names = [] if args.ipu_models == "none" else args.ipu_models.split(",")
-    jobs = [(title, memory, name, args.policy) for memory in memories for title in titles for name in names]
+    jobs = [(title, tuple(memories), name, args.policy) for title in titles for name in names]
     results: dict[tuple, dict] = {}
     with Progress(len(jobs) + 40 * len(ipu_names) + 10 * len(budgets) * len(pressure_names), "igo") as progress:
         with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            for (title, memory, name, _), priced in pool.map(run_job, jobs):
-                progress.advance(f"{title} {memory} {name}")
-                results.setdefault((title, memory), {})[name] = priced
+            for (title, _, name, _), priced in pool.map(run_job, jobs):
+                progress.advance(f"{title} {name}")
+                for memory, result in priced.items():
+                    results.setdefault((title, memory), {})[name] = result
         ipu_lines, ipu_data = ipu_section(ipu_names, 8, progress) if ipu_names else ([], {})
         pressure_lines, pressure_data = ipu_pressure_section(pressure_names, 8, budgets, progress) \
             if pressure_names else ([], {})

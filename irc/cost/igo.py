@@ -17,8 +17,6 @@ request stream, which IGO's simulator is built on (§6.1).
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from irc.cost import igo_scalesim, igo_tiling
 from irc.cost.igo_sim import (  # noqa: F401  (the names the passes, lowering and benchmark use)
     BASELINES,
@@ -93,7 +91,6 @@ def evaluate(layer: Layer, device, order: str, scheme: str | None = None, parts:
     return _with_closed_form(cost, layer, order, scheme, parts, device)
 
 
-@lru_cache(maxsize=4096)
 def _searched(layer, device, order, scheme, parts, policy, baseline, dy_once) -> Cost:
     cost = igo_tiling.search(layer, device, order, scheme, parts, policy, baseline, dy_once)
     return _with_closed_form(cost, layer, order, scheme, parts, device)

@@ -313,6 +313,7 @@ class _Buffers:
     ifmap: ReadBuffer = field(init=False)
     filter: ReadBuffer = field(init=False)
     cuts: dict = field(default_factory=dict)
+    cells: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.reset()
@@ -323,11 +324,19 @@ class _Buffers:
     def read(self, buffer: ReadBuffer, strip: Operand, time_on_rows: bool) -> int:
         """Ask for a strip cell by cell along its time axis (the operand's rows when
         `time_on_rows`, else its columns); the DRAM reads it takes."""
-        row_cuts, col_cuts = self.cuts[strip.tensor]
-        rows, cols = _cells(strip.rows, row_cuts), _cells(strip.cols, col_cuts)
-        time_on_tensor_rows = time_on_rows != strip.transposed
-        cells = [(r, c) for r in rows for c in cols] if time_on_tensor_rows else [(r, c) for c in cols for r in rows]
-        return sum(buffer.visit((strip.tensor, r, c), (r[1] - r[0]) * (c[1] - c[0])) for r, c in cells)
+        cells = self.cells.get((strip, time_on_rows))
+        if cells is None:
+            row_cuts, col_cuts = self.cuts[strip.tensor]
+            rows, cols = _cells(strip.rows, row_cuts), _cells(strip.cols, col_cuts)
+            pairs = [(r, c) for r in rows for c in cols] if time_on_rows != strip.transposed else \
+                [(r, c) for c in cols for r in rows]
+            cells = self.cells[(strip, time_on_rows)] = [((strip.tensor, r, c), (r[1] - r[0]) * (c[1] - c[0]))
+                                                         for r, c in pairs]
+        seen, total = buffer.seen, 0
+        for atom, size in cells:
+            if seen.get(atom) != (0, size):  # not every element a hit already
+                total += buffer.visit(atom, size)
+        return total
 
 
 def _spans(start: int, stop: int, width: int) -> list[tuple[int, int]]:
@@ -479,8 +488,8 @@ def evaluate(layer: Layer, device, order: str, scheme, parts: int, tiling: Tilin
     """The cost of the layer's backward pass (or single GEMM) in `order` on SCALE-Sim's
     buffers, with `tiling`, else the best of SCALE-Sim's own (the whole GEMM, per part of
     the split: only its folds tile it), that with one dimension cut in 2 or 4 array-
-    aligned tiles, and the tiles irc's scratchpad model searches for the same order and
-    partition (a compiler's tiling, priced on SCALE-Sim's buffers)."""
+    aligned tiles, and, unsplit, the tiles irc's scratchpad model searches for the same
+    order (a compiler's tiling, priced on SCALE-Sim's buffers)."""
     if tiling is not None:
         return simulate(layer, tiling, device, order, scheme, parts, dy_once)
     return _best(layer, device, order, scheme, parts, dy_once)
@@ -495,10 +504,11 @@ def _best(layer: Layer, device, order: str, scheme, parts: int, dy_once: bool) -
             size = -(-getattr(whole, name) // cut)
             candidates.append(dataclasses.replace(whole, **{name: min(getattr(whole, name),
                                                                       -(-size // array) * array)}))
-    try:
-        candidates.append(igo_tiling.search(layer, device, order, scheme, parts, dy_once=dy_once).tiling)
-    except ScratchpadError:
-        pass  # no tiling fits irc's scratchpad: SCALE-Sim's buffers stream anyway
+    if scheme is None or parts == 1:  # a split is SCALE-Sim's tiling already
+        try:
+            candidates.append(igo_tiling.search(layer, device, order, scheme, parts, dy_once=dy_once).tiling)
+        except ScratchpadError:
+            pass  # no tiling fits irc's scratchpad: SCALE-Sim's buffers stream anyway
     candidates = list(dict.fromkeys(candidates))
     best = None
     for candidate in candidates:

@@ -427,27 +427,26 @@ CODES = ("dY", "W", "X", "dX", "dW", "Y")
 
 class _Tiles:
     """A schedule's tiles as integers: each step's two inputs and output (`in1`, `in2`,
-    `out`, lists), and per tile its key (``(tensor, a, b)``, outputs ``(tensor, a, b,
-    part)``), bytes, last round used, and (belady) every round used."""
+    `out`, lists), and per tile its bytes, last round used, tensor (`name`), key
+    (``(tensor, a, b)``, outputs ``(tensor, a, b, part)``, made on demand) and (belady)
+    every round used."""
 
     def __init__(self, rounds: Rounds, layer: Layer, tiling: Tiling, uses: bool):
         kind, i, j, k, part, _ = rounds.arrays
-        base = max(tile_counts(layer, tiling)) + 1
+        self.base = base = max(tile_counts(layer, tiling)) + 1
         self.parts = parts = int(part.max()) + 1 if part.size else 1
         encode = lambda c, a, b, p: ((c * base + a) * base + b) * parts + p  # noqa: E731
         in1 = encode(np.where(kind == 0, 0, 2), i, np.where(kind == 0, j, k), 0)
         in2 = encode(np.where(kind == 1, 0, 1), np.where(kind == 1, i, k), j, 0)
         out = encode(kind + 3, np.where(kind == 1, k, i), np.where(kind == 0, k, j), part)
         self.in1, self.in2, self.out = in1.tolist(), in2.tolist(), out.tolist()
-        self.first_output = 3 * base * base * parts
-        self.dy_end = base * base * parts
-        step_round = np.repeat(np.arange(len(rounds)), np.diff(rounds.starts))
-        ids, when = np.concatenate([in1, in2, out]), np.tile(step_round, 3)
-        order = np.lexsort((when, ids))
-        ids, when = ids[order], when[order]
-        last = np.r_[ids[1:] != ids[:-1], True] if ids.size else np.zeros(0, dtype=bool)
-        unique = ids[last]
-        self.last_use = dict(zip(unique.tolist(), when[last].tolist()))
+        self.per_tensor = base * base * parts
+        self.first_output = 3 * self.per_tensor
+        self.dy_end = self.per_tensor
+        step_round = np.repeat(np.arange(len(rounds)), np.diff(rounds.starts)).tolist()
+        # rounds only grow along the schedule: a tile's last entry is its last use
+        self.last_use = dict(zip(self.in1 + self.in2 + self.out, step_round * 3))
+        unique = np.fromiter(self.last_use, dtype=np.int64, count=len(self.last_use))
         p, rest = unique % parts, unique // parts
         b, rest = rest % base, rest // base
         a, code = rest % base, rest // base
@@ -455,18 +454,32 @@ class _Tiles:
         edges = {d: np.minimum(size, full - np.arange(base) * size) for d, (size, full) in extent.items()}
         rows = np.stack([edges[_DIMS[c][0]] for c in CODES])
         cols = np.stack([edges[_DIMS[c][1]] for c in CODES])
-        sizes = rows[code, a] * cols[code, b] * layer.element_bytes
-        self.size = dict(zip(unique.tolist(), sizes.tolist()))
-        self.key = {t: (CODES[c], x, y) if c < 3 else (CODES[c], x, y, q)
-                    for t, c, x, y, q in zip(unique.tolist(), code.tolist(), a.tolist(), b.tolist(), p.tolist())}
+        self.size = dict(zip(unique.tolist(), (rows[code, a] * cols[code, b] * layer.element_bytes).tolist()))
+        self._keys: dict[int, tuple] = {}
         self.partials: dict[int, list[int]] = defaultdict(list)
-        for t in unique[unique >= self.first_output].tolist():
-            self.partials[t - t % parts].append(t)
+        if parts > 1:
+            for t in sorted(unique[unique >= self.first_output].tolist()):
+                self.partials[t - t % parts].append(t)
         self.uses: dict[int, list[int]] = {}
         if uses:
-            distinct = np.r_[True, (ids[1:] != ids[:-1]) | (when[1:] != when[:-1])] if ids.size else last
-            for t, w in zip(ids[distinct].tolist(), when[distinct].tolist()):
-                self.uses.setdefault(t, []).append(w)
+            for t, w in zip(self.in1 + self.in2 + self.out, step_round * 3):
+                positions = self.uses.setdefault(t, [])
+                if not positions or positions[-1] != w:
+                    positions.append(w)
+            for positions in self.uses.values():
+                positions.sort()
+
+    def name(self, tile: int) -> str:
+        return CODES[tile // self.per_tensor]
+
+    def key(self, tile: int) -> tuple:
+        found = self._keys.get(tile)
+        if found is None:
+            rest, p = divmod(tile, self.parts)
+            rest, b = divmod(rest, self.base)
+            code, a = divmod(rest, self.base)
+            found = self._keys[tile] = (CODES[code], a, b) if code < 3 else (CODES[code], a, b, p)
+        return found
 
 
 LOAD, STORE, FREE = 0, 1, 2
@@ -604,7 +617,7 @@ def plan_rounds(rounds, layer: Layer, tiling: Tiling, capacity: int, policy: str
 
     def transfer(t: int, raw: tuple) -> Transfer:
         kind, tile, nbytes, partial, after, ready = raw
-        name = key[tile] if partial or kind != STORE else key[tile][:3] + (0,)
+        name = key(tile) if partial or kind != STORE else key(tile)[:3] + (0,)
         return Transfer(t, _KIND_NAMES[kind], name, nbytes, partial, after, ready)
 
     for t, before, after in _plan(rounds, tiles, capacity, policy, frees, flush_before, paper):
@@ -698,14 +711,14 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
     if policy not in POLICIES:
         raise ValueError(f"unknown replacement policy '{policy}' (known: {', '.join(POLICIES)})")
     tiles = _Tiles(rounds, layer, tiling, policy == "belady")
-    key, dy_end = tiles.key, tiles.dy_end
+    name, dy_end = tiles.name, tiles.dy_end
     for t, before, after in _plan(rounds, tiles, device.spm_bytes // 2, policy, False, flush_before, paper):
         fill_done = 0.0
         free_dy = dy_once and t < len(rounds) and kinds[starts[t]] == dw
         for kind, tile, nbytes, partial, late, ready in before + pending:
             if kind == FREE or (free_dy and kind == LOAD and tile < dy_end):
                 continue
-            (cost.read if kind == LOAD else cost.written)[key[tile][0]] += nbytes
+            (cost.read if kind == LOAD else cost.written)[name(tile)] += nbytes
             if partial:
                 cost.spill_bytes += nbytes
                 if spill_free_best:

@@ -20,6 +20,7 @@ small layers."""
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from irc.cost.igo_sim import (
     Cost,
@@ -92,10 +93,12 @@ def run(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: int, po
         return None
 
 
+@lru_cache(maxsize=8192)
 def search(layer: Layer, device, order: str, scheme, parts: int, policy: str = "lru",
            baseline: str = "separate", dy_once: bool = False) -> Cost:
     """The best tiling's cost for `order` and the partition (`Cost.tiling` says which);
-    `ScratchpadError` when no candidate fits (naming the smallest step's bytes)."""
+    `ScratchpadError` when no candidate fits (naming the smallest step's bytes). Cached:
+    the passes and the benchmark ask again for the same layers."""
     best: Cost | None = None
     for tiling in candidates(layer, device):
         cost = run(layer, tiling, device, order, scheme, parts, policy, baseline, dy_once, best)
