@@ -387,18 +387,15 @@ def _span(strip: Operand, operand: Operand, of_rows: bool) -> int:
     return span[1] - span[0]
 
 
-def simulate(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: int, dy_once: bool = False,
-             bound: float = math.inf) -> Cost | None:
-    """The cost of `order` on SCALE-Sim's buffers with `tiling` (see the module
-    docstring); None once it cannot beat `bound` cycles."""
+def _prepare(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: int):
+    """A schedule on SCALE-Sim's buffers: its rounds, steps, each step's operands and
+    folds, and each core's buffers with the cuts of every strip its steps read."""
     rounds = Rounds.of(schedule(layer, tiling, order, scheme, parts, device.cores, "separate", device.dataflow))
     fused = order in ("interleave", "dx-major", "dw-major")
-    computes, array_cycles, fresh = array_work(rounds, layer, tiling, device)
     steps = [step for t in range(len(rounds)) for step in rounds[t]]
     plans = [_operands(s.kind, s.i, s.j, s.k, layer, tiling, fused) for s in steps]
     rows, cols, dataflow = device.pe_rows, device.pe_cols, device.dataflow
     folds = [folds_of(a, b, m, k, n, rows, cols, dataflow) for a, b, _, m, k, n in plans]
-    words = buffer_words(device, layer.element_bytes)
     cuts: dict[int, dict[str, tuple[set, set]]] = {}
     for step, fold_list in zip(steps, folds):
         mine = cuts.setdefault(step.core, {})
@@ -406,16 +403,45 @@ def simulate(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: in
             row_cuts, col_cuts = mine.setdefault(strip.tensor, (set(), set()))
             row_cuts.update(strip.rows)
             col_cuts.update(strip.cols)
+    words = buffer_words(device, layer.element_bytes)
     buffers = {core: _Buffers(words, rows, cols, dataflow, {t: (sorted(r), sorted(c)) for t, (r, c) in mine.items()})
                for core, mine in cuts.items()}
+    return rounds, fused, steps, plans, folds, buffers
+
+
+def _run_step(buffer: _Buffers, writes: list, folds: list, kind: str, dy_once: bool, cost: Cost, eb: int) -> int:
+    """One tile GEMM's folds through its core's buffers: the reads it adds to `cost`,
+    its outputs into the write buffer (``[buffer, demand line, outputs]``); the bytes read."""
+    loaded = 0
+    free_dy = dy_once and kind == "dw"  # Fig. 6: the dW GEMM's dY comes free
+    for left, right, first, out_rows, out_cols, lines in folds:
+        got = buffer.read(buffer.ifmap, left, buffer.dataflow == "ws")
+        taken = buffer.read(buffer.filter, right, True)
+        if free_dy:
+            got, taken = (0 if left.tensor == "dY" else got), (0 if right.tensor == "dY" else taken)
+        cost.read[left.tensor] += got * eb
+        cost.read[right.tensor] += taken * eb
+        loaded += (got + taken) * eb
+        writes[0].fold(writes[1] + first, out_rows, out_cols)
+        writes[1] += lines
+        writes[2] += out_rows * out_cols
+    return loaded
+
+
+def simulate(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: int, dy_once: bool = False,
+             bound: float = math.inf) -> Cost | None:
+    """The cost of `order` on SCALE-Sim's buffers with `tiling` (see the module
+    docstring); None once it cannot beat `bound` cycles."""
+    rounds, fused, steps, plans, folds, buffers = _prepare(layer, tiling, device, order, scheme, parts)
+    computes, array_cycles, fresh = array_work(rounds, layer, tiling, device)
+    words, cols = buffer_words(device, layer.element_bytes), device.pe_cols
     out = {core: [WriteBuffer(words, cols), 0, 0] for core in buffers}  # buffer, demand line, outputs
     starts = rounds.starts.tolist()
     cost = Cost(tiling=tiling, array_cycles=array_cycles, fresh_folds=fresh)
     rate, eb = device.dram_bytes_per_cycle, layer.element_bytes
     still = sum(computes)
     spans: list[tuple[float, float]] = []
-    dma_free, pending = 0.0, 0
-    last_output = "dX"
+    dma_free, pending, last_output = 0.0, 0, "dX"
 
     def finish() -> int:
         """Drain the write buffers (SCALE-Sim's layer end); the bytes its drains add."""
@@ -424,34 +450,21 @@ def simulate(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: in
             buffer.finish(line - 1 + buffer.stall)
             extra += (buffer.writes - emitted) * eb
             out[core] = [WriteBuffer(words, cols), 0, 0]
+        cost.written[last_output] += extra
         return extra
 
     for t in range(len(rounds)):
         if t and not fused and steps[starts[t]].kind != steps[starts[t] - 1].kind:
-            extra = finish()  # the next layer: fresh buffers
-            cost.written[last_output] += extra
-            pending += extra
+            pending += finish()  # the next layer: fresh buffers
             for buffer in buffers.values():
                 buffer.reset()
         loaded = emitted = 0
         for s in range(starts[t], starts[t + 1]):
-            buffer, output = buffers[steps[s].core], plans[s][2]
-            writes = out[steps[s].core]
-            free_dy = dy_once and steps[s].kind == "dw"  # Fig. 6: the dW GEMM's dY comes free
-            for left, right, first, out_rows, out_cols, lines in folds[s]:
-                got = buffer.read(buffer.ifmap, left, dataflow == "ws")
-                taken = buffer.read(buffer.filter, right, True)
-                if free_dy:
-                    got, taken = (0 if left.tensor == "dY" else got), (0 if right.tensor == "dY" else taken)
-                cost.read[left.tensor] += got * eb
-                cost.read[right.tensor] += taken * eb
-                loaded += (got + taken) * eb
-                writes[0].fold(writes[1] + first, out_rows, out_cols)
-                writes[1] += lines
-                writes[2] += out_rows * out_cols
-                cost.written[output] += out_rows * out_cols * eb
-                emitted += out_rows * out_cols * eb
-            last_output = output
+            loaded += _run_step(buffers[steps[s].core], out[steps[s].core], folds[s], steps[s].kind, dy_once, cost, eb)
+            outputs = sum(fold[3] * fold[4] for fold in folds[s]) * eb
+            cost.written[plans[s][2]] += outputs
+            emitted += outputs
+            last_output = plans[s][2]
         # this round's reads, then the previous round's writes, on one DMA queue
         dma_free = max(dma_free, spans[-1][0] if spans else 0.0) + loaded / rate
         fill_done = dma_free
@@ -463,9 +476,7 @@ def simulate(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: in
         pending = emitted
         if max(start + computes[t] + still, dma_free) > bound * (1 + 1e-12) + 1e-9:
             return None
-    extra = finish()
-    cost.written[last_output] += extra
-    pending += extra
+    pending += finish()
     if pending:
         dma_free = max(dma_free, spans[-1][1]) + pending / rate
     cost.compute_cycles = sum(computes)

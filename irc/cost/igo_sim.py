@@ -486,38 +486,103 @@ LOAD, STORE, FREE = 0, 1, 2
 """Kinds of a planned transfer in `_plan` (`Transfer.kind`: "load", "store", "free")."""
 
 
+class _Scratchpad:
+    """The resident half of the SPM while a schedule is planned (`_plan`): tiles in order
+    of last use (LRU first), the partial sums spilled, and the transfers it plans as
+    tuples ``(kind, tile, bytes, partial, after, ready_round)``."""
+
+    def __init__(self, tiles: _Tiles, capacity: int, policy: str, frees: bool):
+        self.tiles, self.capacity, self.policy, self.frees = tiles, capacity, policy, frees
+        self.resident: dict[int, int] = {}
+        self.spilled: set[int] = set()
+        self.written_in: dict[int, int] = {}
+        self.cursor: dict[int, int] = defaultdict(int)
+        self.used = self.loaded = 0
+
+    def drop(self, tile: int, into: list) -> None:
+        """An input tile leaves without a DMA (listed as a free with `frees`)."""
+        self.used -= self.resident.pop(tile)
+        if self.frees:
+            into.append((FREE, tile, self.tiles.size[tile], False, False, -1))
+
+    def next_use(self, tile: int, now: int) -> float:
+        positions, c = self.tiles.uses[tile], self.cursor[tile]
+        while c < len(positions) and positions[c] < now:
+            c += 1
+        self.cursor[tile] = c
+        return positions[c] if c < len(positions) else math.inf
+
+    def fetch(self, tile: int, needed: list, t: int, before: list) -> None:
+        """Make `tile` resident for round t: a hit, or room made (evicting, spilling a
+        partial sum) and a load (a reload, for a spilled partial)."""
+        resident, size = self.resident, self.tiles.size
+        if tile in resident:
+            resident[tile] = resident.pop(tile)  # most recently used
+            return
+        nbytes = size[tile]
+        while self.used + nbytes > self.capacity:
+            candidates = (v for v in resident if v not in needed)
+            victim = next(candidates) if self.policy == "lru" else max(candidates, key=lambda v: self.next_use(v, t))
+            if victim >= self.tiles.first_output:
+                # a partial sum needed again: written now, read back at its next use
+                self.used -= resident.pop(victim)
+                before.append((STORE, victim, size[victim], True, False, self.written_in[victim]))
+                self.spilled.add(victim)
+            else:
+                self.drop(victim, before)
+        resident[tile] = nbytes
+        self.used += nbytes
+        if tile < self.tiles.first_output:
+            before.append((LOAD, tile, nbytes, False, False, -1))
+            self.loaded += nbytes
+        elif tile in self.spilled:
+            before.append((LOAD, tile, nbytes, True, False, -1))
+            self.spilled.discard(tile)
+
+    def finish(self, needed: list, t: int) -> list:
+        """The write-backs of the output tiles whose every partial is done after round t:
+        the partials are summed in the SPM (spilled ones read back first) and the sum is
+        written once."""
+        tiles, after, finished = self.tiles, [], set()
+        last_use, size = tiles.last_use, tiles.size
+        for out in needed:
+            if out < tiles.first_output or last_use[out] != t:
+                continue
+            if tiles.parts == 1:
+                partials, whole = (out,), out
+            else:
+                whole = out - out % tiles.parts
+                partials = tiles.partials[whole]
+                if whole in finished or any(last_use[p] > t for p in partials):
+                    continue
+                finished.add(whole)  # once, however many of its partials this round wrote
+            for partial in partials:
+                if partial in self.spilled:
+                    after.append((LOAD, partial, size[partial], True, True, -1))
+                    self.spilled.discard(partial)
+                elif partial in self.resident:
+                    self.used -= self.resident.pop(partial)
+            after.append((STORE, whole, size[out], False, True, t))
+        return after
+
+
 def _plan(rounds: Rounds, tiles: _Tiles, capacity: int, policy: str, frees: bool, flush_before, paper: bool):
     """`plan_rounds` on integer tiles: yields ``(t, before, after)`` with transfers as
     tuples ``(kind, tile, bytes, partial, after, ready_round)``."""
+    spm = _Scratchpad(tiles, capacity, policy, frees)
     size, last_use, first_output, dy_end = tiles.size, tiles.last_use, tiles.first_output, tiles.dy_end
     in1, in2, out_of = tiles.in1, tiles.in2, tiles.out
     starts = rounds.lists()[-1]
-    cursor: dict[int, int] = defaultdict(int)
-    resident: dict[int, int] = {}  # in order of last use (LRU first)
-    spilled: set[int] = set()
-    written_in: dict[int, int] = {}
-    used = loaded = 0
     operator_start = 0
     last_used_at: dict[int, tuple[int, int]] = {}  # tile -> (round, bytes loaded by then)
     dead: list[tuple] = []
-    single_parts = tiles.parts == 1
-
-    def next_use(tile, now) -> float:
-        positions, c = tiles.uses[tile], cursor[tile]
-        while c < len(positions) and positions[c] < now:
-            c += 1
-        cursor[tile] = c
-        return positions[c] if c < len(positions) else math.inf
-
     for t in range(len(starts) - 1):
         before: list[tuple] = dead if frees else []
         dead = []
         if t in flush_before:
             operator_start = t
-            for tile in [x for x in resident if x < first_output and not (paper and x < dy_end)]:
-                used -= resident.pop(tile)
-                if frees:
-                    before.append((FREE, tile, size[tile], False, False, -1))
+            for tile in [x for x in spm.resident if x < first_output and not (paper and x < dy_end)]:
+                spm.drop(tile, before)
         first, stop = starts[t], starts[t + 1]
         if stop - first == 1:
             needed = [in1[first], in2[first], out_of[first]]
@@ -528,66 +593,20 @@ def _plan(rounds: Rounds, tiles: _Tiles, capacity: int, policy: str, frees: bool
             raise ScratchpadError(need_bytes, capacity)
         if paper:  # §4.2: a dY tile from the previous operator is reused within half the SPM of loads
             for tile in needed:
-                if tile in resident and tile < dy_end and last_used_at[tile][0] < operator_start \
-                        and loaded - last_used_at[tile][1] >= capacity:
-                    used -= resident.pop(tile)
-                    if frees:
-                        before.append((FREE, tile, size[tile], False, False, -1))
+                if tile in spm.resident and tile < dy_end and last_used_at[tile][0] < operator_start \
+                        and spm.loaded - last_used_at[tile][1] >= capacity:
+                    spm.drop(tile, before)
         for tile in needed:
-            if tile in resident:
-                resident[tile] = resident.pop(tile)  # most recently used
-                continue
-            nbytes = size[tile]
-            while used + nbytes > capacity:
-                candidates = (v for v in resident if v not in needed)
-                victim = next(candidates) if policy == "lru" else max(candidates, key=lambda v: next_use(v, t))
-                used -= resident.pop(victim)
-                if victim >= first_output:
-                    # a partial sum needed again: written now, read back at its next use
-                    before.append((STORE, victim, size[victim], True, False, written_in[victim]))
-                    spilled.add(victim)
-                elif frees:
-                    before.append((FREE, victim, size[victim], False, False, -1))
-            resident[tile] = nbytes
-            used += nbytes
-            if tile < first_output:
-                before.append((LOAD, tile, nbytes, False, False, -1))
-                loaded += nbytes
-            elif tile in spilled:
-                before.append((LOAD, tile, nbytes, True, False, -1))
-                spilled.discard(tile)
+            spm.fetch(tile, needed, t, before)
         if paper:
             for tile in needed:
-                last_used_at[tile] = (t, loaded)
+                last_used_at[tile] = (t, spm.loaded)
         for s in range(first, stop):
-            written_in[out_of[s]] = t
-        after: list[tuple] = []
-        # Output tiles whose every partial is done: the partials are summed in the SPM
-        # (spilled ones read back first) and the sum is written once.
-        finished: set[int] = set()
-        for out in needed:
-            if out < first_output or last_use[out] != t:
-                continue
-            if single_parts:
-                partials, whole = (out,), out
-            else:
-                whole = out - out % tiles.parts
-                partials = tiles.partials[whole]
-                if whole in finished or any(last_use[p] > t for p in partials):
-                    continue
-                finished.add(whole)  # once, however many of its partials this round wrote
-            for partial in partials:
-                if partial in spilled:
-                    after.append((LOAD, partial, size[partial], True, True, -1))
-                    spilled.discard(partial)
-                elif partial in resident:
-                    used -= resident.pop(partial)
-            after.append((STORE, whole, size[out], False, True, t))
+            spm.written_in[out_of[s]] = t
+        after = spm.finish(needed, t)
         for tile in needed:
             if tile < first_output and last_use[tile] == t:
-                used -= resident.pop(tile)
-                if frees:
-                    dead.append((FREE, tile, size[tile], False, False, -1))
+                spm.drop(tile, dead)
         yield t, before, after
     yield len(starts) - 1, dead, []
 

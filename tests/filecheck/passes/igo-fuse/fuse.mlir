@@ -3,6 +3,7 @@
 // RUN: irc-opt %s -p 'te-autodiff,igo-fuse{order=paper}' | filecheck %s --check-prefix=PAPER
 // RUN: irc-opt %s -p 'te-autodiff,igo-fuse' | filecheck %s --check-prefix=COST
 // RUN: irc-opt %s -p 'te-autodiff,igo-fuse{order=interleave partition=ifmap-sharing device=npu-server cores=4}' | filecheck %s --check-prefix=PART
+// RUN: irc-opt %s -p 'te-autodiff,igo-fuse{memory=scalesim}' | filecheck %s --check-prefix=SCALESIM
 
 // IGO §4.2: the second layer's dX = dY·W2ᵀ and dW2 = Aᵀ·dY read the same dY and become
 // one igo.grad_pair; the first layer's input needs no gradient (no dX), so its lone dW
@@ -19,6 +20,9 @@
 // PAPER:         igo.grad_pair {{.*}} order "dw-major"
 // Everything fits the edge NPU's scratchpad: every order costs the same, interleaving is kept.
 // COST:          igo.grad_pair {{.*}} order "interleave"
+// On SCALE-Sim's buffers too every order costs the same here: interleaving is kept, with
+// the tiles irc's scratchpad runs it with.
+// SCALESIM:      igo.grad_pair {{.*}} order "interleave" {irc.gemm = "M=8 K=32 N=16", tiles = array<i64: 8, 32, 16>}
 // §5 ifmap-sharing over the 4 cores: K split, dY shared.
 // PART:          igo.grad_pair {{.*}} order "interleave" {irc.gemm = "M=8 K=32 N=16", partition = "ifmap-sharing", parts = 4 : i64, tiles = array<i64: {{.*}}>}
 func.func @main(%x: tensor<8x64xf32> {irc.name = "x"}, %w1: tensor<64x32xf32> {irc.name = "w1", irc.weight},
