@@ -7,7 +7,8 @@ Runs ``--cases`` mutated inputs per tool, each in a forked child with a time lim
 a memory cap, and prints per tool the cases tried and the count of each outcome class:
 ok, diagnostic (exit 1 with an `error:` line), masked (an exception class name, empty
 message or format placeholder in place of a message), internal error, traceback,
-timeout, OOM, unclean (another exit status, no `error:` line). The last column is the
+timeout, OOM, unclean (another exit status, no `error:` line), wrong success (exit 0 on
+a case that must be refused). The last column is the
 share of cases that ended in one of the bad classes (the issue's goal: 0). ``--show``
 prints that many bad cases per class (command line, mutation, first stderr lines);
 ``--log`` writes every bad case with its input files to a directory for reproduction.
@@ -24,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/ (the fuzzer) and benchmarks/ (xdsl ships a package of that name)
 
-from tests.fuzzing import BAD_OUTCOMES, OUTCOMES, TOOLS, fuzz  # noqa: E402
+from tests.fuzzing import BAD_OUTCOMES, EXTRA_GENERATORS, OUTCOMES, TOOLS, fuzz  # noqa: E402
 from irc.progress import Progress  # noqa: E402
 
 
@@ -32,7 +33,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=200, help="cases per tool (default 200)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--tools", default=",".join((*TOOLS, *EXTRA_GENERATORS)),
+                        help=f"tools and generator groups (default all: {', '.join((*TOOLS, *EXTRA_GENERATORS))})")
     parser.add_argument("--jobs", type=int, default=2, help="cases run at once")
     parser.add_argument("--show", type=int, default=3, help="bad cases shown per tool and class")
     parser.add_argument("--log", help="directory to write every bad case into (argv, files, stderr)")
@@ -45,10 +47,11 @@ def main() -> None:
     with Progress(args.cases * len(tools), "fuzzing") as bar:
         def report(case, outcome):
             nonlocal logged
-            seconds[case.tool] += outcome.seconds
-            bar.advance(case.tool)
+            group = case.group or case.tool
+            seconds[group] += outcome.seconds
+            bar.advance(group)
             if outcome.kind in BAD_OUTCOMES:
-                bad[case.tool, outcome.kind].append((case, outcome))
+                bad[group, outcome.kind].append((case, outcome))
                 if args.log:
                     directory = Path(args.log, f"{logged:05d}-{case.tool}-{outcome.kind.replace(' ', '_')}")
                     directory.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,7 @@ from irc.planner.spec import OpSpec, TensorSpec
 from irc.progress import Progress
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models.graph import mark_weight_inputs  # noqa: E402
 from models import (  # noqa: E402  (benchmarks/models, the ONNX builders)
     BertConfig, GPT2Config, ResNet50Config, ViTConfig, build_bert_layer, build_gpt2_block, build_resnet50, build_vit,
 )
@@ -239,13 +240,21 @@ OPSPEC_MODELS = {
 assert LAYER_INPUT == -1
 MODELS = OPSPEC_MODELS  # the OpSpec builders, by model name (the cross-check's side)
 
-# The models as ONNX graphs (batch -> ModelProto): the table's side.
+# The models as ONNX graphs (batch -> ModelProto): the table's side. Planning reads no
+# weight data: BERT's and ViT's weights are graph inputs without data (marked weights once
+# imported; their te graphs are those of the initializer-built models, checked in
+# tests/benchmarks), so a 24-layer BERT-large imports in a few MB instead of GBs. GPT-2
+# keeps initializers: its position table, gathered by constant positions, is folded at
+# import only when it holds data.
 F16 = "float16"
 ONNX_MODELS = {
-    "bert-base-s128": lambda b: build_bert_layer(BertConfig(b, 128, 768, 12, 3072, layers=12, dtype=F16)),
-    "bert-large-s128": lambda b: build_bert_layer(BertConfig(b, 128, 1024, 16, 4096, layers=24, dtype=F16)),
-    "bert-large-s384": lambda b: build_bert_layer(BertConfig(b, 384, 1024, 16, 4096, layers=24, dtype=F16)),
-    "vit-base": lambda b: build_vit(ViTConfig(batch=b, dtype=F16)),
+    "bert-base-s128": lambda b: build_bert_layer(BertConfig(b, 128, 768, 12, 3072, layers=12, dtype=F16,
+                                                            weights_as_inputs=True)),
+    "bert-large-s128": lambda b: build_bert_layer(BertConfig(b, 128, 1024, 16, 4096, layers=24, dtype=F16,
+                                                             weights_as_inputs=True)),
+    "bert-large-s384": lambda b: build_bert_layer(BertConfig(b, 384, 1024, 16, 4096, layers=24, dtype=F16,
+                                                             weights_as_inputs=True)),
+    "vit-base": lambda b: build_vit(ViTConfig(batch=b, dtype=F16, weights_as_inputs=True)),
     "resnet-50": lambda b: build_resnet50(ResNet50Config(batch=b, dtype=F16)),
     "gpt2-small-s128": lambda b: build_gpt2_block(GPT2Config(b, 128, layers=12, lm_head=True, dtype=F16)),
 }
@@ -258,6 +267,7 @@ class ImportedModel:
 
     def __init__(self, name: str, onnx_model) -> None:
         result = import_model(onnx_model, {})
+        mark_weight_inputs(result.module, onnx_model)
         function = next(op for op in result.module.walk() if isinstance(op, FuncOp))
         described = function_model(function, name=name)
         self.spec: ModelSpec = described.model

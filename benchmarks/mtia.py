@@ -122,11 +122,10 @@ def tbe_bench(device, quick: bool) -> None:
     for pooling, rows, dim in TBE_SHAPES[:3] if quick else TBE_SHAPES:
         spec = EmbeddingSpec(batch=256, pooling=pooling, rows=rows, dim=dim, tables=16, dtype_bytes=1)
         for home in ("sram", "dram"):
-            if home == "sram" and spec.table_bytes > device.onchip_bytes:
-                label = "sram*"   # as if the SRAM (a cache, section 3.4) held every row looked up
-            else:
-                label = home
-            plan = plan_embedding(spec, device, home)
+            cached = home == "sram" and spec.table_bytes > device.onchip_bytes
+            # sram*: as if the SRAM (a cache, section 3.4) held every row looked up
+            label = "sram*" if cached else home
+            plan = plan_embedding(spec, device, home, cached=cached)
             roof = embedding_roofline_seconds(spec, device, home)
             gbs = spec.moved_bytes / plan.seconds / 1e9
             print(f"{str((pooling, rows, dim)):<22} {label:<5} {plan.seconds * 1e6:>9.2f} {gbs:>8.1f} "

@@ -791,11 +791,17 @@ class StepOp(IRDLOperation):
                 pe = int(np.argwhere((table < 0) | (end > np.array(shape)))[0][0])
                 raise VerifyException(f"PE {pe}: the window of {name} at {table[pe].tolist()} with extent {need} "
                                       f"lies outside its tile of shape {list(shape)}")
-        if self.kind.data not in OPERATOR_ROLES:
-            raise VerifyException(f"unknown kind '{self.kind.data}'; kinds are {', '.join(OPERATOR_ROLES)}")
-        missing = [r for r in OPERATOR_ROLES[self.kind.data] if r not in self.roles.data]
-        if missing:
-            raise VerifyException(f"a {self.kind.data} sub-task needs roles {', '.join(missing)}")
+        _verify_kind_roles(self.kind, self.roles)
+
+
+def _verify_kind_roles(kind: StringAttr, roles: DictionaryAttr) -> None:
+    """A sub-task's kind is one the cost models price and it states the roles that kind's
+    price reads (a matmul's m, k, n and batch extents)."""
+    if kind.data not in OPERATOR_ROLES:
+        raise VerifyException(f"unknown kind '{kind.data}'; kinds are {', '.join(OPERATOR_ROLES)}")
+    missing = [r for r in OPERATOR_ROLES[kind.data] if r not in roles.data]
+    if missing:
+        raise VerifyException(f"a {kind.data} sub-task needs roles {', '.join(missing)}")
 
 
 @irdl_op_definition
@@ -872,6 +878,7 @@ class CombineOp(IRDLOperation):
     def verify_(self) -> None:
         if self.combiner.data not in ("=", "+=", "max=", "min="):
             raise VerifyException(f"unknown combiner '{self.combiner.data}'")
+        _verify_kind_roles(self.kind, self.roles)
         pes, replicas = _int(self.pes), _int(self.replicas)
         if not 1 <= pes <= MAX_CORES or replicas < 1 or pes % replicas:
             raise VerifyException(f"{pes} PEs cannot form groups of replicas={replicas}")

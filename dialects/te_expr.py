@@ -615,7 +615,8 @@ def check_element_types(
     takes any `c`; ``cast(x)`` takes any `x` and yields the result type; the
     exponent of ``pow`` may have any numeric type; an indirect index reads an
     integer tensor. Constants take the type their context expects, and must lie in
-    its range: ``constant_range(type)`` gives ``(low, high)`` or None (unbounded).
+    its range: ``constant_range(type)`` gives ``(low, high)`` or None (unbounded); in
+    an integer type (i1 included) they must be integers.
     """
 
     def fail(message, culprit=None):
@@ -629,6 +630,11 @@ def check_element_types(
                 raise ExprError(
                     f"the constant {node} is beyond the range of {expected} ([{_bound(bounds[0])}, "
                     f"{_bound(bounds[1])}])", culprit=str(node))
+            if (bounds is not None and (expected == bool_type or is_integer(expected))
+                    and not float(node.value).is_integer()):  # no silent truncation
+                raise ExprError(
+                    f"the constant {node} is not an integer but takes the integer type {expected} here "
+                    f"(it would be truncated); write an integer, or compute in a float type", culprit=str(node))
             return expected
         if isinstance(node, Access):
             for index in node.indices:

@@ -12,18 +12,23 @@ import bisect
 import math
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, ModuleOp, NameLoc, StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.irdl.dominance import DominanceInfo
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRLexer
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+
+from irc.output import release_unwritten_fifos, remove_temporaries
 
 # xDSL 0.74's string-literal regex nests `+` inside `*`, which backtracks
 # exponentially on an unterminated literal (`"aaaa...` with no closing quote takes
@@ -42,9 +47,18 @@ Python's recursion limit and makes a deeper input one located error."""
 MAX_DENSE_ELEMENTS = 1 << 24
 """Most elements a ``dense<...>`` literal may have: xDSL expands a splat into one Python
 value per element, so ``dense<1> : tensor<1000000000000xi32>`` would exhaust memory."""
-MAX_BRACKET_NESTING = 100
-"""Deepest nesting of brackets (``( [ { <``) outside string literals: attributes and
-types nest recursively in xDSL as ops do."""
+MAX_ATTRIBUTE_NESTING = 100
+"""Deepest nesting of attributes and types (``[[1]]``, ``{a = {b = 1}}``,
+``tensor<...>`` inside an array, ...): xDSL parses and prints them recursively."""
+MAX_BRACKET_NESTING = 256
+"""Deepest nesting of brackets (``( [ { <``) outside string literals, checked on the text
+before it is parsed: room for attributes `MAX_ATTRIBUTE_NESTING` deep inside ops
+`MAX_OP_NESTING` deep in generic form (two brackets per region, ``({``), and a bound on
+what else nests in brackets (locations, affine expressions)."""
+RECURSION_LIMIT = 8000
+"""Python's recursion limit while a tool runs (`recursion_headroom`): parsing and printing
+take about ten frames per level of the nestings above, more than the default 1,000
+allow. Python 3.11 runs Python-to-Python calls without growing the C stack."""
 
 _BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|[\[({<]|[\])}>]')
 
@@ -67,6 +81,40 @@ def check_nesting(text: str, name: str) -> None:
                 )
         else:
             depth = max(0, depth - 1)
+
+
+@contextmanager
+def recursion_headroom():
+    """Python's recursion limit at least `RECURSION_LIMIT` while the block runs."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+MAX_JSON_NESTING = 100
+"""Deepest nesting of arrays and objects in a JSON document a tool reads (``irc-plan
+--explain``): Python's JSON parser recurses once per level."""
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[{]|[\]}]')
+
+
+def json_nesting_error(text: str, what: str) -> str | None:
+    """``what: JSON nested more than MAX_JSON_NESTING deep (at character N)`` when the
+    document ``text`` nests deeper (strings skipped), else None."""
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_NESTING:
+                return (f"{what}: JSON nested more than {MAX_JSON_NESTING} deep (at character {match.start() + 1}); "
+                        f"irc reads at most {MAX_JSON_NESTING} levels")
+        elif token in "]}":
+            depth = max(0, depth - 1)
+    return None
 
 
 class MlirParseError(ParseError):
@@ -92,6 +140,9 @@ def decode_source(data: str | bytes, name: str) -> str:
         ) from None
 
 
+_OPENING = (MLIRTokenKind.L_SQUARE, MLIRTokenKind.L_BRACE, MLIRTokenKind.L_PAREN)
+
+
 class LocatingParser(Parser):
     """A `Parser` that gives every op without an explicit ``loc`` its file:line:col,
     reads bytes as UTF-8 (a bad byte is a located error) and refuses ops nested more than
@@ -103,6 +154,7 @@ class LocatingParser(Parser):
         super().__init__(ctx, text, name)
         self._line_offset = line_offset
         self._depth = 0
+        self._attribute_depth = 0
         # where each line starts, for the op locations: xDSL's `Span.get_location` counts
         # the newlines from the top of the file for every op (quadratic: 30% of parsing
         # a 1 MB device module), a bisection over these is logarithmic
@@ -116,7 +168,8 @@ class LocatingParser(Parser):
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
-            return super().parse_module(allow_implicit_module)
+            with recursion_headroom():
+                return super().parse_module(allow_implicit_module)
         except MlirParseError:
             raise
         except ParseError as error:
@@ -148,6 +201,31 @@ class LocatingParser(Parser):
             )
         return op
 
+    def parse_optional_attribute(self):
+        return self._nested(super().parse_optional_attribute)
+
+    def parse_optional_type(self):
+        return self._nested(super().parse_optional_type)
+
+    def _nested(self, parse):
+        """``parse()`` an attribute or type; one that opens a bracket (``[`` ``{`` ``(``,
+        ``tensor<``, ``#dialect.attr<``) is a level deeper, refused beyond
+        `MAX_ATTRIBUTE_NESTING` at its bracket."""
+        token = self._current_token
+        span = token.span
+        opens = token.kind in _OPENING or span.input.content[span.end : span.end + 1] == "<"
+        if not opens:
+            return parse()
+        if self._attribute_depth >= MAX_ATTRIBUTE_NESTING:
+            self.raise_error(
+                f"attributes and types nested more than {MAX_ATTRIBUTE_NESTING} deep; irc handles at most "
+                f"{MAX_ATTRIBUTE_NESTING}", span.start, span.end,
+            )
+        self._attribute_depth += 1
+        try:
+            return parse()
+        finally:
+            self._attribute_depth -= 1
 
     def _parse_optional_builtin_attr(self):
         start = self._current_token.span.start
@@ -221,13 +299,16 @@ def location_of(op: Operation | None) -> str:
 
 @dataclass
 class LocatedVerifyError(VerifyException):
-    """A verifier failure with the op it belongs to."""
+    """A verifier failure with the op it belongs to, and an optional ``note`` line
+    (already located: ``file:line:col: note: ...``)."""
 
     op: Operation
     message: str
+    note: str = ""
 
     def __str__(self) -> str:
-        return f"{location_of(self.op)}: error: '{self.op.name}' op {self.message}"
+        text = f"{location_of(self.op)}: error: '{self.op.name}' op {self.message}"
+        return f"{text}\n{self.note}" if self.note else text
 
 
 def ops_children_first(root: Operation) -> Iterator[Operation]:
@@ -245,9 +326,12 @@ def ops_children_first(root: Operation) -> Iterator[Operation]:
 
 
 def verify_located(module: ModuleOp) -> None:
-    """Verify every op, children before parents (as xDSL's own verifier does, so that a
-    parent's verifier may rely on its children being well formed), raising
-    `LocatedVerifyError` at the first op that fails."""
+    """Verify SSA dominance first (`verify_dominance`: no op verifier, pass or
+    interpreter ever sees a use before its definition), then every op, children before
+    parents (as xDSL's own verifier does, so that a parent's verifier may rely on its
+    children being well formed), raising `LocatedVerifyError` at the first op that
+    fails."""
+    verify_dominance(module)
     for op in ops_children_first(module):
         try:
             op.verify(verify_nested_ops=False)
@@ -255,6 +339,137 @@ def verify_located(module: ModuleOp) -> None:
             raise
         except VerifyException as error:
             raise LocatedVerifyError(op, clean_message(str(error))) from None
+
+
+GRAPH_REGION_OPS = frozenset({"builtin.module"})
+"""Ops whose regions are graph regions (MLIR's ``RegionKind::Graph``), where an op may use
+a value defined anywhere in the region; every other region is an SSACFG region."""
+
+
+@dataclass
+class _BlockWalk:
+    """One block being walked by `verify_dominance`: its remaining ops, the values it
+    makes visible on entry (``entry``) and those it has added so far (``added``, removed
+    when the walk leaves the block)."""
+
+    ops: Iterator[Operation]
+    entry: list[SSAValue]
+    sequential: bool
+    added: list[SSAValue] | None = None
+    pending: tuple[SSAValue, ...] = ()
+
+
+def verify_dominance(root: Operation) -> None:
+    """Every operand under ``root`` dominates its use, as MLIR's verifier requires: in an
+    SSACFG region a value is defined before its use in the same block, or in a block that
+    properly dominates the use's (xDSL's `DominanceInfo`; a use in an unreachable block is
+    dominated by everything, as in MLIR), or in an enclosing region before the op holding
+    the use; an op's results are not visible inside its own regions. Graph regions
+    (`GRAPH_REGION_OPS`) are exempt. A `LocatedVerifyError` names the operand and notes
+    where it is defined. Iterative: no depth exhausts the stack."""
+    visible: set[SSAValue] = set()
+    walks: list[_BlockWalk] = []
+    _enter_regions(root, walks)
+    while walks:
+        walk = walks[-1]
+        if walk.added is None:  # entering the block
+            walk.added = [value for value in walk.entry if value not in visible]
+            visible.update(walk.added)
+        if walk.pending:  # the results of the op whose regions were just walked
+            visible.update(walk.pending)
+            walk.added.extend(walk.pending)
+            walk.pending = ()
+        op = next(walk.ops, None)
+        if op is None:
+            visible.difference_update(walk.added)
+            walks.pop()
+            continue
+        for index, operand in enumerate(op.operands):
+            if operand not in visible:
+                raise _not_dominating(op, index, operand)
+        if walk.sequential:
+            walk.pending = tuple(op.results)
+        _enter_regions(op, walks)
+
+
+def _enter_regions(op: Operation, walks: list[_BlockWalk]) -> None:
+    """Push the blocks of ``op``'s regions so that the first block of its first region is
+    walked next."""
+    graph = op.name in GRAPH_REGION_OPS
+    for region in reversed(op.regions):
+        blocks = list(region.blocks)
+        entries = _block_entries(region, blocks, graph)
+        for block, entry in reversed(list(zip(blocks, entries))):
+            walks.append(_BlockWalk(iter(block.ops), entry, not graph))
+
+
+def _defined_in(block: Block) -> list[SSAValue]:
+    return [*block.args, *(result for op in block.ops for result in op.results)]
+
+
+def _block_entries(region: Region, blocks: list[Block], graph: bool) -> list[list[SSAValue]]:
+    """Per block, the values of ``region`` visible where the block starts: in a graph
+    region all of the region's; in an SSACFG region the block's arguments and what the
+    blocks properly dominating it define (everything, for an unreachable block)."""
+    if graph:
+        everything = [value for block in blocks for value in _defined_in(block)]
+        return [everything for _ in blocks]
+    if len(blocks) <= 1:
+        return [list(block.args) for block in blocks]
+    reachable = {blocks[0]}
+    frontier = [blocks[0]]
+    while frontier:
+        block = frontier.pop()
+        for successor in block.last_op.successors if block.last_op is not None else ():
+            if successor not in reachable:
+                reachable.add(successor)
+                frontier.append(successor)
+    dominance = DominanceInfo(region)
+    defined = {block: _defined_in(block) for block in blocks}
+    entries = []
+    for block in blocks:
+        dominators = [other for other in blocks if other is not block and (
+            block not in reachable or other in reachable and dominance.dominates(other, block))]
+        entries.append([*block.args, *(value for other in dominators for value in defined[other])])
+    return entries
+
+
+def _relation(use: Region | None, definition: Region | None) -> str:
+    """Where the region of a definition is from the region of its use, in MLIR's words."""
+    if use is definition:
+        return "the same region"
+    if definition is not None and use is not None and definition.is_ancestor(use):
+        return "a parent region"
+    if use is not None and definition is not None and use.is_ancestor(definition):
+        return "a child region"
+    return "neither a parent nor a child region"
+
+
+def _not_dominating(op: Operation, index: int, operand: SSAValue) -> LocatedVerifyError:
+    """MLIR's diagnostic for an operand that does not dominate its use, with the note
+    saying where the operand is defined."""
+    name = f" (%{operand.name_hint})" if operand.name_hint else ""
+    message = f"operand #{index}{name} does not dominate this use"
+    use_block = op.parent_block()
+    use_region = use_block.parent if use_block is not None else None
+    if isinstance(operand, BlockArgument):
+        block = operand.block
+        region = block.parent
+        number = list(region.blocks).index(block) if region is not None else 0
+        where = location_of(block.parent_op())
+        relation = _relation(use_region, region)
+        relation = relation if relation.startswith("neither") else f"in {relation}"
+        note = f"{where}: note: operand defined as a block argument (block #{number} {relation})"
+    else:
+        definition = operand.owner
+        block = definition.parent_block()
+        if block is not None and block is use_block:
+            relation = "in the same block"
+        else:
+            relation = _relation(use_region, block.parent if block is not None else None)
+            relation = "is " + relation if relation.startswith("neither") else "in " + relation
+        note = f"{location_of(definition)}: note: operand defined here (op {relation})"
+    return LocatedVerifyError(op, message, note)
 
 
 _BROKEN_MESSAGES: list[tuple[re.Pattern[str], Callable[[re.Match[str], str], str]]] = [
@@ -393,13 +608,115 @@ def _silence_stdout() -> None:
         pass
 
 
-def guarded_main(run: Callable[[], int | None]) -> int:
+class Interrupted(KeyboardInterrupt):
+    """A tool stopped by SIGINT, SIGTERM or SIGHUP: it unwinds as Ctrl-C does (every
+    ``finally`` runs, `write_atomically` removes its temporary file) and the tool exits
+    with status 128 + ``signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOPPING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""The signals a tool stops on as on Ctrl-C: cleanly, with status 128 + the signal."""
+
+_RUN = {"phase": "idle", "stopping": 0}
+"""Where the tool is: ``running`` its ``run()`` (a first signal unwinds it), or
+``exiting`` after it (a signal exits at once: nothing is being written); ``stopping``:
+the signal that is unwinding it."""
+
+
+def _signal_text(signum: int) -> str:
+    name = signal.Signals(signum).name
+    return "interrupted" if name == "SIGINT" else f"interrupted by {name}"
+
+
+def _exit_now(signum: int, frame=None) -> NoReturn:
+    """Leave at once with status 128 + ``signum``, temporary files removed: a second
+    signal while the first unwinds, or one after the tool finished (during interpreter
+    shutdown, where an exception would print a traceback from an atexit handler)."""
+    remove_temporaries()
+    try:
+        os.write(2, f"error: {_signal_text(signum)}\n".encode())
+    except OSError:
+        pass
+    os._exit(128 + signum)
+
+
+def _on_signal(signum: int, frame) -> None:
+    if _RUN["phase"] == "exiting" or _RUN["stopping"]:
+        _exit_now(signum)
+    if _RUN["phase"] == "running":
+        _RUN["stopping"] = signum
+        # what the unwinding abandons half-written (a zip archive) may complain as it is
+        # collected; the tool is stopping, its one line says so
+        sys.unraisablehook = _ignore_unraisable
+        raise Interrupted(signum)
+    raise KeyboardInterrupt  # after an in-process run: the caller's own interrupt
+
+
+def _ignore_unraisable(unraisable) -> None:
+    pass
+
+
+def _install_signal_handlers() -> dict[int, object]:
+    """`_on_signal` for each of `STOPPING_SIGNALS` the process does not ignore (``nohup``
+    ignores SIGHUP, a background job SIGINT: they stay ignored); the previous handlers."""
+    previous = {}
+    for signum in STOPPING_SIGNALS:
+        try:
+            current = signal.getsignal(signum)
+            if current is not signal.SIG_IGN:
+                previous[signum] = signal.signal(signum, _on_signal)
+        except ValueError:  # not the main thread: signals are the caller's
+            break
+    return previous
+
+
+def guarded_main(run: Callable[[], int | None], exiting: bool = False) -> int:
     """Run a tool's ``run()`` so that whatever happens is an exit status and at most one
     diagnostic: usage errors and failures exit 1, a failed write of standard output is
     one ``error:`` line, an unexpected exception one ``error: internal error:`` line
-    (``IRC_TRACEBACK=1`` lets it through with its traceback)."""
-    original = sys.stdout
-    sys.stdout = _CheckedStdout(original)
+    (``IRC_TRACEBACK=1`` lets it through with its traceback), SIGINT, SIGTERM and SIGHUP
+    one ``error: interrupted`` line and status 128 + the signal, no temporary file left.
+    ``exiting``: the process ends right after (a tool's ``main``), so a signal arriving
+    from now on, during interpreter shutdown, exits at once with 128 + the signal
+    instead of printing a traceback; otherwise the previous handlers come back."""
+    previous = _install_signal_handlers()
+    _RUN.update(phase="running", stopping=0)
+    original, unraisable = sys.stdout, sys.unraisablehook
+    try:
+        try:
+            with recursion_headroom():
+                status = _run_guarded(run)
+            if _RUN["stopping"]:  # the interrupt was caught on its way out and became another failure
+                raise Interrupted(_RUN["stopping"])
+        except KeyboardInterrupt as interrupt:  # raised anywhere, the handlers above included
+            signum = getattr(interrupt, "signum", signal.SIGINT)
+            remove_temporaries()
+            print(f"error: {_signal_text(signum)}", file=sys.stderr)
+            status = 128 + signum
+    finally:
+        _RUN["phase"] = "exiting" if exiting else "idle"
+        sys.stdout = original
+        release_unwritten_fifos()
+        if not exiting:
+            sys.unraisablehook = unraisable
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+    return status
+
+
+def exit_tool(run: Callable[[], int | None]) -> NoReturn:
+    """A tool's ``main``: `guarded_main` then exit with its status."""
+    sys.exit(guarded_main(run, exiting=True))
+
+
+def _run_guarded(run: Callable[[], int | None]) -> int:
+    """`guarded_main`'s body: ``run()`` with every exception but an interrupt as a status
+    and at most one diagnostic."""
+    sys.stdout = _CheckedStdout(sys.stdout)
     try:
         status = run()
         sys.stdout.flush()
@@ -419,19 +736,18 @@ def guarded_main(run: Callable[[], int | None]) -> int:
         status = 1
     except StandardOutputError as error:
         status = _report_stdout(error)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        status = 1
     except MemoryError:
         print("error: out of memory: the input needs more memory than this machine gives irc", file=sys.stderr)
         status = 1
+    except KeyboardInterrupt:
+        raise
     except BaseException as error:  # noqa: BLE001 - the last resort: never a traceback
+        if _RUN["stopping"]:  # a signal's unwinding that a library turned into its own error
+            raise Interrupted(_RUN["stopping"]) from None
         if os.environ.get(TRACEBACK_VARIABLE):
             raise
         print(internal_error(error), file=sys.stderr)
         status = 1
-    finally:
-        sys.stdout = original
     return 0 if status is None else status
 
 

@@ -65,6 +65,9 @@ def mesh_shape(cores: int) -> tuple[int, int]:
 def point_device(base: Device, point: Point) -> Device:
     """``base`` with the point's HBM and link bandwidth, topology and cores (one chip's
     worth per chip; the HBM bandwidth scales with the chips)."""
+    if not isinstance(base, Device):
+        raise DseError(f"device '{base.name}' is of the {getattr(base, 'family', 'another')} family; irc-dse sweeps "
+                       f"chips of the IPU kind with off-chip memory ([offchip]), such as ipu-pod4-hbm")
     if base.offchip is None:
         raise DseError(f"device '{base.name}': the base device of a sweep needs off-chip memory ([offchip])")
     per_chip = min(point.cores, base.cores_per_chip) if point.cores <= base.cores_per_chip else base.cores_per_chip
@@ -146,12 +149,12 @@ def csv_text(rows: list[dict]) -> str:
     return stream.getvalue()
 
 
-def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], executor: Executor, csv_path: str,
-          advance: Callable[[str], None] | None = None) -> list[dict]:
-    """Run every point on ``executor``; the CSV holds the finished points, in point
-    order, after each one. A failed point cancels the points not yet started and raises
-    `PointFailed`; the CSV keeps what finished (an existing CSV is left as it was when
-    no point finished)."""
+def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], executor: Executor,
+          csv_path: str | None, advance: Callable[[str], None] | None = None) -> list[dict]:
+    """Run every point on ``executor``; the CSV (``csv_path``; None: the caller writes
+    it at the end) holds the finished points, in point order, after each one. A failed
+    point cancels the points not yet started and raises `PointFailed`; the CSV keeps what
+    finished (an existing CSV is left as it was when no point finished)."""
     rows: list[dict] = []
     futures = {executor.submit(evaluate, base_device, workload, point): point for point in sweep_points}
     finished = 0
@@ -166,7 +169,8 @@ def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], e
         finished += 1
         rows.extend(found)
         rows.sort(key=lambda row: (row["point"], workload.designs.index(row["design"])))
-        write_atomically(csv_path, csv_text(rows))
+        if csv_path is not None:
+            write_atomically(csv_path, csv_text(rows))
         if advance is not None:
             advance(f"point {point.index}")
     return rows

@@ -1,56 +1,42 @@
-"""A progress bar for long work: drawn on a terminal's stderr, silent when piped."""
+"""A progress bar for long work (tqdm): drawn on a terminal's stderr, silent when piped."""
 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterable, Iterator
 from typing import IO, TypeVar
+
+from tqdm import tqdm
 
 T = TypeVar("T")
 
 
 class Progress:
-    """``with Progress(total, "planning") as bar: bar.advance(label)``.
+    """``with Progress(total, "planning") as bar: bar.advance(label)``: a tqdm bar over
+    ``total`` steps, the label of the last one beside it.
 
     Draws only when `stream` is a TTY (so logs and pipes stay clean) and at most
     ~20 times a second.
     """
 
-    def __init__(self, total: int, title: str = "", stream: IO[str] | None = None, width: int = 30):
-        self.total = max(total, 0)
-        self.title = title
+    def __init__(self, total: int, title: str = "", stream: IO[str] | None = None):
         self.stream = stream if stream is not None else sys.stderr
-        self.width = width
-        self.done = 0
         self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._started = time.perf_counter()
-        self._drawn = 0.0
+        self.total = max(total, 0)
+        self._bar = tqdm(total=self.total, desc=title, file=self.stream, disable=not self.enabled,
+                         mininterval=0.05, dynamic_ncols=True, leave=True)
+
+    @property
+    def done(self) -> int:
+        return int(self._bar.n)
 
     def advance(self, label: str = "", count: int = 1) -> None:
-        self.done = min(self.total, self.done + count) if self.total else self.done + count
-        self._draw(label)
-
-    def _draw(self, label: str, force: bool = False) -> None:
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if not force and now - self._drawn < 0.05 and self.done < self.total:
-            return
-        self._drawn = now
-        fraction = self.done / self.total if self.total else 1.0
-        filled = int(self.width * fraction)
-        elapsed = now - self._started
-        bar = "#" * filled + "." * (self.width - filled)
-        text = f"\r{self.title} [{bar}] {self.done}/{self.total} {elapsed:5.1f}s {label[:40]:<40}"
-        self.stream.write(text)
-        self.stream.flush()
+        if self.enabled:
+            self._bar.set_postfix_str(label[:40], refresh=False)
+        self._bar.update(count)
 
     def close(self) -> None:
-        if self.enabled:
-            self._draw("", force=True)
-            self.stream.write("\n")
-            self.stream.flush()
+        self._bar.close()
 
     def __enter__(self) -> "Progress":
         return self

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import BytesAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 
 from irc import universe
-from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_located
+from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_dominance, verify_located
+from irc.output import npz_name_problem
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.interpreter.chip import Report
 from irc.interpreter.te_eval import compute_dtype, evaluation_limit
@@ -60,7 +61,10 @@ def parse_module(text: str, filename: str, ctx: Context | None = None) -> Module
     return module
 
 
-def _names(attrs, count: int, prefix: str) -> list[str]:
+def _names(function: FuncOp, attrs, count: int, prefix: str) -> list[str]:
+    """The ``irc.name`` of each argument or result (``prefix`` + index where there is
+    none); one that is not text is a located `RunError` (xDSL parses a string literal with
+    byte escapes as bytes: UTF-8 bytes are text)."""
     names = []
     for index in range(count):
         name = None
@@ -68,6 +72,15 @@ def _names(attrs, count: int, prefix: str) -> list[str]:
             entry = attrs.data[index].data.get(NAME_ATTR)
             if isinstance(entry, StringAttr):
                 name = entry.data
+            elif isinstance(entry, BytesAttr):
+                try:
+                    name = entry.data.decode("utf-8")
+                except UnicodeDecodeError:
+                    entry = f"bytes that are not UTF-8 text ({entry.data[:20]!r})"
+            if entry is not None and name is None:
+                what = "argument" if prefix == "arg" else "result"
+                raise RunError(f"{location_of(function)}: error: '{function.name}' op {what} {index}'s {NAME_ATTR} "
+                               f"must be a string, got {str(entry)[:80]}")
         names.append(name or f"{prefix}{index}")
     return names
 
@@ -91,16 +104,33 @@ def find_function(module: ModuleOp, entry: str | None) -> Signature:
         raise RunError(f"no function '@{entry}' to run (functions: {known}); use --entry")
     function = by_name[entry]
     kind = function.function_type
-    arg_names = _names(function.arg_attrs, len(kind.inputs), "arg")
+    arg_names = _names(function, function.arg_attrs, len(kind.inputs), "arg")
     weights = ()
     if function.arg_attrs is not None:
         weights = tuple(
             name for name, attrs in zip(arg_names, function.arg_attrs.data)
             if WEIGHT_ATTR in attrs.data
         )
-    return Signature(
-        function, arg_names, _names(function.res_attrs, len(kind.outputs), "result"), weights
-    )
+    result_names = _names(function, function.res_attrs, len(kind.outputs), "result")
+    _check_names(function, "argument", arg_names)
+    _check_names(function, "result", result_names)
+    return Signature(function, arg_names, result_names, weights)
+
+
+def _check_names(function: FuncOp, what: str, names: list[str]) -> None:
+    """Each name a unique npz member name (`npz_name_problem`: at most 65,531 bytes, no
+    NUL); a located `RunError` otherwise."""
+    where = f"{location_of(function)}: error: '{function.name}' op"
+    seen: dict[str, int] = {}
+    for index, name in enumerate(names):
+        shown = name if len(name) <= 40 else name[:40] + "..."
+        problem = npz_name_problem(name)
+        if problem is not None:
+            raise RunError(f"{where} {what} {index} ({shown!r}) has {problem}")
+        if name in seen:
+            raise RunError(f"{where} {what}s {seen[name]} and {index} are both named {shown!r}; inputs and results "
+                           f"are keyed by name, so each needs its own")
+        seen[name] = index
 
 
 MAX_TENSOR_BYTES = 4 << 30
@@ -145,7 +175,8 @@ def check_inputs(
     shape, of a kind that converts to the element type without losing what it says
     (no complex, string, date or structured data). A value outside the element type's
     range (a float beyond it, an integer that does not fit, a NaN or infinity for an
-    integer type) is an error unless ``allow_lossy``, which casts as numpy does."""
+    integer type) or that an integer type would truncate (3.7; a boolean takes 0 or 1
+    only) is an error unless ``allow_lossy``, which casts as numpy does."""
     args = []
     for name, type_ in zip(signature.arg_names, signature.function.function_type.inputs):
         if name not in given:
@@ -167,9 +198,31 @@ def check_inputs(
                     f"input '{name}' has values beyond the range of {target} ({lost}); "
                     f"--allow-lossy casts them anyway"
                 )
+            inexact = _not_integral(value, target)
+            if inexact is not None:
+                raise RunError(
+                    f"input '{name}' has values that are not {inexact[1]} ({inexact[0]}) but the function expects "
+                    f"{target}; --allow-lossy casts them anyway (numpy truncates toward zero)"
+                )
         with np.errstate(invalid="ignore", over="ignore"):
             args.append(value.astype(target, copy=False))
     return args
+
+
+def _not_integral(value: np.ndarray, target: np.dtype) -> tuple[str, str] | None:
+    """An example of a value of ``value`` that casting to the integer or boolean
+    ``target`` would change (a float with a fraction, a number other than 0 or 1 for a
+    boolean), with what the values should be; None if there is none."""
+    if value.size == 0 or value.dtype == target or value.dtype.kind == "b" or target.kind not in "biu":
+        return None
+    if target.kind == "b":
+        bad = value[(value != 0) & (value != 1)]
+        return (repr(bad.flat[0].item()), "0 or 1") if bad.size else None
+    if value.dtype.kind != "f":
+        return None
+    with np.errstate(invalid="ignore"):
+        bad = value[np.isfinite(value) & (value != np.trunc(value))]
+    return (repr(bad.flat[0].item()), "integers") if bad.size else None
 
 
 def _out_of_range(value: np.ndarray, target: np.dtype) -> str | None:
@@ -280,6 +333,7 @@ def run(
     weights file); results by name, and the report of the chip
     time the run took (None for a program with no `shift`/`device` ops)."""
     signature = find_function(module, entry)
+    verify_dominance(signature.function)  # a module built in code is not verified by parse_module
     check_storable(signature.function)
     if inputs is None:
         from irc.frontend.weights import module_weights_file

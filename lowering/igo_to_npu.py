@@ -28,6 +28,8 @@ inter-core chip) is an error.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -184,6 +186,13 @@ def lower_pair(op: GradPairOp, device, policy: str = "lru", tiling=None, baselin
         ) from None
     except ValueError as error:
         raise DiagnosticException(f"{location_of(op)}: error: 'igo.grad_pair' op {error}") from None
+    dram = sum(math.prod(v.type.get_shape()) * byte_width(v.type.get_element_type())
+               for v in (op.dy, op.w, op.x, op.dx, op.dw))
+    if device.dram_bytes is not None and dram > device.dram_bytes:
+        raise DiagnosticException(
+            f"{location_of(op)}: error: 'igo.grad_pair' op layer {layer_name(op)}'s tensors (dY, W, X, dX, dW) need "
+            f"{dram} B of DRAM, more than {device.name}'s {device.dram_bytes} B"
+        )
     body = Block(kernel_program(rounds, transfers, device.dataflow))
     kernel = KernelOp(op.dx_expression, op.dw_expression, op.dy, op.w, op.x, op.dx.type, op.dw.type,
                       (layer.M, layer.K, layer.N), (tiling.tm, tiling.tk, tiling.tn), op.order.data, Region(body))

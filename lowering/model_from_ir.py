@@ -46,7 +46,7 @@ from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import BoundExpr, ExprError
 from irc.planner.errors import PlanError, SpecError
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
-from irc.planner.model import ModelOp, ModelPlan, ModelSpec, plan_model
+from irc.planner.model import ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
 from irc.planner.op_table import FrontierCache
 from irc.planner.plan import Plan
 from irc.planner.relayout import relayout_cost, tensor_elements
@@ -291,7 +291,7 @@ def read_view(chain, source_bound: BoundExpr, source_tensor: str, reader_bound: 
     return tuple(view)
 
 
-def input_homes(ops: list, planned, movements, may_hold=None) -> dict[tuple, tuple]:
+def input_homes(ops: list, planned, movements, may_hold=None, weights: bool = False) -> dict[tuple, tuple]:
     """Inputs from outside read by several planned ops, loaded once (issue 11): per
     ``(op, operand position)`` that reads such an input from another op's copy, the
     ``(op, operand position)`` holding it. The copy is the input as read by the first op
@@ -299,14 +299,16 @@ def input_homes(ops: list, planned, movements, may_hold=None) -> dict[tuple, tup
     with the movements applied; with no direct reader, readers through equal movements
     share one copy. Only ops in ``may_hold`` (default: every planned op) hold a copy: a
     fused gradient pair (a kernel of two products) reads from one, as the device
-    program does (`irc.lowering.shift_to_device.lower_block`)."""
+    program does (`irc.lowering.shift_to_device.lower_block`). ``weights``: the same for
+    the arguments marked ``irc.weight`` instead (issue 23: a weight several ops read rests
+    once, in its holder's idle layout, and the others receive it from there)."""
     readers: dict[SSAValue, list[tuple]] = {}
     for op in ops:
         if op not in planned:
             continue
         for position, value in enumerate(op.operands):
             origin, _ = through_movements(value, movements)
-            if _is_argument(origin) and not is_weight(origin):
+            if _is_argument(origin) and is_weight(origin) == weights:
                 readers.setdefault(origin, []).append((op, position, value))
     def view_of(value):   # readers through equal movement chains (a copy per layer) share a view
         _, chain = through_movements(value, movements)
@@ -422,6 +424,8 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
     kernels = [op for op in in_order if (op in plannable and op not in movements) or op in pairs]
     index_of = {op: i for i, op in enumerate(kernels)}
     homes = input_homes(kernels, set(kernels), movements, {op for op in kernels if op not in pairs})
+    singles = {op for op in kernels if op not in pairs}   # a fused pair loads its weight itself
+    homes.update(input_homes(kernels, singles, movements, singles, weights=True))
     model_ops: list[ModelOp] = []
     for i, op in enumerate(kernels):
         pair = pair_spec_of(op) if op in pairs else None
@@ -430,7 +434,7 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
         for position, value in enumerate(op.operands):
             bound, tensor = operand_read(op, position)
             origin, chain = through_movements(value, movements)
-            if is_weight(origin):
+            if is_weight(origin) and (pair is not None or (op, position) not in homes):
                 if pair is None:   # a fused pair has no idle plan: its weight is loaded from the host
                     weights.append(tensor)
                 continue
@@ -616,7 +620,8 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
         for i, (op, (best, idle)) in enumerate(zip(model.ops, chosen))
     )
     idle = sum(d.idle_bytes for d in decisions)
-    live = [sum(decisions[h].active.score.memory.partitions[t] for h, t in across) for across in model.live_across()]
+    live = [sum(kept_bytes(model.ops[h].spec, decisions[h].active, t) for h, t in across)
+            for across in model.live_across()]
     peak = max(idle + live[i] + d.active_bytes for i, d in enumerate(decisions))
     return decisions, sum(d.seconds for d in decisions), peak
 
@@ -644,6 +649,14 @@ def plan_function(
         per_op_seconds = math.inf
     if fits and per_op_seconds < planned.seconds:
         return ModelDecision("per-op", per_op_seconds, per_op_peak, per_op, planned, per_op_seconds, per_op_peak)
+    return decision_of(model, planned, cache, per_op_seconds, per_op_peak)
+
+
+def decision_of(model: ModelSpec, planned: ModelPlan, cache: FrontierCache, per_op_seconds: float = math.inf,
+                per_op_peak: int = 0) -> ModelDecision:
+    """The decision lowering applies for a model-wide plan (`plan_function`'s, or one a
+    caller fixed: `irc.planner.model.fixed_plan`)."""
+    device, cost = cache.device, cache.cost
     decisions = []
     for op, chosen in zip(model.ops, planned.ops):
         idle = chosen.idle if op.weights else None
@@ -831,6 +844,8 @@ def argument_input_bytes(found: FunctionModel) -> list[float]:
             origin, _ = through_movements(value, movements)
             if tensor in model_op.weights or tensor in model_op.producers or not isinstance(origin, BlockArgument):
                 continue
+            if tensor in model_op.shared_reads and found.model.shares_weight(len(found_bytes), tensor):
+                continue   # read from the weight's one copy, loaded with its holder's weights
             if origin in loaded:
                 continue
             loaded.add(origin)

@@ -7,7 +7,6 @@ Tuples of strings (the reduction network's directions) are written comma-separat
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
 
 from xdsl.dialects.builtin import ModuleOp
@@ -16,7 +15,7 @@ from xdsl.ir import Operation
 from irc.devices import DeviceError, load_device
 from irc.devices.mtia import MtiaDevice
 from irc.dialects.target import TARGET_ATTR, TargetAttr, target_of
-from irc.lowering.target import field_value, target_attr
+from irc.lowering.target import TargetError, described_device, target_attr
 
 
 class MtiaTargetError(ValueError):
@@ -30,26 +29,13 @@ def mtia_target_attr(device: MtiaDevice) -> TargetAttr:
 
 @lru_cache(maxsize=16)
 def mtia_device_of(target: TargetAttr) -> MtiaDevice:
-    """The MTIA device a target describes (a bundled one by name when the description is
+    """The MTIA device a target describes (its fields checked against the family's
+    schema as a device file's are; a bundled one by name when the description is
     empty)."""
-    fields = target.fields()
-    if not fields:
-        try:
-            device = load_device(target.device_name)
-        except DeviceError as error:
-            raise MtiaTargetError(str(error)) from None
-    else:
-        values = {}
-        for f in dataclasses.fields(MtiaDevice):
-            if f.name not in fields:
-                raise MtiaTargetError(f"#irc.target of '{target.device_name}' lacks device field {f.name}")
-            try:
-                values[f.name] = field_value(fields[f.name])
-            except TypeError as error:
-                raise MtiaTargetError(f"#irc.target of '{target.device_name}': {error}") from None
-        directions = values["reduction_directions"]   # names joined by target_attr
-        values["reduction_directions"] = tuple(directions.split(",")) if isinstance(directions, str) else directions
-        device = MtiaDevice(**values)
+    try:
+        device = described_device(target)
+    except TargetError as error:
+        raise MtiaTargetError(str(error)) from None
     if getattr(device, "family", None) != "mtia":
         raise MtiaTargetError(f"the module targets '{target.device_name}', which is not an MTIA device")
     return device

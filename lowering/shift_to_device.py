@@ -86,11 +86,15 @@ def _error(op: Operation, message: str) -> DiagnosticException:
 
 
 def identity_value(combiner: str, dtype: np.dtype) -> float:
-    """A finite identity (the dtype's extreme for max=/min=), printable in IR."""
+    """The value an accumulator of ``combiner`` starts from, as the interpreters' (``-inf``
+    and ``+inf`` for ``max=``/``min=`` on floats, printed in hexadecimal; a type's
+    extremes for integers; 0 for sums)."""
     if combiner in ("max=", "min="):
         if dtype.kind == "b":  # i1: false is max='s identity, true min='s
             return 0.0 if combiner == "max=" else 1.0
-        info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+        if dtype.kind == "f":
+            return -math.inf if combiner == "max=" else math.inf
+        info = np.iinfo(dtype)
         return float(info.min if combiner == "max=" else info.max)
     return 0.0
 
@@ -111,6 +115,9 @@ class Resident:
     shape: tuple[int, ...]
     chain: tuple = ()
     """Data movements (te ops ``Y[...] = X[...]``) between the buffer and the reader."""
+    at_rest: bool = False
+    """A weight resting in its holder's idle layout (`IdleWeight`): a reader receives its
+    whole partition from it, as the model-wide plan prices it (``ModelSpec.shares_weight``)."""
 
     @property
     def moves(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -138,6 +145,14 @@ class IdleWeight:
     setup_barriers: int
     factors: tuple[int, ...] = ()
     """Its idle temporal factors, one per op axis."""
+    group: object = None
+    """Per core, the core whose slice it reads as its own (itself: every core keeps a
+    slice loaded from the host), for a relayout out of it."""
+    chain: tuple = ()
+    """The data movements it was loaded through."""
+    in_place: bool = False
+    """Its buffer is its execute buffer too (a preloaded weight whose idle layout is its
+    active one and that does not rotate: `irc.planner.idle.held_in_place`): held once."""
 
 
 def idle_weights(kernel, op: KernelOp, prefix: str, movements=frozenset()):
@@ -169,7 +184,8 @@ def idle_weights(kernel, op: KernelOp, prefix: str, movements=frozenset()):
         ops += [buffer, LoadOp(origin, buffer.buffer, origins, moves_of(chain))]
         nbytes = buffer.buffer.type.bytes
         found[name] = IdleWeight(buffer.buffer, origins, tuple(value.type.get_shape()),
-                                 slices * nbytes if slices > 1 else 0, slices if slices > 1 else 0, idle_factors[name])
+                                 slices * nbytes if slices > 1 else 0, slices if slices > 1 else 0, idle_factors[name],
+                                 core_id() if placed else np.arange(kernel.cores), chain)
     return ops, found
 
 
@@ -267,6 +283,9 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     # stay where they are for the next run (the idle layout is resident throughout).
     for name, weight in weights.items():
         layout = kernel.tensors[name]
+        if weight.in_place:   # rests as it executes: read where it is
+            buffers[name] = weight.buffer
+            continue
         buffers[name] = alloc(name, layout)
         pieces = setup_pieces(kernel, name, weight.factors, weight.buffer.type.get_shape(), core)
         ops.append(RelayoutOp(weight.buffer, buffers[name], weight.shape, weight.origins,
@@ -289,7 +308,10 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
             continue
         producer = source.kernel
         device, cost = device_and_cost(op)
-        if producer is kernel and source.tensor == layout.name and not source.chain:
+        if source.at_rest:   # from a weight's idle layout: the whole partition (ModelSpec.edges)
+            nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name, device,
+                                      cost, producer_tensor=source.tensor, whole=True)
+        elif producer is kernel and source.tensor == layout.name and not source.chain:
             nbytes = 0   # the copy of a shared input in this very layout: a local copy
         else:
             view = read_view(source.chain, producer.bound_of(source.tensor), source.tensor,
@@ -297,7 +319,8 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
             nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name, device,
                                       cost, producer_tensor=source.tensor, whole=bool(source.chain), view=view)
         barriers = device.syncs_per_shift if nbytes else 0   # one shift event, as the planner prices it
-        pieces = None if source.chain else _relayout_pieces(source, kernel, layout, start, origins if placed else None)
+        pieces = None if source.chain or source.at_rest else \
+            _relayout_pieces(source, kernel, layout, start, origins if placed else None)
         ops.append(RelayoutOp(source.buffer, buffers[layout.name], source.shape, source.origins, source.group,
                               origins, nbytes, barriers, source.moves, pieces=pieces))
     for product, (_, _, _, _, identity) in zip(products, computes):
@@ -324,7 +347,7 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     final = kernel.digits_after(start, kernel.final_counters())
     stores: list = []
     kept: list = []
-    for i, (product, result, (expr, subtask, roles, _, identity)) in enumerate(zip(products, results, computes)):
+    for i, (product, result, (expr, subtask, roles, _, _)) in enumerate(zip(products, results, computes)):
         out = kernel.output_of(i)
         group = kernel.replica_key(final, core, i)
         work = kernel.op_work(i)
@@ -340,12 +363,14 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
             reduce.result.name_hint = f"{out.name}_rounded"
         origins = kernel.partition_origin(out, final, core)
         shape = tuple(result.type.get_shape())
-        written = [StoreOp(buffers[out.name], output.result_type, origins, group, identity, moves_of(output.chain),
+        # elements of the result no core writes are 0, as at te level
+        written = [StoreOp(buffers[out.name], output.result_type, origins, group, 0.0, moves_of(output.chain),
                            shape) for output in outputs[i]]
         ops += written
         stores.append(written[0] if written else None)
         kept.append(Resident(buffers[out.name], origins, group, kernel, out.name, shape) if keep[i] else None)
     held = {product.output for product, k in zip(products, keep) if k}
+    held |= {name for name, weight in weights.items() if weight.in_place}   # freed with the preloaded weights
     for name in kernel.tensors:
         if name not in held:
             ops.append(FreeOp(buffers[name]))
@@ -390,6 +415,14 @@ def lower_block(block: Block, counter: list[int]) -> None:
     # a kernel of several products (a fused gradient pair) reads a shared input from a
     # copy, never holds it (as the model-wide plan counts it: model_from_ir.function_model)
     homes = input_homes(kernel_ops, set(kernel_ops), movements, {op for op in kernel_ops if len(op.outputs) == 1})
+    # a weight several kernels read rests once, in its holder's idle layout (a kernel of
+    # several products loads its own, as model_from_ir.function_model plans it)
+    singles = {op for op in kernel_ops if len(op.outputs) == 1}
+    weight_homes = input_homes(kernel_ops, singles, movements, singles, weights=True)
+    weight_span: dict[tuple, list[int]] = {}   # holder (kernel, operand) -> [first, last] reader
+    for (op, index), home in weight_homes.items():
+        span = weight_span.setdefault(home, [position[home[0]]] * 2)
+        span[0], span[1] = min(span[0], position[op]), max(span[1], position[op])
     kernels = {}
     for op in kernel_ops:
         try:
@@ -423,11 +456,22 @@ def lower_block(block: Block, counter: list[int]) -> None:
     preloaded = function is not None and PRELOADED_ATTR in function.attributes
     resting: dict[KernelOp, dict[str, IdleWeight]] = {}
     first = block.first_op
+    shared_until: dict[SSAValue, int] = {}   # the idle buffer of a shared weight -> its last reader
     for op in kernel_ops:
         ops, resting[op] = idle_weights(kernels[op], op, f"w{position[op] + 1}.", movements)
+        if preloaded:   # loaded for this op only: where it rests as it executes, held once
+            for name, weight in resting[op].items():
+                weight.in_place = all(f == 1 for f in weight.factors) and not kernels[op].tensors[name].rotating
+        before = op if preloaded else first
+        for index, name in enumerate(kernels[op].operand_names):
+            span = weight_span.get((op, index))
+            if span is not None and name in resting[op]:   # loaded before its first reader, kept to its last
+                shared_until[resting[op][name].buffer] = span[1]
+                if preloaded:
+                    before = kernel_ops[min(span[0], position[before])]
         for new in ops:
             new.location = op.location   # an error in it points at the op reading the weight
-            block.insert_op_before(new, op if preloaded else first)
+            block.insert_op_before(new, before)
     resident: dict = {}
     stores: list[tuple[SSAValue, StoreOp]] = []
     for op in kernel_ops:
@@ -439,6 +483,16 @@ def lower_block(block: Block, counter: list[int]) -> None:
             if name in resting[op]:
                 continue
             origin, chain = through_movements(value, movements)
+            if (op, index) in weight_homes:
+                holder, held_at = weight_homes[(op, index)]
+                weight = resting[holder].get(kernels[holder].operand_names[held_at])
+                if weight is None:   # its holder keeps it in no idle layout: from the host
+                    loads[name] = (origin, chain)
+                else:
+                    on_chip[name] = Resident(weight.buffer, weight.origins, weight.group, kernels[holder],
+                                             kernels[holder].operand_names[held_at], weight.shape,
+                                             chain[len(weight.chain):], at_rest=True)
+                continue
             key = key_of(op, index)
             if key is None:
                 loads[name] = (origin, chain)
@@ -467,9 +521,11 @@ def lower_block(block: Block, counter: list[int]) -> None:
                 new.attributes[PRELOAD_ATTR] = op.attributes[PRELOAD_ATTR]
         stores += [(output.value, new) for output, new in zip((o for listed in outputs for o in listed),
                                                               (o for o in ops if isinstance(o, StoreOp)))]
-        if preloaded:  # its weights' preload-state buffers are done with
-            for weight in resting[op].values():
-                block.insert_op_before(FreeOp(weight.buffer), op)
+        if preloaded:  # its weights' preload-state buffers are done with (a shared one after its last reader)
+            done = [w.buffer for w in resting[op].values() if shared_until.get(w.buffer, -1) <= position[op]]
+            done += [b for b, last in shared_until.items() if last == position[op] and b not in done]
+            for buffer in done:
+                block.insert_op_before(FreeOp(buffer), op)
         # an on-chip value read for the last time here is freed right after this kernel
         for index in range(len(op.inputs)):
             key = key_of(op, index)

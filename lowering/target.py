@@ -70,14 +70,24 @@ def target_attr(device, cost: str) -> TargetAttr:
     return TargetAttr(device.name, cost, description)
 
 
+FAMILY_PIPELINES = {
+    "mtia": "compile it with irc-opt -p 'mtia-partition{{device={name}}},te-to-mtia' or plan it with "
+            "irc-plan --device {name} --cost mtia",
+    "npu": "compile a training step for it with irc-opt -p 'training{{device={name}}}' (te-autodiff, igo-fuse, "
+           "igo-to-npu)",
+}
+"""What each family other than the IPU kind is compiled with (a device-level error's advice)."""
+
+
 def _ipu_kind(device, name: str) -> Device:
     """``device`` if the te -> rtensor -> shift -> device pipeline targets it (the IPU
     kind); another family's device level is its own (issue 16)."""
     if not isinstance(device, Device):
         family = getattr(device, "family", "another")
+        advice = FAMILY_PIPELINES.get(family, "see its family's passes").format(name=name)
         raise TargetError(
             f"device '{name}' is of the {family} family, which the te -> rtensor -> shift -> device "
-            f"pipeline does not target; plan it with irc-plan --device {name} --cost {family}"
+            f"pipeline does not target; {advice}"
         )
     return device
 
@@ -86,39 +96,32 @@ def _ipu_kind(device, name: str) -> Device:
 def device_of(target: TargetAttr) -> Device:
     """The ``Device`` a target describes (no file is read, unless the description is
     empty: ``#irc.target<"tiny16", "t10", {}>`` names a known device, for hand-written IR)."""
-    try:
-        name = check_device_name(target.device_name)  # a name, never a path to read
-        fields = {key: field_value(attr) for key, attr in target.fields().items()}
-        if not fields:  # a hand-written target naming a bundled (or plug-in) device
-            return _ipu_kind(load_device(name), name)
-        if fields.get("name") != name:
-            raise DeviceError(f"#irc.target of '{name}' describes a device named {fields.get('name')!r}")
-        # each field checked as a device file's (known, finite, in range)
-        return _ipu_kind(device_from_fields(fields, f"#irc.target of '{name}'"), name)
-    except (DeviceError, TypeError) as error:
-        raise TargetError(f"#irc.target: {error}" if isinstance(error, TypeError) else str(error)) from None
+    return _ipu_kind(described_device(target), target.device_name)
 
 
 @lru_cache(maxsize=16)
 def npu_device_of(target: TargetAttr):
     """The ``NpuDevice`` (``irc.devices.npu``) a target of the ``npu`` family describes."""
-    from irc.devices.npu import FAMILY, device_from_values
-
-    fields = {name: field_value(attr) for name, attr in target.fields().items()}
-    if not fields:
-        try:
-            device = load_device(target.device_name)
-        except DeviceError as error:
-            raise TargetError(str(error)) from None
-        if getattr(device, "family", None) != FAMILY:
-            raise TargetError(f"'{target.device_name}' is not an NPU (family = \"npu\")")
-        return device
-    if fields.get("family") != FAMILY:
+    device = described_device(target)
+    if getattr(device, "family", None) != "npu":
         raise TargetError(f"#irc.target of '{target.device_name}' is not an NPU (family = \"npu\")")
+    return device
+
+
+def described_device(target: TargetAttr):
+    """The device (of any family) a target describes: its fields, checked against its
+    family's schema as a device file's are, or a bundled device by name when it states
+    none."""
     try:
-        return device_from_values(fields)
-    except (ValueError, TypeError) as error:
-        raise TargetError(f"#irc.target of '{target.device_name}': {error}") from None
+        name = check_device_name(target.device_name)  # a name, never a path to read
+        fields = {key: field_value(attr) for key, attr in target.fields().items()}
+        if not fields:
+            return load_device(name)
+        if fields.get("name") != name:
+            raise DeviceError(f"#irc.target of '{name}' describes a device named {fields.get('name')!r}")
+        return device_from_fields(fields, f"#irc.target of '{name}'")
+    except (DeviceError, TypeError) as error:
+        raise TargetError(f"#irc.target: {error}" if isinstance(error, TypeError) else str(error)) from None
 
 
 @lru_cache(maxsize=16)

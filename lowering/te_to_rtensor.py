@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr, TensorType, f64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr, TensorType, f64
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -71,6 +71,10 @@ from irc.dialects.target import TARGET_ATTR
 PLANNED_ATTR = "irc.planned_cycles"
 """On a function planned model-wide: the cycles the plan predicts for it (operators,
 setups and relayouts), which the interpreted device program must take."""
+PLANNED_PEAK_ATTR = "irc.planned_peak_bytes"
+"""On a function planned model-wide within SRAM: the most bytes per core the plan holds
+while any op runs (idle weights, the tensors kept across it, its buffers), which is what
+`device-alloc` places; `preload-schedule` issues loads ahead only within it."""
 PRELOADED_ATTR = "irc.preloaded"
 """On a function planned with ELK (its model exceeds SRAM): weights rest in HBM and each
 is loaded into its preload-state (idle) layout for the op that reads it, not resident
@@ -288,8 +292,10 @@ class RTensorPartition(ModulePass):
         else:
             plans, idle, fallbacks, planned, preloaded = self._plan_model(op, device, cost, pairs)
         op.attributes[TARGET_ATTR] = target
-        for function, cycles in planned.items():
+        for function, (cycles, peak) in planned.items():
             function.attributes[PLANNED_ATTR] = FloatAttr(float(cycles), f64)
+            if peak is not None:
+                function.attributes[PLANNED_PEAK_ATTR] = IntegerAttr(peak, 64)
         for te_op, reason in fallbacks.items():
             te_op.attributes[REMARK_ATTR] = fallback_remark(reason)
         PatternRewriteWalker(
@@ -352,7 +358,8 @@ class RTensorPartition(ModulePass):
                     preloaded.add(function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
-            planned[function] = decision.seconds * device.clock_hz
+            planned[function] = (decision.seconds * device.clock_hz,
+                                 None if function in preloaded else int(decision.peak_bytes))
             model_ops = decision.model_plan.ops if getattr(decision, "source", "") == "algorithm1" else None
             for k, (te_op, bound, chosen) in enumerate(zip(found.ops, found.bounds, decision.ops)):
                 if te_op in found.pairs:   # a fused gradient pair: the model-wide plan's point of its frontier

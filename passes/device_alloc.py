@@ -89,6 +89,19 @@ def live_intervals(func, ops=None) -> list[Interval]:
     return intervals
 
 
+def peak_live_bytes(intervals: list[Interval]) -> int:
+    """The most bytes per core live at once (each buffer from its alloc to its free, at its
+    size there): what a program holds at its peak, and what a plan's memory account
+    (`irc.planner.model`: ``ModelPlan.peak_bytes``) must equal."""
+    events = sorted([(i.start, i.size) for i in intervals] + [(i.end, -i.bytes_at(i.end)) for i in intervals]
+                    + [(i.shrink[0], i.shrink[1] - i.size) for i in intervals if i.shrink is not None])
+    live = peak = 0
+    for _, change in events:   # frees before allocs at one position (sorted by change)
+        live += change
+        peak = max(peak, live)
+    return peak
+
+
 def online_first_fit(intervals: list[Interval]) -> dict[AllocOp, int]:
     """Offsets by first fit in program order (1. of the module docstring)."""
     events = sorted([(i.start, 2, i) for i in intervals] + [(i.end, 0, i) for i in intervals]

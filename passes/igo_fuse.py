@@ -185,6 +185,20 @@ def fuse(pair: Pair, choice: str, device, partition: str = "none", baseline: str
     return fused
 
 
+def _check_dram(pair, device) -> None:
+    """A pair whose tensors (dY, W, X, dX, dW) do not fit an NPU's DRAM is an error at the
+    layer, before its tile orders are priced."""
+    capacity = getattr(device, "dram_bytes", None)
+    if capacity is None:
+        return
+    values = (pair.dy, pair.w, pair.x, pair.dx.output, pair.dw.output)
+    need = sum(math.prod(v.type.get_shape()) * byte_width(v.type.get_element_type()) for v in values)
+    if need > capacity:
+        raise DiagnosticException(
+            f"{location_of(pair.forward)}: error: 'te.op' op the gradients of layer {forward_name(pair.forward)} "
+            f"and their operands (dY, W, X, dX, dW) need {need} B of DRAM, more than {device.name}'s {capacity} B")
+
+
 @dataclass(frozen=True)
 class IgoFuse(ModulePass):
     """``igo-fuse{order=cost partition=none device=npu-edge cores=0 baseline=separate
@@ -248,6 +262,7 @@ class IgoFuse(ModulePass):
         for function in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
             block = function.body.block
             for pair in find_pairs(block):
+                _check_dram(pair, device)
                 try:
                     fused = fuse(pair, self.order, device, self.partition, self.baseline, self.memory)
                 except ScratchpadError as error:

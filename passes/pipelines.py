@@ -24,6 +24,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
+from irc.diagnostics import verify_dominance
+
 
 @dataclass(frozen=True)
 class InferencePipeline(ModulePass):
@@ -70,6 +72,7 @@ class InferencePipeline(ModulePass):
         return PassPipeline(tuple(self.passes()), callback)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        verify_dominance(op)  # a use before its definition would reach the planner as an internal error
         self.pipeline().apply(ctx, op)
 
 
@@ -129,4 +132,5 @@ class TrainingPipeline(ModulePass):
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        verify_dominance(op)
         PassPipeline(tuple(self.passes())).apply(ctx, op)

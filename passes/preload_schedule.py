@@ -23,9 +23,9 @@ widest is the inductive scheduler's choice).
 Either way the frontiers are checked against the program's real liveness: the moved
 program is placed with `device-alloc`'s own placement (every buffer from its alloc to its
 free, fragmentation included), and an operator where a buffer does not fit has its
-frontier narrowed until everything does (the planner prices weights and execution
-space, not every activation the device program keeps; the function's ``irc.remark``
-counts the narrowed frontiers). Preloads keep their order (rule 2); a preload placed
+frontier narrowed until everything does (the plan counts every buffer the program
+keeps, `irc.planner.elk.preload_ops`, but the placement may not pack them: the
+function's ``irc.remark`` counts the narrowed frontiers and why). Preloads keep their order (rule 2); a preload placed
 after an operator starts once it is done (rule 1); only the ``device.wait`` of its own
 buffer blocks on it (rule 3). The allocations move with their preloads, so buffer
 offsets are reassigned: run ``device-alloc`` afterwards (the ``inference`` pipeline
@@ -45,7 +45,8 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.dialects.device import AllocOp, FreeOp, LoadOp, PreloadAsyncOp, ReduceOp, StoreOp, WaitOp, i64_attr
 from irc.diagnostics import location_of
-from irc.lowering.te_to_rtensor import PRELOAD_ATTR
+from irc.passes.device_alloc import live_intervals, peak_live_bytes
+from irc.lowering.te_to_rtensor import PLANNED_PEAK_ATTR, PRELOAD_ATTR, PRELOADED_ATTR
 
 
 
@@ -92,6 +93,7 @@ class BlockSchedule:
     narrowed: int          # operators whose frontier the real liveness narrowed
     frontiers: list[int]
     order: list[int]
+    fragmented: int = 0    # of them, where the live bytes fit but no placement packed them
 
 
 class _Block:
@@ -197,18 +199,23 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
     shape.order_loads(pos)
     own = shape.own_bytes()
 
-    def unfit(seg: int, needed: int) -> DiagnosticException:
+    def unfit(seg: int, why: str) -> DiagnosticException:
         first = next(op for op, s in zip(shape.ops, shape.segment) if s == seg)
         return DiagnosticException(
             f"{location_of(first)}: error: preload-schedule: operator {seg + 1} of the block cannot run even "
-            f"with preloading: its own buffers take {needed} bytes per core, the core has {capacity}"
+            f"with preloading: {why}"
         )
 
     try:
         frontiers = widest_frontiers(own, shape.preload_bytes, capacity, order, upper)
     except PreloadFitError as error:
-        raise unfit(int(error.op), int(error.needed)) from None
+        seg = int(error.op)
+        held = int(error.needed) - own[seg]
+        raise unfit(seg, f"its own buffers take {own[seg]} bytes per core" + (
+            f" and the loads the preload order keeps on chip beside it {held}, {int(error.needed)} in all"
+            if held > 0 else "") + f"; the core has {capacity}") from None
     narrowed: set[int] = set()
+    fragmented: set[int] = set()
     wanted = list(frontiers) if upper is None else [max(lower[i], min(count, upper[i])) for i in range(count)]
     narrowed.update(i for i in range(count) if frontiers[i] < wanted[i])
     segment_of = dict(zip(shape.ops, shape.segment))
@@ -227,13 +234,20 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
         live = sum(i.bytes_at(culprit.start) for i in intervals if i.start < culprit.start < i.end)
         need = max(1, live + culprit.size - capacity)
         if frontiers[seg] <= lower[seg]:
-            raise unfit(seg, live + culprit.size)
+            total = live + culprit.size
+            raise unfit(seg, f"buffer {culprit.op.buffer_name.data} ({culprit.size} bytes per core) does not fit "
+                             f"beside the {live} bytes live there: " + (
+                                 f"{total} bytes, the core has {capacity}" if total > capacity else
+                                 f"{total} of the core's {capacity} bytes, but no placement of the program's "
+                                 f"buffers leaves it a free range (fragmented)"))
         while frontiers[seg] > lower[seg] and need > 0:   # drop the latest resident loads first
             frontiers[seg] -= 1
             dropped = order[frontiers[seg]]
             if dropped > seg:
                 need -= shape.preload_bytes[dropped]
         narrowed.add(seg)
+        if live + culprit.size <= capacity:
+            fragmented.add(seg)
         for i in range(seg - 1, -1, -1):
             frontiers[i] = max(lower[i], min(frontiers[i], frontiers[i + 1]))
     # rewrite: allocs and preloads before their anchors, a wait before each first use
@@ -249,7 +263,11 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
         wait = WaitOp(load.buffer)
         wait.location = load.location
         use = shape.first_use[load]
-        if use is not None:
+        if use is not None and planned is not None:
+            # ELK's timeline starts an operator once its loads are in (a weight it reads in
+            # place is first used by a computation, not by a setup at the operator's start)
+            block.insert_op_before(wait, shape.anchor[shape.owner[load]])
+        elif use is not None:
             block.insert_op_before(wait, use)
         else:
             block.insert_op_after(load, wait)
@@ -258,7 +276,7 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
     for op in block.ops:
         if isinstance(op, AllocOp):
             op.properties["offset"] = i64_attr(-1)
-    return BlockSchedule(len(shape.loads), planned is not None, len(narrowed), frontiers, order)
+    return BlockSchedule(len(shape.loads), planned is not None, len(narrowed), frontiers, order, len(fragmented))
 
 
 @dataclass(frozen=True)
@@ -292,12 +310,19 @@ class PreloadSchedule(ModulePass):
                     f"{location_of(func)}: error: preload-schedule: device '{device.name}' has no off-chip "
                     f"memory to preload from (its description has no [offchip] section)"
                 )
-            narrowed = planned = 0
+            narrowed = planned = fragmented = 0
+            capacity = device.sram_bytes
+            peak = func.attributes.get(PLANNED_PEAK_ATTR)
+            if isinstance(peak, IntegerAttr) and PRELOADED_ATTR not in func.attributes:
+                # a plan within SRAM: loads move ahead only as far as its own account allows
+                capacity = min(capacity, max(int(peak.value.data), peak_live_bytes(live_intervals(func))))
             for block in func.body.blocks:
-                done = schedule_block(block, device.sram_bytes)
+                done = schedule_block(block, capacity)
                 narrowed += done.narrowed if done.planned else 0
+                fragmented += done.fragmented if done.planned else 0
                 planned += done.planned
             if narrowed:
                 func.attributes["irc.remark"] = StringAttr(
-                    f"preload-schedule: narrowed {narrowed} of the plan's preload frontiers to fit SRAM "
-                    f"(buffers the plan does not count)")
+                    f"preload-schedule: narrowed {narrowed} of the plan's preload frontiers to fit SRAM: "
+                    f"{narrowed - fragmented} where the buffers live exceed it (more than the plan counts), "
+                    f"{fragmented} where they fit but device-alloc's placement cannot pack them (fragmented)")

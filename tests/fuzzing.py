@@ -16,19 +16,32 @@ mutator from a seeded `random.Random`:
   what imports is then run, or compiled for a chip and run (a chained case);
 * ``.npz`` inputs (wrong shapes, dtypes, values, damaged archives) and device TOML files
   (values out of range, NaN, wrong types, missing or repeated keys);
-* command lines (pipelines, pass options, output paths).
+* command lines (pipelines, pass options, output paths);
+* issue 27's surface (`tests/fuzz_surface.py`): uses moved before their definitions at
+  te and device level, SIGTERM/SIGHUP/SIGINT while an output is written, names an npz
+  cannot hold, deeply nested JSON and attributes.
 
 Every outcome must be ``ok`` (exit 0) or ``diagnostic`` (exit 1 with an ``error:``
 line whose message is text, not an exception's class name). The bad ones are
 ``masked`` (a class name, an empty message or a format placeholder in the message),
 ``internal error``, ``traceback``, ``timeout``, ``OOM`` (the memory cap was hit or the
-child was killed) and ``unclean`` (another exit status, or no ``error:`` line).
+child was killed), ``unclean`` (another exit status, or no ``error:`` line), ``wrong
+success`` (exit 0 on a case that must be refused: ``tests/fuzz_onnx_refs.py``'s external
+references outside the model's folder and attributes ONNX does not allow, malformed
+device files, ``tests/fuzz_surface.py``'s invalid programs), ``te/device mismatch`` (a
+case's ``check`` found te and chip results that differ beyond the numerics contract) and
+``files left behind`` (a temporary ``.irc-*.tmp`` file, or an output a case's ``sound``
+finds half-written). A case that sends the tool a signal may also end ``interrupted``
+(status 128 + the signal). `EXTRA_GENERATORS` names the generator groups of other
+modules (``tests/fuzz_devices.py``); `tests/fuzz_surface.py` makes an eighth of each
+tool's cases.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import io
 import itertools
 import os
@@ -50,11 +63,23 @@ from pathlib import Path
 
 import numpy as np
 
+from irc.tools import stop_quietly_on_signals
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TOOLS = ("irc-opt", "irc-run", "irc-translate", "irc-plan")
-OUTCOMES = ("ok", "diagnostic", "masked", "internal error", "traceback", "timeout", "OOM", "unclean")
-BAD_OUTCOMES = OUTCOMES[2:]
+OUTCOMES = ("ok", "diagnostic", "interrupted", "masked", "internal error", "traceback", "timeout", "OOM", "unclean",
+            "te/device mismatch", "wrong success", "files left behind")
+BAD_OUTCOMES = OUTCOMES[3:]
+CHECK_FAILED = "fuzz check failed: "
+"""How a child reports that a case's ``check`` found a bad outcome (``<outcome>: why``)."""
+
+EXTRA_GENERATORS = {
+    "te-vs-device": "tests.fuzz_devices:nonfinite_cases",
+    "device-files": "tests.fuzz_devices:device_file_cases",
+}
+"""Generators of their own modules, run as groups beside the tools' (name ->
+``"module:function"``, called as ``function(rng, count, seed)``)."""
 
 CASE_SECONDS = 20.0
 """Per-case time limit; no legitimate small case comes near it."""
@@ -79,6 +104,19 @@ class Case:
     files: dict[str, bytes] = field(default_factory=dict)
     label: str = ""
     then: list[tuple[str, list[str]]] = field(default_factory=list)
+    must_fail: bool = False
+    """The tool must refuse this input: exit 0 is a ``wrong success``."""
+    links: dict[str, str] = field(default_factory=dict)
+    """Symbolic links to make beside ``files`` (name -> target)."""
+    check: Callable[[], tuple[str, str] | None] | None = None
+    """Run in the case's directory once every step succeeded: None, or (outcome, why)."""
+    group: str = ""
+    """The generator group the case is counted under (its tool when empty)."""
+    during: Callable[[int, str, float], int] | None = None
+    """Called every millisecond while the case runs (pid, directory, seconds so far);
+    returns the signal it sent the tool, else 0 (`tests/fuzz_surface.py`)."""
+    sound: Callable[[str], bool] | None = None
+    """Whether the files the case leaves in its directory are whole (no half-written output)."""
 
     def describe(self) -> str:
         steps = [(self.tool, self.argv), *self.then]
@@ -99,12 +137,20 @@ _PLACEHOLDER = re.compile(r"\{[a-z_][a-z0-9_]*\}")
 _ERROR_LINE = re.compile(r"^(?:\S.*?:\d+:\d+: )?error: (.*)$")
 
 
-def classify(status: int | None, stdout: str, stderr: str, timed_out: bool = False, signalled: int = 0) -> str:
-    """The outcome class of one run (see the module docstring)."""
+def classify(status: int | None, stdout: str, stderr: str, timed_out: bool = False, signalled: int = 0,
+             sent: int = 0) -> str:
+    """The outcome class of one run (see the module docstring); ``sent``: the signal the
+    case sent the tool."""
     if timed_out:
         return "timeout"
+    traced = "Traceback (most recent call last)" in stderr + stdout
+    if sent and not traced and (signalled == sent or status == 128 + sent):
+        return "interrupted"
     if signalled:
         return "OOM" if signalled == signal.SIGKILL else "traceback"
+    for line in stderr.splitlines():
+        if line.startswith(CHECK_FAILED) and line[len(CHECK_FAILED):].partition(":")[0] in OUTCOMES:
+            return line[len(CHECK_FAILED):].partition(":")[0]
     if "Traceback (most recent call last)" in stderr or "Traceback (most recent call last)" in stdout:
         return "traceback"
     if "internal error" in stderr:
@@ -173,8 +219,25 @@ def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout:
                 sys.stderr.flush()
             if status != 0:
                 break
+        if status == 0 and case.check is not None:
+            status = _checked(case.check)
     finally:
         os._exit(status)
+
+
+def _checked(check: Callable[[], tuple[str, str] | None]) -> int:
+    """Run a case's check in the child: 0, or 1 after reporting what it found (or its
+    traceback)."""
+    try:
+        found = check()
+    except BaseException:  # noqa: BLE001 - a check that failed itself
+        traceback.print_exc()
+        return 1
+    if found is None:
+        return 0
+    print(f"{CHECK_FAILED}{found[0]}: {found[1]}", file=sys.stderr)
+    sys.stderr.flush()
+    return 1
 
 
 def _address_space() -> int:
@@ -193,6 +256,8 @@ class _Running:
             path = Path(self.where, name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+        for name, target in case.links.items():
+            os.symlink(target, Path(self.where, name))
         stdin_path = None
         if stdin is not None:
             stdin_path = os.path.join(self.captured, "stdin")
@@ -200,10 +265,22 @@ class _Running:
         sys.stdout.flush()
         sys.stderr.flush()
         self.started = time.perf_counter()
+        # signals held back across the fork: the child first takes them as a console script
+        # does until its main takes over (exit 128 + the signal), never as the parent would
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         self.pid = os.fork()
         if self.pid == 0:
+            stop_quietly_on_signals()
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             _child(case, self.where, self.captured, memory_bytes, stdout, stdin_path)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         self.pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
+        self.sent = 0
+
+    def watch(self) -> None:
+        """Give the case's ``during`` hook its turn (once it has sent a signal, no more)."""
+        if self.case.during is not None and not self.sent:
+            self.sent = self.case.during(self.pid, self.where, time.perf_counter() - self.started)
 
     def finish(self, timed_out: bool) -> Outcome:
         if timed_out:
@@ -215,12 +292,20 @@ class _Running:
         seconds = time.perf_counter() - self.started
         signalled = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) and not timed_out else 0
         status = os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else None
-        read = lambda name: Path(self.captured, name).read_text(errors="replace")  # noqa: E731
+        read = lambda name: (Path(self.captured, name).read_text(errors="replace")  # noqa: E731
+                             if Path(self.captured, name).exists() else "")  # a child stopped before it began
         stdout, stderr = read("stdout"), read("stderr")
         shutil.rmtree(self.captured, ignore_errors=True)
+        kind = classify(status, stdout, stderr, timed_out, signalled, self.sent)
+        if kind in ("ok", "diagnostic", "interrupted"):
+            left = [name for name in os.listdir(self.where) if name.startswith(".irc-") and name.endswith(".tmp")]
+            if left or (self.case.sound is not None and not self.case.sound(self.where)):
+                kind, stderr = "files left behind", stderr + f"\n[fuzzer] left in the directory: {left or 'a damaged output'}"
+            elif kind == "ok" and self.case.must_fail:
+                kind = "wrong success"
         if self.temporary is not None:
             self.temporary.cleanup()
-        return Outcome(classify(status, stdout, stderr, timed_out, signalled), status, stdout, stderr, seconds)
+        return Outcome(kind, status, stdout, stderr, seconds)
 
 
 def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECONDS,
@@ -242,6 +327,8 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
             break
         now = time.perf_counter()
         wait = max(0.0, min(r.started + seconds for r in running) - now)
+        if any(r.case.during is not None and not r.sent for r in running):
+            wait = min(wait, 0.001)  # a hook waits for the moment to send its signal
         fds = [r.pidfd for r in running if r.pidfd is not None]
         if fds:
             select.select(fds, [], [], min(wait, 0.5))
@@ -249,6 +336,8 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
             time.sleep(min(wait, 0.005))
         for job in list(running):
             finished = _exited(job.pid)
+            if not finished:
+                job.watch()
             timed_out = not finished and time.perf_counter() - job.started > seconds
             if finished or timed_out:
                 running.remove(job)
@@ -959,8 +1048,17 @@ def onnx_models(count: int, seed: int) -> list:
 
 
 def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
-    """``count`` cases of ``tool``, reproducibly for ``seed``, made as they are run."""
+    """``count`` cases of ``tool``, reproducibly for ``seed``, made as they are run (an
+    eighth of them by `tests/fuzz_surface.py`'s generators)."""
+    from tests.fuzz_surface import surface_cases  # deferred: it builds this module's Cases
+
     rng = random.Random(f"{tool}:{seed}")
+    if tool in EXTRA_GENERATORS:
+        module, function = EXTRA_GENERATORS[tool].split(":")
+        yield from getattr(importlib.import_module(module), function)(rng, count, seed)
+        return
+    surface, count = count // 8, count - count // 8
+    yield from surface_cases(tool, surface, random.Random(f"{tool}:surface:{seed}"))
     programs = seed_programs()
     if tool == "irc-opt":
         toml = count // 10
@@ -971,7 +1069,12 @@ def cases_for(tool: str, count: int, seed: int) -> Iterator[Case]:
         yield from program_cases(rng, programs, count - npz, tool)
         yield from npz_cases(rng, npz)
     elif tool == "irc-translate":
-        yield from onnx_cases(rng, count, seed)
+        # deferred: the generators build this module's Case
+        from tests.fuzz_onnx_refs import onnx_ref_cases
+
+        refs = count // 4
+        yield from onnx_cases(rng, count - refs, seed)
+        yield from onnx_ref_cases(rng, refs)
     else:
         toml = count // 10
         yield from plan_cases(rng, programs, seed_expressions(programs), count - toml)
@@ -985,7 +1088,7 @@ def fuzz(tools: Iterable[str], count: int, seed: int = 0, jobs: int = 2,
     counts: dict[str, Counter] = {tool: Counter() for tool in tools}
     cases = (case for tool in tools for case in cases_for(tool, count, seed))
     for case, outcome in run_cases(cases, jobs):
-        counts[case.tool][outcome.kind] += 1
+        counts[case.group or case.tool][outcome.kind] += 1
         if report is not None:
             report(case, outcome)
     return counts

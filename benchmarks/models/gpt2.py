@@ -2,8 +2,9 @@
 token and position Gathers (positions from a folded Range), a causal mask sliced
 from a constant lower-triangular buffer and applied with Where, the padding mask
 turned additive with Cast/Sub/Mul, a fused c_attn projection Split three ways, and
-the tanh GELU written out with Pow and Tanh. With ``layers`` > 1 the layers share one set
-of random weights (see ``bert.py``); ``lm_head`` adds the final LayerNorm and the logits."""
+the tanh GELU written out with Pow and Tanh. With ``layers`` > 1 each layer has its own
+weights (``h.<layer>.``; their random data drawn once, ``GraphBuilder.weight``); ``lm_head``
+adds the final LayerNorm and the logits."""
 
 from __future__ import annotations
 
@@ -28,11 +29,12 @@ class GPT2Config:
     lm_head: bool = False  # logits against the (tied) token embedding, as GPT2LMHeadModel
     dtype: str = "float32"
     seed: int = 0
+    weights_as_inputs: bool = False   # weights as graph inputs without data (``GraphBuilder``)
 
 
 def build_gpt2_block(config: GPT2Config = GPT2Config()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("gpt2_block", c.seed, dtype=c.dtype)
+    g = GraphBuilder("gpt2_block", c.seed, dtype=c.dtype, weights_as_inputs=c.weights_as_inputs)
     ids = g.input("input_ids", TensorProto.INT64, [c.batch, c.seq])
     mask = g.input("attention_mask", TensorProto.INT64, [c.batch, c.seq])
     wte = g.weight("wte", (c.vocab, c.hidden))
@@ -42,7 +44,7 @@ def build_gpt2_block(config: GPT2Config = GPT2Config()) -> onnx.ModelProto:
     x = g.op("Add", [g.op("Gather", [wte, ids], axis=0), g.op("Gather", [wpe, positions], axis=0)])
 
     for layer in range(c.layers):
-        prefix = "h." if c.layers > 1 else ""
+        prefix = f"h.{layer}." if c.layers > 1 else ""
         h = g.layer_norm(x, c.hidden, f"{prefix}ln_1")
         qkv = g.linear(h, c.hidden, 3 * c.hidden, f"{prefix}attn.c_attn")
         q, k, v = g.ops("Split", [qkv, g.const([c.hidden] * 3)], 3, axis=2)

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
+WEIGHT_DOC = "weight"
+"""The doc string of a weight given as a graph input (``GraphBuilder.weights_as_inputs``)."""
+LAYER = re.compile(r"^(\w+)\.\d+\.")
+"""A layer's initializer name: ``<stem>.<layer index>.<rest>`` (``h.3.attn.c_attn.weight``)."""
 
 
 class GraphBuilder:
     """Accumulates nodes, initializers and graph inputs/outputs; names are unique."""
 
-    def __init__(self, name: str, seed: int = 0, opset: int = OPSET, dtype=np.float32):
+    def __init__(self, name: str, seed: int = 0, opset: int = OPSET, dtype=np.float32,
+                 weights_as_inputs: bool = False):
         self.name = name
+        self.weights_as_inputs = weights_as_inputs
+        """Random weights become graph inputs without data (``WEIGHT_DOC``): a full-size
+        graph built in a moment, to compile (`mark_weight_inputs` marks them in te)."""
         # the element type of activations and float weights (float16: what T10 runs)
         self.float = np.dtype(dtype).type
         self.elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
         self._initializer_names: set[str] = set()
+        self._drawn: dict[tuple, np.ndarray] = {}   # a layer's random data, reused by the next layers
         self.opset = opset
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
@@ -39,12 +50,28 @@ class GraphBuilder:
         self.outputs.append(helper.make_tensor_value_info(name, self.elem if elem_type is None else elem_type, list(shape)))
 
     def weight(self, name: str, shape, scale: float = 0.02) -> str:
-        """A random float weight; a name already given is the same initializer (layers
-        built with one prefix share their weights)."""
+        """A random float weight; a name already given is the same initializer. Layers
+        are named ``<stem>.<layer>.<...>`` and each has its own initializers (a real
+        model's distinct weights, each resting on chip once), but their random data is
+        drawn once per stem and shape and reused: a deep model costs its weights' bytes
+        to build, not a draw per layer."""
         if name in self._initializer_names:
             return name
-        array = (self.rng.standard_normal(shape) * scale).astype(self.float)
+        if self.weights_as_inputs:
+            return self.weight_input(name, shape)
+        key = (LAYER.sub(r"\1.#.", name), tuple(np.atleast_1d(shape)), scale)
+        array = self._drawn.get(key)
+        if array is None:
+            array = self._drawn[key] = (self.rng.standard_normal(shape) * scale).astype(self.float)
         return self.initializer(name, array)
+
+    def weight_input(self, name: str, shape) -> str:
+        """A weight as a graph input marked ``WEIGHT_DOC`` (``weights_as_inputs``)."""
+        if name not in self._initializer_names:
+            self._initializer_names.add(name)
+            self.input(name, self.elem, [int(d) for d in np.atleast_1d(shape)])
+            self.inputs[-1].doc_string = WEIGHT_DOC
+        return name
 
     def initializer(self, name: str, array: np.ndarray) -> str:
         if name in self._initializer_names:
@@ -135,3 +162,22 @@ class GraphBuilder:
         erf = self.op("Erf", [self.op("Div", [x, self.fconst(np.sqrt(2.0))])])
         one_plus = self.op("Add", [erf, self.fconst(1.0)])
         return self.op("Mul", [self.op("Mul", [x, one_plus]), self.fconst(0.5)])
+
+
+def mark_weight_inputs(module, model: onnx.ModelProto) -> None:
+    """Mark the arguments of ``module``'s function imported from ``model``'s weight inputs
+    (``WEIGHT_DOC``) as ``irc.weight``, as the importer marks initializers."""
+    # irc and xDSL only here: the builders themselves need onnx alone
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, UnitAttr
+    from xdsl.dialects.func import FuncOp
+
+    names = {i.name for i in model.graph.input if i.doc_string == WEIGHT_DOC}
+    for function in (op for op in module.walk() if isinstance(op, FuncOp)):
+        marked = []
+        for attrs in function.arg_attrs.data:
+            entries = dict(attrs.data)
+            name = entries.get("irc.name")
+            if name is not None and name.data in names:
+                entries["irc.weight"] = UnitAttr()
+            marked.append(DictionaryAttr(entries))
+        function.arg_attrs = ArrayAttr(marked)

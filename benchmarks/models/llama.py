@@ -38,6 +38,8 @@ class LlamaConfig:
     seed: int = 0
     kv_heads: int | None = None     # grouped-query attention; None: as many as heads
     activation: str = "silu"        # the gated MLP's: "silu" (Llama) or "gelu_tanh" (Gemma2)
+    vocab: int = 0                  # > 0: the final RMSNorm and the LM head's logits over this vocabulary
+    weights_as_inputs: bool = False  # weights as graph inputs without data (a full-size graph to compile)
 
 
 LLAMA2_13B = LlamaConfig()
@@ -46,22 +48,35 @@ GEMMA2_27B = LlamaConfig(hidden=4608, heads=32, kv_heads=16, intermediate=36864,
 
 class _F16Builder(GraphBuilder):
     """Activations, weights and constants in f16; weights drawn in f32, not f64 (a
-    13B-sized layer's 317M weights would take 2.5 GB drawn in f64)."""
+    13B-sized layer's 317M weights would take 2.5 GB drawn in f64). With
+    ``weights_as_inputs`` every weight is a graph input instead (no data: a full-size
+    graph built in a moment, for compiling; an importer sees plain inputs)."""
 
-    def __init__(self, name: str, seed: int = 0):
-        super().__init__(name, seed, dtype=np.float16)
+    def __init__(self, name: str, seed: int = 0, weights_as_inputs: bool = False):
+        super().__init__(name, seed, dtype=np.float16, weights_as_inputs=weights_as_inputs)
 
     def weight(self, name: str, shape, scale: float = 0.02) -> str:
+        if self.weights_as_inputs:
+            return self.weight_input(name, shape)
         array = self.rng.standard_normal(shape, dtype=np.float32)
         array *= scale
         return self.initializer(name, array.astype(np.float16))
+
+    def norm_weight(self, name: str, hidden: int) -> str:
+        if self.weights_as_inputs:
+            return self.weight_input(name, (hidden,))
+        return self.initializer(name, (1 + 0.1 * self.rng.standard_normal(hidden, dtype=np.float32)).astype(np.float16))
+
+    def table(self, name: str, array: np.ndarray) -> str:
+        """A constant table (the rotary cos/sin): a weight input too with ``weights_as_inputs``."""
+        return self.weight_input(name, array.shape) if self.weights_as_inputs else self.initializer(name, array)
 
     def half(self, value) -> str:
         return self.fconst(value)
 
 
 def _rms_norm(g: _F16Builder, x: str, hidden: int, eps: float, name: str) -> str:
-    weight = g.initializer(name, (1 + 0.1 * g.rng.standard_normal(hidden, dtype=np.float32)).astype(np.float16))
+    weight = g.norm_weight(name, hidden)
     variance = g.op("ReduceMean", [g.op("Pow", [x, g.half(2.0)])], axes=[-1], keepdims=1)
     scale = g.op("Div", [g.half(1.0), g.op("Sqrt", [g.op("Add", [variance, g.half(eps)])])])
     return g.op("Mul", [weight, g.op("Mul", [x, scale])])
@@ -82,12 +97,12 @@ def build_llama_layer(config: LlamaConfig = LLAMA2_13B) -> onnx.ModelProto:
     if c.heads % kv_heads or c.activation not in ("silu", "gelu_tanh"):
         raise ValueError(f"{c.heads} heads over {kv_heads} K/V heads, activation '{c.activation}'")
     group = c.heads // kv_heads
-    g = _F16Builder("llama_decoder_layer", c.seed)
+    g = _F16Builder("llama_decoder_layer", c.seed, c.weights_as_inputs)
     x = g.input("hidden_states", TensorProto.FLOAT16, [c.batch, 1, c.hidden])
     inverse = 1.0 / c.rope_theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
     angles = np.concatenate([c.past * inverse, c.past * inverse])
-    cos = g.initializer("rotary.cos", np.cos(angles).astype(np.float16).reshape(1, 1, 1, head_dim))
-    sin = g.initializer("rotary.sin", np.sin(angles).astype(np.float16).reshape(1, 1, 1, head_dim))
+    cos = g.table("rotary.cos", np.cos(angles).astype(np.float16).reshape(1, 1, 1, head_dim))
+    sin = g.table("rotary.sin", np.sin(angles).astype(np.float16).reshape(1, 1, 1, head_dim))
     presents = []
     for layer in range(c.layers):
         prefix = f"layers.{layer}." if c.layers > 1 else ""
@@ -125,7 +140,12 @@ def build_llama_layer(config: LlamaConfig = LLAMA2_13B) -> onnx.ModelProto:
         down = g.op("MatMul", [act, g.weight(f"{prefix}mlp.down_proj.weight", (c.intermediate, c.hidden))])
         x = g.op("Add", [x, down])
         presents += [(f"{prefix}present_key_row", kh), (f"{prefix}present_value_row", vh)]
-    g.output("last_hidden_state", x, [c.batch, 1, c.hidden], TensorProto.FLOAT16)
+    if c.vocab:
+        h = _rms_norm(g, x, c.hidden, c.eps, "norm.weight")
+        logits = g.op("MatMul", [h, g.weight("lm_head.weight", (c.hidden, c.vocab))])
+        g.output("logits", logits, [c.batch, 1, c.vocab], TensorProto.FLOAT16)
+    else:
+        g.output("last_hidden_state", x, [c.batch, 1, c.hidden], TensorProto.FLOAT16)
     for name, value in presents:
         g.output(name, value, [c.batch, kv_heads, 1, head_dim], TensorProto.FLOAT16)
     return g.model()

@@ -37,6 +37,7 @@ class OPTConfig:
     positions: int = 2048
     layers: int = 1
     seed: int = 0
+    weights_as_inputs: bool = False   # weights as graph inputs without data (``GraphBuilder``)
 
 
 def _shape_tail(g: GraphBuilder, x: str, start: int) -> str:
@@ -74,7 +75,7 @@ def _attention_mask(g: GraphBuilder, mask: str, c: OPTConfig) -> str:
 
 def build_opt_decoder(config: OPTConfig = OPTConfig()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("opt_decoder", c.seed)
+    g = GraphBuilder("opt_decoder", c.seed, weights_as_inputs=c.weights_as_inputs)
     ids = g.input("input_ids", TensorProto.INT64, [c.batch, c.seq])
     mask = g.input("attention_mask", TensorProto.INT64, [c.batch, c.seq])
     embed_tokens = g.weight("embed_tokens.weight", (c.vocab, c.hidden))

@@ -1,6 +1,6 @@
 """A ViT-base encoder block (pre-LN, the Gelu op, no mask); ``build_vit`` the whole
 ViT-B/16: a 16x16 stride-16 patch Conv, the class token and position embeddings, the
-blocks (sharing one set of random weights, see ``bert.py``), the final LayerNorm and
+blocks (each its own weights, their random data drawn once: ``GraphBuilder.weight``), the final LayerNorm and
 the classification head on the class token."""
 
 from __future__ import annotations
@@ -25,31 +25,32 @@ class ViTConfig:
     classes: int = 1000
     dtype: str = "float32"
     seed: int = 0
+    weights_as_inputs: bool = False   # weights as graph inputs without data (``GraphBuilder``)
 
 
 def build_vit_block(config: ViTConfig = ViTConfig()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("vit_block", c.seed, opset=20, dtype=c.dtype)  # the Gelu op is opset 20
+    g = GraphBuilder("vit_block", c.seed, opset=20, dtype=c.dtype, weights_as_inputs=c.weights_as_inputs)  # the Gelu op is opset 20
     x = g.input("tokens", g.elem, [c.batch, c.tokens, c.hidden])
     g.output("output", vit_block(g, x, c), [c.batch, c.tokens, c.hidden])
     return g.model()
 
 
-def vit_block(g: GraphBuilder, x: str, c: ViTConfig) -> str:
-    h = g.layer_norm(x, c.hidden, "norm1", 1e-6)
+def vit_block(g: GraphBuilder, x: str, c: ViTConfig, prefix: str = "") -> str:
+    h = g.layer_norm(x, c.hidden, f"{prefix}norm1", 1e-6)
     # One fused qkv projection split three ways, as timm's Attention does.
-    qkv = g.linear(h, c.hidden, 3 * c.hidden, "attn.qkv")
+    qkv = g.linear(h, c.hidden, 3 * c.hidden, f"{prefix}attn.qkv")
     q, k, v = g.ops("Split", [qkv, g.const([c.hidden] * 3)], 3, axis=-1)
-    attn = g.linear(g.attention(q, k, v, c.heads, c.hidden, None), c.hidden, c.hidden, "attn.proj")
+    attn = g.linear(g.attention(q, k, v, c.heads, c.hidden, None), c.hidden, c.hidden, f"{prefix}attn.proj")
     x = g.op("Add", [x, attn])
-    h = g.layer_norm(x, c.hidden, "norm2", 1e-6)
-    h = g.op("Gelu", [g.linear(h, c.hidden, c.mlp, "mlp.fc1")])
-    return g.op("Add", [x, g.linear(h, c.mlp, c.hidden, "mlp.fc2")])
+    h = g.layer_norm(x, c.hidden, f"{prefix}norm2", 1e-6)
+    h = g.op("Gelu", [g.linear(h, c.hidden, c.mlp, f"{prefix}mlp.fc1")])
+    return g.op("Add", [x, g.linear(h, c.mlp, c.hidden, f"{prefix}mlp.fc2")])
 
 
 def build_vit(config: ViTConfig = ViTConfig()) -> onnx.ModelProto:
     c = config
-    g = GraphBuilder("vit", c.seed, opset=20, dtype=c.dtype)
+    g = GraphBuilder("vit", c.seed, opset=20, dtype=c.dtype, weights_as_inputs=c.weights_as_inputs)
     side = c.image // c.patch
     patches = side * side
     image = g.input("pixel_values", g.elem, [c.batch, 3, c.image, c.image])
@@ -60,8 +61,8 @@ def build_vit(config: ViTConfig = ViTConfig()) -> onnx.ModelProto:
     cls = g.op("Expand", [g.weight("cls_token", (1, 1, c.hidden)), g.const([c.batch, 1, c.hidden])])
     x = g.op("Concat", [cls, x], axis=1)
     x = g.op("Add", [x, g.weight("pos_embed", (1, patches + 1, c.hidden))])
-    for _ in range(c.layers):
-        x = vit_block(g, x, c)
+    for layer in range(c.layers):   # each block its own weights, as timm's blocks.<i>
+        x = vit_block(g, x, c, f"blocks.{layer}.")
     x = g.layer_norm(x, c.hidden, "norm", 1e-6)
     token = g.op("Gather", [x, g.const(0)], axis=1)
     logits = g.linear(token, c.hidden, c.classes, "head")

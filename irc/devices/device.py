@@ -17,6 +17,64 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from irc.devices.schema import CHOICE, INTEGER, INTEGERS, MAX_NUMBER, MIN_POSITIVE, NAME, NUMBER, STRING, Field, Schema
+
+MAX_CORES = 1 << 20
+"""The most cores a device may have (as many as a device op may run on)."""
+
+TOPOLOGIES = ("all-to-all", "mesh-2d")
+
+
+def _positive(key: str, description: str, maximum: int = 1 << 40, **more) -> Field:
+    return Field(key, INTEGER, description, minimum=1, maximum=maximum, **more)
+
+
+def _count(key: str, description: str, **more) -> Field:
+    return Field(key, INTEGER, description, minimum=0, maximum=1 << 40, **more)
+
+
+def _rate(key: str, description: str, **more) -> Field:
+    return Field(key, NUMBER, description, minimum=MIN_POSITIVE, maximum=MAX_NUMBER, **more)
+
+
+SCHEMA = Schema("ipu", (
+    Field("family", CHOICE, "the device family (absent: this one)", required=False, choices=("ipu",)),
+    Field("name", NAME, "the device's name, as tools and #irc.target name it"),
+    Field("description", STRING, "one line about the chip", required=False),
+    _positive("cores.count", "cores usable by one operator (whole chips)", MAX_CORES),
+    _positive("cores.per_chip", "cores of one chip; beyond them exchange crosses chips", MAX_CORES),
+    _positive("cores.sram_bytes", "each core's private scratchpad, in bytes"),
+    _rate("compute.clock_hz", "the clock, in Hz"),
+    Field("compute.systolic", INTEGERS, "rows and columns of a core's matrix unit", minimum=1, maximum=1 << 20,
+          length=(2, 2), shape="[rows, cols]"),
+    _positive("compute.macs_per_cycle", "peak fp16 multiply-accumulates per cycle per core"),
+    Field("interconnect.topology", CHOICE, "the exchange's shape", choices=TOPOLOGIES),
+    _rate("interconnect.link_bytes_per_s", "nominal exchange bandwidth per core (per link on a mesh)"),
+    _rate("interconnect.shift_cycles_per_byte", "measured shift throughput, cycles per byte"),
+    _count("interconnect.sync_cycles", "cycles of one barrier"),
+    _count("interconnect.syncs_per_shift", "barriers paid per shifted tensor per step"),
+    _rate("interconnect.inter_chip_overhead", "multiplier on exchange when an op spans chips"),
+    Field("interconnect.mesh", INTEGERS, "rows and columns of cores per chip (mesh-2d only)", required=False,
+          minimum=1, maximum=MAX_CORES, length=(2, 2), shape="[rows, cols]"),
+    Field("interconnect.link_latency_cycles", NUMBER, "cycles per hop (mesh) or per transfer", required=False,
+          minimum=0, maximum=MAX_NUMBER),
+    _positive("offchip.capacity_bytes", "off-chip memory (HBM) of all chips, in bytes", 1 << 50),
+    _rate("offchip.bytes_per_s", "off-chip bandwidth of all chips, bytes per second"),
+    _positive("offchip.controllers_per_chip", "HBM controllers of one chip (exchange nodes)", 1 << 16),
+    _rate("offchip.inter_chip_bytes_per_s", "all inter-chip links together, bytes per second"),
+), optional_tables=("offchip",))
+"""Every field of an IPU-kind device file (``ipu_mk2.toml``)."""
+
+FLAT = {
+    "cores": "cores.count", "cores_per_chip": "cores.per_chip", "sram_bytes": "cores.sram_bytes",
+    "clock_hz": "compute.clock_hz", "systolic": "compute.systolic", "macs_per_cycle": "compute.macs_per_cycle",
+    **{name: f"interconnect.{name}" for name in (
+        "topology", "link_bytes_per_s", "shift_cycles_per_byte", "sync_cycles", "syncs_per_shift",
+        "inter_chip_overhead", "mesh", "link_latency_cycles")},
+}
+"""A `Device` field's dotted key in a device file, where the two differ (an inline
+``#irc.target`` description states the `Device` fields: `Device.fields`)."""
+
 
 @dataclass(frozen=True)
 class OffChipMemory:

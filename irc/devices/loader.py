@@ -14,18 +14,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from irc.devices import mtia, npu
+from irc.devices.device import FLAT as IPU_FLAT
+from irc.devices.device import MAX_CORES, TOPOLOGIES  # noqa: F401 - MAX_CORES: irc.dse's too
+from irc.devices.device import SCHEMA as IPU_SCHEMA
 from irc.devices.device import Device, OffChipMemory
+from irc.devices.schema import MAX_NAME_LENGTH, NAME_PATTERN, FieldError, describe_value, flat_to_nested, shown_value, validate
+from irc.devices.schema import value as value_at
 from irc.plugins import plugin_devices
 
 DEVICE_DIR = Path(__file__).resolve().parent
-
-# Device families other than the IPU kind (a file's top-level ``family``; absent means
-# the IPU kind): family -> "module:function" building the family's dataclass from the
-# file's fields (``_Fields``).
-FAMILIES = {
-    "npu": "irc.devices.npu:device_from_fields",
-    "mtia": "irc.devices.mtia:device_from_fields",
-}
 
 
 class DeviceError(ValueError):
@@ -55,15 +53,6 @@ def known_devices() -> list[str]:
     return names + sorted(set(plugin_devices()) - set(names))
 
 
-MAX_CORES = 1 << 20
-"""The most cores a device may have (as many as a device op may run on)."""
-
-MAX_NAME_LENGTH = 128
-"""The longest device name irc accepts (names are looked up as file names)."""
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
-
-
 def check_device_name(name: str) -> str:
     """``name`` when it can name a device (letters, digits, ``_ . + -``, at most
     `MAX_NAME_LENGTH` characters); a `DeviceError` otherwise."""
@@ -71,7 +60,7 @@ def check_device_name(name: str) -> str:
         raise DeviceError("a device needs a name")
     if len(name) > MAX_NAME_LENGTH:
         raise DeviceError(f"device name of {len(name)} characters; a device name has at most {MAX_NAME_LENGTH}")
-    if not _NAME.fullmatch(name):
+    if not NAME_PATTERN.fullmatch(name):
         shown = name if name.isprintable() else name.encode("unicode_escape").decode()
         raise DeviceError(f"device name {shown!r} may hold only letters, digits and _ . + -")
     return name
@@ -173,29 +162,50 @@ def field_locations(text: str) -> dict[str, tuple[int, int]]:
     return locations
 
 
-def _device(fields: "_Fields") -> Device:
-    """The device a file's fields describe (a file, or an inline ``#irc.target``)."""
-    family = fields.data.get("family")
-    if family is not None and family != "ipu":
-        return _family_device(fields, family)
-    fields.refuse_unknown(KNOWN_FIELDS)
-    rows, cols = fields.pair_of_positive_ints("compute.systolic")
-    topology = fields.choice("interconnect.topology", TOPOLOGIES)
-    per_chip = fields.positive_int("cores.per_chip", limit=MAX_CORES)
+def family_of(data: dict[str, Any], fields: "_Fields"):
+    """The module of the family a parsed file (or description) states: its top-level
+    ``family`` (absent: the IPU kind), or an error naming the field."""
+    family = data.get("family", "ipu")
+    if not isinstance(family, str) or family not in FAMILIES:
+        got = shown_value(family) if isinstance(family, str) else describe_value(family)
+        raise fields.error("family", f"field {fields.names.get('family', 'family')!r} must be one of "
+                                     f"{', '.join(FAMILIES)} (absent: ipu), got {got}")
+    return FAMILIES[family]
+
+
+def _device(fields: "_Fields"):
+    """The device a file's fields describe (a file, or an inline ``#irc.target``): its
+    family's schema checked first (`irc.devices.schema.validate`), then its dataclass."""
+    family = family_of(fields.data, fields)
+    try:
+        validate(fields.data, family.SCHEMA, fields.names)
+    except FieldError as error:
+        raise fields.error(error.key, error.message) from None
+    return family.device_from_fields(fields)
+
+
+def _ipu_device(fields: "_Fields") -> Device:
+    """A `Device` from fields its schema (`irc.devices.device.SCHEMA`) has checked."""
+    get = fields.value
+    per_chip = get("cores.per_chip")
+    topology = get("interconnect.topology")
     mesh = None
     if topology == "mesh-2d":
-        mesh = fields.pair_of_positive_ints("interconnect.mesh")
+        if not fields.has("interconnect.mesh"):
+            raise fields.error("interconnect.mesh", "missing field 'interconnect.mesh' (a mesh-2d topology's "
+                                                     "[rows, cols])")
+        mesh = tuple(get("interconnect.mesh"))
         if mesh[0] * mesh[1] != per_chip:
             raise fields.bad("interconnect.mesh", f"[rows, cols] with rows * cols = cores.per_chip ({per_chip})", list(mesh))
     elif fields.has("interconnect.mesh"):
-        raise fields.bad("interconnect.mesh", 'absent unless interconnect.topology is "mesh-2d"', fields.get("interconnect.mesh"))
+        raise fields.bad("interconnect.mesh", 'absent unless interconnect.topology is "mesh-2d"', get("interconnect.mesh"))
     offchip = None
     if fields.has("offchip"):
         offchip = OffChipMemory(
-            capacity_bytes=fields.positive_int("offchip.capacity_bytes", limit=1 << 50),
-            bytes_per_s=fields.positive_number("offchip.bytes_per_s"),
-            controllers_per_chip=fields.positive_int("offchip.controllers_per_chip", limit=1 << 16),
-            inter_chip_bytes_per_s=fields.positive_number("offchip.inter_chip_bytes_per_s"),
+            capacity_bytes=get("offchip.capacity_bytes"),
+            bytes_per_s=float(get("offchip.bytes_per_s")),
+            controllers_per_chip=get("offchip.controllers_per_chip"),
+            inter_chip_bytes_per_s=float(get("offchip.inter_chip_bytes_per_s")),
         )
         if mesh is not None:   # each controller sits on its own segment of the mesh's edge
             edge = mesh[0] * mesh[1] if min(mesh) <= 2 else 2 * (mesh[0] + mesh[1]) - 4
@@ -203,93 +213,59 @@ def _device(fields: "_Fields") -> Device:
                 raise fields.bad("offchip.controllers_per_chip",
                                  f"at most the {edge} cores on the edge of the {mesh[0]}x{mesh[1]} mesh",
                                  offchip.controllers_per_chip)
-    count = fields.positive_int("cores.count", limit=MAX_CORES)
+    count = get("cores.count")
     if count % per_chip:
         raise fields.bad("cores.count", f"a multiple of cores.per_chip ({per_chip}): whole chips", count)
-    device = Device(
-        name=fields.device_name("name"),
-        description=fields.string("description", default=""),
+    rows, cols = get("compute.systolic")
+    return Device(
+        name=get("name"),
+        description=get("description", ""),
         cores=count,
         cores_per_chip=per_chip,
-        sram_bytes=fields.positive_int("cores.sram_bytes"),
-        clock_hz=fields.positive_number("compute.clock_hz"),
+        sram_bytes=get("cores.sram_bytes"),
+        clock_hz=float(get("compute.clock_hz")),
         systolic=(rows, cols),
-        macs_per_cycle=fields.positive_int("compute.macs_per_cycle"),
+        macs_per_cycle=get("compute.macs_per_cycle"),
         topology=topology,
-        link_bytes_per_s=fields.positive_number("interconnect.link_bytes_per_s"),
-        shift_cycles_per_byte=fields.positive_number("interconnect.shift_cycles_per_byte"),
-        sync_cycles=fields.non_negative_int("interconnect.sync_cycles"),
-        syncs_per_shift=fields.non_negative_int("interconnect.syncs_per_shift"),
-        inter_chip_overhead=fields.positive_number("interconnect.inter_chip_overhead"),
+        link_bytes_per_s=float(get("interconnect.link_bytes_per_s")),
+        shift_cycles_per_byte=float(get("interconnect.shift_cycles_per_byte")),
+        sync_cycles=get("interconnect.sync_cycles"),
+        syncs_per_shift=get("interconnect.syncs_per_shift"),
+        inter_chip_overhead=float(get("interconnect.inter_chip_overhead")),
         mesh=mesh,
-        link_latency_cycles=fields.non_negative_number("interconnect.link_latency_cycles", default=0.0),
+        link_latency_cycles=float(get("interconnect.link_latency_cycles", 0.0)),
         offchip=offchip,
     )
-    return device
 
 
-def _family_device(fields: "_Fields", family: Any):
-    """The device of a file of another family (``FAMILIES``), or an error naming 'family'."""
-    if family not in FAMILIES:
-        raise fields._bad("family", f"one of {', '.join(sorted(FAMILIES))} (or absent: the IPU kind)", family)
-    module_name, function = FAMILIES[family].split(":")
-    from importlib import import_module
+class _IpuFamily:
+    """The IPU kind as a family: its schema, flat names and builder."""
 
-    return getattr(import_module(module_name), function)(fields)
+    SCHEMA = IPU_SCHEMA
+    FLAT = IPU_FLAT
+    device_from_fields = staticmethod(_ipu_device)
 
 
-TOPOLOGIES = ("all-to-all", "mesh-2d")
-
-KNOWN_FIELDS = {
-    "family": None,   # dispatched on by loader families; absent or "ipu" here
-    "name": None,
-    "description": None,
-    "cores": {"count", "per_chip", "sram_bytes"},
-    "compute": {"clock_hz", "systolic", "macs_per_cycle"},
-    "interconnect": {
-        "topology", "link_bytes_per_s", "shift_cycles_per_byte", "sync_cycles", "syncs_per_shift",
-        "inter_chip_overhead", "mesh", "link_latency_cycles",
-    },
-    "offchip": {"capacity_bytes", "bytes_per_s", "controllers_per_chip", "inter_chip_bytes_per_s"},
-}
-"""Every field an IPU-kind device file may have: top-level keys, and each table's keys."""
-
-_DOTTED = {
-    "cores": "cores.count", "cores_per_chip": "cores.per_chip", "sram_bytes": "cores.sram_bytes",
-    "clock_hz": "compute.clock_hz", "systolic": "compute.systolic", "macs_per_cycle": "compute.macs_per_cycle",
-    **{name: f"interconnect.{name}" for name in KNOWN_FIELDS["interconnect"]},
-}
-"""A `Device` field's dotted key in a device file, where the two differ."""
+FAMILIES = {"ipu": _IpuFamily, "mtia": mtia, "npu": npu}
+"""Device families by the name a file's top-level ``family`` gives (absent: ``ipu``):
+each has a ``SCHEMA`` (`irc.devices.schema.Schema`), ``FLAT`` (an inline description's
+field names -> dotted keys) and ``device_from_fields(fields)`` building its dataclass
+from checked fields."""
 
 
-def device_from_fields(values: dict[str, Any], where: str) -> Device:
-    """A `Device` from its flat fields (as an inline ``#irc.target`` description states
-    them: `Device.fields`), each checked exactly as a device file's would be; ``where``
-    names the description in errors."""
-    import dataclasses
-
-    required = [f.name for f in dataclasses.fields(Device)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    missing = [name for name in required if name not in values]
-    if missing and values.get("family") in (None, "ipu"):
-        raise DeviceError(f"{where} lacks device field(s) {', '.join(missing)}")
-    data: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, tuple):
-            value = list(value)
-        dotted = _DOTTED.get(key, key)
-        head, _, tail = dotted.partition(".")
-        if tail:
-            data.setdefault(head, {})[tail] = value
-        else:
-            data[head] = value
-    return _device(_Fields(where, data, {dotted: key for key, dotted in _DOTTED.items()}))
+def device_from_fields(values: dict[str, Any], where: str):
+    """A device of any family from its flat fields, as an inline ``#irc.target``
+    description states them (its dataclass's fields by name), each checked against the
+    family's schema exactly as a device file's would be; ``where`` names the description
+    in errors."""
+    fields = _Fields(where, {})
+    family = family_of(values, fields)
+    data, names = flat_to_nested(values, family.FLAT, family.SCHEMA)
+    return _device(_Fields(where, data, names))
 
 
 class _Fields:
-    """Typed access to dotted fields of one parsed TOML file, with named errors."""
-
-    _MISSING = object()
+    """The fields of one parsed file or description, with errors located at a field."""
 
     def __init__(self, file_name: str, data: dict[str, Any], names: dict[str, str] | None = None,
                  locations: dict[str, tuple[int, int]] | None = None):
@@ -310,99 +286,12 @@ class _Fields:
                 return DeviceError(message, f"{self.file_name}:{line}:{column}")
         return DeviceError(f"{self.file_name}: {message}")
 
-    def _get(self, dotted: str, default: Any = _MISSING) -> Any:
-        node: Any = self.data
-        for part in dotted.split("."):
-            if not isinstance(node, dict) or part not in node:
-                if default is not self._MISSING:
-                    return default
-                raise self.error(dotted, f"missing field {self.names.get(dotted, dotted)!r}")
-            node = node[part]
-        return node
+    def bad(self, dotted: str, expected: str, value: Any) -> DeviceError:
+        return self.error(dotted, f"field {self.names.get(dotted, dotted)!r} must be {expected}, "
+                                  f"got {shown_value(value)}")
+
+    def value(self, dotted: str, default: Any = None) -> Any:
+        return value_at(self.data, dotted, default)
 
     def has(self, dotted: str) -> bool:
-        return self._get(dotted, None) is not None
-
-    def get(self, dotted: str) -> Any:
-        return self._get(dotted, None)
-
-    def refuse_unknown(self, known: dict[str, set[str] | None]) -> None:
-        """An error naming the first field (dotted) that ``known`` does not list."""
-        for key, value in self.data.items():
-            if key not in known:
-                raise self.error(key, f"unknown field {key!r}; known fields: {', '.join(known)}")
-            inner = known[key]
-            if inner is None:
-                if isinstance(value, dict):
-                    raise self.bad(key, "a value, not a table", value)
-                continue
-            if not isinstance(value, dict):
-                raise self.bad(key, "a table", value)
-            for sub in value:
-                if sub not in inner:
-                    raise self.error(
-                        f"{key}.{sub}", f"unknown field '{key}.{sub}'; known fields of [{key}]: {', '.join(sorted(inner))}"
-                    )
-
-    def bad(self, dotted: str, expected: str, value: Any) -> DeviceError:
-        shown = repr(value)
-        shown = shown if len(shown) <= 80 else shown[:80] + "..."
-        return self.error(dotted, f"field {self.names.get(dotted, dotted)!r} must be {expected}, got {shown}")
-
-    _bad = bad
-
-    def string(self, dotted: str, default: Any = _MISSING) -> str:
-        value = self._get(dotted, default)
-        if not isinstance(value, str) or (default is self._MISSING and not value) or len(value) > 4096:
-            raise self._bad(dotted, "a non-empty string (at most 4096 characters)", value)
-        return value
-
-    def device_name(self, dotted: str) -> str:
-        value = self._get(dotted)
-        if not isinstance(value, str):
-            raise self._bad(dotted, "a device name (a string)", value)
-        try:
-            return check_device_name(value)
-        except DeviceError as error:
-            raise self.error(dotted, f"field {self.names.get(dotted, dotted)!r}: {error}") from None
-
-    def choice(self, dotted: str, options: tuple[str, ...]) -> str:
-        value = self._get(dotted)
-        if value not in options:
-            raise self._bad(dotted, f"one of {', '.join(options)}", value)
-        return value
-
-    def positive_int(self, dotted: str, limit: int = 1 << 40) -> int:
-        value = self._get(dotted)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
-            raise self._bad(dotted, f"a positive integer (at most 2**{limit.bit_length() - 1})", value)
-        return value
-
-    def non_negative_number(self, dotted: str, default: Any = _MISSING) -> float:
-        value = self._get(dotted, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1e15:
-            raise self._bad(dotted, "a non-negative, finite number (at most 1e15)", value)
-        return float(value)
-
-    def non_negative_int(self, dotted: str) -> int:
-        value = self._get(dotted)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self._bad(dotted, "a non-negative integer", value)
-        return value
-
-    def positive_number(self, dotted: str) -> float:
-        value = self._get(dotted)
-        # `not value > 0` also refuses NaN; a value past 1e15 or under 1e-9 is no chip's
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1e-9 <= value <= 1e15:
-            raise self._bad(dotted, "a positive, finite number (between 1e-9 and 1e15)", value)
-        return float(value)
-
-    def pair_of_positive_ints(self, dotted: str) -> tuple[int, int]:
-        value = self._get(dotted)
-        if (
-            not isinstance(value, list)
-            or len(value) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-        ):
-            raise self._bad(dotted, "a list of two positive integers [rows, cols]", value)
-        return (value[0], value[1])
+        return self.value(dotted) is not None

@@ -21,6 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from irc.devices.schema import (
+    CHOICE, CHOICES, INTEGER, INTEGERS, MAX_NUMBER, MIN_POSITIVE, NAME, NUMBER, STRING, Field, Schema,
+)
+
 FAMILY = "mtia"
 MULTICAST_KINDS = ("row-column", "none")
 REDUCTION_DIRECTIONS = ("north-south", "west-east")
@@ -129,55 +133,111 @@ class MtiaDevice:
         return cycles / self.clock_hz
 
 
+def _positive(key: str, description: str, maximum: int = 1 << 40, **more) -> Field:
+    return Field(key, INTEGER, description, minimum=1, maximum=maximum, **more)
+
+
+def _cycles(key: str, description: str) -> Field:
+    return Field(key, INTEGER, description, minimum=0, maximum=1 << 40)
+
+
+def _rate(key: str, description: str) -> Field:
+    return Field(key, NUMBER, description, minimum=MIN_POSITIVE, maximum=MAX_NUMBER)
+
+
+SCHEMA = Schema(FAMILY, (
+    Field("family", CHOICE, "the device family", choices=(FAMILY,)),
+    Field("name", NAME, "the device's name, as tools and #irc.target name it"),
+    Field("description", STRING, "one line about the chip", required=False),
+    _positive("grid.rows", "rows of the PE grid", 1 << 10),
+    _positive("grid.cols", "columns of the PE grid", 1 << 10),
+    _rate("grid.clock_hz", "the clock, in Hz"),
+    _positive("pe.local_bytes", "each PE's local memory, in bytes"),
+    _rate("pe.local_bytes_per_s", "each PE's local memory bandwidth, bytes per second"),
+    Field("pe.dpe_block", INTEGERS, "the (m, k, n) of one DPE operation", minimum=1, maximum=1 << 12,
+          length=(3, 3), shape="[m, k, n]"),
+    _positive("pe.dpe_block_cycles", "cycles of one INT8 DPE block"),
+    _positive("pe.fp16_macs_per_cycle", "FP16 multiply-accumulates per cycle of one DPE"),
+    Field("pe.accumulator_banks", INTEGER, "accumulator banks of the reduction engine (section 4's 2x2 "
+          "blocking needs four)", minimum=4, maximum=1 << 10),
+    _positive("pe.accumulator_bytes", "bytes of one partial sum (INT32 / FP32)", 16),
+    _positive("pe.simd_elements_per_cycle", "SIMD engine lanes (FP16)"),
+    _positive("pe.vector_bytes_per_cycle", "RISC-V vector register width, in bytes"),
+    _cycles("pe.dma_issue_cycles", "cycles to issue one DMA or MML command"),
+    _positive("sram.bytes", "the shared on-chip SRAM (whole chip), in bytes", 1 << 50),
+    _rate("sram.bytes_per_s", "on-chip SRAM bandwidth, bytes per second"),
+    _cycles("sram.latency_cycles", "cycles from a request to the SRAM to its data"),
+    _positive("dram.bytes", "the off-chip LPDDR, in bytes", 1 << 50),
+    _rate("dram.bytes_per_s", "LPDDR bandwidth, bytes per second"),
+    _cycles("dram.latency_cycles", "cycles from a request to the LPDDR to its data"),
+    Field("noc.multicast", CHOICE, "whether reads of PEs in one row or column coalesce", choices=MULTICAST_KINDS),
+    _positive("noc.pe_link_bytes_per_cycle", "a PE's fabric interface, bytes per cycle"),
+    _cycles("noc.hop_cycles", "router cycles per grid hop"),
+    _cycles("noc.barrier_cycles", "cycles of a barrier of a sub-grid's PEs"),
+    Field("reduction.directions", CHOICES, "the reduction network's directions", choices=REDUCTION_DIRECTIONS,
+          length=(1, len(REDUCTION_DIRECTIONS))),
+    _positive("reduction.link_bytes_per_cycle", "a reduction link's width, bytes per cycle"),
+    _cycles("reduction.hop_cycles", "cycles of one reduction hop, accumulation included"),
+    _rate("host.bytes_per_s", "host link bandwidth, bytes per second"),
+))
+"""Every field of an MTIA-family device file (``mtia_v1.toml``)."""
+
+FLAT = {
+    "grid_rows": "grid.rows", "grid_cols": "grid.cols", "clock_hz": "grid.clock_hz",
+    **{name: f"pe.{name}" for name in (
+        "local_bytes", "local_bytes_per_s", "dpe_block", "dpe_block_cycles", "fp16_macs_per_cycle",
+        "accumulator_banks", "accumulator_bytes", "simd_elements_per_cycle", "vector_bytes_per_cycle",
+        "dma_issue_cycles")},
+    "onchip_bytes": "sram.bytes", "onchip_bytes_per_s": "sram.bytes_per_s", "onchip_latency_cycles": "sram.latency_cycles",
+    "dram_bytes": "dram.bytes", "dram_bytes_per_s": "dram.bytes_per_s", "dram_latency_cycles": "dram.latency_cycles",
+    "multicast": "noc.multicast", "noc_pe_bytes_per_cycle": "noc.pe_link_bytes_per_cycle",
+    "noc_hop_cycles": "noc.hop_cycles", "barrier_cycles": "noc.barrier_cycles",
+    "reduction_directions": "reduction.directions", "reduction_link_bytes_per_cycle": "reduction.link_bytes_per_cycle",
+    "reduction_hop_cycles": "reduction.hop_cycles", "host_bytes_per_s": "host.bytes_per_s",
+}
+"""An `MtiaDevice` field's dotted key in a device file (an inline ``#irc.target``
+description states the dataclass's fields; the directions as one comma-separated
+string)."""
+
+
 def device_from_fields(fields) -> MtiaDevice:
-    """The ``MtiaDevice`` a parsed TOML file describes; ``fields`` is the loader's typed
-    accessor, so a bad field is an error naming it (``pe.dpe_block``)."""
-    block = fields._get("pe.dpe_block")
-    if not (isinstance(block, list) and len(block) == 3
-            and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in block)):
-        raise fields._bad("pe.dpe_block", "a list of three positive integers [m, k, n]", block)
-    directions = fields._get("reduction.directions")
-    if not (isinstance(directions, list) and directions and all(d in REDUCTION_DIRECTIONS for d in directions)
-            and len(set(directions)) == len(directions)):
-        raise fields._bad("reduction.directions", f"a non-empty list of distinct {', '.join(REDUCTION_DIRECTIONS)}",
-                          directions)
+    """The ``MtiaDevice`` of a file's (or description's) fields, which the loader has
+    checked against `SCHEMA`; the checks between fields are errors naming one of them."""
+    get = fields.value
+    directions = get("reduction.directions")
     device = MtiaDevice(
-        name=fields.string("name"),
-        description=fields.string("description", default=""),
-        family=fields.choice("family", (FAMILY,)),
-        grid_rows=fields.positive_int("grid.rows"),
-        grid_cols=fields.positive_int("grid.cols"),
-        clock_hz=fields.positive_number("grid.clock_hz"),
-        local_bytes=fields.positive_int("pe.local_bytes"),
-        local_bytes_per_s=fields.positive_number("pe.local_bytes_per_s"),
-        dpe_block=(block[0], block[1], block[2]),
-        dpe_block_cycles=fields.positive_int("pe.dpe_block_cycles"),
-        fp16_macs_per_cycle=fields.positive_int("pe.fp16_macs_per_cycle"),
-        accumulator_banks=fields.positive_int("pe.accumulator_banks"),
-        accumulator_bytes=fields.positive_int("pe.accumulator_bytes"),
-        simd_elements_per_cycle=fields.positive_int("pe.simd_elements_per_cycle"),
-        vector_bytes_per_cycle=fields.positive_int("pe.vector_bytes_per_cycle"),
-        dma_issue_cycles=fields.non_negative_int("pe.dma_issue_cycles"),
-        onchip_bytes=fields.positive_int("sram.bytes"),
-        onchip_bytes_per_s=fields.positive_number("sram.bytes_per_s"),
-        onchip_latency_cycles=fields.non_negative_int("sram.latency_cycles"),
-        dram_bytes=fields.positive_int("dram.bytes"),
-        dram_bytes_per_s=fields.positive_number("dram.bytes_per_s"),
-        dram_latency_cycles=fields.non_negative_int("dram.latency_cycles"),
-        multicast=fields.choice("noc.multicast", MULTICAST_KINDS),
-        noc_pe_bytes_per_cycle=fields.positive_int("noc.pe_link_bytes_per_cycle"),
-        noc_hop_cycles=fields.non_negative_int("noc.hop_cycles"),
-        barrier_cycles=fields.non_negative_int("noc.barrier_cycles"),
+        name=get("name"),
+        description=get("description", ""),
+        family=get("family"),
+        grid_rows=get("grid.rows"),
+        grid_cols=get("grid.cols"),
+        clock_hz=float(get("grid.clock_hz")),
+        local_bytes=get("pe.local_bytes"),
+        local_bytes_per_s=float(get("pe.local_bytes_per_s")),
+        dpe_block=tuple(get("pe.dpe_block")),
+        dpe_block_cycles=get("pe.dpe_block_cycles"),
+        fp16_macs_per_cycle=get("pe.fp16_macs_per_cycle"),
+        accumulator_banks=get("pe.accumulator_banks"),
+        accumulator_bytes=get("pe.accumulator_bytes"),
+        simd_elements_per_cycle=get("pe.simd_elements_per_cycle"),
+        vector_bytes_per_cycle=get("pe.vector_bytes_per_cycle"),
+        dma_issue_cycles=get("pe.dma_issue_cycles"),
+        onchip_bytes=get("sram.bytes"),
+        onchip_bytes_per_s=float(get("sram.bytes_per_s")),
+        onchip_latency_cycles=get("sram.latency_cycles"),
+        dram_bytes=get("dram.bytes"),
+        dram_bytes_per_s=float(get("dram.bytes_per_s")),
+        dram_latency_cycles=get("dram.latency_cycles"),
+        multicast=get("noc.multicast"),
+        noc_pe_bytes_per_cycle=get("noc.pe_link_bytes_per_cycle"),
+        noc_hop_cycles=get("noc.hop_cycles"),
+        barrier_cycles=get("noc.barrier_cycles"),
         reduction_directions=tuple(directions),
-        reduction_link_bytes_per_cycle=fields.positive_int("reduction.link_bytes_per_cycle"),
-        reduction_hop_cycles=fields.non_negative_int("reduction.hop_cycles"),
-        host_bytes_per_s=fields.positive_number("host.bytes_per_s"),
+        reduction_link_bytes_per_cycle=get("reduction.link_bytes_per_cycle"),
+        reduction_hop_cycles=get("reduction.hop_cycles"),
+        host_bytes_per_s=float(get("host.bytes_per_s")),
     )
     m, k, n = device.dpe_block
     if (m * k * n) % device.dpe_block_cycles:
-        raise fields._bad("pe.dpe_block_cycles", f"a divisor of the block's {m * k * n} MACs", device.dpe_block_cycles)
-    if device.accumulator_banks < 4:
-        # section 4's 2x2 accumulator blocking needs four banks
-        raise fields._bad("pe.accumulator_banks", "at least 4 (section 4's 2x2 accumulator blocking)",
-                          device.accumulator_banks)
+        raise fields.bad("pe.dpe_block_cycles", f"a divisor of the block's {m * k * n} MACs", device.dpe_block_cycles)
     return device

@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from irc.devices.schema import CHOICE, INTEGER, INTEGERS, MAX_NUMBER, MIN_POSITIVE, NAME, NUMBER, STRING, Field, Schema
+
 FAMILY = "npu"
 DATAFLOWS = ("os", "ws")
 """Output-stationary, weight-stationary."""
@@ -42,6 +44,13 @@ class NpuDevice:
     clock_hz: float
     dataflow: str = DEFAULT_DATAFLOW
     family: str = FAMILY
+    dram_bytes_per_core: int | None = None
+    """DRAM capacity per core (None: not stated, nothing is checked against it)."""
+
+    @property
+    def dram_bytes(self) -> int | None:
+        """The whole DRAM (it scales with the cores, as its bandwidth does)."""
+        return None if self.dram_bytes_per_core is None else self.dram_bytes_per_core * self.cores
 
     @property
     def spm_bytes(self) -> int:
@@ -87,49 +96,57 @@ def gemm_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> 
     raise ValueError(f"unknown dataflow '{dataflow}' (known: {', '.join(DATAFLOWS)})")
 
 
+SCHEMA = Schema(FAMILY, (
+    Field("family", CHOICE, "the device family", choices=(FAMILY,)),
+    Field("name", NAME, "the device's name, as tools and #irc.target name it"),
+    Field("description", STRING, "one line about the chip", required=False),
+    Field("cores.count", INTEGER, "cores of this variant (one of cores.counts)", minimum=1, maximum=1 << 10),
+    Field("cores.counts", INTEGERS, "the core counts the part comes in (default: cores.count)", required=False,
+          minimum=1, maximum=1 << 10, length=(1, 64)),
+    Field("compute.systolic", INTEGERS, "rows and columns of each core's systolic array", minimum=1,
+          maximum=1 << 12, length=(2, 2), shape="[rows, cols]"),
+    Field("compute.clock_hz", NUMBER, "the clock, in Hz", minimum=MIN_POSITIVE, maximum=MAX_NUMBER),
+    Field("compute.dataflow", CHOICE, "os (output-stationary, the default) or ws (weight-stationary)",
+          required=False, choices=DATAFLOWS),
+    Field("spm.bytes_per_core", INTEGER, "scratchpad per core (shared by all), in bytes", minimum=1,
+          maximum=1 << 40),
+    Field("dram.bytes_per_s_per_core", NUMBER, "DRAM bandwidth per core, bytes per second", minimum=MIN_POSITIVE,
+          maximum=MAX_NUMBER),
+    Field("dram.bytes_per_core", INTEGER, "DRAM capacity per core (absent: not stated), in bytes", required=False,
+          minimum=1, maximum=1 << 50),
+))
+"""Every field of an NPU-family device file (``npu_edge.toml``)."""
+
+FLAT = {
+    "cores": "cores.count", "core_counts": "cores.counts", "pe_rows": ("compute.systolic", 0),
+    "pe_cols": ("compute.systolic", 1), "clock_hz": "compute.clock_hz", "dataflow": "compute.dataflow",
+    "spm_bytes_per_core": "spm.bytes_per_core", "dram_bytes_per_s_per_core": "dram.bytes_per_s_per_core",
+    "dram_bytes_per_core": "dram.bytes_per_core",
+}
+"""An `NpuDevice` field's dotted key in a device file (``(key, i)``: element i of a
+list), as an inline ``#irc.target`` description states them."""
+
+
 def device_from_fields(fields) -> NpuDevice:
-    """The ``NpuDevice`` a parsed TOML file describes; ``fields`` is the loader's typed
-    accessor, so a bad field is an error naming it (``spm.bytes_per_core``)."""
-    rows, cols = fields.pair_of_positive_ints("compute.systolic")
-    counts = fields._get("cores.counts", default=None)
-    if counts is None:
-        counts = [fields.positive_int("cores.count")]
-    if not (isinstance(counts, list) and counts
-            and all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in counts)):
-        raise fields._bad("cores.counts", "a non-empty list of positive integers", counts)
-    cores = fields.positive_int("cores.count")
+    """The ``NpuDevice`` of a file's (or description's) fields, which the loader has
+    checked against `SCHEMA`; the checks between fields are errors naming one of them."""
+    get = fields.value
+    cores = get("cores.count")
+    counts = get("cores.counts") or [cores]
     if cores not in counts:
-        raise fields._bad("cores.count", f"one of cores.counts {counts}", cores)
-    dataflow = DEFAULT_DATAFLOW
-    if fields._get("compute.dataflow", default=None) is not None:
-        dataflow = fields.choice("compute.dataflow", DATAFLOWS)
+        raise fields.bad("cores.count", f"one of cores.counts {list(counts)}", cores)
+    rows, cols = get("compute.systolic")
     return NpuDevice(
-        name=fields.string("name"),
-        description=fields.string("description", default=""),
+        name=get("name"),
+        description=get("description", ""),
         cores=cores,
         core_counts=tuple(counts),
         pe_rows=rows,
         pe_cols=cols,
-        spm_bytes_per_core=fields.positive_int("spm.bytes_per_core"),
-        dram_bytes_per_s_per_core=fields.positive_number("dram.bytes_per_s_per_core"),
-        clock_hz=fields.positive_number("compute.clock_hz"),
-        dataflow=dataflow,
-        family=fields.choice("family", (FAMILY,)),
+        spm_bytes_per_core=get("spm.bytes_per_core"),
+        dram_bytes_per_s_per_core=float(get("dram.bytes_per_s_per_core")),
+        clock_hz=float(get("compute.clock_hz")),
+        dataflow=get("compute.dataflow", DEFAULT_DATAFLOW),
+        family=get("family"),
+        dram_bytes_per_core=get("dram.bytes_per_core"),
     )
-
-
-def device_from_values(values: dict) -> NpuDevice:
-    """The ``NpuDevice`` of its fields by name (an ``irc.target``'s description);
-    ``ValueError`` naming what is missing or unknown."""
-    import dataclasses
-
-    known = {f.name for f in dataclasses.fields(NpuDevice)}
-    missing, unknown = sorted(known - set(values) - {"dataflow", "family"}), sorted(set(values) - known)
-    if missing or unknown:
-        raise ValueError(f"an NPU description lacks {', '.join(missing) or 'nothing'} and has unknown "
-                         f"{', '.join(unknown) or 'nothing'}")
-    fields = dict(values)
-    fields["core_counts"] = tuple(fields["core_counts"])
-    if fields.get("dataflow", DEFAULT_DATAFLOW) not in DATAFLOWS:
-        raise ValueError(f"unknown dataflow '{fields['dataflow']}' (known: {', '.join(DATAFLOWS)})")
-    return NpuDevice(**fields)

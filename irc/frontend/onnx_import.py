@@ -22,6 +22,7 @@ Errors are `OnnxImportError`s naming the node, its op type and the opset.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 
@@ -41,6 +42,8 @@ from xdsl.ir import Region
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te_expr import ExprError
+from irc.frontend.onnx_attributes import check_attributes, check_axes
+from irc.frontend.onnx_external import load_external_data
 from irc.frontend.onnx_graph import (  # noqa: F401 (re-exported for the importer's users)
     ImportResult,
     Importer,
@@ -72,7 +75,10 @@ def _sanitize(text: str) -> str:
 
 
 def load_model(path: str) -> onnx.ModelProto:
-    """Read and check an ONNX file; `OnnxImportError` for anything that is not one."""
+    """Read and check an ONNX file; `OnnxImportError` for anything that is not one. The
+    bytes are decoded as they are (no onnx.load, which would follow external references
+    by itself); external data is then read from the model's folder only
+    (`irc.frontend.onnx_external`)."""
     try:
         with open(path, "rb") as stream:
             data = stream.read()
@@ -90,12 +96,7 @@ def load_model(path: str) -> onnx.ModelProto:
         raise OnnxImportError(f"{path} is not an ONNX model (it has no graph)")
     if not model.opset_import:
         raise OnnxImportError(f"{path} is not an ONNX model (it declares no opset)")
-    for tensor in model.graph.initializer:
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
-            raise OnnxImportError(
-                f"initializer '{tensor.name}' keeps its data in an external file; "
-                f"load it with onnx.load(..., load_external_data=True) and save it inline"
-            )
+    load_external_data(model, os.path.dirname(os.path.abspath(path)))
     return model
 
 
@@ -195,28 +196,6 @@ def _check_single_assignment(model: onnx.ModelProto) -> None:
             defined.add(name)
 
 
-AXIS_ATTRIBUTES = ("axis", "axes", "perm")
-"""Attributes that name dimensions. onnx's checker and shape inference read them as
-32-bit integers and crash the process on a value beyond (LayerNormalization's
-``axis = 2**31`` with its Mean output is a segmentation fault), so they are checked
-first."""
-
-
-def _check_axis_attributes(model: onnx.ModelProto, opset: int) -> None:
-    """Every axis-like attribute within the range of a dimension index (32 bits)."""
-    for node in model.graph.node:
-        for attribute in node.attribute:
-            if attribute.name not in AXIS_ATTRIBUTES:
-                continue
-            values = [attribute.i] if attribute.type == onnx.AttributeProto.INT else list(attribute.ints)
-            bad = next((v for v in values if not -(2**31) < v < 2**31), None)
-            if bad is not None:
-                raise OnnxImportError(
-                    f"node '{node.name or (node.output[0] if node.output else '?')}' ({node.op_type}, opset {opset}): "
-                    f"attribute '{attribute.name}' holds {bad}, which is no dimension of any tensor"
-                )
-
-
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """Strict shape inference; with data propagation (shape arithmetic, ``Shape`` ->
     ``Reshape``) only when plain inference leaves a shape unknown, because onnx's data
@@ -229,6 +208,33 @@ def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     if produced <= known:
         return plain
     return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+
+
+def _inference_error(model: onnx.ModelProto, opset: int, error: Exception) -> OnnxImportError:
+    """Shape inference's failure as an error naming the node; an axis attribute out of
+    range for its input's rank is said as `check_axes` says it for every operator
+    (the ranks then come from inference without strict mode, which stops at no node)."""
+    text = _sanitize(str(error))
+    found = re.search(r"op_type:(\w+)(?:, node name: ([^)]*))?\)", text)
+    node = next((n for n in model.graph.node if found and n.op_type == found.group(1)
+                 and n.name == found.group(2)), None)
+    if node is None:  # no node name in the message, or an empty one
+        node = next((n for n in model.graph.node if found and n.op_type == found.group(1)), None)
+    if node is None:
+        return OnnxImportError(f"onnx shape inference failed: {text}")
+    label = f"node '{node.name or node.output[0]}' ({node.op_type}, opset {opset})"
+    try:
+        partial = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+        infos = {i.name: i.type for i in (*partial.graph.input, *partial.graph.value_info)}
+        ranks = {name: len(t.tensor_type.shape.dim) for name, t in infos.items()
+                 if t.HasField("tensor_type") and t.tensor_type.HasField("shape")}
+        ranks.update((t.name, len(t.dims)) for t in model.graph.initializer)
+        check_axes(node, [ranks.get(name) for name in node.input])
+    except NodeError as axis_error:
+        return OnnxImportError(f"{label}: {axis_error}")
+    except Exception:  # noqa: BLE001 - no better message than onnx's
+        pass
+    return OnnxImportError(f"{label}: onnx shape inference failed: {text}")
 
 
 def _static(info) -> bool:
@@ -275,7 +281,7 @@ def _missing_input(node, index: int, opset: int) -> str | None:
     quantized tensor without its scale names the tensor)."""
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
-    except onnx.defs.SchemaError:
+    except (onnx.defs.SchemaError, TypeError):  # TypeError: a version beyond 32 bits
         return None
     if index >= len(schema.inputs):
         return None
@@ -301,6 +307,7 @@ def import_model(
     """
     from irc.frontend import onnx_ops  # the converters register themselves
 
+    load_external_data(model, None)  # a model in memory has no folder: no file is read for it
     opset = _opset_of(model)
     if opset < MIN_OPSET:
         raise OnnxImportError(
@@ -316,6 +323,7 @@ def import_model(
                     f"node '{node.name or node.output[0]}' ({entry.domain}.{node.op_type}, "
                     f"opset {opset}): operators of domain '{entry.domain}' are not supported"
                 )
+    check_attributes(model)  # before onnx.checker and shape inference read them
     if not owned:
         model = onnx.ModelProto.FromString(model.SerializeToString())  # never touch the caller's
     for name, value in (constants or {}).items():
@@ -324,7 +332,6 @@ def import_model(
         model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
     _fix_input_shapes(model, shapes or {})
     _check_single_assignment(model)
-    _check_axis_attributes(model, opset)
     _check_model(model, opset)
     initializers = {}
     for tensor in model.graph.initializer:
@@ -340,15 +347,7 @@ def import_model(
     try:
         inferred = _infer_shapes(model)
     except Exception as error:  # onnx raises InferenceError / ValidationError subclasses
-        text = _sanitize(str(error))
-        found = re.search(r"op_type:(\w+)", text)
-        node = next((n for n in model.graph.node if found and n.op_type == found.group(1)), None)
-        if node is None:
-            raise OnnxImportError(f"onnx shape inference failed: {text}") from None
-        raise OnnxImportError(
-            f"node '{node.name or node.output[0]}' ({node.op_type}, opset {opset}): onnx shape inference "
-            f"failed: {text}"
-        ) from None
+        raise _inference_error(model, opset, error) from None
 
     importer = Importer(inferred, opset)
     importer._weight_order = []

@@ -18,6 +18,7 @@ import onnx
 from onnx import helper
 from xdsl.dialects.builtin import IntegerAttr, i64
 
+from irc.frontend.onnx_attributes import check_axes
 from irc.frontend.onnx_graph import (
     MAX_CONSTANT_BYTES,
     MAX_DIMENSION,
@@ -75,12 +76,7 @@ def convert_node(im: Importer, node) -> None:
     for attribute in node.attribute:
         if attribute.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             raise NodeError(f"attribute '{attribute.name}' holds a subgraph; control flow is not supported")
-        if attribute.type in (onnx.AttributeProto.FLOAT, onnx.AttributeProto.FLOATS):
-            values = [attribute.f] if attribute.type == onnx.AttributeProto.FLOAT else list(attribute.floats)
-            if any(np.isnan(v) for v in values):
-                raise NodeError(f"attribute '{attribute.name}' is NaN")
-            if any(np.isinf(v) for v in values):  # no expression can state an inf literal
-                raise NodeError(f"attribute '{attribute.name}' is inf; irc takes finite attributes")
+    check_axes(node, [None if v is None else len(shape_of(v)) for v in inputs])
     inferred = [_inferred_shape(im, name) for name in node.output]
     for name, shape in zip(node.output, inferred):
         _check_dimensions(name, shape)
@@ -213,6 +209,24 @@ def _fold_constant_of_shape(node, shape):
     return [np.full(dims, fill[0], fill.dtype)]
 
 
+def _dense(sparse: onnx.SparseTensorProto) -> np.ndarray:
+    """A sparse constant as the dense array it stands for (onnx.reference keeps it
+    sparse, which no converter reads): its values at its indices, linear (one per value)
+    or coordinates (one row per value; onnx.checker has checked them), zeros elsewhere."""
+    values = onnx.numpy_helper.to_array(sparse.values).reshape(-1)
+    indices = onnx.numpy_helper.to_array(sparse.indices).astype(np.int64)
+    dims = tuple(int(d) for d in sparse.dims)
+    size = math.prod(dims)
+    if size * values.dtype.itemsize > MAX_CONSTANT_BYTES:
+        raise NodeError(f"its sparse value stands for {size:,} elements; irc folds constants of at most "
+                        f"{MAX_CONSTANT_BYTES >> 30} GiB")
+    if indices.ndim == 2:
+        indices = np.ravel_multi_index(tuple(indices.T), dims)
+    dense = np.zeros(size, values.dtype)
+    dense[indices] = values
+    return dense.reshape(dims)
+
+
 NUMPY_FOLDERS = {
     "GatherElements": _fold_gather_elements,
     "Range": _fold_range,
@@ -232,6 +246,8 @@ def fold(im: Importer, node, inputs) -> list[np.ndarray]:
 
     if node.op_type in NUMPY_FOLDERS:
         return [np.asarray(v) for v in NUMPY_FOLDERS[node.op_type](node, *inputs)]
+    if node.op_type == "Constant" and attr(node, "sparse_value") is not None:
+        return [_dense(attr(node, "sparse_value"))]
 
     feeds = {name: value for name, value in zip(node.input, inputs) if name}
     graph = helper.make_graph(
@@ -374,12 +390,10 @@ def _cast(im, node, inputs):
 def _gelu(im, node, inputs):
     approximate = attr(node, "approximate", b"none")
     approximate = approximate.decode() if isinstance(approximate, bytes) else approximate
-    if approximate == "none":
+    if approximate == "none":  # or "tanh" (onnx_attributes checks the value)
         text = "gelu({0})"
-    elif approximate == "tanh":
-        text = "0.5 * {0} * (1 + tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))"
     else:
-        raise NodeError(f"attribute approximate='{approximate}' is not supported")
+        text = "0.5 * {0} * (1 + tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))"
     return [elementwise(im, inputs[:1], text.format)]
 
 
@@ -611,9 +625,7 @@ def _auto_pads(node, in_spatial, out_spatial, kernel, strides, dilations):
         return pads[:rank], pads[rank:]
     if auto_pad == "VALID":
         return [0] * rank, [0] * rank
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
-        raise NodeError(f"attribute auto_pad='{auto_pad}' is not supported")
-    begin, end = [], []
+    begin, end = [], []  # SAME_UPPER or SAME_LOWER (onnx_attributes checks the value)
     for size, out, k, s, d in zip(in_spatial, out_spatial, kernel, strides, dilations):
         total = max(0, (out - 1) * s + (k - 1) * d + 1 - size)
         small = total // 2
@@ -724,8 +736,6 @@ def _conv(im, node, inputs):
     strides = list(attr(node, "strides", [1] * rank))
     dilations = list(attr(node, "dilations", [1] * rank))
     group = int(attr(node, "group", 1))
-    if group < 1:
-        raise NodeError(f"group must be positive, got {group}")
     begin, end = _auto_pads(node, sx[2:], out_shape[2:], kernel, strides, dilations)
     _check_window(sx, out_shape, kernel, strides, dilations, begin, end)
     needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_shape[2:], strides, kernel, dilations)]
@@ -760,17 +770,17 @@ def _conv(im, node, inputs):
 
 def _check_window(sx, out_shape, kernel, strides, dilations, begin, end) -> None:
     """A convolution's or pooling's window geometry: an input of rank 3 or more, one
-    positive kernel extent, stride and dilation per spatial dimension, pads that are not
-    negative, and an output with elements."""
+    kernel extent, stride and dilation per spatial dimension, two pads per spatial
+    dimension, and an output with elements (the values' signs: `onnx_attributes`)."""
     rank = len(sx) - 2
     if rank < 1:
         raise NodeError(f"needs an input of rank 3 or more (N, C, spatial dims), got rank {len(sx)}")
     for name, values in (("kernel_shape", kernel), ("strides", strides), ("dilations", dilations)):
-        if len(values) != rank or any(v < 1 for v in values):
-            raise NodeError(f"attribute {name} {list(values)} must hold {rank} positive values (one per spatial "
+        if len(values) != rank:
+            raise NodeError(f"attribute {name} {list(values)} must hold {rank} values (one per spatial "
                             f"dimension of the input {sx})")
-    if len(begin) != rank or len(end) != rank or any(p < 0 for p in (*begin, *end)):
-        raise NodeError(f"pads {[*begin, *end]} must hold {2 * rank} values that are not negative")
+    if len(begin) != rank or len(end) != rank:
+        raise NodeError(f"pads {[*begin, *end]} must hold {2 * rank} values")
     if len(out_shape) != len(sx) or any(d < 1 for d in out_shape):
         raise NodeError(f"the output would have shape {_shape_text(out_shape)}: the window does not fit the input "
                         f"{_shape_text(sx)}")
@@ -1046,9 +1056,7 @@ def _batch_norm(im, node, inputs):
 def _transpose(im, node, inputs):
     x = inputs[0]
     shape = shape_of(x)
-    perm = list(attr(node, "perm", list(range(len(shape)))[::-1]))
-    if sorted(perm) != list(range(len(shape))):
-        raise NodeError(f"perm {perm} is not a permutation of the {len(shape)} axes of the input")
+    perm = list(attr(node, "perm", list(range(len(shape)))[::-1]))  # a permutation: onnx_attributes
     names = axes(len(shape))
     out = [names[p] for p in perm]
     body = Body(im)
@@ -1455,8 +1463,6 @@ def _arg(im, node, inputs):
     if not shape_of(x):
         raise NodeError("needs an input of rank 1 or more, got a scalar")
     axis = axis_index(int(attr(node, "axis", 0)), len(shape_of(x)), node)
-    if attr(node, "keepdims", 1) not in (0, 1):
-        raise NodeError(f"keepdims must be 0 or 1, got {attr(node, 'keepdims', 1)}")
     return _opaque(im, node, [x], {
         "axis": axis, "keepdims": attr(node, "keepdims", 1),
         "select_last_index": attr(node, "select_last_index", 0),
@@ -1598,11 +1604,8 @@ def _matmul_integer(im, node, inputs):
 
 
 def _mode(node) -> str:
-    mode = attr(node, "mode", b"sum")
-    mode = mode.decode() if isinstance(mode, bytes) else {0: "sum", 1: "mean"}.get(mode, str(mode))
-    if mode not in ("sum", "mean"):
-        raise NodeError(f"mode '{mode}' is not supported (sum or mean)")
-    return mode
+    """An embedding bag's pooling: sum or mean (onnx_attributes checks the value)."""
+    return attr(node, "mode", b"sum").decode()
 
 
 @converter("EmbeddingBag")

@@ -45,6 +45,7 @@ from xdsl.interpreter import InterpretationError
 
 from irc.cost import CostModel, CostModelError, OpWork, SubTask, get_cost_model
 from irc.devices import Device, load_device
+from irc.interpreter import numerics
 from irc.interpreter.te_eval import compute_dtype, evaluate
 
 CORE_AXIS = "__core__"
@@ -299,13 +300,13 @@ def _peak_resident_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def _identity(combiner: str, dtype: np.dtype):
-    if combiner in ("max=", "min="):
-        if dtype.kind == "f":
-            return -np.inf if combiner == "max=" else np.inf
-        info = np.iinfo(dtype)
-        return info.min if combiner == "max=" else info.max
-    return 0
+def op_dtype(buffer_dtype: np.dtype, dtype_bytes: int) -> np.dtype:
+    """The op's own element type, of ``dtype_bytes`` bytes, whose partial results a
+    buffer of ``buffer_dtype`` accumulates (the buffer's type when they are as wide)."""
+    buffer_dtype = np.dtype(buffer_dtype)
+    if int(dtype_bytes) == buffer_dtype.itemsize or buffer_dtype.kind not in "fiu":
+        return buffer_dtype
+    return np.dtype(f"{buffer_dtype.kind}{int(dtype_bytes)}")
 
 
 def local_expression(expr: TensorExpr, tiles: dict[str, int], cores: int,
@@ -593,7 +594,7 @@ class Chip:
         buffer.shadow = None  # the interpreter's scope keeps the value: drop its data now
 
     def fill(self, buffer: Buffer, value: float, where: str) -> None:
-        buffer.data[...] = value
+        buffer.data[...] = numerics.fill_value(value, buffer.dtype)
         buffer.written[:] = True
         buffer.touch()
         buffer.tags = np.full(buffer.cores, self._fresh_tags(1)[0], dtype=np.int64)
@@ -850,16 +851,12 @@ class Chip:
         uniform = all(compute_dtype(buffer.dtype) == work for buffer, _ in inputs)
         result = contract(bound, arrays, work, classes) if uniform else None
         if result is None:
-            result = evaluate(bound, [arrays[t] for t in expression.inputs], work)
+            result = evaluate(bound, [arrays[t] for t in expression.inputs], work,
+                              op_dtype(output.dtype, subtask.dtype_bytes))
         current = read_window(output, out_offsets, out_shape, cores, where).astype(work)
-        combiner = expression.combiner
-        if combiner == "+=":
-            result = current + result
-        elif combiner == "max=":
-            result = np.maximum(current, result)
-        elif combiner == "min=":
-            result = np.minimum(current, result)
-        write_window(output, out_offsets, result.astype(output.dtype), cores)
+        with np.errstate(over="ignore", invalid="ignore"):   # IEEE: f32 beyond f16 is inf
+            result = numerics.combine(expression.combiner, current, result)
+            write_window(output, out_offsets, result.astype(output.dtype), cores)
         output.tags = self._fresh_tags(output.cores)
         output.touch()
         self.steps += 1
@@ -953,21 +950,19 @@ class Chip:
             self._check_readable(buffer, int(groups.max()) + 1, where, "reduce")
         if groups.ndim == 2 and groups.shape[1] > 1:
             stacked = buffer.data[groups].astype(compute_dtype(buffer.dtype))
-            if combiner == "max=":
-                combined = stacked.max(axis=1)
-            elif combiner == "min=":
-                combined = stacked.min(axis=1)
-            else:
-                combined = stacked.sum(axis=1)
-            buffer.data[groups[:, 0]] = combined.astype(buffer.dtype)
+            combined = numerics.reduce(combiner if combiner in numerics.ORDERED else "+=", stacked, 1)
+            with np.errstate(over="ignore", invalid="ignore"):   # IEEE: beyond f16 is inf
+                buffer.data[groups[:, 0]] = combined.astype(buffer.dtype)
             buffer.tags = self._fresh_tags(buffer.cores)
             buffer.touch()
         cycles = float(self._priced(lambda: self.cost.op_time(self.device, work).reduction, where))
         self._record("reduction", f"reduce {buffer.name}", cycles, int(work.cores), where)
         if rounded is None:
             return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            data = buffer.data.astype(rounded)
         result = Buffer(buffer.name, buffer.shape, np.dtype(rounded), buffer.cores, buffer.offset,
-                        buffer.data.astype(rounded), buffer.written.copy(), buffer.tags)
+                        data, buffer.written.copy(), buffer.tags)
         buffer.live = False
         self.live.pop(id(buffer), None)
         self.live_bytes[: buffer.cores] -= buffer.bytes - result.bytes

@@ -36,6 +36,7 @@ from irc.diagnostics import location_of
 from irc.interpreter.chip import Chip, ChipFault
 from irc.interpreter.loops import Compute, Loop, Shift, Sync, run_loop
 from irc.interpreter.loops import Product as LoopProduct
+from irc.interpreter.numerics import fill_value
 from irc.interpreter.te_eval import evaluate
 from irc.dialects.dtypes import numpy_dtype
 from irc.lowering.target import TargetError, chip_cost_of, device_of, require_target
@@ -111,19 +112,6 @@ def moved(movements, whole: np.ndarray) -> np.ndarray:
     for expr, shape in movements:
         whole = evaluate(expr.expr.bind([whole.shape], shape), [whole], whole.dtype)
     return whole
-
-
-def fill_value(value: float, dtype: np.dtype):
-    """A fill's (or a store's) f64 ``value`` in a buffer of ``dtype``: an integer buffer saturates (an
-    int64 min= accumulator's identity, the type's maximum, is 2**63 as an f64), NaN fills
-    an integer buffer with 0."""
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        if value != value:
-            return 0
-        info = np.iinfo(dtype)
-        return max(info.min, min(info.max, int(value) if abs(value) < 2.0**64 else (info.max if value > 0 else info.min)))
-    return value
 
 
 @register_impls

@@ -323,6 +323,10 @@ class NpuFunctions(InterpreterFunctions):
         except TargetError as error:
             raise NpuFault(f"{where(op)} {error}") from None
         dram, view, work = matrices(op, args)
+        held = sum(matrix.size for matrix in dram.values()) * element_bytes(op.dy.type.get_element_type())
+        if device.dram_bytes is not None and held > device.dram_bytes:
+            raise NpuFault(f"{where(op)} its tensors (dY, W, X, dX, dW) need {held} B of DRAM, more than "
+                           f"{device.name}'s {device.dram_bytes} B")
         run = KernelRun(op, device, dram, work)
         stack = interpreter.get_data(NpuFunctions, CURRENT_KEY, list)
         stack.append(run)

@@ -11,9 +11,11 @@ Two paths compute the same thing:
 
 Numerics: f16 inputs are computed and accumulated in f32 and rounded to f16 once at
 the end (as the IPU's AMP units accumulate f16 products in f32); f32 in f32, f64 in
-f64, integers in int64, booleans as integers. Comparisons yield booleans, integer
-division truncates toward zero (C, ONNX), ``cast(x)`` rounds x through the result's
-storage type. An indirect index outside its dimension is an `InterpretationError`.
+f64, integers in int64 (each body value wrapped into the output's type), booleans as
+integers. Comparisons yield booleans, integer division truncates toward zero (C, ONNX;
+``x / 0`` is 0), ``cast(x)`` rounds x through the result's storage type; reductions,
+identities and float-to-integer conversions are `irc.interpreter.numerics`'. An
+indirect index outside its dimension is an `InterpretationError`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from xdsl.interpreter import InterpretationError
 
+from irc.interpreter import numerics
 from irc.dialects.te_expr import (
     Access,
     Binary,
@@ -140,18 +143,21 @@ def _einsum_factors(body: Expr) -> list[Expr] | None:
 
 
 def evaluate(
-    bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype
+    bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype, storage: np.dtype | None = None
 ) -> np.ndarray:
-    """The output tensor of `bound` applied to `inputs` (in operand order).
+    """The output tensor of `bound` applied to `inputs` (in operand order), as
+    ``out_dtype``. ``storage`` is the op's own element type when ``out_dtype`` is a
+    wider accumulator (a chip's partial sums): ``cast`` and a float stored into an
+    integer output convert through it (`irc.interpreter.numerics`).
 
     Arithmetic follows IEEE 754 (x/0 is inf, 0/0 is NaN, as on the chip and in ONNX),
     so numpy's warnings about it are silenced rather than printed.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return _evaluate(bound, inputs, out_dtype)
+        return _evaluate(bound, inputs, np.dtype(out_dtype), np.dtype(storage or out_dtype))
 
 
-def _evaluate(bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype) -> np.ndarray:
+def _evaluate(bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype, storage: np.dtype) -> np.ndarray:
     expr = bound.expr
     work = compute_dtype(out_dtype)
     arrays = {
@@ -161,10 +167,10 @@ def _evaluate(bound: BoundExpr, inputs: list[np.ndarray], out_dtype: np.dtype) -
     out_shape = bound.shapes[expr.output.tensor]
     factors = _einsum_plan(bound)
     if factors is not None:
-        result = _evaluate_einsum(bound, factors, arrays, work)
+        result = _evaluate_einsum(bound, factors, arrays, work, storage)
     else:
-        result = _evaluate_general(bound, arrays, work, out_shape, np.dtype(out_dtype))
-    return result.astype(out_dtype)
+        result = _evaluate_general(bound, arrays, work, out_shape, storage)
+    return numerics.convert(result, out_dtype)
 
 
 def _einsum_plan(bound: BoundExpr) -> list[Expr] | None:
@@ -239,7 +245,7 @@ def evaluation_limit(bound: BoundExpr) -> str | None:
     return None
 
 
-def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
+def _evaluate_einsum(bound, factors, arrays, work, out_dtype) -> np.ndarray:
     letters = {axis: chr(ord("a") + i) for i, (axis, _) in enumerate(bound.extents)}
     if len(letters) > 52:
         raise ValueError("too many axes for einsum")
@@ -262,7 +268,7 @@ def _evaluate_einsum(bound, factors, arrays, work) -> np.ndarray:
         shape = [bound.extent[a] if letters[a] in read else 1 for a in out_axes]
         result = np.broadcast_to(np.reshape(result, shape), [bound.extent[a] for a in out_axes])
     multiplicity = math.prod(bound.extent[a] for a in unread)
-    result = np.asarray(result, dtype=work)
+    result = _as_work(result, work, out_dtype).astype(work, copy=False)
     if scale != 1.0 or multiplicity != 1:
         factor = scale * multiplicity
         # integer arithmetic wraps as the chip's does; a factor beyond int64 scales in f64
@@ -279,15 +285,8 @@ def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
     axes = [a for a, _ in bound.extents]
     extents = [e for _, e in bound.extents]
     combiner = expr.combiner
-    if combiner in ("max=", "min="):
-        identity = -np.inf if combiner == "max=" else np.inf
-        if work.kind != "f":
-            info = np.iinfo(work)
-            identity = info.min if combiner == "max=" else info.max
-    else:
-        identity = 0
-    output = np.full(out_shape, identity, dtype=work)
-    touched = np.zeros(out_shape, dtype=bool) if combiner in ("max=", "min=") else None
+    output = np.full(out_shape, numerics.reduction_identity(combiner, work), dtype=work)
+    touched = np.zeros(out_shape, dtype=bool) if combiner in numerics.ORDERED else None
 
     output_axes = [i.simple_axis for i in expr.output.indices]
     plain_output = (
@@ -300,6 +299,8 @@ def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
     chunk = _chunk_axis(extents) if axes else 0
     if plain_output and len(out_shape) and chunk >= len(out_shape):
         plain_output = False   # (refused by `evaluation_limit` when the output axes lead)
+    # where a zero of the sign max=/min= prefers arrived (`numerics.scatter`)
+    zeros = None if plain_output or touched is None or work.kind != "f" else np.zeros(out_shape, dtype=bool)
     rest = math.prod(extents[chunk + 1:]) if axes else 1
     step = max(1, _CHUNK_POINTS // max(rest, 1)) if axes else 1
     chunk_extent = extents[chunk] if axes else 1
@@ -323,23 +324,15 @@ def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
         # the output rows of this chunk, as a view keeping every dimension
         rows = tuple(slice(o, o + 1) for o in outer) + (slice(start, stop),)
         body = _eval_body(expr.body, grids, arrays, work, out_dtype, bound.shapes)
-        values = np.broadcast_to(body, space)
+        values = np.broadcast_to(_as_work(body, work, out_dtype), space)
         if plain_output:
             # Output axes lead the iteration space in output order: reduce the rest.
             rank = len(out_shape)
             reduced = values
             if rank < len(axes):
-                reduce = {"=": np.sum, "+=": np.sum, "max=": np.max, "min=": np.min}[combiner]
-                reduced = reduce(values, axis=tuple(range(rank, len(axes))))
+                reduced = numerics.reduce(combiner, values, tuple(range(rank, len(axes))))
             window = output[rows] if rank else output
-            if combiner == "max=":
-                np.maximum(window, reduced, out=window)
-            elif combiner == "min=":
-                np.minimum(window, reduced, out=window)
-            elif combiner == "+=":
-                window += reduced
-            else:
-                window[...] = reduced
+            window[...] = numerics.combine(combiner, window, reduced)
             if touched is not None:
                 (touched[rows] if rank else touched)[...] = True
             continue
@@ -347,20 +340,30 @@ def _evaluate_general(bound, arrays, work, out_shape, out_dtype) -> np.ndarray:
             np.broadcast_to(_index_values(index, grids, arrays, bound.shapes, None, 0), space)
             for index in expr.output.indices
         )
-        if combiner == "=":
-            output[out_index] = values
-        elif combiner == "+=":
-            np.add.at(output, out_index, values)
-        elif combiner == "max=":
-            np.maximum.at(output, out_index, values)
+        numerics.scatter(combiner, output, out_index, values, zeros)
+        if touched is not None:
             touched[out_index] = True
-        else:
-            np.minimum.at(output, out_index, values)
-            touched[out_index] = True
+    if zeros is not None:
+        numerics.fix_scattered_zeros(combiner, output, zeros, touched)
     if touched is not None:
         # Elements no iteration point reached hold 0, like the other combiners.
         output[~touched] = 0
     return output
+
+
+def _as_work(values: np.ndarray, work: np.dtype, out_dtype: np.dtype) -> np.ndarray:
+    """A body's values in the output's compute type, each first an element of the
+    output's own type: a float into an integer output converts as
+    ``numerics.float_to_int`` (saturating there), an integer wraps into a narrower
+    integer output (so ``max=`` compares what a sum would wrap to), then widens."""
+    values = np.asarray(values)
+    if work.kind not in "iu":
+        return values
+    if values.dtype.kind == "f":
+        return numerics.convert(values, out_dtype if out_dtype.kind in "iu" else work).astype(work)
+    if out_dtype.kind in "iu" and out_dtype.itemsize < work.itemsize:
+        return values.astype(out_dtype).astype(work)
+    return values
 
 
 def _index_values(index, grids, arrays, shapes, tensor, dim) -> np.ndarray:
@@ -417,7 +420,7 @@ def _eval_node(expr: Expr, operands, grids, arrays, work, out_dtype, shapes) -> 
     if isinstance(expr, Call):
         args = operands
         if expr.function == "cast":
-            return args[0].astype(out_dtype).astype(compute_dtype(out_dtype))
+            return numerics.convert(args[0], out_dtype).astype(compute_dtype(out_dtype))
         return _apply(expr.function, args)
     lhs, rhs = operands
     match expr.op:

@@ -21,8 +21,9 @@ from typing import Sequence
 import numpy as np
 
 from irc.devices.topology import preload_pressure, preload_seconds
-from irc.planner.idle import IdlePlan
+from irc.planner.idle import IdlePlan, in_place_bytes
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
+from irc.planner.errors import PlanError
 from irc.planner.op_table import FrontierCache
 from irc.planner.plan import Plan
 from irc.planner.preload import (
@@ -38,6 +39,16 @@ from irc.planner.preload import (
 from irc.planner.relayout import tensor_elements
 
 DESIGNS = ("basic", "static", "dyn", "full", "ideal")
+
+
+class OffchipFitError(PreloadFitError):
+    """A model whose weights do not fit the chip's off-chip memory (HBM); ``op`` is empty:
+    no one op is at fault."""
+
+    def __init__(self, needed: int, capacity: int, device: str) -> None:
+        PlanError.__init__(self, f"the model's weights need {needed} B of off-chip memory (HBM), more than "
+                                 f"{device}'s {capacity} B")
+        self.op, self.needed, self.available = "", needed, capacity
 
 
 def weight_bytes(op) -> int:
@@ -57,6 +68,15 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
     if resting:
         problem = _ModelProblem(model, cache, None)
         kept = [problem.live_bytes(i, []) for i in range(len(model.ops))]
+        for first, last, _, home, name in model.shared_spans(weights=True):
+            # a weight several ops read: its holder's preload-state copy stays from the
+            # first reader to the last (at most its largest idle slice)
+            table = cache.table(model.ops[home].spec, model.ops[home].weights)
+            canonical = f"t{model.ops[home].spec.tensor_index(name)}"
+            most = max(idle.weight_bytes[canonical] for idle in table.idle)
+            for i in range(first, last + 1):
+                if i != home:
+                    kept[i] += most
     ops = []
     for i, op in enumerate(model.ops):
         table = cache.table(op.spec, op.weights)
@@ -72,8 +92,21 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
             op.name, float(hbm), np.asarray(table.hot, dtype=np.float64) + kept[i], table.active_cycles, cold,
             distribute, loads, exchange, signature=(id(table), kept[i]),
             layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
+            own_bytes=own_preload_bytes(table),
         ))
     return ops
+
+
+def own_preload_bytes(table) -> np.ndarray:
+    """[R, J] of an op table: the bytes its preload-state buffers hold while each execute
+    state runs from each preload state (the device program frees them after the op), less
+    the weights held in place (`irc.planner.idle.in_place_bytes`); 0 where the two do not
+    pair."""
+    found = np.zeros(table.table.shape)
+    for r, j in zip(*np.nonzero(np.isfinite(table.table))):
+        idle = table.idle[table.idle_index[r, j]]
+        found[r, j] = idle.cold_bytes - in_place_bytes(idle, table.active[j])
+    return found
 
 
 def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> PreloadPlan:
@@ -174,6 +207,9 @@ def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split:
     (``with_relayouts``)."""
     if cache.device.offchip is None:
         raise ValueError(f"device '{cache.device.name}' has no off-chip memory")
+    weights = sum(weight_bytes(op) for op in model.ops)
+    if weights > cache.device.offchip.capacity_bytes:
+        raise OffchipFitError(weights, cache.device.offchip.capacity_bytes, cache.device.name)
     ops = preload_ops(model, cache) if ops is None else ops
     capacity = float(cache.device.sram_bytes) if capacity is None else capacity
     if design == "ideal":
@@ -215,5 +251,5 @@ def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", s
     return elk_plan(model, cache, design, split, ops=ops, max_orders=budget, relayouts=True)
 
 
-__all__ = ["DESIGNS", "REORDER_BUDGET", "ElkDecision", "ElkOpDecision", "PreloadFitError", "elk_plan", "infer_layers",
-           "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]
+__all__ = ["DESIGNS", "REORDER_BUDGET", "ElkDecision", "ElkOpDecision", "OffchipFitError", "PreloadFitError", "elk_plan",
+           "infer_layers", "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]

@@ -138,6 +138,20 @@ def idle_plans(spec: OpSpec, weights: Sequence[str], plan: Plan) -> list[IdlePla
     return result
 
 
+def held_in_place(idle: IdlePlan, active: Plan, weight: str) -> bool:
+    """Whether ``weight`` rests exactly as ``active`` executes it and stays put while it
+    runs: every idle temporal factor 1 (so the active ones are 1 too: it does not rotate).
+    Its preloaded (idle) buffer is then its execute buffer, held once
+    (`irc.lowering.shift_to_device`), not copied into a second one."""
+    return all(f == 1 for f in idle.weight_factors[weight]) and all(f == 1 for f in active.temporal_factors[weight])
+
+
+def in_place_bytes(idle: IdlePlan, active: Plan) -> int:
+    """Bytes per core of the weights ``held_in_place``: counted once, in the idle plan's
+    bytes, not again in the active plan's."""
+    return sum(nbytes for w, nbytes in idle.weight_bytes.items() if held_in_place(idle, active, w))
+
+
 def barrier_cycles(cost: CostModel, device: Device) -> float:
     """One barrier under ``cost``: its per-shift-event sync cost over the barriers per event."""
     return float(cost.sync_cycles(device)) / max(1, device.syncs_per_shift)

@@ -106,7 +106,10 @@ class ModelOp:
     shared_reads: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     """Inputs from outside the model that another op (or this op under another name; by
     index, and its name for the tensor) also reads: the tensor is loaded once, into that
-    op's layout, and relayouted from there (``irc.lowering.shift_to_device``)."""
+    op's layout, and relayouted from there (``irc.lowering.shift_to_device``). Where that
+    op holds it as a weight (``ModelSpec.shares_weight``), the one copy is the weight at
+    rest in that op's idle layout, and this op receives its whole partition from it (its
+    setup, priced as such a relayout)."""
     produced_as: Mapping[str, str] = field(default_factory=dict)
     """For a produced input whose producer has several outputs (a fused gradient pair's
     dX or dW), the producer's name for it; otherwise it is the producer's output."""
@@ -187,6 +190,13 @@ class ModelSpec:
                         f"op {i} ({op.name}): shared input {tensor!r} must name another op's input, got {(home, name)!r}"
                     )
 
+    def shares_weight(self, i: int, tensor: str) -> bool:
+        """Whether op ``i``'s shared input ``tensor`` is a weight another op holds at rest
+        (``ModelOp.shared_reads``): its one copy rests in that op's idle layout for the
+        whole run, counted with the idle weights, never as a tensor kept across ops."""
+        home, name = self.ops[i].shared_reads[tensor]
+        return name in self.ops[home].weights
+
     def weight_bytes(self) -> int:
         """Bytes of all weights of the model (whole chip)."""
         return sum(op.spec.bytes_of(w) * tensor_elements(op.spec, w) for op in self.ops for w in op.weights)
@@ -221,17 +231,22 @@ class ModelSpec:
                 found.append(Edge(i, tensor, producer, self.source_of(i, tensor),
                                   tensor in op.moved_reads, op.read_views.get(tensor)))
             for tensor, (home, name) in op.shared_reads.items():
-                found.append(Edge(i, tensor, home, name, tensor in op.moved_reads, op.read_views.get(tensor)))
+                if self.shares_weight(i, tensor):   # from the idle layout: the whole partition moves
+                    found.append(Edge(i, tensor, home, name, True, None))
+                else:
+                    found.append(Edge(i, tensor, home, name, tensor in op.moved_reads, op.read_views.get(tensor)))
         return found
 
-    def shared_spans(self) -> list[tuple[int, int, set[int], int, str]]:
+    def shared_spans(self, weights: bool = False) -> list[tuple[int, int, set[int], int, str]]:
         """Per input shared by several ops: (first reader, last reader, readers, the op
         whose layout the copy has, its name there): the one copy on chip lives from the
-        first reader to the last."""
+        first reader to the last. ``weights``: the shared weights instead (their copy rests
+        in the holder's idle layout: ``shares_weight``)."""
         groups: dict[tuple[int, str], set[int]] = {}
         for i, op in enumerate(self.ops):
             for tensor, (home, name) in op.shared_reads.items():
-                groups.setdefault((home, name), {home}).add(i)
+                if self.shares_weight(i, tensor) == weights:
+                    groups.setdefault((home, name), {home}).add(i)
         return [(min(readers), max(readers), readers, home, name) for (home, name), readers in groups.items()]
 
     def live_across(self) -> list[list[tuple[int, str]]]:
@@ -283,6 +298,15 @@ def resting_activation_bytes(model: ModelSpec, device: Device) -> list[int]:
             if i not in readers:
                 resting[i] += -(-nbytes // device.cores)
     return resting
+
+
+def kept_bytes(spec: OpSpec, plan: Plan, tensor: str) -> int:
+    """Bytes per core of ``tensor`` kept on chip after its holder's plan ``plan`` ran (an
+    output, or an input loaded once for several ops): its partition at its own element
+    size. An output accumulated wider (f32 partial sums of an f16 output) is rounded in
+    place by its reduction, so what stays is the rounded partition (`device-alloc` sees
+    the buffer shrink at the ``device.reduce``)."""
+    return plan._scored().memory.elements(tensor) * spec.bytes_of(tensor)
 
 
 @dataclass(frozen=True)
@@ -439,7 +463,7 @@ class _ModelProblem:
         if key not in memo:
             table = self.tables[holder]
             plans = table.active if plan < 0 else (table.active[plan],)
-            memo[key] = max(p.score.memory.partitions[tensor] for p in plans)
+            memo[key] = max(kept_bytes(table.spec, p, tensor) for p in plans)
         return memo[key]
 
     def live_bytes(self, i: int, choice: Sequence[int]) -> int:
@@ -819,10 +843,18 @@ class _ModelProblem:
         return choice
 
     # ----------------------------------------------------------------- result
-    def result(self, rows, direction: str, trajectory, started: float, refine: bool = True) -> ModelPlan:
-        total, choice, budgets = self.evaluate(rows)
-        if choice is not None and refine:
-            choice = self.refine(rows, choice)
+    def result(self, rows, direction: str, trajectory, started: float, refine: bool = True,
+               choice=None) -> ModelPlan:
+        """The plan of idle ``rows`` with each op at its best active plan (``evaluate``, then
+        ``refine`` unless told not to), or at the active plans ``choice`` when given
+        (``fixed_plan``)."""
+        if choice is None:
+            _, choice, _ = self.evaluate(rows)
+            if choice is not None and refine:
+                choice = self.refine(rows, choice)
+        if choice is not None:   # each op's budget under the plans chosen before it (``evaluate``'s rule)
+            free = self.sram - self.idle_total(rows)
+            budgets = [free - self.live_bytes(i, choice[:i]) for i in range(len(choice))]
         if choice is None:
             raise ModelFitError(
                 f"model {self.model.name!r}: no combination of idle plans lets every op execute on "
@@ -939,6 +971,20 @@ def plan_model(
             f"{cache.device.name}", needed=problem.least_needed(), available=cache.device.sram_bytes,
         )
     return problem.result(rows, direction, trajectory, started, refine)
+
+
+def fixed_plan(model: ModelSpec, device: Device | str, cost: CostModel | str, rows: Sequence[int],
+               choice: Sequence[int], *, cache: FrontierCache | None = None) -> ModelPlan:
+    """The model-wide plan with op i's idle plan row ``rows[i]`` and active plan
+    ``choice[i]`` of its table (``table.table[rows[i], choice[i]]`` finite), priced and
+    accounted as Algorithm 1's result is (its ``peak_bytes``: the most bytes per core while
+    any op executes). What a caller checks a chosen plan against (memory accounting tests)."""
+    cache = _cache_for(cache, device, cost)
+    problem = _ModelProblem(model, cache, None)
+    for i, (table, r, j) in enumerate(zip(problem.tables, rows, choice)):
+        if not math.isfinite(table.table[r, j]):
+            raise ValueError(f"op {i}: idle row {r} does not pair with active plan {j}")
+    return problem.result(list(rows), "fixed", [], time.perf_counter(), list(choice))
 
 
 def exhaustive_idle_search(

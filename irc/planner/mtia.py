@@ -165,6 +165,28 @@ def tensor_bytes(spec: OpSpec, name: str) -> int:
     return spec.bytes_of(name) * tensor_elements(spec, name)
 
 
+LEVEL_NAMES = {"local": "local memory per PE", "sram": "on-chip SRAM", "dram": "LPDDR"}
+
+
+def check_levels(device, needs: Mapping[str, float], what: str) -> None:
+    """A ``PlanError`` naming the first memory level (``local``, ``sram``, ``dram``) whose
+    bytes in ``needs`` exceed its capacity: what needs them, how many, and how many the
+    level holds."""
+    for level, need in needs.items():
+        capacity = device.level_capacity(level)
+        if need > capacity:
+            raise PlanError(f"{what} need {int(need)} B of {LEVEL_NAMES[level]} ({level}), more than "
+                            f"{device.name}'s {capacity} B")
+
+
+def level_bytes(spec: OpSpec, homes: Mapping[str, str]) -> dict[str, int]:
+    """Bytes of ``spec``'s tensors in each level they live in (a tensor read twice counts once)."""
+    needs: dict[str, int] = {}
+    for tensor in spec.tensors:
+        needs[homes[tensor.name]] = needs.get(homes[tensor.name], 0) + tensor_bytes(spec, tensor.name)
+    return needs
+
+
 def place_operator(spec: OpSpec, device, weights: tuple[str, ...] = ()) -> dict[str, str]:
     """Each tensor's home for one operator run alone: SRAM while the op's tensors fit,
     else the inputs (weights first, then the largest) move to LPDDR."""
@@ -179,6 +201,7 @@ def place_operator(spec: OpSpec, device, weights: tuple[str, ...] = ()) -> dict[
         used -= tensor_bytes(spec, tensor.name)
     if used > device.onchip_bytes:
         homes[spec.output.name] = "dram"
+    check_levels(device, level_bytes(spec, homes), "the operator's tensors")
     return homes
 
 
@@ -279,6 +302,16 @@ def _mappings_of(device, splits, grid, rows_axis, k_along, extents, sizes, homes
     return out
 
 
+def least_local_bytes(spec: OpSpec, device, homes: Mapping[str, str]) -> int:
+    """The local memory the smallest section-4 mapping of the matmul ``spec`` needs per PE:
+    A and Bᵀ streamed in the blocks that cover a read's latency, and two 64x64 tiles of C."""
+    c_name, a_name, b_name = spec.output.name, spec.inputs[0].name, spec.inputs[1].name
+    a_b, b_b, c_b = spec.bytes_of(a_name), spec.bytes_of(b_name), spec.bytes_of(c_name)
+    home_tuple = (homes[c_name], homes[a_name], homes[b_name])
+    depths = buffer_depths(device, TILE_K, TILE_N, a_b, b_b, False, False, home_tuple, edge_hops(device, 1, 1))
+    return sum(depths) + 2 * TILE_M * TILE_N * c_b
+
+
 def stream_mapping(spec: OpSpec, device, homes: Mapping[str, str]) -> MtiaMapping:
     """A non-matmul operator run data-parallel over every PE: its tensors read and
     written once at their levels' bandwidth, its iteration points on the SIMD engines."""
@@ -342,6 +375,10 @@ def plan_stream(spec: StreamSpec, device, homes: tuple[str, ...] | None = None) 
     """A ``StreamSpec`` on every PE's SIMD engine (``irc.cost.mtia.stream_cycles``)."""
     device = require_mtia(load_device(device), "mtia stream")
     homes = homes or stream_homes(spec.input_bytes, spec.output_bytes, device)
+    needs: dict[str, int] = {}
+    for level, nbytes in zip(homes, (spec.output_bytes, *spec.input_bytes)):
+        needs[level] = needs.get(level, 0) + nbytes
+    check_levels(device, needs, "the operator's tensors")
     read: dict = {}
     for level, nbytes in zip(homes[1:], spec.input_bytes):
         read[level] = read.get(level, 0.0) + nbytes
@@ -403,6 +440,7 @@ def plan_operator(spec: OpSpec, device, *, homes: Mapping[str, str] | None = Non
     neither exists."""
     device = require_mtia(load_device(device), "mtia planning")
     homes = dict(homes) if homes is not None else place_operator(spec, device, weights)
+    check_levels(device, level_bytes(spec, homes), "the operator's tensors")
     scored = 0
     if plain_matmul(spec) is not None:
         space = mapping_space(spec, device, homes, grid)
@@ -418,8 +456,10 @@ def plan_operator(spec: OpSpec, device, *, homes: Mapping[str, str] | None = Non
         except PlanError:
             t10 = None
     if mapping is None and t10 is None:
+        least = least_local_bytes(spec, device, homes) if plain_matmul(spec) is not None else None
         raise PlanError(
-            f"no plan on {device.name}: no section-4 mapping fits {device.local_bytes} B of local memory per PE"
+            f"no plan on {device.name}: no section-4 mapping fits its {LEVEL_NAMES['local']} (local, "
+            f"{device.local_bytes} B" + (f"; the smallest needs {least} B" if least is not None else "") + ")"
             + (" and no T10 rotation plan fits either" if rotation else " (rotation plans not allowed)"))
     if t10 is not None and (mapping is None or t10.cycles < mapping.cycles):
         chosen, cycles = "rotation", t10.cycles
@@ -527,13 +567,17 @@ def gather_work(device, *, rows: float, row_bytes: int, samples: int, sample_byt
                       dtype_bytes=dtype_bytes, window=window, hops=hops)
 
 
-def plan_embedding(spec: EmbeddingSpec, device, home: str | None = None) -> EmbeddingPlan:
+def plan_embedding(spec: EmbeddingSpec, device, home: str | None = None, cached: bool = False) -> EmbeddingPlan:
     """The lookups of ``spec`` spread over the PEs by samples (``embedding_layout``), the
     tables in ``home`` (SRAM when they fit, else LPDDR, when not given); each PE's time is
-    ``gather_pool_cycles`` with its share of the lookups (the pooling factor's mean)."""
+    ``gather_pool_cycles`` with its share of the lookups (the pooling factor's mean).
+    ``cached``: the SRAM holds only the rows looked up, as a cache would (section 3.4),
+    so only they need to fit it; else the home must hold the whole tables."""
     device = require_mtia(load_device(device), "mtia planning")
     if home is None:
         home = "sram" if spec.table_bytes <= device.onchip_bytes else "dram"
+    held = min(spec.table_bytes, spec.lookups * spec.row_bytes) if cached and home == "sram" else spec.table_bytes
+    check_levels(device, {home: held}, "the rows looked up" if held < spec.table_bytes else "the embedding tables")
     per_pe, pes, grid = embedding_layout(spec.batch, device)
     rows = per_pe * spec.tables * spec.pooling
     bags = per_pe * spec.tables
@@ -613,7 +657,11 @@ def place_model(model, device) -> dict[tuple[int, str], str]:
                else op.spec.output_bytes if isinstance(op.spec, StreamSpec)
                else op.spec.tables * op.spec.batch * op.spec.dim * op.spec.out_bytes for op in model.ops]
     largest = sorted(outputs, reverse=True)[:2]
-    free = device.onchip_bytes - sum(largest)
+    # what lives in SRAM besides the weights: the two largest outputs, or one op's own
+    # activations (its inputs from outside the model included) if more
+    activations = max([sum(largest), *(_activation_bytes(op) for op in model.ops)])
+    check_levels(device, {"sram": activations}, f"the activations of {getattr(model, 'name', 'the model')}")
+    free = device.onchip_bytes - activations
     weights = [(i, w, tensor_bytes(op.spec, w)) for i, op in enumerate(model.ops) if isinstance(op.spec, OpSpec)
                for w in op.weights]
     weights += [(i, "tables", op.spec.table_bytes) for i, op in enumerate(model.ops)
@@ -631,6 +679,17 @@ def place_model(model, device) -> dict[tuple[int, str], str]:
         raise PlanError(f"the weights SRAM cannot hold need {in_dram} B of LPDDR, more than {device.name}'s "
                         f"{device.dram_bytes} B")
     return homes
+
+
+def _activation_bytes(op) -> int:
+    """The bytes of one model op's tensors other than its weights (they live in SRAM)."""
+    spec = op.spec
+    if isinstance(spec, StreamSpec):
+        return spec.output_bytes + sum(spec.input_bytes)
+    if isinstance(spec, EmbeddingSpec):
+        indices = (spec.lookups + spec.tables * spec.batch + 1) * spec.index_bytes
+        return spec.tables * spec.batch * spec.dim * spec.out_bytes + indices
+    return sum(tensor_bytes(spec, t.name) for t in spec.tensors if t.name not in op.weights)
 
 
 def plan_model(model, device, *, rotation: bool = True, progress=None) -> MtiaModelPlan:

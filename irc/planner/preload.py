@@ -85,6 +85,11 @@ class PreloadOp:
     layer: int | None = None
     transfer_cycles: np.ndarray | None = None
     load_pressure: np.ndarray | None = None
+    own_bytes: np.ndarray | None = None
+    """[R, J]: the bytes per core preload state r still holds while execute state j runs
+    (the preload-state buffers the device program keeps through the op, less those its
+    execute state uses in place: ``irc.planner.idle.in_place_bytes``); zeros by default.
+    Part of the op's execution space (``exec_space``)."""
 
     def __post_init__(self) -> None:
         self.exec_bytes = np.asarray(self.exec_bytes, dtype=np.float64)
@@ -101,6 +106,13 @@ class PreloadOp:
                                                    self.load_cycles.shape).copy())
         if self.signature is None:
             self.signature = self.name
+        self.own_bytes = (np.zeros_like(self.distribute) if self.own_bytes is None
+                          else np.asarray(self.own_bytes, dtype=np.float64).reshape(self.distribute.shape))
+
+    def exec_space(self, r: int, j: int) -> float:
+        """Bytes per core while execute state j runs from preload state r: its execution
+        space and what its own preload state still holds (``own_bytes``)."""
+        return float(self.exec_bytes[j] + self.own_bytes[r, j]) if r >= 0 else float(self.exec_bytes[j])
 
     def transfers(self, r: int, j: int) -> float:
         """Cycles of exchange transfers when execute state j runs from preload state r: its
@@ -111,7 +123,10 @@ class PreloadOp:
         return float(self.preload_bytes.min()) if len(self.preload_bytes) else 0.0
 
     def min_exec(self) -> float:
-        return float(self.exec_bytes.min())
+        """The least execution space of any pair of states (``exec_space``)."""
+        space = np.where(np.isfinite(self.distribute), self.exec_bytes[None, :] + self.own_bytes, np.inf)
+        least = float(space.min()) if space.size else np.inf
+        return least if np.isfinite(least) else float(self.exec_bytes.min())
 
     def preload_cost(self, r: int, j: int, charge: float = 1.0) -> float:
         """What preload state r costs execute state j (s4.3, Figure 11 tradeoffs 2 and 3):
@@ -207,6 +222,7 @@ class Allocation:
     preload_plan: int                 # the executing op's own preload state (may shrink later)
     shrunk: dict[int, int] = field(default_factory=dict)   # resident op -> its new preload state
     charged: float = 0.0              # extra distribution cycles of shrunk resident ops
+    own: float = 0.0                  # bytes its own preload state holds while it executes (``own_bytes``)
 
 
 class CostAwareAllocation:
@@ -226,6 +242,7 @@ class CostAwareAllocation:
         self.charge = [1.0] * len(ops) if charge is None else list(charge)
         self.exec_plan: dict[int, int] = {}
         self.preload_plan: dict[int, int] = {}
+        self.own: dict[int, float] = {}   # per scheduled op, the own preload bytes its space counted
 
     def own_preload(self, i: int, j: int) -> int:
         """The executing op's preload state: its fastest for execute state j (s4.3), or
@@ -266,14 +283,18 @@ class CostAwareAllocation:
             if op.exec_bytes[j] > cap:   # a capped execution space (``plan_preloads``' caps)
                 continue
             r = self.own_preload(i, j)
-            points.append((op.exec_bytes[j], np.inf if r < 0 else
+            points.append((op.exec_space(r, j), np.inf if r < 0 else
                            op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, streaming)))
         return pareto_curve(points)
 
     def preload_curve(self, k: int) -> list[tuple[float, float, int]]:
+        """Resident op k's preload states it may shrink to: smaller ones that hold no more
+        while it executes than its execution space counted (``own``)."""
         op = self.ops[k]
         j, now = self.exec_plan[k], self.preload_plan[k]
-        points = [(op.preload_bytes[r], op.preload_cost(r, j, self.charge[k])) if op.preload_bytes[r] <= op.preload_bytes[now]
+        own = self.own.get(k, np.inf)
+        points = [(op.preload_bytes[r], op.preload_cost(r, j, self.charge[k]))
+                  if op.preload_bytes[r] <= op.preload_bytes[now] and op.own_bytes[r, j] <= own
                   else (np.inf, np.inf) for r in range(len(op.preload_bytes))]
         return [p for p in pareto_curve(points) if np.isfinite(p[0])]
 
@@ -295,12 +316,13 @@ class CostAwareAllocation:
         r = self.own_preload(i, j)
         # the contention beside the resident ops' final (possibly shrunk) preload states
         cycles = op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, self.streaming(resident, shrunk))
-        return Allocation(float(cycles + charged), j, r, shrunk, charged)
+        return Allocation(float(cycles + charged), j, r, shrunk, charged, float(op.own_bytes[r, j]))
 
     def commit(self, i: int, allocation: Allocation) -> None:
         self.exec_plan[i] = allocation.exec_plan
         self.preload_plan[i] = allocation.preload_plan
         self.preload_plan.update(allocation.shrunk)
+        self.own[i] = allocation.own
 
 
 class ExecOnlyAllocation(CostAwareAllocation):
@@ -313,11 +335,11 @@ class ExecOnlyAllocation(CostAwareAllocation):
         op = self.ops[i]
         held = sum(self.ops[k].preload_bytes[self.preload_plan[k]] for k in resident)
         budget = self.capacity - held
-        usable = op.exec_bytes <= budget
+        usable = op.exec_bytes[None, :] + op.own_bytes <= budget   # [R, J]: the pair's execution space
         if not usable.any():
             return None
         extra = self.charge[i] * (op.load_cycles - op.load_cycles.min())[:, None]   # the artifact's contention penalty
-        total = np.where(usable[None, :], op.exec_cycles[None, :] + op.distribute + extra, np.inf)
+        total = np.where(usable, op.exec_cycles[None, :] + op.distribute + extra, np.inf)
         streaming = self.streaming(resident)
         if streaming:
             for r, j in zip(*np.nonzero(np.isfinite(total))):
@@ -326,7 +348,7 @@ class ExecOnlyAllocation(CostAwareAllocation):
         if not np.isfinite(total[r, j]):
             return None
         cycles = op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, int(j), int(r), streaming)
-        return Allocation(float(cycles), int(j), int(r))
+        return Allocation(float(cycles), int(j), int(r), own=float(op.own_bytes[r, j]))
 
 
 # ----------------------------------------------------------------------------------------
@@ -661,18 +683,19 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
 
     def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
         key = (ops[i].signature, alloc.charge[i],
-               tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k], alloc.charge[k]) for k in resident))
+               tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k], alloc.charge[k], alloc.own.get(k))
+                     for k in resident))
         if key not in memo:
             found = alloc(i, resident)
             if found is not None and found.shrunk:  # store by position in the resident set
                 found = Allocation(found.cycles, found.exec_plan, found.preload_plan,
-                                   {resident.index(k): r for k, r in found.shrunk.items()}, found.charged)
+                                   {resident.index(k): r for k, r in found.shrunk.items()}, found.charged, found.own)
             memo[key] = found
         hit = memo[key]
         if hit is None or not hit.shrunk:
             return hit
         return Allocation(hit.cycles, hit.exec_plan, hit.preload_plan,
-                          {resident[t]: r for t, r in hit.shrunk.items()}, hit.charged)
+                          {resident[t]: r for t, r in hit.shrunk.items()}, hit.charged, hit.own)
 
     schedule = inductive_schedule(len(ops), allocate, lambda k: float(ops[k].load_cycles[alloc.preload_plan[k]]),
                                   order, alloc.commit)
@@ -848,7 +871,7 @@ def _fixed_plan(ops: Sequence[PreloadOp], capacity: float, exec_space: float | N
     def allocate(i: int, resident: tuple[int, ...]) -> float | None:
         op, (j, r) = ops[i], plans[i]
         if exec_space is None:
-            if len(resident) > 1 or op.exec_bytes[j] + sum(sizes[k] for k in resident) > capacity:
+            if len(resident) > 1 or op.exec_space(r, j) + sum(sizes[k] for k in resident) > capacity:
                 return None
         elif sum(sizes[k] for k in resident) > capacity - exec_space:
             return None

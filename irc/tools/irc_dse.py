@@ -17,8 +17,8 @@ import os
 import sys
 from concurrent.futures import BrokenExecutor, CancelledError, ProcessPoolExecutor
 
-from irc.diagnostics import ArgumentParser, as_diagnostic, guarded_main
-from irc.output import OutputError, check_output
+from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool
+from irc.output import OutputError, check_output, is_stream, same_output, write_atomically
 
 
 class DseToolError(Exception):
@@ -90,13 +90,13 @@ def _check_outputs(args) -> None:
     check_output(args.csv, "--csv", read)
     if args.png:
         check_output(args.png, "--png", [*read, (args.csv, "the --csv file")])
-        if os.path.realpath(args.png) == os.path.realpath(args.csv):
+        if same_output(args.png, args.csv):
             raise OutputError("--csv and --png name the same file; choose two paths")
 
 
 def run(argv=None) -> int:
     from irc.devices import DeviceError, load_device
-    from irc.dse import DseError, PointFailed, Workload, plot, point_device, points, sweep
+    from irc.dse import DseError, PointFailed, Workload, csv_text, plot, point_device, points, sweep
     from irc.planner.elk import DESIGNS
     from irc.progress import Progress
 
@@ -127,15 +127,19 @@ def run(argv=None) -> int:
     except (DseError, DeviceError, DseToolError, OutputError) as error:
         print(as_diagnostic(str(error)), file=sys.stderr)
         return 1
+    stream = is_stream(args.csv)  # /dev/stdout, a FIFO: written once, when the sweep is done
     try:
         with Progress(len(sweep_points), "irc-dse") as bar:
-            rows = sweep(args.device, workload, sweep_points, executor, args.csv, bar.advance)
+            rows = sweep(args.device, workload, sweep_points, executor, None if stream else args.csv, bar.advance)
+        if stream:
+            write_atomically(args.csv, csv_text(rows))
     except PointFailed as failed:  # the finished points stay in the CSV
         cause = failed.error
         if not isinstance(cause, _SWEEP_FAILURES):
-            raise cause from None  # irc's own fault: an internal error (guarded_main)
+            raise cause from None  # irc's own fault: an internal error (exit_tool)
         message = (str(cause).strip().splitlines() or ["its worker process ended without a message"])[0]
-        kept = (f"the {failed.finished} finished point(s) are kept in {args.csv}" if failed.finished
+        kept = (f"nothing was written to {args.csv}" if stream
+                else f"the {failed.finished} finished point(s) are kept in {args.csv}" if failed.finished
                 else f"no point finished; {args.csv} is as it was")
         print(f"error: the sweep stopped at {failed.describe()}: {message} ({kept})", file=sys.stderr)
         return 1
@@ -152,12 +156,13 @@ def run(argv=None) -> int:
         except OSError as error:
             print(f"error: cannot write the --png file {args.png}: {error.strerror or error}", file=sys.stderr)
             return 1
-    print(f"{len(sweep_points)} points, {len(rows)} rows -> {args.csv}" + (f", {args.png}" if args.png else ""))
+    summary = f"{len(sweep_points)} points, {len(rows)} rows -> {args.csv}" + (f", {args.png}" if args.png else "")
+    print(summary, file=sys.stderr if stream or (args.png and is_stream(args.png)) else sys.stdout)
     return 0
 
 
 def main() -> None:
-    sys.exit(guarded_main(run))
+    exit_tool(run)
 
 
 if __name__ == "__main__":

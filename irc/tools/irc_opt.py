@@ -95,7 +95,7 @@ class IrcOptMain(xDSLOptMain):
                 except ValueError:
                     shown = ",".join(map(str, value)) if value else "nothing"
                     kind = _KINDS.get(hints[option], str(hints[option]))
-                    return (f"error: -p: option '{option}' of pass '{spec.name}' must be a {kind}, "
+                    return (f"error: -p: option '{option}' of pass '{spec.name}' must be {kind}, "
                             f"got {shown}")
             try:
                 pass_class.from_pass_spec(spec)
@@ -187,7 +187,7 @@ class _LocatedTargetError(DiagnosticException):
         super().__init__(f"{location_of(op)}: error: '{op.name}' op {error}")
 
 
-_KINDS = {str: "string", bool: "boolean (true or false)", int: "integer", float: "number"}
+_KINDS = {str: "a string", bool: "a boolean (true or false)", int: "an integer", float: "a number"}
 
 
 def _pipeline_syntax_error(text: str, spec: str) -> str:
@@ -202,9 +202,10 @@ def _pipeline_syntax_error(text: str, spec: str) -> str:
     return f"error: -p: {message} (column {at})\n  {spec}\n  {' ' * (at - 1)}^"
 
 
-def run_tool(tool: type[xDSLOptMain], args: Sequence[str] | None = None) -> int:
-    """Run an xDSLOptMain-style tool, turning every failure into a diagnostic."""
-    return guarded_main(lambda: _run(tool, args))
+def run_tool(tool: type[xDSLOptMain], args: Sequence[str] | None = None, exiting: bool = False) -> int:
+    """Run an xDSLOptMain-style tool, turning every failure into a diagnostic
+    (`guarded_main`; ``exiting``: the process ends right after)."""
+    return guarded_main(lambda: _run(tool, args), exiting)
 
 
 def _run(tool: type[xDSLOptMain], args: Sequence[str] | None) -> int:
@@ -236,7 +237,7 @@ def _as_error(text: str) -> str:
 
 
 def main() -> None:
-    sys.exit(run_tool(IrcOptMain))
+    sys.exit(run_tool(IrcOptMain, exiting=True))
 
 
 if __name__ == "__main__":

@@ -41,9 +41,9 @@ import sys
 import time
 
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
-from irc.diagnostics import ArgumentParser, as_diagnostic, guarded_main
+from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesting_error
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
-from irc.output import OutputError, check_output, write_atomically
+from irc.output import OutputError, check_output, is_stream, write_atomically
 
 BASELINES = ("t10", "vgm", "roller", "fastest", "basic", "static", "dyn")
 ELK_BASELINES = ("basic", "static", "dyn")
@@ -152,6 +152,24 @@ def bind_with_extents(expr: TensorExpr, given: dict[str, int]) -> BoundExpr:
     return bound
 
 
+PLAN_KEYS = ("axes", "op_factors", "temporal_factors")
+
+
+def _check_plan_document(text: str) -> None:
+    """``--explain``'s text is a JSON object holding a plan's keys (as ``--json`` prints
+    it), nested at most `MAX_JSON_NESTING` deep."""
+    too_deep = json_nesting_error(text, "--explain")
+    if too_deep is not None:
+        raise PlanToolError(f"error: {too_deep}")
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise PlanToolError(f"error: --explain: not a plan JSON document: {error}") from None
+    if not isinstance(document, dict) or any(key not in document for key in PLAN_KEYS):
+        raise PlanToolError(f"error: --explain: not a plan JSON document: a plan is a JSON object with "
+                            f"{', '.join(PLAN_KEYS)} (as --json prints it)")
+
+
 # ---------------------------------------------------------------------------
 # Output
 # ---------------------------------------------------------------------------
@@ -236,12 +254,30 @@ def _device_and_cost(args):
 
     try:
         device, cost = load_device(args.device), get_cost_model(args.cost)
+        _check_family(device)
         check_pairing(device, cost)
         return device, cost
     except (DeviceError, CostModelError) as error:
         raise PlanToolError(f"error: {error}") from None
     except MtiaToolError as error:
         raise PlanToolError(error.args[0]) from None
+
+
+PLANNED_FAMILIES = ("ipu", "mtia")
+"""The device families irc-plan plans: the IPU kind (T10 plans, any cost model of it) and
+MTIA (its own mappings, ``--cost mtia``)."""
+
+
+def _check_family(device) -> None:
+    """A device of a family irc-plan does not plan is one diagnostic saying what does
+    compile for it."""
+    from irc.lowering.target import FAMILY_PIPELINES
+
+    family = getattr(device, "family", "ipu")
+    if family not in PLANNED_FAMILIES:
+        advice = FAMILY_PIPELINES.get(family, "see its family's passes").format(name=device.name)
+        raise PlanToolError(f"error: device {device.name} is of the {family} family, which irc-plan does not "
+                            f"plan (it plans the IPU kind and the mtia family); {advice}, and run it with irc-run")
 
 
 def run_operator(args) -> int:
@@ -268,10 +304,13 @@ def run_operator(args) -> int:
             raise PlanToolError(error.args[0]) from None
 
     if args.explain is not None:
+        _check_plan_document(args.explain)
         try:
             given = plan_from_json(args.explain)
         except PlanError as error:
             raise PlanToolError(f"error: --explain: {error}") from None
+        except OverflowError:  # an infinite factor (JSON's Infinity)
+            raise PlanToolError("error: --explain: not a plan JSON document: a factor is not a finite integer") from None
         given = given.in_axis_order(spec.axis_names)
         try:
             score = check_plan(spec, given, device, cost)
@@ -639,7 +678,7 @@ def _plot(args, model, decision, device, cost) -> None:
         write_atomically(args.plot, image.getvalue())
     except OSError as error:
         raise PlanToolError(f"error: cannot write the --plot file {args.plot}: {error.strerror or error}") from None
-    print(f"wrote {args.plot}")
+    print(f"wrote {args.plot}", file=sys.stderr if is_stream(args.plot) else sys.stdout)
 
 
 def _check_plot_path(args) -> None:
@@ -655,7 +694,7 @@ def _check_plot_path(args) -> None:
 
 
 def main() -> None:
-    sys.exit(guarded_main(run))
+    exit_tool(run)
 
 
 if __name__ == "__main__":

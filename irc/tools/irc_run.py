@@ -23,11 +23,11 @@ from xdsl.interpreter import InterpretationError
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from irc import runner
-from irc.diagnostics import ArgumentParser, decode_source, format_parse_error, guarded_main, location_of
+from irc.diagnostics import ArgumentParser, decode_source, exit_tool, format_parse_error, location_of
 from irc.dialects.dtypes import UnsupportedTypeError
 from irc.interpreter.kernels import KernelError
 from irc.lowering.target import TargetError, check_targets
-from irc.output import OutputError, check_output, write_atomically
+from irc.output import OutputError, check_output, is_stream, same_output, write_atomically
 from irc.runner import RunError, parse_module
 
 
@@ -83,7 +83,7 @@ def run(argv=None) -> int:
                 check_output(args.trace, "--trace", protected + [(args.output, "the --output file")])
         except OutputError as error:
             raise RunError(str(error)) from None
-        if args.output and args.trace and os.path.realpath(args.output) == os.path.realpath(args.trace):
+        if same_output(args.output, args.trace):
             raise RunError("--output and --trace name the same file; choose two paths")
         inputs = None
         if args.inputs:  # only the members the function reads, each checked before it is loaded
@@ -123,7 +123,8 @@ def run(argv=None) -> int:
         np.savez(archive, **results)  # into memory: numpy appends no suffix to a stream
         if not _write(args.output, archive.getvalue(), "--output"):
             return 1
-        print(f"wrote {', '.join(results)} to {args.output}")
+        # a stream (/dev/stdout) holds the archive alone
+        print(f"wrote {', '.join(results)} to {args.output}", file=sys.stderr if is_stream(args.output) else sys.stdout)
     else:
         for name, value in results.items():
             _print_result(name, value)
@@ -140,7 +141,7 @@ def _write(path: str, data: bytes | str, flag: str) -> bool:
     return True
 
 def main() -> None:
-    sys.exit(guarded_main(run))
+    exit_tool(run)
 
 if __name__ == "__main__":
     main()

@@ -26,10 +26,10 @@ import zipfile
 import numpy as np
 from xdsl.printer import Printer
 
-from irc.diagnostics import ArgumentParser, guarded_main
+from irc.diagnostics import ArgumentParser, exit_tool
 from irc.frontend.onnx_import import OnnxImportError, import_onnx, parse_shape_overrides
 from irc.frontend.weights import attach_weights, save_weights, weights_path_for
-from irc.output import OutputError, check_output, write_atomically
+from irc.output import OutputError, check_output, is_stream, npz_name_problem, same_output, write_atomically
 
 
 class TranslateError(Exception):
@@ -113,25 +113,32 @@ def run(argv=None) -> int:
                 check_output(args.output, "-o", read)
             if args.weights:
                 check_output(args.weights, "--weights", [*read, (args.output, "the -o file")])
-                if args.output and os.path.abspath(args.weights) == os.path.abspath(args.output):
+                if same_output(args.weights, args.output):
                     raise OutputError("--weights and -o name the same file; choose two paths")
         except OutputError as error:
             raise TranslateError(str(error)) from None
+        ir_file = args.output if args.output and not is_stream(args.output) else None
         shapes = parse_shape_overrides(args.shape)
         result = import_onnx(model_path, shapes, _constants(args.constant))
         if args.loss or args.output_gradient:
             _train(result.module, args.loss, args.output_gradient)
         if result.weights:
+            for name in result.weights:
+                problem = npz_name_problem(name)
+                if problem is not None:
+                    shown = name if len(name) <= 40 else name[:40] + "..."
+                    raise TranslateError(f"weight {shown!r} has {problem}")
             if args.weights:
                 weights_file = args.weights
-            elif args.output:
-                weights_file = weights_path_for(args.output)
-            else:
+            elif ir_file:
+                weights_file = weights_path_for(ir_file)
+            else:  # the IR goes to a stream (stdout, -o /dev/null, a FIFO): the weights beside the model
                 weights_file = weights_path_for(os.path.splitext(model_path)[0] + ".mlir")
                 if os.path.lexists(weights_file):
+                    where = f"-o {args.output}" if args.output else "stdout"
                     raise TranslateError(
-                        f"the weights would go to {weights_file}, which exists; the IR goes to stdout, so "
-                        f"name the weights file with --weights (it may replace an existing file) or use -o"
+                        f"the weights would go to {weights_file}, which exists; the IR goes to {where}, so "
+                        f"name the weights file with --weights (it may replace an existing file) or use -o FILE"
                     )
             if _same_file(weights_file, model_path):
                 raise TranslateError("the weights file would overwrite the input model; use --weights")
@@ -143,7 +150,7 @@ def run(argv=None) -> int:
             except OSError as error:
                 raise TranslateError(f"cannot write {weights_file}: {error.strerror or error}") from None
             print(f"note: wrote {len(result.weights)} weight tensor(s) to {weights_file}", file=sys.stderr)
-            ir_dir = os.path.dirname(os.path.abspath(args.output)) if args.output else None
+            ir_dir = os.path.dirname(os.path.abspath(ir_file)) if ir_file else None
             reference = (
                 os.path.relpath(os.path.abspath(weights_file), ir_dir) if ir_dir
                 else os.path.abspath(weights_file)
@@ -168,7 +175,7 @@ def run(argv=None) -> int:
 
 
 def main() -> None:
-    sys.exit(guarded_main(run))
+    exit_tool(run)
 
 if __name__ == "__main__":
     main()

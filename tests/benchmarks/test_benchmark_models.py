@@ -145,3 +145,27 @@ def test_worker_processes_plan_the_rows_one_process_plans(monkeypatch):
     assert emitted[1] == emitted[2]
     assert [row["batch"] for row in emitted[1]] == [1, 2, 4, 8, 16, 32, 64]
     assert [row["fits"] for row in emitted[1]] == [True] * 6 + [False]
+
+
+@pytest.mark.parametrize("kind", ["bert", "vit"])
+def test_weights_without_data_import_as_the_initializer_built_model(kind):
+    """The table plans BERT and ViT built with their weights as graph inputs without data
+    (marked as weights once imported): the same ModelSpec as with random initializers."""
+    from irc.frontend import import_model
+    from irc.lowering.model_from_ir import function_model
+    from irc.runner import find_function
+
+    def spec(weights_as_inputs: bool):
+        if kind == "bert":
+            config = table.BertConfig(1, 16, 32, 2, 64, layers=2, dtype="float16", weights_as_inputs=weights_as_inputs)
+            model = table.build_bert_layer(config)
+        else:
+            config = table.ViTConfig(batch=1, image=32, patch=16, hidden=32, heads=2, mlp=64, layers=2,
+                                     classes=10, dtype="float16", weights_as_inputs=weights_as_inputs)
+            model = table.build_vit(config)
+        imported = import_model(model, {})
+        table.mark_weight_inputs(imported.module, model)
+        return function_model(find_function(imported.module, None).function).model
+
+    with_data, without = spec(False), spec(True)
+    assert with_data.ops == without.ops and with_data.weight_bytes() == without.weight_bytes() > 0

@@ -48,7 +48,8 @@ def test_frontiers_that_overflow_sram_are_narrowed_and_the_program_still_compute
     module = _program([8] * 8)
     PreloadSchedule().apply(Context(), module)
     function = _function(module)
-    assert "narrowed" in function.attributes["irc.remark"].data
+    assert "narrowed" in function.attributes["irc.remark"].data and "where the buffers live exceed it" in \
+        function.attributes["irc.remark"].data
     DeviceAlloc().apply(Context(), module)     # fits: the narrowing used device-alloc's placement
     results, report = run(module, inputs)
     assert report.peak_sram_bytes <= 65536

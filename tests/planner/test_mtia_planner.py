@@ -1,12 +1,14 @@
 """Plans on an MTIA device: section 4's mapping space, rotation plans where cheaper, homes."""
 
+import dataclasses
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irc.devices import load_device
-from irc.planner import matmul_spec
+from irc.planner import PlanError, matmul_spec
 from irc.planner.model import ModelOp, ModelSpec
 from irc.planner.mtia import mapping_space, place_model, place_operator, plan_model, plan_operator
 from irc.planner.spec import OpSpec, TensorSpec
@@ -91,7 +93,11 @@ def test_a_tensor_larger_than_the_sram_lives_in_lpddr():
     homes = place_operator(spec, MTIA, weights=("B",))
     assert homes == {"C": "sram", "A": "sram", "B": "dram"}
     in_dram = plan_operator(spec, MTIA, homes=homes, rotation=False)
-    in_sram = plan_operator(spec, MTIA, homes=SRAM, rotation=False)
+    # priced as if the SRAM held it (a chip of mtia-v1's bandwidths with 1 GiB of SRAM)
+    roomy = dataclasses.replace(MTIA, onchip_bytes=1 << 30)
+    in_sram = plan_operator(spec, roomy, homes=SRAM, rotation=False)
+    with pytest.raises(PlanError, match=r"need 541065216 B of on-chip SRAM \(sram\), more than mtia-v1's 134217728 B"):
+        plan_operator(spec, MTIA, homes=SRAM, rotation=False)
     # memory-bound: B's 512 MB at LPDDR's 176 GB/s rather than SRAM's 800 GB/s
     assert in_dram.mapping.cost.bound == "memory"
     assert in_dram.cycles / in_sram.cycles > 3

@@ -149,7 +149,7 @@ def test_the_progress_bar_is_quiet_when_piped(tmp_path, capsys):
         with Progress(2, "irc-dse", stream=stream) as bar:
             bar.advance("point 0")
             bar.advance("point 1")
-    assert "irc-dse [" in terminal.getvalue() and "2/2" in terminal.getvalue()
+    assert "irc-dse:" in terminal.getvalue() and "2/2" in terminal.getvalue()
     assert pipe.getvalue() == ""
     # irc-dse itself, its stderr captured (not a terminal): nothing but what it reports
     args = SWEEP + ["--csv", str(tmp_path / "s.csv"), "--workers", "1", "--hbm", "16", "--topology", "all-to-all"]

@@ -11,7 +11,7 @@ func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32>
   func.return %d : tensor<8x16xf32>
 }
 // CHECK:     builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {name = "tiny16", {{.*}}cores = 16 : i64{{.*}}}>} {
-// CHECK:     func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.planned_cycles = {{.*}} : f64} {
+// CHECK:     func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x16xf32>) -> tensor<8x16xf32> attributes {irc.planned_cycles = {{.*}} : f64, irc.planned_peak_bytes = {{[0-9]+}} : i64} {
 // CHECK:       %[[C:.*]] = device.alloc {name = "k1.C", cores = 16 : i64, {{.*}} offset = 0 : i64}
 // CHECK:       device.mma "C[m,n] += A[m,k] * B[k,n]"
 // CHECK-NOT:   device.store

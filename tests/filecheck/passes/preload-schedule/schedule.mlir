@@ -6,8 +6,9 @@
 // issues each operator's HBM loads while earlier operators run (s4.5), at the plan's
 // frontiers (`irc.preload` on each kernel): w1 during the first matmul, w2 once the
 // first relu is done, w3 once the second is (the matmuls take longer than their loads,
-// so an earlier load would not let any of them start earlier), each waited for right
-// before its redistribution into the execute state.
+// so an earlier load would not let any of them start earlier), each waited for at the
+// start of the operator reading it, which reads it where it was preloaded (its preload
+// state is its execute state: held once, no redistribution).
 func.func @main(%x: tensor<16x256xf32> {irc.name = "x"}, %w0: tensor<256x256xf32> {irc.name = "w0", irc.weight}, %w1: tensor<256x256xf32> {irc.name = "w1", irc.weight}, %w2: tensor<256x256xf32> {irc.name = "w2", irc.weight}, %w3: tensor<256x256xf32> {irc.name = "w3", irc.weight}) -> (tensor<16x256xf32> {irc.name = "y"}) {
   %h0 = te.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w0) : (tensor<16x256xf32>, tensor<256x256xf32>) -> tensor<16x256xf32>
   %r0 = te.op "R[m,n] = relu(H[m,n])" (%h0) : (tensor<16x256xf32>) -> tensor<16x256xf32>
@@ -24,14 +25,15 @@ func.func @main(%x: tensor<16x256xf32> {irc.name = "x"}, %w0: tensor<256x256xf32
 // CHECK:      device.preload_async %x into %X
 // CHECK:      device.preload_async %w1 into %W_idle_1
 // CHECK:      device.wait %W_idle :
-// CHECK-NEXT: device.relayout %W_idle into %W
-// CHECK:      device.wait %X :
+// CHECK-NEXT: device.wait %X :
+// CHECK-NOT:  device.relayout %W_idle
+// CHECK:      device.mma "H[m,n] += X[m,k] * W[k,n]" %H, (%X, %W_idle)
 // CHECK:      device.reduce %H {irc.preload = {slot = 0 : i64, frontier = 3 : i64}
 // CHECK-NOT:  device.wait
 // CHECK:      device.reduce %R {irc.preload = {slot = 1 : i64, frontier = 3 : i64}
 // CHECK:      device.preload_async %w2 into %W_idle_2
 // CHECK:      device.wait %W_idle_1 :
-// CHECK-NEXT: device.relayout %W_idle_1 into %W_1
+// CHECK:      device.mma "H[m,n] += X[m,k] * W[k,n]" %H_2, (%X_1, %W_idle_1)
 // CHECK:      device.reduce %H_2 {
 // CHECK:      device.reduce %R_1 {
 // CHECK:      device.preload_async %w3 into %W_idle_3

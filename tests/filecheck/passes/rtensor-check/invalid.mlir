@@ -122,7 +122,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "t10", {name = "ti
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
-// CHECK: invalid.mlir:119:1: error: 'builtin.module' op #irc.target of 'tiny16' lacks device field(s)
+// CHECK: invalid.mlir:119:1: error: 'builtin.module' op #irc.target of 'tiny16': missing field 'cores_per_chip'
 
 // -----
 

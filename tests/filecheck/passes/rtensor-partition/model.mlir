@@ -8,23 +8,24 @@
 // their room too), so the second and third rest in an idle plan that cuts their
 // partitions finer (idle ft a multiple of the active ft) and pay a setup when their op
 // starts. Activations change layout between a matmul and the next relu exactly where
-// the two plans differ, through one on-chip rtensor.relayout.
+// the two plans differ, through one on-chip rtensor.relayout. A matmul kept from its
+// fastest plan by that memory says so (irc.remark "memory-bound: ...").
 // CHECK-LABEL: func.func @mlp
 // CHECK-NEXT:    %[[X:.*]] = rtensor.relayout %x : tensor<32x32xf16> -> !rtensor.tensor<32x32xf16, [[XL:.*]]>
 // CHECK-NEXT:    %[[W0:.*]] = rtensor.relayout %w0 : tensor<32x32xf16> -> !rtensor.tensor<32x32xf16, [[WL:.*]]>
-// CHECK-NEXT:    %[[H0:.*]] = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%[[X]], %[[W0]]) F_op = {{[^{]*}}{idle = #rtensor.idle<{W = [{{[0-9]+}},{{[0-9]+}}]}, bytes = {{[0-9]+}}, setup = {{[0-9]+}}>} : ({{.*}}) -> !rtensor.tensor<32x32xf16, [[HL:.*]]>
+// CHECK-NEXT:    %[[H0:.*]] = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%[[X]], %[[W0]]) F_op = {{[^{]*}}{{[{]}}{{(irc.remark = "memory-bound: [^"]*", )?}}idle = #rtensor.idle<{W = [{{[0-9]+}},{{[0-9]+}}]}, bytes = {{[0-9]+}}, setup = {{[0-9]+}}>} : ({{.*}}) -> !rtensor.tensor<32x32xf16, [[HL:.*]]>
 // CHECK-NEXT:    %[[H0R:.*]] = rtensor.relayout %[[H0]] : !rtensor.tensor<32x32xf16, [[HL]]> -> !rtensor.tensor<32x32xf16, [[RL:.*]]>
 // CHECK-NEXT:    %[[R0:.*]] = rtensor.op "R[m,n] = relu(H[m,n])" (%[[H0R]]) F_op = array<i64: {{.*}}> : (
 // CHECK-NEXT:    %[[R0R:.*]] = rtensor.relayout %[[R0]] : !rtensor.tensor<32x32xf16, [[RL]]> -> !rtensor.tensor<32x32xf16, [[XL1:.*]]>
 // CHECK-NEXT:    %[[W1:.*]] = rtensor.relayout %w1 : tensor<32x32xf16> -> !rtensor.tensor<32x32xf16, [[WL1:.*]]>
 // Identical layers in the same memory context are planned once: the third matmul gets
 // the second one's plan.
-// CHECK-NEXT:    %[[H1:.*]] = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%[[R0R]], %[[W1]]) F_op = [[F:[^{]*]]{idle = #rtensor.idle<[[IDLE:.*]], setup = {{[1-9][0-9]*}}>}
+// CHECK-NEXT:    %[[H1:.*]] = rtensor.op "H[m,n] += X[m,k] * W[k,n]" (%[[R0R]], %[[W1]]) F_op = [[F:[^{]*]]{{[{]}}{{(irc.remark = "memory-bound: [^"]*", )?}}idle = #rtensor.idle<[[IDLE:.*]], setup = {{[1-9][0-9]*}}>}
 // CHECK-NEXT:    rtensor.relayout %[[H1]] : !rtensor.tensor<32x32xf16, [[HL1:.*]]> -> !rtensor.tensor<32x32xf16, [[RL]]>
 // CHECK-NEXT:    rtensor.op "R[m,n] = relu(H[m,n])"
 // CHECK-NEXT:    rtensor.relayout
 // CHECK-NEXT:    rtensor.relayout %w2
-// CHECK-NEXT:    rtensor.op "H[m,n] += X[m,k] * W[k,n]" {{.*}} F_op = [[F]]{idle = #rtensor.idle<[[IDLE]], setup = {{[1-9][0-9]*}}>}
+// CHECK-NEXT:    rtensor.op "H[m,n] += X[m,k] * W[k,n]" {{.*}} F_op = [[F]]{{[{]}}{{(irc.remark = "memory-bound: [^"]*", )?}}idle = #rtensor.idle<[[IDLE]], setup = {{[1-9][0-9]*}}>}
 // CHECK-NEXT:    rtensor.relayout
 // CHECK-NEXT:    %[[R2:.*]] = rtensor.op "R[m,n] = relu(H[m,n])"
 // CHECK-NEXT:    %[[OUT:.*]] = rtensor.relayout %[[R2]] : !rtensor.tensor<32x32xf16, [[RL]]> -> tensor<32x32xf16>
@@ -33,7 +34,7 @@
 // With 64 KiB per core every weight rests exactly as its op reads it: the idle plan
 // is the active layout and the setup is free.
 // ROOMY-LABEL: func.func @mlp
-// ROOMY:         rtensor.op "H[m,n] += X[m,k] * W[k,n]" {{.*}} {idle = #rtensor.idle<{W = [1,1]}, bytes = {{[0-9]+}}, setup = 0>}
+// ROOMY:         rtensor.op "H[m,n] += X[m,k] * W[k,n]" {{.*}} {{[{]}}{{(irc.remark = "memory-bound: [^"]*", )?}}idle = #rtensor.idle<{W = [1,1]}, bytes = {{[0-9]+}}, setup = 0>}
 func.func @mlp(%x: tensor<32x32xf16> {irc.name = "x"}, %w0: tensor<32x32xf16> {irc.name = "w0", irc.weight},
                %w1: tensor<32x32xf16> {irc.name = "w1", irc.weight}, %w2: tensor<32x32xf16> {irc.name = "w2", irc.weight})
     -> tensor<32x32xf16> {
