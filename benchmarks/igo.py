@@ -1,35 +1,39 @@
 """IGO (MICRO'23) on irc: each workload's training step on the NPUs of Table 3, the
 baseline (dX then dW) vs interleaving (§4.2) vs + rearrangement (§4.3) vs + partitioning
-(§5), measured in one run on irc's scratchpad model (irc.cost.igo); and the same pairs on
+(§5), beside the bound of reading dY once (Fig. 6), on irc's scratchpad model and on
+SCALE-Sim 3's memory model (irc.cost.igo, ``memory=irc|scalesim``); and the same pairs on
 the inter-core IPU Mk2, fused under one compute-shift plan vs the two gradients planned
-apart (irc.planner.igo_pair, irc's own extension).
+apart (irc.planner.igo_pair, irc's own extension; benchmarks/igo_ipu.py).
 
-    PYTHONPATH=. .venv/bin/python benchmarks/igo.py [--models res,bert] [--policy lru|belady]
-        [--baseline separate|shared] [--ipu-models bert,T5 | none] [--json out.json]
+    PYTHONPATH=. .venv/bin/python benchmarks/igo.py [--models res,bert] [--memory irc,scalesim]
+        [--policy lru|belady] [--baseline paper|separate|shared] [--settings npu-edge,...]
+        [--ipu-models bert,T5 | none] [--jobs 2] [--json out.json]
 
 What is measured, and why (each choice is the paper's):
 
-* The baseline runs dX and dW as two operators, each loading its operands from DRAM
-  (`irc.cost.igo.BASELINES`, ``separate``): "dX_i and dW_i are sequentially computed in
-  the conventional training accelerators such as TPUv3 with XLA ... a common operand
-  (dY_i) is fetched from the external memory twice" (§3.2; §3.3 removes "one of the two
-  accesses"; §2.3: a fused operator's input "is loaded only once ..., not for each
-  operator"). ``--baseline shared`` prices the stronger baseline irc used before: both
-  GEMMs one walk through one LRU cache, a dY tile kept across them when fewer tiles than
-  half the SPM holds were loaded in between (§4.2's reuse criterion across operators).
-* The paper's percentages are over forward plus backward time: "When measuring the
-  execution time for both the forward and backward passes, Algorithm 1 can improve
-  performance by 23.8% and 10.9%" (§4.3), the numbers §6.2 gives for Fig. 12's
-  +Rearrangement; "our focus is primarily on the forward pass and backward pass stages"
-  (§6.1). So the ``fwd+bwd`` columns add every contraction layer's forward GEMM (the
-  same in every configuration) to the backward pass, and those are printed beside the
-  paper's. The backward pass counts every weight gradient: the fused pairs, and the
-  first layers' lone dW (no dX: "the interleaving technique cannot be applied in the
-  first layer", §6.2), which no configuration changes. Elementwise ops are not priced
-  (the paper's simulator, built on SCALE-Sim, runs the GEMM and convolution layers).
-  Forward and lone-dW GEMMs are priced by the same model (orders ``forward`` and
-  ``dw-only``) but not executed: igo-to-npu lowers only pairs; the pairs' programs are
-  executed in tests/interpreter/test_npu_interpreter.py and cost what the model says.
+* Baselines (`irc.cost.igo.BASELINES`), each reported: ``paper`` (the default), the one
+  §4.2 states: dX and dW as two operators, a dY tile reused by the second "when the
+  distance between" its two uses is under what "can be loaded in half of the SPM";
+  ``separate``: two operators that share nothing ("a common operand (dY_i) is fetched
+  from the external memory twice", §3.2); ``shared``: one walk through one cache. On
+  SCALE-Sim's memory model the baseline is SCALE-Sim's two layers (fresh buffers each).
+  Every order, the baselines included, runs with the tiles searched for it (§6.1: the
+  baseline models "the tiling strategies proposed in the earlier studies").
+* The bound (Fig. 6, §3.3): the baseline with the dW operator's dY reads removed ("we
+  eliminate dY reads ... assuming the data are hypothetically available"), its tiles
+  searched for that. ``capture``: the share of the bound's saving (forward + backward
+  time) a setting achieves: the target is 90% for the fused settings on irc's model.
+* The paper's percentages are over forward plus backward time (§4.3, §6.1), so the
+  ``fwd+bwd`` columns add every contraction layer's forward GEMM (the same in every
+  configuration) to the backward pass, which counts every weight gradient: the fused
+  pairs and the first layers' lone dW (no dX: "the interleaving technique cannot be
+  applied in the first layer", §6.2). Elementwise ops are not priced (the paper's
+  simulator, built on SCALE-Sim, runs the GEMM and convolution layers). Forward and
+  lone-dW GEMMs are priced by the same model (orders ``forward`` and ``dw-only``) but not
+  executed: igo-to-npu lowers only pairs, whose programs are executed in
+  tests/interpreter/test_npu_interpreter.py and cost what the model says.
+* Figure 5: dY's share of the baseline backward pass's DRAM traffic (reads and writes)
+  and of its reads, on each memory model.
 * Workloads (benchmarks/igo_workloads.py) are the published configurations of Table 4's
   models at the paper's batch sizes (4 on the edge NPU, 8 per core on the server NPU,
   §6.1, §6.3): ResNet-50 and MobileNet-v2 at 224x224; BERT-large, and on the edge NPU
@@ -47,22 +51,8 @@ Rearrangement is igo-fuse's cost choice among the three fused orders
 -25.1% and -12.4%) and ``(Alg. 1)`` Algorithm 1's (the paper's -23.8% and -10.9%);
 partitioning is igo-fuse's `best_partition` (exhaustive over 1, 2 or 4 parts on one
 core, the cores on several; the choice the paper's KNN makes 91% of the time, §5).
-``compute`` is the share of the baseline pairs' time the array computes (the rest is
-stall on DRAM), ``dY re-read`` the baseline pairs' dY traffic over dY's size,
-``headroom`` the share of the baseline's backward DRAM bytes reading dY once would
-save: the most any order can save on dY alone.
-
-Why our figures still differ from the paper's: see REMAINING_GAP (printed at the end).
-
-The ipu-mk2 sections (irc.planner.igo_pair; the fused kernel runs at exactly its planned
-cycles, tests/schedule/test_fused_kernel.py). The first prices each pair with the
-planner's ARRIVAL MODEL (every input relayouted from an unknown layout as its whole
-partition: dY twice unfused, once fused), which is where its gains come from: with the
-SRAM of a core to itself an operator rotates nothing, so the kernel-only gain is at most
-1. The second (``--ipu-pressure-models``, ``--ipu-budgets``) compares KERNEL-ONLY times
-under a per-core budget, what model-wide planning leaves an operator when the model's
-weights rest on chip, where dY must rotate: the fused kernel with the whole budget, each
-unfused product with the budget less what stays on chip across it for the other.
+Where a setting's change differs from the paper's by more than a fifth, the script
+prints the reason it measures (`reason`).
 """
 
 from __future__ import annotations
@@ -72,15 +62,18 @@ import json
 import math
 import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
 from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.igo_ipu import ipu_pressure_section, ipu_section  # noqa: E402
 from benchmarks.igo_workloads import workloads  # noqa: E402
 from irc.cost.igo import (  # noqa: E402
     BASELINES,
     FUSED_ORDERS,
+    MEMORIES,
     POLICIES,
     Layer,
     cheapest,
@@ -97,9 +90,11 @@ from irc.passes.te_autodiff import TeAutodiff  # noqa: E402
 from irc.progress import Progress  # noqa: E402
 from irc.runner import make_context, parse_module  # noqa: E402
 
-PAPER = {"npu-edge": -29.3, "npu-server": -14.5, "npu-server x4": -23.7}
-"""The paper's average execution-time changes with all three techniques, forward plus
-backward (§6.2, §6.3)."""
+PAPER = {"npu-edge": -29.3, "npu-server": -14.5, "npu-server x4": -23.7, "npu-server x2": -22.4,
+         "npu-server x8": -27.7, "npu-server 75 GB/s": -19.3, "npu-server 37.5 GB/s": -22.7}
+"""The paper's average execution-time change with all three techniques, forward plus
+backward: §6.2 (1 core), §6.3 (cores; 2 cores: §5's ideal partition choice), §6.4
+(bandwidth)."""
 PAPER_STEPS = {
     "npu-edge": {"interleave": -0.8, "rearrange": -25.1, "rearrange-paper": -23.8, "partition": -29.3},
     "npu-server": {"interleave": -7.4, "rearrange": -12.4, "rearrange-paper": -10.9, "partition": -14.5},
@@ -107,43 +102,26 @@ PAPER_STEPS = {
 """Each technique's average time change, cumulative, forward plus backward: interleaving
 and + partitioning §6.2, + rearrangement by Algorithm 1 §4.3/§6.2, by the best of the
 three orders per layer ("ideal") §4.3."""
-PAPER_BANDWIDTH = {150: -14.5, 75: -19.3, 37.5: -22.7}
-PAPER_CORES = {1: -14.5, 2: -22.4, 4: -23.7, 8: -27.7}
-"""§6.3; 2 cores: §5's ideal partition choice (-21.5% with the KNN's)."""
+PAPER_BOUND = {"npu-edge": 1.70, "npu-server": 1.43}
+"""Fig. 6: the speed-up of reading dY once, small and large NPU."""
+PAPER_DY_SHARE = (39.0, 51.4)
+"""Fig. 5 (large NPU): dY's share of the backward pass's DRAM traffic, and of its reads."""
 CONFIGS = ("interleave", "rearrange", "rearrange-paper", "partition")
-REMAINING_GAP = """\
-Why ours still differ from the paper's (the first three points are measured above):
-  - Little to save in time where the array, not DRAM, is the bottleneck. The `compute`
-    column is the share of the baseline pairs' time the array computes: on npu-server
-    at 150 GB/s nearly all of it, so the DRAM a fused order saves barely shows as time;
-    at 37.5 GB/s the time saved follows the DRAM saved. The paper's layers are
-    "predominantly memory-bound" (§6.2, Fig. 13). One reason ours are not: irc prices
-    each tile GEMM with SCALE-Sim's formula, the contract issue 14 sets, so every K tile
-    pays the array's fill and drain, and the pairs' compute is the printed multiple of
-    SCALE-Sim's cycles for the same dX and dW GEMMs whole; the paper does not say how
-    its simulator splits K.
-  - Little to save in DRAM. `headroom` bounds what reading dY once could save of the
-    backward pass's bytes; the forward pass, which no technique changes, then dilutes
-    it (the fwd+bwd columns). The dY share line compares our baseline's dY traffic with
-    the paper's Fig. 5.
-  - Fused orders pay for dY in W, X and partial-sum traffic: dX-major keeps every dW
-    partial and re-reads W once per row of dY tiles, dW-major the same for dX and X
-    (§4.3: "at the expense of dX_i and dW_i reuse"); where those do not fit the SPM the
-    spills can exceed the dY reads saved (compare the +rearrange DRAM column with
-    headroom).
-  - Tile sizes: the paper models "the tiling strategies proposed in the earlier studies
-    [22, 33, 43]" (searched per layer) without giving them; irc uses one tiling per layer
-    for every order (`irc.cost.igo.default_tiling`). Probes with other tilings (array-
-    sized tiles; array-sized M and N tiles with K tiles as long as fit) moved single
-    models' forward + backward figures by up to 5 points either way, none near the
-    paper's; so did splitting a layer into up to 16 parts over time instead of 4.
-  - Workloads: Table 4 also has FasterRCNN, GoogLeNet and DLRM (not built here), YOLOv5
-    on the large NPU (YOLOv2-tiny here on both), a 3B-parameter NCF and a 13M-parameter
-    MobileNet (MobileNet-v2 has 3.5M) whose configurations it does not give, T5's
-    decoder (encoder layers here: T5-large's are BERT-large's GEMMs), and no sequence
-    length (128 here).
-  - Time: irc overlaps one DMA queue with SCALE-Sim's compute per tile; the paper's
-    cycle-level simulator also models DRAM and array timing it does not describe."""
+BOUNDS = tuple(f"bound:{b}" for b in BASELINES)
+KEYS = (*BASELINES, *BOUNDS, *CONFIGS)
+SETTINGS = ("npu-edge", "npu-server", "npu-server x4", "npu-server 75 GB/s", "npu-server 37.5 GB/s",
+            "npu-server x2", "npu-server x8")
+
+
+def setting(title: str):
+    """(device, workload kind, batch) of one of the paper's settings (`SETTINGS`)."""
+    edge, server = load_device("npu-edge"), load_device("npu-server")
+    if title == "npu-edge":
+        return edge, "edge", 4
+    if title.endswith("GB/s"):
+        return server.with_bandwidth(float(title.split()[1]) * 1e9), "server", 8
+    cores = int(title.split("x")[1]) if " x" in title else 1
+    return server.with_cores(cores), "server", 8 * cores
 
 
 class Gemms(NamedTuple):
@@ -185,7 +163,7 @@ def workload_of(text: str) -> Workload:
     module = parse_module(text, "workload.mlir")
     forwards = [op for op in module.walk() if isinstance(op, TensorOp) and contraction_reads(op.parsed())]
     TeAutodiff().apply(make_context(), module)
-    IgoFuse(order="interleave").apply(make_context(), module)
+    IgoFuse(device="ipu-mk2").apply(make_context(), module)
     pairs, paired = [], set()
     for op in module.walk():
         if isinstance(op, GradPairOp):
@@ -214,321 +192,240 @@ def layers_of(text: str) -> list[Gemms]:
 
 
 @lru_cache(maxsize=None)
-def _cost(layer: Layer, device, order: str, scheme, parts, policy: str, baseline: str = "separate"):
-    return evaluate(layer, device, order, scheme, parts, policy=policy, baseline=baseline)
+def _cost(layer: Layer, device, order: str, scheme, parts, policy: str, baseline: str, memory: str,
+          tiling=None, dy_once: bool = False):
+    return evaluate(layer, device, order, scheme, parts, tiling, policy=policy, baseline=baseline, memory=memory,
+                    dy_once=dy_once)
 
 
-def price(work: Workload | list[Gemms], device, policy: str, baseline: str = "separate") -> dict:
-    """Summed cycles and DRAM bytes of the pairs in every configuration (`Gemms.count`
-    times each layer's), of the lone weight gradients and of the forward GEMMs; the
-    baseline pairs' dY traffic and dY's size; how often Algorithm 1 and the cost model
-    choose differently. The choices are igo-fuse's (`cheapest`)."""
+def price(work: Workload | list[Gemms], device, policy: str = "lru", memory: str = "irc") -> dict:
+    """Summed cycles and DRAM bytes of the pairs in every configuration (`KEYS`:
+    `Gemms.count` times each layer's), with the arrays' refill cycles, spilled bytes and
+    compute per configuration; the lone weight gradients and the forward GEMMs; the
+    baselines' dY traffic and reads and dY's size; how often Algorithm 1 and the cost
+    model choose differently. The choices are igo-fuse's (`cheapest`). On SCALE-Sim's
+    memory model every baseline is SCALE-Sim's two layers."""
     if not isinstance(work, Workload):
         work = Workload(list(work), [], [])
-    totals = {k: [0.0, 0] for k in ("baseline", *CONFIGS)}
-    differ = 0
-    dy_read = dy_size = 0
-    tile_compute = layer_compute = 0.0
-    base_read = 0
+    totals = {k: [0.0, 0] for k in KEYS}
+    refill, spill, compute, array = ({k: 0.0 for k in KEYS} for _ in range(4))
+    dy_read = {b: 0 for b in BASELINES}
+    reads = {b: 0 for b in BASELINES}
+    differ = dy_size = closed = 0
     single = device.cores == 1
     for gemms in work.pairs:
         layer, count = gemms.layer, gemms.count
-        costs = {o: _cost(layer, device, o, None, None, policy, baseline) for o in ("baseline", *FUSED_ORDERS)}
-        chosen = cheapest(costs, FUSED_ORDERS)
-        paper = paper_order(layer)
+        base = {b: _cost(layer, device, "baseline", None, None, policy, b if memory == "irc" else "separate", memory)
+                for b in BASELINES}
+        costs = {o: _cost(layer, device, o, None, None, policy, "separate", memory) for o in FUSED_ORDERS}
+        chosen, paper = cheapest(costs, FUSED_ORDERS), paper_order(layer)
         differ += chosen != paper
         options = partition_options(device)
-        partitions = {(s, p): _cost(layer, device, chosen, s if (p > 1 or not single) else None, p, policy)
-                      for s, p in options}
-        partitioned = partitions[cheapest(partitions, options)]
-        for key, cost in (("baseline", costs["baseline"]), ("interleave", costs["interleave"]),
-                          ("rearrange", costs[chosen]), ("rearrange-paper", costs[paper]),
-                          ("partition", partitioned)):
+        partitions = {(s, p): _cost(layer, device, chosen, s if (p > 1 or not single) else None, p, policy,
+                                    "separate", memory) for s, p in options}
+        # Fig. 6: each baseline's schedule with the dW operator's dY reads removed
+        bounds = {f"bound:{b}": _cost(layer, device, "baseline", None, None, policy,
+                                      b if memory == "irc" else "separate", memory, base[b].tiling, True)
+                  for b in BASELINES}
+        entries = {**base, **bounds, "interleave": costs["interleave"], "rearrange": costs[chosen],
+                   "rearrange-paper": costs[paper], "partition": partitions[cheapest(partitions, options)]}
+        for key, cost in entries.items():
             totals[key][0] += count * cost.cycles
             totals[key][1] += count * cost.dram_bytes
-        dy_read += count * costs["baseline"].read["dY"]
+            refill[key] += count * cost.refill_cycles
+            spill[key] += count * cost.spill_bytes
+            compute[key] += count * cost.compute_cycles
+            array[key] += count * cost.array_cycles
+        for b in BASELINES:
+            dy_read[b] += count * base[b].read["dY"]
+            reads[b] += count * sum(base[b].read.values())
         dy_size += count * layer.M * layer.N * layer.element_bytes
-        tile_compute += count * costs["baseline"].compute_cycles
-        base_read += count * sum(costs["baseline"].read.values())
-        # SCALE-Sim's cycles for dX = dY·Wᵀ and dW = Xᵀ·dY as whole GEMMs, split over the cores
-        layer_compute += count * (device.gemm_cycles(layer.M, layer.N, layer.K)
-                                  + device.gemm_cycles(layer.K, layer.M, layer.N)) / device.cores
+        closed += count * base["separate"].closed_form_cycles
     fixed = {}
     lone_dy = lone_read = 0
     for part, order, gemms_list in (("lone", "dw-only", work.lone), ("forward", "forward", work.forward)):
         fixed[part] = [0.0, 0]
         for gemms in gemms_list:
-            cost = _cost(gemms.layer, device, order, None, None, policy, baseline)
+            cost = _cost(gemms.layer, device, order, None, None, policy, "separate", memory)
             fixed[part][0] += gemms.count * cost.cycles
             fixed[part][1] += gemms.count * cost.dram_bytes
             if part == "lone":
                 lone_dy += gemms.count * cost.read["dY"]
                 lone_read += gemms.count * sum(cost.read.values())
-    return {"totals": totals, "lone": fixed["lone"], "forward": fixed["forward"], "layers": len(work.pairs),
-            "tile_compute": tile_compute, "layer_compute": layer_compute,
-            "backward_dy": dy_read + lone_dy, "backward_read": base_read + lone_read,
+    return {"totals": totals, "refill": refill, "spill": spill, "compute": compute, "array": array,
+            "closed_form": closed,
+            "lone": fixed["lone"], "forward": fixed["forward"], "layers": len(work.pairs),
             "gemms": sum(g.count for g in work.pairs), "lone_layers": len(work.lone),
-            "forward_layers": len(work.forward), "paper_differs": differ, "dy_read": dy_read, "dy_size": dy_size}
+            "forward_layers": len(work.forward), "paper_differs": differ, "dy_read": dy_read, "dy_size": dy_size,
+            "backward_dy": {b: dy_read[b] + lone_dy for b in BASELINES},
+            "backward_read": {b: reads[b] + lone_read for b in BASELINES}}
 
 
-def ratios(result: dict, scope: str = "backward") -> dict:
-    """Each configuration's (time, DRAM) over the baseline's: of the fused pairs alone
+def ratios(result: dict, scope: str = "backward", baseline: str = "paper") -> dict:
+    """Each configuration's (time, DRAM) over `baseline`'s: of the fused pairs alone
     (``pairs``), the backward pass (``backward``: + the lone weight gradients) or the
     training step (``step``: + the forward GEMMs, what the paper's figures are of)."""
     extra = {"pairs": (0.0, 0), "backward": tuple(result["lone"]),
              "step": (result["lone"][0] + result["forward"][0], result["lone"][1] + result["forward"][1])}[scope]
-    base_cycles, base_bytes = result["totals"]["baseline"]
+    base_cycles, base_bytes = result["totals"][baseline]
     base_cycles, base_bytes = base_cycles + extra[0], base_bytes + extra[1]
-    return {k: ((c + extra[0]) / base_cycles, (b + extra[1]) / base_bytes) for k, (c, b) in result["totals"].items()}
+    return {k: ((c + extra[0]) / base_cycles, (b + extra[1]) / max(base_bytes, 1))
+            for k, (c, b) in result["totals"].items()}
 
 
-def averages(rows: dict[str, dict], scope: str) -> dict[str, tuple[float, float]]:
+def averages(rows: dict[str, dict], scope: str, baseline: str = "paper") -> dict[str, tuple[float, float]]:
     """The mean over the models of each configuration's ratios."""
-    per_model = [ratios(r, scope) for r in rows.values()]
+    per_model = [ratios(r, scope, baseline) for r in rows.values()]
     return {k: (sum(r[k][0] for r in per_model) / len(per_model), sum(r[k][1] for r in per_model) / len(per_model))
-            for k in ("baseline", *CONFIGS)}
+            for k in KEYS}
 
 
 def _pct(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.1f}%"
 
 
-def table(title: str, rows: dict[str, dict], device, paper: float | None) -> list[str]:
-    lines = [f"\n{title}",
-             f"{'model':<6}{'pairs':>6}{'GEMMs':>7}{'bwd ms':>9}{'fwd ms':>8}{'bwd MB':>9}{'compute':>8}"
-             f"{'dY re-read':>11}"
-             f"{'headroom':>9}{'interleave':>13}{'+rearrange':>13}{'(Alg. 1)':>9}{'+partition':>13}"
-             f"{'fwd+bwd time':>21}{'Alg1!=cost':>11}",
-             f"{'':<6}{'':>6}{'':>7}{'':>9}{'':>8}{'':>9}{'':>8}{'':>11}{'':>9}" + f"{'time  DRAM':>13}" * 2
-             + f"{'time':>9}{'time  DRAM':>13}{'il  +re  +part':>21}"]
+def capture(averaged: dict, key: str, baseline: str = "paper") -> float:
+    """The share of the bound's saving (forward + backward time) `key` achieves."""
+    saving = 1 - averaged[f"bound:{baseline}"][0]
+    return (1 - averaged[key][0]) / saving if saving > 1e-9 else math.nan
 
-    def row(label: str, b: dict, s: dict) -> str:
-        return (f"{b['interleave'][0]:>7.3f}{b['interleave'][1]:>6.3f}{b['rearrange'][0]:>7.3f}"
-                f"{b['rearrange'][1]:>6.3f}{b['rearrange-paper'][0]:>9.3f}{b['partition'][0]:>7.3f}"
-                f"{b['partition'][1]:>6.3f}{s['interleave'][0]:>9.3f}{s['rearrange'][0]:>6.3f}"
-                f"{s['partition'][0]:>6.3f}")
+
+def dy_shares(rows: dict[str, dict], baseline: str) -> tuple[float, float]:
+    """Fig. 5: dY's share (%) of the baseline backward pass's DRAM traffic and of its reads."""
+    traffic = [r["backward_dy"][baseline] / max(r["totals"][baseline][1] + r["lone"][1], 1) for r in rows.values()]
+    read = [r["backward_dy"][baseline] / max(r["backward_read"][baseline], 1) for r in rows.values()]
+    return 100 * sum(traffic) / len(traffic), 100 * sum(read) / len(read)
+
+
+def table(title: str, rows: dict[str, dict], device, baseline: str) -> list[str]:
+    """One setting on one memory model: per model and on average, time (forward +
+    backward) and DRAM (backward) of every configuration over `baseline`'s."""
+    lines = [f"\n{title}",
+             f"{'model':<6}{'pairs':>6}{'GEMMs':>7}{'bwd ms':>9}{'fwd ms':>8}{'compute':>8}{'dY re-read':>11}"
+             f"{'bound':>13}{'interleave':>13}{'+rearrange':>13}{'(Alg. 1)':>9}{'+partition':>13}{'capture':>9}"
+             f"{'Alg1!=cost':>11}",
+             f"{'':<6}{'':>6}{'':>7}{'':>9}{'':>8}{'':>8}{'':>11}" + f"{'time  DRAM':>13}" * 3 + f"{'time':>9}"
+             + f"{'time  DRAM':>13}{'+part':>9}"]
+
+    bound = f"bound:{baseline}"
+
+    def row(s: dict, b: dict) -> str:
+        return "".join(f"{s[k][0]:>7.3f}{b[k][1]:>6.3f}" for k in (bound, "interleave", "rearrange")) + \
+            f"{s['rearrange-paper'][0]:>9.3f}{s['partition'][0]:>7.3f}{b['partition'][1]:>6.3f}"
 
     for name, result in rows.items():
-        b, s = ratios(result, "backward"), ratios(result, "step")
-        base_cycles = result["totals"]["baseline"][0] + result["lone"][0]
-        base_bytes = result["totals"]["baseline"][1] + result["lone"][1]
-        reread = result["dy_read"] / result["dy_size"]
-        headroom = (result["dy_read"] - result["dy_size"]) / base_bytes
-        compute = result["tile_compute"] / result["totals"]["baseline"][0]
+        s, b = ratios(result, "step", baseline), ratios(result, "backward", baseline)
+        base_cycles = result["totals"][baseline][0] + result["lone"][0]
+        share = result["compute"][baseline] / max(result["totals"][baseline][0], 1)
+        grab = capture(s, "partition", baseline)
         lines.append(
             f"{name:<6}{result['layers']:>6}{result['gemms']:>7}{base_cycles / device.clock_hz * 1e3:>9.3f}"
-            f"{result['forward'][0] / device.clock_hz * 1e3:>8.3f}{base_bytes / 1e6:>9.1f}{100 * compute:>7.0f}%"
-            f"{reread:>10.2f}x"
-            f"{100 * headroom:>8.1f}%" + row(name, b, s) + f"{result['paper_differs']:>7}/{result['layers']:<3}")
-    b, s = averages(rows, "backward"), averages(rows, "step")
-    lines.append(f"{'average':<8}{'':>6}{'':>7}{'':>7}{'':>8}{'':>9}{'':>8}{'':>11}{'':>9}" + row("average", b, s))
-    change = f"time change with all three: ours {_pct(s['partition'][0])} forward + backward"
-    if paper is not None:
-        change += f" (paper {paper:+.1f}%)"
-    lines.append(change + f", {_pct(b['partition'][0])} backward alone")
-    if device.cores == 1:  # on several cores, lockstep rounds leave cores idle too
-        tiles = sum(r["tile_compute"] for r in rows.values()) / sum(r["layer_compute"] for r in rows.values())
-        lines.append(f"the pairs' compute, tile by tile, is {tiles:.2f}x SCALE-Sim's cycles for the same dX and dW "
-                     "GEMMs whole (each tile's K pays the array's fill and drain)")
-    traffic = [r["backward_dy"] / (r["totals"]["baseline"][1] + r["lone"][1]) for r in rows.values()]
-    reads = [r["backward_dy"] / r["backward_read"] for r in rows.values()]
-    lines.append(f"dY share of the baseline backward pass's DRAM traffic {100 * sum(traffic) / len(traffic):.1f}%, of "
-                 f"its reads {100 * sum(reads) / len(reads):.1f}% (model average; the paper's Fig. 5, large NPU: "
-                 "39.0% and 51.4%)")
+            f"{result['forward'][0] / device.clock_hz * 1e3:>8.3f}{100 * share:>7.0f}%"
+            f"{result['dy_read'][baseline] / result['dy_size']:>10.2f}x" + row(s, b)
+            + f"{100 * grab:>8.0f}%{result['paper_differs']:>7}/{result['layers']:<3}")
+    s, b = averages(rows, "step", baseline), averages(rows, "backward", baseline)
+    lines.append(f"{'average':<8}{'':>6}{'':>5}{'':>9}{'':>8}{'':>8}{'':>11}" + row(s, b)
+                 + f"{100 * capture(s, 'partition', baseline):>8.0f}%")
+    lines.append("  time change, forward + backward, vs each baseline: " + "; ".join(
+        f"{other}: bound {_pct(a[f'bound:{other}'][0])}, interleave {_pct(a['interleave'][0])}, +rearrange "
+        f"{_pct(a['rearrange'][0])}, +partition {_pct(a['partition'][0])}"
+        for other, a in ((other, averages(rows, "step", other)) for other in dict.fromkeys(
+            k for k in BASELINES if any(r["totals"][k] != r["totals"]["separate"] for r in rows.values())
+            or k == "separate"))))
+    lines.append("  capture of the dY-once bound: " + ", ".join(
+        f"{k} {100 * capture(s, k, baseline):.0f}%" for k in CONFIGS))
+    traffic, read = dy_shares(rows, baseline)
+    closed = sum(r["closed_form"] for r in rows.values())
+    base_compute = sum(r["array"][baseline] for r in rows.values())
+    part_compute = sum(r["array"]["partition"] for r in rows.values())
+    lines.append(f"  Fig. 5: dY is {traffic:.1f}% of the baseline backward pass's DRAM traffic, {read:.1f}% of its "
+                 f"reads (the paper's large NPU: {PAPER_DY_SHARE[0]}%, {PAPER_DY_SHARE[1]}%); Fig. 6: reading dY once "
+                 f"speeds forward + backward up {1 / s[bound][0]:.3f}x")
+    lines.append(f"  arrays: the baseline pairs compute {base_compute / max(closed, 1):.3f}x SCALE-Sim's cycles for "
+                 f"their GEMMs whole, +partition {part_compute / max(closed, 1):.3f}x (refills: tile edges, split "
+                 "reductions, orders alternating GEMMs)")
     return lines
 
 
-def paper_comparison(results: dict[str, dict]) -> list[str]:
-    """Each technique's average forward + backward time change beside the paper's."""
-    lines = ["\neach technique vs the paper (average time change, forward + backward, cumulative)",
-             f"{'':<16}{'interleave':>22}{'+rearrange (cost)':>22}{'+rearrange (Alg. 1)':>22}{'+partition':>22}",
-             f"{'':<16}" + f"{'ours   paper':>22}" * 4]
-    for title, paper in PAPER_STEPS.items():
-        s = averages(results[title], "step")
-        lines.append(f"{title:<16}" + "".join(f"{_pct(s[k][0]):>13}{paper[k]:>+8.1f}%" for k in CONFIGS))
-    return lines
-
-# ---------------------------------------------------------------------------
-# The inter-core chip: a pair under one compute-shift plan (irc.planner.igo_pair)
-# ---------------------------------------------------------------------------
-
-
-def ipu_pairs(text: str):
-    """The pairs of a workload fused for an inter-core chip, as planner specs (None for
-    a pair no single plan describes), with a label: the forward GEMM."""
-    from irc.lowering.igo_pair_partition import pair_spec_of
-    from irc.planner import SpecError
-
-    module = parse_module(text, "workload.mlir")
-    TeAutodiff().apply(make_context(), module)
-    IgoFuse(device="ipu-mk2").apply(make_context(), module)
-    found = []
-    for op in module.walk():
-        if isinstance(op, GradPairOp):
-            label = op.attributes["irc.gemm"].data
-            extents = dict(op.bound_dx().extents)
-            batch = math.prod(extents[a] for a in batch_axes(op))
-            if batch > 1:
-                label += f" x{batch}"
-            try:
-                found.append((label, pair_spec_of(op)))
-            except SpecError:
-                found.append((label, None))
-    return found
+def reason(title: str, rows: dict[str, dict], baseline: str) -> str:
+    """Why this setting's +partition change differs from the paper's, from what is
+    measured: the bound reading dY once allows, dY's share of traffic, how much the
+    array computes, and what the fused settings pay that the bound does not."""
+    s = averages(rows, "step", baseline)
+    parts = []
+    key = f"bound:{baseline}"
+    bound = 1 - s[key][0]
+    kind = "npu-edge" if title == "npu-edge" else "npu-server"
+    paper_bound = 1 - 1 / PAPER_BOUND[kind]
+    traffic, _ = dy_shares(rows, baseline)
+    share = sum(r["compute"][baseline] for r in rows.values()) / max(
+        sum(r["totals"][baseline][0] for r in rows.values()), 1)
+    parts.append(f"reading dY once saves at most {100 * bound:.1f}% here (the paper's Fig. 6: "
+                 f"{100 * paper_bound:.1f}% on the {kind.split('-')[1]} NPU): dY is {traffic:.1f}% of the baseline's "
+                 f"backward traffic and the array computes {100 * share:.0f}% of the baseline pairs' time")
+    grab = capture(s, "partition", baseline)
+    if grab < 0.9:
+        bound_rows = [r for r in rows.values()]
+        refills = sum(r["refill"]["partition"] - r["refill"][key] for r in bound_rows)
+        spills = sum(r["spill"]["partition"] for r in bound_rows)
+        more = sum(r["totals"]["partition"][1] - r["totals"][key][1] for r in bound_rows)
+        bound_bytes = sum(r["totals"][key][1] for r in bound_rows)
+        bound_compute = sum(r["array"][key] for r in bound_rows)
+        parts.append(f"+partition captures {100 * grab:.0f}% of that bound: its arrays pay "
+                     f"{100 * refills / max(bound_compute, 1):+.1f}% refill cycles against the bound's compute, and it "
+                     f"moves {100 * more / max(bound_bytes, 1):+.1f}% DRAM bytes against the bound's "
+                     f"({100 * spills / max(bound_bytes, 1):.1f}% in spilled partial sums)")
+    return "; ".join(parts)
 
 
-def signature(pair) -> tuple:
-    """Identical layers (another layer's names for the same shapes) share one search."""
-    union = pair.union_spec()
-    axes = union.axis_names
-    return (union.extents, tuple(tuple(tuple(axes.index(a) for a in dim) for dim in t.dims) for t in union.tensors),
-            union.tensor_bytes, pair.dx.kind, pair.dw.kind)
-
-
-def ipu_section(names: list[str], batch: int, progress) -> tuple[list[str], dict]:
-    from irc.planner.igo_pair import compare_pair
-
-    device = load_device("ipu-mk2")
-    built = workloads("server", batch)
-    searched: dict = {}
-    lines = [f"\nipu-mk2 ({device.cores} cores, t10 cost model), batch {batch}: each pair fused under one plan "
-             "(its dY ring feeds both gradients) vs the two gradients' own plans; cycles are the operators' plus "
-             "their inputs' arrival under the ARRIVAL MODEL (every input relayouted from an unknown layout, its "
-             "whole partition: dY twice unfused, once fused; irc.planner.igo_pair.arrival_cycles); kernel gain: "
-             "the operators' own time alone",
-             f"{'model':<6}{'layer (forward GEMM)':<28}{'n':>3}{'unfused':>12}{'fused':>12}{'arrival gain':>13}"
-             f"{'kernel gain':>12}  fused F_op"]
-    data: dict = {}
-    for name in names:
-        rows: dict = {}
-        for label, pair in ipu_pairs(built[name]):
-            key = signature(pair) if pair is not None else ("none", label)
-            if key not in rows:
-                rows[key] = [label, pair, 0]
-            rows[key][2] += 1
-        totals = [0.0, 0.0, 0.0, 0.0]   # unfused, fused-or-unfused (what rtensor-partition keeps), kernel both
-        undescribed = 0
-        for key, (label, pair, count) in rows.items():
-            progress.advance(f"ipu-mk2 {name} {label}")
-            if pair is None:
-                undescribed += count
-                lines.append(f"{name:<6}{label:<28}{count:>3}{'no single plan (dX writes h+r or 2*h)':>45}")
+def summary(results: dict, baseline: str) -> list[str]:
+    """Every setting on every memory model beside the paper's figures, and where they
+    differ by more than a fifth, the reason measured."""
+    lines = ["\nagainst the paper: time change with all three techniques, forward + backward, ours (irc's memory "
+             "model | SCALE-Sim's), the paper's; the bound of reading dY once; capture of that bound"]
+    for title in SETTINGS:
+        cells, reasons = [], []
+        for memory in MEMORIES:
+            rows = results.get((title, memory))
+            if not rows:
                 continue
-            if key not in searched:
-                searched[key] = compare_pair(pair, device, "t10")
-            c = searched[key]
-            kept = min(c.fused_cycles, c.unfused_cycles)
-            totals[0] += count * c.unfused_cycles
-            totals[1] += count * kept
-            plan = "no fused plan fits" if c.fused is None else "x".join(map(str, c.fused.plan.op_factors))
-            fused = f"{c.fused_cycles:>12,.0f}" if c.fused is not None else f"{'-':>12}"
-            kernel = f"{c.kernel_gain:>12.3f}" if c.fused is not None else f"{'-':>12}"
-            gain = f"{c.gain:>13.3f}" if c.fused is not None else f"{'-':>13}"
-            lines.append(f"{name:<6}{label:<28}{count:>3}{c.unfused_cycles:>12,.0f}{fused}{gain}{kernel}  {plan}")
-        if totals[0]:
-            lines.append(f"{name:<6}{'total (fused where it wins)':<28}{'':>3}{totals[0]:>12,.0f}{totals[1]:>12,.0f}"
-                         f"{totals[0] / totals[1]:>13.3f}   ({undescribed} pair(s) without a single plan excluded; "
-                         "arrival model)")
-        data[name] = {"unfused_cycles": totals[0], "kept_cycles": totals[1], "undescribed": undescribed}
-    return lines, data
+            base = baseline if memory == "irc" else "separate"
+            s = averages(rows, "step", base)
+            cells.append(f"{memory}: {_pct(s['partition'][0])} (bound {_pct(s[f'bound:{base}'][0])}, capture "
+                         f"{100 * capture(s, 'partition', base):.0f}%)")
+            if abs((s["partition"][0] - 1) * 100 - PAPER[title]) > abs(PAPER[title]) / 5:
+                reasons.append(f"    {memory}: {reason(title, rows, baseline if memory == 'irc' else 'separate')}")
+        if cells:
+            lines.append(f"  {title:<22} " + "; ".join(cells) + f"; paper {PAPER[title]:+.1f}%")
+            lines += reasons
+    for title, paper in PAPER_STEPS.items():
+        for memory in MEMORIES:
+            rows = results.get((title, memory))
+            if rows:
+                s = averages(rows, "step", baseline if memory == "irc" else "separate")
+                lines.append(f"  {title} {memory}, each technique: " + ", ".join(
+                    f"{k} {_pct(s[k][0])} (paper {paper[k]:+.1f}%)" for k in CONFIGS))
+    return lines
 
 
-PRESSURE_CUTOFF = 1.5
-"""The fused search under memory pressure looks for plans up to this many times the
-unfused kernel time (exact below it; a slower fused plan is reported as such)."""
-
-
-def ipu_pressure_section(names: list[str], batch: int, budgets_kb: list[float], progress) -> tuple[list[str], dict]:
-    """Kernel-only time of each pair on ipu-mk2 with a per-core memory budget: its fused
-    kernel vs its two products' kernels, no arrival model (the kernels' planned cycles,
-    which the interpreted kernels take exactly: tests/schedule/test_fused_kernel.py).
-
-    A budget stands for what model-wide planning leaves an operator when the model's
-    weights rest on chip (T10 s4.3.2): the fused kernel gets all of it; each unfused
-    product gets it less what stays on chip across it for the other product, spread
-    over all cores (the least any layout holds): X, read later by the dW product, across
-    the dX product; dX, the dX product's result, across the dW product."""
-    import dataclasses
-
-    from irc.planner import PlanError, search
-    from irc.planner.igo_pair import search_pair
-    from irc.planner.relayout import tensor_elements
-
-    device = load_device("ipu-mk2")
-    built = workloads("server", batch)
-    lines = [f"\nipu-mk2 under memory pressure, batch {batch}: KERNEL-ONLY time (no arrival model) of each pair "
-             "fused vs its two products' own plans, with a per-core budget (what resting weights leave); each "
-             "unfused product gets the budget less what stays on chip across it for the other (X across dX's, "
-             "dX across dW's); dY rings: prod f_t of dY in the fused plan / the dX plan / the dW plan",
-             f"{'model':<6}{'layer (forward GEMM)':<28}{'n':>3}{'budget':>8}{'unfused':>12}{'fused':>12}"
-             f"{'kernel gain':>12}  dY rings"]
-    data: dict = {}
-    searched: dict = {}
-    for name in names:
-        rows: dict = {}
-        for label, pair in ipu_pairs(built[name]):
-            if pair is not None:
-                rows.setdefault(signature(pair), [label, pair, 0])[2] += 1
-        data[name] = {}
-        for kb in budgets_kb:
-            budget = int(kb * 1024)
-            chip = dataclasses.replace(device, name=f"ipu-mk2 {kb:g} KB", sram_bytes=budget)
-            totals = [0.0, 0.0]   # unfused, kept (fused where its kernel is faster)
-            wins = fits = 0
-            for key, (label, pair, count) in rows.items():
-                progress.advance(f"ipu-mk2 {name} {label} {kb:g} KB")
-                union = pair.union_spec()
-                spread = lambda tensor: -(-tensor_elements(union, tensor) * union.bytes_of(tensor) // chip.cores)  # noqa: E731
-                if (key, kb) not in searched:
-                    try:
-                        dx = search(pair.dx, dataclasses.replace(chip, sram_bytes=budget - spread(pair.x.name)),
-                                    "t10").best
-                        dw = search(pair.dw, dataclasses.replace(chip, sram_bytes=budget - spread(pair.dx.output.name)),
-                                    "t10").best
-                    except PlanError:
-                        searched[(key, kb)] = None
-                    else:
-                        unfused = dx.cycles + dw.cycles
-                        try:
-                            fused, _ = search_pair(pair, chip, "t10", below=PRESSURE_CUTOFF * unfused)
-                        except PlanError:
-                            fused = None
-                        searched[(key, kb)] = (dx, dw, fused)
-                found = searched[(key, kb)]
-                if found is None:
-                    lines.append(f"{name:<6}{label:<28}{count:>3}{kb:>6g}KB{'no unfused plan fits':>24}")
-                    continue
-                dx, dw, fused = found
-                unfused = dx.cycles + dw.cycles
-                rings = lambda plan: math.prod(plan.temporal_factors[pair.dy])  # noqa: E731
-                totals[0] += count * unfused
-                if fused is None:
-                    totals[1] += count * unfused
-                    lines.append(f"{name:<6}{label:<28}{count:>3}{kb:>6g}KB{unfused:>12,.0f}"
-                                 f"{'> ' + format(PRESSURE_CUTOFF, 'g') + 'x':>12}{'< ' + format(1 / PRESSURE_CUTOFF, '.3f'):>12}"
-                                 f"  - / {rings(dx)} / {rings(dw)}")
-                    continue
-                fits += 1
-                wins += fused.cycles < unfused
-                totals[1] += count * min(unfused, fused.cycles)
-                lines.append(f"{name:<6}{label:<28}{count:>3}{kb:>6g}KB{unfused:>12,.0f}{fused.cycles:>12,.0f}"
-                             f"{unfused / fused.cycles:>12.3f}  {rings(fused.plan)} / {rings(dx)} / {rings(dw)}")
-            if totals[0]:
-                lines.append(f"{name:<6}{'total (fused where it wins)':<28}{'':>3}{kb:>6g}KB{totals[0]:>12,.0f}"
-                             f"{totals[1]:>12,.0f}{totals[0] / totals[1]:>12.3f}  (fused kernel faster for {wins} of "
-                             f"{len(rows)} pair shapes)")
-            data[name][f"{kb:g}"] = {"unfused_cycles": totals[0], "kept_cycles": totals[1], "wins": wins,
-                                     "shapes": len(rows)}
-    return lines, data
+def run_job(job: tuple) -> tuple:
+    """One (setting, workload) priced on each memory model (in one process: SCALE-Sim's
+    model reuses irc's tile search), for the process pool."""
+    title, memories, name, policy = job
+    device, kind, batch = setting(title)
+    work = workload_of(workloads(kind, batch)[name])
+    return job, {memory: price(work, device, policy, memory) for memory in memories}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="res,mob,bert,T5,yolo,ncf", help="comma-separated workload names")
+    parser.add_argument("--memory", default="irc,scalesim", help="memory models (comma-separated: irc, scalesim)")
+    parser.add_argument("--settings", default=",".join(SETTINGS), help="the paper's settings to run (comma-separated)")
     parser.add_argument("--policy", choices=POLICIES, default="lru", help="scratchpad replacement")
-    parser.add_argument("--baseline", choices=BASELINES, default="separate",
-                        help="the baseline's two GEMMs: separate operators (the paper's) or one walk through one "
-                             "cache (shared)")
+    parser.add_argument("--baseline", choices=BASELINES, default="paper",
+                        help="the baseline the tables compare with (every one is summarised)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--ipu-models", default="bert,T5,ncf,yolo,mob,res",
                         help="workloads for the ipu-mk2 section (comma-separated, or none)")
     parser.add_argument("--ipu-pressure-models", default="T5",
@@ -537,67 +434,43 @@ def main(argv=None) -> int:
                         help="per-core memory budgets in KB for that section (comma-separated)")
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args(argv)
+    names, memories = args.models.split(","), args.memory.split(",")
+    titles = args.settings.split(",")
+    for value, known, what in ((memories, MEMORIES, "memory model"), (titles, SETTINGS, "setting")):
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            parser.error(f"unknown {what} {unknown[0]} (known: {', '.join(known)})")
     pressure_names = [] if args.ipu_pressure_models == "none" else args.ipu_pressure_models.split(",")
     budgets = [float(b) for b in args.ipu_budgets.split(",")]
-    names = args.models.split(",")
     ipu_names = [] if args.ipu_models == "none" else args.ipu_models.split(",")
-    edge, server = load_device("npu-edge"), load_device("npu-server")
-    configs = [("npu-edge", edge, "edge", 4), ("npu-server", server, "server", 8),
-               ("npu-server x4", server.with_cores(4), "server", 32)]
-    sweeps = [(f"npu-server {bw} GB/s", server.with_bandwidth(bw * 1e9), "server", 8) for bw in (75, 37.5)]
-    cores = [(f"npu-server x{n}", server.with_cores(n), "server", 8 * n) for n in (2, 8)]
-    jobs = configs + sweeps + cores
-    results: dict[str, dict] = {}
-    with Progress(len(jobs) * len(names) + 40 * len(ipu_names) + 10 * len(budgets) * len(pressure_names),
-                  "igo") as progress:
-        for title, device, npu, batch in jobs:
-            built = workloads(npu, batch)
-            rows = {}
-            for name in names:
+    jobs = [(title, tuple(memories), name, args.policy) for title in titles for name in names]
+    results: dict[tuple, dict] = {}
+    with Progress(len(jobs) + 40 * len(ipu_names) + 10 * len(budgets) * len(pressure_names), "igo") as progress:
+        with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for (title, _, name, _), priced in pool.map(run_job, jobs):
                 progress.advance(f"{title} {name}")
-                rows[name] = price(workload_of(built[name]), device, args.policy, args.baseline)
-            results[title] = rows
+                for memory, result in priced.items():
+                    results.setdefault((title, memory), {})[name] = result
         ipu_lines, ipu_data = ipu_section(ipu_names, 8, progress) if ipu_names else ([], {})
         pressure_lines, pressure_data = ipu_pressure_section(pressure_names, 8, budgets, progress) \
             if pressure_names else ([], {})
-    baseline = {"separate": "dX then dW as two operators, each loading dY (the paper's)",
-                "shared": "dX then dW in one LRU walk, dY kept across when it fits"}[args.baseline]
-    out = [f"IGO training step on irc's scratchpad model ({args.policy} replacement); baseline: {baseline}. "
-           "pairs: fused dX/dW pairs (GEMMs: with the batched ones); bwd ms and MB: the baseline's backward pass "
-           "(pairs + the first layers' lone dW), fwd ms its forward GEMMs; compute: the share of the baseline pairs' "
-           "time the array computes (the rest is stall on DRAM); the other columns ratios to the baseline "
-           "on the same device: time and DRAM of the backward pass, and time of forward + backward (the paper's "
-           "measure); dY re-read: the baseline pairs' dY traffic over dY's size; headroom: the backward DRAM share "
-           "reading dY once would save"]
-    for title, device, _, _ in configs:
-        out += table(title, results[title], device, PAPER.get(title))
-    for title, device, _, _ in sweeps + cores:
-        out += table(title, results[title], device, None)
-    if {"npu-edge", "npu-server"} <= set(results):
-        out += paper_comparison(results)
-    out.append("\nbandwidth sweep (npu-server, 1 core): time change with all three, forward + backward "
-               "(backward alone), ours vs paper")
-    for bw, title in ((150, "npu-server"), (75, "npu-server 75 GB/s"), (37.5, "npu-server 37.5 GB/s")):
-        step, backward = (averages(results[title], scope)["partition"][0] for scope in ("step", "backward"))
-        out.append(f"  {bw:>6} GB/s: ours {_pct(step):>6} ({_pct(backward)})  paper {PAPER_BANDWIDTH[bw]:+.1f}%")
-    out.append("core counts (npu-server, batch 8 per core): time change with all three, forward + backward "
-               "(backward alone), ours vs paper")
-    for n, title in ((1, "npu-server"), (2, "npu-server x2"), (4, "npu-server x4"), (8, "npu-server x8")):
-        step, backward = (averages(results[title], scope)["partition"][0] for scope in ("step", "backward"))
-        out.append(f"  {n} core(s): ours {_pct(step):>6} ({_pct(backward)})  paper {PAPER_CORES[n]:+.1f}%")
-    out.append("\n" + REMAINING_GAP)
+    out = [f"IGO training step ({args.policy} replacement on irc's scratchpad). Columns: pairs (GEMMs: with the "
+           "batched ones); bwd ms, fwd ms: the baseline's backward pass (pairs + the first layers' lone dW) and its "
+           "forward GEMMs; compute: the share of the baseline pairs' time the array computes (the rest is stall on "
+           "DRAM); dY re-read: the baseline pairs' dY traffic over dY's size; then ratios to the baseline on the "
+           "same device, time of forward + backward (the paper's measure) and DRAM of the backward pass; capture: "
+           "the share of the bound's saving +partition achieves"]
+    for memory in memories:
+        base = args.baseline if memory == "irc" else "separate"
+        label = {"irc": f"irc's memory model, baseline {base}",
+                 "scalesim": "SCALE-Sim 3's memory model, baseline SCALE-Sim's two layers"}[memory]
+        for title in titles:
+            out += table(f"{title} — {label}", results[(title, memory)], setting(title)[0], base)
+    out += summary(results, args.baseline)
     out += ipu_lines + pressure_lines
     print("\n".join(out))
     if args.json:
-        data = {title: {name: {"pairs": r["layers"], "gemms": r["gemms"], "lone_layers": r["lone_layers"],
-                               "forward_layers": r["forward_layers"], "paper_differs": r["paper_differs"],
-                               "dy_read": r["dy_read"], "dy_size": r["dy_size"],
-                               "ratios": {scope: {k: {"time": t, "dram": b} for k, (t, b) in ratios(r, scope).items()}
-                                          for scope in ("pairs", "backward", "step")},
-                               "totals": {k: {"cycles": c, "dram_bytes": b} for k, (c, b) in r["totals"].items()},
-                               "lone": {"cycles": r["lone"][0], "dram_bytes": r["lone"][1]},
-                               "forward": {"cycles": r["forward"][0], "dram_bytes": r["forward"][1]}}
-                        for name, r in rows.items()} for title, rows in results.items()}
+        data = {f"{title} / {memory}": rows for (title, memory), rows in results.items()}
         data["baseline"], data["policy"] = args.baseline, args.policy
         data["ipu-mk2"] = ipu_data
         data["ipu-mk2 memory pressure"] = pressure_data

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def, traits_def
 from xdsl.traits import NoMemoryEffect
@@ -74,8 +74,9 @@ class GradPairOp(IRDLOperation):
     binds `dy`. `order` is the tile access order on an NPU (`ORDERS`, §4.3; absent for an
     inter-core chip, where the pair's plan decides what moves); the optional attributes
     ``partition`` (`SCHEMES`) and ``parts`` say how the GEMM is split (§5: over time on one
-    core, or over the cores). The results are dX and dW, equal to what the two expressions
-    compute alone."""
+    core, or over the cores); ``tiles = array<i64: tm, tk, tn>`` the tile sizes its order
+    runs with on an NPU (igo-fuse records the ones it priced). The results are dX and dW,
+    equal to what the two expressions compute alone."""
 
     name = "igo.grad_pair"
 
@@ -128,6 +129,10 @@ class GradPairOp(IRDLOperation):
                 raise VerifyException(f"partition must be one of {', '.join(SCHEMES)}, got {scheme}")
             if not isinstance(parts, IntegerAttr) or parts.value.data < 2:
                 raise VerifyException(f"parts must be an integer of at least 2, got {parts}")
+        tiles = self.attributes.get("tiles")
+        if tiles is not None and not (isinstance(tiles, DenseArrayBase) and len(tiles.get_values()) == 3
+                                      and all(isinstance(v, int) and v >= 1 for v in tiles.get_values())):
+            raise VerifyException(f"tiles must be three positive sizes (tm, tk, tn), got {tiles}")
         dx, dw = self.dx_expression.expr, self.dw_expression.expr
         for which, expr in (("dX", dx), ("dW", dw)):
             if contraction_reads(expr) is None:

@@ -9,13 +9,16 @@ It rewrites::
 into ``npu.kernel`` over the layer's GEMM view (`irc.dialects.npu.gemm_view`) whose body
 walks the tiles in the op's order (``sequential``: every dX step, then every dW step: the
 unfused baseline, by default as two operators, the dX operator's tiles dropped before
-the dW operator loads its own, `irc.cost.igo.BASELINES`), split as its partition says
-(over time on one core, or over the cores), with the scratchpad managed as `irc.cost.igo` plans it: the tiles each round
-needs are loaded into the half being filled while the previous round computes, evicted
-input tiles are freed, evicted partial sums spilled and reloaded, finished gradient
-tiles summed over their parts and written back once. Tiles are `default_tiling`'s. The
-rest of the function (the forward pass, the elementwise backward ops, lone gradients)
-stays `te`. The module's target becomes the NPU (``irc.target``, cost ``igo``).
+the dW operator loads its own; ``baseline=paper`` keeps the dY tiles the dW operator
+reuses within half the SPM, `irc.cost.igo.BASELINES`), split as its partition says (over
+time on one core, or over the cores), with the scratchpad managed as `irc.cost.igo` plans
+it: the tiles each round needs are loaded into the half being filled while the previous
+round computes, evicted input tiles are freed, evicted partial sums spilled and
+reloaded, finished gradient tiles summed over their parts and written back once. The
+tiles are the pair's (``tiles``, recorded by igo-fuse), else the best for its order and
+partition (`irc.cost.igo_tiling`). The rest of the function (the forward pass, the
+elementwise backward ops, lone gradients) stays `te`. The module's target becomes the
+NPU (``irc.target``, cost ``igo``).
 
 A layer whose one step does not fit half the scratchpad, even in 1x1x1 tiles, is an
 error at the layer's forward op (igo-fuse gives the pair its location) naming the
@@ -103,8 +106,8 @@ def kernel_program(rounds, transfers, dataflow: str) -> list:
     for kind, t, tr in queue(transfers, len(rounds)):
         if kind == "round":
             ops.append(SwapOp())
-            for core, step in enumerate(rounds[t]):
-                ops.append(GemmOp(step.kind, (step.i, step.j, step.k), dataflow, core, step.part))
+            for step in rounds[t]:
+                ops.append(GemmOp(step.kind, (step.i, step.j, step.k), dataflow, step.core, step.part))
         elif tr.kind == "free":
             ops.append(FreeOp(tr.tile[0], tr.tile[1:3]))
         elif tr.kind == "load":
@@ -116,10 +119,23 @@ def kernel_program(rounds, transfers, dataflow: str) -> list:
     return ops
 
 
-def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None, baseline: str = "separate"):
-    """(layer, tiling, rounds, transfers) of a gradient pair on `device`, as `irc.cost.igo`
-    evaluates it (`baseline`: what a ``sequential`` pair keeps between its two GEMMs)."""
-    from irc.cost.igo import Layer, default_tiling, operator_starts, plan_transfers, schedule
+def tiles_of(op) -> Tiling | None:
+    """The tiles a gradient pair or kernel states (`tiles = array<i64: tm, tk, tn>`), if any."""
+    from irc.cost.igo import Tiling
+
+    attr = op.tiles if isinstance(op, KernelOp) else op.attributes.get("tiles")
+    if attr is None:
+        return None
+    return Tiling(*(int(v) for v in attr.get_values()))
+
+
+def plan_of(op, device, policy: str = "lru", tiling=None, baseline: str = "separate"):
+    """(layer, tiling, rounds, transfers) of a gradient pair (or of the kernel lowered
+    from one) on `device`, as `irc.cost.igo` evaluates it: its tiles are `tiling`, else
+    the ones it states (when they fit `device`: igo-fuse may have priced another NPU),
+    else the best for its order and partition (`baseline`: what a ``sequential`` pair
+    keeps between its two GEMMs)."""
+    from irc.cost.igo import Layer, ScratchpadError, evaluate, operator_starts, plan_transfers, schedule, split_of
 
     view = gemm_view(op.dx_expression.expr, op.dw_expression.expr, {
         "dY": tuple(op.dy.type.get_shape()), "W": tuple(op.w.type.get_shape()), "X": tuple(op.x.type.get_shape()),
@@ -129,24 +145,34 @@ def plan_of(op: GradPairOp, device, policy: str = "lru", tiling=None, baseline: 
     layer = Layer(M=m, K=k, N=n, element_bytes=byte_width(op.dy.type.get_element_type()),
                   name=f"{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor} "
                        f"({location_of(op)})")
-    tiling = tiling or default_tiling(layer, device)
-    scheme = op.attributes.get("partition")
-    parts = op.attributes.get("parts")
-    scheme = scheme.data if scheme is not None else None
-    parts = int(parts.value.data) if parts is not None else (device.cores if scheme else 1)
-    if device.cores > 1 and scheme is None:
-        scheme, parts = "weight-sharing", device.cores  # data parallel: the batch over the cores
+    scheme, parts = op.attributes.get("partition"), op.attributes.get("parts")
+    scheme, parts = split_of(device, scheme.data if scheme is not None else None,
+                             int(parts.value.data) if parts is not None else None)
     if device.cores > 1 and parts > device.cores:
         raise ValueError(f"{parts} parts for {device.cores} cores")
     order = COST_ORDER.get(op.order.data, op.order.data)
-    rounds = schedule(layer, tiling, order, scheme, parts, device.cores, baseline)
-    transfers = plan_transfers(rounds, layer, tiling, device.spm_bytes // 2, policy, frees=True,
-                               flush_before=operator_starts(rounds, order, baseline))
-    return layer, tiling, rounds, transfers
+
+    def planned(tiling):
+        if any(t > d for t, d in zip((tiling.tm, tiling.tk, tiling.tn), (m, k, n))):
+            raise ValueError(f"tiles {[tiling.tm, tiling.tk, tiling.tn]} exceed the GEMM (M, K, N) = {[m, k, n]}")
+        rounds = schedule(layer, tiling, order, scheme, parts, device.cores, baseline, device.dataflow)
+        transfers = plan_transfers(rounds, layer, tiling, device.spm_bytes // 2, policy, frees=True,
+                                   flush_before=operator_starts(rounds, order, baseline), paper=baseline == "paper")
+        return layer, tiling, rounds, transfers
+
+    if tiling is not None:
+        return planned(tiling)
+    stated = tiles_of(op)
+    if stated is not None:
+        try:
+            return planned(stated)
+        except ScratchpadError:
+            pass  # priced for another NPU: search this one's
+    return planned(evaluate(layer, device, order, scheme, parts, policy=policy, baseline=baseline).tiling)
 
 
 def lower_pair(op: GradPairOp, device, policy: str = "lru", tiling=None, baseline: str = "separate") -> KernelOp:
-    """The `npu.kernel` of a gradient pair (`tiling`: `default_tiling`'s when None)."""
+    """The `npu.kernel` of a gradient pair (`tiling`: the pair's, or searched, when None)."""
     from irc.cost.igo import ScratchpadError
 
     try:
@@ -204,8 +230,9 @@ class IgoToNpu(ModulePass):
     """``igo-to-npu{device=npu-edge cores=0 policy=lru baseline=separate}``: lower every
     gradient pair to an NPU program (`device` empty: the module's NPU target; `cores` 0:
     the device file's count; `policy`: the scratchpad's replacement, ``lru`` or
-    ``belady``; `baseline`: a ``sequential`` pair as two operators, ``separate``, the
-    paper's, or one walk through one cache, ``shared``)."""
+    ``belady``; `baseline`: a ``sequential`` pair as two operators, ``separate``, as two
+    operators that reuse dY within half the SPM, ``paper`` (IGO §4.2), or as one walk
+    through one cache, ``shared``)."""
 
     name = "igo-to-npu"
 

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
@@ -42,6 +42,7 @@ from irc.dialects.dtypes import byte_width
 from irc.dialects.igo import ORDERS, SCHEMES, GradPairOp, contraction_reads, forward_name
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import Access, Binary, Call, Expr, TensorExpr
+from irc.lowering.igo_to_npu import batch_axes
 
 CHOICES = ("cost", "paper", *ORDERS)
 PARTITIONS = ("cost", "none", *SCHEMES)
@@ -122,17 +123,18 @@ def layer_of(dx_expr: TensorExpr, dy_name: str, extents: dict[str, int], element
     return Layer(M=size(m_axes), K=size(k_axes), N=size(n_axes), element_bytes=element_bytes, name=name)
 
 
-def choose_order(layer, choice: str, device) -> str:
+def choose_order(layer, choice: str, device, memory: str = "irc") -> str:
     from irc.cost.igo import best_order, paper_order
 
     if choice in ORDERS:
         return choice
     if choice == "paper":
         return paper_order(layer)
-    return best_order(layer, device)[0]   # the three fused orders (§4.3, "evaluates all three")
+    return best_order(layer, device, memory=memory)[0]   # the three fused orders (§4.3, "evaluates all three")
 
 
-def choose_partition(layer, order: str, choice: str, device, baseline: str = "separate") -> tuple[str, int] | None:
+def choose_partition(layer, order: str, choice: str, device, baseline: str = "separate",
+                     memory: str = "irc") -> tuple[str, int] | None:
     """The partition (§5) of a fused layer: ``cost`` prices every scheme (on one core
     split into 1, 2 or 4 parts over time, else into the cores) and keeps the cheapest,
     None when that is no split; ``none`` never splits; a scheme's name splits into the
@@ -143,13 +145,18 @@ def choose_partition(layer, order: str, choice: str, device, baseline: str = "se
         return None
     if choice in SCHEMES:
         return choice, max(device.cores, 2)
-    (scheme, parts), _ = best_partition(layer, device, COST_ORDER.get(order, order), baseline=baseline)
+    (scheme, parts), _ = best_partition(layer, device, COST_ORDER.get(order, order), baseline=baseline, memory=memory)
     return None if parts == 1 else (scheme, parts)
 
 
-def fuse(pair: Pair, choice: str, device, partition: str = "none", baseline: str = "separate") -> GradPairOp:
+def fuse(pair: Pair, choice: str, device, partition: str = "none", baseline: str = "separate",
+         memory: str = "irc") -> GradPairOp:
     """The `igo.grad_pair` replacing `pair` (not yet inserted); `device` None: an
-    inter-core chip (no order, no partition)."""
+    inter-core chip (no order, no partition). On an NPU the pair records its order, its
+    partition and the tiles its order and partition are priced with (`tiles`; on irc's
+    memory model, the one igo-to-npu lowers to)."""
+    from irc.cost.igo import evaluate, split_of
+
     dx_expr, dw_expr = pair.dx.parsed(), pair.dw.parsed()
     g_dx, g_dw = _reads(pair.dx)[pair.dy], _reads(pair.dw)[pair.dy]
     # One name for dY in both expressions, different from the other tensors'.
@@ -165,12 +172,17 @@ def fuse(pair: Pair, choice: str, device, partition: str = "none", baseline: str
     if device is None:
         return GradPairOp(dx_expr, dw_expr, pair.dy, pair.w, pair.x, pair.dx.output.type, pair.dw.output.type,
                           None, attributes)
-    order = choose_order(layer, choice, device)
-    split = choose_partition(layer, order, partition, device, baseline)
+    order = choose_order(layer, choice, device, memory)
+    split = choose_partition(layer, order, partition, device, baseline, memory)
     if split is not None:
         attributes["partition"], attributes["parts"] = StringAttr(split[0]), IntegerAttr(split[1], i64)
-    return GradPairOp(dx_expr, dw_expr, pair.dy, pair.w, pair.x, pair.dx.output.type, pair.dw.output.type,
-                      order, attributes)
+    fused = GradPairOp(dx_expr, dw_expr, pair.dy, pair.w, pair.x, pair.dx.output.type, pair.dw.output.type,
+                       order, attributes)
+    if not batch_axes(fused):  # a batched pair (attention's products) stays igo: no tiles of one GEMM
+        scheme, parts = split_of(device, *(split or (None, None)))
+        tiling = evaluate(layer, device, COST_ORDER.get(order, order), scheme, parts, baseline=baseline).tiling
+        fused.attributes["tiles"] = DenseArrayBase.from_list(i64, [tiling.tm, tiling.tk, tiling.tn])
+    return fused
 
 
 def _check_dram(pair, device) -> None:
@@ -189,13 +201,14 @@ def _check_dram(pair, device) -> None:
 
 @dataclass(frozen=True)
 class IgoFuse(ModulePass):
-    """``igo-fuse{order=cost partition=none device=npu-edge cores=0 baseline=separate}``:
-    fuse each layer's gradient pair. `partition` (§5): ``cost`` picks each layer's scheme
-    and parts with the cost model, ``none`` leaves the GEMM whole, a scheme's name imposes
-    it. `cores` 0 keeps the device file's core count. `baseline` is how a ``sequential``
-    pair is priced (`irc.cost.igo.BASELINES`; igo-to-npu's option of the same name). An
-    inter-core `device` (``ipu-mk2``) takes none of the three: its pairs are fused
-    without an order."""
+    """``igo-fuse{order=cost partition=none device=npu-edge cores=0 baseline=separate
+    memory=irc}``: fuse each layer's gradient pair. `partition` (§5): ``cost`` picks each
+    layer's scheme and parts with the cost model, ``none`` leaves the GEMM whole, a
+    scheme's name imposes it. `cores` 0 keeps the device file's core count. `baseline` is
+    how a ``sequential`` pair is priced (`irc.cost.igo.BASELINES`; igo-to-npu's option of
+    the same name). `memory` the memory model the choices are priced on
+    (`irc.cost.igo.MEMORIES`: irc's scratchpad, or SCALE-Sim's buffers). An inter-core
+    `device` (``ipu-mk2``) takes none of these: its pairs are fused without an order."""
 
     name = "igo-fuse"
 
@@ -204,9 +217,10 @@ class IgoFuse(ModulePass):
     device: str = "npu-edge"
     cores: int = 0
     baseline: str = "separate"
+    memory: str = "irc"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.cost.igo import BASELINES, ScratchpadError
+        from irc.cost.igo import BASELINES, MEMORIES, ScratchpadError
         from irc.devices import Device, load_device
         from irc.devices.loader import DeviceError
 
@@ -218,6 +232,8 @@ class IgoFuse(ModulePass):
             raise DiagnosticException(
                 f"igo-fuse: unknown partition={self.partition}; known: {', '.join(PARTITIONS)}"
             )
+        if self.memory not in MEMORIES:
+            raise DiagnosticException(f"igo-fuse: unknown memory={self.memory}; known: {', '.join(MEMORIES)}")
         try:
             device = load_device(self.device)
         except DeviceError as error:
@@ -230,11 +246,11 @@ class IgoFuse(ModulePass):
                 f"chip of the IPU kind"
             )
         if inter_core:
-            if self.order != "cost" or self.partition != "none" or self.cores:
+            if self.order != "cost" or self.partition != "none" or self.cores or self.memory != "irc":
                 raise DiagnosticException(
                     f"igo-fuse: {device.name} is an inter-core chip: its pairs get no tile order, scratchpad "
-                    "partition or core count here (rtensor-partition plans them); leave order, partition and "
-                    "cores unset"
+                    "partition, core count or memory model here (rtensor-partition plans them); leave order, "
+                    "partition, cores and memory unset"
                 )
             device = None
         if self.cores:
@@ -248,7 +264,7 @@ class IgoFuse(ModulePass):
             for pair in find_pairs(block):
                 _check_dram(pair, device)
                 try:
-                    fused = fuse(pair, self.order, device, self.partition, self.baseline)
+                    fused = fuse(pair, self.order, device, self.partition, self.baseline, self.memory)
                 except ScratchpadError as error:
                     raise DiagnosticException(
                         f"{location_of(pair.forward)}: error: 'te.op' op the gradients of layer "

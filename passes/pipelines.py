@@ -78,14 +78,16 @@ class InferencePipeline(ModulePass):
 
 @dataclass(frozen=True)
 class TrainingPipeline(ModulePass):
-    """``training{device=npu-edge cores=0 order=cost partition=cost wrt=auto cost=}``: a
-    forward te function to its backward pass with each layer's gradient pair fused (IGO
-    §4-5): te-autodiff, then igo-fuse with the tile order and partition chosen per layer
-    on the NPU `device` (`cores` 0: the device file's count), then igo-to-npu, each fused
-    pair lowered to the NPU program that runs it (§2.2). On an inter-core `device` (IPU
-    kind) igo-fuse fuses the pairs without orders and the inference pipeline (`cost`:
-    its cost model, empty for t10) plans and lowers the backward pass to the device
-    program; `order`, `partition` and `cores` are the NPU's and must stay unset."""
+    """``training{device=npu-edge cores=0 order=cost partition=cost wrt=auto cost= baseline=separate
+    memory=irc}``: a forward te function to its backward pass with each layer's gradient
+    pair fused (IGO §4-5): te-autodiff, then igo-fuse with the tile order and partition
+    chosen per layer on the NPU `device` (`cores` 0: the device file's count; `memory`: the
+    memory model they are priced on), then igo-to-npu, each fused pair lowered to the NPU
+    program that runs it (§2.2; `baseline`: what a ``sequential`` pair keeps between its
+    GEMMs). On an inter-core `device` (IPU kind) igo-fuse fuses the pairs without orders
+    and the inference pipeline (`cost`: its cost model, empty for t10) plans and lowers the
+    backward pass to the device program; `order`, `partition`, `cores`, `baseline` and
+    `memory` are the NPU's and must stay unset."""
 
     name = "training"
 
@@ -95,6 +97,8 @@ class TrainingPipeline(ModulePass):
     partition: str = "cost"
     wrt: str = "auto"
     cost: str = ""
+    baseline: str = "separate"
+    memory: str = "irc"
 
     def passes(self) -> list[ModulePass]:
         from xdsl.utils.exceptions import DiagnosticException
@@ -110,10 +114,11 @@ class TrainingPipeline(ModulePass):
         except DeviceError as error:
             raise DiagnosticException(f"training: {error}") from None
         if isinstance(device, Device):   # an inter-core chip: one rotation plan per pair
-            if self.order != "cost" or self.partition not in ("cost", "none") or self.cores:
+            if self.order != "cost" or self.partition not in ("cost", "none") or self.cores \
+                    or self.baseline != "separate" or self.memory != "irc":
                 raise DiagnosticException(
-                    f"training: {device.name} is an inter-core chip: order, partition and cores are an NPU's "
-                    "options (its pairs are planned by rtensor-partition); leave them unset"
+                    f"training: {device.name} is an inter-core chip: order, partition, cores, baseline and memory "
+                    "are an NPU's options (its pairs are planned by rtensor-partition); leave them unset"
                 )
             return [TeAutodiff(wrt=self.wrt), IgoFuse(device=self.device),
                     *InferencePipeline(device=self.device, cost=self.cost).passes()]
@@ -121,8 +126,9 @@ class TrainingPipeline(ModulePass):
             raise DiagnosticException(f"training: an NPU program is priced by the igo model, not cost={self.cost}")
         return [
             TeAutodiff(wrt=self.wrt),
-            IgoFuse(order=self.order, partition=self.partition, device=self.device, cores=self.cores),
-            IgoToNpu(device=self.device, cores=self.cores),
+            IgoFuse(order=self.order, partition=self.partition, device=self.device, cores=self.cores,
+                    baseline=self.baseline, memory=self.memory),
+            IgoToNpu(device=self.device, cores=self.cores, baseline=self.baseline),
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

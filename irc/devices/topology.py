@@ -153,38 +153,81 @@ def controller_bytes_per_s(device: Device) -> float:
 def preload_link_shares(device: Device) -> dict[Link, float]:
     """Bytes crossing each link of chip 0 when every core of the chip receives one byte
     from the HBM, evenly sliced over the chip's controllers (ELK s5: tensors are sliced
-    evenly across HBM modules, each chip's partitions in its own HBM). Chips are alike."""
+    evenly across HBM modules, each chip's partitions in its own HBM), each core's byte
+    sent to it alone. Chips are alike."""
+    return dict(zip(*_preload_table(device)[:2]))
+
+
+@lru_cache(maxsize=32)
+def _preload_table(device: Device):
+    """Per link of chip 0 that preloads cross: the link, its bytes per byte to every core
+    (``preload_link_shares``), the most of them any one core receives through it, its
+    bandwidth, and whether exchange transfers between cores use it (``_core_side``)."""
+    import numpy as np
+
     if device.offchip is None:
         raise ValueError(f"device '{device.name}' has no off-chip memory")
     count = device.offchip.controllers_per_chip
     share = 1.0 / count
     loads: Counter = Counter()
+    most: Counter = Counter()
     for core in range(device.cores_per_chip):
+        mine: Counter = Counter()
         for k in range(count):
             for link in route(device, controller_node(device, k), core):
-                loads[link] += share
-    return dict(loads)
+                mine[link] += share
+        for link, amount in mine.items():
+            loads[link] += amount
+            most[link] = max(most[link], amount)
+    links = list(loads)
+    return (links, np.array([loads[link] for link in links]), np.array([most[link] for link in links]),
+            np.array([link_bytes_per_s(device, link) for link in links]),
+            np.array([_core_side(device, link) for link in links], dtype=bool))
 
 
-@lru_cache(maxsize=32)
-def preload_seconds_per_byte(device: Device) -> float:
+def replication(device: Device, bytes_per_core: float, hbm_bytes: float) -> float:
+    """How many cores receive each byte a preload reads from HBM on average (its bytes to
+    every core over its distinct bytes; at least 1)."""
+    delivered = bytes_per_core * device.cores
+    return max(1.0, delivered / hbm_bytes) if hbm_bytes > 0 else 1.0
+
+
+def multicast_link_bytes(device: Device, replicas: float = 1.0) -> dict[Link, float]:
+    """Bytes crossing each link of chip 0 per byte a preload delivers to every core, when
+    each byte read from HBM reaches ``replicas`` cores on average and is broadcast (ELK
+    s2.2, Figure 3 (b): the HBM controllers broadcast shared data; s4.3: a chunk shared by
+    4 cores is broadcast to them): a link carries its unicast bytes over the replicas, but
+    at least what the one core receiving the most through it receives."""
+    links, shares, most, _, _ = _preload_table(device)
+    return dict(zip(links, _multicast(shares, most, replicas)))
+
+
+def _multicast(shares, most, replicas: float):
+    import numpy as np
+
+    return np.maximum(shares / max(1.0, replicas), most)
+
+
+def preload_seconds_per_byte(device: Device, replicas: float = 1.0) -> float:
     """Seconds the exchange needs to deliver one byte to every core from the HBM, at its
-    most loaded link (the exchange's side of a preload; the HBM's own side is
-    ``bytes / offchip.bytes_per_s``)."""
-    return max(load / link_bytes_per_s(device, link) for link, load in preload_link_shares(device).items())
+    most loaded link, each HBM byte broadcast to ``replicas`` cores (the exchange's side
+    of a preload; the HBM's own side is ``bytes / offchip.bytes_per_s``)."""
+    _, shares, most, rates, _ = _preload_table(device)
+    return float((_multicast(shares, most, replicas) / rates).max())
 
 
 def preload_seconds(device: Device, bytes_per_core: float, hbm_bytes: float) -> float:
     """A preload's duration (ELK s4.2): the larger of the HBM roofline (``hbm_bytes`` read
-    once) and the exchange's delivery of ``bytes_per_core`` to every core (replicas are
-    sent to each core that holds one), plus one route's latency."""
+    once) and the exchange's delivery of ``bytes_per_core`` to every core (replicas
+    broadcast, ``multicast_link_bytes``), plus one route's latency."""
     if device.offchip is None:
         raise ValueError(f"device '{device.name}' has no off-chip memory")
     if hbm_bytes <= 0 and bytes_per_core <= 0:
         return 0.0
     hops = 1 if device.mesh is None else 1 + (device.mesh[0] + device.mesh[1]) // 2
     latency = hops * device.link_latency_cycles / device.clock_hz
-    return max(hbm_bytes / device.offchip.bytes_per_s, bytes_per_core * preload_seconds_per_byte(device)) + latency
+    per_byte = preload_seconds_per_byte(device, replication(device, bytes_per_core, hbm_bytes))
+    return max(hbm_bytes / device.offchip.bytes_per_s, bytes_per_core * per_byte) + latency
 
 
 def _mesh_flows(device: Device, sources, nbytes, destinations):
@@ -312,24 +355,24 @@ def _core_side(device: Device, link: Link) -> bool:
     return kind == "mesh"
 
 
-@lru_cache(maxsize=32)
-def preload_pressure_per_byte(device: Device) -> float:
+def preload_pressure_per_byte(device: Device, replicas: float = 1.0) -> float:
     """Cycles of link time a preload takes on the busiest link cores also exchange over,
-    per byte it delivers to every core (``preload_link_shares`` over that link's rate):
+    per byte it delivers to every core (``multicast_link_bytes`` over that link's rate):
     on an all-to-all exchange a core's ingress port, on a mesh the busiest mesh link."""
-    clock = device.clock_hz
-    shares = [load / link_bytes_per_s(device, link) * clock
-              for link, load in preload_link_shares(device).items() if _core_side(device, link)]
-    return max(shares, default=0.0)
+    _, shares, most, rates, core_side = _preload_table(device)
+    if not core_side.any():
+        return 0.0
+    return float((_multicast(shares, most, replicas)[core_side] / rates[core_side]).max() * device.clock_hz)
 
 
-def preload_pressure(device: Device, bytes_per_core: float, cycles: float) -> float:
+def preload_pressure(device: Device, bytes_per_core: float, cycles: float, hbm_bytes: float | None = None) -> float:
     """The share of its busiest core-side link a preload of ``bytes_per_core`` to every core
-    takes while it runs for ``cycles`` (at most 1: a preload never outruns its links,
-    ``preload_seconds``)."""
+    (of ``hbm_bytes`` distinct: replicas broadcast; None: no replicas) takes while it runs
+    for ``cycles`` (at most 1: a preload never outruns its links, ``preload_seconds``)."""
     if cycles <= 0 or bytes_per_core <= 0:
         return 0.0
-    return min(1.0, bytes_per_core * preload_pressure_per_byte(device) / cycles)
+    replicas = 1.0 if hbm_bytes is None else replication(device, bytes_per_core, hbm_bytes)
+    return min(1.0, bytes_per_core * preload_pressure_per_byte(device, replicas) / cycles)
 
 
 def window_stretch(excess: float, profile) -> float:

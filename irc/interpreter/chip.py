@@ -650,9 +650,10 @@ class Chip:
 
             from irc.devices.topology import preload_pressure
 
-            rates = preload_link_rates(self.device, tile, cycles)
+            rates = preload_link_rates(self.device, tile, cycles, hbm_bytes)
             event.links = rates   # the trace shows the preload on every link it loads
-            self.flows.append(PreloadFlow(start, start + cycles, rates, preload_pressure(self.device, tile, cycles),
+            self.flows.append(PreloadFlow(start, start + cycles, rates, preload_pressure(self.device, tile, cycles,
+                                                                                        hbm_bytes),
                                           id(buffer), event))
 
     def wait(self, buffer: Buffer, where: str) -> None:

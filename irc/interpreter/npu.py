@@ -5,11 +5,16 @@ matrices of its GEMM view, the scratchpad (SPM) holds tiles as numpy arrays, and
 op moves or computes real numbers, so a program that forgets a load, accumulates into a
 spilled partial or stores a tile twice computes nothing: it faults (`NpuFault`, naming
 the op and the tile). What the program costs is counted as it runs, never taken from a
-model: DRAM bytes read and written per tensor (each DMA's tile), compute cycles
-(SCALE-Sim's formulas for the tile the GEMM actually multiplies, on the dataflow the
-device has) and stall cycles.
+model: DRAM bytes read and written per tensor (each DMA's tile), compute cycles and
+stall cycles. Each core's systolic array runs its GEMMs as SCALE-Sim times them, for the
+tile each GEMM actually multiplies, on the dataflow the device has, and keeps the fold
+it ran last: a GEMM into the same output tile (output-stationary) or over the same
+right-hand tile (weight-stationary) as the core's previous one continues it without a
+fill and drain (`irc.cost.igo_array.run_step`). The report puts the arrays' cycles beside
+SCALE-Sim's closed form for the kernel's GEMMs whole and names the difference: the
+refills its tiling and order force.
 
-Time (IGO §2.2, the same rules as `irc.cost.igo.timeline`): one DMA queue in program
+Time (IGO §2.2, the same rules as `irc.cost.igo.simulate`): one DMA queue in program
 order at the DRAM bandwidth. A load or reload fills the other half of the SPM, so it
 starts once the round computing when it is issued has started; a spill or store starts
 once the round that last wrote its tile has ended. A round (an `npu.swap` and its GEMMs,
@@ -47,8 +52,9 @@ from irc.dialects.npu import (
     ViewError,
     values_of,
 )
+from irc.cost.igo import Layer, Tiling, closed_form_of, split_of
+from irc.cost.igo_array import run_step
 from irc.dialects.device import element_bytes
-from irc.devices.npu import gemm_cycles
 from irc.interpreter.te_eval import compute_dtype
 from irc.lowering.target import TargetError, npu_device_of, require_target
 
@@ -76,6 +82,12 @@ class KernelReport:
     stall_cycles: float
     peak_spm_bytes: int
     gemms: int
+    array_cycles: int = 0
+    """Every core's array busy, summed (`compute_cycles` is the rounds', lockstep)."""
+    fresh_folds: int = 0
+    closed_form_cycles: int = 0
+    """SCALE-Sim's cycles for the kernel's GEMMs whole (per part of its split)."""
+    closed_form_folds: int = 0
     events: list[tuple[str, str, float, float]] = field(default_factory=list, repr=False)
     """(lane, label, start, end) in cycles from the kernel's start."""
 
@@ -86,6 +98,15 @@ class KernelReport:
     @property
     def dram_bytes(self) -> int:
         return sum(self.read.values()) + sum(self.written.values())
+
+    @property
+    def refills(self) -> int:
+        """Folds loaded into an array beyond the closed form's: what the tiling and order force."""
+        return self.fresh_folds - self.closed_form_folds
+
+    @property
+    def refill_cycles(self) -> int:
+        return self.array_cycles - self.closed_form_cycles
 
 
 @dataclass
@@ -139,9 +160,16 @@ class NpuReport:
             if read[tensor] or written[tensor]:
                 lines.append(f"  {tensor:<12}{read[tensor]:>14,}{written[tensor]:>14,}")
         lines.append(f"  {'total':<12}{sum(read.values()):>14,}{sum(written.values()):>14,}")
+        array = sum(k.array_cycles for k in self.kernels)
+        closed = sum(k.closed_form_cycles for k in self.kernels)
+        lines.append(f"arrays: {array:,} cycles = SCALE-Sim's {closed:,} for the GEMMs whole + {array - closed:,} "
+                     f"in {sum(k.refills for k in self.kernels):,} refills (folds reloaded: tile edges, reductions "
+                     "split across tiles, orders alternating GEMMs)")
         for k in self.kernels:
             lines.append(f"kernel {k.name}: {k.cycles:,.0f} cycles (stall {k.stall_cycles:,.0f}), "
-                         f"DRAM {k.dram_bytes:,} B, peak SPM {k.peak_spm_bytes:,} B, {k.gemms} tile GEMMs")
+                         f"DRAM {k.dram_bytes:,} B, peak SPM {k.peak_spm_bytes:,} B, {k.gemms} tile GEMMs; "
+                         f"arrays {k.array_cycles:,} = SCALE-Sim's {k.closed_form_cycles:,} + {k.refill_cycles:,} "
+                         f"in {k.refills:,} refills")
         return "\n".join(lines)
 
     def chrome_trace(self) -> dict:
@@ -187,6 +215,9 @@ class KernelRun:
         self.round_cores: set[int] = set()
         self.compute = 0.0
         self.gemms = 0
+        self.resident_fold: dict[int, tuple | None] = {}
+        self.array_cycles = 0
+        self.fresh_folds = 0
 
     # tiles -----------------------------------------------------------------
 
@@ -319,8 +350,10 @@ class NpuFunctions(InterpreterFunctions):
             np.add.at(out, view.index_arrays(tensor), run.dram[tensor])
             results.append(out.astype(dtype))
         name = f"{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor} ({location_of(op)})"
+        closed, folds = closed_form(op, device)
         interpreter.get_data(NpuFunctions, RUNS_KEY, list).append((device, KernelReport(
-            name, dict(run.read), dict(run.written), run.compute, end - run.compute, run.peak, run.gemms, run.events,
+            name, dict(run.read), dict(run.written), run.compute, end - run.compute, run.peak, run.gemms,
+            run.array_cycles, run.fresh_folds, closed, folds, run.events,
         )))
         return tuple(results)
 
@@ -439,10 +472,27 @@ class NpuFunctions(InterpreterFunctions):
         else:  # X(tm x tk)ᵀ · dY(tm x tn)
             m, k, n = a.shape[1], a.shape[0], b.shape[1]
             run.spm[out] += a.T @ b
-        run.round_cycles = max(run.round_cycles, gemm_cycles(m, k, n, device.pe_rows, device.pe_cols, device.dataflow))
+        # what the array holds: the output tile (os) or the right-hand tile, Wᵀ or dY (ws)
+        stationary = out if device.dataflow == "os" else (op.kind.data, b_key)
+        array, run.resident_fold[core] = run_step(run.resident_fold.get(core), stationary, m, k, n, device.pe_rows,
+                                                  device.pe_cols, device.dataflow)
+        run.round_cycles = max(run.round_cycles, array.cycles)
+        run.array_cycles += array.cycles
+        run.fresh_folds += array.fresh
         run.written_round[out] = run.round
         run.gemms += 1
         return ()
+
+
+def closed_form(op: KernelOp, device) -> tuple[int, int]:
+    """SCALE-Sim's cycles and folds for the kernel's dX and dW GEMMs whole, per part of
+    the split its body runs (the reference the report compares the arrays with)."""
+    m, k, n = values_of(op.gemm)
+    scheme = op.attributes.get("partition")
+    parts = op.attributes.get("parts")
+    scheme, count = split_of(device, scheme.data if scheme is not None else None,
+                             int(parts.value.data) if parts is not None else None)
+    return closed_form_of(Layer(m, k, n), Tiling(*values_of(op.tiles)), "baseline", scheme, count, device)
 
 
 def npu_report(interpreter: Interpreter) -> NpuReport | None:

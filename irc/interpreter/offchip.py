@@ -94,13 +94,15 @@ def offchip_lines(report) -> list[str]:
     return lines
 
 
-def preload_link_rates(device, bytes_per_core: float, cycles: float) -> dict:
+def preload_link_rates(device, bytes_per_core: float, cycles: float, hbm_bytes: float | None = None) -> dict:
     """Bytes per cycle a preload puts on each exchange link of a chip while it runs: every
     core receives ``bytes_per_core`` over ``cycles`` along the routes from the HBM
-    controllers (``irc.devices.topology.preload_link_shares``)."""
-    from irc.devices.topology import preload_link_shares
+    controllers, the ``hbm_bytes`` read from HBM broadcast to the cores sharing them (None:
+    no replicas; ``irc.devices.topology.multicast_link_bytes``)."""
+    from irc.devices.topology import multicast_link_bytes, replication
 
-    return {link: share * bytes_per_core / cycles for link, share in preload_link_shares(device).items()}
+    replicas = 1.0 if hbm_bytes is None else replication(device, bytes_per_core, hbm_bytes)
+    return {link: load * bytes_per_core / cycles for link, load in multicast_link_bytes(device, replicas).items()}
 
 
 @dataclass

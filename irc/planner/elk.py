@@ -15,6 +15,7 @@ these ops: ``dyn`` (s4.2 + s4.3), ``full`` (+ s4.4 reordering), ``basic``, ``sta
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -27,11 +28,17 @@ from irc.planner.errors import PlanError
 from irc.planner.op_table import FrontierCache
 from irc.planner.plan import Plan
 from irc.planner.preload import (
+    Metric,
+    OutgoingLinks,
     PreloadFitError,
     PreloadOp,
     PreloadPlan,
     basic_schedule,
     ideal_latency,
+    ideal_loop_latency,
+    latency_of,
+    loop_period,
+    overlap_bound,
     plan_preloads,
     reorder,
     static_sweep,
@@ -57,11 +64,14 @@ def weight_bytes(op) -> int:
 
 
 def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int | None] | None = None,
-                extra_hbm_bytes: Sequence[float] | None = None, resting: bool = False) -> list[PreloadOp]:
+                extra_hbm_bytes: Sequence[float] | None = None, resting: bool = False,
+                extra_exec_cycles: Sequence[float] | None = None) -> list[PreloadOp]:
     """One ``PreloadOp`` per model op (identical ops share their table). ``extra_hbm_bytes``
     adds data an op reads from HBM beside its weights (a KV cache); ``resting`` counts the
     activations kept on chip across each op (produced earlier, read later: at the most
-    their producers' plans place) in its execution space, as a compiled program holds them."""
+    their producers' plans place) in its execution space, as a compiled program holds them;
+    ``extra_exec_cycles`` adds cycles to every execute state of an op (the all-reduce of
+    its partial sums over the chips that split the model, ``allreduce_cycles``)."""
     device = cache.device
     clock = device.clock_hz
     kept = [0] * len(model.ops)
@@ -87,10 +97,12 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
         exchange = np.array([float(p.score.cost.shift + p.score.cost.sync + p.score.cost.reduction)
                              for p in table.active])   # cycles the exchange carries the op's own traffic
         shifts = np.array([float(p.score.cost.shift) for p in table.active])   # what preloads contend with
-        pressure = np.array([preload_pressure(device, c, t) for c, t in zip(cold, loads)])
+        pressure = np.array([preload_pressure(device, c, t, hbm) for c, t in zip(cold, loads)])
+        extra = float(extra_exec_cycles[i]) if extra_exec_cycles is not None else 0.0
         ops.append(PreloadOp(
-            op.name, float(hbm), np.asarray(table.hot, dtype=np.float64) + kept[i], table.active_cycles, cold,
-            distribute, loads, exchange, signature=(id(table), kept[i]),
+            op.name, float(hbm), np.asarray(table.hot, dtype=np.float64) + kept[i],
+            np.asarray(table.active_cycles, dtype=np.float64) + extra, cold,
+            distribute, loads, exchange, signature=(id(table), kept[i], extra),
             layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
             own_bytes=own_preload_bytes(table),
         ))
@@ -109,11 +121,41 @@ def own_preload_bytes(table) -> np.ndarray:
     return found
 
 
-def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> PreloadPlan:
+class Relayouts:
+    """The relayouts of activations between a model's ops (T10 s4.3.2, as
+    `irc.planner.model` prices them): ``finish`` charges them to a plan's ops, ``links``
+    states them for the allocations to count (``irc.planner.preload.OutgoingLinks``)."""
+
+    def __init__(self, model: ModelSpec, cache: FrontierCache) -> None:
+        self.model, self.cache = model, cache
+        self.problem = _ModelProblem(model, cache, None)
+
+    def finish(self, plan: PreloadPlan) -> PreloadPlan:
+        return with_relayouts(self.model, self.cache, plan, self.problem)
+
+    def links(self) -> OutgoingLinks:
+        edges: dict[tuple[int, int], list] = {}
+        for edge in self.problem.edges:
+            if edge.consumer > edge.producer:
+                edges.setdefault((edge.producer, edge.consumer), []).append(edge)
+        consumers = [[] for _ in self.model.ops]
+        labels = [[] for _ in self.model.ops]
+        for (producer, consumer), found in sorted(edges.items()):
+            consumers[producer].append(consumer)
+            labels[producer].append((consumer - producer, self.problem.signature_ids[consumer],
+                                     tuple((e.tensor, e.source, e.moved, e.view) for e in found)))
+
+        def cost(i: int, j: int, k: int, jk: int) -> float:
+            return float(sum(self.problem.relayout(e, jk, j)[1] for e in edges[(i, k)]))
+
+        return OutgoingLinks(consumers, cost, labels, [len(table.active) for table in self.problem.tables])
+
+
+def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, problem=None) -> PreloadPlan:
     """``plan`` with the relayouts of activations between its ops' chosen execute states
     charged to their consumers (T10 s4.3.2, as `irc.planner.model` prices them): what the
     compiled program runs. ELK's decisions are the plan's; only its times grow."""
-    problem = _ModelProblem(model, cache, None)
+    problem = _ModelProblem(model, cache, None) if problem is None else problem
     extra = [0.0] * len(model.ops)
     for edge in problem.edges:
         _, cycles = problem.relayout(edge, plan.exec_plan[edge.consumer], plan.exec_plan[edge.producer])
@@ -175,6 +217,13 @@ class ElkOpDecision:
 
 @dataclass
 class ElkDecision:
+    """One design's plan: its latency (cycles; per token of a decode loop when planned so,
+    ``DesignSearch``), the plans of its ops, its preload order and how many orders it
+    tried. ``kept`` names the weaker design whose schedule it kept because its own search
+    found none better (each design's space includes the weaker one's: Full <= Dyn <=
+    Static <= Basic); ``reorder_gain`` (Full) the cycles its best preload order saved over
+    execution order (0: no order beat it)."""
+
     design: str
     latency_cycles: float
     ops: list[ElkOpDecision]
@@ -182,6 +231,8 @@ class ElkDecision:
     order: list[int]
     orders_tried: int = 1
     static_exec_bytes: float | None = None
+    kept: str = ""
+    reorder_gain: float | None = None
 
 
 def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> list[ElkOpDecision]:
@@ -194,44 +245,116 @@ def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> l
     return found
 
 
+WEAKER = {"static": "basic", "dyn": "static", "full": "dyn"}
+"""Each design's search space includes the schedule of the one named here (s6.1)."""
+
+
+class DesignSearch:
+    """The designs of ELK s6.1 over one list of ``ops`` on ``capacity`` bytes per core,
+    each planned once: Basic, Static (its execution space swept), ELK-Dyn (s4.2 + s4.3)
+    and ELK-Full (+ s4.4's reorder: every valid order of the pruned tree, or the
+    ``max_orders`` nearest execution order, or those moving no preload more than
+    ``max_displacement``). Each design also evaluates the weaker design's schedule
+    (``WEAKER``) and keeps the better, so Full <= Dyn <= Static <= Basic by construction.
+    ``relayouts`` (a ``Relayouts``) turns a chosen plan into what runs (the relayouts
+    between its plans) and lets ELK's allocations count them; the comparisons are on
+    ``metric`` (default the latency; ``loop_period`` per token of a decode loop) of the
+    finished plans."""
+
+    def __init__(self, ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
+                 max_displacement: int | None = None, max_orders: int | None = None,
+                 relayouts: "Relayouts | None" = None, metric: Metric | None = None,
+                 token: Sequence[PreloadOp] | None = None) -> None:
+        self.ops, self.capacity, self.split = list(ops), capacity, split
+        self.links = None if relayouts is None else relayouts.links()
+        finish = None if relayouts is None else relayouts.finish
+        self.token = self.ops if token is None else list(token)   # one token's ops (Ideal's)
+        self.max_displacement, self.max_orders = max_displacement, max_orders
+        self.finish = (lambda plan: plan) if finish is None else finish
+        self.metric = latency_of if metric is None else metric
+        self.found: dict[str, tuple] = {}
+
+    def own(self, design: str) -> tuple[PreloadPlan, list[int], int, float | None]:
+        """The design's own search: (plan, order, orders tried, Static's execution space)."""
+        ops, capacity, metric = self.ops, self.capacity, self.metric
+        in_order = list(range(len(ops)))
+        if design == "basic":
+            return basic_schedule(ops, capacity), in_order, 1, None
+        if design == "static":
+            plan, space = static_sweep(ops, capacity, metric=metric)
+            return plan, in_order, 1, space
+        if design == "dyn":
+            return plan_preloads(ops, capacity, None, self.split, metric=metric, links=self.links), in_order, 1, None
+        if design == "full":
+            plan, order, tried = reorder(ops, capacity, self.split, max_orders=self.max_orders,
+                                         max_displacement=self.max_displacement, metric=metric, links=self.links)
+            return plan, order, tried, None
+        raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
+
+    def result(self, design: str) -> tuple:
+        """(finished plan, its metric, order, orders tried, Static's space, kept, reorder gain)."""
+        if design not in self.found:
+            plan, order, tried, space = self.own(design)
+            plan = self.finish(plan)
+            value, kept, gain = self.metric(plan), "", None
+            weaker = WEAKER.get(design)
+            if weaker is not None:
+                other = self.result(weaker)
+                if design == "full":
+                    gain = max(0.0, other[1] - value)
+                if other[1] < value:
+                    plan, value, order, space, kept = other[0], other[1], other[2], other[4], other[5] or weaker
+            self.found[design] = (plan, value, order, tried, space, kept, gain)
+        return self.found[design]
+
+    def decision(self, model: ModelSpec, cache: FrontierCache, design: str, loop: bool = False) -> ElkDecision:
+        if design == "ideal":
+            latency = ideal_loop_latency(self.token) if loop else ideal_latency(self.token)
+            return ElkDecision("ideal", latency, [], None, list(range(len(self.ops))))
+        plan, value, order, tried, space, kept, gain = self.result(design)
+        return ElkDecision(design, value, decisions_of(model, cache, plan), plan, order, tried, space, kept, gain)
+
+
+def loop_model(model: ModelSpec, layer_of: Sequence[int | None] | None) -> tuple[ModelSpec, list[int | None], int]:
+    """``model`` followed by the next token's first layer (all of it when no layers are
+    known): what a decode loop runs between the ends of two tokens' first layers
+    (``loop_period``). Returns the model, its ops' layers (the copies a new layer) and
+    the prefix length."""
+    n = len(model.ops)
+    layers = [None] * n if layer_of is None else list(layer_of)
+    known = [layer for layer in layers if layer is not None]
+    prefix = n if not known else max(i for i, layer in enumerate(layers) if layer == min(known)) + 1
+    copies = []
+    for op in model.ops[:prefix]:
+        copies.append(dataclasses.replace(
+            op, name=f"next.{op.name}",
+            producers={k: v + n for k, v in op.producers.items()},
+            shared_reads={k: (home + n if home < prefix else home, name) for k, (home, name) in op.shared_reads.items()}))
+    extra = [None if layer is None else max(known) + 1 for layer in layers[:prefix]]
+    return ModelSpec(model.name, tuple(model.ops) + tuple(copies)), layers + extra, prefix
+
+
 def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split: str = "paper",
              ops: list[PreloadOp] | None = None, capacity: float | None = None,
              max_displacement: int | None = None, max_orders: int | None = None,
-             relayouts: bool = False) -> ElkDecision:
+             relayouts: bool = False, search: DesignSearch | None = None) -> ElkDecision:
     """One design of ELK s6.1 for ``model`` on ``cache``'s device (which must have off-chip
-    memory). ``PreloadFitError`` names an op no plan fits even alone. ELK-Full tries every
-    valid preload order of s4.4's pruned tree (the paper), or with ``max_orders`` the ones
-    nearest the execution order, and with ``max_displacement`` only orders moving no
-    preload further than that (the artifact's bounded reordering, IPU_COST_FACTS s6).
-    ``relayouts`` charges the activations' relayouts between the chosen plans
-    (``with_relayouts``)."""
+    memory), through a ``DesignSearch`` (pass ``search`` to share one between designs).
+    ``PreloadFitError`` names an op no plan fits even alone. ``relayouts`` charges the
+    activations' relayouts between the chosen plans (``with_relayouts``)."""
     if cache.device.offchip is None:
         raise ValueError(f"device '{cache.device.name}' has no off-chip memory")
     weights = sum(weight_bytes(op) for op in model.ops)
     if weights > cache.device.offchip.capacity_bytes:
         raise OffchipFitError(weights, cache.device.offchip.capacity_bytes, cache.device.name)
-    ops = preload_ops(model, cache) if ops is None else ops
-    capacity = float(cache.device.sram_bytes) if capacity is None else capacity
-    if design == "ideal":
-        return ElkDecision("ideal", ideal_latency(ops), [], None, list(range(len(ops))))
-    static_bytes = None
-    tried = 1
-    if design == "basic":
-        plan = basic_schedule(ops, capacity)
-        order = list(range(len(ops)))
-    elif design == "static":
-        plan, static_bytes = static_sweep(ops, capacity)
-        order = list(range(len(ops)))
-    elif design == "dyn":
-        plan = plan_preloads(ops, capacity, None, split)
-        order = list(range(len(ops)))
-    elif design == "full":
-        plan, order, tried = reorder(ops, capacity, split, max_orders=max_orders, max_displacement=max_displacement)
-    else:
+    if design not in DESIGNS:
         raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
-    if relayouts:
-        plan = with_relayouts(model, cache, plan)
-    return ElkDecision(design, plan.latency, decisions_of(model, cache, plan), plan, order, tried, static_bytes)
+    if search is None:
+        ops = preload_ops(model, cache) if ops is None else ops
+        capacity = float(cache.device.sram_bytes) if capacity is None else capacity
+        search = DesignSearch(ops, capacity, split, max_displacement, max_orders,
+                              Relayouts(model, cache) if relayouts else None)
+    return search.decision(model, cache, design)
 
 
 REORDER_BUDGET = 32
@@ -245,11 +368,61 @@ def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", s
     and ``irc-plan --model`` alike): ELK's ``design`` over every op, each preload reading its
     weights and ``extra_hbm_bytes`` (the non-weight arguments it loads: a KV cache) from HBM,
     the activations kept on chip across each op counted in its execution space, identical
-    layers found by their signatures, and the relayouts between the chosen plans charged."""
-    ops = preload_ops(model, cache, infer_layers(model, cache), extra_hbm_bytes=extra_hbm_bytes, resting=True)
-    budget = REORDER_BUDGET if design == "full" else None
-    return elk_plan(model, cache, design, split, ops=ops, max_orders=budget, relayouts=True)
+    layers found by their signatures, and the relayouts between the chosen plans charged
+    (``offchip_study``)."""
+    return offchip_study(model, cache, (design,), split=split, extra_hbm_bytes=extra_hbm_bytes).decisions[design]
 
 
-__all__ = ["DESIGNS", "REORDER_BUDGET", "ElkDecision", "ElkOpDecision", "OffchipFitError", "PreloadFitError", "elk_plan",
-           "infer_layers", "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]
+@dataclass
+class OffchipStudy:
+    """Designs of one model on one chip (``offchip_study``): each design's decision, the
+    overlap bound (``irc.planner.preload.overlap_bound``) and the ops as planned (with
+    ``loop``, one token's ops followed by the next token's first layer)."""
+
+    decisions: dict[str, ElkDecision]
+    bound_cycles: float
+    ops: list[PreloadOp]
+    loop: bool = False
+    prefix: int = 0
+
+
+def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str], *, split: str = "paper",
+                  extra_hbm_bytes: Sequence[float] | None = None, layer_of: Sequence[int | None] | None = None,
+                  max_orders: int | None = REORDER_BUDGET, max_displacement: int | None = None,
+                  extra_exec_cycles: Sequence[float] | None = None, loop: bool = False) -> OffchipStudy:
+    """ELK's ``designs`` for ``model`` as the compiler plans it: every preload reading an
+    op's weights and ``extra_hbm_bytes`` from HBM, the activations kept on chip across each
+    op counted in its execution space (``preload_ops``' ``resting``), identical layers as
+    ``layer_of`` gives them (default: found by their signatures, ``infer_layers``), the
+    relayouts between the chosen plans charged, ``extra_exec_cycles`` added to ops (the
+    all-reduces of a model split over chips), one ``DesignSearch`` for all designs. With
+    ``loop``, latencies are per token of a decode loop (``loop_model``, ``loop_period``;
+    Ideal's is ``ideal_loop_latency``)."""
+    if cache.device.offchip is None:
+        raise ValueError(f"device '{cache.device.name}' has no off-chip memory")
+    for design in designs:
+        if design not in DESIGNS:
+            raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
+    weights = sum(weight_bytes(op) for op in model.ops)
+    if weights > cache.device.offchip.capacity_bytes:
+        raise OffchipFitError(weights, cache.device.offchip.capacity_bytes, cache.device.name)
+    layers = infer_layers(model, cache) if layer_of is None else list(layer_of)
+    prefix, metric = 0, None
+    if loop:
+        model, layers, prefix = loop_model(model, layers)
+        extra_hbm_bytes = None if extra_hbm_bytes is None else list(extra_hbm_bytes) + list(extra_hbm_bytes[:prefix])
+        extra_exec_cycles = (None if extra_exec_cycles is None
+                             else list(extra_exec_cycles) + list(extra_exec_cycles[:prefix]))
+        metric = lambda plan: loop_period(plan, prefix)  # noqa: E731
+    ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
+                      extra_exec_cycles=extra_exec_cycles)
+    search = DesignSearch(ops, float(cache.device.sram_bytes), split, max_displacement, max_orders,
+                          Relayouts(model, cache), metric, token=ops[prefix:])
+    decisions = {design: search.decision(model, cache, design, loop) for design in designs}
+    bound = overlap_bound(ops[prefix:], cache.device.clock_hz / cache.device.offchip.bytes_per_s)
+    return OffchipStudy(decisions, bound, ops, loop, prefix)
+
+
+__all__ = ["DESIGNS", "REORDER_BUDGET", "DesignSearch", "ElkDecision", "ElkOpDecision", "OffchipFitError",
+           "OffchipStudy", "PreloadFitError", "elk_plan", "infer_layers", "loop_model", "offchip_study", "plan_offchip",
+           "planned_offchip", "preload_ops", "weight_bytes"]

@@ -225,6 +225,50 @@ class Allocation:
     own: float = 0.0                  # bytes its own preload state holds while it executes (``own_bytes``)
 
 
+class OutgoingLinks:
+    """The relayouts between ops' execute states (T10 s4.3.2): ``consumers[i]`` the ops
+    reading op i's outputs, ``cost(i, j, k, jk)`` the cycles of moving them from op i's
+    state j into op k's state jk. The inductive scheduler (s4.2) picks op i's state after
+    its readers' and before its producers': each of op i's states is charged what its
+    producers must send it at the least (``least_in``: their states are open yet) and
+    what it sends its readers beyond what they were charged, so an op prefers states its
+    neighbours' layouts already match and the charges add up to the relayouts the plan
+    runs. ``labels[i][t]`` says what the edge to op i's t-th reader is (equal labels,
+    equal costs: identical layers share their allocations)."""
+
+    def __init__(self, consumers: Sequence[Sequence[int]], cost: Callable[[int, int, int, int], float],
+                 labels: Sequence[Sequence[object]], states: Sequence[int]) -> None:
+        self.consumers = [tuple(c) for c in consumers]
+        self.cost = cost
+        self.labels = [tuple(label) for label in labels]
+        self.states = list(states)
+        self.producers: list[list[int]] = [[] for _ in consumers]
+        for i, readers in enumerate(self.consumers):
+            for k in readers:
+                self.producers[k].append(i)
+        self.in_labels = [tuple(self.labels[p][self.consumers[p].index(k)] for p in self.producers[k])
+                          for k in range(len(self.consumers))]
+        self._least: dict[tuple[int, int, int], float] = {}
+
+    def least_in(self, p: int, k: int, jk: int) -> float:
+        """The least cycles producer p sends op k in state jk, over p's states."""
+        key = (p, k, jk)
+        if key not in self._least:
+            self._least[key] = min(self.cost(p, jp, k, jk) for jp in range(self.states[p]))
+        return self._least[key]
+
+    def cycles(self, i: int, j: int, chosen: dict[int, int]) -> float:
+        """What op i in state j is charged: its producers' least, its readers' excess."""
+        incoming = sum(self.least_in(p, i, j) for p in self.producers[i])
+        outgoing = sum(self.cost(i, j, k, chosen[k]) - self.least_in(i, k, chosen[k])
+                       for k in self.consumers[i] if k in chosen)
+        return float(incoming + outgoing)
+
+    def key(self, i: int, chosen: dict[int, int]) -> tuple:
+        """What ``cycles`` of op i depends on besides its own state (for memo keys)."""
+        return self.in_labels[i], tuple(zip(self.labels[i], (chosen.get(k) for k in self.consumers[i])))
+
+
 class CostAwareAllocation:
     """ELK s4.3 (the paper, the default): the executing op's execute-state plan and the
     resident ops' preload-state plans are split by ``cost_aware_split``. A resident op's
@@ -234,11 +278,13 @@ class CostAwareAllocation:
     ops that execute before it."""
 
     def __init__(self, ops: Sequence[PreloadOp], capacity: float, smallest: bool = False,
-                 charge: Sequence[float] | None = None, exec_cap: float = np.inf) -> None:
+                 charge: Sequence[float] | None = None, exec_cap: float = np.inf,
+                 links: "OutgoingLinks | None" = None) -> None:
         self.ops = ops
         self.capacity = capacity
         self.smallest = smallest
         self.exec_cap = exec_cap
+        self.links = links
         self.charge = [1.0] * len(ops) if charge is None else list(charge)
         self.exec_plan: dict[int, int] = {}
         self.preload_plan: dict[int, int] = {}
@@ -284,8 +330,14 @@ class CostAwareAllocation:
                 continue
             r = self.own_preload(i, j)
             points.append((op.exec_space(r, j), np.inf if r < 0 else
-                           op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, streaming)))
+                           op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, streaming)
+                           + self.outgoing(i, j)))
         return pareto_curve(points)
+
+    def outgoing(self, i: int, j: int) -> float:
+        """Cycles of the relayouts op i's execute state j sends to the ops reading its
+        outputs, at the states they were given (scheduled later ops, s4.2)."""
+        return 0.0 if self.links is None else self.links.cycles(i, j, self.exec_plan)
 
     def preload_curve(self, k: int) -> list[tuple[float, float, int]]:
         """Resident op k's preload states it may shrink to: smaller ones that hold no more
@@ -315,7 +367,8 @@ class CostAwareAllocation:
                 # (its load only gets shorter: that gain is the later placement's)
         r = self.own_preload(i, j)
         # the contention beside the resident ops' final (possibly shrunk) preload states
-        cycles = op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, self.streaming(resident, shrunk))
+        cycles = (op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, self.streaming(resident, shrunk))
+                  + self.outgoing(i, j))
         return Allocation(float(cycles + charged), j, r, shrunk, charged, float(op.own_bytes[r, j]))
 
     def commit(self, i: int, allocation: Allocation) -> None:
@@ -339,7 +392,8 @@ class ExecOnlyAllocation(CostAwareAllocation):
         if not usable.any():
             return None
         extra = self.charge[i] * (op.load_cycles - op.load_cycles.min())[:, None]   # the artifact's contention penalty
-        total = np.where(usable, op.exec_cycles[None, :] + op.distribute + extra, np.inf)
+        outgoing = np.array([self.outgoing(i, j) for j in range(len(op.exec_bytes))])
+        total = np.where(usable, op.exec_cycles[None, :] + op.distribute + extra + outgoing[None, :], np.inf)
         streaming = self.streaming(resident)
         if streaming:
             for r, j in zip(*np.nonzero(np.isfinite(total))):
@@ -347,7 +401,8 @@ class ExecOnlyAllocation(CostAwareAllocation):
         r, j = np.unravel_index(np.argmin(total), total.shape)
         if not np.isfinite(total[r, j]):
             return None
-        cycles = op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, int(j), int(r), streaming)
+        cycles = (op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, int(j), int(r), streaming)
+                  + outgoing[j])
         return Allocation(float(cycles), int(j), int(r), own=float(op.own_bytes[r, j]))
 
 
@@ -588,6 +643,14 @@ class PreloadPlan:
 
 STARTS = ("fastest", "largest", "smallest", "exposed", "all")
 
+Metric = Callable[["PreloadPlan"], float]
+"""What a design minimises over its candidate plans: a plan's latency (``latency_of``) or
+its per-token time in a decode loop (``loop_period``)."""
+
+
+def latency_of(plan: "PreloadPlan") -> float:
+    return plan.latency
+
 
 def exposed_loads(plan: "PreloadPlan") -> list[float]:
     """Per op, 1.0 where its load is exposed in ``plan`` as it runs (``timeline``): it is
@@ -619,7 +682,8 @@ def exec_caps(ops: Sequence[PreloadOp], capacity: float, count: int = 3) -> list
 
 def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None = None,
                   split: str = "paper", start: str = "all", memos: dict | None = None,
-                  caps: Sequence[float] | None = None) -> PreloadPlan:
+                  caps: Sequence[float] | None = None, metric: Metric | None = None,
+                  links: OutgoingLinks | None = None) -> PreloadPlan:
     """``_plan_preloads`` with each op's own preload state chosen (s4.3) at its fastest
     with the load it adds charged as exposed (``start="fastest"``), as hidden
     (``"largest"``: the least distribution, the larger states), at its smallest
@@ -630,7 +694,10 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
     (s4.3) shrinks one op at a time, greedily, and an op's fastest plan can take the
     space that would have let later ops preload (what a fixed split, Static, avoids).
     The plan records how it was made (``start``, ``cap``). ``memos`` (a dict kept across
-    calls for the same ops, capacity and split) shares the allocations between orders."""
+    calls for the same ops, capacity and split) shares the allocations between orders;
+    ``metric`` (default: the latency) is what "fastest" means (``loop_period``); ``links``
+    the relayouts between ops' states the allocations count (``OutgoingLinks``)."""
+    metric = latency_of if metric is None else metric
     if start not in STARTS:
         raise ValueError(f"unknown start '{start}'; known: {', '.join(STARTS)}")
     memo = (lambda key, default: None) if memos is None else memos.setdefault
@@ -638,7 +705,7 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
     plans = []
 
     def run(name: str, smallest: bool, charge: list[float], cap: float = np.inf) -> None:
-        plan = _plan_preloads(ops, capacity, order, split, smallest, memo((smallest, cap), {}), charge, cap)
+        plan = _plan_preloads(ops, capacity, order, split, smallest, memo((smallest, cap), {}), charge, cap, links)
         plan.start, plan.cap = name, cap
         plans.append(plan)
 
@@ -657,18 +724,19 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
         for cap in (exec_caps(ops, capacity) if caps is None else caps):
             run("fastest", False, ones, cap)
     if start in ("exposed", "all"):
-        best = min(plans, key=lambda plan: plan.latency)
+        best = min(plans, key=metric)
         charge = exposed_loads(best)
         if charge not in (ones, zeros):
             run("exposed", False, charge, best.cap)
         if start == "exposed":
             plans = plans[2:] or [best]
-    return min(plans, key=lambda plan: plan.latency)
+    return min(plans, key=metric)
 
 
 def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
                    split: str, smallest: bool, memo: dict | None = None,
-                   charge: Sequence[float] | None = None, exec_cap: float = np.inf) -> PreloadPlan:
+                   charge: Sequence[float] | None = None, exec_cap: float = np.inf,
+                   links: OutgoingLinks | None = None) -> PreloadPlan:
     """ELK-Dyn for one preload order: the inductive schedule with the cost-aware split
     (``split="paper"``) or the artifact's (``split="artifact"``). An op that fits under
     no plan even alone is a ``PreloadFitError`` naming it and its bytes."""
@@ -678,13 +746,14 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
     allocation = {"paper": CostAwareAllocation, "artifact": ExecOnlyAllocation}.get(split)
     if allocation is None:
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
-    alloc = allocation(ops, capacity, smallest, charge, exec_cap)
+    alloc = allocation(ops, capacity, smallest, charge, exec_cap, links)
     memo = {} if memo is None else memo   # (op, resident ops and their plans) -> Allocation
 
     def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
         key = (ops[i].signature, alloc.charge[i],
                tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k], alloc.charge[k], alloc.own.get(k))
-                     for k in resident))
+                     for k in resident),
+               None if links is None else links.key(i, alloc.exec_plan))
         if key not in memo:
             found = alloc(i, resident)
             if found is not None and found.shrunk:  # store by position in the resident set
@@ -804,20 +873,23 @@ def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | No
 
 def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
             max_orders: int | None = None, window_layers: int | None = 3,
-            finalists: int = 3, max_displacement: int | None = None) -> tuple[PreloadPlan, list[int], int]:
+            finalists: int = 3, max_displacement: int | None = None,
+            metric: Metric | None = None, links: OutgoingLinks | None = None) -> tuple[PreloadPlan, list[int], int]:
     """ELK-Full (s4.4): the best ``plan_preloads`` over ``layer_orders``; returns the plan,
     its order and how many orders were tried. ELK plans the whole model for every order
     (seconds each on one of 32 cores, s5); on a small machine, the orders are ranked on
     the model's first ``window_layers`` layers (identical layers share the order; None:
     the whole model), each with the one way of choosing preload states
     (``plan_preloads``' ``start``) that wins in execution order, and the ``finalists``
-    best and the execution order are planned whole with every way."""
+    best and the execution order are planned whole with every way; ``metric`` (default:
+    the latency) picks the best of those."""
+    metric = latency_of if metric is None else metric
     orders = layer_orders(ops, capacity, max_orders, max_displacement)
     layers = sorted({op.layer for op in ops if op.layer is not None})
     candidates = orders
     memos: dict = {}   # the allocations of (op, resident set) recur across orders
     try:   # the orders are ranked with the way of choosing preload states that wins in order
-        first = plan_preloads(ops, capacity, orders[0], split, memos=memos)
+        first = plan_preloads(ops, capacity, orders[0], split, memos=memos, links=links)
         rank = dict(start="all") if first.start == "exposed" else dict(start=first.start, caps=[first.cap])
     except OrderError:
         rank = dict(start="all")
@@ -831,7 +903,7 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
         for t, order in enumerate(orders):
             local = [k for k in order if k < cut]
             try:
-                ranked.append((plan_preloads(window, capacity, local, split, memos=memos, **rank).latency, t))
+                ranked.append((plan_preloads(window, capacity, local, split, memos=memos, links=links, **rank).latency, t))
             except OrderError:
                 continue
         ranked.sort()
@@ -840,13 +912,13 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
     best = None
     for order in candidates:
         try:
-            plan = plan_preloads(ops, capacity, order, split, memos=memos)
+            plan = plan_preloads(ops, capacity, order, split, memos=memos, metric=metric, links=links)
         except OrderError:
             continue
-        if best is None or plan.latency < best[0].latency:
-            best = (plan, order)
+        if best is None or metric(plan) < best[2]:
+            best = (plan, order, metric(plan))
     if best is None:
-        plan = plan_preloads(ops, capacity, None, split)
+        plan = plan_preloads(ops, capacity, None, split, metric=metric, links=links)
         return plan, list(range(len(ops))), len(orders)
     return best[0], best[1], len(orders)
 
@@ -897,10 +969,13 @@ def basic_schedule(ops: Sequence[PreloadOp], capacity: float) -> PreloadPlan:
     return _fixed_plan(ops, capacity, None, fastest, preload)
 
 
-def static_schedule(ops: Sequence[PreloadOp], capacity: float, exec_space: float) -> PreloadPlan:
+def static_schedule(ops: Sequence[PreloadOp], capacity: float, exec_space: float,
+                    metric: Metric | None = None) -> PreloadPlan:
     """Static (s6.1, T10 with a fixed split): every op runs its fastest plan within
     ``exec_space``; the rest preloads as many ops as fit, all at the largest or all at the
-    smallest preload states, whichever is faster."""
+    smallest preload states, whichever is faster (by ``metric``, default the latency)."""
+    metric = latency_of if metric is None else metric
+
     def fastest(op):
         fits = op.exec_bytes <= exec_space
         return int(np.argmin(np.where(fits, op.exec_cycles, np.inf))) if fits.any() else -1
@@ -915,23 +990,26 @@ def static_schedule(ops: Sequence[PreloadOp], capacity: float, exec_space: float
             plan = _fixed_plan(ops, capacity, exec_space, fastest, preload)
         except PreloadFitError:
             continue
-        if best is None or plan.latency < best.latency:
+        if best is None or metric(plan) < metric(best):
             best = plan
     if best is None:
         raise PreloadFitError(max(ops, key=lambda op: op.min_exec()).name, max(op.min_exec() for op in ops), exec_space)
     return best
 
 
-def static_sweep(ops: Sequence[PreloadOp], capacity: float, steps: int = 16) -> tuple[PreloadPlan, float]:
-    """Static with its execution space swept over ``steps`` sizes (the best kept, s6.1)."""
+def static_sweep(ops: Sequence[PreloadOp], capacity: float, steps: int = 16,
+                 metric: Metric | None = None) -> tuple[PreloadPlan, float]:
+    """Static with its execution space swept over ``steps`` sizes (the best by ``metric``,
+    default the latency, kept, s6.1)."""
+    metric = latency_of if metric is None else metric
     least = max(op.min_exec() for op in ops)
     best = None
     for space in np.linspace(least, capacity, steps):
         try:
-            plan = static_schedule(ops, capacity, float(space))
+            plan = static_schedule(ops, capacity, float(space), metric)
         except OrderError:
             continue
-        if best is None or plan.latency < best[0].latency:
+        if best is None or metric(plan) < metric(best[0]):
             best = (plan, float(space))
     if best is None:
         raise PreloadFitError(max(ops, key=lambda op: op.min_exec()).name, least, capacity)
@@ -951,6 +1029,38 @@ def ideal_latency(ops: Sequence[PreloadOp]) -> float:
         best = max(best, loaded + tail)
         tail -= execute
     return best
+
+
+def ideal_loop_latency(ops: Sequence[PreloadOp]) -> float:
+    """Ideal (s6.1) per token of a decode loop: with SRAM for every op and no contention,
+    the next token's loads run during this token's executions, so a token takes the
+    longer of all its loads (smallest preload states) and all its executions (fastest
+    plans, no distribution)."""
+    return max(sum(float(op.load_cycles.min()) for op in ops), sum(float(op.exec_cycles.min()) for op in ops))
+
+
+def overlap_bound(ops: Sequence[PreloadOp], hbm_cycles_per_byte: float) -> float:
+    """The least time any schedule of ``ops`` (run one after another) can take: the HBM
+    reads every op's bytes once at its bandwidth (``hbm_cycles_per_byte``), and the cores
+    run every op at least for its fastest plan; the longer of the two. Every design's
+    latency is at least this, cold or per token of a loop (``loop_period``); so is
+    Ideal's, which also chains the first loads before the first executions."""
+    hbm = sum(float(op.hbm_bytes) for op in ops) * hbm_cycles_per_byte
+    return max(hbm, sum(float(op.exec_cycles.min()) for op in ops))
+
+
+def loop_period(plan: "PreloadPlan", prefix: int) -> float:
+    """Per-token time of a decode loop from a plan of one token's ops followed by the
+    next token's first ``prefix`` ops (its first layer): the time between the ends of the
+    two tokens' first layers (the next token's loads overlap this token's last ops), and
+    at least what one token keeps the HBM and the cores busy (the plan's loads and
+    executions of one copy of every op: ``prefix`` onwards), which a loop repeats every
+    token however the first token's start was filled."""
+    load_start, load_end, exec_start, exec_end = plan.timeline()
+    window = float(exec_end[-1] - (exec_end[prefix - 1] if prefix else 0.0))
+    loads = float(sum(plan.load_cycles[prefix:]))
+    executions = float((exec_end - exec_start)[prefix:].sum())
+    return max(window, loads, executions)
 
 
 def widest_frontiers(exec_bytes: Sequence[float], preload_bytes: Sequence[float], capacity: float,

@@ -26,7 +26,7 @@ def test_smoke_table_and_json(tmp_path, capsys):
     designs = row["designs"]
     assert set(designs) == {"basic", "static", "dyn", "full", "ideal"}
     latency = {name: d["latency_ms"] for name, d in designs.items()}
-    assert latency["ideal"] <= latency["full"] <= latency["dyn"] * (1 + 1e-9) <= latency["basic"] * (1 + 1e-9)
+    assert latency["ideal"] <= latency["full"] * (1 + 1e-9) <= latency["dyn"] * (1 + 2e-9) <= latency["basic"] * (1 + 3e-9)
     assert latency["full"] <= latency["static"] * (1 + 1e-9)
     assert designs["ideal"]["of_ideal"] == 1.0
     for d in designs.values():
@@ -48,5 +48,5 @@ def test_elk_full_is_never_behind_static_dyn_or_basic_on_scaled_workloads(model)
     ops = preload_ops(built, cache, layer_of)
     latency = {d: elk_plan(built, cache, d, ops=ops, max_orders=24).latency_cycles
                for d in ("basic", "static", "dyn", "full", "ideal")}
-    assert latency["ideal"] <= latency["full"] <= latency["dyn"] * (1 + 1e-9) <= latency["basic"] * (1 + 1e-9)
+    assert latency["ideal"] <= latency["full"] * (1 + 1e-9) <= latency["dyn"] * (1 + 2e-9) <= latency["basic"] * (1 + 3e-9)
     assert latency["full"] <= latency["static"] * (1 + 1e-9)

@@ -7,6 +7,7 @@ that breaks the scratchpad's rules faults, naming the op and the tile."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from hypothesis import strategies as st
 from xdsl.rewriter import Rewriter
 
 from benchmarks.igo_workloads import scaled_down
-from irc.cost.igo import BASELINES, ORDERS, SCHEMES, Tiling, evaluate
-from irc.devices.npu import NpuDevice
+from irc.cost.igo import BASELINES, ORDERS, SCHEMES, Layer, Tiling, evaluate
+from irc.devices import load_device
+from irc.devices.npu import NpuDevice, gemm_cycles
 from irc.dialects.igo import GradPairOp
 from irc.dialects.npu import KernelOp, ReloadOp, SpillOp
 from irc.interpreter.npu import NpuFault
@@ -144,6 +146,9 @@ def test_hand_traffic_executed_separate_baseline_reads_dy_twice_with_room():
     assert ops[boundary + 1:boundary + 4] == [
         ("npu.free", ("W", 0, 0)), ("npu.free", ("dY", 0, 0)), ("npu.free", ("dY", 1, 0))]
     assert _hand("sequential", 32) == ({"dY": 16, "W": 4, "X": 8}, {"dX": 8, "dW": 4})
+    # the paper's baseline (§4.2): dY<0,0> is reused across the operators, 4 bytes having
+    # been loaded since its last use (under the 16 the resident half holds)
+    assert _hand("sequential", 32, "paper") == ({"dY": 8, "W": 4, "X": 8}, {"dX": 8, "dW": 4})
     base, fused = (run(m, None)[1] for m in (_executed("sequential"), _executed("dx-major")))
     assert base.read["dY"] == 2 * fused.read["dY"] and base.dram_bytes - fused.dram_bytes == 8
 
@@ -250,3 +255,58 @@ def test_broken_programs_fault(body, message):
     module = LocatingParser(make_context(), text, "faulty.mlir").parse_module()
     with pytest.raises(NpuFault, match=message):
         run(module, None)
+
+
+# In-array accumulation (issue 25, item 1): the arrays of both NPUs, in both dataflows,
+# compute a GEMM split into tiles in exactly SCALE-Sim's cycles for it whole when the
+# tiles keep one fold in the array across the reduction (os: each output tile is one
+# array-sized fold; ws: each right-hand tile is), and the report names what a tiling
+# that does not adds.
+def _closed_form(m: int, k: int, n: int, device) -> int:
+    """dX = dY(M x N) · Wᵀ(N x K) and dW = Xᵀ(K x M) · dY(M x N), SCALE-Sim's formulas."""
+    return (gemm_cycles(m, n, k, device.pe_rows, device.pe_cols, device.dataflow)
+            + gemm_cycles(k, m, n, device.pe_rows, device.pe_cols, device.dataflow))
+
+
+@pytest.mark.parametrize("name,dims", [("npu-edge", (90, 135, 90)), ("npu-server", (256, 256, 384))])
+@pytest.mark.parametrize("dataflow", ["os", "ws"])
+def test_executed_compute_is_scale_sims_for_the_whole_gemms(name, dims, dataflow):
+    device = dataclasses.replace(load_device(name), dataflow=dataflow)
+    side = device.pe_rows
+    m, k, n = dims
+    module = pair_module(m, k, n, "sequential", element="f16")
+    lowered(module, device, tiling=Tiling(side, side, side))
+    rng = np.random.default_rng(3)
+    dy, w, x = (rng.standard_normal(s).astype(np.float16) for s in ((m, n), (k, n), (m, k)))
+    results, report = run(module, {"arg0": dy, "arg1": w, "arg2": x})
+    kernel = report.kernels[0]
+    steps = 2 * (m // side) * (k // side) * (n // side)
+    assert kernel.gemms == steps > 2 * (m // side) * (k // side)  # the reduction is split
+    assert kernel.compute_cycles == kernel.array_cycles == _closed_form(m, k, n, device)
+    assert kernel.closed_form_cycles == _closed_form(m, k, n, device) and kernel.refills == 0
+    assert f"arrays {kernel.array_cycles:,} = SCALE-Sim's {kernel.array_cycles:,} + 0 in 0 refills" in str(report)
+    np.testing.assert_allclose(results["result0"].astype(np.float32), dy.astype(np.float32) @ w.T.astype(np.float32),
+                               rtol=2e-2, atol=2e-1)
+
+
+@pytest.mark.parametrize("dataflow", ["os", "ws"])
+def test_report_names_the_refills_a_tiling_forces(dataflow):
+    """npu-edge (45x45), GEMM M=90, K=90, N=90. os with tiles (90, 90, 45): a dX output
+    tile is 2x2 folds and its reduction (N) two tiles: the second step continues the fold
+    in place and reloads the other three (3 refills of R + C - 2 = 88 cycles); a dW
+    output tile (90 x 45) is two folds over a reduction (M) in one tile: none. ws with
+    tiles (45, 90, 90): a dX right-hand tile (Wᵀ, 90 x 90) is 2x2 folds streamed by two M
+    tiles: 3 refills of 2R + C - 2 = 133; a dW one (dY, 45 x 90) two folds over one K
+    tile: none."""
+    device = dataclasses.replace(load_device("npu-edge"), dataflow=dataflow)
+    tiling = Tiling(90, 90, 45) if dataflow == "os" else Tiling(45, 90, 90)
+    module = pair_module(90, 90, 90, "sequential", element="f16")
+    lowered(module, device, tiling=tiling)
+    _, report = run(module, None)
+    kernel = report.kernels[0]
+    overhead = 88 if dataflow == "os" else 133
+    assert kernel.refills == 3 and kernel.refill_cycles == 3 * overhead
+    assert kernel.array_cycles == _closed_form(90, 90, 90, device) + 3 * overhead
+    model = evaluate(Layer(90, 90, 90), device, "baseline", tiling=tiling)
+    assert (model.refills, model.refill_cycles, model.compute_cycles) == (3, 3 * overhead, kernel.compute_cycles)
+    assert f"+ {3 * overhead} in 3 refills" in str(report)

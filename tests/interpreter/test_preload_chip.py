@@ -76,7 +76,9 @@ def test_preloads_are_serial_and_overlap_execution_by_hand():
     origins = np.array([[0, 0], [1, 0]])
     chip.preload(a, host, origins, "a:")
     chip.preload(b, host, origins, "b:")
-    one = 16 * 0.5e-9 * 1.325e9                    # 16 B per core via a 16 GB/s controller serving 8x
+    # 16 B to each of 2 cores, 32 distinct B: each controller sends 16 B at 16 GB/s (1 ns),
+    # each core's port takes its 16 B at 5.5 GB/s: the port is the longer
+    one = 16 / 5.5e9 * 1.325e9
     assert [e.start for e in chip.hbm_events if e.category == "hbm"] == pytest.approx([0.0, one])
     chip._record("compute", "work", 100.0, 2, "w:")  # the cores compute for 100 cycles meanwhile
     chip.wait(a, "a:")

@@ -37,6 +37,6 @@ def test_identical_layers_are_planned_once_and_elk_beats_basic():
     dyn = elk_plan(model, cache, "dyn", ops=ops)
     full = elk_plan(model, cache, "full", ops=ops, max_displacement=1)
     ideal = elk_plan(model, cache, "ideal", ops=ops)
-    assert ideal.latency_cycles <= full.latency_cycles <= dyn.latency_cycles * (1 + 1e-9)
+    assert ideal.latency_cycles <= full.latency_cycles * (1 + 1e-9) <= dyn.latency_cycles * (1 + 2e-9)
     assert dyn.latency_cycles <= basic.latency_cycles
     assert len(full.ops) == len(model.ops) and full.order[0] == 0

@@ -5,7 +5,7 @@
 // forward GEMM is M = N·H·W = 9, K = C·R·S = 18, N = F = 3.
 // CHECK-LABEL: func.func @conv
 // CHECK-NEXT:    %[[Y:.*]] = te.op "Y[n,f,h,w] += X[n,c,h+r,w+s] * W[f,c,r,s]"
-// CHECK-NEXT:    %[[DX:.*]], %[[DW:.*]] = igo.grad_pair dx "DX[n,c,h+r,w+s] += DY[n,f,h,w] * W[f,c,r,s]" dw "DW[f,c,r,s] += DY[n,f,h,w] * X[n,c,h+r,w+s]" (%dy, %w, %x) order "dx-major" {irc.gemm = "M=9 K=18 N=3"}
+// CHECK-NEXT:    %[[DX:.*]], %[[DW:.*]] = igo.grad_pair dx "DX[n,c,h+r,w+s] += DY[n,f,h,w] * W[f,c,r,s]" dw "DW[f,c,r,s] += DY[n,f,h,w] * X[n,c,h+r,w+s]" (%dy, %w, %x) order "dx-major" {irc.gemm = "M=9 K=18 N=3", tiles = array<i64: 9, 18, 3>}
 // CHECK-NEXT:    func.return %[[Y]], %[[DX]], %[[DW]]
 func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>, %dy: tensor<1x3x3x3xf32>) -> (tensor<1x3x3x3xf32>, tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) {
   %y = te.op "Y[n,f,h,w] += X[n,c,h+r,w+s] * W[f,c,r,s]" (%x, %w) : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>

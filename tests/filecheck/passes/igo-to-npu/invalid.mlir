@@ -12,7 +12,7 @@
 // CORES: igo-to-npu: npu-edge comes with 1 cores, not 2
 // POLICY: igo-to-npu: unknown policy=fifo; known: lru, belady
 // TARGET: igo-to-npu: the module has no irc.target; name the NPU: igo-to-npu{device=...}
-// BASELINE: igo-to-npu: unknown baseline=fused; known: separate, shared
+// BASELINE: igo-to-npu: unknown baseline=fused; known: separate, shared, paper
 func.func @main(%dy: tensor<4x2xf32>, %w: tensor<2x2xf32>, %x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x2xf32>) {
   %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "interleave" : (tensor<4x2xf32>, tensor<2x2xf32>, tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x2xf32>)
   func.return %dx, %dw : tensor<4x2xf32>, tensor<2x2xf32>

@@ -51,7 +51,7 @@
 // SHARED-NEXT:      npu.swap
 // SHARED-NEXT:      npu.gemm "dw" <0, 0, 0> dataflow "os"
 func.func @baseline(%dy: tensor<4x2xi8>, %w: tensor<2x2xi8>, %x: tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>) {
-  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "sequential" : (tensor<4x2xi8>, tensor<2x2xi8>, tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>)
+  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "sequential" {tiles = array<i64: 2, 2, 2>} : (tensor<4x2xi8>, tensor<2x2xi8>, tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>)
   func.return %dx, %dw : tensor<4x2xi8>, tensor<2x2xi8>
 }
 
@@ -77,6 +77,6 @@ func.func @baseline(%dy: tensor<4x2xi8>, %w: tensor<2x2xi8>, %x: tensor<4x2xi8>)
 // CHECK-NEXT:      npu.store "dW" <0, 0>
 // CHECK-NEXT:    }
 func.func @interleave(%dy: tensor<4x2xi8>, %w: tensor<2x2xi8>, %x: tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>) {
-  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "interleave" : (tensor<4x2xi8>, tensor<2x2xi8>, tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>)
+  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "interleave" {tiles = array<i64: 2, 2, 2>} : (tensor<4x2xi8>, tensor<2x2xi8>, tensor<4x2xi8>) -> (tensor<4x2xi8>, tensor<2x2xi8>)
   func.return %dx, %dw : tensor<4x2xi8>, tensor<2x2xi8>
 }

@@ -16,6 +16,6 @@
 // QUAD-NEXT:      npu.gemm "dw" <3, 0, 0> dataflow "os" {core = 3 : i64, part = 3 : i64}
 // QUAD:           npu.store "dW" <0, 0> {parts = 4 : i64}
 func.func @shared(%dy: tensor<4096x128xf16>, %w: tensor<128x128xf16>, %x: tensor<4096x128xf16>) -> (tensor<4096x128xf16>, tensor<128x128xf16>) {
-  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "dx-major" {partition = "weight-sharing", parts = 4 : i64} : (tensor<4096x128xf16>, tensor<128x128xf16>, tensor<4096x128xf16>) -> (tensor<4096x128xf16>, tensor<128x128xf16>)
+  %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "dx-major" {partition = "weight-sharing", parts = 4 : i64, tiles = array<i64: 1024, 128, 128>} : (tensor<4096x128xf16>, tensor<128x128xf16>, tensor<4096x128xf16>) -> (tensor<4096x128xf16>, tensor<128x128xf16>)
   func.return %dx, %dw : tensor<4096x128xf16>, tensor<128x128xf16>
 }

@@ -1,5 +1,7 @@
 // RUN: irc-opt %s -p 'training{device=npu-server cores=4 order=cost partition=cost}' | filecheck %s
 // RUN: irc-opt %s -p 'training{device=npu-server cores=4 order=cost partition=cost}' --print-op-generic | irc-opt | filecheck %s
+// RUN: irc-opt %s -p 'training{device=npu-edge order=sequential partition=none baseline=paper}' | irc-run - --report | filecheck %s --check-prefix=REPORT
+// RUN: irc-opt %s -p 'training{memory=dram}' --verify-diagnostics | filecheck %s --check-prefix=MEMORY
 
 // The training pipeline: te-autodiff appends the backward pass, igo-fuse fuses the pair
 // of the layer whose input needs a gradient (the second linear) and gives it the order
@@ -16,6 +18,13 @@
 // CHECK-NOT:     igo.grad_pair
 // CHECK:         te.op "{{.*}} += G[a0,a1,n] * X[a0,a1,k]"
 // CHECK:         func.return
+
+// The report puts each kernel's array cycles beside SCALE-Sim's closed form for its
+// GEMMs whole: the baseline's tiles (searched for it) keep every output tile in the
+// array across its reduction, so no fold is loaded twice.
+// REPORT: arrays: [[A:[0-9,]+]] cycles = SCALE-Sim's [[A]] for the GEMMs whole + 0 in 0 refills
+// REPORT: kernel {{.*}}: {{.*}} tile GEMMs; arrays [[A]] = SCALE-Sim's [[A]] + 0 in 0 refills
+// MEMORY: igo-fuse: unknown memory=dram; known: irc, scalesim
 func.func @main(%x: tensor<2x32x8xf32> {irc.name = "x"}, %w1: tensor<8x32xf32> {irc.name = "w1", irc.weight},
                 %w2: tensor<32x16xf32> {irc.name = "w2", irc.weight}) -> (tensor<f32> {irc.name = "loss"}) {
   %h = te.op "Y[a0,a1,n] += X[a0,a1,k] * W[k,n]" (%x, %w1) : (tensor<2x32x8xf32>, tensor<8x32xf32>) -> tensor<2x32x32xf32>
