@@ -44,6 +44,7 @@ import functools
 import importlib
 import io
 import itertools
+import math
 import os
 import random
 import re
@@ -82,7 +83,11 @@ EXTRA_GENERATORS = {
 ``"module:function"``, called as ``function(rng, count, seed)``)."""
 
 CASE_SECONDS = 20.0
-"""Per-case time limit; no legitimate small case comes near it."""
+"""Per-case CPU time limit (the child's RLIMIT_CPU); no legitimate small case comes near it."""
+WALL_FACTOR = 8
+"""The wall-clock limit is this many times the CPU limit: on a loaded machine a case waits
+for a CPU (a 1.6 s case took over 20 s of wall time under a load of 12 on 2 CPUs), and a
+case that hangs without spending CPU is still caught."""
 MEMORY_BYTES = 3 << 30
 """Address space a case may add to the parent's (the child's RLIMIT_AS is the sum)."""
 
@@ -186,13 +191,15 @@ def _tool_main(tool: str) -> Callable[[], None]:
 
 
 def _child(case: Case, directory: str, captured: str, memory_bytes: int, stdout: str | None = None,
-           stdin: str | None = None) -> None:
+           stdin: str | None = None, cpu_seconds: float = CASE_SECONDS) -> None:
     """In the forked child: run the tool as its console script would, then exit."""
     status = 1
     try:
         os.chdir(directory)
         soft = _address_space() + memory_bytes
         resource.setrlimit(resource.RLIMIT_AS, (soft, soft))
+        cpu = math.ceil(cpu_seconds)   # SIGXCPU past it: a timeout however loaded the machine is
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         os.dup2(os.open(stdin or os.devnull, os.O_RDONLY), 0)
         for fd, name in ((1, "stdout"), (2, "stderr")):
             os.dup2(os.open(os.path.join(captured, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
@@ -247,7 +254,7 @@ def _address_space() -> int:
 
 class _Running:
     def __init__(self, case: Case, memory_bytes: int, directory: str | None = None, stdout: str | None = None,
-                 stdin: bytes | None = None):
+                 stdin: bytes | None = None, cpu_seconds: float = CASE_SECONDS):
         self.case = case
         self.temporary = None if directory else tempfile.TemporaryDirectory(prefix="irc-fuzz-")
         self.where = directory or self.temporary.name
@@ -272,7 +279,7 @@ class _Running:
         if self.pid == 0:
             stop_quietly_on_signals()
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            _child(case, self.where, self.captured, memory_bytes, stdout, stdin_path)
+            _child(case, self.where, self.captured, memory_bytes, stdout, stdin_path, cpu_seconds)
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         self.pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
         self.sent = 0
@@ -291,6 +298,8 @@ class _Running:
             os.close(self.pidfd)
         seconds = time.perf_counter() - self.started
         signalled = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) and not timed_out else 0
+        if signalled == signal.SIGXCPU:   # its CPU time ran out (RLIMIT_CPU)
+            timed_out, signalled = True, 0
         status = os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else None
         read = lambda name: (Path(self.captured, name).read_text(errors="replace")  # noqa: E731
                              if Path(self.captured, name).exists() else "")  # a child stopped before it began
@@ -322,11 +331,11 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
             if case is None:
                 exhausted = True
             else:
-                running.append(_Running(case, memory_bytes))
+                running.append(_Running(case, memory_bytes, cpu_seconds=seconds))
         if not running:
             break
         now = time.perf_counter()
-        wait = max(0.0, min(r.started + seconds for r in running) - now)
+        wait = max(0.0, min(r.started + seconds * WALL_FACTOR for r in running) - now)
         if any(r.case.during is not None and not r.sent for r in running):
             wait = min(wait, 0.001)  # a hook waits for the moment to send its signal
         fds = [r.pidfd for r in running if r.pidfd is not None]
@@ -338,7 +347,7 @@ def run_cases(cases: Iterable[Case], jobs: int = 2, seconds: float = CASE_SECOND
             finished = _exited(job.pid)
             if not finished:
                 job.watch()
-            timed_out = not finished and time.perf_counter() - job.started > seconds
+            timed_out = not finished and time.perf_counter() - job.started > seconds * WALL_FACTOR
             if finished or timed_out:
                 running.remove(job)
                 yield job.case, job.finish(timed_out)
@@ -352,8 +361,9 @@ def run_tool(tool: str, *argv, cwd: str | os.PathLike | None = None, files: dict
     new interpreter."""
     _warm_up()
     job = _Running(Case(tool, [str(a) for a in argv], files or {}), MEMORY_BYTES,
-                   None if cwd is None else str(cwd), stdout, stdin.encode() if isinstance(stdin, str) else stdin)
-    while not _exited(job.pid) and time.perf_counter() - job.started < seconds:
+                   None if cwd is None else str(cwd), stdout, stdin.encode() if isinstance(stdin, str) else stdin,
+                   cpu_seconds=seconds)
+    while not _exited(job.pid) and time.perf_counter() - job.started < seconds * WALL_FACTOR:
         if job.pidfd is not None:
             select.select([job.pidfd], [], [], 0.5)
         else:

@@ -30,3 +30,23 @@ def test_every_case_ends_in_a_result_or_a_diagnostic(tool):
     assert sum(counts[tool].values()) == CASES
     assert not bad, f"{len(bad)} of {CASES} {tool} cases ended badly:\n" + "\n".join(bad[:10])
     assert counts[tool]["diagnostic"] > 0  # the mutations do reach the tool's checks
+
+
+def test_a_case_that_spends_its_cpu_time_is_a_timeout_and_one_that_waits_for_a_cpu_is_not(monkeypatch):
+    """The limit is the child's CPU time (RLIMIT_CPU), so a loaded machine does not turn a
+    slow-to-schedule case into a timeout; the wall-clock limit is WALL_FACTOR times it."""
+    import time
+
+    from tests import fuzzing
+
+    def spin():
+        while True:
+            pass
+
+    monkeypatch.setattr(fuzzing, "_tool_main", lambda tool: spin)   # the forked child inherits it
+    spun = fuzzing.run_tool("irc-opt", seconds=1)
+    assert spun.kind == "timeout" and spun.seconds < fuzzing.WALL_FACTOR
+
+    monkeypatch.setattr(fuzzing, "_tool_main", lambda tool: lambda: time.sleep(1.5))
+    waited = fuzzing.run_tool("irc-opt", seconds=1)
+    assert waited.kind == "ok" and waited.seconds >= 1.5
