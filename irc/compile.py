@@ -19,6 +19,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
+from irc.cost import DEFAULT_COST_MODEL
 from irc.interpreter.chip import Report
 
 
@@ -86,7 +87,7 @@ def planned_model_cycles(module: ModuleOp) -> float | None:
     return sum(values) if values else None
 
 
-def compile_module(module: ModuleOp, device: str = "tiny16", cost: str = "t10") -> tuple[ModuleOp, float]:
+def compile_module(module: ModuleOp, device: str = "tiny16", cost: str = DEFAULT_COST_MODEL) -> tuple[ModuleOp, float]:
     """Lower ``module`` (te level) to an allocated device program in place; also return the
     planner's predicted kernel cycles summed over its operators (what `rotation-align`
     records on each kernel as ``planned_cycles``, read between the passes)."""
@@ -104,7 +105,7 @@ def compile_module(module: ModuleOp, device: str = "tiny16", cost: str = "t10") 
     return module, planned[0]
 
 
-def compile_and_run(te_module_text_or_module, device: str = "tiny16", cost: str = "t10",
+def compile_and_run(te_module_text_or_module, device: str = "tiny16", cost: str = DEFAULT_COST_MODEL,
                     inputs: dict[str, np.ndarray] | None = None, seed: int = 0):
     """Compile a te program for ``device`` and run it on the reference chip.
 

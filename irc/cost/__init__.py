@@ -18,11 +18,12 @@ from irc.cost.model import (
     PlanGeometry,
     SubTask,
 )
-from irc.cost.registry import get_cost_model, known_cost_models
+from irc.cost.registry import DEFAULT_COST_MODEL, get_cost_model, known_cost_models
 from irc.cost.seed003 import Seed003CostModel
 from irc.cost.t10 import T10CostModel
 
 __all__ = [
+    "DEFAULT_COST_MODEL",
     "KINDS",
     "BoundedCostModel",
     "CostBreakdown",

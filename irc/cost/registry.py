@@ -6,6 +6,9 @@ from __future__ import annotations
 from irc.cost.model import CostModel, CostModelError
 from irc.plugins import cost_models
 
+DEFAULT_COST_MODEL = "t10"
+"""The cost model a plan is priced with when none is named (the T10 artifact's IPU costs)."""
+
 
 def known_cost_models() -> list[str]:
     """Every registered cost model by name: irc's, then the plug-ins'."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irc.cost import CostModel
+from irc.cost import CostModel, DEFAULT_COST_MODEL
 from irc.devices import Device
 from irc.planner.enumerate import CandidateSet, candidate_set
 from irc.planner.errors import PlanError
@@ -98,7 +98,8 @@ class BaselinePlan:
 
 
 def fastest_bound(
-    model: ModelSpec, device: Device | str, cost: CostModel | str = "t10", *, cache: FrontierCache | None = None
+    model: ModelSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
+    cache: FrontierCache | None = None,
 ) -> BaselinePlan:
     """Every op at its fastest plan, memory of the other ops ignored (a lower bound)."""
     started = time.perf_counter()
@@ -116,7 +117,8 @@ def fastest_bound(
 
 
 def t10_plan(
-    model: ModelSpec, device: Device | str, cost: CostModel | str = "t10", *, cache: FrontierCache | None = None
+    model: ModelSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
+    cache: FrontierCache | None = None,
 ) -> BaselinePlan:
     """T10's own plan (module docstring): per op its active plan, its active + setup time as
     compute, its relayouts as transfer, its idle bytes in the VGM column."""
@@ -275,7 +277,7 @@ def _vgm_baseline(
 def vgm_plan(
     model: ModelSpec,
     device: Device | str,
-    cost: CostModel | str = "t10",
+    cost: CostModel | str = DEFAULT_COST_MODEL,
     *,
     cache: FrontierCache | None = None,
     min_utilization: float | None = None,
@@ -288,7 +290,7 @@ def vgm_plan(
 def roller_plan(
     model: ModelSpec,
     device: Device | str,
-    cost: CostModel | str = "t10",
+    cost: CostModel | str = DEFAULT_COST_MODEL,
     *,
     cache: FrontierCache | None = None,
     min_utilization: float = 0.0,

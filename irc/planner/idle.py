@@ -37,7 +37,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from irc.cost import CostModel, get_cost_model
+from irc.cost import CostModel, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
 from irc.devices.topology import on_mesh
 from irc.planner.plan import Plan
@@ -178,7 +178,7 @@ def gathered_slices(idle: IdlePlan, active: Plan) -> dict[str, int] | None:
 
 
 def setup_cycles(
-    idle: IdlePlan, active: Plan, device: Device | str, cost: CostModel | str = "t10"
+    idle: IdlePlan, active: Plan, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL
 ) -> float | None:
     """Cycles to turn ``idle`` into ``active`` (module docstring formula); None when the
     two plans are incompatible (different F_op, or idle f_t not a multiple of active f_t)."""

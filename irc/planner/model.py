@@ -54,7 +54,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from irc.cost import CostModel, CostModelError, get_cost_model
+from irc.cost import CostModel, CostModelError, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner.errors import PlanError, SpecError
 from irc.planner.idle import IdlePlan
@@ -939,7 +939,7 @@ DIRECTIONS = ("paper", "artifact", "exhaustive")
 def plan_model(
     model: ModelSpec,
     device: Device | str,
-    cost: CostModel | str = "t10",
+    cost: CostModel | str = DEFAULT_COST_MODEL,
     *,
     direction: str = "paper",
     cache: FrontierCache | None = None,
@@ -988,7 +988,8 @@ def fixed_plan(model: ModelSpec, device: Device | str, cost: CostModel | str, ro
 
 
 def exhaustive_idle_search(
-    model: ModelSpec, device: Device | str, cost: CostModel | str = "t10", *, cache: FrontierCache | None = None
+    model: ModelSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
+    cache: FrontierCache | None = None,
 ) -> ModelPlan:
     """The best idle combination by trying all of them (the reference for Algorithm 1)."""
     return plan_model(model, device, cost, direction="exhaustive", cache=cache)
@@ -1007,7 +1008,8 @@ def _cache_for(cache: FrontierCache | None, device, cost) -> FrontierCache:
 
 
 def check_fits(
-    model: ModelSpec, device: Device | str, cost: CostModel | str = "t10", *, cache: FrontierCache | None = None
+    model: ModelSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
+    cache: FrontierCache | None = None,
 ) -> None:
     """Raise ``ModelFitError`` unless the model fits with every op at its smallest idle plan."""
     problem = _ModelProblem(model, _cache_for(cache, device, cost), None)
@@ -1017,7 +1019,7 @@ def check_fits(
 def max_batch(
     build: Callable[[int], ModelSpec],
     device: Device | str,
-    cost: CostModel | str = "t10",
+    cost: CostModel | str = DEFAULT_COST_MODEL,
     *,
     limit: int = 4096,
     cache: FrontierCache | None = None,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from irc.cost import CostModel, get_cost_model
+from irc.cost import CostModel, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
 from irc.planner.evaluate import check_plan
@@ -250,7 +250,7 @@ class FrontierCache:
     def __init__(
         self,
         device: Device | str,
-        cost: CostModel | str = "t10",
+        cost: CostModel | str = DEFAULT_COST_MODEL,
         *,
         min_utilization: float = DEFAULT_MIN_UTILIZATION,
         max_padding: float = DEFAULT_MAX_PADDING,

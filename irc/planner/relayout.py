@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irc.cost import CostModel, get_cost_model
+from irc.cost import CostModel, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
 from irc.devices.topology import on_mesh
 from irc.planner.plan import Plan
@@ -103,7 +103,7 @@ def relayout_cost(
     consumer_plan: Plan,
     tensor: str,
     device: Device | str,
-    cost: CostModel | str = "t10",
+    cost: CostModel | str = DEFAULT_COST_MODEL,
     *,
     producer_tensor: str | None = None,
     whole: bool = False,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from irc.cost import CostModel, get_cost_model
+from irc.cost import CostModel, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner.bounds import PrefixBounds
 from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
@@ -82,7 +82,7 @@ def _plan_at(spec: OpSpec, op_factors: np.ndarray, temporal: np.ndarray) -> Plan
 def search(
     spec: OpSpec,
     device: Device | str,
-    cost: CostModel | str = "t10",
+    cost: CostModel | str = DEFAULT_COST_MODEL,
     *,
     min_utilization: float = DEFAULT_MIN_UTILIZATION,
     max_padding: float = DEFAULT_MAX_PADDING,
@@ -412,7 +412,8 @@ def roofline_seconds(spec: OpSpec, device: Device | str) -> float:
 
 
 def baselines(
-    spec: OpSpec, device: Device | str, cost: CostModel | str = "t10", *, max_padding: float = DEFAULT_MAX_PADDING
+    spec: OpSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
+    max_padding: float = DEFAULT_MAX_PADDING,
 ) -> Baselines:
     """Best no-rotation plan, best 1-D plan (any core count), and the compute roofline."""
     device = load_device(device)

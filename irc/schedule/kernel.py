@@ -71,7 +71,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, Const, IndirectIndex
-from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
+from irc.cost import CostModel, DEFAULT_COST_MODEL, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner import OpSpec, Plan, PlanError, check_plan
 from irc.planner.from_te import fold_changing_axes
@@ -703,7 +703,7 @@ def build_shift_kernel(
     bound: BoundExpr,
     plan: Plan,
     device: Device | str,
-    cost: CostModel | str = "t10",
+    cost: CostModel | str = DEFAULT_COST_MODEL,
     dtype=np.float16,
     spec: OpSpec | None = None,
     dtypes: dict[str, np.dtype] | None = None,
@@ -732,7 +732,7 @@ def build_fused_kernel(
     bounds: Sequence[BoundExpr],
     plan: Plan,
     device: Device | str,
-    cost: CostModel | str = "t10",
+    cost: CostModel | str = DEFAULT_COST_MODEL,
     dtypes: dict[str, np.dtype] | None = None,
 ) -> ShiftKernel:
     """The aligned compute-shift program running the products ``bounds`` under one
