@@ -51,7 +51,6 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
     DenseArrayBase,
-    IntAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,

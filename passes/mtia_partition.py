@@ -28,7 +28,6 @@ as its ``#irc.target``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
