@@ -104,7 +104,9 @@ def points(hbm_gbps: Sequence[float], link_gbps: Sequence[float], topologies: Se
 
 @dataclass(frozen=True)
 class Workload:
-    """What every point plans: ``irc.planner.llm.workload`` arguments and the designs."""
+    """What every point plans: a built-in model (``irc.planner.llm.workload`` arguments)
+    or a model file (``model`` ending in .onnx or .mlir; ``batch`` sets its symbolic
+    dimension), and the designs."""
 
     model: str = "llama2-13b"
     batch: int = 32
@@ -117,17 +119,49 @@ class Workload:
     max_displacement: int | None = None   # None: the paper's whole reorder tree (s4.4)
 
 
+def workload_model(workload: Workload) -> tuple:
+    """(model, each op's layer or None to infer them, per op the bytes it reads from HBM
+    beside its weights or None) of ``workload``: a built-in model by name, or an .onnx or
+    .mlir file (`irc.model_sources`: its arguments marked ``irc.weight`` are weights, the
+    other arguments it reads are loaded from HBM too). A model with nothing to preload,
+    or a file that cannot be read, is a ``DseError`` naming ``--model``."""
+    # deferred, as evaluate's: the planner and the frontend load in the workers that plan
+    from irc.model_sources import ModelSourceError, model_source
+    from irc.planner.elk import weight_bytes
+    from irc.planner.llm import MODELS, workload as build
+    from irc.planner.model import ModelSpecError
+
+    name = workload.model
+    if name in MODELS:
+        try:
+            model, layer_of = build(name, workload.batch, workload.seq, workload.chips, workload.layers,
+                                    workload.factor)
+        except ModelSpecError as error:
+            raise DseError(f"--model: {error}") from None
+        return model, layer_of, None
+    if not name.endswith((".onnx", ".mlir")):
+        raise DseError(f"--model: '{name}' is neither a built-in model ({', '.join(MODELS)}) nor an .onnx or "
+                       f".mlir file")
+    try:
+        model, _, extra = model_source(name).build(workload.batch)
+    except ModelSourceError as error:
+        raise DseError(f"--model: {str(error).removeprefix('error: ')}") from None
+    loaded = sum(weight_bytes(op) for op in model.ops) + sum(extra or ())
+    if loaded <= 0:
+        raise DseError(f"--model: {name} has no weights to preload (no argument marked irc.weight and no other "
+                       f"argument read from HBM): nothing for ELK to schedule")
+    return model, None, extra
+
+
 def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
     """The CSV rows of one point (one per design); runs in a worker."""
-    from irc.planner.elk import elk_plan, preload_ops
-    from irc.planner.llm import workload as build
+    from irc.planner.elk import elk_plan, infer_layers, preload_ops
     from irc.planner.op_table import FrontierCache
 
     device = point_device(load_device(base_device), point)
-    model, layer_of = build(workload.model, workload.batch, workload.seq, workload.chips, workload.layers,
-                            workload.factor)
+    model, layer_of, extra_hbm = workload_model(workload)
     cache = FrontierCache(device, workload.cost)
-    ops = preload_ops(model, cache, layer_of)
+    ops = preload_ops(model, cache, infer_layers(model) if layer_of is None else layer_of, extra_hbm)
     latency = {}
     for design in dict.fromkeys(workload.designs + ("ideal",)):
         decision = elk_plan(model, cache, design, ops=ops, max_displacement=workload.max_displacement)
