@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -88,7 +89,7 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
     cache = FrontierCache(device, cost)
     study = offchip_study(model, cache, DESIGNS, extra_hbm_bytes=extra_hbm, layer_of=layer_of,
                           max_orders=max_orders, max_displacement=displacement, loop=True)
-    row = {"model": name, "ops": len(model.ops), "searches": cache.searches, "designs": {}}
+    row = {"model": os.path.basename(name), "ops": len(model.ops), "searches": cache.searches, "designs": {}}
     clock = cache.device.clock_hz
     bound = study.bound_cycles
     row["bound_ms"] = bound / clock * 1e3

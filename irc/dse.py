@@ -123,8 +123,9 @@ def workload_model(workload: Workload) -> tuple:
     """(model, each op's layer or None to infer them, per op the bytes it reads from HBM
     beside its weights or None) of ``workload``: a built-in model by name, or an .onnx or
     .mlir file (`irc.model_sources`: its arguments marked ``irc.weight`` are weights, the
-    other arguments it reads are loaded from HBM too). A model with nothing to preload,
-    or a file that cannot be read, is a ``DseError`` naming ``--model``."""
+    other arguments it reads are loaded from HBM too). A model with no weights to
+    preload, or a file that cannot be read, is a ``DseError`` naming ``--model``; a chip
+    count the model's heads do not split over one naming ``--chips``."""
     # deferred, as evaluate's: the planner and the frontend load in the workers that plan
     from irc.model_sources import ModelSourceError, model_source
     from irc.planner.elk import weight_bytes
@@ -136,8 +137,8 @@ def workload_model(workload: Workload) -> tuple:
         try:
             model, layer_of = build(name, workload.batch, workload.seq, workload.chips, workload.layers,
                                     workload.factor)
-        except ModelSpecError as error:
-            raise DseError(f"--model: {error}") from None
+        except ModelSpecError as error:   # a chip count the model's heads do not split over
+            raise DseError(f"{'--chips' if 'chips' in str(error) else '--model'}: {error}") from None
         return model, layer_of, None
     if not name.endswith((".onnx", ".mlir")):
         raise DseError(f"--model: '{name}' is neither a built-in model ({', '.join(MODELS)}) nor an .onnx or "
@@ -146,10 +147,9 @@ def workload_model(workload: Workload) -> tuple:
         model, _, extra = model_source(name).build(workload.batch)
     except ModelSourceError as error:
         raise DseError(f"--model: {str(error).removeprefix('error: ')}") from None
-    loaded = sum(weight_bytes(op) for op in model.ops) + sum(extra or ())
-    if loaded <= 0:
-        raise DseError(f"--model: {name} has no weights to preload (no argument marked irc.weight and no other "
-                       f"argument read from HBM): nothing for ELK to schedule")
+    if sum(weight_bytes(op) for op in model.ops) <= 0:
+        raise DseError(f"--model: {name} has no weights to preload (no ONNX initializer, no argument marked "
+                       f"irc.weight read by an op the planner describes): nothing for ELK to schedule")
     return model, None, extra
 
 

@@ -1,7 +1,13 @@
 """irc-dse: sweep HBM bandwidth, exchange bandwidth, topology and core count (ELK s6.4).
 
-    irc-dse --model llama2-13b --hbm 2000,4000,8000 --link 5.5 --topology all-to-all,mesh-2d
-        --cores 1472 --csv sweep.csv [--png sweep.png] [--scheduler tcp://host:8786]
+    irc-dse --model llama2-13b|FILE.onnx|FILE.mlir --hbm 2000,4000,8000 --link 5.5
+        --topology all-to-all,mesh-2d --cores 1472 --csv sweep.csv [--png sweep.png]
+        [--scheduler tcp://host:8786]
+
+``--model`` is a built-in model or a model file: an .onnx file (its initializers are the
+weights) or a .mlir file of te ops (its arguments marked ``irc.weight`` are); the other
+arguments a file's ops read are loaded from HBM too (a KV cache), identical layers are
+found by their op signatures, and ``--batch`` sets an ONNX file's symbolic dimension.
 
 Each point plans the workload on the base device (``--device``, default ipu-mk2-hbm) with
 the point's bandwidths, topology and cores, for each design of ELK s6.1 (``irc.dse``).
@@ -44,7 +50,8 @@ def _arguments(argv):
     from irc.planner.llm import MODELS
 
     parser = ArgumentParser(prog="irc-dse", description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="llama2-13b", choices=MODELS)
+    parser.add_argument("--model", default="llama2-13b", metavar="MODEL",
+                        help=f"a built-in model ({', '.join(MODELS)}) or an .onnx or .mlir file")
     parser.add_argument("--device", default="ipu-mk2-hbm", help="base device with off-chip memory")
     parser.add_argument("--hbm", default="4000", help="HBM bandwidths in GB/s, comma-separated")
     parser.add_argument("--link", default="5.5", help="per-core link bandwidths in GB/s, comma-separated")
@@ -96,7 +103,8 @@ def _check_outputs(args) -> None:
 
 def run(argv=None) -> int:
     from irc.devices import DeviceError, load_device
-    from irc.dse import DseError, PointFailed, Workload, csv_text, plot, point_device, points, sweep
+    from irc.dse import (DseError, PointFailed, Workload, csv_text, plot, point_device, points, sweep,
+                         workload_model)
     from irc.planner.elk import DESIGNS
     from irc.progress import Progress
 
@@ -117,12 +125,13 @@ def run(argv=None) -> int:
                               [t for t in args.topology.split(",") if t], _ints(args.cores, "--cores"))
         base = load_device(args.device)
         point_device(base, sweep_points[0])
+        workload = Workload(args.model, args.batch, args.seq, args.chips, args.layers, args.scale, designs)
+        workload_model(workload)   # a model that cannot be built or has nothing to preload: before any point
         if args.png:
             try:
                 import matplotlib  # noqa: F401
             except ImportError:
                 raise DseToolError("--png needs matplotlib (pip install 'irc[plot]')") from None
-        workload = Workload(args.model, args.batch, args.seq, args.chips, args.layers, args.scale, designs)
         executor, client = _executor(args, len(sweep_points))
     except (DseError, DeviceError, DseToolError, OutputError) as error:
         print(as_diagnostic(str(error)), file=sys.stderr)

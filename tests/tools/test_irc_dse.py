@@ -156,3 +156,78 @@ def test_the_progress_bar_is_quiet_when_piped(tmp_path, capsys):
     assert run(args) == 0
     captured = capsys.readouterr()
     assert captured.err == "" and "\r" not in captured.out
+
+
+def _llama_files(tmp_path):
+    """A two-layer Llama decoder (benchmarks/models) as an .onnx file and as the .mlir
+    file of te ops it imports to (weights marked ``irc.weight``)."""
+    import sys
+    from pathlib import Path
+
+    import onnx
+
+    from irc.frontend.onnx_import import import_model
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # the repository's benchmarks/
+    from benchmarks.models import LlamaConfig, build_llama_layer
+
+    model = build_llama_layer(LlamaConfig(batch=2, past=7, hidden=64, heads=2, intermediate=128, layers=2))
+    onnx_path, mlir_path = tmp_path / "llama.onnx", tmp_path / "llama.mlir"
+    onnx.save(model, str(onnx_path))
+    mlir_path.write_text(str(import_model(model).module))
+    return onnx_path, mlir_path
+
+
+FILE_SWEEP = ["--device", "tiny16-hbm", "--hbm", "16", "--link", "5.5", "--cores", "16", "--workers", "1"]
+
+
+def test_a_model_file_sweeps_as_the_same_model_in_another_format(tmp_path, capsys):
+    """`--model FILE` (issue 24, item 3): an ONNX decoder and the te program it imports
+    to give the same rows; their weights and KV caches are what the designs preload."""
+    onnx_path, mlir_path = _llama_files(tmp_path)
+    rows = {}
+    for path in (onnx_path, mlir_path):
+        out = tmp_path / f"{path.suffix[1:]}.csv"
+        assert run(FILE_SWEEP + ["--model", str(path), "--csv", str(out)]) == 0
+        rows[path.suffix] = out.read_text()
+    assert rows[".onnx"] == rows[".mlir"]
+    lines = rows[".onnx"].splitlines()
+    assert len(lines) == 1 + 5
+    latency = {r.split(",")[5]: float(r.split(",")[6]) for r in lines[1:]}
+    assert latency["ideal"] <= latency["full"] <= latency["dyn"] <= latency["static"] <= latency["basic"]
+
+
+def _weightless_onnx(path):
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], "weightless",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [8, 16]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [16, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 8])])
+    import onnx
+
+    onnx.save(helper.make_model(graph), str(path))
+
+
+@pytest.mark.parametrize("case, message", [
+    ("weightless", "--model: {path} has no weights to preload"),
+    ("missing", "cannot read {path}: No such file"),
+    ("unknown", "--model: 'gpt-17' is neither a built-in model"),
+    ("chips", "--chips: llama2-13b: 40 heads, 40 KV heads and 3 chips do not divide"),
+])
+def test_a_bad_model_or_chip_count_names_the_option_and_keeps_the_csv(tmp_path, capsys, case, message):
+    path = tmp_path / "model.onnx"
+    if case == "weightless":
+        _weightless_onnx(path)
+    out = tmp_path / "sweep.csv"
+    out.write_text("point,hbm_gbps\n0,16\n")
+    args = SWEEP + ["--csv", str(out)]
+    if case == "chips":
+        args[args.index("--chips") + 1], args[args.index("--scale") + 1] = "3", "1"
+    else:
+        args[args.index("--model") + 1] = "gpt-17" if case == "unknown" else str(path)
+    assert run(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --") and message.format(path=path) in err and err.count("\n") == 0, err
+    assert out.read_text() == "point,hbm_gbps\n0,16\n"
