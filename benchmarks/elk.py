@@ -47,7 +47,7 @@ import sys
 import time
 
 from irc.devices.topology import preload_seconds_per_byte, replication
-from irc.dse import DseError, Workload, workload_model
+from irc.dse import DseError, Workload, allreduce_exec_cycles, chips_of, workload_model
 from irc.planner.elk import DESIGNS, offchip_study
 from irc.planner.llm import MODELS
 from irc.planner.op_table import FrontierCache
@@ -82,13 +82,15 @@ def link_utilisation(study, decision, device) -> dict[str, float]:
 
 
 def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, cost: str = "t10",
-              displacement: int | None = None, max_orders: int | None = None, chips: int = 4,
+              displacement: int | None = None, max_orders: int | None = None, chips: int | None = None,
               scale: int = 1) -> dict:
     started = time.perf_counter()
-    model, layer_of, extra_hbm = workload_model(Workload(name, batch, seq, chips, layers, scale))
+    workload = Workload(name, batch, seq, chips, layers, scale)
+    model, layer_of, extra_hbm, allreduce = workload_model(workload)
     cache = FrontierCache(device, cost)
     study = offchip_study(model, cache, DESIGNS, extra_hbm_bytes=extra_hbm, layer_of=layer_of,
-                          max_orders=max_orders, max_displacement=displacement, loop=True)
+                          max_orders=max_orders, max_displacement=displacement, loop=True,
+                          extra_exec_cycles=allreduce_exec_cycles(cache.device, allreduce, chips_of(workload)))
     row = {"model": os.path.basename(name), "ops": len(model.ops), "searches": cache.searches, "designs": {}}
     clock = cache.device.clock_hz
     bound = study.bound_cycles
@@ -157,7 +159,9 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--layers", type=int, default=None, help="override every model's depth")
-    parser.add_argument("--chips", type=int, default=4, help="model-parallel chips sharing each model (ELK s5)")
+    parser.add_argument("--chips", type=int, default=None,
+                        help="tensor-parallel chips sharing each built-in model, all-reduces priced on one "
+                             "timeline (ELK s5; default 4; a model file: 1)")
     parser.add_argument("--scale", type=int, default=1, help="divide every model's widths by this")
     parser.add_argument("--max-displacement", type=int, default=-1,
                         help="how far ELK-Full may move a preload from its place (the artifact's bounded "

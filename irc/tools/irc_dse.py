@@ -60,7 +60,9 @@ def _arguments(argv):
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"of {', '.join(DESIGNS)}")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=2048)
-    parser.add_argument("--chips", type=int, default=4, help="model-parallel chips sharing the model")
+    parser.add_argument("--chips", type=int, default=None,
+                        help="tensor-parallel chips sharing a built-in model, all-reduces priced (default 4; "
+                             "a model file: 1)")
     parser.add_argument("--layers", type=int, default=None)
     parser.add_argument("--scale", type=int, default=1, help="divide the model's widths by this")
     parser.add_argument("--csv", required=True, help="output CSV")
@@ -104,7 +106,7 @@ def _check_outputs(args) -> None:
 def run(argv=None) -> int:
     from irc.devices import DeviceError, load_device
     from irc.dse import (DseError, PointFailed, Workload, csv_text, plot, point_device, points, sweep,
-                         workload_model)
+                         allreduce_exec_cycles, chips_of, workload_model)
     from irc.planner.elk import DESIGNS
     from irc.progress import Progress
 
@@ -116,7 +118,7 @@ def run(argv=None) -> int:
                 raise DseToolError(f"--designs: unknown design {design!r}; known: {', '.join(DESIGNS)}")
         if not designs:
             raise DseToolError("--designs: give at least one design")
-        for flag, value in (("--batch", args.batch), ("--seq", args.seq), ("--chips", args.chips),
+        for flag, value in (("--batch", args.batch), ("--seq", args.seq), ("--chips", 1 if args.chips is None else args.chips),
                             ("--scale", args.scale), ("--layers", args.layers or 1), ("--workers", args.workers)):
             if value < 1:
                 raise DseToolError(f"{flag} must be a positive integer, got {value}")
@@ -126,7 +128,8 @@ def run(argv=None) -> int:
         base = load_device(args.device)
         point_device(base, sweep_points[0])
         workload = Workload(args.model, args.batch, args.seq, args.chips, args.layers, args.scale, designs)
-        workload_model(workload)   # a model that cannot be built or has nothing to preload: before any point
+        # a model that cannot be built, has nothing to preload or cannot split: before any point
+        allreduce_exec_cycles(point_device(base, sweep_points[0]), workload_model(workload)[3], chips_of(workload))
         if args.png:
             try:
                 import matplotlib  # noqa: F401

@@ -2,7 +2,7 @@
 2): at every point Full <= Dyn <= Static <= Basic, no design beats the overlap bound
 (max of the HBM's bytes at its bandwidth and the ops' fastest executions), cold or per
 token of a decode loop, and Full reaches it where preloading across operators is what
-reaching it takes."""
+reaching it takes; a model split over chips pays its all-reduces (item 4)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from irc.devices import load_device
-from irc.dse import Point, point_device
+from irc.devices.topology import allreduce_cycles
+from irc.dse import DseError, Point, allreduce_exec_cycles, point_device
 from irc.planner.elk import DesignSearch, offchip_study
-from irc.planner.llm import workload
+from irc.planner.llm import allreduce_bytes, workload
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadOp, ideal_latency, ideal_loop_latency, loop_period, overlap_bound
 
@@ -109,3 +110,27 @@ def test_designs_dominate_at_random_dse_points_on_a_small_llm(hbm, link, topolog
                           max_orders=2, loop=True)
     latency = {design: decision.latency_cycles for design, decision in study.decisions.items()}
     _assert_ordered(latency, study.bound_cycles)
+
+
+def test_two_chips_all_reduce_the_row_parallel_outputs_at_hand_derived_cost():
+    """Tensor parallelism over two chips (issue 24, item 4): each chip holds partial sums
+    of o_proj's and down's outputs O[b,h] (4 x 160 f16 = 1280 B) and all-reduces them in
+    a ring: 2 steps of 640 B over its 16 GB/s of inter-chip links (tiny16-hbm) = 80 ns =
+    106 cycles at 1.325 GHz, plus a barrier (118 cycles) per step; the ops' execute states
+    take that much longer, on the chips' one timeline."""
+    device = load_device("tiny16-hbm")
+    model, layer_of = workload("llama2-13b", batch=4, seq=64, chips=2, layers=1, factor=32)
+    nbytes = allreduce_bytes(model, 2)
+    assert {op.name: b for op, b in zip(model.ops, nbytes) if b} == {"l0.o_proj": 1280.0, "l0.down": 1280.0}
+    expected = 2 * 640 / 16e9 * device.clock_hz + 2 * 118
+    assert device.clock_hz == 1.325e9 and allreduce_cycles(device, 1280.0, 2) == pytest.approx(106 + 236)
+    cycles = allreduce_exec_cycles(device, nbytes, 2)
+    assert cycles == [expected if b else 0.0 for b in nbytes]
+    cache = FrontierCache(device, "t10")
+    alone = offchip_study(model, cache, ("dyn",), layer_of=layer_of, max_orders=1)
+    split = offchip_study(model, cache, ("dyn",), layer_of=layer_of, max_orders=1, extra_exec_cycles=cycles)
+    for before, after, extra in zip(alone.ops, split.ops, cycles):
+        np.testing.assert_allclose(after.exec_cycles, before.exec_cycles + extra)
+    assert split.decisions["dyn"].latency_cycles >= alone.decisions["dyn"].latency_cycles
+    with pytest.raises(DseError, match="--chips: device 'ipu-pod4-hbm' is already a pool of 4 chips"):
+        allreduce_exec_cycles(load_device("ipu-pod4-hbm"), nbytes, 2)
