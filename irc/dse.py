@@ -27,7 +27,7 @@ from irc.devices.topology import allreduce_cycles
 from irc.output import write_atomically
 
 TOPOLOGIES = ("all-to-all", "mesh-2d")
-COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal")
+COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal", "of_bound")
 
 
 class DseError(ValueError):
@@ -182,24 +182,30 @@ def allreduce_exec_cycles(device: Device, allreduce: Sequence[float] | None, chi
 
 
 def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
-    """The CSV rows of one point (one per design); runs in a worker."""
-    from irc.planner.elk import elk_plan, infer_layers, preload_ops
+    """The CSV rows of one point (one per design); runs in a worker. Latencies are per
+    token of a decode loop as the compiler plans it (`irc.planner.elk.offchip_study`,
+    as benchmarks/elk.py reports them), ``of_bound`` each one's ratio to the overlap
+    bound."""
+    from irc.planner.elk import offchip_study
+    from irc.planner.errors import PlanError
     from irc.planner.op_table import FrontierCache
 
     device = point_device(load_device(base_device), point)
     model, layer_of, extra_hbm, allreduce = workload_model(workload)
     cache = FrontierCache(device, workload.cost)
-    ops = preload_ops(model, cache, infer_layers(model) if layer_of is None else layer_of, extra_hbm,
-                      extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips_of(workload)))
-    latency = {}
-    for design in dict.fromkeys(workload.designs + ("ideal",)):
-        decision = elk_plan(model, cache, design, ops=ops, max_displacement=workload.max_displacement)
-        latency[design] = decision.latency_cycles / device.clock_hz * 1e3
+    try:
+        study = offchip_study(model, cache, tuple(dict.fromkeys(workload.designs + ("ideal",))),
+                              extra_hbm_bytes=extra_hbm, layer_of=layer_of, max_orders=None,
+                              max_displacement=workload.max_displacement, loop=True,
+                              extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips_of(workload)))
+    except PlanError as error:   # as a plain ValueError: a planner error's own arguments do not pickle back
+        raise ValueError(str(error)) from None
+    cycles = {design: decision.latency_cycles for design, decision in study.decisions.items()}
     return [{
         "point": point.index, "hbm_gbps": f"{point.hbm_bytes_per_s / 1e9:g}",
         "link_gbps": f"{point.link_bytes_per_s / 1e9:g}", "topology": point.topology, "cores": point.cores,
-        "design": design, "latency_ms": f"{latency[design]:.6g}",
-        "of_ideal": f"{latency['ideal'] / latency[design]:.4f}",
+        "design": design, "latency_ms": f"{cycles[design] / device.clock_hz * 1e3:.6g}",
+        "of_ideal": f"{cycles['ideal'] / cycles[design]:.4f}", "of_bound": f"{cycles[design] / study.bound_cycles:.4f}",
     } for design in workload.designs]
 
 

@@ -19,6 +19,7 @@ and exit status 1; a sweep that fails midway keeps the CSV of the points it fini
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 from concurrent.futures import BrokenExecutor, CancelledError, ProcessPoolExecutor
@@ -74,7 +75,10 @@ def _arguments(argv):
 
 def _executor(args, count: int):
     if not args.scheduler:
-        return ProcessPoolExecutor(max_workers=min(args.workers, count)), None
+        # workers forked from a clean server, not from this process: a fork inherits its
+        # threads' state and objects whose finalizers may run in the worker (a Dask client)
+        context = multiprocessing.get_context("forkserver")
+        return ProcessPoolExecutor(max_workers=min(args.workers, count), mp_context=context), None
     try:
         from distributed import Client
     except ImportError:
