@@ -46,6 +46,7 @@ import resource
 import sys
 import time
 
+from irc.devices import DeviceError
 from irc.devices.topology import preload_seconds_per_byte, replication
 from irc.dse import DseError, Workload, allreduce_exec_cycles, chips_of, workload_model
 from irc.planner.elk import DESIGNS, offchip_study
@@ -91,7 +92,8 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
     study = offchip_study(model, cache, DESIGNS, extra_hbm_bytes=extra_hbm, layer_of=layer_of,
                           max_orders=max_orders, max_displacement=displacement, loop=True,
                           extra_exec_cycles=allreduce_exec_cycles(cache.device, allreduce, chips_of(workload)))
-    row = {"model": os.path.basename(name), "ops": len(model.ops), "searches": cache.searches, "designs": {}}
+    row = {"model": os.path.basename(name), "device": cache.device.name, "topology": cache.device.topology,
+           "ops": len(model.ops), "searches": cache.searches, "designs": {}}
     clock = cache.device.clock_hz
     bound = study.bound_cycles
     row["bound_ms"] = bound / clock * 1e3
@@ -134,7 +136,7 @@ def print_table(rows: list[dict], out=None) -> None:
             print(f"{row['model']:<12} {LABELS[design]:<9} {data['latency_ms']:>9.4f} {100 * data['of_ideal']:>7.2f}% "
                   f"{data['of_bound']:>7.3f}x {100 * use['hbm']:>5.1f}% {100 * use['core_links']:>6.1f}% "
                   f"{100 * use['hbm_links']:>6.1f}%", file=out)
-        print(f"{'':<12} overlap bound {row['bound_ms']:.4f} ms/token (max of the HBM's bytes at its bandwidth and "
+        print(f"{'':<12} on {row['device']} ({row['topology']}): overlap bound {row['bound_ms']:.4f} ms/token (max of the HBM's bytes at its bandwidth and "
               f"the ops' fastest executions); {reorder_note(row['designs']['full'])}", file=out)
         print(f"{'':<12} ELK-Full over Basic {row['speedup_over_basic']:.2f}x, over Static "
               f"{row['speedup_over_static']:.2f}x; {row['ops']} ops, {row['searches']} plan searches, compile "
@@ -155,7 +157,9 @@ def main(argv=None) -> int:
                         help=f"comma-separated built-in models ({', '.join(MODELS)})")
     parser.add_argument("--model", default=None, metavar="FILE",
                         help="a model file (.onnx or .mlir of te ops) instead of --models")
-    parser.add_argument("--device", default="ipu-mk2-hbm")
+    parser.add_argument("--device", default="ipu-mk2-hbm",
+                        help="comma-separated devices (topologies): each model is planned on each, e.g. "
+                             "ipu-mk2-hbm,ipu-mk2-hbm-mesh")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--layers", type=int, default=None, help="override every model's depth")
@@ -173,17 +177,22 @@ def main(argv=None) -> int:
     rows = []
     displacement = None if args.max_displacement < 0 else args.max_displacement
     orders = None if args.max_orders < 0 else args.max_orders
-    for name in [args.model] if args.model else args.models.split(","):
+    runs = [(name, device) for name in ([args.model] if args.model else args.models.split(","))
+            for device in args.device.split(",")]
+    for name, device in runs:
         if not args.model and name not in MODELS:
             print(f"error: --models: unknown model '{name}'; known: {', '.join(MODELS)}", file=sys.stderr)
             return 1
         try:
-            rows.append(run_model(name, args.device, args.batch, args.seq, args.layers, displacement=displacement,
+            rows.append(run_model(name, device, args.batch, args.seq, args.layers, displacement=displacement,
                                   max_orders=orders, chips=args.chips, scale=args.scale))
+        except DeviceError as error:
+            print(f"error: --device: {error}", file=sys.stderr)
+            return 1
         except DseError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        print(f"{name}: done in {rows[-1]['compile_seconds']:.1f} s", file=sys.stderr)
+        print(f"{name} on {device}: done in {rows[-1]['compile_seconds']:.1f} s", file=sys.stderr)
     print_table(rows)
     if args.json:
         with open(args.json, "w") as stream:

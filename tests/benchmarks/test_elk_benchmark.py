@@ -41,6 +41,27 @@ def test_smoke_table_and_json(tmp_path, capsys):
     assert designs["full"]["orders_tried"] > 1          # the paper's tree: every valid order
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--device", "nodev"], "error: --device: unknown device 'nodev'"),
+    (["--device", "ipu-pod4-hbm", "--chips", "2"], "error: --chips: device 'ipu-pod4-hbm' is already a pool of 4 chips"),
+    (["--model", "missing.onnx"], "error: --model: missing.onnx: cannot read missing.onnx"),
+])
+def test_bad_input_is_one_error_naming_the_option(args, message, capsys):
+    assert elk.main(["--models", "llama2-13b", "--layers", "1"] + args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(message) and "\n" not in err, err
+
+
+def test_each_device_is_a_row_of_the_table(capsys):
+    """Per model and topology (``--device`` lists several), a model split over two chips."""
+    common = ["--models", "llama2-13b", "--batch", "4", "--seq", "64", "--scale", "32", "--layers", "1",
+              "--max-orders", "2"]
+    assert elk.main(common + ["--device", "tiny16-hbm,tiny16-hbm-mesh", "--chips", "2"]) == 0
+    table = capsys.readouterr().out
+    assert "on tiny16-hbm (all-to-all)" in table and "on tiny16-hbm-mesh (mesh-2d)" in table
+    assert table.count("ELK-Full over Basic") == 2
+
+
 @pytest.mark.parametrize("model", ["gemma2-27b", "opt-30b", "llama2-70b", "dit-xl"])
 def test_elk_full_is_never_behind_static_dyn_or_basic_on_scaled_workloads(model):
     from irc.planner.elk import elk_plan, preload_ops
