@@ -31,10 +31,11 @@ emulated IPU-POD4).
 the other arguments it reads are what it loads from HBM; identical layers are found by
 their op signatures) instead of built-in ones. Each design also evaluates the weaker
 design's schedule and keeps the better (Full <= Dyn <= Static <= Basic). ELK-Full tries
-every preload order of s4.4's pruned tree (the paper; it ranks them on the first three
-layers and plans the best three whole), ``--max-displacement N`` moves a preload at most
-N places instead (the artifact's bounded reordering, IPU_COST_FACTS s6) and
-``--max-orders N`` keeps the N orders nearest execution order.
+the 32 orders of s4.4's pruned tree nearest execution order (the compiler's budget,
+``irc.planner.elk.REORDER_BUDGET``), ranked on the first three layers with the best
+three planned whole; ``--max-orders N`` keeps N of them (-1: the whole tree, as the
+paper), ``--max-displacement N`` moves a preload at most N places (the artifact's
+bounded reordering, IPU_COST_FACTS s6).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import time
 from irc.devices import DeviceError
 from irc.devices.topology import preload_seconds_per_byte, replication
 from irc.dse import DseError, Workload, allreduce_exec_cycles, chips_of, workload_model
-from irc.planner.elk import DESIGNS, offchip_study
+from irc.planner.elk import DESIGNS, REORDER_BUDGET, offchip_study
 from irc.planner.llm import MODELS
 from irc.planner.op_table import FrontierCache
 
@@ -170,8 +171,9 @@ def main(argv=None) -> int:
     parser.add_argument("--max-displacement", type=int, default=-1,
                         help="how far ELK-Full may move a preload from its place (the artifact's bounded "
                              "reordering; -1, the default: the paper's whole tree)")
-    parser.add_argument("--max-orders", type=int, default=-1,
-                        help="ELK-Full plans at most this many orders, the nearest to execution order (-1: all)")
+    parser.add_argument("--max-orders", type=int, default=REORDER_BUDGET,
+                        help="ELK-Full plans at most this many orders, the nearest to execution order (default "
+                             f"{REORDER_BUDGET}, the compiler's budget; -1: s4.4's whole pruned tree)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     rows = []
