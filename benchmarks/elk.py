@@ -11,77 +11,99 @@ each design of s6.1 in the same model (``irc.planner.preload``, ``irc.planner.el
     ELK-Full ELK-Dyn + preload reordering (s4.4)
     Ideal    no memory or interconnect contention (a bound)
 
-Columns: per-token latency (ms), % of Ideal, speedup of ELK-Full over Basic and Static,
-HBM utilisation (bytes read / (HBM bandwidth x latency)), exchange utilisation (cycles
-the exchange is busy with shifts, distribution and preload delivery / latency), compile
-time (plan search + scheduling) and peak RSS. The paper reports 94.84% of Ideal and
-1.87x / 1.37x over Basic / Static on average (on an emulated IPU-POD4).
+Per token of a decode loop (the next token's first layer's loads overlap this token's
+last ops; ``irc.planner.elk.offchip_study``, the compiler's own accounting: activations
+kept on chip across each op, relayouts between the chosen plans charged). Columns:
+latency (ms/token), % of Ideal, ratio to the overlap bound (max of the HBM's bytes at
+its bandwidth and every op's fastest execution: no schedule beats it), and utilisation
+per resource (each a busy time over the latency, never above 100%): the HBM, the core
+links (the ops' own shifts, distribution phases and relayouts) and the links from the
+HBM controllers (preload delivery, replicas broadcast); then ELK-Full's speedup over
+Basic and Static, what its reorder search found, compile time and peak RSS. The paper
+reports 94.84% of Ideal and 1.87x / 1.37x over Basic / Static on average (on an
+emulated IPU-POD4).
 
-    PYTHONPATH=. python benchmarks/elk.py [--models llama2-13b,dit-xl] [--layers N]
-        [--device ipu-mk2-hbm] [--batch 32] [--seq 2048] [--chips 4] [--scale 1]
-        [--max-displacement N] [--max-orders N] [--json out.json]
+    PYTHONPATH=. python benchmarks/elk.py [--models llama2-13b,dit-xl | --model FILE]
+        [--layers N] [--device ipu-mk2-hbm] [--batch 32] [--seq 2048] [--chips 4]
+        [--scale 1] [--max-displacement N] [--max-orders N] [--json out.json]
 
-Modelling notes: the relayouts of activations between ops are not charged (activations
-stay on chip, ELK schedules weights and KV caches); identical layers share one plan
-search; ELK-Full tries every preload order of s4.4's pruned tree (the paper; it ranks
-them on the first three layers and plans the best three whole), ``--max-displacement N``
-moves a preload at most N places instead (the artifact's bounded reordering,
-IPU_COST_FACTS s6) and ``--max-orders N`` keeps the N orders nearest execution order.
-Ideal's exchange utilisation counts its fastest plans' shifts and its smallest preload
-states' delivery (ELK models Ideal with separate interconnects, s6.2).
+``--model FILE`` plans an .onnx or .mlir model (its arguments marked ``irc.weight`` and
+the other arguments it reads are what it loads from HBM; identical layers are found by
+their op signatures) instead of built-in ones. Each design also evaluates the weaker
+design's schedule and keeps the better (Full <= Dyn <= Static <= Basic). ELK-Full tries
+the 32 orders of s4.4's pruned tree nearest execution order (the compiler's budget,
+``irc.planner.elk.REORDER_BUDGET``), ranked on the first three layers with the best
+three planned whole; ``--max-orders N`` keeps N of them (-1: the whole tree, as the
+paper), ``--max-displacement N`` moves a preload at most N places (the artifact's
+bounded reordering, IPU_COST_FACTS s6).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
 
-from irc.devices.topology import preload_seconds_per_byte
-from irc.planner.elk import DESIGNS, elk_plan, preload_ops
-from irc.planner.llm import MODELS, workload
+from irc.devices import DeviceError
+from irc.devices.topology import preload_seconds_per_byte, replication
+from irc.dse import DseError, Workload, allreduce_exec_cycles, chips_of, workload_model
+from irc.planner.elk import DESIGNS, REORDER_BUDGET, offchip_study
+from irc.planner.llm import MODELS
 from irc.planner.op_table import FrontierCache
 
 LABELS = {"basic": "Basic", "static": "Static", "dyn": "ELK-Dyn", "full": "ELK-Full", "ideal": "Ideal"}
 
 
-def utilisation(ops, decision, device) -> tuple[float, float]:
-    """(HBM, exchange) utilisation of a design's plan over its latency."""
-    latency = decision.latency_cycles
-    hbm_cycles = sum(op.hbm_bytes for op in ops) / device.offchip.bytes_per_s * device.clock_hz
-    per_byte = preload_seconds_per_byte(device) * device.clock_hz
-    if decision.plan is None:  # Ideal: the fastest plans' shifts and the smallest states' delivery
-        exchange = sum(float(op.exchange_cycles[int(op.exec_cycles.argmin())]) + op.min_preload() * per_byte
-                       for op in ops)
-        return hbm_cycles / latency, min(1.0, exchange / latency)
+def link_utilisation(study, decision, device) -> dict[str, float]:
+    """Utilisation of one design's plan per resource over its latency (per token), each a
+    busy time over the latency, so never above 1: ``hbm`` the HBM (bytes read at its
+    bandwidth), ``core_links`` the exchange links the ops' own transfers use (their shifts,
+    syncs and reductions, distribution phases and relayouts), ``hbm_links`` the busiest
+    link delivering preloads from the HBM controllers (each op's preload-state bytes per
+    core, replicas broadcast: ``irc.devices.topology.preload_seconds_per_byte``)."""
+    clock, latency = device.clock_hz, decision.latency_cycles
+    token = study.ops[study.prefix:]
+    hbm = sum(op.hbm_bytes for op in token) / device.offchip.bytes_per_s * clock
+    core = links = 0.0
     plan = decision.plan
-    exchange = 0.0
-    for op, j, r in zip(ops, plan.exec_plan, plan.preload_plan):
-        exchange += float(op.exchange_cycles[j]) + float(op.distribute[r, j]) + float(op.preload_bytes[r]) * per_byte
-    return hbm_cycles / latency, min(1.0, exchange / latency)
+    for t, op in enumerate(token):
+        if plan is None:   # Ideal: its fastest plans, its smallest loads, no distribution
+            j, r, extra = int(op.exec_cycles.argmin()), int(op.load_cycles.argmin()), 0.0
+        else:
+            i = study.prefix + t
+            j, r = plan.exec_plan[i], plan.preload_plan[i]
+            extra = float(plan.exec_cycles[i] - op.exec_cycles[j])   # its distribution phase and relayouts
+        core += float(op.exchange_cycles[j]) + extra
+        if op.hbm_bytes > 0:
+            size = float(op.preload_bytes[r])
+            links += size * preload_seconds_per_byte(device, replication(device, size, op.hbm_bytes)) * clock
+    return {"hbm": hbm / latency, "core_links": core / latency, "hbm_links": links / latency}
 
 
 def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, cost: str = "t10",
-              displacement: int | None = None, max_orders: int | None = None, chips: int = 4,
+              displacement: int | None = None, max_orders: int | None = None, chips: int | None = None,
               scale: int = 1) -> dict:
     started = time.perf_counter()
-    model, layer_of = workload(name, batch=batch, seq=seq, chips=chips, layers=layers, factor=scale)
+    workload = Workload(name, batch, seq, chips, layers, scale)
+    model, layer_of, extra_hbm, allreduce = workload_model(workload)
     cache = FrontierCache(device, cost)
-    ops = preload_ops(model, cache, layer_of)
-    search_seconds = time.perf_counter() - started
-    row = {"model": name, "ops": len(model.ops), "searches": cache.searches, "search_seconds": search_seconds,
-           "designs": {}}
+    study = offchip_study(model, cache, DESIGNS, extra_hbm_bytes=extra_hbm, layer_of=layer_of,
+                          max_orders=max_orders, max_displacement=displacement, loop=True,
+                          extra_exec_cycles=allreduce_exec_cycles(cache.device, allreduce, chips_of(workload)))
+    row = {"model": os.path.basename(name), "device": cache.device.name, "topology": cache.device.topology,
+           "ops": len(model.ops), "searches": cache.searches, "designs": {}}
     clock = cache.device.clock_hz
-    for design in DESIGNS:
-        t = time.perf_counter()
-        decision = elk_plan(model, cache, design, ops=ops, max_displacement=displacement, max_orders=max_orders)
-        hbm, exchange = utilisation(ops, decision, cache.device)
+    bound = study.bound_cycles
+    row["bound_ms"] = bound / clock * 1e3
+    for design, decision in study.decisions.items():
         row["designs"][design] = {
-            "latency_ms": decision.latency_cycles / clock * 1e3,
-            "hbm_utilisation": hbm, "exchange_utilisation": exchange,
-            "schedule_seconds": time.perf_counter() - t, "orders_tried": decision.orders_tried,
+            "latency_ms": decision.latency_cycles / clock * 1e3, "of_bound": decision.latency_cycles / bound,
+            "utilisation": link_utilisation(study, decision, cache.device), "orders_tried": decision.orders_tried,
+            "kept": decision.kept, "reorder_gain_ms": (None if decision.reorder_gain is None
+                                                       else decision.reorder_gain / clock * 1e3),
         }
     designs = row["designs"]
     ideal = designs["ideal"]["latency_ms"]
@@ -95,15 +117,28 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
     return row
 
 
+def reorder_note(full: dict) -> str:
+    """What ELK-Full's reorder search found (s4.4), or that it found nothing."""
+    if full["reorder_gain_ms"]:
+        return f"ELK-Full's best preload order saves {1e3 * full['reorder_gain_ms']:.2f} us over execution order"
+    return (f"ELK-Full: none of {full['orders_tried']} preload orders beat execution order "
+            f"(its plan is ELK-Dyn's)")
+
+
 def print_table(rows: list[dict], out=None) -> None:
     out = sys.stdout if out is None else out
-    header = f"{'model':<12} {'design':<9} {'ms/token':>9} {'% Ideal':>8} {'HBM util':>9} {'xchg util':>9}"
+    header = (f"{'model':<12} {'design':<9} {'ms/token':>9} {'% Ideal':>8} {'x bound':>8} {'HBM':>6} "
+              f"{'core lk':>7} {'HBM lk':>7}")
     print(header, file=out)
     print("-" * len(header), file=out)
     for row in rows:
         for design, data in row["designs"].items():
-            print(f"{row['model']:<12} {LABELS[design]:<9} {data['latency_ms']:>9.3f} {100 * data['of_ideal']:>7.2f}% "
-                  f"{100 * data['hbm_utilisation']:>8.1f}% {100 * data['exchange_utilisation']:>8.1f}%", file=out)
+            use = data["utilisation"]
+            print(f"{row['model']:<12} {LABELS[design]:<9} {data['latency_ms']:>9.4f} {100 * data['of_ideal']:>7.2f}% "
+                  f"{data['of_bound']:>7.3f}x {100 * use['hbm']:>5.1f}% {100 * use['core_links']:>6.1f}% "
+                  f"{100 * use['hbm_links']:>6.1f}%", file=out)
+        print(f"{'':<12} on {row['device']} ({row['topology']}): overlap bound {row['bound_ms']:.4f} ms/token (max of the HBM's bytes at its bandwidth and "
+              f"the ops' fastest executions); {reorder_note(row['designs']['full'])}", file=out)
         print(f"{'':<12} ELK-Full over Basic {row['speedup_over_basic']:.2f}x, over Static "
               f"{row['speedup_over_static']:.2f}x; {row['ops']} ops, {row['searches']} plan searches, compile "
               f"{row['compile_seconds']:.1f} s, peak RSS {row['peak_rss_mib']:.0f} MiB", file=out)
@@ -111,36 +146,55 @@ def print_table(rows: list[dict], out=None) -> None:
         n = len(rows)
         mean = lambda key: sum(r[key] for r in rows) / n  # noqa: E731
         of_ideal = sum(r["designs"]["full"]["of_ideal"] for r in rows) / n
-        print(f"mean: ELK-Full {100 * of_ideal:.2f}% of Ideal, {mean('speedup_over_basic'):.2f}x over Basic, "
+        of_bound = sum(r["designs"]["full"]["of_bound"] for r in rows) / n
+        print(f"mean: ELK-Full {100 * of_ideal:.2f}% of Ideal, {of_bound:.3f}x the overlap bound, "
+              f"{mean('speedup_over_basic'):.2f}x over Basic, "
               f"{mean('speedup_over_static'):.2f}x over Static (ELK paper: 94.84%, 1.87x, 1.37x)", file=out)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--device", default="ipu-mk2-hbm")
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help=f"comma-separated built-in models ({', '.join(MODELS)})")
+    parser.add_argument("--model", default=None, metavar="FILE",
+                        help="a model file (.onnx or .mlir of te ops) instead of --models")
+    parser.add_argument("--device", default="ipu-mk2-hbm",
+                        help="comma-separated devices (topologies): each model is planned on each, e.g. "
+                             "ipu-mk2-hbm,ipu-mk2-hbm-mesh")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--layers", type=int, default=None, help="override every model's depth")
-    parser.add_argument("--chips", type=int, default=4, help="model-parallel chips sharing each model (ELK s5)")
+    parser.add_argument("--chips", type=int, default=None,
+                        help="tensor-parallel chips sharing each built-in model, all-reduces priced on one "
+                             "timeline (ELK s5; default 4; a model file: 1)")
     parser.add_argument("--scale", type=int, default=1, help="divide every model's widths by this")
     parser.add_argument("--max-displacement", type=int, default=-1,
                         help="how far ELK-Full may move a preload from its place (the artifact's bounded "
                              "reordering; -1, the default: the paper's whole tree)")
-    parser.add_argument("--max-orders", type=int, default=-1,
-                        help="ELK-Full plans at most this many orders, the nearest to execution order (-1: all)")
+    parser.add_argument("--max-orders", type=int, default=REORDER_BUDGET,
+                        help="ELK-Full plans at most this many orders, the nearest to execution order (default "
+                             f"{REORDER_BUDGET}, the compiler's budget; -1: s4.4's whole pruned tree)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     rows = []
-    for name in args.models.split(","):
-        if name not in MODELS:
-            print(f"error: unknown model '{name}'; known: {', '.join(MODELS)}", file=sys.stderr)
+    displacement = None if args.max_displacement < 0 else args.max_displacement
+    orders = None if args.max_orders < 0 else args.max_orders
+    runs = [(name, device) for name in ([args.model] if args.model else args.models.split(","))
+            for device in args.device.split(",")]
+    for name, device in runs:
+        if not args.model and name not in MODELS:
+            print(f"error: --models: unknown model '{name}'; known: {', '.join(MODELS)}", file=sys.stderr)
             return 1
-        displacement = None if args.max_displacement < 0 else args.max_displacement
-        orders = None if args.max_orders < 0 else args.max_orders
-        rows.append(run_model(name, args.device, args.batch, args.seq, args.layers, displacement=displacement,
-                              max_orders=orders, chips=args.chips, scale=args.scale))
-        print(f"{name}: done in {rows[-1]['compile_seconds']:.1f} s", file=sys.stderr)
+        try:
+            rows.append(run_model(name, device, args.batch, args.seq, args.layers, displacement=displacement,
+                                  max_orders=orders, chips=args.chips, scale=args.scale))
+        except DeviceError as error:
+            print(f"error: --device: {error}", file=sys.stderr)
+            return 1
+        except DseError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        print(f"{name} on {device}: done in {rows[-1]['compile_seconds']:.1f} s", file=sys.stderr)
     print_table(rows)
     if args.json:
         with open(args.json, "w") as stream:

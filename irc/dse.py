@@ -23,10 +23,11 @@ from typing import Callable, Sequence
 
 from irc.devices import Device, load_device
 from irc.devices.loader import MAX_CORES
+from irc.devices.topology import allreduce_cycles
 from irc.output import write_atomically
 
 TOPOLOGIES = ("all-to-all", "mesh-2d")
-COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal")
+COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal", "of_bound")
 
 
 class DseError(ValueError):
@@ -104,12 +105,14 @@ def points(hbm_gbps: Sequence[float], link_gbps: Sequence[float], topologies: Se
 
 @dataclass(frozen=True)
 class Workload:
-    """What every point plans: ``irc.planner.llm.workload`` arguments and the designs."""
+    """What every point plans: a built-in model (``irc.planner.llm.workload`` arguments)
+    or a model file (``model`` ending in .onnx or .mlir; ``batch`` sets its symbolic
+    dimension), and the designs."""
 
     model: str = "llama2-13b"
     batch: int = 32
     seq: int = 2048
-    chips: int = 4
+    chips: int | None = None   # tensor-parallel chips; None: 4 for a built-in model (ELK s5), 1 for a file
     layers: int | None = None
     factor: int = 1
     designs: tuple[str, ...] = ("basic", "static", "dyn", "full", "ideal")
@@ -117,26 +120,92 @@ class Workload:
     max_displacement: int | None = None   # None: the paper's whole reorder tree (s4.4)
 
 
+def chips_of(workload: Workload) -> int:
+    """The chips ``workload`` is split over (its own, or 4 for a built-in model as ELK s5
+    runs them, 1 for a model file)."""
+    from irc.planner.llm import MODELS   # deferred, as evaluate's
+
+    return workload.chips if workload.chips is not None else 4 if workload.model in MODELS else 1
+
+
+def workload_model(workload: Workload) -> tuple:
+    """(model, each op's layer or None to infer them, per op the bytes it reads from HBM
+    beside its weights or None, per op the bytes each chip all-reduces after it) of
+    ``workload``: a built-in model by name, one chip's share of it split over the chips
+    (``chips_of``; tensor parallelism, `irc.planner.llm.allreduce_bytes`), or an .onnx
+    or .mlir file planned whole on one chip (`irc.model_sources`: its arguments marked
+    ``irc.weight`` are weights, the other arguments it reads are loaded from HBM too). A
+    model with no weights to preload, or a file that cannot be read, is a ``DseError``
+    naming ``--model``; a chip count the model cannot be split over one naming
+    ``--chips``."""
+    # deferred, as evaluate's: the planner and the frontend load in the workers that plan
+    from irc.model_sources import ModelSourceError, model_source
+    from irc.planner.elk import weight_bytes
+    from irc.planner.llm import MODELS, allreduce_bytes, workload as build
+    from irc.planner.model import ModelSpecError
+
+    name, chips = workload.model, chips_of(workload)
+    if name in MODELS:
+        try:
+            model, layer_of = build(name, workload.batch, workload.seq, chips, workload.layers, workload.factor)
+        except ModelSpecError as error:   # a chip count the model's heads do not split over
+            raise DseError(f"{'--chips' if 'chips' in str(error) else '--model'}: {error}") from None
+        return model, layer_of, None, allreduce_bytes(model, chips)
+    if not name.endswith((".onnx", ".mlir")):
+        raise DseError(f"--model: '{name}' is neither a built-in model ({', '.join(MODELS)}) nor an .onnx or "
+                       f".mlir file")
+    if chips != 1:
+        raise DseError(f"--chips: a model file is planned whole on one chip (--chips 1); splitting it over "
+                       f"{chips} chips is for the built-in models ({', '.join(MODELS)})")
+    try:
+        model, _, extra = model_source(name).build(workload.batch)
+    except ModelSourceError as error:
+        raise DseError(f"--model: {str(error).removeprefix('error: ')}") from None
+    if sum(weight_bytes(op) for op in model.ops) <= 0:
+        raise DseError(f"--model: {name} has no weights to preload (no ONNX initializer, no argument marked "
+                       f"irc.weight read by an op the planner describes): nothing for ELK to schedule")
+    return model, None, extra, None
+
+
+def allreduce_exec_cycles(device: Device, allreduce: Sequence[float] | None, chips: int) -> list[float] | None:
+    """Per op, the cycles of the all-reduce after it on ``device`` split over ``chips``
+    (`irc.devices.topology.allreduce_cycles`); a device that is already a pool of chips,
+    or has no inter-chip links, cannot be split further: a ``DseError`` naming ``--chips``."""
+    if allreduce is None or chips <= 1:
+        return None
+    if device.chips > 1:
+        raise DseError(f"--chips: device '{device.name}' is already a pool of {device.chips} chips; split a model "
+                       f"over {chips} chips of a one-chip device (ipu-mk2-hbm), or give --chips 1")
+    if device.offchip is None or not device.offchip.inter_chip_bytes_per_s:
+        raise DseError(f"--chips: device '{device.name}' has no inter-chip links (offchip.inter_chip_bytes_per_s)")
+    return [allreduce_cycles(device, nbytes, chips) for nbytes in allreduce]
+
+
 def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
-    """The CSV rows of one point (one per design); runs in a worker."""
-    from irc.planner.elk import elk_plan, preload_ops
-    from irc.planner.llm import workload as build
+    """The CSV rows of one point (one per design); runs in a worker. Latencies are per
+    token of a decode loop as the compiler plans it (`irc.planner.elk.offchip_study`,
+    as benchmarks/elk.py reports them), ``of_bound`` each one's ratio to the overlap
+    bound."""
+    from irc.planner.elk import offchip_study
+    from irc.planner.errors import PlanError
     from irc.planner.op_table import FrontierCache
 
     device = point_device(load_device(base_device), point)
-    model, layer_of = build(workload.model, workload.batch, workload.seq, workload.chips, workload.layers,
-                            workload.factor)
+    model, layer_of, extra_hbm, allreduce = workload_model(workload)
     cache = FrontierCache(device, workload.cost)
-    ops = preload_ops(model, cache, layer_of)
-    latency = {}
-    for design in dict.fromkeys(workload.designs + ("ideal",)):
-        decision = elk_plan(model, cache, design, ops=ops, max_displacement=workload.max_displacement)
-        latency[design] = decision.latency_cycles / device.clock_hz * 1e3
+    try:
+        study = offchip_study(model, cache, tuple(dict.fromkeys(workload.designs + ("ideal",))),
+                              extra_hbm_bytes=extra_hbm, layer_of=layer_of, max_orders=None,
+                              max_displacement=workload.max_displacement, loop=True,
+                              extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips_of(workload)))
+    except PlanError as error:   # as a plain ValueError: a planner error's own arguments do not pickle back
+        raise ValueError(str(error)) from None
+    cycles = {design: decision.latency_cycles for design, decision in study.decisions.items()}
     return [{
         "point": point.index, "hbm_gbps": f"{point.hbm_bytes_per_s / 1e9:g}",
         "link_gbps": f"{point.link_bytes_per_s / 1e9:g}", "topology": point.topology, "cores": point.cores,
-        "design": design, "latency_ms": f"{latency[design]:.6g}",
-        "of_ideal": f"{latency['ideal'] / latency[design]:.4f}",
+        "design": design, "latency_ms": f"{cycles[design] / device.clock_hz * 1e3:.6g}",
+        "of_ideal": f"{cycles['ideal'] / cycles[design]:.4f}", "of_bound": f"{cycles[design] / study.bound_cycles:.4f}",
     } for design in workload.designs]
 
 

@@ -449,3 +449,24 @@ def preloaded_contention(nominal: float, transfer_cycles: float, loads) -> float
             segments.append((cycles - inside, pressure))
         covered += cycles
     return window_stretch(transfer_cycles - nominal + base, segments)
+
+
+def chip_link_bytes_per_s(device: Device) -> float:
+    """One chip's share of the inter-chip links (``offchip.inter_chip_bytes_per_s`` is
+    all of the device's chips' together: IPU-POD4's 640 GB/s, ipu-mk2-hbm's quarter)."""
+    if device.offchip is None or not device.offchip.inter_chip_bytes_per_s:
+        raise ValueError(f"device '{device.name}' has no inter-chip links (offchip.inter_chip_bytes_per_s)")
+    return device.offchip.inter_chip_bytes_per_s / device.chips
+
+
+def allreduce_cycles(device: Device, nbytes: float, chips: int) -> float:
+    """Cycles of a ring all-reduce of ``nbytes`` of partial sums held by each of ``chips``
+    chips (tensor parallelism, ELK s5 over IPU-POD4): 2 (chips - 1) steps (a
+    reduce-scatter, then an all-gather), each chip sending nbytes / chips per step over its
+    share of the inter-chip links (``chip_link_bytes_per_s``), each step closed by one
+    barrier (``sync_cycles``). 0 on one chip."""
+    if chips <= 1 or nbytes <= 0:
+        return 0.0
+    steps = 2 * (chips - 1)
+    sent = steps * nbytes / chips
+    return sent / chip_link_bytes_per_s(device) * device.clock_hz + steps * device.sync_cycles

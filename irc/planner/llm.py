@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from irc.planner.bert import bert_layer_ops
 from irc.planner.model import ModelOp, ModelSpec, ModelSpecError
+from irc.planner.relayout import tensor_elements
 from irc.planner.spec import OpSpec, TensorSpec
 
 
@@ -144,6 +145,24 @@ def stack(name: str, layer: list[ModelOp], layers: int) -> tuple[ModelSpec, list
             layer_of.append(index)
         last = len(ops) - 1
     return ModelSpec(name, tuple(ops)), layer_of
+
+
+ROW_PARALLEL = ("o_proj", "down", "fc2", "out_proj", "ffn2")
+"""The ops whose reduction axis tensor parallelism splits over the chips (the attention's
+output projection, the MLP's down projection, Megatron-style): each chip holds partial
+sums of their whole output, all-reduced over the chips before the residual reads it."""
+
+
+def allreduce_bytes(model: ModelSpec, chips: int) -> list[float]:
+    """Per op of a built-in workload split over ``chips`` chips, the bytes of partial sums
+    each chip all-reduces after it (its output, for the ``ROW_PARALLEL`` ops; 0 on one
+    chip)."""
+    found = []
+    for op in model.ops:
+        out = op.spec.tensors[0]
+        split = chips > 1 and op.name.rsplit(".", 1)[-1] in ROW_PARALLEL
+        found.append(float(tensor_elements(op.spec, out.name) * op.spec.bytes_of(out.name)) if split else 0.0)
+    return found
 
 
 def workload(model: str, batch: int = 32, seq: int = 2048, chips: int = 4, layers: int | None = None,

@@ -884,7 +884,8 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
     best and the execution order are planned whole with every way; ``metric`` (default:
     the latency) picks the best of those."""
     metric = latency_of if metric is None else metric
-    orders = layer_orders(ops, capacity, max_orders, max_displacement)
+    # no order of the pruned tree fits (heavy ops' preloads too large together): execution order
+    orders = layer_orders(ops, capacity, max_orders, max_displacement) or [list(range(len(ops)))]
     layers = sorted({op.layer for op in ops if op.layer is not None})
     candidates = orders
     memos: dict = {}   # the allocations of (op, resident set) recur across orders

@@ -1,7 +1,13 @@
 """irc-dse: sweep HBM bandwidth, exchange bandwidth, topology and core count (ELK s6.4).
 
-    irc-dse --model llama2-13b --hbm 2000,4000,8000 --link 5.5 --topology all-to-all,mesh-2d
-        --cores 1472 --csv sweep.csv [--png sweep.png] [--scheduler tcp://host:8786]
+    irc-dse --model llama2-13b|FILE.onnx|FILE.mlir --hbm 2000,4000,8000 --link 5.5
+        --topology all-to-all,mesh-2d --cores 1472 --csv sweep.csv [--png sweep.png]
+        [--scheduler tcp://host:8786]
+
+``--model`` is a built-in model or a model file: an .onnx file (its initializers are the
+weights) or a .mlir file of te ops (its arguments marked ``irc.weight`` are); the other
+arguments a file's ops read are loaded from HBM too (a KV cache), identical layers are
+found by their op signatures, and ``--batch`` sets an ONNX file's symbolic dimension.
 
 Each point plans the workload on the base device (``--device``, default ipu-mk2-hbm) with
 the point's bandwidths, topology and cores, for each design of ELK s6.1 (``irc.dse``).
@@ -13,6 +19,7 @@ and exit status 1; a sweep that fails midway keeps the CSV of the points it fini
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 from concurrent.futures import BrokenExecutor, CancelledError, ProcessPoolExecutor
@@ -44,7 +51,8 @@ def _arguments(argv):
     from irc.planner.llm import MODELS
 
     parser = ArgumentParser(prog="irc-dse", description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="llama2-13b", choices=MODELS)
+    parser.add_argument("--model", default="llama2-13b", metavar="MODEL",
+                        help=f"a built-in model ({', '.join(MODELS)}) or an .onnx or .mlir file")
     parser.add_argument("--device", default="ipu-mk2-hbm", help="base device with off-chip memory")
     parser.add_argument("--hbm", default="4000", help="HBM bandwidths in GB/s, comma-separated")
     parser.add_argument("--link", default="5.5", help="per-core link bandwidths in GB/s, comma-separated")
@@ -53,7 +61,9 @@ def _arguments(argv):
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"of {', '.join(DESIGNS)}")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=2048)
-    parser.add_argument("--chips", type=int, default=4, help="model-parallel chips sharing the model")
+    parser.add_argument("--chips", type=int, default=None,
+                        help="tensor-parallel chips sharing a built-in model, all-reduces priced (default 4; "
+                             "a model file: 1)")
     parser.add_argument("--layers", type=int, default=None)
     parser.add_argument("--scale", type=int, default=1, help="divide the model's widths by this")
     parser.add_argument("--csv", required=True, help="output CSV")
@@ -65,7 +75,10 @@ def _arguments(argv):
 
 def _executor(args, count: int):
     if not args.scheduler:
-        return ProcessPoolExecutor(max_workers=min(args.workers, count)), None
+        # workers forked from a clean server, not from this process: a fork inherits its
+        # threads' state and objects whose finalizers may run in the worker (a Dask client)
+        context = multiprocessing.get_context("forkserver")
+        return ProcessPoolExecutor(max_workers=min(args.workers, count), mp_context=context), None
     try:
         from distributed import Client
     except ImportError:
@@ -96,7 +109,8 @@ def _check_outputs(args) -> None:
 
 def run(argv=None) -> int:
     from irc.devices import DeviceError, load_device
-    from irc.dse import DseError, PointFailed, Workload, csv_text, plot, point_device, points, sweep
+    from irc.dse import (DseError, PointFailed, Workload, csv_text, plot, point_device, points, sweep,
+                         allreduce_exec_cycles, chips_of, workload_model)
     from irc.planner.elk import DESIGNS
     from irc.progress import Progress
 
@@ -108,7 +122,7 @@ def run(argv=None) -> int:
                 raise DseToolError(f"--designs: unknown design {design!r}; known: {', '.join(DESIGNS)}")
         if not designs:
             raise DseToolError("--designs: give at least one design")
-        for flag, value in (("--batch", args.batch), ("--seq", args.seq), ("--chips", args.chips),
+        for flag, value in (("--batch", args.batch), ("--seq", args.seq), ("--chips", 1 if args.chips is None else args.chips),
                             ("--scale", args.scale), ("--layers", args.layers or 1), ("--workers", args.workers)):
             if value < 1:
                 raise DseToolError(f"{flag} must be a positive integer, got {value}")
@@ -117,12 +131,14 @@ def run(argv=None) -> int:
                               [t for t in args.topology.split(",") if t], _ints(args.cores, "--cores"))
         base = load_device(args.device)
         point_device(base, sweep_points[0])
+        workload = Workload(args.model, args.batch, args.seq, args.chips, args.layers, args.scale, designs)
+        # a model that cannot be built, has nothing to preload or cannot split: before any point
+        allreduce_exec_cycles(point_device(base, sweep_points[0]), workload_model(workload)[3], chips_of(workload))
         if args.png:
             try:
                 import matplotlib  # noqa: F401
             except ImportError:
                 raise DseToolError("--png needs matplotlib (pip install 'irc[plot]')") from None
-        workload = Workload(args.model, args.batch, args.seq, args.chips, args.layers, args.scale, designs)
         executor, client = _executor(args, len(sweep_points))
     except (DseError, DeviceError, DseToolError, OutputError) as error:
         print(as_diagnostic(str(error)), file=sys.stderr)

@@ -19,7 +19,8 @@ def test_smoke_table_and_json(tmp_path, capsys):
     assert elk.main(["--models", "llama2-13b", "--device", "tiny16-hbm", "--batch", "4", "--seq", "64",
                      "--chips", "1", "--scale", "32", "--layers", "2", "--max-orders", "16", "--json", str(out)]) == 0
     table = capsys.readouterr().out
-    for label in ("Basic", "Static", "ELK-Dyn", "ELK-Full", "Ideal", "ELK-Full over Basic", "mean: ELK-Full"):
+    for label in ("Basic", "Static", "ELK-Dyn", "ELK-Full", "Ideal", "ELK-Full over Basic", "mean: ELK-Full",
+                  "overlap bound", "x bound", "core lk", "HBM lk"):
         assert label in table
     (row,) = json.loads(out.read_text())
     assert row["model"] == "llama2-13b" and row["ops"] == 2 * 18
@@ -30,10 +31,35 @@ def test_smoke_table_and_json(tmp_path, capsys):
     assert latency["full"] <= latency["static"] * (1 + 1e-9)
     assert designs["ideal"]["of_ideal"] == 1.0
     for d in designs.values():
-        assert 0 < d["hbm_utilisation"] <= 1 and 0 < d["exchange_utilisation"] <= 1
+        assert d["of_bound"] >= 1 - 1e-9 and d["latency_ms"] == pytest.approx(d["of_bound"] * row["bound_ms"])
+        for resource in ("hbm", "core_links", "hbm_links"):   # busy times over the latency: never above 100%
+            assert 0 < d["utilisation"][resource] <= 1 + 1e-9, (resource, d["utilisation"])
+    full = designs["full"]
+    assert (full["reorder_gain_ms"] > 0) == ("saves" in table) and (full["reorder_gain_ms"] == 0) == ("none of" in table)
     assert row["speedup_over_basic"] == pytest.approx(latency["basic"] / latency["full"])
     assert row["compile_seconds"] > 0 and row["peak_rss_mib"] > 0
     assert designs["full"]["orders_tried"] > 1          # the paper's tree: every valid order
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--device", "nodev"], "error: --device: unknown device 'nodev'"),
+    (["--device", "ipu-pod4-hbm", "--chips", "2"], "error: --chips: device 'ipu-pod4-hbm' is already a pool of 4 chips"),
+    (["--model", "missing.onnx"], "error: --model: missing.onnx: cannot read missing.onnx"),
+])
+def test_bad_input_is_one_error_naming_the_option(args, message, capsys):
+    assert elk.main(["--models", "llama2-13b", "--layers", "1"] + args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(message) and "\n" not in err, err
+
+
+def test_each_device_is_a_row_of_the_table(capsys):
+    """Per model and topology (``--device`` lists several), a model split over two chips."""
+    common = ["--models", "llama2-13b", "--batch", "4", "--seq", "64", "--scale", "32", "--layers", "1",
+              "--max-orders", "2"]
+    assert elk.main(common + ["--device", "tiny16-hbm,tiny16-hbm-mesh", "--chips", "2"]) == 0
+    table = capsys.readouterr().out
+    assert "on tiny16-hbm (all-to-all)" in table and "on tiny16-hbm-mesh (mesh-2d)" in table
+    assert table.count("ELK-Full over Basic") == 2
 
 
 @pytest.mark.parametrize("model", ["gemma2-27b", "opt-30b", "llama2-70b", "dit-xl"])

@@ -4,7 +4,7 @@ import pytest
 
 from irc.tools.irc_dse import run
 
-SWEEP = ["--device", "tiny16-hbm", "--model", "llama2-13b", "--scale", "32", "--chips", "1", "--layers", "2",
+SWEEP = ["--device", "tiny16-hbm", "--model", "llama2-13b", "--scale", "32", "--chips", "1", "--layers", "1",
          "--batch", "4", "--seq", "64", "--hbm", "16,32", "--link", "5.5", "--topology", "all-to-all,mesh-2d",
          "--cores", "16", "--designs", "basic,dyn"]
 
@@ -17,7 +17,7 @@ def test_dask_cluster_sweep_equals_the_local_one(tmp_path, capsys):
         assert run(SWEEP + ["--csv", str(remote), "--scheduler", cluster.scheduler_address]) == 0
     assert remote.read_text() == local.read_text()
     lines = local.read_text().splitlines()
-    assert lines[0] == "point,hbm_gbps,link_gbps,topology,cores,design,latency_ms,of_ideal"
+    assert lines[0] == "point,hbm_gbps,link_gbps,topology,cores,design,latency_ms,of_ideal,of_bound"
     assert len(lines) == 1 + 4 * 2
     assert png.read_bytes()[:4] == b"\x89PNG"
     # more HBM bandwidth never hurts (Figure 19)
@@ -69,7 +69,7 @@ def test_a_point_that_fails_midway_keeps_the_finished_points(tmp_path, capsys):
     assert run(args) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: the sweep stopped at point 1 (HBM 16 GB/s, links 5.5 GB/s, all-to-all, 1 cores): "
-                          "no plan fits"), err
+                          "op 2 (l0.qkv) has no plan on tiny16-hbm@1: no plan fits"), err
     assert err.endswith(f"(the 1 finished point(s) are kept in {out})") and "\n" not in err
     lines = out.read_text().splitlines()
     assert lines[0].startswith("point,") and [line.split(",")[:6] for line in lines[1:]] == [
@@ -156,3 +156,73 @@ def test_the_progress_bar_is_quiet_when_piped(tmp_path, capsys):
     assert run(args) == 0
     captured = capsys.readouterr()
     assert captured.err == "" and "\r" not in captured.out
+
+
+def _llama_files(tmp_path):
+    """A Llama decoder layer (benchmarks/models) as an .onnx file and as the .mlir
+    file of te ops it imports to (weights marked ``irc.weight``)."""
+    import sys
+    from pathlib import Path
+
+    import onnx
+
+    from irc.frontend.onnx_import import import_model
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # the repository's benchmarks/
+    from benchmarks.models import LlamaConfig, build_llama_layer
+
+    model = build_llama_layer(LlamaConfig(batch=2, past=7, hidden=64, heads=2, intermediate=128, layers=1))
+    onnx_path, mlir_path = tmp_path / "llama.onnx", tmp_path / "llama.mlir"
+    onnx.save(model, str(onnx_path))
+    mlir_path.write_text(str(import_model(model).module))
+    return onnx_path, mlir_path
+
+
+def test_a_model_file_sweeps_as_the_same_model_in_another_format(tmp_path):
+    """`--model FILE` (issue 24, item 3): an ONNX decoder and the te program it imports
+    to give the same rows (each point as a sweep's worker plans it); their weights and
+    KV caches are what the designs preload."""
+    from irc.dse import Point, Workload, evaluate
+
+    point = Point(0, 16e9, 5.5e9, "all-to-all", 16)
+    rows = [evaluate("tiny16-hbm", Workload(str(path), batch=2), point) for path in _llama_files(tmp_path)]
+    assert rows[0] == rows[1] and len(rows[0]) == 5
+    latency = {row["design"]: float(row["latency_ms"]) for row in rows[0]}
+    assert latency["ideal"] <= latency["full"] <= latency["dyn"] <= latency["static"] <= latency["basic"]
+    assert all(float(row["of_bound"]) >= 1 for row in rows[0])
+
+
+def _weightless_onnx(path):
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], "weightless",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [8, 16]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [16, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 8])])
+    import onnx
+
+    onnx.save(helper.make_model(graph), str(path))
+
+
+@pytest.mark.parametrize("case, message", [
+    ("weightless", "--model: {path} has no weights to preload"),
+    ("missing", "cannot read {path}: No such file"),
+    ("unknown", "--model: 'gpt-17' is neither a built-in model"),
+    ("chips", "--chips: llama2-13b: 40 heads, 40 KV heads and 3 chips do not divide"),
+])
+def test_a_bad_model_or_chip_count_names_the_option_and_keeps_the_csv(tmp_path, capsys, case, message):
+    path = tmp_path / "model.onnx"
+    if case == "weightless":
+        _weightless_onnx(path)
+    out = tmp_path / "sweep.csv"
+    out.write_text("point,hbm_gbps\n0,16\n")
+    args = SWEEP + ["--csv", str(out)]
+    if case == "chips":
+        args[args.index("--chips") + 1], args[args.index("--scale") + 1] = "3", "1"
+    else:
+        args[args.index("--model") + 1] = "gpt-17" if case == "unknown" else str(path)
+    assert run(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --") and message.format(path=path) in err and err.count("\n") == 0, err
+    assert out.read_text() == "point,hbm_gbps\n0,16\n"
