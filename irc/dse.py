@@ -21,6 +21,7 @@ from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from irc.cost import DEFAULT_COST_MODEL
 from irc.devices import Device, load_device
 from irc.devices.loader import MAX_CORES
 from irc.devices.topology import allreduce_cycles
@@ -116,7 +117,7 @@ class Workload:
     layers: int | None = None
     factor: int = 1
     designs: tuple[str, ...] = ("basic", "static", "dyn", "full", "ideal")
-    cost: str = "t10"
+    cost: str = DEFAULT_COST_MODEL
     max_displacement: int | None = None   # None: the paper's whole reorder tree (s4.4)
 
 
