@@ -107,17 +107,22 @@ def fallback_remark(reason: str) -> StringAttr:
 
 
 def memory_remark(planned, clock_hz: float) -> StringAttr | None:
-    """Why an op of a model-wide plan runs slower than its fastest plan, when the reason is
-    memory (`irc.planner.model.PlannedOp.memory_bound`): both times and the bytes that
-    forced it. Every baseline runs each op on one of its plans, so this is the only way a
-    baseline's plan for an op can beat irc's."""
-    if not planned.memory_bound:
-        return None
-    return StringAttr(
-        f"memory-bound: runs at {planned.active_seconds * clock_hz:.0f} cycles where its fastest plan takes "
-        f"{planned.fastest_seconds * clock_hz:.0f}; that plan needs {planned.fastest_bytes} bytes per core and "
-        f"the idle weights and the tensors kept on chip across it leave {planned.budget_bytes}"
-    )
+    """Why an op of a model-wide plan runs slower than its fastest plan: memory
+    (`irc.planner.model.PlannedOp.memory_bound`: both times and the bytes that forced it),
+    or else the model's total (its neighbours' layouts: the relayouts into and out of it,
+    its weights' setup). Every baseline runs each op on one of its plans, so these are the
+    only ways a baseline's plan for an op can beat irc's, and the plan says which."""
+    active, fastest = planned.active_seconds * clock_hz, planned.fastest_seconds * clock_hz
+    if planned.memory_bound:
+        return StringAttr(
+            f"memory-bound: runs at {active:.0f} cycles where its fastest plan takes {fastest:.0f}; that plan "
+            f"needs {planned.fastest_bytes} bytes per core and the idle weights and the tensors kept on chip "
+            f"across it leave {planned.budget_bytes}")
+    if planned.active_seconds > planned.fastest_seconds * (1 + 1e-9):
+        return StringAttr(
+            f"layout trade: runs at {active:.0f} cycles where its fastest plan takes {fastest:.0f}; with its "
+            f"neighbours' layouts this plan costs the model less (relayouts into and out of it, its weights' setup)")
+    return None
 
 
 def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True, min_utilization: float = 0.0):

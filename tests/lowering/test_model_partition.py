@@ -288,3 +288,22 @@ def test_constant_index_dims_are_unpartitioned_when_the_planner_accepts_them(mod
     with pytest.raises(Exception, match=r"A dimension 0 is read at the index '0', which no axis "
                                         r"partitions: fs and ft must be \[1\], got fs=\[2\] ft=\[1\]"):
         parse_module(bad, "bad.mlir").verify()
+
+
+def test_an_op_slower_than_its_fastest_plan_says_why():
+    """The remark names memory when the fastest plan does not fit the op's budget, and the
+    model's layouts otherwise; an op on its fastest plan has none."""
+    from types import SimpleNamespace as NS
+
+    from irc.lowering.te_to_rtensor import memory_remark
+
+    def op(active, memory_bound):
+        return NS(active_seconds=active, fastest_seconds=1e-6, memory_bound=memory_bound, fastest_bytes=900,
+                  budget_bytes=600)
+
+    memory = memory_remark(op(2e-6, True), 1e9).data
+    assert memory.startswith("memory-bound: runs at 2000 cycles where its fastest plan takes 1000")
+    assert "needs 900 bytes per core" in memory and "leave 600" in memory
+    layout = memory_remark(op(2e-6, False), 1e9).data
+    assert layout.startswith("layout trade: runs at 2000 cycles where its fastest plan takes 1000")
+    assert memory_remark(op(1e-6, False), 1e9) is None
