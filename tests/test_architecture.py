@@ -5,6 +5,7 @@ planner and schedule hold no IR, and the interpreter never drives the tools."""
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,8 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
+@lru_cache(maxsize=None)   # every rule reads the same files
+def _imports(path: Path) -> tuple[tuple[int, str], ...]:
     """(line, imported name) for every import in ``path`` at any depth, relative ones
     resolved; ``from m import x`` yields ``m.x``."""
     tree = ast.parse(path.read_text(), str(path))
@@ -99,7 +101,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
                 base = base[: len(base) - node.level + 1]
                 module = ".".join(base + ([module] if module else []))
             found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
-    return found
+    return tuple(found)
 
 
 def _sources(folder: str) -> list[Path]:

@@ -36,6 +36,7 @@ def test_smoke_table_and_json(tmp_path, capsys):
     assert designs["full"]["orders_tried"] > 1          # the paper's tree: every valid order
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["gemma2-27b", "opt-30b", "llama2-70b", "dit-xl"])
 def test_elk_full_is_never_behind_static_dyn_or_basic_on_scaled_workloads(model):
     from irc.planner.elk import elk_plan, preload_ops

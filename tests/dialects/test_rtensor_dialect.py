@@ -121,6 +121,7 @@ def test_types_print_and_parse_back():
         assert module.body.block.first_op.function_type.inputs.data[0] == type_
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(operator=st.integers(0, len(OPERATORS) - 1), device=st.sampled_from(DEVICES), pick=st.integers(0, 1000))
 def test_frontier_plans_verify_as_rtensor_ir(operator, device, pick):

@@ -60,6 +60,7 @@ def lower(module: ModuleOp) -> ModuleOp:
     return module
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(data=st.data(), op=operators(), device=st.sampled_from(DEVICES),
        dtype=st.sampled_from([np.float32, np.float16]))
@@ -255,6 +256,7 @@ def test_inference_pipeline_and_compile_and_run():
     assert "planned kernel time" in str(report)
 
 
+@pytest.mark.slow
 def test_seed003_problem_end_to_end_on_1472_cores():
     """32x5120x15360 f16 on the IPU Mk2 with the planner's chosen plan (t10 cost model)."""
     from irc.dialects.te_expr import parse_expression

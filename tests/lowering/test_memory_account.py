@@ -11,6 +11,7 @@ from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import pytest
 from xdsl.context import Context
 from xdsl.dialects.func import FuncOp
 
@@ -83,6 +84,7 @@ def small_models(draw):
             f"  func.return {value} : {ty(tokens, width)}\n}}\n")
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=small_models(), device=st.sampled_from(("tiny16", "tiny16-hbm")), data=st.data())
 def test_a_random_plan_holds_what_it_counts(text, device, data):

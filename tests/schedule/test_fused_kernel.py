@@ -89,6 +89,7 @@ def _run(kernel, inputs: dict):
     return [np.asarray(r) for r in results], chip.report()
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fused_cases(), st.integers(0, 2**31 - 1))
 def test_every_legal_fused_plan_computes_the_unfused_numbers_at_its_planned_cycles(case, seed):

@@ -40,6 +40,7 @@ def test_one_operator_as_json(capsys):
     assert splits["m"] * data["mapping"]["per_pe"]["m"] >= 512
 
 
+@pytest.mark.slow
 def test_a_model(capsys):
     status, out, _ = plan_tool(capsys, "--model", "bert-tiny", "--layers", "1", "--seq", "64", *MTIA)
     assert status == 0
