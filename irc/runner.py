@@ -1,6 +1,11 @@
 """Run a function of an irc module on the reference interpreter, by name: the one path
 from IR and inputs to results (and the chip's report) for every tool.
 
+The interpreter executes what it is given and never lowers: a module holding
+``shift.kernel``s runs as the device program the passes make of it (`device_program`:
+``shift-to-device``, ``preload-schedule`` on a chip with off-chip memory and
+``device-alloc``, as the ``inference`` pipeline ends), looked up by name in the universe.
+
 Arguments and results are keyed by name: the ``irc.name`` argument/result attribute
 of the function (an imported model carries its ONNX input and output names there),
 else ``arg0``, ``arg1``, ... and ``result0``, ``result1``, ...
@@ -26,11 +31,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import BytesAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
+from xdsl.passes import PassPipeline
 
 from irc import universe
 from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_dominance, verify_located
 from irc.output import npz_name_problem
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
+from irc.dialects.shift import KernelOp
 from irc.interpreter.chip import Report
 from irc.interpreter.te_eval import compute_dtype, evaluation_limit
 from irc.interpreter.registry import all_interpreter_functions, chips_of
@@ -317,6 +324,21 @@ def _gib(nbytes: int) -> str:
     return f"{nbytes / 2**30:,.0f}" if nbytes < 2**30 * 1e15 else f"{nbytes / 2**30:.3g}"
 
 
+DEVICE_PIPELINE = "shift-to-device,preload-schedule{if_offchip=true},device-alloc"
+"""The passes that make a shift-level module the device program the interpreter runs (the
+end of the ``inference`` pipeline)."""
+
+
+def device_program(module: ModuleOp) -> ModuleOp:
+    """``module`` as the interpreter runs it: itself when it holds no ``shift.kernel``, else
+    a copy whose kernels `DEVICE_PIPELINE` lowered (the caller's module stays as it was)."""
+    if not any(isinstance(op, KernelOp) for op in module.walk()):
+        return module
+    lowered = module.clone()
+    PassPipeline.parse_spec(universe.all_passes(), DEVICE_PIPELINE).apply(make_context(), lowered)
+    return lowered
+
+
 def interpreter_for(module: ModuleOp) -> Interpreter:
     interpreter = Interpreter(module)
     for functions in all_interpreter_functions():
@@ -347,8 +369,13 @@ def run(
     if missing:
         given.update(_module_weights(module, missing, signature))
     args = check_inputs(signature, given, allow_lossy)
-    interpreter = interpreter_for(module)
-    results = interpreter.call_op(signature.function, tuple(args))
+    program = device_program(module)
+    function = signature.function
+    if program is not module:   # the lowered copy's function of the same name, its relayouts checked too
+        function = find_function(program, function.sym_name.data).function
+        check_storable(function)
+    interpreter = interpreter_for(program)
+    results = interpreter.call_op(function, tuple(args))
     named = {name: np.asarray(v) for name, v in zip(signature.result_names, results)}
     reports = [chip.report() for chip in chips_of(interpreter)]
     if not reports:  # an NPU program (IGO): its DRAM traffic and stalls

@@ -55,7 +55,7 @@ from irc.dialects.npu import (
     gemm_view,
 )
 from irc.dialects.target import TARGET_ATTR, TargetAttr
-from irc.lowering.target import npu_device_of, target_attr
+from irc.target import npu_device_of, target_attr
 
 COST = "igo"
 """The cost model an NPU target names: `irc.cost.igo`'s scratchpad model."""

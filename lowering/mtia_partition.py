@@ -48,7 +48,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.diagnostics import location_of
 from irc.dialects.te import TensorOp
-from irc.lowering.mtia_target import MtiaTargetError, mtia_device_of, set_mtia_target
+from irc.target import MtiaTargetError, mtia_device_of, set_mtia_target
 from irc.lowering.model_from_ir import describe
 from irc.planner.errors import PlanError
 

@@ -13,7 +13,7 @@ import math
 from irc.cost import CostModel
 from irc.devices import Device
 from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr, RTensorOp, layout_types
-from irc.lowering.target import device_and_cost
+from irc.target import device_and_cost
 from irc.planner import Plan, PlanError, SpecError, check_plan
 from irc.planner.from_te import op_spec_from_expr
 from irc.planner.idle import IdlePlan, partition_elements, setup_cycles

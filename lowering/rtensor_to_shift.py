@@ -144,7 +144,7 @@ class RTensorToShift(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from irc.dialects.rtensor import GradPairOp, RTensorOp
-        from irc.lowering.target import TargetError, chip_cost_of, require_target
+        from irc.target import TargetError, chip_cost_of, require_target
 
         for planned in op.walk():
             if isinstance(planned, (RTensorOp, GradPairOp)):

@@ -24,7 +24,7 @@ from irc.dialects.shift import ComputeOp, KernelOp, LoopOp, RingOp
 from irc.cost import CostModelError
 from irc.devices import DeviceError
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
-from irc.lowering.target import TargetError, cost_of, device_of, require_target
+from irc.target import TargetError, cost_of, device_of, require_target
 from irc.planner import Plan, PlanError
 from irc.schedule.kernel import (
     AlignError,
@@ -214,7 +214,7 @@ def kernel_module(kernel: ShiftKernel, input_dtypes: dict[str, np.dtype] | None 
     from irc.dialects.target import TARGET_ATTR
     from irc.dialects.dtypes import element_type
     from irc.lowering.rtensor_to_shift import kernel_op_for
-    from irc.lowering.target import target_attr
+    from irc.target import target_attr
 
     dtypes = input_dtypes or {}
     input_types = [TensorType(element_type(dtypes.get(n, kernel.dtype)), kernel.bound_of(n).shapes[n])

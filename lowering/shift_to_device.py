@@ -239,7 +239,7 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     docstring); a kernel whose loops start elsewhere than the placement gets per-core
     tables."""
     from irc.lowering.model_from_ir import read_view
-    from irc.lowering.target import device_and_cost
+    from irc.target import device_and_cost
     from irc.planner.relayout import relayout_cost
 
     resident = resident or {}

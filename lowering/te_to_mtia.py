@@ -71,7 +71,7 @@ from irc.dialects.mtia import (
 from irc.dialects.mtia import LoadOp as MtiaLoadOp
 from irc.dialects.te import OpaqueOp, TensorOp
 from irc.lowering.mtia_partition import EMBEDDING_ATTR, MAPPING_ATTR, ROTATION_ATTR, STREAM_ATTR, matmul_form
-from irc.lowering.mtia_target import MtiaTargetError, require_mtia_target
+from irc.target import MtiaTargetError, require_mtia_target
 from irc.lowering.shift_to_device import identity_value
 from irc.planner.errors import PlanError
 from irc.schedule.kernel import AlignError

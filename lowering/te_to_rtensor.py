@@ -89,7 +89,7 @@ preload order (s4.4) and the position of the first load that waits for it to fin
 preload frontier, s4.2); `preload-schedule` issues the loads so."""
 PRELOAD_DESIGNS = ("full", "dyn")
 PRELOAD_SPLITS = ("paper", "artifact")
-from irc.lowering.target import TargetError, cost_of, device_of, resolve_target
+from irc.target import TargetError, cost_of, device_of, resolve_target
 
 MODES = ("model", "op")
 """Planning modes: T10 §4.3.2's model-wide trade-off, or every operator on its own."""

@@ -191,7 +191,7 @@ class DeviceAlloc(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from xdsl.dialects.func import FuncOp
 
-        from irc.lowering.target import TargetError, device_of, require_target, set_target
+        from irc.target import TargetError, device_of, require_target, set_target
 
         if not any(isinstance(o, AllocOp) for o in op.walk()):
             return

@@ -292,7 +292,7 @@ class PreloadSchedule(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from xdsl.dialects.func import FuncOp
 
-        from irc.lowering.target import TargetError, device_of, require_target
+        from irc.target import TargetError, device_of, require_target
 
         for func in op.walk():
             if not isinstance(func, FuncOp) or not func.body.blocks:

@@ -1,6 +1,7 @@
 """The arrows of ARCHITECTURE.md, checked by reading every module's imports (including
 imports inside functions): the IR carries its own meaning, so dialects need no planner,
-planner and schedule hold no IR, and the interpreter never drives the tools."""
+planner and schedule hold no IR, and the interpreter executes IR: it never lowers it nor
+drives the tools."""
 
 from __future__ import annotations
 
@@ -21,18 +22,25 @@ RULES = {
     "dialects check local invariants; the chip-dependent checks are passes": (
         ["dialects"],
         ("irc.planner", "irc.cost", "irc.devices", "irc.schedule", "irc.interpreter", "irc.lowering",
-         "irc.passes", "irc.tools", "irc.runner", "irc.frontend"),
+         "irc.passes", "irc.tools", "irc.runner", "irc.frontend", "irc.target"),
         (),
     ),
-    "the interpreter runs IR and never drives the tools": (
+    "the interpreter executes IR (target, dialects, cost, devices): it never lowers nor drives the tools": (
         ["irc/interpreter"],
-        ("irc.tools", "irc.runner", "irc.universe"),
+        ("irc.tools", "irc.runner", "irc.universe", "irc.lowering", "irc.passes", "irc.planner", "irc.schedule",
+         "irc.frontend"),
+        (),
+    ),
+    "the target's reading sits on the dialects, devices and cost models, below all that needs the chip": (
+        ["irc/target.py"],
+        ("irc.lowering", "irc.passes", "irc.interpreter", "irc.planner", "irc.schedule", "irc.runner",
+         "irc.tools", "irc.universe", "irc.frontend"),
         (),
     ),
     "planner, schedule, cost and devices hold no IR (the te language is allowed)": (
         ["irc/planner", "irc/schedule", "irc/cost", "irc/devices"],
         ("irc.dialects", "irc.lowering", "irc.passes", "irc.interpreter", "irc.runner", "irc.tools",
-         "irc.universe", "irc.frontend", "xdsl.ir", "xdsl.dialects", "xdsl.irdl"),
+         "irc.universe", "irc.frontend", "irc.target", "xdsl.ir", "xdsl.dialects", "xdsl.irdl"),
         TE_LANGUAGE,
     ),
     "lowering and passes never drive the tools nor run what they lower (the interpreter)": (
@@ -44,18 +52,18 @@ RULES = {
         ["irc/frontend"],
         ("irc.tools", "irc.runner", "irc.lowering", "irc.passes", "irc.interpreter", "irc.planner",
          "irc.schedule", "irc.cost", "irc.devices", "irc.universe", "irc.compile", "irc.model_sources",
-         "irc.dse", "irc.dlrm"),
+         "irc.dse", "irc.dlrm", "irc.target"),
         (),
     ),
     "the runner imports only the interpreter, the frontend, the universe and the dialects": (
         ["irc/runner.py"],
         ("irc.tools", "irc.lowering", "irc.passes", "irc.planner", "irc.schedule", "irc.cost", "irc.devices",
-         "irc.compile", "irc.model_sources", "irc.dse", "irc.dlrm"),
+         "irc.compile", "irc.model_sources", "irc.dse", "irc.dlrm", "irc.target"),
         (),
     ),
     "the drivers and tools are the top floor: nothing below imports them": (
         ["dialects", "lowering", "passes", "irc/interpreter", "irc/planner", "irc/schedule", "irc/cost",
-         "irc/devices", "irc/frontend", "irc/runner.py", "irc/universe.py"],
+         "irc/devices", "irc/frontend", "irc/runner.py", "irc/universe.py", "irc/target.py"],
         ("irc.tools", "irc.compile", "irc.model_sources", "irc.dse", "irc.dlrm"),
         (),
     ),
@@ -63,7 +71,7 @@ RULES = {
         ["irc/plugins.py", "irc/diagnostics.py", "irc/output.py", "irc/progress.py"],
         ("irc.dialects", "irc.lowering", "irc.passes", "irc.interpreter", "irc.planner", "irc.schedule",
          "irc.cost", "irc.devices", "irc.frontend", "irc.runner", "irc.universe", "irc.tools",
-         "irc.compile", "irc.model_sources"),
+         "irc.compile", "irc.model_sources", "irc.target"),
         (),
     ),
 }

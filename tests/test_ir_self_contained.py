@@ -14,7 +14,7 @@ import irc.devices.loader as loader
 import irc.lowering.shift_ir as shift_ir
 from irc.compile import compile_and_run
 from irc.devices import DEVICE_DIR
-from irc.lowering.target import cost_of, device_of
+from irc.target import cost_of, device_of
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -63,7 +63,7 @@ from irc.dialects.mtia import (
 from irc.diagnostics import location_of
 from irc.interpreter.kernels import KernelError, check_indices, check_offsets
 from irc.interpreter.te_eval import evaluate
-from irc.lowering.mtia_target import MtiaTargetError, require_mtia_target
+from irc.target import MtiaTargetError, require_mtia_target
 
 MACHINES_KEY = "mtia_machines"
 

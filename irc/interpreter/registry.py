@@ -1,7 +1,8 @@
-"""The interpreter implementations of every irc level, in one list.
+"""The interpreter implementations of every level irc executes, in one list.
 
-`irc.runner` registers all of them, so a program runs the same way at `te`,
-`rtensor`, `shift` or `device` level.
+`irc.runner` registers all of them, so a program runs the same way at `te`, `rtensor` or
+`device` level (and `igo`, `npu`, `mtia`). The `shift` level is not executed: the runner
+lowers it to the device program first (`irc.runner.device_program`), with the passes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from xdsl.interpreters.func import FuncFunctions
 LEVELS = (
     "irc.interpreter.te:TeFunctions",
     "irc.interpreter.rtensor:RTensorFunctions",
-    "irc.interpreter.shift:ShiftFunctions",
     "irc.interpreter.device:DeviceFunctions",
     "irc.interpreter.igo:IgoFunctions",
     "irc.interpreter.mtia:MtiaFunctions",

@@ -271,7 +271,7 @@ MTIA (its own mappings, ``--cost mtia``)."""
 def _check_family(device) -> None:
     """A device of a family irc-plan does not plan is one diagnostic saying what does
     compile for it."""
-    from irc.lowering.target import FAMILY_PIPELINES
+    from irc.target import FAMILY_PIPELINES
 
     family = getattr(device, "family", "ipu")
     if family not in PLANNED_FAMILIES:

@@ -26,7 +26,7 @@ from irc import runner
 from irc.diagnostics import ArgumentParser, decode_source, exit_tool, format_parse_error, location_of
 from irc.dialects.dtypes import UnsupportedTypeError
 from irc.interpreter.kernels import KernelError
-from irc.lowering.target import TargetError, check_targets
+from irc.target import TargetError, check_targets
 from irc.output import OutputError, check_output, is_stream, same_output, write_atomically
 from irc.runner import RunError, parse_module
 

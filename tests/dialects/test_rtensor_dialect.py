@@ -12,7 +12,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from irc.dialects.target import TARGET_ATTR, target_of
-from irc.lowering.target import target_attr
+from irc.target import target_attr
 from irc.passes.rtensor_check import RTensorCheck
 from irc.lowering.rtensor_plan import idle_plan, op_spec, scored_plan, stated_plan
 from irc.dialects.rtensor import RelayoutOp, RTensorOp, RTensorType, layout_types

@@ -30,7 +30,7 @@ from irc.schedule.kernel import build_shift_kernel
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
 from irc.dialects.target import TARGET_ATTR
 from irc.lowering.rtensor_to_shift import kernel_op_for
-from irc.lowering.target import target_attr
+from irc.target import target_attr
 from irc.lowering.shift_to_device import ShiftToDevice
 from irc.passes.device_alloc import DeviceAlloc
 from irc.passes.rotation_align import RotationAlign
