@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, f64
 from xdsl.dialects.func import FuncOp
@@ -45,7 +44,8 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.cost.mtia import TILE_K, TILE_M, TILE_N
+from irc.cost.mtia import TILE_K, TILE_M, TILE_N, MtiaCostModel
+from irc.dialects.device import core_id
 from irc.dialects.dtypes import element_type, numpy_dtype
 from irc.dialects.mtia import (
     AccumulatorType,
@@ -70,13 +70,14 @@ from irc.dialects.mtia import (
 )
 from irc.dialects.mtia import LoadOp as MtiaLoadOp
 from irc.dialects.te import OpaqueOp, TensorOp
+from irc.lowering.model_from_ir import describe
 from irc.lowering.mtia_partition import EMBEDDING_ATTR, MAPPING_ATTR, ROTATION_ATTR, STREAM_ATTR, matmul_form
-from irc.target import MtiaTargetError, require_mtia_target
 from irc.lowering.shift_to_device import identity_value
 from irc.planner.errors import PlanError
-from irc.schedule.kernel import AlignError
+from irc.planner.plan import Plan
+from irc.schedule.kernel import AlignError, build_shift_kernel, initial_placement
 from irc.schedule.spec import UnsupportedExpression
-
+from irc.target import MtiaTargetError, require_mtia_target
 
 PLANNED_ATTR = "irc.planned_cycles"
 
@@ -232,11 +233,6 @@ def rotation_kernel(op: TensorOp, fields, device):
     """The aligned compute-shift program (``irc.schedule.ShiftKernel``) of the T10 plan in
     ``mtia.rotation`` on the PE grid, priced by the ``mtia`` cost model as the planner
     priced it."""
-    from irc.cost.mtia import MtiaCostModel
-    from irc.lowering.model_from_ir import describe
-    from irc.planner.plan import Plan
-    from irc.schedule.kernel import build_shift_kernel
-
     bound, spec, reason = describe(op)
     if spec is None:
         raise DiagnosticException(f"te-to-mtia: '{op.expression.text}' carries an mtia.rotation but the planner "
@@ -283,9 +279,6 @@ def rotation_ops(kernel, op: TensorOp, homes) -> list:
     """The mtia ops of an aligned ``kernel`` for ``op``, as ``shift-to-device`` emits a
     device program: every per-PE value a closed form of the PE's number where the
     placement is T10's, else a table."""
-    from irc.dialects.device import core_id
-    from irc.schedule.kernel import initial_placement
-
     expr = kernel.bound.expr
     names = [expr.output.tensor, *expr.inputs]
     home = dict(zip(names, homes))

@@ -1,7 +1,8 @@
 """The arrows of ARCHITECTURE.md, checked by reading every module's imports (including
 imports inside functions): the IR carries its own meaning, so dialects need no planner,
 planner and schedule hold no IR, and the interpreter executes IR: it never lowers it nor
-drives the tools."""
+drives the tools. No module imports itself through others (a circle of any length), and
+an import inside a function says why on its line or the line above."""
 
 from __future__ import annotations
 
@@ -176,3 +177,97 @@ def test_frontend_modules_do_not_import_each_other_in_a_cycle():
     graph = {name for _, name in _imports(ROOT / "irc/frontend/onnx_graph.py")}
     assert not any(name.startswith("irc.frontend.onnx_import") for name in ops | graph)
     assert not any(name.startswith("irc.frontend.onnx_ops") for name in graph)
+
+
+def _all_modules() -> dict[str, Path]:
+    return {_module_name(path): path for folder in PACKAGES for path in _sources(folder)}
+
+
+def _owner(name: str, modules) -> str | None:
+    """The module an imported name lives in (``irc.cost.CostModel`` -> ``irc.cost``)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every irc module -> the irc modules it imports, at any depth (inside functions too)."""
+    modules = _all_modules()
+    graph = {}
+    for name, path in modules.items():
+        targets = {_owner(imported, modules) for _, imported in _imports(path)}
+        graph[name] = {t for t in targets if t is not None and t != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm,
+    iterative): each is a set of modules that import one another in a circle."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_circle_finder_sees_circles_of_any_length():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+    # a module reached by a deferred import counts: the reader sees imports at any depth
+    assert "irc.runner" in _module_graph()["irc.tools.irc_run"]
+
+
+def test_no_module_imports_itself_through_others():
+    circles = _circles(_module_graph())
+    assert not circles, "modules importing one another in a circle:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+TOP_LEVEL_IMPORTS = ["lowering", "passes"]
+"""Folders whose imports all sit at the top of each file, but for one whose line (or the
+line above) says why it cannot (an optional extra, a circle being broken)."""
+
+
+def _deferred_imports(path: Path) -> list[int]:
+    """Lines of the imports inside functions or classes of ``path`` that give no reason."""
+    tree = ast.parse(path.read_text(), str(path))
+    lines = path.read_text().splitlines()
+    top = {id(node) for statement in tree.body for node in ast.walk(statement)
+           if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top
+            and "#" not in lines[node.lineno - 1] and not lines[node.lineno - 2].strip().startswith("#")]
+
+
+def test_imports_sit_at_the_top_or_say_why_not():
+    found = [f"{path.relative_to(ROOT)}:{line}" for folder in TOP_LEVEL_IMPORTS for path in _sources(folder)
+             for line in _deferred_imports(path)]
+    assert not found, "imports inside functions without a reason:\n" + "\n".join(found)
