@@ -24,6 +24,9 @@ from typing import Callable, Sequence
 from irc.devices import Device, load_device
 from irc.devices.loader import MAX_CORES
 from irc.output import write_atomically
+from irc.planner.elk import elk_plan, preload_ops
+from irc.planner.llm import workload as build
+from irc.planner.op_table import FrontierCache
 
 TOPOLOGIES = ("all-to-all", "mesh-2d")
 COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal")
@@ -119,10 +122,6 @@ class Workload:
 
 def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
     """The CSV rows of one point (one per design); runs in a worker."""
-    from irc.planner.elk import elk_plan, preload_ops
-    from irc.planner.llm import workload as build
-    from irc.planner.op_table import FrontierCache
-
     device = point_device(load_device(base_device), point)
     model, layer_of = build(workload.model, workload.batch, workload.seq, workload.chips, workload.layers,
                             workload.factor)
@@ -178,10 +177,10 @@ def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], e
 
 def plot(rows: list[dict], path: str) -> None:
     """Latency against HBM bandwidth, one line per design and topology (s6.4, Figure 19)."""
-    import matplotlib
+    import matplotlib  # an optional extra ('.[plot]'): only a plot needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # once the Agg backend is chosen
 
     figure, axis = plt.subplots(figsize=(6, 4))
     keys = sorted({(row["design"], row["topology"], row["link_gbps"], row["cores"]) for row in rows})

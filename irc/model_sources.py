@@ -10,6 +10,21 @@ from __future__ import annotations
 
 import os
 
+from xdsl.utils.exceptions import ParseError
+
+from irc.diagnostics import format_parse_error, location_of
+from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
+from irc.lowering.model_from_ir import (
+    ModelIRError,
+    argument_input_bytes,
+    fallback_line,
+    function_model,
+    mtia_function_model,
+    opaque_fallbacks,
+)
+from irc.planner.bert import bert_model
+from irc.runner import RunError, find_function, parse_module
+
 BUILTIN_MODELS = {
     # name: (layers, hidden, heads, ffn, default sequence length)
     "bert-tiny": (2, 128, 2, 512, 128),
@@ -40,8 +55,6 @@ class ModelSource:
 
 
 def _builtin_source(model: str, layers: int | None, seq: int | None) -> ModelSource:
-    from irc.planner.bert import bert_model
-
     default_layers, hidden, heads, ffn, default_seq = BUILTIN_MODELS[model]
     layers = layers or default_layers
     seq = seq or default_seq
@@ -53,8 +66,6 @@ def _builtin_source(model: str, layers: int | None, seq: int | None) -> ModelSou
 
 
 def _function_of(module, entry: str | None, where: str):
-    from irc.runner import RunError, find_function
-
     try:
         return find_function(module, entry).function
     except RunError as error:
@@ -62,15 +73,6 @@ def _function_of(module, entry: str | None, where: str):
 
 
 def _spec_of_function(function, where: str, name: str | None = None, family: str = "ipu"):
-    from irc.lowering.model_from_ir import (
-        ModelIRError,
-        argument_input_bytes,
-        fallback_line,
-        function_model,
-        mtia_function_model,
-        opaque_fallbacks,
-    )
-
     try:
         input_bytes = None
         if family == "mtia":
@@ -83,8 +85,6 @@ def _spec_of_function(function, where: str, name: str | None = None, family: str
             if model is not None:
                 input_bytes = argument_input_bytes(found)
     except ModelIRError as error:
-        from irc.diagnostics import location_of
-
         raise ModelSourceError(f"{location_of(error.op)}: error: '{error.op.name}' op {error.message}") from None
     if model is None:
         raise ModelSourceError(f"error: {where}: @{label} has no op the planner can describe")
@@ -94,11 +94,6 @@ def _spec_of_function(function, where: str, name: str | None = None, family: str
 
 
 def _mlir_source(path: str, entry: str | None) -> ModelSource:
-    from xdsl.utils.exceptions import ParseError
-
-    from irc.diagnostics import format_parse_error
-    from irc.runner import parse_module
-
     try:
         with open(path) as handle:
             text = handle.read()
@@ -125,8 +120,6 @@ def _mlir_source(path: str, entry: str | None) -> ModelSource:
 
 
 def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
-    from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
-
     try:
         onnx_model = load_model(path)
         fixed = parse_shape_overrides(input_shapes)

@@ -35,12 +35,14 @@ from xdsl.passes import PassPipeline
 
 from irc import universe
 from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_dominance, verify_located
-from irc.output import npz_name_problem
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
 from irc.dialects.shift import KernelOp
+from irc.frontend.weights import module_weights_file
 from irc.interpreter.chip import Report
-from irc.interpreter.te_eval import compute_dtype, evaluation_limit
+from irc.interpreter.npu import npu_report
 from irc.interpreter.registry import all_interpreter_functions, chips_of
+from irc.interpreter.te_eval import compute_dtype, evaluation_limit
+from irc.output import npz_name_problem
 
 NAME_ATTR = "irc.name"
 WEIGHT_ATTR = "irc.weight"
@@ -358,8 +360,6 @@ def run(
     verify_dominance(signature.function)  # a module built in code is not verified by parse_module
     check_storable(signature.function)
     if inputs is None:
-        from irc.frontend.weights import module_weights_file
-
         # no inputs at all: random ones, weights included unless the module names a file
         unnamed = module_weights_file(module, _SOURCE_DIRS.get(module)) is None
         given = dict(random_inputs(signature, seed, weights=unnamed))
@@ -379,7 +379,6 @@ def run(
     named = {name: np.asarray(v) for name, v in zip(signature.result_names, results)}
     reports = [chip.report() for chip in chips_of(interpreter)]
     if not reports:  # an NPU program (IGO): its DRAM traffic and stalls
-        from irc.interpreter.npu import npu_report
 
         return named, npu_report(interpreter)
     return named, Report.combine(reports)
@@ -396,8 +395,6 @@ def run_function(
 def files_read(module: ModuleOp) -> list[tuple[str, str]]:
     """The files a run of ``module`` reads besides the program (its weights file), as
     ``(path, description)`` pairs: what no output of the run may overwrite."""
-    from irc.frontend.weights import module_weights_file
-
     path = module_weights_file(module, _SOURCE_DIRS.get(module))
     return [] if path is None else [(path, "the module's weights file (irc.weights)")]
 
@@ -454,8 +451,6 @@ def argument_shapes(signature: Signature) -> dict[str, tuple[int, ...]]:
 
 
 def _module_weights(module: ModuleOp, names: list[str], signature: Signature) -> dict[str, np.ndarray]:
-    from irc.frontend.weights import module_weights_file
-
     path = module_weights_file(module, _SOURCE_DIRS.get(module))
     if path is None:
         raise RunError(

@@ -16,7 +16,8 @@ import math
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import IntegerAttr, i64
+from onnx.reference import ReferenceEvaluator
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, i64
 
 from irc.frontend.onnx_attributes import check_axes
 from irc.frontend.onnx_graph import (
@@ -242,8 +243,6 @@ copy what must stay the same tensor)."""
 def fold(im: Importer, node, inputs) -> list[np.ndarray]:
     """Evaluate a node with constant inputs at import time (onnx.reference, or numpy for
     the ops in ``NUMPY_FOLDERS``)."""
-    from onnx.reference import ReferenceEvaluator
-
     if node.op_type in NUMPY_FOLDERS:
         return [np.asarray(v) for v in NUMPY_FOLDERS[node.op_type](node, *inputs)]
     if node.op_type == "Constant" and attr(node, "sparse_value") is not None:
@@ -1611,8 +1610,6 @@ def _mode(node) -> str:
 @converter("EmbeddingBag")
 def _embedding_bag(im, node, inputs):
     """``irc.dlrm.EmbeddingBag(weight, indices, offsets)``: PyTorch's embedding_bag."""
-    from xdsl.dialects.builtin import StringAttr
-
     weight, indices, offsets = inputs
     if len(shape_of(weight)) != 2 or len(shape_of(indices)) != 1 or len(shape_of(offsets)) != 1:
         raise NodeError("EmbeddingBag takes a 2-D table, 1-D indices and 1-D offsets")
@@ -1627,8 +1624,6 @@ def _embedding_bag(im, node, inputs):
 def _table_batched_embedding(im, node, inputs):
     """``irc.dlrm.TableBatchedEmbedding(weights, indices, offsets)`` with ``rows`` (ints,
     each table's rows): several EmbeddingBags in one op (section 6)."""
-    from xdsl.dialects.builtin import DenseArrayBase, StringAttr
-
     weights, indices, offsets = inputs
     rows = [int(r) for r in (attr(node, "rows") or [])]
     if not rows or sum(rows) != shape_of(weights)[0]:

@@ -14,6 +14,9 @@ from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.builtin import BuiltinFunctions
 from xdsl.interpreters.func import FuncFunctions
 
+from irc.interpreter.device import chips
+from irc.interpreter.mtia import machines
+
 # module:class of each level's InterpreterFunctions.
 LEVELS = (
     "irc.interpreter.te:TeFunctions",
@@ -35,7 +38,4 @@ def all_interpreter_functions() -> list[InterpreterFunctions]:
 
 def chips_of(interpreter) -> list:
     """The ``Chip``s (``irc.interpreter.chip``) a finished run executed on, for its report."""
-    from irc.interpreter.device import chips
-    from irc.interpreter.mtia import machines
-
     return list(chips(interpreter).values()) + list(machines(interpreter).values())

@@ -17,8 +17,13 @@ import os
 import sys
 from concurrent.futures import BrokenExecutor, CancelledError, ProcessPoolExecutor
 
+from irc.devices import DeviceError, load_device
 from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool
+from irc.dse import DseError, PointFailed, Workload, csv_text, plot, point_device, points, sweep
 from irc.output import OutputError, check_output, is_stream, same_output, write_atomically
+from irc.planner.elk import DESIGNS
+from irc.planner.llm import MODELS
+from irc.progress import Progress
 
 
 class DseToolError(Exception):
@@ -40,9 +45,6 @@ def _ints(text: str, flag: str) -> list[int]:
 
 
 def _arguments(argv):
-    from irc.planner.elk import DESIGNS
-    from irc.planner.llm import MODELS
-
     parser = ArgumentParser(prog="irc-dse", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="llama2-13b", choices=MODELS)
     parser.add_argument("--device", default="ipu-mk2-hbm", help="base device with off-chip memory")
@@ -67,7 +69,7 @@ def _executor(args, count: int):
     if not args.scheduler:
         return ProcessPoolExecutor(max_workers=min(args.workers, count)), None
     try:
-        from distributed import Client
+        from distributed import Client  # an optional extra ('.[dist]'): only --scheduler needs it
     except ImportError:
         raise DseToolError("--scheduler needs Dask's distributed (pip install 'irc[dist]')") from None
     try:
@@ -95,11 +97,6 @@ def _check_outputs(args) -> None:
 
 
 def run(argv=None) -> int:
-    from irc.devices import DeviceError, load_device
-    from irc.dse import DseError, PointFailed, Workload, csv_text, plot, point_device, points, sweep
-    from irc.planner.elk import DESIGNS
-    from irc.progress import Progress
-
     args = _arguments(argv)
     designs = tuple(d for d in args.designs.split(",") if d)
     try:
