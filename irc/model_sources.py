@@ -13,17 +13,7 @@ import os
 from xdsl.utils.exceptions import ParseError
 
 from irc.diagnostics import format_parse_error, location_of
-from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
-from irc.lowering.model_from_ir import (
-    ModelIRError,
-    argument_input_bytes,
-    fallback_line,
-    function_model,
-    mtia_function_model,
-    opaque_fallbacks,
-)
 from irc.planner.bert import bert_model
-from irc.runner import RunError, find_function, parse_module
 
 BUILTIN_MODELS = {
     # name: (layers, hidden, heads, ffn, default sequence length)
@@ -66,6 +56,8 @@ def _builtin_source(model: str, layers: int | None, seq: int | None) -> ModelSou
 
 
 def _function_of(module, entry: str | None, where: str):
+    from irc.runner import RunError, find_function  # startup: a built-in model needs no IR (nor the interpreter)
+
     try:
         return find_function(module, entry).function
     except RunError as error:
@@ -73,6 +65,15 @@ def _function_of(module, entry: str | None, where: str):
 
 
 def _spec_of_function(function, where: str, name: str | None = None, family: str = "ipu"):
+    from irc.lowering.model_from_ir import (  # startup: a built-in model needs no IR
+        ModelIRError,
+        argument_input_bytes,
+        fallback_line,
+        function_model,
+        mtia_function_model,
+        opaque_fallbacks,
+    )
+
     try:
         input_bytes = None
         if family == "mtia":
@@ -99,6 +100,8 @@ def _mlir_source(path: str, entry: str | None) -> ModelSource:
             text = handle.read()
     except OSError as error:
         raise ModelSourceError(f"error: --model: cannot read {path}: {error.strerror}") from None
+    from irc.runner import parse_module  # startup: only a .mlir model needs the parser (and the interpreter)
+
     try:
         module = parse_module(text, path)
     except ParseError as error:
@@ -120,6 +123,9 @@ def _mlir_source(path: str, entry: str | None) -> ModelSource:
 
 
 def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
+    # startup: only an ONNX model needs the importer (and onnx)
+    from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
+
     try:
         onnx_model = load_model(path)
         fixed = parse_shape_overrides(input_shapes)

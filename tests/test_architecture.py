@@ -274,14 +274,23 @@ line above) says why it cannot (an optional extra, a platform's module)."""
 
 
 def _deferred_imports(path: Path) -> list[int]:
-    """Lines of the imports inside functions or classes of ``path`` that give no reason."""
+    """Lines of the imports inside functions or classes of ``path`` that give no reason: a
+    comment on the import's line, or above the run of import lines it belongs to."""
     tree = ast.parse(path.read_text(), str(path))
     lines = path.read_text().splitlines()
     top = {id(node) for statement in tree.body for node in ast.walk(statement)
            if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+    def reasoned(line: int) -> bool:
+        if "#" in lines[line - 1]:
+            return True
+        above = line - 1
+        while above > 0 and lines[above - 1].strip().startswith(("from ", "import ")):
+            above -= 1
+        return above > 0 and lines[above - 1].strip().startswith("#")
+
     return [node.lineno for node in ast.walk(tree)
-            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top
-            and "#" not in lines[node.lineno - 1] and not lines[node.lineno - 2].strip().startswith("#")]
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top and not reasoned(node.lineno)]
 
 
 def test_imports_sit_at_the_top_or_say_why_not():

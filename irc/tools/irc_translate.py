@@ -32,8 +32,6 @@ from irc.frontend.loss import LossError, append_loss, append_output_gradients
 from irc.frontend.onnx_import import OnnxImportError, import_onnx, parse_shape_overrides
 from irc.frontend.weights import attach_weights, save_weights, weights_path_for
 from irc.output import OutputError, check_output, is_stream, npz_name_problem, same_output, write_atomically
-from irc.passes.te_autodiff import TeAutodiff
-from irc.runner import make_context
 
 
 class TranslateError(Exception):
@@ -63,6 +61,10 @@ def _arguments(argv):
 
 
 def _train(module, loss: str | None, output_gradient: bool) -> None:
+    # startup: only a training step needs the pass and the runner's context (which loads the interpreter)
+    from irc.passes.te_autodiff import TeAutodiff
+    from irc.runner import make_context
+
     try:
         if loss:
             append_loss(module, loss)
