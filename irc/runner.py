@@ -379,7 +379,6 @@ def run(
     named = {name: np.asarray(v) for name, v in zip(signature.result_names, results)}
     reports = [chip.report() for chip in chips_of(interpreter)]
     if not reports:  # an NPU program (IGO): its DRAM traffic and stalls
-
         return named, npu_report(interpreter)
     return named, Report.combine(reports)
 

@@ -738,7 +738,6 @@ class Chip:
         receivers = np.repeat(np.arange(cores), pieces.shape[1])
         piece_bytes = math.prod(piece_shape) * source.dtype.itemsize
         if self._on_mesh() and nbytes > 0:   # the busiest link's pieces (a box may be clipped: at most)
-
             # (a relayout priced at nothing moves what the producer's output shuffle
             # already paid for, IPU_COST_FACTS s5: as on an all-to-all exchange, no time)
             nbytes = exchange_bytes(self.device, senders, piece_bytes, receivers)

@@ -141,7 +141,6 @@ def relayout_cost(
     if on_mesh(device) and view is None and not whole:
         flows = block_flows(producer_spec, producer_plan, producer_tensor, consumer_spec, consumer_plan, tensor)
         if flows is not None:   # on the mesh, the pieces' routes (the chip prices them so)
-
             moved = exchange_bytes(device, *flows)
     return nbytes, float(cost.shift_cycles(device, moved)) + float(cost.sync_cycles(device))
 
