@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv clean
+.PHONY: demo test test-fast venv clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=...)"; exit 1; }
@@ -27,6 +27,11 @@ demo: $(STAMP)
 # The suite runs on every core the machine has (pytest-xdist); each test is independent.
 test: $(STAMP)
 	$(BIN)/python -m pytest tests -n auto
+
+# The edit loop: everything but the tests marked slow (whole models, lit, fuzzing,
+# brute-force searches), in under two minutes on two cores.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests -n auto -m "not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -45,22 +45,23 @@ from typing import ClassVar
 import numpy as np
 from xdsl.dialects.builtin import (
     I64,
-    DictionaryAttr,
-    FloatAttr,
     AffineMapAttr,
     ArrayAttr,
     BoolAttr,
     DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
     IntegerAttr,
     IntegerType,
     StringAttr,
     TensorType,
+    f32,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
-    var_operand_def,
     ParsePropInAttrDict,
     VarConstraint,
     base,
@@ -70,6 +71,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    var_operand_def,
 )
 from xdsl.utils.exceptions import VerifyException
 
@@ -155,8 +157,6 @@ def _origin(map_attr: AffineMapAttr, rank: int, what: str) -> None:
 
 def accumulator_element(element_type: Attribute) -> Attribute:
     """INT8 (any integer) products accumulate in INT32, FP16/BF16/FP32 in FP32."""
-    from xdsl.dialects.builtin import f32, i32
-
     return i32 if isinstance(element_type, IntegerType) else f32
 
 

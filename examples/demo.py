@@ -118,7 +118,7 @@ def training() -> bool:
     from irc.dialects.igo import GradPairOp
     from irc.dialects.npu import KernelOp
     from irc.lowering.igo_to_npu import COST_ORDER, plan_of
-    from irc.lowering.target import npu_device_of
+    from irc.target import npu_device_of
     from irc.passes.pipelines import TrainingPipeline
     from irc.passes.te_autodiff import TeAutodiff
     from irc.runner import make_context, run

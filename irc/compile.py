@@ -18,9 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 
 from irc.cost import DEFAULT_COST_MODEL
+from irc.dialects.shift import KernelOp
 from irc.interpreter.chip import Report
+from irc.interpreter.offchip import planned_lines
+from irc.lowering.te_to_rtensor import PLANNED_ATTR
+from irc.passes.pipelines import InferencePipeline
+from irc.runner import find_function, parse_module, random_inputs, run, run_function
 
 
 @dataclass
@@ -63,9 +69,7 @@ class RunReport:
                 f"interpreted {self.interpreted_model_cycles:,.0f} cycles (ratio {whole:.4f}); host I/O "
                 f"{100 * io:.1f}% of chip time: {edges}"
             )
-        from xdsl.dialects.func import FuncOp
 
-        from irc.interpreter.offchip import planned_lines
 
         if self.module is not None:
             for function in self.module.walk():
@@ -78,10 +82,6 @@ class RunReport:
 def planned_model_cycles(module: ModuleOp) -> float | None:
     """The model-wide plan's predicted cycles, summed over the functions `rtensor-partition`
     planned model-wide (their ``irc.planned_cycles``); None when none was."""
-    from xdsl.dialects.func import FuncOp
-
-    from irc.lowering.te_to_rtensor import PLANNED_ATTR
-
     values = [float(f.attributes[PLANNED_ATTR].value.data) for f in module.walk()
               if isinstance(f, FuncOp) and PLANNED_ATTR in f.attributes]
     return sum(values) if values else None
@@ -91,9 +91,6 @@ def compile_module(module: ModuleOp, device: str = "tiny16", cost: str = DEFAULT
     """Lower ``module`` (te level) to an allocated device program in place; also return the
     planner's predicted kernel cycles summed over its operators (what `rotation-align`
     records on each kernel as ``planned_cycles``, read between the passes)."""
-    from irc.dialects.shift import KernelOp
-    from irc.passes.pipelines import InferencePipeline
-
     planned = [0.0]
 
     def record(previous, module: ModuleOp, following) -> None:
@@ -110,8 +107,6 @@ def compile_and_run(te_module_text_or_module, device: str = "tiny16", cost: str 
     """Compile a te program for ``device`` and run it on the reference chip.
 
     Returns ``(results, report)``: results by name, and a ``RunReport`` (printable)."""
-    from irc.runner import find_function, parse_module, random_inputs, run, run_function
-
     if isinstance(te_module_text_or_module, str):
         module = parse_module(te_module_text_or_module, "<input>")
     else:

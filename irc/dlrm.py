@@ -33,6 +33,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from irc.planner.model import ModelOp
+from irc.planner.mtia import EmbeddingOp, EmbeddingSpec, MtiaModel
+from irc.planner.spec import OpSpec, TensorSpec
+
 
 @dataclass(frozen=True)
 class DlrmConfig:
@@ -226,10 +230,6 @@ def dlrm_inputs(config: DlrmConfig, int8_layers: tuple[str, ...] = (), seed: int
 
 def dlrm_mtia_model(config: DlrmConfig):
     """The model's operators for ``irc.planner.mtia.plan_model``, with Table III's classes."""
-    from irc.planner.model import ModelOp
-    from irc.planner.mtia import EmbeddingOp, EmbeddingSpec, MtiaModel
-    from irc.planner.spec import OpSpec, TensorSpec
-
     b, d, n = config.batch, config.dim, config.vectors
     act = 4          # f32 activations between operators
     ops, categories = [], {}

@@ -25,7 +25,14 @@ from irc.cost import DEFAULT_COST_MODEL
 from irc.devices import Device, load_device
 from irc.devices.loader import MAX_CORES
 from irc.devices.topology import allreduce_cycles
+from irc.model_sources import ModelSourceError, model_source
 from irc.output import write_atomically
+from irc.planner.elk import offchip_study, weight_bytes
+from irc.planner.errors import PlanError
+from irc.planner.llm import MODELS, allreduce_bytes
+from irc.planner.llm import workload as build
+from irc.planner.model import ModelSpecError
+from irc.planner.op_table import FrontierCache
 
 TOPOLOGIES = ("all-to-all", "mesh-2d")
 COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal", "of_bound")
@@ -124,7 +131,6 @@ class Workload:
 def chips_of(workload: Workload) -> int:
     """The chips ``workload`` is split over (its own, or 4 for a built-in model as ELK s5
     runs them, 1 for a model file)."""
-    from irc.planner.llm import MODELS   # deferred, as evaluate's
 
     return workload.chips if workload.chips is not None else 4 if workload.model in MODELS else 1
 
@@ -139,11 +145,6 @@ def workload_model(workload: Workload) -> tuple:
     model with no weights to preload, or a file that cannot be read, is a ``DseError``
     naming ``--model``; a chip count the model cannot be split over one naming
     ``--chips``."""
-    # deferred, as evaluate's: the planner and the frontend load in the workers that plan
-    from irc.model_sources import ModelSourceError, model_source
-    from irc.planner.elk import weight_bytes
-    from irc.planner.llm import MODELS, allreduce_bytes, workload as build
-    from irc.planner.model import ModelSpecError
 
     name, chips = workload.model, chips_of(workload)
     if name in MODELS:
@@ -187,10 +188,6 @@ def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
     token of a decode loop as the compiler plans it (`irc.planner.elk.offchip_study`,
     as benchmarks/elk.py reports them), ``of_bound`` each one's ratio to the overlap
     bound."""
-    from irc.planner.elk import offchip_study
-    from irc.planner.errors import PlanError
-    from irc.planner.op_table import FrontierCache
-
     device = point_device(load_device(base_device), point)
     model, layer_of, extra_hbm, allreduce = workload_model(workload)
     cache = FrontierCache(device, workload.cost)
@@ -248,10 +245,10 @@ def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], e
 
 def plot(rows: list[dict], path: str) -> None:
     """Latency against HBM bandwidth, one line per design and topology (s6.4, Figure 19)."""
-    import matplotlib
+    import matplotlib  # an optional extra ('.[plot]'): only a plot needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # once the Agg backend is chosen
 
     figure, axis = plt.subplots(figsize=(6, 4))
     keys = sorted({(row["design"], row["topology"], row["link_gbps"], row["cores"]) for row in rows})

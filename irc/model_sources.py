@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import os
 
+from xdsl.utils.exceptions import ParseError
+
+from irc.diagnostics import format_parse_error, location_of
+from irc.planner.bert import bert_model
+
 BUILTIN_MODELS = {
     # name: (layers, hidden, heads, ffn, default sequence length)
     "bert-tiny": (2, 128, 2, 512, 128),
@@ -40,8 +45,6 @@ class ModelSource:
 
 
 def _builtin_source(model: str, layers: int | None, seq: int | None) -> ModelSource:
-    from irc.planner.bert import bert_model
-
     default_layers, hidden, heads, ffn, default_seq = BUILTIN_MODELS[model]
     layers = layers or default_layers
     seq = seq or default_seq
@@ -53,7 +56,7 @@ def _builtin_source(model: str, layers: int | None, seq: int | None) -> ModelSou
 
 
 def _function_of(module, entry: str | None, where: str):
-    from irc.runner import RunError, find_function
+    from irc.runner import RunError, find_function  # startup: a built-in model needs no IR (nor the interpreter)
 
     try:
         return find_function(module, entry).function
@@ -62,7 +65,7 @@ def _function_of(module, entry: str | None, where: str):
 
 
 def _spec_of_function(function, where: str, name: str | None = None, family: str = "ipu"):
-    from irc.lowering.model_from_ir import (
+    from irc.lowering.model_from_ir import (  # startup: a built-in model needs no IR
         ModelIRError,
         argument_input_bytes,
         fallback_line,
@@ -83,8 +86,6 @@ def _spec_of_function(function, where: str, name: str | None = None, family: str
             if model is not None:
                 input_bytes = argument_input_bytes(found)
     except ModelIRError as error:
-        from irc.diagnostics import location_of
-
         raise ModelSourceError(f"{location_of(error.op)}: error: '{error.op.name}' op {error.message}") from None
     if model is None:
         raise ModelSourceError(f"error: {where}: @{label} has no op the planner can describe")
@@ -94,16 +95,13 @@ def _spec_of_function(function, where: str, name: str | None = None, family: str
 
 
 def _mlir_source(path: str, entry: str | None) -> ModelSource:
-    from xdsl.utils.exceptions import ParseError
-
-    from irc.diagnostics import format_parse_error
-    from irc.runner import parse_module
-
     try:
         with open(path) as handle:
             text = handle.read()
     except OSError as error:
         raise ModelSourceError(f"error: --model: cannot read {path}: {error.strerror}") from None
+    from irc.runner import parse_module  # startup: only a .mlir model needs the parser (and the interpreter)
+
     try:
         module = parse_module(text, path)
     except ParseError as error:
@@ -125,6 +123,7 @@ def _mlir_source(path: str, entry: str | None) -> ModelSource:
 
 
 def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
+    # startup: only an ONNX model needs the importer (and onnx)
     from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
 
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
+from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -52,8 +53,6 @@ def lazy(path: str) -> Callable[[], object]:
     module_name, attribute = path.split(":")
 
     def load():
-        from importlib import import_module
-
         return getattr(import_module(module_name), attribute)
 
     return load

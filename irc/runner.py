@@ -1,6 +1,11 @@
 """Run a function of an irc module on the reference interpreter, by name: the one path
 from IR and inputs to results (and the chip's report) for every tool.
 
+The interpreter executes what it is given and never lowers: a module holding
+``shift.kernel``s runs as the device program the passes make of it (`device_program`:
+``shift-to-device``, ``preload-schedule`` on a chip with off-chip memory and
+``device-alloc``, as the ``inference`` pipeline ends), looked up by name in the universe.
+
 Arguments and results are keyed by name: the ``irc.name`` argument/result attribute
 of the function (an imported model carries its ONNX input and output names there),
 else ``arg0``, ``arg1``, ... and ``result0``, ``result1``, ...
@@ -26,14 +31,18 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import BytesAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
+from xdsl.passes import PassPipeline
 
 from irc import universe
 from irc.diagnostics import LocatingParser, location_of, ops_children_first, verify_dominance, verify_located
-from irc.output import npz_name_problem
 from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
+from irc.dialects.shift import KernelOp
+from irc.frontend.weights import module_weights_file
 from irc.interpreter.chip import Report
-from irc.interpreter.te_eval import compute_dtype, evaluation_limit
+from irc.interpreter.npu import npu_report
 from irc.interpreter.registry import all_interpreter_functions, chips_of
+from irc.interpreter.te_eval import compute_dtype, evaluation_limit
+from irc.output import npz_name_problem
 
 NAME_ATTR = "irc.name"
 WEIGHT_ATTR = "irc.weight"
@@ -317,6 +326,21 @@ def _gib(nbytes: int) -> str:
     return f"{nbytes / 2**30:,.0f}" if nbytes < 2**30 * 1e15 else f"{nbytes / 2**30:.3g}"
 
 
+DEVICE_PIPELINE = "shift-to-device,preload-schedule{if_offchip=true},device-alloc"
+"""The passes that make a shift-level module the device program the interpreter runs (the
+end of the ``inference`` pipeline)."""
+
+
+def device_program(module: ModuleOp) -> ModuleOp:
+    """``module`` as the interpreter runs it: itself when it holds no ``shift.kernel``, else
+    a copy whose kernels `DEVICE_PIPELINE` lowered (the caller's module stays as it was)."""
+    if not any(isinstance(op, KernelOp) for op in module.walk()):
+        return module
+    lowered = module.clone()
+    PassPipeline.parse_spec(universe.all_passes(), DEVICE_PIPELINE).apply(make_context(), lowered)
+    return lowered
+
+
 def interpreter_for(module: ModuleOp) -> Interpreter:
     interpreter = Interpreter(module)
     for functions in all_interpreter_functions():
@@ -336,8 +360,6 @@ def run(
     verify_dominance(signature.function)  # a module built in code is not verified by parse_module
     check_storable(signature.function)
     if inputs is None:
-        from irc.frontend.weights import module_weights_file
-
         # no inputs at all: random ones, weights included unless the module names a file
         unnamed = module_weights_file(module, _SOURCE_DIRS.get(module)) is None
         given = dict(random_inputs(signature, seed, weights=unnamed))
@@ -347,13 +369,16 @@ def run(
     if missing:
         given.update(_module_weights(module, missing, signature))
     args = check_inputs(signature, given, allow_lossy)
-    interpreter = interpreter_for(module)
-    results = interpreter.call_op(signature.function, tuple(args))
+    program = device_program(module)
+    function = signature.function
+    if program is not module:   # the lowered copy's function of the same name, its relayouts checked too
+        function = find_function(program, function.sym_name.data).function
+        check_storable(function)
+    interpreter = interpreter_for(program)
+    results = interpreter.call_op(function, tuple(args))
     named = {name: np.asarray(v) for name, v in zip(signature.result_names, results)}
     reports = [chip.report() for chip in chips_of(interpreter)]
     if not reports:  # an NPU program (IGO): its DRAM traffic and stalls
-        from irc.interpreter.npu import npu_report
-
         return named, npu_report(interpreter)
     return named, Report.combine(reports)
 
@@ -369,8 +394,6 @@ def run_function(
 def files_read(module: ModuleOp) -> list[tuple[str, str]]:
     """The files a run of ``module`` reads besides the program (its weights file), as
     ``(path, description)`` pairs: what no output of the run may overwrite."""
-    from irc.frontend.weights import module_weights_file
-
     path = module_weights_file(module, _SOURCE_DIRS.get(module))
     return [] if path is None else [(path, "the module's weights file (irc.weights)")]
 
@@ -427,8 +450,6 @@ def argument_shapes(signature: Signature) -> dict[str, tuple[int, ...]]:
 
 
 def _module_weights(module: ModuleOp, names: list[str], signature: Signature) -> dict[str, np.ndarray]:
-    from irc.frontend.weights import module_weights_file
-
     path = module_weights_file(module, _SOURCE_DIRS.get(module))
     if path is None:
         raise RunError(

@@ -55,12 +55,15 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.cost import CostModelError
 from irc.diagnostics import location_of
 from irc.dialects import igo
 from irc.dialects.rtensor import GradPairOp, RelayoutOp, element_bytes, layout_types
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import ExprError
+from irc.lowering.rtensor_plan import relayout_onto
 from irc.planner import Plan, PlanError, SpecError
+from irc.planner.from_te import op_spec_from_expr
 from irc.planner.igo_pair import PairComparison, PairSpec, check_pair_plan, compare_pair, pair_spec
 
 PLANNED = "planned_cycles"
@@ -78,8 +81,6 @@ class PairPlanError(ValueError):
 def pair_spec_of(op) -> PairSpec:
     """The planner's `PairSpec` of an `igo.grad_pair` or `rtensor.grad_pair` (raises
     `SpecError` for a pair the planner cannot describe as one plan)."""
-    from irc.planner.from_te import op_spec_from_expr
-
     def spec(bound, operands, result):
         sizes = {name: element_bytes(value.type.get_element_type()) for name, value in zip(bound.expr.inputs, operands)}
         return op_spec_from_expr(bound, element_bytes(result.type.get_element_type()), tensor_bytes=sizes)
@@ -128,8 +129,6 @@ def plan_pairs(module: Operation, device, cost) -> dict[igo.GradPairOp, PairDeci
     """Plan every `igo.grad_pair` of `module` (module docstring): the fused ones and
     their plans; the others are put back as two ``te.op``s in place. An NPU pair (one
     carrying a tile order) is an error: it is `igo-to-npu`'s."""
-    from irc.cost import CostModelError
-
     decisions: dict[igo.GradPairOp, PairDecision] = {}
     cache: dict[PairSpec, PairComparison | str] = {}
     for op in [o for o in module.walk() if isinstance(o, igo.GradPairOp)]:
@@ -170,8 +169,6 @@ class PartitionGradPair(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: igo.GradPairOp, rewriter: PatternRewriter) -> None:
-        from irc.lowering.te_to_rtensor import PartitionTensorOp
-
         decision = self.decisions.get(op)
         if decision is None:
             return
@@ -189,7 +186,7 @@ class PartitionGradPair(RewritePattern):
                  op.w: next(n for n in bound_dx.expr.inputs if n != dy_name),
                  op.x: next(n for n in bound_dw.expr.inputs if n != dy_name)}
         for value in operands:
-            operands[value] = PartitionTensorOp._on_chip(value, layouts[names[value]], op, rewriter)
+            operands[value] = relayout_onto(value, layouts[names[value]], op, rewriter)
         attributes = {k: v for k, v in op.attributes.items()}
         attributes[PLANNED] = FloatAttr(float(decision.plan.score.cycles), f64)
         attributes[SUMMARY_ATTR] = StringAttr(summary(decision.comparison))
@@ -216,8 +213,6 @@ def check_pair(op: GradPairOp, device, cost) -> Plan:
     """Every constraint of the fused plan `op` states on `device` (the T10 constraints
     over its five tensors, `irc.planner.igo_pair.check_pair_plan`), its types' replicas
     and padding, and its ``planned_cycles``; the scored plan. Raises `PairPlanError`."""
-    from irc.cost import CostModelError
-
     plan = stated_plan(op)
     try:
         spec = pair_spec_of(op)

@@ -39,9 +39,24 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.cost.igo import (
+    BASELINES,
+    POLICIES,
+    Layer,
+    ScratchpadError,
+    Tiling,
+    evaluate,
+    operator_starts,
+    plan_transfers,
+    queue,
+    schedule,
+    split_of,
+)
+from irc.devices import load_device
+from irc.devices.loader import DeviceError
 from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width
-from irc.dialects.igo import GradPairOp
+from irc.dialects.igo import GradPairOp, forward_name
 from irc.dialects.npu import (
     FreeOp,
     GemmOp,
@@ -55,7 +70,8 @@ from irc.dialects.npu import (
     gemm_view,
 )
 from irc.dialects.target import TARGET_ATTR, TargetAttr
-from irc.lowering.target import npu_device_of, target_attr
+from irc.dialects.te import TensorOp
+from irc.target import npu_device_of, target_attr
 
 COST = "igo"
 """The cost model an NPU target names: `irc.cost.igo`'s scratchpad model."""
@@ -70,9 +86,6 @@ def npu_target(device) -> TargetAttr:
 def resolve_device(module: ModuleOp, name: str, cores: int):
     """The NPU to lower for: `name` (with `cores`, 0: the file's count), or the module's
     NPU target when `name` is empty."""
-    from irc.devices import load_device
-    from irc.devices.loader import DeviceError
-
     if not name:
         target = module.attributes.get(TARGET_ATTR)
         if not isinstance(target, TargetAttr):
@@ -96,8 +109,6 @@ def resolve_device(module: ModuleOp, name: str, cores: int):
 def kernel_program(rounds, transfers, dataflow: str) -> list:
     """The body ops of a schedule (`irc.cost.igo.schedule`) and its planned transfers
     (with frees), in program order (`irc.cost.igo.queue`)."""
-    from irc.cost.igo import queue
-
     parts: dict[tuple, set] = {}
     for steps in rounds:
         for step in steps:
@@ -121,8 +132,6 @@ def kernel_program(rounds, transfers, dataflow: str) -> list:
 
 def tiles_of(op) -> Tiling | None:
     """The tiles a gradient pair or kernel states (`tiles = array<i64: tm, tk, tn>`), if any."""
-    from irc.cost.igo import Tiling
-
     attr = op.tiles if isinstance(op, KernelOp) else op.attributes.get("tiles")
     if attr is None:
         return None
@@ -135,8 +144,6 @@ def plan_of(op, device, policy: str = "lru", tiling=None, baseline: str = "separ
     the ones it states (when they fit `device`: igo-fuse may have priced another NPU),
     else the best for its order and partition (`baseline`: what a ``sequential`` pair
     keeps between its two GEMMs)."""
-    from irc.cost.igo import Layer, ScratchpadError, evaluate, operator_starts, plan_transfers, schedule, split_of
-
     view = gemm_view(op.dx_expression.expr, op.dw_expression.expr, {
         "dY": tuple(op.dy.type.get_shape()), "W": tuple(op.w.type.get_shape()), "X": tuple(op.x.type.get_shape()),
         "dX": tuple(op.dx.type.get_shape()), "dW": tuple(op.dw.type.get_shape()),
@@ -173,8 +180,6 @@ def plan_of(op, device, policy: str = "lru", tiling=None, baseline: str = "separ
 
 def lower_pair(op: GradPairOp, device, policy: str = "lru", tiling=None, baseline: str = "separate") -> KernelOp:
     """The `npu.kernel` of a gradient pair (`tiling`: the pair's, or searched, when None)."""
-    from irc.cost.igo import ScratchpadError
-
     try:
         layer, tiling, rounds, transfers = plan_of(op, device, policy, tiling, baseline)
     except ViewError as error:
@@ -215,9 +220,6 @@ def batch_axes(op: GradPairOp) -> set[str]:
 def layer_name(op: GradPairOp) -> str:
     """The forward layer a pair differentiates (its contraction reading X and W, as
     `irc.passes.igo_fuse.forward_name` names it), else its gradients' names."""
-    from irc.dialects.igo import forward_name
-    from irc.dialects.te import TensorOp
-
     for use in op.w.uses:
         forward = use.operation
         if isinstance(forward, TensorOp) and forward is not op and op.x in forward.inputs and op.w in forward.inputs:
@@ -242,8 +244,6 @@ class IgoToNpu(ModulePass):
     baseline: str = "separate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.cost.igo import BASELINES, POLICIES
-
         if self.policy not in POLICIES:
             raise DiagnosticException(f"igo-to-npu: unknown policy={self.policy}; known: {', '.join(POLICIES)}")
         if self.baseline not in BASELINES:

@@ -38,19 +38,27 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from xdsl.dialects.builtin import DictionaryAttr
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.te import TensorOp
-from irc.dialects.te_expr import BoundExpr, ExprError
+from irc.dialects import igo
+from irc.dialects.rtensor import element_bytes
+from irc.dialects.shift import KernelOp
+from irc.dialects.te import OpaqueOp, TensorOp
+from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, ExprError, IndirectIndex
+from irc.lowering.igo_pair_partition import pair_spec_of
 from irc.planner.errors import PlanError, SpecError
+from irc.planner.from_te import op_spec_from_expr
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
+from irc.planner.igo_pair import search_pair
 from irc.planner.model import ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
+from irc.planner.mtia import EmbeddingOp, EmbeddingSpec, MtiaModel, StreamOp, StreamSpec
 from irc.planner.op_table import FrontierCache
 from irc.planner.plan import Plan
 from irc.planner.relayout import relayout_cost, tensor_elements
 from irc.planner.search import search
+from irc.planner.serialize import plan_to_dict
 from irc.planner.spec import OpSpec
 
 WEIGHT_ATTR = "irc.weight"
@@ -81,18 +89,12 @@ def is_weight(value: SSAValue) -> bool:
 
 
 def _element_bytes(op: TensorOp) -> int:
-    from irc.dialects.rtensor import element_bytes
-
     return element_bytes(op.output.type.get_element_type())  # type: ignore[union-attr]
 
 
 def describe(op: TensorOp):
     """``(bound, spec, None)`` for a te op the planner can describe, or ``(bound, None,
     why not)``; raises `ExprError` when its expression does not bind to its types."""
-    from irc.planner.from_te import op_spec_from_expr
-
-    from irc.dialects.rtensor import element_bytes
-
     bound = op.bound()
     try:
         sizes = {name: element_bytes(value.type.get_element_type())  # type: ignore[union-attr]
@@ -129,8 +131,6 @@ def is_movement(op) -> bool:
     """Whether ``op`` only moves data (``Y[...] = X[...]``: one read, affine indices, no
     reduction, one element type): a transpose, a merge or split of axes, a slice or a
     broadcast."""
-    from irc.dialects.te_expr import Access, AffineIndex
-
     if not isinstance(op, TensorOp):
         return False
     try:
@@ -170,8 +170,6 @@ def absorbed_movements(ops: list, plannable) -> set[TensorOp]:
     return; a chain starting at an argument must reach a planned op. Between planned ops
     they become the relayout from one to the other, at the edges the origins of the
     ``device.load`` or ``device.store`` (`irc.lowering.shift_to_device`)."""
-    from xdsl.dialects.func import ReturnOp
-
     candidates = [op for op in ops if is_movement(op) and (op not in plannable or is_layout_change(op))]
     absorbed = set(candidates)
     changed = True
@@ -251,8 +249,6 @@ def _tensor_dim_map(chain) -> tuple[int | None, ...] | None:
 def _spec_dims(access, shape) -> list[int | None] | None:
     """Per tensor dim of an access, its dim in the planner's `TensorSpec` (constant dims of
     extent 1 are none); None when a constant index picks from a larger dim."""
-    from irc.dialects.te_expr import AffineIndex
-
     dims, count = [], 0
     for index, size in zip(access.indices, shape):
         if not isinstance(index, AffineIndex):
@@ -335,9 +331,6 @@ def operand_read(op, position: int) -> tuple[BoundExpr, str]:
     """The bound expression reading operand ``position`` of ``op`` (a ``te.op``, a
     ``shift.kernel`` of one or several products, an ``igo.grad_pair``) and the tensor
     it names it."""
-    from irc.dialects import igo
-    from irc.dialects.shift import KernelOp
-
     if isinstance(op, KernelOp):
         name = op.operand_names()[position]
         return next(b for b in op.bounds() if name in b.expr.inputs), name
@@ -353,8 +346,6 @@ def operand_read(op, position: int) -> tuple[BoundExpr, str]:
 
 def _reads_whole(op, position: int) -> bool:
     """Whether ``op`` reads every element of its operand ``position`` (no window of it)."""
-    from irc.dialects.te_expr import AffineIndex
-
     bound, name = operand_read(op, position)
     extents = bound.extent
     for index, size in zip(bound.expr.accesses_of(name)[0].indices, bound.shapes[name]):
@@ -396,8 +387,6 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
     Raises `ModelIRError` for an expression that does not bind to its operand shapes,
     and (with ``strict``) for an op the planner cannot describe.
     """
-    from irc.lowering.igo_pair_partition import pair_spec_of
-
     label = name or function.sym_name.data
     result = FunctionModel(label, None)
     ops = live_tensor_ops(function)  # dead ops never run: not planned
@@ -474,8 +463,6 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
 def _written(value: SSAValue) -> tuple[BoundExpr, str]:
     """The bound expression writing ``value`` (a te op's output, or a fused pair's dX or
     dW) and the tensor it names it."""
-    from irc.dialects import igo
-
     producer = value.owner
     if isinstance(producer, igo.GradPairOp):
         bound = producer.bound_dx() if value is producer.dx else producer.bound_dw()
@@ -537,8 +524,6 @@ class ModelDecision:
         return sum(op.idle_bytes for op in self.ops)
 
     def to_dict(self) -> dict:
-        from irc.planner.serialize import plan_to_dict
-
         total = self.seconds
         return {
             "model": self.model_plan.model,
@@ -595,8 +580,6 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
             if cache is not None:
                 plans[op.spec] = cache.named_plan(op.spec, cache.op_table(op).active[-1], op.pair)
             elif op.pair is not None:
-                from irc.planner.igo_pair import search_pair
-
                 found, _ = search_pair(op.pair, device, cost)
                 plans[op.spec] = Plan(found.plan.axes, found.plan.op_factors, found.plan.temporal_factors,
                                       found.score)
@@ -676,8 +659,6 @@ def decision_of(model: ModelSpec, planned: ModelPlan, cache: FrontierCache, per_
 
 def spec_of(op: TensorOp) -> OpSpec:
     """The `OpSpec` of one te op (raises `SpecError`)."""
-    from irc.planner.from_te import op_spec_from_expr
-
     return op_spec_from_expr(op.bound(), _element_bytes(op))
 
 
@@ -690,8 +671,6 @@ EMBEDDING_KINDS = ("EmbeddingBag", "TableBatchedEmbedding")
 
 
 def _element_size(value: SSAValue) -> int:
-    from irc.dialects.rtensor import element_bytes
-
     return element_bytes(value.type.get_element_type())  # type: ignore[union-attr]
 
 
@@ -699,8 +678,6 @@ def embedding_spec(op):
     """``(EmbeddingSpec, None)`` of a ``te.opaque "EmbeddingBag"`` / ``"TableBatchedEmbedding"``
     from its operand shapes (bags from the result, the pooling factor as lookups per bag,
     rows and dim from the table), or ``(None, why not)``."""
-    from irc.planner.mtia import EmbeddingSpec
-
     kind = op.kind.data
     if kind not in EMBEDDING_KINDS:
         return None, "no tensor expression states it: a vendor kernel the host runs"
@@ -729,8 +706,6 @@ def embedding_spec(op):
 def opaque_fallbacks(function: FuncOp) -> dict[Operation, str]:
     """Every ``te.opaque`` op of ``function`` with why the T10 planner leaves it to the
     host (it has no tensor expression; embedding lookups are planned on MTIA devices)."""
-    from irc.dialects.te import OpaqueOp
-
     found = {}
     for op in function.walk():
         if isinstance(op, OpaqueOp):
@@ -753,9 +728,6 @@ def stream_spec(op: TensorOp):
     """The ``irc.planner.mtia.StreamSpec`` of a te op run on MTIA's SIMD engines by its
     sizes (operands and result whole), or None for a gather (``E[I[i],j]``: its reads
     depend on the data, so its bytes are not its table's size)."""
-    from irc.dialects.te_expr import IndirectIndex
-    from irc.planner.mtia import StreamSpec
-
     expr = op.parsed()
     if any(isinstance(index, IndirectIndex) for name in expr.inputs for access in expr.accesses_of(name)
            for index in access.indices):
@@ -774,9 +746,6 @@ def mtia_function_model(function: FuncOp, *, name: str | None = None):
     embedding kind (``embedding_spec``). Returns ``(model or None, fallbacks)``: every
     other op - a gather inside a te op, any other opaque kind - is a fallback with its
     reason, never dropped."""
-    from irc.dialects.te import OpaqueOp
-    from irc.planner.mtia import EmbeddingOp, MtiaModel, StreamOp
-
     found = function_model(function, name=name)
     planned = dict(zip(found.ops, found.model.ops)) if found.model is not None else {}
     ops, fallbacks = [], {}

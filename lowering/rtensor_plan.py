@@ -1,5 +1,6 @@
 """Between an `rtensor.op` and the planner: its ``OpSpec``, its scored plan on the
-module's target, and the T10 constraint and idle-plan checks of ``rtensor-check``.
+module's target, and the T10 constraint and idle-plan checks of ``rtensor-check``; and
+how `rtensor-partition` moves a value into a planned layout (`relayout_onto`).
 
 The dialect states a plan; whether the plan is legal on a chip depends on the chip, so
 these checks live here, next to the target, and run as an explicit pass, never as a side
@@ -10,14 +11,18 @@ from __future__ import annotations
 
 import math
 
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint
+
 from irc.cost import CostModel
 from irc.devices import Device
-from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr, RTensorOp, layout_types
-from irc.lowering.target import device_and_cost
+from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr, RelayoutOp, RTensorOp, RTensorType, layout_types
 from irc.planner import Plan, PlanError, SpecError, check_plan
 from irc.planner.from_te import op_spec_from_expr
 from irc.planner.idle import IdlePlan, partition_elements, setup_cycles
 from irc.planner.spec import OpSpec
+from irc.target import device_and_cost
 
 
 class PlanCheckError(ValueError):
@@ -114,3 +119,16 @@ def check_op(op: RTensorOp, device: Device, cost: CostModel) -> Plan:
                 f"costs {math.ceil(setup)} cycles on {device.name} under {cost.name}"
             )
     return plan
+
+
+def relayout_onto(value: SSAValue, want: RTensorType, op: Operation, rewriter: PatternRewriter) -> SSAValue:
+    """``value`` in layout ``want`` for ``op`` (an ``rtensor.relayout`` inserted before it),
+    reusing an rtensor producer when there is one: a te.op's or a gradient pair's operand."""
+    producer = value.owner
+    if isinstance(producer, RelayoutOp) and isinstance(producer.source.type, RTensorType):
+        value = producer.source
+        if value.type == want:
+            return value
+    relayout = RelayoutOp(value, want)
+    rewriter.insert(relayout, InsertPoint.before(op))
+    return relayout.result

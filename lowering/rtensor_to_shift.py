@@ -39,10 +39,12 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.dialects.rtensor import IDLE_ATTR
-from irc.lowering.te_to_rtensor import PRELOAD_ATTR
-from irc.dialects.shift import KernelOp, RingOp
 from irc.diagnostics import location_of
+from irc.dialects.rtensor import IDLE_ATTR, GradPairOp, RelayoutOp, RTensorOp
+from irc.dialects.shift import KernelOp, RingOp
+from irc.lowering.igo_pair_partition import stated_plan
+from irc.lowering.te_to_rtensor import PRELOAD_ATTR
+from irc.target import TargetError, chip_cost_of, require_target
 
 
 def kernel_op_for(expressions, inputs, result_types, plan) -> KernelOp:
@@ -73,8 +75,6 @@ class LowerToHost(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        from irc.dialects.rtensor import GradPairOp, RelayoutOp, RTensorOp
-
         if isinstance(op, GradPairOp):
             self.lower_pair(op, rewriter)
         elif isinstance(op, RelayoutOp):
@@ -106,8 +106,6 @@ class LowerToHost(RewritePattern):
 
     def lower_pair(self, op, rewriter: PatternRewriter) -> None:
         """One kernel computing both gradients of a fused pair (module docstring)."""
-        from irc.lowering.igo_pair_partition import stated_plan
-
         dx, dw = op.dx_expression.expr, op.dw_expression.expr
         values = dict(zip(dx.inputs, op.operands_of_dx()))
         values.update(zip(dw.inputs, op.operands_of_dw()))
@@ -130,8 +128,6 @@ class EraseDeadRTensor(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        from irc.dialects.rtensor import GradPairOp, RelayoutOp, RTensorOp
-
         if isinstance(op, (RelayoutOp, RTensorOp, GradPairOp)) and all(not r.uses for r in op.results):
             rewriter.erase(op)
 
@@ -143,9 +139,6 @@ class RTensorToShift(ModulePass):
     name = "rtensor-to-shift"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.dialects.rtensor import GradPairOp, RTensorOp
-        from irc.lowering.target import TargetError, chip_cost_of, require_target
-
         for planned in op.walk():
             if isinstance(planned, (RTensorOp, GradPairOp)):
                 try:

@@ -14,17 +14,18 @@ import dataclasses
 from collections import OrderedDict
 
 import numpy as np
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
-
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.device import array_values, core_id, core_table
-from irc.dialects.shift import ComputeOp, KernelOp, LoopOp, RingOp
 from irc.cost import CostModelError
 from irc.devices import DeviceError
-from irc.dialects.dtypes import UnsupportedTypeError, numpy_dtype
-from irc.lowering.target import TargetError, cost_of, device_of, require_target
+from irc.dialects.device import array_values, core_id, core_table
+from irc.dialects.dtypes import UnsupportedTypeError, element_type, numpy_dtype
+from irc.dialects.shift import ComputeOp, KernelOp, LoopOp, RingOp
+from irc.dialects.target import TARGET_ATTR
+from irc.lowering.rtensor_to_shift import kernel_op_for
 from irc.planner import Plan, PlanError
 from irc.schedule.kernel import (
     AlignError,
@@ -35,6 +36,7 @@ from irc.schedule.kernel import (
     build_shift_kernel,
 )
 from irc.schedule.spec import UnsupportedExpression
+from irc.target import TargetError, cost_of, device_of, require_target, target_attr
 
 
 class KernelIRError(ValueError):
@@ -208,14 +210,6 @@ def kernel_module(kernel: ShiftKernel, input_dtypes: dict[str, np.dtype] | None 
     `shift.kernel` on its device: what `rotation-align` would have written for its plan
     (one result per product). ``input_dtypes`` gives the inputs' element types (default:
     the first output's)."""
-    from xdsl.dialects.builtin import ModuleOp, TensorType
-    from xdsl.dialects.func import FuncOp, ReturnOp
-
-    from irc.dialects.target import TARGET_ATTR
-    from irc.dialects.dtypes import element_type
-    from irc.lowering.rtensor_to_shift import kernel_op_for
-    from irc.lowering.target import target_attr
-
     dtypes = input_dtypes or {}
     input_types = [TensorType(element_type(dtypes.get(n, kernel.dtype)), kernel.bound_of(n).shapes[n])
                    for n in kernel.operand_names]

@@ -52,9 +52,9 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.diagnostics import location_of
 from irc.dialects.device import (
     AllocOp,
-    core_id,
     BufferType,
     FillOp,
     FreeOp,
@@ -67,18 +67,24 @@ from irc.dialects.device import (
     StoreOp,
     SyncOp,
     VectorOp,
+    core_id,
     core_table,
     core_vector,
     group_leaders,
     table_attr,
 )
+from irc.dialects.dtypes import element_type
+from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr
 from irc.dialects.shift import KernelOp
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import product_reads
-from irc.dialects.dtypes import element_type
+from irc.lowering.model_from_ir import absorbed_movements, input_homes, is_weight, read_view, through_movements
 from irc.lowering.relayout_pieces import block_pieces, setup_pieces
+from irc.lowering.shift_ir import KernelIRError, kernel_of
+from irc.lowering.te_to_rtensor import PRELOAD_ATTR, PRELOADED_ATTR
+from irc.planner.relayout import relayout_cost
 from irc.schedule.kernel import initial_placement
-from irc.diagnostics import location_of
+from irc.target import device_and_cost
 
 
 def _error(op: Operation, message: str) -> DiagnosticException:
@@ -159,16 +165,12 @@ def idle_weights(kernel, op: KernelOp, prefix: str, movements=frozenset()):
     """For each weight of ``op`` (a function argument marked ``irc.weight``, read directly
     or through data movements) with an idle plan on ``op``: the ops that load it once
     into its idle layout (applying the movements on the way), and its ``IdleWeight``."""
-    from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr
-    from irc.lowering.model_from_ir import is_weight, through_movements
-
     attr = op.attributes.get(IDLE_ATTR)
     if not isinstance(attr, IdlePlanAttr):
         return [], {}
     placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
     core = core_id() if placed else None
     idle_factors = op_idle_factors(kernel, attr)
-    from irc.lowering.target import device_and_cost  # noqa: PLC0415 (as device_ops: target reads lowering)
     syncs = device_and_cost(op)[0].syncs_per_shift   # a setup is one exchange phase (`irc.planner.idle`)
     ops, found = [], {}
     for name, value in zip(kernel.operand_names, op.inputs):
@@ -241,10 +243,6 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     order. Every per-core value is the kernel's geometry at the symbolic core id (module
     docstring); a kernel whose loops start elsewhere than the placement gets per-core
     tables."""
-    from irc.lowering.model_from_ir import read_view
-    from irc.lowering.target import device_and_cost
-    from irc.planner.relayout import relayout_cost
-
     resident = resident or {}
     weights = weights or {}
     loads = loads or {}
@@ -409,9 +407,6 @@ def lower_block(block: Block, counter: list[int]) -> None:
       applied by those relayouts, and at the edges by the loads and stores;
     - the host sees only the block's inputs and the values something other than a kernel
       reads (the function's results, a host-fallback op), each stored once."""
-    from irc.lowering.model_from_ir import absorbed_movements, input_homes, through_movements
-    from irc.lowering.shift_ir import KernelIRError, kernel_of
-
     kernel_ops = [op for op in block.ops if isinstance(op, KernelOp)]
     position = {op: i for i, op in enumerate(kernel_ops)}
     movements = absorbed_movements([op for op in block.ops if isinstance(op, (KernelOp, TensorOp))], set(kernel_ops))
@@ -453,8 +448,6 @@ def lower_block(block: Block, counter: list[int]) -> None:
     # weights with an idle plan rest in their idle layouts from the start, throughout;
     # on a function planned with ELK they rest in HBM instead and each is loaded into its
     # preload-state (idle) layout for its op only (`preload-schedule` moves the load earlier)
-    from irc.lowering.te_to_rtensor import PRELOAD_ATTR, PRELOADED_ATTR
-
     function = block.parent_op()
     preloaded = function is not None and PRELOADED_ATTR in function.attributes
     resting: dict[KernelOp, dict[str, IdleWeight]] = {}
@@ -552,8 +545,6 @@ def _load_home(block: Block, reader: KernelOp, home: tuple, kernels, movements, 
     """The copy of an input shared by several kernels, loaded from the host into the
     layout its home kernel (``home = (kernel op, operand index)``) reads it in, before
     ``reader`` (the first kernel reading it)."""
-    from irc.lowering.model_from_ir import through_movements
-
     op, index = home
     kernel = kernels[op]
     name = kernel.operand_names[index]

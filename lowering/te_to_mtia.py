@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, f64
 from xdsl.dialects.func import FuncOp
@@ -45,7 +44,8 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.cost.mtia import TILE_K, TILE_M, TILE_N
+from irc.cost.mtia import TILE_K, TILE_M, TILE_N, MtiaCostModel
+from irc.dialects.device import core_id
 from irc.dialects.dtypes import element_type, numpy_dtype
 from irc.dialects.mtia import (
     AccumulatorType,
@@ -83,12 +83,13 @@ from irc.dialects.mtia_plans import (
     StreamAttr,
 )
 from irc.lowering.model_from_ir import describe
-from irc.lowering.mtia_target import MtiaTargetError, require_mtia_target
 from irc.lowering.shift_to_device import identity_value
 from irc.planner.errors import PlanError
-from irc.schedule.kernel import AlignError
+from irc.planner.mtia import plain_matmul
+from irc.planner.plan import Plan
+from irc.schedule.kernel import AlignError, build_shift_kernel, initial_placement
 from irc.schedule.spec import UnsupportedExpression
-
+from irc.target import MtiaTargetError, require_mtia_target
 
 PLANNED_ATTR = "irc.planned_cycles"
 
@@ -96,8 +97,6 @@ PLANNED_ATTR = "irc.planned_cycles"
 def matmul_form(op: TensorOp):
     """``(spec, b_transposed)`` when ``op`` is a 2-d matmul C[m,n] += A[m,k] * B[k,n] (or
     B[n,k]) with A read first (``irc.planner.mtia.plain_matmul``), else None."""
-    from irc.planner.mtia import plain_matmul
-
     try:
         _, spec, _ = describe(op)
     except Exception:  # an expression that does not bind: the verifier's business
@@ -269,10 +268,6 @@ def rotation_kernel(op: TensorOp, fields, device):
     """The aligned compute-shift program (``irc.schedule.ShiftKernel``) of the T10 plan in
     ``mtia.rotation`` on the PE grid, priced by the ``mtia`` cost model as the planner
     priced it."""
-    from irc.cost.mtia import MtiaCostModel
-    from irc.planner.plan import Plan
-    from irc.schedule.kernel import build_shift_kernel
-
     bound, spec, reason = describe(op)
     if spec is None:
         raise DiagnosticException(f"te-to-mtia: '{op.expression.text}' carries an mtia.rotation but the planner "
@@ -319,9 +314,6 @@ def rotation_ops(kernel, op: TensorOp, homes) -> list:
     """The mtia ops of an aligned ``kernel`` for ``op``, as ``shift-to-device`` emits a
     device program: every per-PE value a closed form of the PE's number where the
     placement is T10's, else a table."""
-    from irc.dialects.device import core_id
-    from irc.schedule.kernel import initial_placement
-
     expr = kernel.bound.expr
     names = [expr.output.tensor, *expr.inputs]
     home = dict(zip(names, homes))

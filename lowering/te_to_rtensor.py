@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr, TensorType, f64
+from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr, TensorType, f64
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -52,21 +53,30 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.cost import CostModelError
+from irc.diagnostics import location_of
 from irc.dialects.rtensor import (
     IDLE_ATTR,
     IdlePlanAttr,
     RelayoutOp,
     RTensorOp,
-    RTensorType,
     layout_types,
 )
+from irc.dialects.target import TARGET_ATTR
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import AffineIndex, ExprError
-from irc.diagnostics import location_of
-from irc.dialects.target import TARGET_ATTR
+from irc.lowering.igo_pair_partition import PartitionGradPair, plan_pairs, unfuse
+from irc.lowering.model_from_ir import ModelIRError, argument_input_bytes, describe, function_model, plan_function
+from irc.lowering.rtensor_plan import relayout_onto
+from irc.planner import PlanError, search
+from irc.planner.elk import plan_offchip, planned_offchip
+from irc.planner.model import ModelFitError
+from irc.planner.op_table import FrontierCache
+from irc.planner.preload import PreloadFitError
+from irc.progress import Progress
+from irc.target import TargetError, cost_of, device_of, resolve_target
 
 PLANNED_ATTR = "irc.planned_cycles"
 """On a function planned model-wide: the cycles the plan predicts for it (operators,
@@ -89,7 +99,6 @@ preload order (s4.4) and the position of the first load that waits for it to fin
 preload frontier, s4.2); `preload-schedule` issues the loads so."""
 PRELOAD_DESIGNS = ("full", "dyn")
 PRELOAD_SPLITS = ("paper", "artifact")
-from irc.lowering.target import TargetError, cost_of, device_of, resolve_target
 
 MODES = ("model", "op")
 """Planning modes: T10 §4.3.2's model-wide trade-off, or every operator on its own."""
@@ -134,9 +143,6 @@ def plan_tensor_op(op: TensorOp, device, cost, cache: dict, strict: bool = True,
     when the planner cannot describe the op. `cache` maps `OpSpec`s to results: a
     model repeats its operators.
     """
-    from irc.lowering.model_from_ir import describe
-    from irc.planner import PlanError, search
-
     text = op.expression.text
     try:
         bound, spec, reason = describe(op)
@@ -183,18 +189,6 @@ class PartitionTensorOp(RewritePattern):
     idle: dict[TensorOp, IdlePlanAttr] = field(default_factory=dict)
     """The idle plan of each weight-carrying te.op (model-wide planning)."""
 
-    @staticmethod
-    def _on_chip(value: SSAValue, want: RTensorType, op: Operation, rewriter: PatternRewriter) -> SSAValue:
-        """`value` in layout `want`, reusing an rtensor producer when there is one."""
-        producer = value.owner
-        if isinstance(producer, RelayoutOp) and isinstance(producer.source.type, RTensorType):
-            value = producer.source
-            if value.type == want:
-                return value
-        relayout = RelayoutOp(value, want)
-        rewriter.insert(relayout, InsertPoint.before(op))
-        return relayout.result
-
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: TensorOp, rewriter: PatternRewriter) -> None:
         if op not in self.plans:
@@ -207,7 +201,7 @@ class PartitionTensorOp(RewritePattern):
         elements[expr.output.tensor] = result_type.get_element_type()
         layouts = layout_types(bound, plan, elements)
         inputs = [
-            self._on_chip(value, layouts[name], op, rewriter)
+            relayout_onto(value, layouts[name], op, rewriter)
             for name, value in zip(expr.inputs, op.inputs)
         ]
         attributes = dict(op.attributes)
@@ -287,8 +281,6 @@ class RTensorPartition(ModulePass):
         except TargetError as error:
             raise DiagnosticException(f"rtensor-partition: {error}") from None
         # Gradient pairs (igo-fuse on this chip) first: fused, or back to their two te.ops
-        from irc.lowering.igo_pair_partition import PartitionGradPair, plan_pairs
-
         pairs = plan_pairs(op, device, cost)
         # Plan everything first, so that a failure is one diagnostic on untouched IR.
         if self.mode == "op":
@@ -315,12 +307,6 @@ class RTensorPartition(ModulePass):
         )
 
     def _plan_model(self, module: ModuleOp, device, cost, pairs=None):
-        from irc.cost import CostModelError
-        from irc.planner.model import ModelFitError
-        from irc.lowering.model_from_ir import ModelIRError, function_model, plan_function
-        from irc.planner.op_table import FrontierCache
-        from irc.progress import Progress
-
         cache = FrontierCache(device, cost, min_utilization=self.min_utilization)
         searched: dict = {}
         plans, idle, fallbacks, planned = {}, {}, {}, {}
@@ -382,9 +368,6 @@ class RTensorPartition(ModulePass):
     def _unfuse_pairs(self, function, found, pairs, error, device):
         """Put ``found``'s fused pairs back as two te ops each, saying why, and model the
         function again (`irc.lowering.igo_pair_partition.unfuse`)."""
-        from irc.lowering.igo_pair_partition import unfuse
-        from irc.lowering.model_from_ir import ModelIRError, function_model
-
         for pair in found.pairs:
             del pairs[pair]
             unfuse(pair, f"run as two operators: the model-wide plan has no room for its fused pairs on "
@@ -399,14 +382,6 @@ class RTensorPartition(ModulePass):
         (seeds/004 s4.2-s4.4: each op's execute-state plan, the preload state its weights
         rest in while earlier ops run, the preload order and each op's frontier, recorded
         as ``irc.preload`` for ``preload-schedule``)."""
-        from types import SimpleNamespace
-
-        from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
-
-        from irc.lowering.model_from_ir import argument_input_bytes
-        from irc.planner.elk import plan_offchip, planned_offchip
-        from irc.planner.preload import PreloadFitError
-
         try:
             elk = plan_offchip(found.model, cache, self.preload, self.split, argument_input_bytes(found))
         except PreloadFitError as error:
@@ -438,8 +413,6 @@ class RTensorPartition(ModulePass):
     @staticmethod
     def _raise_unplaceable_op(found, cache) -> None:
         """An op no plan fits even alone is that op's error (as in ``mode=op``)."""
-        from irc.planner import PlanError
-
         for te_op, model_op in zip(found.ops, found.model.ops):
             try:
                 cache.op_table(model_op)

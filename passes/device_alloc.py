@@ -28,11 +28,13 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.dialects.device import AllocOp, FreeOp, ReduceOp, i64_attr
 from irc.diagnostics import location_of
+from irc.dialects.device import AllocOp, FreeOp, ReduceOp, i64_attr
+from irc.target import TargetError, device_of, require_target, set_target
 
 
 def first_fit(live: list[tuple[int, int]], size: int) -> int:
@@ -189,10 +191,6 @@ class DeviceAlloc(ModulePass):
     device: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from xdsl.dialects.func import FuncOp
-
-        from irc.lowering.target import TargetError, device_of, require_target, set_target
-
         if not any(isinstance(o, AllocOp) for o in op.walk()):
             return
         if self.device:

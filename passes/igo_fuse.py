@@ -37,6 +37,19 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.cost.igo import (
+    BASELINES,
+    MEMORIES,
+    Layer,
+    ScratchpadError,
+    best_order,
+    best_partition,
+    evaluate,
+    paper_order,
+    split_of,
+)
+from irc.devices import Device, load_device
+from irc.devices.loader import DeviceError
 from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width
 from irc.dialects.igo import ORDERS, SCHEMES, GradPairOp, contraction_reads, forward_name
@@ -110,8 +123,6 @@ def find_pairs(block: Block) -> list[Pair]:
 def layer_of(dx_expr: TensorExpr, dy_name: str, extents: dict[str, int], element_bytes: int, name: str):
     """The forward GEMM ``X(M,K) · W(K,N)`` of a dX expression ``dX += dY * W``: N is dY's
     axes dX folds, M the rest of dY's, K the axes of W that dY lacks (im2col view)."""
-    from irc.cost.igo import Layer
-
     (dy_access,) = [a for a in contraction_reads(dx_expr) if a.tensor == dy_name]
     (w_access,) = [a for a in contraction_reads(dx_expr) if a.tensor != dy_name]
     dy_axes = set(dy_access.axes)
@@ -124,8 +135,6 @@ def layer_of(dx_expr: TensorExpr, dy_name: str, extents: dict[str, int], element
 
 
 def choose_order(layer, choice: str, device, memory: str = "irc") -> str:
-    from irc.cost.igo import best_order, paper_order
-
     if choice in ORDERS:
         return choice
     if choice == "paper":
@@ -139,8 +148,6 @@ def choose_partition(layer, order: str, choice: str, device, baseline: str = "se
     split into 1, 2 or 4 parts over time, else into the cores) and keeps the cheapest,
     None when that is no split; ``none`` never splits; a scheme's name splits into the
     cores (2 parts over time on one core)."""
-    from irc.cost.igo import best_partition
-
     if choice == "none":
         return None
     if choice in SCHEMES:
@@ -155,8 +162,6 @@ def fuse(pair: Pair, choice: str, device, partition: str = "none", baseline: str
     inter-core chip (no order, no partition). On an NPU the pair records its order, its
     partition and the tiles its order and partition are priced with (`tiles`; on irc's
     memory model, the one igo-to-npu lowers to)."""
-    from irc.cost.igo import evaluate, split_of
-
     dx_expr, dw_expr = pair.dx.parsed(), pair.dw.parsed()
     g_dx, g_dw = _reads(pair.dx)[pair.dy], _reads(pair.dw)[pair.dy]
     # One name for dY in both expressions, different from the other tensors'.
@@ -220,10 +225,6 @@ class IgoFuse(ModulePass):
     memory: str = "irc"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.cost.igo import BASELINES, MEMORIES, ScratchpadError
-        from irc.devices import Device, load_device
-        from irc.devices.loader import DeviceError
-
         if self.order not in CHOICES:
             raise DiagnosticException(f"igo-fuse: unknown order={self.order}; known: {', '.join(CHOICES)}")
         if self.baseline not in BASELINES:

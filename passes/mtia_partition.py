@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import (
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc.cost.mtia import stream_cycles
 from irc.diagnostics import location_of
 from irc.dialects.mtia_plans import (
     EMBEDDING_ATTR,
@@ -56,11 +57,13 @@ from irc.dialects.mtia_plans import (
     RotationAttr,
     StreamAttr,
 )
-from irc.dialects.te import TensorOp
-from irc.lowering.mtia_target import MtiaTargetError, mtia_device_of, set_mtia_target
-from irc.lowering.model_from_ir import describe
+from irc.dialects.mtia import element_bytes, simd_traffic
+from irc.dialects.te import OpaqueOp, TensorOp
+from irc.lowering.model_from_ir import describe, embedding_spec, stream_spec
 from irc.lowering.te_to_mtia import matmul_form
 from irc.planner.errors import PlanError
+from irc.planner.mtia import mapping_space, place_operator, plan_embedding, plan_operator, stream_homes
+from irc.target import MtiaTargetError, mtia_device_of, set_mtia_target
 
 REMARK_ATTR = "irc.remark"
 
@@ -135,8 +138,6 @@ class MtiaPartition(ModulePass):
     rotation: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from irc.dialects.te import OpaqueOp
-
         try:
             target = set_mtia_target(op, self.device)
             device = mtia_device_of(target)
@@ -161,8 +162,6 @@ class MtiaPartition(ModulePass):
     def _plan_operator(self, te_op: TensorOp, device) -> None:
         """The planner's choice for the op (``irc.planner.mtia.plan_operator``): MTIA's
         mapping, a T10 rotation plan or the SIMD stream, whichever is cheapest."""
-        from irc.planner.mtia import place_operator, plan_operator
-
         _, spec, _ = describe(te_op)
         if spec is None:
             self._plan_stream(te_op, device)
@@ -181,8 +180,6 @@ class MtiaPartition(ModulePass):
             te_op.attributes[MAPPING_ATTR] = mapping_attr(plan.mapping, spec)
 
     def _plan_matmul(self, te_op: TensorOp, device, grid, splits) -> None:
-        from irc.planner.mtia import mapping_space, place_operator
-
         spec, _ = matmul_form(te_op)
         homes = place_operator(spec, device)
         try:
@@ -203,9 +200,6 @@ class MtiaPartition(ModulePass):
 
     @staticmethod
     def _plan_stream(te_op: TensorOp, device, levels=None) -> None:
-        from irc.lowering.model_from_ir import stream_spec
-        from irc.planner.mtia import stream_homes
-
         spec = stream_spec(te_op)
         if spec is None:
             te_op.attributes[REMARK_ATTR] = StringAttr(
@@ -222,9 +216,6 @@ class MtiaPartition(ModulePass):
 
     @staticmethod
     def _plan_opaque(te_op, device) -> None:
-        from irc.lowering.model_from_ir import embedding_spec
-        from irc.planner.mtia import plan_embedding
-
         spec, reason = embedding_spec(te_op)
         if spec is None:
             te_op.attributes[REMARK_ATTR] = StringAttr(f"not planned: {reason}")
@@ -249,9 +240,6 @@ def simd_planned_cycles(device, op, levels) -> float:
     (``irc.dialects.mtia.simd_traffic``), its iteration points on every PE's SIMD engine
     at the result's element size; the interpreter times ``mtia.simd`` with the same
     call."""
-    from irc.cost.mtia import stream_cycles
-    from irc.dialects.mtia import element_bytes, simd_traffic
-
     read, write = simd_traffic(op.inputs, op.results[0], levels)
     out = op.results[0].type.get_element_type()
     cycles, _ = stream_cycles(device, read, write, op.bound().iteration_points, element_bytes(out), device.pes)

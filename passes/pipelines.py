@@ -23,8 +23,21 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
+from xdsl.utils.exceptions import DiagnosticException
 
+from irc.devices import Device, load_device
+from irc.devices.loader import DeviceError
 from irc.diagnostics import verify_dominance
+from irc.lowering.igo_to_npu import IgoToNpu
+from irc.lowering.rtensor_to_shift import RTensorToShift
+from irc.lowering.shift_to_device import ShiftToDevice
+from irc.lowering.te_to_rtensor import RTensorPartition
+from irc.passes.device_alloc import DeviceAlloc
+from irc.passes.igo_fuse import IgoFuse
+from irc.passes.preload_schedule import PreloadSchedule
+from irc.passes.rotation_align import RotationAlign
+from irc.passes.rtensor_check import RTensorCheck
+from irc.passes.te_autodiff import TeAutodiff
 
 
 @dataclass(frozen=True)
@@ -46,14 +59,6 @@ class InferencePipeline(ModulePass):
     """T10's parallelism floor (``rtensor-partition``'s option; 0.9 is T10's)."""
 
     def passes(self) -> list[ModulePass]:
-        from irc.lowering.rtensor_to_shift import RTensorToShift
-        from irc.lowering.shift_to_device import ShiftToDevice
-        from irc.lowering.te_to_rtensor import RTensorPartition
-        from irc.passes.device_alloc import DeviceAlloc
-        from irc.passes.preload_schedule import PreloadSchedule
-        from irc.passes.rotation_align import RotationAlign
-        from irc.passes.rtensor_check import RTensorCheck
-
         return [
             RTensorPartition(device=self.device, cost=self.cost, preload=self.preload, split=self.split,
                              min_utilization=self.min_utilization),
@@ -101,14 +106,6 @@ class TrainingPipeline(ModulePass):
     memory: str = "irc"
 
     def passes(self) -> list[ModulePass]:
-        from xdsl.utils.exceptions import DiagnosticException
-
-        from irc.devices import Device, load_device
-        from irc.devices.loader import DeviceError
-        from irc.lowering.igo_to_npu import IgoToNpu
-        from irc.passes.igo_fuse import IgoFuse
-        from irc.passes.te_autodiff import TeAutodiff
-
         try:
             device = load_device(self.device)
         except DeviceError as error:

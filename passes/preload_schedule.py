@@ -39,15 +39,17 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, BlockArgument, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.dialects.device import AllocOp, FreeOp, LoadOp, PreloadAsyncOp, ReduceOp, StoreOp, WaitOp, i64_attr
 from irc.diagnostics import location_of
-from irc.passes.device_alloc import live_intervals, peak_live_bytes
+from irc.dialects.device import AllocOp, FreeOp, LoadOp, PreloadAsyncOp, ReduceOp, StoreOp, WaitOp, i64_attr
 from irc.lowering.te_to_rtensor import PLANNED_PEAK_ATTR, PRELOAD_ATTR, PRELOADED_ATTR
-
+from irc.passes.device_alloc import live_intervals, peak_live_bytes, place
+from irc.planner.preload import PreloadFitError, _order_bounds, widest_frontiers
+from irc.target import TargetError, device_of, require_target
 
 
 def operator_segments(ops: list[Operation]) -> list[int]:
@@ -132,8 +134,6 @@ class _Block:
         """Per operator, the most bytes per core live at one of its ops when nothing later
         is preloaded: everything the unmoved program holds there, plus its own preloaded
         buffers from the operator's start (they move there at the latest)."""
-        from irc.passes.device_alloc import live_intervals
-
         sequence = self.sequence(None)
         intervals = live_intervals(None, sequence)
         walk_top = [t for t, top in enumerate(sequence) for _ in top.walk()]
@@ -186,9 +186,6 @@ class _Block:
 
 def schedule_block(block: Block, capacity: int) -> BlockSchedule:
     """Rewrite ``block``'s HBM loads into preloads and waits (module docstring)."""
-    from irc.passes.device_alloc import live_intervals, place
-    from irc.planner.preload import PreloadFitError, _order_bounds, widest_frontiers
-
     shape = _Block(block)
     if not shape.loads:
         return BlockSchedule(0, False, 0, [], [])
@@ -290,10 +287,6 @@ class PreloadSchedule(ModulePass):
     pipeline's setting) instead of refusing it."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from xdsl.dialects.func import FuncOp
-
-        from irc.lowering.target import TargetError, device_of, require_target
-
         for func in op.walk():
             if not isinstance(func, FuncOp) or not func.body.blocks:
                 continue

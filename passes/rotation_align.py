@@ -26,8 +26,9 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.dialects.shift import KernelOp
 from irc.diagnostics import location_of
+from irc.dialects.shift import KernelOp
+from irc.lowering.shift_ir import KernelIRError, build_for, kernel_of, write_loops
 
 
 def _error(op, message: str) -> DiagnosticException:
@@ -39,8 +40,6 @@ class AlignKernel(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: KernelOp, rewriter: PatternRewriter) -> None:
-        from irc.lowering.shift_ir import KernelIRError, build_for, kernel_of, write_loops
-
         try:
             if op.loops() or op.has_compute():
                 kernel_of(op)

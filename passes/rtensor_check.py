@@ -23,7 +23,7 @@ from irc.diagnostics import location_of
 from irc.dialects.rtensor import GradPairOp, RTensorOp
 from irc.lowering.igo_pair_partition import PairPlanError, check_pair
 from irc.lowering.rtensor_plan import PlanCheckError, check_op
-from irc.lowering.target import TargetError, device_and_cost
+from irc.target import TargetError, device_and_cost
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.lowering.target import TargetError, set_target
+from irc.target import TargetError, set_target
 
 
 @dataclass(frozen=True)

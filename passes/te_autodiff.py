@@ -68,6 +68,7 @@ from irc.dialects.te_expr import (
     TensorExpr,
     walk_accesses,
 )
+from irc.plugins import plugin_gradient_rules
 
 GRAD_OF_ATTR = "irc.grad_of"
 """An argument attribute: this argument is the gradient of result ``i`` (an i64)."""
@@ -572,8 +573,6 @@ OPAQUE_RULES: dict[str, RuleFunction] = {}
 @cache
 def all_rules() -> tuple[GradientRule, ...]:
     """The plug-ins' rules (``IrcUniverse.gradient_rules``), then irc's."""
-    from irc.plugins import plugin_gradient_rules
-
     extra = [factory() for _owner, factory in plugin_gradient_rules().values()]
     return (*extra, *RULES)
 

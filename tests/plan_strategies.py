@@ -87,16 +87,16 @@ def random_inputs(bound, shapes, dtype, seed: int):
 
 def run_kernel(kernel, inputs: dict, device, cost):
     """Execute ``kernel`` (a built ``ShiftKernel`` for ``device``) the one way programs run:
-    as an aligned ``shift.kernel`` in a module targeting its device, on the interpreter.
-    Returns the output and the chip report."""
+    as an aligned ``shift.kernel`` in a module targeting its device, lowered to its device
+    program and run on the interpreter. Returns the output and the chip report."""
     from irc.interpreter.registry import chips_of
     from irc.lowering.shift_ir import kernel_module
-    from irc.runner import interpreter_for
+    from irc.runner import device_program, interpreter_for
 
     expr = kernel.bound.expr
     module = kernel_module(kernel, {n: np.asarray(inputs[n]).dtype for n in expr.inputs},
                            cost if isinstance(cost, str) else cost.name)
-    interpreter = interpreter_for(module)
+    interpreter = interpreter_for(device_program(module))
     (result,) = interpreter.call_op("main", tuple(np.asarray(inputs[n]) for n in expr.inputs))
     (chip,) = chips_of(interpreter)
     return np.asarray(result), chip.report()

@@ -18,6 +18,7 @@ CASES = int(os.environ.get("FUZZ_CASES", "75"))
 SEED = int(os.environ.get("FUZZ_SEED", "0"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", TOOLS)
 def test_every_case_ends_in_a_result_or_a_diagnostic(tool):
     bad = []

@@ -16,6 +16,7 @@ CASES = {"te-vs-device": 16, "device-files": 40}
 SEED = int(os.environ.get("FUZZ_SEED", "0"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group", sorted(CASES))
 def test_every_generated_case_ends_well(group):
     count = int(os.environ.get("FUZZ_CASES", CASES[group]))

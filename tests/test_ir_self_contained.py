@@ -8,11 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import irc.devices.loader as loader
 import irc.lowering.shift_ir as shift_ir
 from irc.compile import compile_and_run
 from irc.devices import DEVICE_DIR
-from irc.lowering.target import cost_of, device_of
+from irc.target import cost_of, device_of
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -55,6 +57,7 @@ def test_device_file_read_and_kernels_built_once_per_distinct_one(monkeypatch):
     assert len(read_back) == len(set(read_back)) == 3, read_back
 
 
+@pytest.mark.slow
 def test_an_aligned_module_is_read_not_rescheduled(tmp_path):
     """Lowering and running a module rotation-align already wrote never asks the schedule
     to decide anything (no ``build_shift_kernel``): the IR states the kernels."""
@@ -87,6 +90,7 @@ print(len(decided))
 def _run(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / args[0]), *args[1:]], capture_output=True, text=True, cwd=cwd)
 
+@pytest.mark.slow
 def test_compiled_module_moved_elsewhere_runs_without_its_device_file(tmp_path):
     build, elsewhere = tmp_path / "build", tmp_path / "elsewhere"
     build.mkdir()
@@ -110,6 +114,7 @@ def _device_ir(device: str, tmp_path: Path) -> str:
     assert out.returncode == 0, out.stderr
     return out.stdout
 
+@pytest.mark.slow
 def test_device_ir_grows_with_ops_not_cores(tmp_path):
     """64x512x256 on 1,472 cores is at most 3x the IR of the same matmul on 16 cores."""
     ipu, tiny = _device_ir("ipu-mk2", tmp_path), _device_ir("tiny16", tmp_path)
@@ -126,6 +131,7 @@ func.func @main(%a: tensor<512x4096xf16>, %b: tensor<4096x4096xf16>, %c: tensor<
 """
 
 
+@pytest.mark.slow
 def test_shifts_and_relayouts_on_1472_cores_state_no_per_core_lists(tmp_path):
     """A two-matmul chain on the IPU Mk2 rotates a tensor (device.shift) and moves the
     intermediate between the two kernels' layouts (device.relayout): every per-core value

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 FILECHECK_DIR = Path(__file__).parent / "filecheck"
 
 
+@pytest.mark.slow
 def test_filecheck_suite():
     bin_dir = Path(sys.executable).parent
     lit = shutil.which("lit", path=str(bin_dir)) or shutil.which("lit")

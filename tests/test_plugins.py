@@ -29,6 +29,7 @@ def test_registries_list_the_plugins_cost_model_and_device():
     assert fast.shift_cycles(chip, 1000) == pytest.approx(t10.shift_cycles(chip, 1000) / 2)
 
 
+@pytest.mark.slow
 def test_irc_plan_with_the_plugins_device_and_cost_model():
     done = _tool("irc-plan", "--expr", "C[m,n] += A[m,k] * B[k,n]", "--shape", "m=64,k=64,n=64",
                  "--device", "example-chip", "--cost", "example-fast-exchange")
@@ -36,6 +37,7 @@ def test_irc_plan_with_the_plugins_device_and_cost_model():
     assert "32768 B" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_whole_pipeline_on_the_plugins_device(tmp_path):
     lowered = _tool("irc-opt", ROOT / "examples/mlp.mlir", "-p",
                     "inference{device=example-chip cost=example-fast-exchange}", "-o", tmp_path / "mlp.device.mlir")

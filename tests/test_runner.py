@@ -11,6 +11,7 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 import numpy as np
+import pytest
 
 BIN = Path(sys.executable).parent
 
@@ -31,6 +32,7 @@ def _model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+@pytest.mark.slow
 def test_report_on_an_imported_model_with_side_weights(tmp_path):
     onnx.save(_model(), tmp_path / "dense.onnx")
     imported = _tool("irc-translate", "--import-onnx", "dense.onnx", "-o", "dense.mlir", cwd=tmp_path)

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 
+import numpy as np
+
 from irc.devices.device import Device
 
 Link = tuple  # ("in", node) | ("out", node) | ("mesh", from_core, to_core) | ("edge", controller, core)
@@ -163,8 +165,6 @@ def _preload_table(device: Device):
     """Per link of chip 0 that preloads cross: the link, its bytes per byte to every core
     (``preload_link_shares``), the most of them any one core receives through it, its
     bandwidth, and whether exchange transfers between cores use it (``_core_side``)."""
-    import numpy as np
-
     if device.offchip is None:
         raise ValueError(f"device '{device.name}' has no off-chip memory")
     count = device.offchip.controllers_per_chip
@@ -203,8 +203,6 @@ def multicast_link_bytes(device: Device, replicas: float = 1.0) -> dict[Link, fl
 
 
 def _multicast(shares, most, replicas: float):
-    import numpy as np
-
     return np.maximum(shares / max(1.0, replicas), most)
 
 
@@ -232,8 +230,6 @@ def preload_seconds(device: Device, bytes_per_core: float, hbm_bytes: float) -> 
 
 def _mesh_flows(device: Device, sources, nbytes, destinations):
     """The flows of a mesh transfer within one chip, as (rows, cols, r0, c0, r1, c1, bytes)."""
-    import numpy as np
-
     rows, cols = device.mesh
     per_chip = device.cores_per_chip
     src = np.asarray(sources, dtype=np.int64)
@@ -251,8 +247,6 @@ def _mesh_tables(rows, cols, r0, c0, r1, c1, weights):
     entry c the link between columns c and c + 1), then along the destination's column
     (south, north: [cols, rows + 1]). Vectorised: per line, a flow adds its bytes to the
     line's links between its ends (difference arrays)."""
-    import numpy as np
-
     def spread(shape, lines, begin, end, weight):
         table = np.zeros(shape)
         np.add.at(table, (lines, begin), weight)
@@ -270,8 +264,6 @@ def _mesh_tables(rows, cols, r0, c0, r1, c1, weights):
 def mesh_busiest(device: Device, sources, nbytes, destinations=None) -> tuple[float, int]:
     """``mesh_link_bytes``' busiest link's bytes and longest route's hops, without listing
     every link (what pricing a transfer needs)."""
-    import numpy as np
-
     rows, cols, r0, c0, r1, c1, weights = _mesh_flows(device, sources, nbytes, destinations)
     if not len(r0):
         return 0.0, 0
@@ -289,8 +281,6 @@ def mesh_link_bytes(device: Device, sources, nbytes, destinations=None) -> tuple
     packet of a link served in turn), and the longest route's hops. Transfers between
     chips (priced by the device's inter-chip overhead) are left out; chips are alike, so
     chip 0's links stand for all."""
-    import numpy as np
-
     rows, cols, r0, c0, r1, c1, weights = _mesh_flows(device, sources, nbytes, destinations)
     if not len(r0):
         return {}, 0
@@ -314,8 +304,6 @@ def exchange_links(device: Device, sources, nbytes, destinations=None) -> dict[L
     """The bytes each link of chip 0 carries in an exchange transfer (as
     ``mesh_link_bytes``): on an all-to-all exchange a flow occupies its source's egress
     and its destination's ingress port."""
-    import numpy as np
-
     if on_mesh(device):
         return mesh_link_bytes(device, sources, nbytes, destinations)[0]
     src = np.asarray(sources, dtype=np.int64)
@@ -336,8 +324,6 @@ def exchange_bytes(device: Device, sources, nbytes, destinations=None) -> float:
     exchange each core's port carries its own bytes (the largest ``nbytes``); on a mesh
     the busiest link's bytes (links shared by several routes serve them in turn, ELK s5),
     plus the longest route's hop latency as the bytes that time would carry."""
-    import numpy as np
-
     if not on_mesh(device):
         return float(np.max(nbytes)) if np.size(nbytes) else 0.0
     busiest, hops = mesh_busiest(device, sources, nbytes, destinations)

@@ -42,6 +42,7 @@ from xdsl.ir import Region
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.te_expr import ExprError
+from irc.frontend import onnx_ops  # the converters register themselves as it loads
 from irc.frontend.onnx_attributes import check_attributes, check_axes
 from irc.frontend.onnx_external import load_external_data
 from irc.frontend.onnx_graph import (  # noqa: F401 (re-exported for the importer's users)
@@ -305,8 +306,6 @@ def import_model(
     unless `owned` (the importer may then change it: `import_onnx`'s own copy, which
     saves a copy of every weight).
     """
-    from irc.frontend import onnx_ops  # the converters register themselves
-
     load_external_data(model, None)  # a model in memory has no folder: no file is read for it
     opset = _opset_of(model)
     if opset < MIN_OPSET:

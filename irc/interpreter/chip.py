@@ -39,13 +39,24 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, IndirectIndex, TensorExpr, fold, gather_parts, product_reads
 from xdsl.interpreter import InterpretationError
 
 from irc.cost import CostModel, CostModelError, OpWork, SubTask, get_cost_model
 from irc.devices import Device, load_device
+from irc.devices.topology import exchange_bytes, on_mesh, operator_contention, preload_pressure, preload_seconds
+from irc.dialects.te_expr import (
+    Access,
+    AffineIndex,
+    Binary,
+    BoundExpr,
+    IndirectIndex,
+    TensorExpr,
+    fold,
+    gather_parts,
+    product_reads,
+)
 from irc.interpreter import numerics
+from irc.interpreter.offchip import PreloadFlow, offchip_lines, offchip_summary, preload_link_rates
 from irc.interpreter.te_eval import compute_dtype, evaluate
 
 CORE_AXIS = "__core__"
@@ -223,7 +234,6 @@ class Report:
     def _offchip_dict(self) -> dict:
         if not self.hbm_events:
             return {}
-        from irc.interpreter.offchip import offchip_summary
 
         return {"offchip": offchip_summary(self)}
 
@@ -250,8 +260,6 @@ class Report:
         if self.interpreter_peak_bytes:
             lines.append(f"interpreter peak memory: {self.interpreter_peak_bytes / 2**20:,.0f} MiB (host)")
         if self.hbm_events:
-            from irc.interpreter.offchip import offchip_lines
-
             lines += offchip_lines(self)
         return "\n".join(lines)
 
@@ -294,7 +302,7 @@ class Report:
 def _peak_resident_bytes() -> int:
     """This process's peak resident memory (Linux reports it in KiB)."""
     try:
-        import resource
+        import resource  # POSIX only
     except ImportError:  # not on every platform
         return 0
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
@@ -630,8 +638,6 @@ class Chip:
         is done with the previous one (preloads are serial), and lasts the HBM roofline of
         the distinct tiles or the exchange's delivery of every core's tile, whichever is
         longer (``irc.devices.topology.preload_seconds``)."""
-        from irc.devices.topology import preload_seconds
-
         if self.device.offchip is None:
             raise self.fault(where, f"device.preload_async on {self.device.name}, which has no off-chip memory")
         self._gather_into(buffer, np.asarray(host), origins)
@@ -646,10 +652,6 @@ class Chip:
         event = Event("hbm", f"preload {buffer.name}", start, cycles, buffer.cores, where)
         self.hbm_events.append(event)
         if cycles > 0:
-            from irc.interpreter.offchip import PreloadFlow, preload_link_rates
-
-            from irc.devices.topology import preload_pressure
-
             rates = preload_link_rates(self.device, tile, cycles, hbm_bytes)
             event.links = rates   # the trace shows the preload on every link it loads
             self.flows.append(PreloadFlow(start, start + cycles, rates, preload_pressure(self.device, tile, cycles,
@@ -736,8 +738,6 @@ class Chip:
         receivers = np.repeat(np.arange(cores), pieces.shape[1])
         piece_bytes = math.prod(piece_shape) * source.dtype.itemsize
         if self._on_mesh() and nbytes > 0:   # the busiest link's pieces (a box may be clipped: at most)
-            from irc.devices.topology import exchange_bytes
-
             # (a relayout priced at nothing moves what the producer's output shuffle
             # already paid for, IPU_COST_FACTS s5: as on an all-to-all exchange, no time)
             nbytes = exchange_bytes(self.device, senders, piece_bytes, receivers)
@@ -896,8 +896,6 @@ class Chip:
         self.record_shift(buffer, source, cores, where)
 
     def _on_mesh(self) -> bool:
-        from irc.devices.topology import on_mesh
-
         return on_mesh(self.device)
 
     def record_shift(self, buffer: Buffer, source: np.ndarray, cores: int, where: str) -> None:
@@ -905,8 +903,6 @@ class Chip:
         model's shift of its bytes, on a mesh of the bytes its busiest link carries
         (``irc.devices.topology.exchange_bytes``); it shares the exchange with preloads
         (``close_operator``)."""
-        from irc.devices.topology import exchange_bytes
-
         moved = exchange_bytes(self.device, source, buffer.bytes) if self._on_mesh() else buffer.bytes
         cycles = self.cost.shift_cycles(self.device, moved) * self._overhead(cores)
         self._record("shift", f"shift {buffer.name}", cycles, cores, where)
@@ -923,8 +919,6 @@ class Chip:
         waits for the link (``irc.devices.topology.operator_contention``, ELK s3.3, s4.3),
         recorded as ``contention``. The window is the operator's events since the last one
         closed, waits for preloads and host I/O left out."""
-        from irc.devices.topology import operator_contention
-
         busy = [(e.start, e.start + e.cycles) for e in self.events[self.operator_first:]
                 if e.category not in ("preload_wait", "host_io", "contention") and e.cycles > 0]
         transfers, self.operator_transfers = self.operator_transfers, 0.0

@@ -39,7 +39,7 @@ from irc.interpreter.loops import Product as LoopProduct
 from irc.interpreter.numerics import fill_value
 from irc.interpreter.te_eval import evaluate
 from irc.dialects.dtypes import numpy_dtype
-from irc.lowering.target import TargetError, chip_cost_of, device_of, require_target
+from irc.target import TargetError, chip_cost_of, device_of, require_target
 from irc.dialects.target import TargetAttr
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr
 
+from irc.diagnostics import location_of
 from irc.dialects.dtypes import numpy_dtype
 
 Kernel = Callable[..., list[np.ndarray]]
@@ -143,8 +144,6 @@ def _scatter_elements(op, data, indices, updates):
 
 
 def _where(op) -> str:
-    from irc.diagnostics import location_of
-
     return f"{location_of(op)}: te.opaque \"{op.kind.data}\""
 
 

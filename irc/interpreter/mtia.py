@@ -26,10 +26,12 @@ import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.utils.exceptions import InterpretationError
 
+from irc.cost import OpWork, SubTask
 from irc.cost.mtia import (
     TILE_K,
     TILE_M,
     TILE_N,
+    MtiaCostModel,
     dma_arrival,
     dpe_block_cycles,
     edge_hops,
@@ -39,8 +41,9 @@ from irc.cost.mtia import (
     stream_cycles,
     tile_turnaround_cycles,
 )
-from irc.dialects.dtypes import numpy_dtype
+from irc.diagnostics import location_of
 from irc.dialects.device import core_table as _core_table
+from irc.dialects.dtypes import numpy_dtype
 from irc.dialects.mtia import (
     CircularBufferInitOp,
     CombineOp,
@@ -57,13 +60,15 @@ from irc.dialects.mtia import (
     StepOp,
     StoreOp,
     TileOp,
+    accumulator_element,
     element_bytes,
     simd_traffic,
 )
-from irc.diagnostics import location_of
+from irc.dialects.te import OpaqueOp, TensorOp
+from irc.interpreter.chip import Chip, scatter_tiles
 from irc.interpreter.kernels import KernelError, check_indices, check_offsets
 from irc.interpreter.te_eval import evaluate
-from irc.lowering.mtia_target import MtiaTargetError, require_mtia_target
+from irc.target import MtiaTargetError, require_mtia_target
 
 MACHINES_KEY = "mtia_machines"
 
@@ -195,9 +200,6 @@ class MtiaMachine:
         local memory, steps, shifts and reductions with real numbers, priced by the
         ``mtia`` cost model (its categories are moved into the kernel's record)."""
         if self._chip is None:
-            from irc.cost.mtia import MtiaCostModel
-            from irc.interpreter.chip import Chip
-
             self._chip = Chip(self.device, MtiaCostModel())
         return self._chip
 
@@ -208,8 +210,6 @@ class MtiaMachine:
 
 def _host_ops(op) -> list[str]:
     """The te ops of the program ``op`` belongs to, named as a report lists them."""
-    from irc.dialects.te import OpaqueOp, TensorOp
-
     top = op
     while top.parent_op() is not None:
         top = top.parent_op()
@@ -694,8 +694,6 @@ class MtiaFunctions(InterpreterFunctions):
 
     @impl(StepOp)
     def run_step(self, interpreter: Interpreter, op: StepOp, args: tuple[Any, ...]):
-        from irc.cost import SubTask
-
         machine = _machine(interpreter, op)
         output, *inputs = args
         tables = op.window_tables()
@@ -726,8 +724,6 @@ class MtiaFunctions(InterpreterFunctions):
 
     @impl(CombineOp)
     def run_combine(self, interpreter: Interpreter, op: CombineOp, args: tuple[Any, ...]):
-        from irc.cost import OpWork, SubTask
-
         machine = _machine(interpreter, op)
         (tile,) = args
         roles = {k: int(v.value.data) for k, v in op.roles.data.items()}
@@ -739,8 +735,6 @@ class MtiaFunctions(InterpreterFunctions):
 
     @impl(PutOp)
     def run_put(self, interpreter: Interpreter, op: PutOp, args: tuple[Any, ...]):
-        from irc.interpreter.chip import scatter_tiles
-
         machine = _machine(interpreter, op)
         device = machine.device
         (tile,) = args
@@ -778,8 +772,6 @@ def _pool_mode(gather: GatherOp) -> str:
 
 
 def accumulator_type(gather: GatherOp):
-    from irc.dialects.mtia import accumulator_element
-
     return accumulator_element(gather.table.type.get_element_type())
 
 

@@ -56,7 +56,7 @@ from irc.cost.igo import Layer, Tiling, closed_form_of, split_of
 from irc.cost.igo_array import run_step
 from irc.dialects.device import element_bytes
 from irc.interpreter.te_eval import compute_dtype
-from irc.lowering.target import TargetError, npu_device_of, require_target
+from irc.target import TargetError, npu_device_of, require_target
 
 RUNS_KEY = "npu_runs"
 CURRENT_KEY = "npu_current"

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import DictionaryAttr
+
+from irc.devices.topology import multicast_link_bytes, replication
+
 
 BREAKDOWN = ("preload", "execute", "overlapped", "interconnect")
 EXCHANGE = ("shift", "sync", "reduction", "relayout")
@@ -99,8 +103,6 @@ def preload_link_rates(device, bytes_per_core: float, cycles: float, hbm_bytes: 
     core receives ``bytes_per_core`` over ``cycles`` along the routes from the HBM
     controllers, the ``hbm_bytes`` read from HBM broadcast to the cores sharing them (None:
     no replicas; ``irc.devices.topology.multicast_link_bytes``)."""
-    from irc.devices.topology import multicast_link_bytes, replication
-
     replicas = 1.0 if hbm_bytes is None else replication(device, bytes_per_core, hbm_bytes)
     return {link: load * bytes_per_core / cycles for link, load in multicast_link_bytes(device, replicas).items()}
 
@@ -124,8 +126,6 @@ def planned_lines(function, report) -> list[str]:
     """What the ELK plan of ``function`` (its ``irc.preloaded`` attribute, written by
     ``rtensor-partition``) predicted beside what the run did: HBM busy and exposed load
     cycles. Nothing for a function planned without preloading."""
-    from xdsl.dialects.builtin import DictionaryAttr
-
     attr = function.attributes.get("irc.preloaded")
     if not isinstance(attr, DictionaryAttr) or not report.hbm_events:
         return []

@@ -1,7 +1,8 @@
-"""The interpreter implementations of every irc level, in one list.
+"""The interpreter implementations of every level irc executes, in one list.
 
-`irc.runner` registers all of them, so a program runs the same way at `te`,
-`rtensor`, `shift` or `device` level.
+`irc.runner` registers all of them, so a program runs the same way at `te`, `rtensor` or
+`device` level (and `igo`, `npu`, `mtia`). The `shift` level is not executed: the runner
+lowers it to the device program first (`irc.runner.device_program`), with the passes.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.builtin import BuiltinFunctions
 from xdsl.interpreters.func import FuncFunctions
 
+from irc.interpreter.device import chips
+from irc.interpreter.mtia import machines
+
 # module:class of each level's InterpreterFunctions.
 LEVELS = (
     "irc.interpreter.te:TeFunctions",
     "irc.interpreter.rtensor:RTensorFunctions",
-    "irc.interpreter.shift:ShiftFunctions",
     "irc.interpreter.device:DeviceFunctions",
     "irc.interpreter.igo:IgoFunctions",
     "irc.interpreter.mtia:MtiaFunctions",
@@ -35,7 +38,4 @@ def all_interpreter_functions() -> list[InterpreterFunctions]:
 
 def chips_of(interpreter) -> list:
     """The ``Chip``s (``irc.interpreter.chip``) a finished run executed on, for its report."""
-    from irc.interpreter.device import chips
-    from irc.interpreter.mtia import machines
-
     return list(chips(interpreter).values()) + list(machines(interpreter).values())

@@ -21,7 +21,7 @@ import numpy as np
 
 from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
-from irc.devices.topology import on_mesh
+from irc.devices.topology import mesh_busiest, on_mesh
 from irc.planner.constraints import PADDING_TOLERANCE, is_chain, minimum_cores
 from irc.planner.errors import PlanError
 from irc.planner.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
@@ -299,8 +299,6 @@ def _mesh_ring_bytes(device: Device, op_factors, free: tuple[int, ...], ring: in
         return float(nbytes)
     key = (device, tuple(int(f) for f in op_factors), free, ring, weight, trips)
     if key not in _MESH_RINGS:
-        from irc.devices.topology import mesh_busiest
-
         busiest, hops = mesh_busiest(device, ring_sources(op_factors, free, ring, weight, trips), 1.0)
         if len(_MESH_RINGS) > 4096:
             _MESH_RINGS.clear()

@@ -39,7 +39,7 @@ import numpy as np
 
 from irc.cost import CostModel, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
-from irc.devices.topology import on_mesh
+from irc.devices.topology import exchange_bytes, on_mesh
 from irc.planner.plan import Plan
 from irc.planner.spec import OpSpec
 
@@ -193,8 +193,6 @@ def setup_cycles(
     if events == 0:
         return 0.0
     if on_mesh(device) and active.score is not None:
-        from irc.devices.topology import exchange_bytes
-
         total = 0.0
         for w, count in gathered.items():   # one relayout per weight, on its routes
             if count:

@@ -56,6 +56,7 @@ import numpy as np
 
 from irc.cost import CostModel, CostModelError, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
+from irc.planner.enumerate import candidate_set
 from irc.planner.errors import PlanError, SpecError
 from irc.planner.idle import IdlePlan
 from irc.planner.igo_pair import PairSpec
@@ -64,6 +65,7 @@ from irc.planner.plan import Plan
 from irc.planner.relayout import dim_extents, relayout_cost, tensor_elements
 from irc.planner.serialize import plan_to_dict
 from irc.planner.spec import OpSpec
+from irc.planner.vector_score import score_candidates
 
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -915,8 +917,6 @@ def least_plan_bytes(spec: OpSpec, device: Device, cost: CostModel, error: PlanE
     ``error`` carries it, else over every partition, constraints aside)."""
     if error is not None and error.needed is not None:
         return int(error.needed)
-    from irc.planner.enumerate import candidate_set
-    from irc.planner.vector_score import score_candidates
 
     candidates = candidate_set(spec, device, 0.0, math.inf)
     if len(candidates) == 0:

@@ -37,7 +37,7 @@ import numpy as np
 
 from irc.cost import CostModel, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
-from irc.devices.topology import on_mesh
+from irc.devices.topology import exchange_bytes, on_mesh
 from irc.planner.plan import Plan
 from irc.planner.spec import OpSpec
 
@@ -141,8 +141,6 @@ def relayout_cost(
     if on_mesh(device) and view is None and not whole:
         flows = block_flows(producer_spec, producer_plan, producer_tensor, consumer_spec, consumer_plan, tensor)
         if flows is not None:   # on the mesh, the pieces' routes (the chip prices them so)
-            from irc.devices.topology import exchange_bytes
-
             moved = exchange_bytes(device, *flows)
     return nbytes, float(cost.shift_cycles(device, moved)) + float(cost.sync_cycles(device))
 

@@ -70,11 +70,13 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, Const, IndirectIndex
 from irc.cost import CostModel, DEFAULT_COST_MODEL, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
+from irc.dialects.te_expr import AffineIndex, BoundExpr, IndirectIndex
 from irc.planner import OpSpec, Plan, PlanError, check_plan
+from irc.planner.errors import SpecError
 from irc.planner.from_te import fold_changing_axes
+from irc.planner.igo_pair import check_pair_plan, pair_spec
 from irc.planner.roles import compute_roles, tensor_dim_axes
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
 
@@ -810,9 +812,6 @@ def _joint_score(bounds, plan: Plan, device: Device, cost: CostModel, dtypes):
     union of their tensors and the plan's score. A planner prices products together
     only as a layer's gradient pair (`irc.planner.igo_pair`: two contractions sharing
     one input, dY); anything else is ``UnsupportedExpression``."""
-    from irc.planner.errors import SpecError
-    from irc.planner.igo_pair import check_pair_plan, pair_spec
-
     dtypes = {name: np.dtype(d) for name, d in (dtypes or {}).items()}
     products = [_product(bound, dtypes.get(bound.expr.output.tensor, np.float16), dtypes) for bound in bounds]
     shared = set(products[0].inputs).intersection(*(p.inputs for p in products[1:])) if len(products) > 1 else set()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from irc.dialects.te_expr import AffineIndex, BoundExpr, gather_parts, walk_accesses
 from irc.planner import OpSpec, SpecError
+from irc.planner.from_te import op_spec_from_expr
 
 
 class UnsupportedExpression(ValueError):
@@ -23,8 +24,6 @@ class UnsupportedExpression(ValueError):
 def op_spec_from_bound(bound: BoundExpr, dtype_bytes: int, tensor_bytes: dict[str, int] | None = None) -> OpSpec:
     """The ``OpSpec`` of ``bound`` (tensors: output first, then inputs in operand order;
     ``tensor_bytes`` for tensors whose elements are not the output's size)."""
-    from irc.planner.from_te import op_spec_from_expr
-
     expr = bound.expr
     if gather_parts(expr) is None:
         for access in (expr.output, *walk_accesses(expr.body)):

@@ -24,8 +24,25 @@ import os
 import sys
 from concurrent.futures import BrokenExecutor, CancelledError, ProcessPoolExecutor
 
+from irc.devices import DeviceError, load_device
 from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool
+from irc.dse import (
+    DseError,
+    PointFailed,
+    Workload,
+    allreduce_exec_cycles,
+    chips_of,
+    csv_text,
+    plot,
+    point_device,
+    points,
+    sweep,
+    workload_model,
+)
 from irc.output import OutputError, check_output, is_stream, same_output, write_atomically
+from irc.planner.elk import DESIGNS
+from irc.planner.llm import MODELS
+from irc.progress import Progress
 
 
 class DseToolError(Exception):
@@ -47,9 +64,6 @@ def _ints(text: str, flag: str) -> list[int]:
 
 
 def _arguments(argv):
-    from irc.planner.elk import DESIGNS
-    from irc.planner.llm import MODELS
-
     parser = ArgumentParser(prog="irc-dse", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="llama2-13b", metavar="MODEL",
                         help=f"a built-in model ({', '.join(MODELS)}) or an .onnx or .mlir file")
@@ -80,7 +94,7 @@ def _executor(args, count: int):
         context = multiprocessing.get_context("forkserver")
         return ProcessPoolExecutor(max_workers=min(args.workers, count), mp_context=context), None
     try:
-        from distributed import Client
+        from distributed import Client  # an optional extra ('.[dist]'): only --scheduler needs it
     except ImportError:
         raise DseToolError("--scheduler needs Dask's distributed (pip install 'irc[dist]')") from None
     try:
@@ -108,12 +122,6 @@ def _check_outputs(args) -> None:
 
 
 def run(argv=None) -> int:
-    from irc.devices import DeviceError, load_device
-    from irc.dse import (DseError, PointFailed, Workload, csv_text, plot, point_device, points, sweep,
-                         allreduce_exec_cycles, chips_of, workload_model)
-    from irc.planner.elk import DESIGNS
-    from irc.progress import Progress
-
     args = _arguments(argv)
     designs = tuple(d for d in args.designs.split(",") if d)
     try:

@@ -30,7 +30,7 @@ from irc.diagnostics import (
     location_of,
     verify_located,
 )
-from irc.lowering.target import TargetError, check_targets
+from irc.target import TargetError, check_targets
 from irc.output import Collected, OutputError, check_output, write_atomically
 
 

@@ -40,10 +40,34 @@ import os
 import sys
 import time
 
-from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
+from xdsl.utils.exceptions import DiagnosticException
+
+from irc.cost import CostModelError, get_cost_model
+from irc.devices import DeviceError, load_device
 from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesting_error
+from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 from irc.output import OutputError, check_output, is_stream, write_atomically
+from irc.planner import (
+    Plan,
+    PlanError,
+    SpecError,
+    check_plan,
+    format_plan_seed003,
+    plan_from_json,
+    plan_to_dict,
+    search,
+)
+from irc.planner.baselines_model import fastest_bound, roller_plan, t10_plan, vgm_plan
+from irc.planner.elk import plan_offchip
+from irc.planner.from_te import op_spec_from_expr, reading_order
+from irc.planner.model import ModelFitError, max_batch
+from irc.planner.op_table import FrontierCache
+from irc.planner.preload import PreloadFitError
+from irc.progress import Progress
+from irc.target import FAMILY_PIPELINES
+from irc.tools import mtia_plan
+from irc.tools.mtia_plan import MtiaToolError, check_pairing
 
 BASELINES = ("t10", "vgm", "roller", "fastest", "basic", "static", "dyn")
 ELK_BASELINES = ("basic", "static", "dyn")
@@ -192,8 +216,6 @@ def _plan_line(spec, plan) -> str:
 
 
 def describe(spec, bound: BoundExpr, plan, device, dtype: str) -> str:
-    from irc.planner import format_plan_seed003
-
     score = plan.score
     padded = dict(zip(plan.axes, score.padded_extents))
     lines = [
@@ -225,8 +247,6 @@ def describe(spec, bound: BoundExpr, plan, device, dtype: str) -> str:
 
 
 def _json_plan(spec, plan) -> dict:
-    from irc.planner import plan_to_dict
-
     data = plan_to_dict(plan)
     data["seed003"] = {"F_op": list(plan.op_factors)}
     for tensor in (*spec.inputs, spec.output):
@@ -247,11 +267,6 @@ def run(argv=None) -> int:
 
 def _device_and_cost(args):
     """The requested device and cost model, or one diagnostic listing the known ones."""
-    from irc.cost import CostModelError, get_cost_model
-    from irc.devices import DeviceError, load_device
-
-    from irc.tools.mtia_plan import MtiaToolError, check_pairing
-
     try:
         device, cost = load_device(args.device), get_cost_model(args.cost)
         _check_family(device)
@@ -271,8 +286,6 @@ MTIA (its own mappings, ``--cost mtia``)."""
 def _check_family(device) -> None:
     """A device of a family irc-plan does not plan is one diagnostic saying what does
     compile for it."""
-    from irc.lowering.target import FAMILY_PIPELINES
-
     family = getattr(device, "family", "ipu")
     if family not in PLANNED_FAMILIES:
         advice = FAMILY_PIPELINES.get(family, "see its family's passes").format(name=device.name)
@@ -282,9 +295,6 @@ def _check_family(device) -> None:
 
 def run_operator(args) -> int:
     """One operator (``--expr``): its best plan, its frontier, or an explained plan."""
-    from irc.planner import Plan, PlanError, SpecError, check_plan, plan_from_json, search
-    from irc.planner.from_te import op_spec_from_expr, reading_order
-
     started = time.perf_counter()
     device, cost = _device_and_cost(args)
     if args.dtype not in DTYPE_BYTES:
@@ -295,7 +305,6 @@ def run_operator(args) -> int:
         spec = op_spec_from_expr(bound, DTYPE_BYTES[args.dtype], reading_order(bound))
     except SpecError as error:
         raise PlanToolError(f"error: the planner cannot describe '{expr}': {error}") from None
-    from irc.tools import mtia_plan
 
     if mtia_plan.is_mtia(device):  # MTIA's own mapping and T10 rotation plans (issue 16)
         try:
@@ -358,10 +367,6 @@ def run_operator(args) -> int:
 
 def _guarded(function, args) -> int:
     """Run one --model request: a `PlanToolError` or planner error is one diagnostic."""
-    from xdsl.utils.exceptions import DiagnosticException
-
-    from irc.cost import CostModelError
-
     try:
         return function(args)
     except (PlanToolError, ModelSourceError) as error:
@@ -433,15 +438,10 @@ def _row_dicts(rows):
 
 
 def _progress(total: int, title: str):
-    from irc.progress import Progress
-
     return Progress(total, title)
 
 
 def run_model(args) -> int:
-    from irc.planner.model import ModelFitError, max_batch
-    from irc.planner.op_table import FrontierCache
-
     started = time.perf_counter()
     device, cost = _device_and_cost(args)
     for flag in ("batch", "seq", "layers"):
@@ -454,7 +454,6 @@ def run_model(args) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib") from None
-    from irc.tools import mtia_plan
 
     def source_of():
         return model_source(args.model, entry=args.entry, input_shapes=args.input_shape, layers=args.layers,
@@ -492,7 +491,8 @@ def run_model(args) -> int:
         return _report_elk(args, model, fallbacks, input_bytes, device, cache, started, args.baseline)
     if args.baseline is not None:
         return _report_baseline(args, model, fallbacks, device, cost, cache, started)
-    from irc.lowering.model_from_ir import plan_function
+
+    from irc.lowering.model_from_ir import plan_function  # startup: --expr plans without the IR stack
 
     with _progress(len(model.ops), f"planning {model.name}") as bar:
         try:
@@ -536,9 +536,6 @@ def run_model(args) -> int:
 
 
 def _report_baseline(args, model, fallbacks, device, cost, cache, started) -> int:
-    from irc.planner.baselines_model import fastest_bound, roller_plan, t10_plan, vgm_plan
-    from irc.planner.model import ModelFitError
-
     function = {"t10": t10_plan, "vgm": vgm_plan, "roller": roller_plan, "fastest": fastest_bound}[args.baseline]
     with _progress(1, f"{args.baseline} baseline") as bar:
         try:
@@ -592,9 +589,6 @@ def _report_elk(args, model, fallbacks, input_bytes, device, cache, started, des
     execute-state plan, its preload state (the idle layout its weights arrive in), its
     share of the latency (the time from the previous op's end to its own, stalls for its
     loads included) and its bytes per core."""
-    from irc.planner.elk import plan_offchip
-    from irc.planner.preload import PreloadFitError
-
     if device.offchip is None:
         raise PlanToolError(
             f"error: --baseline {design}: ELK's designs stream weights from off-chip memory and {device.name} "
@@ -645,12 +639,11 @@ def _report_elk(args, model, fallbacks, input_bytes, device, cache, started, des
 def _plot(args, model, decision, device, cost) -> None:
     """Two panels: the chosen op's (memory, time) Pareto frontier, and the model's
     (idle memory, end-to-end time) curve of the states Algorithm 1 explored."""
-    import matplotlib
+    import matplotlib  # an optional extra ('.[plot]'): only a plot needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # once the Agg backend is chosen
 
-    from irc.planner import search
 
     names = [op.name for op in model.ops]
     if args.plot_op is not None:

@@ -26,9 +26,10 @@ from irc import runner
 from irc.diagnostics import ArgumentParser, decode_source, exit_tool, format_parse_error, location_of
 from irc.dialects.dtypes import UnsupportedTypeError
 from irc.interpreter.kernels import KernelError
-from irc.lowering.target import TargetError, check_targets
+from irc.interpreter.offchip import planned_lines
 from irc.output import OutputError, check_output, is_stream, same_output, write_atomically
 from irc.runner import RunError, parse_module
+from irc.target import TargetError, check_targets
 
 
 def _arguments(argv):
@@ -109,7 +110,6 @@ def run(argv=None) -> int:
         print(f"wrote the chip timeline to {args.trace}", file=sys.stderr)
     if report is not None and args.report:
         print(report)
-        from irc.interpreter.offchip import planned_lines
 
         for line in planned_lines(runner.find_function(module, args.entry).function, report):
             print(line)

@@ -25,8 +25,10 @@ import zipfile
 
 import numpy as np
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException
 
 from irc.diagnostics import ArgumentParser, exit_tool
+from irc.frontend.loss import LossError, append_loss, append_output_gradients
 from irc.frontend.onnx_import import OnnxImportError, import_onnx, parse_shape_overrides
 from irc.frontend.weights import attach_weights, save_weights, weights_path_for
 from irc.output import OutputError, check_output, is_stream, npz_name_problem, same_output, write_atomically
@@ -59,9 +61,7 @@ def _arguments(argv):
 
 
 def _train(module, loss: str | None, output_gradient: bool) -> None:
-    from xdsl.utils.exceptions import DiagnosticException
-
-    from irc.frontend.loss import LossError, append_loss, append_output_gradients
+    # startup: only a training step needs the pass and the runner's context (which loads the interpreter)
     from irc.passes.te_autodiff import TeAutodiff
     from irc.runner import make_context
 

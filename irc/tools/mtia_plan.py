@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 
+from irc.dlrm import CONFIGS, dlrm_mtia_model
+from irc.planner import PlanError, plan_to_dict
+from irc.planner.mtia import plan_model, plan_operator
+
 
 class MtiaToolError(Exception):
     """A request irc-plan cannot serve on an MTIA device; printed as one diagnostic."""
@@ -43,8 +47,6 @@ def _mapping_dict(mapping) -> dict | None:
 
 
 def operator_dict(plan) -> dict:
-    from irc.planner import plan_to_dict
-
     if plan.chosen == "embedding":
         return {"device": "mtia", "cost_model": "mtia", "chosen": "embedding", "cycles": plan.cycles,
                 "seconds": plan.seconds, "homes": dict(plan.homes), "bound": plan.bound,
@@ -95,9 +97,6 @@ def describe_operator(plan, expr: str, dtype: str, device) -> str:
 
 
 def run_operator(args, spec, bound, device, dtype: str) -> int:
-    from irc.planner import PlanError
-    from irc.planner.mtia import plan_operator
-
     if args.pareto or args.explain is not None:
         raise MtiaToolError("error: --pareto and --explain are for T10 plans of the IPU kind; "
                             f"on {device.name} irc-plan prints the chosen plan and its alternatives")
@@ -116,10 +115,6 @@ def run_model(args, source_of, device, progress) -> int:
     """A model's plan: a built-in DLRM (``irc.dlrm``: ``dlrm-small``, ``dlrm-lc``,
     ``dlrm-mc``, with its embedding tables and Table III's operator classes) or any model
     ``irc-plan --model`` reads (``source_of``)."""
-    from irc.dlrm import CONFIGS, dlrm_mtia_model
-    from irc.planner import PlanError
-    from irc.planner.mtia import plan_model
-
     if args.max_batch or args.baseline is not None or args.plot is not None:
         raise MtiaToolError("error: --max-batch, --baseline and --plot are for the IPU kind's T10 model plans")
     categories = {}

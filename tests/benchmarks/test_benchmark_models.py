@@ -90,6 +90,7 @@ def small_resnet(batch):
     return g.model(), table.ModelSpec("small-resnet", tuple(ops))
 
 
+@pytest.mark.slow
 def test_onnx_and_opspec_paths_agree_on_a_small_model():
     from irc.planner.op_table import FrontierCache
 
@@ -105,6 +106,7 @@ def test_onnx_and_opspec_paths_agree_on_a_small_model():
     assert imported.edge_bytes == 2 * (2 * 3 * 32 * 32 + 2 * 32 * 8 * 8)
 
 
+@pytest.mark.slow
 def test_the_table_plans_what_the_importer_produced():
     """One row through the whole path: ONNX import, Algorithm 1, baselines, host I/O."""
     from irc.planner.op_table import FrontierCache
@@ -120,6 +122,7 @@ def test_the_table_plans_what_the_importer_produced():
     assert row["conv_searches"] >= 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, device", [("bert-2-layers-f16", "ipu-mk2"), ("gpt2-lm-head", "tiny16"),
                                           ("resnet", "tiny16")])
 def test_the_host_io_column_is_what_the_compiled_model_spends(name, device):
@@ -148,6 +151,7 @@ def test_the_host_io_column_is_what_the_compiled_model_spends(name, device):
     assert table.host_io_bytes(decision, imported) >= decision.idle_bytes > 0
 
 
+@pytest.mark.slow
 def test_worker_processes_plan_the_rows_one_process_plans(monkeypatch):
     """``--jobs 2`` emits, in table order, the rows ``--jobs 1`` emits: batches doubling
     until the first that does not fit (the larger ones never planned)."""

@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from irc.devices import load_device
 
 _PATH = Path(__file__).parents[2] / "benchmarks" / "mtia.py"
@@ -25,6 +27,7 @@ def test_the_embedding_and_other_operator_tables_print(capsys):
     assert fractions and all(0 < f <= 100.0 for f in fractions)
 
 
+@pytest.mark.slow
 def test_the_gemm_dlrm_and_executed_sections_print(capsys):
     device = load_device("mtia-v1")
     bench.gemm_bench(device, quick=True)

@@ -4,9 +4,12 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 _PATH = Path(__file__).parents[2] / "benchmarks" / "fuzz.py"
 
 
+@pytest.mark.slow
 def test_the_figures_name_every_outcome_class(monkeypatch, capsys):
     spec = importlib.util.spec_from_file_location("benchmark_fuzz", _PATH)
     module = importlib.util.module_from_spec(spec)

@@ -9,6 +9,8 @@ section compares each pair's fused plan with its unfused pair."""
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from benchmarks.igo_workloads import bert_tiny, tinybert_4, transformer_encoder, workloads, yolov2_tiny
 from irc.cost.igo import Layer
 from irc.devices import load_device
@@ -102,6 +104,7 @@ def test_summary_prints_measured_reasons_where_ours_differ_from_the_paper():
         assert lines[2].startswith("    irc: reading dY once saves at most")
 
 
+@pytest.mark.slow
 def test_price_is_consistent_and_chooses_as_igo_fuse_does():
     text = transformer_encoder(2, 16, 64, 2, 128, dtype="f16")
     layers = igo.layers_of(text)
@@ -130,6 +133,7 @@ def test_price_is_consistent_and_chooses_as_igo_fuse_does():
         assert chosen[key] == cheapest(costs, FUSED_ORDERS)
 
 
+@pytest.mark.slow
 def test_ipu_section_compares_fused_and_unfused_pairs():
     with Progress(0, "test") as progress:
         lines, data = igo.ipu_section(["ncf"], 2, progress)
@@ -140,6 +144,7 @@ def test_ipu_section_compares_fused_and_unfused_pairs():
     assert data["ncf"]["kept_cycles"] <= data["ncf"]["unfused_cycles"] and data["ncf"]["undescribed"] == 0
 
 
+@pytest.mark.slow
 def test_ipu_pressure_section_compares_kernels_alone():
     """Kernel-only figures under a per-core budget, measured in the same run: the fused
     kernel where it is faster, never an arrival model."""

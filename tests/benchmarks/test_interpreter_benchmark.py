@@ -25,6 +25,7 @@ def test_matmul_rows_carry_ratios_and_match_the_plan(tmp_path, capsys):
     assert "x numpy" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_tiny_llama_layer_runs_at_te_and_device_level(tmp_path, capsys):
     out = tmp_path / "llama.json"
     bench.main(["--model", "llama2-13b-layer", "--workdir", str(tmp_path / "work"), "--batch", "2", "--past", "7",

@@ -7,9 +7,12 @@ carries them."""
 import json
 import math
 
+import pytest
+
 from benchmarks import model_plan_scale as scale
 
 
+@pytest.mark.slow
 def test_a_decoder_larger_than_sram_gets_an_elk_plan_and_the_narrow_one_algorithm1(tmp_path, capsys):
     out = tmp_path / "scale.json"
     assert scale.main(["--layers", "2", "--seq", "16", "--hidden", "256", "--heads", "2", "--ffn", "512",

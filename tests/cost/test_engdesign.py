@@ -126,6 +126,7 @@ def test_third_loop_hops_are_the_rings_of_the_tensor_its_predecessor_indexes():
     assert (score.cost.compute, score.cost.shift, score.cost.reduction) == (8, 170 + 853, 37)
 
 
+@pytest.mark.slow
 def test_reference_answer_7018():
     """The grader's reference answer for seed 003 is the optimum of irc's search."""
     best = search(SEED003, IPU, "engdesign").best
@@ -134,6 +135,7 @@ def test_reference_answer_7018():
     assert best.score.cost.compute == 6720 and best.score.cost.reduction == 0
 
 
+@pytest.mark.slow
 def test_seed003_answer_is_1_93x_the_grader_optimum():
     seed_answer = search(SEED003, IPU, "seed003").best
     under_grader = check_plan(SEED003, seed_answer.unscored(), IPU, "engdesign")
@@ -235,6 +237,7 @@ devices = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(
     shape=st.tuples(st.integers(1, 16), st.integers(1, 16), st.integers(1, 16)),
@@ -246,6 +249,7 @@ def test_search_matches_brute_force(shape, device, min_utilization, max_padding)
     assert_search_matches_brute_force(matmul_spec(*shape), device, min_utilization, max_padding)
 
 
+@pytest.mark.slow
 @given(shape=st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(1, 6), st.integers(1, 6)), device=devices)
 def test_batched_search_matches_brute_force(shape, device):
     assert_search_matches_brute_force(batched_matmul(*shape), device, 0.0, 1.5)
@@ -259,6 +263,7 @@ def test_tight_sram_forces_rotation_and_still_matches():
     assert any(f > 1 for factors in best.temporal_factors.values() for f in factors)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(4, 8, 8), (6, 8, 12)])
 def test_every_plan_scores_the_same_in_both_paths(shape):
     """Not only the frontier: every legal plan, priced one by one (brute force, check_plan)
@@ -286,6 +291,7 @@ func.func @main(%a: tensor<64x512xf16>, %b: tensor<512x256xf16>) -> tensor<64x25
 """
 
 
+@pytest.mark.slow
 def test_a_module_plans_under_engdesign_but_its_chip_program_is_refused_by_name(tmp_path):
     """engdesign prices whole operators (the grader's model): rtensor-partition plans with
     it, lowering to a chip program is a located error naming the cost model, and so is

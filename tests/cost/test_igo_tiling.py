@@ -8,6 +8,7 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
 from irc.cost import igo_tiling
 from irc.cost.igo import FUSED_ORDERS, ORDERS, Layer, Tiling, evaluate
@@ -16,6 +17,7 @@ from irc.devices.npu import NpuDevice
 SMALL = st.integers(1, igo_tiling.SMALL_EXTENT - 2)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(dims=st.tuples(SMALL, SMALL, SMALL), element=st.sampled_from([1, 2]), spm=st.sampled_from([48, 96, 200]),
        order=st.sampled_from(ORDERS), baseline=st.sampled_from(["separate", "shared", "paper"]),

@@ -37,7 +37,7 @@ def test_fields_round_trip(name):
 
 
 def test_target_attribute_carries_the_offchip_section():
-    from irc.lowering.target import device_of, target_attr
+    from irc.target import device_of, target_attr
 
     device = load_device("tiny16-hbm-mesh")
     attr = target_attr(device, "t10")

@@ -12,8 +12,7 @@ import pytest
 
 from irc.devices import DEVICE_DIR, DeviceError, device_from_fields, known_devices, load_device
 from irc.devices.schema import CHOICES, Field, Schema, describe_value
-from irc.lowering.target import target_attr
-from irc.lowering.target import field_value
+from irc.target import field_value, target_attr
 from tests.fuzz_devices import SCHEMAS, bad_values, delete_field, family_text, set_field
 
 FIELDS = [(family, field) for family, schema in SCHEMAS.items() for field in schema.fields]

@@ -12,7 +12,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from irc.dialects.target import TARGET_ATTR, target_of
-from irc.lowering.target import target_attr
+from irc.target import target_attr
 from irc.passes.rtensor_check import RTensorCheck
 from irc.lowering.rtensor_plan import idle_plan, op_spec, scored_plan, stated_plan
 from irc.dialects.rtensor import RelayoutOp, RTensorOp, RTensorType, layout_types
@@ -116,6 +116,7 @@ def test_types_print_and_parse_back():
         assert module.body.block.first_op.function_type.inputs.data[0] == type_
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(operator=st.integers(0, len(OPERATORS) - 1), device=st.sampled_from(DEVICES), pick=st.integers(0, 1000))
 def test_frontier_plans_verify_as_rtensor_ir(operator, device, pick):

@@ -22,6 +22,7 @@ def test_print_parse_print_is_identity(expr):
     assert str(parse_expression(str(parsed))) == text
 
 
+@pytest.mark.slow
 @given(st.text(max_size=60))
 def test_random_text_only_raises_expr_error(text):
     try:
@@ -32,6 +33,7 @@ def test_random_text_only_raises_expr_error(text):
             assert 0 <= error.column <= len(text)
 
 
+@pytest.mark.slow
 @given(expressions(), st.data())
 def test_mutated_text_only_raises_expr_error(expr, data):
     text = str(expr)

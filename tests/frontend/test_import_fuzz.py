@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
+import pytest
 
 from irc.frontend import OnnxImportError, import_model
 from irc.runner import RunError, run_function
@@ -89,6 +90,7 @@ def test_import_and_run_never_escape(case, seed):
     np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-4, equal_nan=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs(), st.sampled_from(["tiny4", "tiny16"]))
 def test_what_imports_compiles_and_runs_on_chip_as_at_te_level(case, device):

@@ -31,6 +31,8 @@ from irc.frontend.onnx_import import OnnxImportError, UnsupportedDtype, import_m
 from irc.frontend.onnx_ops import CONVERTERS
 from irc.runner import run_function
 
+pytestmark = pytest.mark.slow   # every case at te and device level: minutes
+
 LEVELS = ("te", "device")
 """Levels each case runs at: the importer's `te`, and `device` after the whole
 `inference` pipeline on a small test chip."""
@@ -211,6 +213,7 @@ def _table(level, results) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 def test_pass_rate_of_supported_ops(conformance, record_property):
     level, results, outcomes = conformance
     table = _table(level, results)

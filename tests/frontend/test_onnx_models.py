@@ -63,6 +63,7 @@ def test_gpt2_block(models):
         _check(models.build_gpt2_block(config), feeds)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["bert_layer", "vit_block", "resnet50_stage", "gpt2_block"])
 def test_full_size_configs_build(models, name):
     """The default (full-size) configurations are valid ONNX of the stated sizes."""

@@ -10,6 +10,7 @@ naming the core, the buffers and the bytes; the report and the Chrome trace; the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,19 +19,24 @@ from hypothesis import strategies as st
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType, f16, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.interpreter import InterpretationError
 from xdsl.ir import Block, Region
+from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import DiagnosticException
 
+from irc import universe
 from irc.devices import load_device
+from irc.dialects.shift import KernelOp
 from irc.interpreter.chip import Chip, ChipFault
 from irc.runner import run
 from irc.planner import PlanError, check_plan
-from irc.runner import parse_module
+from irc.runner import device_program as program_to_run
+from irc.runner import find_function, interpreter_for, make_context, parse_module
 from irc.schedule.kernel import build_shift_kernel
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
 from irc.dialects.target import TARGET_ATTR
 from irc.lowering.rtensor_to_shift import kernel_op_for
-from irc.lowering.target import target_attr
+from irc.target import target_attr
 from irc.lowering.shift_to_device import ShiftToDevice
 from irc.passes.device_alloc import DeviceAlloc
 from irc.passes.rotation_align import RotationAlign
@@ -60,6 +66,7 @@ def lower(module: ModuleOp) -> ModuleOp:
     return module
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(data=st.data(), op=operators(), device=st.sampled_from(DEVICES),
        dtype=st.sampled_from([np.float32, np.float16]))
@@ -255,6 +262,7 @@ def test_inference_pipeline_and_compile_and_run():
     assert "planned kernel time" in str(report)
 
 
+@pytest.mark.slow
 def test_seed003_problem_end_to_end_on_1472_cores():
     """32x5120x15360 f16 on the IPU Mk2 with the planner's chosen plan (t10 cost model)."""
     from irc.dialects.te_expr import parse_expression
@@ -318,3 +326,30 @@ def test_a_gather_whose_table_rotates_runs_at_device_level(grid, pace, element):
     score = check_plan(spec, plan, "tiny16", "t10")
     assert score.cost.shift > 0
     assert report.kernel_cycles == pytest.approx(score.cost.total, rel=1e-9)
+
+
+def test_a_shift_level_module_runs_as_its_device_program():
+    """The interpreter never lowers: the runner lowers a module holding shift.kernels with
+    the passes the inference pipeline ends with and runs the device program, so results
+    and report at shift level are the device program's (the model stays on chip between
+    its kernels), and the caller's module is left as it was."""
+    text = (Path(__file__).parents[2] / "examples" / "mlp.mlir").read_text()
+    shift = parse_module(text, "mlp.mlir")
+    passes = universe.all_passes()
+    PassPipeline.parse_spec(passes, "rtensor-partition{device=tiny16},rtensor-to-shift,rotation-align").apply(
+        make_context(), shift)
+    device = shift.clone()
+    PassPipeline.parse_spec(passes, "shift-to-device,device-alloc").apply(make_context(), device)
+    shift_results, shift_report = run(shift, None, None, seed=3)
+    device_results, device_report = run(device, None, None, seed=3)
+    assert shift_results.keys() == device_results.keys()
+    for name in shift_results:
+        np.testing.assert_array_equal(shift_results[name], device_results[name])
+    assert shift_report.cycles == device_report.cycles
+    assert shift_report.cycles["relayout"] > 0   # kernels hand their outputs on on chip
+    assert str(program_to_run(shift)) == str(device)
+    assert any(isinstance(op, KernelOp) for op in shift.walk())   # the caller's module, unlowered
+    function = find_function(shift, None).function
+    zeros = tuple(np.zeros(t.get_shape(), np.float32) for t in function.function_type.inputs)
+    with pytest.raises(InterpretationError, match="shift.kernel"):   # no @impl lowers it at run time
+        interpreter_for(shift).call_op(function, zeros)

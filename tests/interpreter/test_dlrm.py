@@ -163,6 +163,7 @@ def test_a_dlrm_plans_with_table_three_classes():
     assert plan.dram_weight_bytes == 26 * 12_000_000 * 16
 
 
+@pytest.mark.slow
 def test_the_built_in_dlrms_fall_in_table_four_ranges():
     # Table IV (GFLOPs per batch; GB): LC 0.014-0.032 and 4.5-53.2; MC 0.140-0.220 (its
     # 120-200 GB exceed one card's 64 GB of LPDDR: irc's MC keeps to one card)

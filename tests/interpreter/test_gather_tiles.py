@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import pytest
 
 from irc.interpreter.chip import gather_tiles
 
@@ -22,6 +23,7 @@ def reference(host, origins, shape):
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(data=st.data())
 def test_tiles_match_the_definition(data):

@@ -61,6 +61,7 @@ def assert_same_reduction(kind: str, te: np.ndarray, device: np.ndarray, allowed
     assert (difference <= allowed[finite]).all()
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(data=st.data(), kind=st.sampled_from(sorted(REDUCTIONS)), device=st.sampled_from(["tiny4", "tiny16"]),
        dtype=st.sampled_from([np.float32, np.float16]))

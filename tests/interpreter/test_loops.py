@@ -51,6 +51,7 @@ def run_both(monkeypatch, kernel, inputs, device):
     return outcomes
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(data=st.data(), op=operators(kinds=("matmul", "batched")), device=st.sampled_from(DEVICES),
        dtype=st.sampled_from([np.float32, np.float16]), slab_bytes=st.sampled_from([loops.SLAB_BYTES, 1]))

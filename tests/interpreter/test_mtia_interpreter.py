@@ -13,7 +13,7 @@ from irc.devices import load_device
 from irc.dialects.te import TensorOp
 from irc.interpreter.mtia import MtiaReport, MtiaRunError
 from irc.passes.mtia_partition import MAPPING_ATTR, MtiaPartition, mapping_attr, matmul_form
-from irc.lowering.mtia_target import set_mtia_target
+from irc.target import set_mtia_target
 from irc.lowering.te_to_mtia import TeToMtia
 from irc.planner.mtia import mapping_space
 from irc.runner import parse_module, run

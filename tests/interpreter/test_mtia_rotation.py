@@ -13,7 +13,7 @@ from irc.devices import load_device
 from irc.dialects.te import TensorOp
 from irc.lowering.model_from_ir import describe
 from irc.passes.mtia_partition import MAPPING_ATTR, ROTATION_ATTR, MtiaPartition, rotation_attr
-from irc.lowering.mtia_target import set_mtia_target
+from irc.target import set_mtia_target
 from irc.lowering.te_to_mtia import TeToMtia
 from irc.planner import PlanError, check_plan
 from irc.planner.mtia import mtia_cost_model, place_operator, plan_operator

@@ -58,6 +58,7 @@ def _nonzero(table: dict) -> dict:
     return {k: v for k, v in table.items() if v}
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     dims=st.tuples(st.integers(1, 60), st.integers(1, 60), st.integers(1, 60)),
@@ -203,6 +204,7 @@ def test_hand_traffic_executed_separate_baseline_in_parts():
 WORKLOADS = scaled_down()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 @pytest.mark.parametrize("device,cores", [("npu-edge", 0), ("npu-server", 4)])
 def test_workload_npu_program_equals_unfused(name, device, cores):

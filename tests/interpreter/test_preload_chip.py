@@ -184,6 +184,7 @@ SCALED_DECODERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCALED_DECODERS))
 def test_scaled_decoders_larger_than_sram_run_as_planned(name, tmp_path):
     from importlib import resources

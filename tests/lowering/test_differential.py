@@ -67,6 +67,7 @@ def run_case(bound, shapes, plan, device, cost, dtype, seed=0):
     return kernel
 
 
+@pytest.mark.slow
 @settings(max_examples=120)
 @given(data=st.data(), op=operators(), device=st.sampled_from(DEVICES),
        dtype=st.sampled_from([np.float32, np.float16]))
@@ -182,6 +183,7 @@ REDUCTION_BODIES = (
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(body=st.sampled_from(REDUCTION_BODIES), combiner=st.sampled_from(["+=", "max="]),
        rows=st.integers(1, 5), width=st.integers(1, 13), device=st.sampled_from(DEVICES),

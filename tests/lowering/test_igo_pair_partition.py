@@ -92,6 +92,7 @@ def model_plan_of(text: str, device: str = "tiny16"):
     return found, plan_function(found.model, FrontierCache(chip, cost))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("weights", [True, False], ids=["irc.weight", "plain-arguments"])
 def test_training_on_an_inter_core_chip_fuses_and_runs_the_unfused_numbers(weights):
     """With plain arguments (no ``irc.weight``) every layer has a pair, and the inputs

@@ -36,6 +36,7 @@ def _function(module) -> FuncOp:
     return next(op for op in module.walk() if isinstance(op, FuncOp))
 
 
+@pytest.mark.slow
 def test_llama2_13b_layer_with_its_lm_head_lowers_as_elk_planned():
     """Full size, compiled (its weights are arguments without data: the plan needs their
     shapes only): ELK plans it, and the program keeps the plan's frontiers and fits."""
@@ -57,6 +58,7 @@ def test_llama2_13b_layer_with_its_lm_head_lowers_as_elk_planned():
     assert text.count("device.preload_async") == len(function.arg_attrs.data) == len(weights) + 3   # each once
 
 
+@pytest.mark.slow
 def test_scaled_llama_layer_with_its_lm_head_runs_as_elk_planned():
     """The same graph at a twentieth of its width on tiny16-hbm (its 2.3 MB of weights
     twice the chip's SRAM): planned with ELK, run at the planned cycles, te's numbers."""

@@ -11,11 +11,12 @@ from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import pytest
 from xdsl.context import Context
 from xdsl.dialects.func import FuncOp
 
 from irc.devices import load_device
-from irc.lowering import model_from_ir
+from irc.lowering import te_to_rtensor
 from irc.lowering.model_from_ir import decision_of, function_model
 from irc.passes.device_alloc import live_intervals, peak_live_bytes
 from irc.passes.pipelines import InferencePipeline
@@ -83,6 +84,7 @@ def small_models(draw):
             f"  func.return {value} : {ty(tokens, width)}\n}}\n")
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=small_models(), device=st.sampled_from(("tiny16", "tiny16-hbm")), data=st.data())
 def test_a_random_plan_holds_what_it_counts(text, device, data):
@@ -107,7 +109,8 @@ def test_a_random_plan_holds_what_it_counts(text, device, data):
         return   # this plan does not fit: rtensor-check would refuse it
     decision = decision_of(model, planned, cache)
     compiled = module.clone()
-    with mock.patch.object(model_from_ir, "plan_function", lambda *args, **kwargs: decision):
+    # rtensor-partition plans through the name it imported: the drawn plan stands in for its search
+    with mock.patch.object(te_to_rtensor, "plan_function", lambda *args, **kwargs: decision):
         InferencePipeline(device=device).apply(Context(), compiled)
     (lowered,) = [op for op in compiled.walk() if isinstance(op, FuncOp)]
     assert peak_live_bytes(live_intervals(lowered)) == planned.peak_bytes

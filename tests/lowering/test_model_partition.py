@@ -142,6 +142,7 @@ def test_identical_layers_are_planned_once():
     assert len({(p.op_factors, tuple(sorted(p.temporal_factors.items()))) for p in matmuls}) == 1
 
 
+@pytest.mark.slow
 @settings(max_examples=12)
 @given(
     widths=st.lists(st.sampled_from([8, 16, 32, 64]), min_size=3, max_size=4),

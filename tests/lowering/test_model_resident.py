@@ -135,6 +135,7 @@ ONNX_MODELS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ONNX_MODELS))
 def test_exported_models_run_as_planned(name):
     """Whole models on chip: planned == interpreted to the cycle, host I/O only at the
@@ -161,6 +162,7 @@ def test_exported_models_run_as_planned(name):
             np.testing.assert_allclose(results[key], onnx_reference[key], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_bert_base_layer_runs_as_planned_on_the_ipu():
     """The real BERT-base encoder layer (batch 1, sequence 128, 768 wide, 12 heads) on the
     1,472-core IPU Mk2: the interpreted whole-model time (kernels, setups, relayouts)
@@ -190,6 +192,7 @@ def test_bert_base_layer_runs_as_planned_on_the_ipu():
     np.testing.assert_allclose(np.asarray(values[0]), want, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_f16_bert_layer_pads_only_reductions_it_can_and_runs_on_the_ipu():
     """An f16 BERT layer as the exporter writes it (LayerNorm's mean over a cast:
     ``M[d0,d1] += cast(A[d0,d1,d2]) * c``) on the 1,472-core IPU Mk2. Under T10's utilisation floor the planner pads

@@ -105,6 +105,7 @@ def check(bound, shapes, plan, device, dtype):
     return kernel
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(data=st.data(), op=onnx_operators(), device=st.sampled_from(DEVICES),
        dtype=st.sampled_from([np.float32, np.float16]))
@@ -115,6 +116,7 @@ def test_onnx_shaped_operators_match_te_and_planner(data, op, device, dtype):
     assume(check(bound, shapes, plan, device, dtype) is not None)
 
 
+@pytest.mark.slow
 @settings(max_examples=20)
 @given(op=onnx_operators(), device=st.sampled_from(DEVICES))
 def test_the_searched_plan_runs(op, device):
@@ -179,6 +181,7 @@ def test_products_with_constant_indices_take_the_blas_path():
         np.testing.assert_allclose(got, evaluate(bound, arrays, np.float32), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_bert_layer_runs_wholly_on_chip():
     """The imported BERT layer on tiny16: every op on chip, the mask's cast (i64 in, f32
     out: each tensor keeps its element type) planned like any elementwise op and the head

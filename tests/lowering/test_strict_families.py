@@ -33,6 +33,7 @@ func.func @main(%table: tensor<16x8xf32> {irc.name = "table", irc.weight}, %ids:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_strict_partition_and_numerics_at_te_and_device_level(family):
     model = FAMILIES[family]()
@@ -54,6 +55,7 @@ def test_strict_partition_and_numerics_at_te_and_device_level(family):
         assert all(isinstance(use.operation, ReturnOp) for use in store.result.uses)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["gpt2", "opt"])
 def test_embedding_lookups_run_as_device_gathers(family):
     """The token (and position) embeddings are `device.gather`s of tables resting on chip:
@@ -65,6 +67,7 @@ def test_embedding_lookups_run_as_device_gathers(family):
         == [find_function(compiled, None).function.function_type.outputs.data[0].get_element_type()]
 
 
+@pytest.mark.slow
 def test_an_index_outside_the_table_is_a_located_error():
     """An embedding id past the vocabulary: te level names the op (at its file:line:col
     in a program written as text, at its node in an imported graph), the device program

@@ -72,6 +72,7 @@ def test_paper_order_follows_algorithm_1():
             assert op.order.data == paper_order(layer)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cores", [1, 4])
 def test_partition_is_the_exhaustive_minimum(cores):
     """§5: each layer's scheme and parts equal the best of every scheme x parts priced."""

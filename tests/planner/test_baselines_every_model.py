@@ -14,6 +14,7 @@ from tests.programs import every_builder
 SMALL = every_builder()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", sorted(SMALL))
 def test_baseline_plans_every_model_builder(tmp_path, capsys, model):
     from irc.tools.irc_plan import run
@@ -94,6 +95,7 @@ def test_every_builder_of_benchmarks_models_is_covered(monkeypatch):
     assert called == {n for n in models.__all__ if n.startswith("build_")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["gpt2", "opt"])
 def test_no_baseline_beats_irc_on_any_op_of_exported_models(model):
     """GPT-2 and OPT as PyTorch's exporter writes them (where irc once lost to Roller,

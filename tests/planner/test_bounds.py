@@ -6,6 +6,7 @@ more than its group bound after any further split of a tile (``BoundedCostModel`
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import pytest
 
 from irc.cost import OpWork, SubTask, get_cost_model
 from irc.devices import load_device
@@ -125,6 +126,7 @@ def _task(kind, values, dtype_bytes):
     return SubTask(kind, dtype_bytes, volume, roles)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     cost=st.sampled_from(["t10", "seed003", "engdesign"]),

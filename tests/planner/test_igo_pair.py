@@ -40,6 +40,7 @@ def plan(op_factors, **temporal):
     return Plan(("m", "k", "n"), tuple(op_factors), {n: tuple(temporal.get(n, (1, 1, 1))) for n in names})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device,shape", [("tiny4", (8, 6, 4)), ("tiny4", (4, 12, 6)), ("tiny8", (6, 4, 8))])
 def test_search_equals_plain_enumeration(device, shape):
     """The exact search's plan is the fastest legal plan of every plan enumerated by
@@ -188,6 +189,7 @@ def pareto_points(plans):
     return found
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @example(6, 4, 8, "tiny8", 2)   # a frontier of six plans
 @given(st.integers(1, 10), st.integers(1, 10), st.integers(1, 10), st.sampled_from(["tiny4", "tiny8"]),

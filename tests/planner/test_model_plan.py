@@ -97,6 +97,7 @@ def random_chains(count, seed):
         yield dims, rng.choice([2048, 3072, 4096, 6144, 8192])
 
 
+@pytest.mark.slow
 def test_algorithm1_within_stated_bound_of_exhaustive():
     """Algorithm 1 is a greedy heuristic: on 30 seeded random 2-4 op models it is within 5%
     of the exhaustive optimum (measured worst: 4.1%) and exact on most (measured: 18 of 30)."""
@@ -541,6 +542,7 @@ def test_a_produced_input_names_an_output_of_its_producer():
         ModelSpec("bad", (model.ops[0], replace(model.ops[1], weights=("W",)), *model.ops[2:]))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=st.sampled_from([4, 8, 32]), widths=st.lists(st.sampled_from([4, 8, 16, 32]), min_size=3, max_size=5),
        relu=st.booleans(), sram=st.sampled_from([1024, 2048, 6144, 65536]))

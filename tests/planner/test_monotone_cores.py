@@ -48,6 +48,7 @@ def test_more_cores_of_the_same_kind_are_never_slower(name, extents, cores, sram
     assert best_cycles(spec, large) <= best_cycles(spec, small) * (1 + 1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [
     small_spec("rmsnorm-squares", (32, 5120), 2),
     small_spec("layernorm-mean", (1, 32, 128), 4),

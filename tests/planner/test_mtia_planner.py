@@ -66,6 +66,7 @@ def test_the_grid_is_the_limit():
         assert mapping.pes <= 16
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(m=st.integers(1, 700), k=st.integers(1, 3000), n=st.integers(1, 700), b=st.sampled_from([1, 2]))
 def test_every_mapping_covers_the_op_in_tiles_of_64_64_32(m, k, n, b):

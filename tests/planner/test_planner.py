@@ -212,6 +212,7 @@ def test_compound_dim_memory():
     assert score.memory.partitions == {"O": 2 * 16, "I": 2 * 36, "W": 2 * 9}
 
 
+@pytest.mark.slow
 def test_baselines_bracket_the_best_plan():
     spec = matmul_spec(256, 1024, 1024)
     best = search(spec, "ipu-mk2", "t10").best

@@ -99,6 +99,7 @@ devices = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     m=sizes, k=sizes, n=sizes,
@@ -111,6 +112,7 @@ def test_matmul_search_matches_brute_force(m, k, n, device, cost, min_utilizatio
     assert_same_optimum(matmul_spec(m, k, n), device, cost, min_utilization, max_padding)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     shape=st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(1, 6), st.integers(1, 6)),
@@ -148,6 +150,7 @@ def test_conv_with_compound_dims_matches_brute_force(shape):
 
 # 7-axis convolutions (the many-axis searches the bounds exist for): strided and not,
 # SRAM so small that only rotating plans fit, both cost models that price convs
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     shape=st.tuples(st.integers(1, 2), st.integers(1, 4), st.integers(1, 3), st.integers(1, 4),
@@ -224,6 +227,7 @@ mesh_devices = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(m=sizes, k=sizes, n=sizes, device=mesh_devices, min_utilization=st.sampled_from([0.0, 1.0]))
 def test_mesh_search_matches_brute_force(m, k, n, device, min_utilization):

@@ -24,6 +24,7 @@ def run_limited(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([IRC_PLAN, *args], capture_output=True, text=True, preexec_fn=_limited, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "expr, shape, least",
     [

@@ -55,6 +55,7 @@ small_devices = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     name=st.sampled_from(sorted(SMALL_OPS)),

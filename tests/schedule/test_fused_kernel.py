@@ -75,20 +75,21 @@ def fused_cases(draw):
 
 
 def _run(kernel, inputs: dict):
-    """Execute the fused kernel as an aligned `shift.kernel` on the interpreter: its two
-    results and the chip report."""
+    """Execute the fused kernel as an aligned `shift.kernel` (lowered to its device program)
+    on the interpreter: its two results and the chip report."""
     from irc.interpreter.registry import chips_of
     from irc.lowering.shift_ir import kernel_module
-    from irc.runner import interpreter_for
+    from irc.runner import device_program, interpreter_for
 
     names = kernel.operand_names
     module = kernel_module(kernel, {n: inputs[n].dtype for n in names})
-    interpreter = interpreter_for(module)
+    interpreter = interpreter_for(device_program(module))
     results = interpreter.call_op("main", tuple(inputs[n] for n in names))
     (chip,) = chips_of(interpreter)
     return [np.asarray(r) for r in results], chip.report()
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fused_cases(), st.integers(0, 2**31 - 1))
 def test_every_legal_fused_plan_computes_the_unfused_numbers_at_its_planned_cycles(case, seed):

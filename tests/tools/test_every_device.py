@@ -64,6 +64,7 @@ def _suggests_only_what_exists(text: str) -> None:
             assert name in all_passes(), (name, text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BUNDLED)
 def test_every_bundled_device_answers_every_tool(tmp_path, name):
     family = _family(name)

@@ -9,6 +9,7 @@ SWEEP = ["--device", "tiny16-hbm", "--model", "llama2-13b", "--scale", "32", "--
          "--cores", "16", "--designs", "basic,dyn"]
 
 
+@pytest.mark.slow
 def test_dask_cluster_sweep_equals_the_local_one(tmp_path, capsys):
     distributed = pytest.importorskip("distributed")  # the dist extra, installed by `make test`
     local, remote, png = tmp_path / "local.csv", tmp_path / "dask.csv", tmp_path / "sweep.png"
@@ -27,6 +28,7 @@ def test_dask_cluster_sweep_equals_the_local_one(tmp_path, capsys):
         assert latency[("32", topology, "dyn")] <= latency[("16", topology, "dyn")]
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_one_line_and_keeps_the_csv(tmp_path, capsys):
     pytest.importorskip("distributed")
     out = tmp_path / "sweep.csv"
@@ -135,6 +137,7 @@ def test_outputs_never_replace_the_device_file_and_are_checked_first(tmp_path, c
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hbm.toml"]
 
 
+@pytest.mark.slow
 def test_the_progress_bar_is_quiet_when_piped(tmp_path, capsys):
     import io
 

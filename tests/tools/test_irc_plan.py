@@ -46,6 +46,7 @@ def test_seed003_problem_in_its_output_format(capsys, cost):
     assert f"memory per core: {best.memory_per_core} B of 638976 B" in out
 
 
+@pytest.mark.slow
 def test_seed003_problem_as_a_command(tmp_path):
     binary = Path(sys.executable).parent / "irc-plan"
     started = time.perf_counter()

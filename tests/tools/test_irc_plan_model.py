@@ -110,6 +110,7 @@ def test_fallback_ops_are_listed(capsys, tmp_path):
     assert "  G[i,j] = E[I[i],j] * 2: the planner cannot describe it (dimension 0 of E" in out
 
 
+@pytest.mark.slow
 def test_max_batch_of_a_builtin_model(capsys):
     status, out, _ = plan_tool(capsys, "--model", "bert-tiny", "--seq", "16", "--device", "tiny16", "--max-batch", "--json")
     assert status == 0
@@ -163,6 +164,7 @@ def test_bad_requests_are_one_line(capsys, mlp_file):
         assert status == 1 and message in err, (args, err)
 
 
+@pytest.mark.slow
 def test_plot_without_matplotlib_says_how_to_get_it(capsys, mlp_file, tmp_path):
     try:
         import matplotlib  # noqa: F401
@@ -175,6 +177,7 @@ def test_plot_without_matplotlib_says_how_to_get_it(capsys, mlp_file, tmp_path):
         assert status == 0 and (tmp_path / "p.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_progress_bar_is_silent_when_piped(mlp_file):
     done = subprocess.run(
         [sys.executable, "-m", "irc.tools.irc_plan", "--model", str(mlp_file), "--device", "tiny16"],

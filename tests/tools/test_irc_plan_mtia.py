@@ -40,6 +40,7 @@ def test_one_operator_as_json(capsys):
     assert splits["m"] * data["mapping"]["per_pe"]["m"] >= 512
 
 
+@pytest.mark.slow
 def test_a_model(capsys):
     status, out, _ = plan_tool(capsys, "--model", "bert-tiny", "--layers", "1", "--seq", "64", *MTIA)
     assert status == 0
@@ -62,7 +63,7 @@ def test_requests_it_cannot_serve_are_one_diagnostic(capsys, args, message):
 def test_the_ipu_pipeline_refuses_an_mtia_target_by_name():
     from xdsl.dialects.builtin import ModuleOp
 
-    from irc.lowering.target import TargetError, resolve_target
+    from irc.target import TargetError, resolve_target
 
     with pytest.raises(TargetError, match="mtia family, which the te -> rtensor -> shift -> device pipeline"):
         resolve_target(ModuleOp([]), "mtia-v1", "mtia")

@@ -140,6 +140,7 @@ def test_usage_errors_exit_1_like_every_other_failure(tool):
     assert done.returncode == 1 and "error:" in done.stderr
 
 
+@pytest.mark.slow
 def test_an_npz_bomb_is_refused_before_it_inflates(tmp_path):
     """250 KB compressed, 256 MB inflated, of the wrong shape: the header says so first."""
     path = tmp_path / "bomb.npz"

@@ -368,6 +368,7 @@ def _with_file_limit(command: str, cwd) -> subprocess.CompletedProcess:
                           env={"PATH": f"{BIN}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_leaves_existing_outputs_whole(tmp_path):
     """With `ulimit -f 1` an output was left as a 1,024-byte partial file; a failed
     --trace did not name the file."""
@@ -488,6 +489,7 @@ def test_a_device_op_on_billions_of_cores_is_refused_before_its_tables_are_built
     _one_diagnostic(run_tool("irc-opt", program), "'device.alloc' op buffer Y is allocated on 2147483648 cores; irc handles 1 to")
 
 
+@pytest.mark.slow
 def test_a_huge_expression_is_refused_before_it_is_parsed(tmp_path):
     """A 2 MB expression (a wide sum made wider) took minutes to parse."""
     body = " + ".join(["exp(X[i])"] * 200_000)

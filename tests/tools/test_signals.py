@@ -49,6 +49,7 @@ def _signal_during_the_write(directory: Path, signum: int) -> subprocess.Complet
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_during_a_large_write_leaves_nothing_behind(tmp_path, signum):
     (tmp_path / "big.mlir").write_text(BIG)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 import numpy as np
-from xdsl.dialects.builtin import i64
+from xdsl.dialects.builtin import DenseArrayBase, StringAttr, i64
 
 from irc.frontend.onnx_graph import Body, NodeError, dtype_of, shape_of
 from irc.frontend.onnx_ops.elementwise import elementwise
@@ -133,8 +133,6 @@ def _mode(node) -> str:
 @converter("EmbeddingBag")
 def _embedding_bag(im, node, inputs):
     """``irc.dlrm.EmbeddingBag(weight, indices, offsets)``: PyTorch's embedding_bag."""
-    from xdsl.dialects.builtin import StringAttr
-
     weight, indices, offsets = inputs
     if len(shape_of(weight)) != 2 or len(shape_of(indices)) != 1 or len(shape_of(offsets)) != 1:
         raise NodeError("EmbeddingBag takes a 2-D table, 1-D indices and 1-D offsets")
@@ -149,8 +147,6 @@ def _embedding_bag(im, node, inputs):
 def _table_batched_embedding(im, node, inputs):
     """``irc.dlrm.TableBatchedEmbedding(weights, indices, offsets)`` with ``rows`` (ints,
     each table's rows): several EmbeddingBags in one op (section 6)."""
-    from xdsl.dialects.builtin import DenseArrayBase, StringAttr
-
     weights, indices, offsets = inputs
     rows = [int(r) for r in (attr(node, "rows") or [])]
     if not rows or sum(rows) != shape_of(weights)[0]:

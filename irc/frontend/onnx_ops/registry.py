@@ -7,6 +7,7 @@ import math
 import numpy as np
 import onnx
 from onnx import helper
+from onnx.reference import ReferenceEvaluator
 
 from irc.frontend.onnx_attributes import check_axes
 from irc.frontend.onnx_graph import MAX_CONSTANT_BYTES, MAX_DIMENSION, Importer, NodeError, Tensor, shape_of
@@ -218,8 +219,6 @@ copy what must stay the same tensor)."""
 def fold(im: Importer, node, inputs) -> list[np.ndarray]:
     """Evaluate a node with constant inputs at import time (onnx.reference, or numpy for
     the ops in ``NUMPY_FOLDERS``)."""
-    from onnx.reference import ReferenceEvaluator
-
     if node.op_type in NUMPY_FOLDERS:
         return [np.asarray(v) for v in NUMPY_FOLDERS[node.op_type](node, *inputs)]
     if node.op_type == "Constant" and attr(node, "sparse_value") is not None:

@@ -1,9 +1,13 @@
-"""Between a module's ``#irc.target`` and the planner's ``Device`` and ``CostModel``.
+"""What a module's ``#irc.target`` means: the ``Device`` (of any family) and the
+``CostModel`` it describes, read through the attribute and cached per attribute.
 
-The device file is read once, when the target is set (``set_target``); from then on the
-device description comes from the attribute itself (``device_of``, cached per attribute),
-so passes, analyses and the interpreter never read a file, and a compiled module moved
-elsewhere still runs.
+The device file is read once, when the target is set (``set_target``, ``set_mtia_target``);
+from then on the device description comes from the attribute itself (``device_of``,
+``npu_device_of``, ``mtia_device_of``), so passes, analyses and the interpreter never read
+a file, and a compiled module moved elsewhere still runs. The attribute is the `irc`
+dialect's (`irc.dialects.target`); reading it needs the devices and cost models, which
+the dialects never import, so the reading sits here, above both and below every part
+that needs the chip (lowering, passes, the interpreter, the drivers and tools).
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from functools import lru_cache
-from importlib import import_module
 
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp, StringAttr, f64, i64
 from xdsl.ir import Attribute, Operation
@@ -19,6 +22,7 @@ from xdsl.ir import Attribute, Operation
 from irc.cost import CostModel, CostModelError, get_cost_model
 from irc.devices import Device, DeviceError, device_from_fields, load_device
 from irc.devices.loader import check_device_name
+from irc.devices.mtia import MtiaDevice
 from irc.diagnostics import ops_children_first
 from irc.dialects.target import TARGET_ATTR, TargetAttr, target_of
 
@@ -162,21 +166,12 @@ def check_targets(module: ModuleOp) -> None:
                     device_of(target)
                     cost_of(target)
                 else:
-                    module_name, function = FAMILY_TARGETS[family].split(":")
-                    getattr(import_module(module_name), function)(target)
+                    FAMILY_TARGETS[family](target)
             except (TargetError, ValueError) as error:
                 if not isinstance(error, TargetError):
                     error = TargetError(str(error))
                 error.op = op
                 raise error from None
-
-
-FAMILY_TARGETS = {
-    "npu": "irc.lowering.target:npu_device_of",
-    "mtia": "irc.lowering.mtia_target:mtia_device_of",
-}
-"""How a target of each device family other than the IPU kind is read (its device level's
-own reader, which checks the description)."""
 
 
 def family_of(target: TargetAttr) -> str | None:
@@ -259,3 +254,60 @@ def resolve_target(module: ModuleOp, device: str = "", cost: str = "") -> Target
     except (DeviceError, CostModelError) as error:
         raise TargetError(str(error)) from None
     return target_attr(_ipu_kind(loaded, loaded.name), cost or DEFAULT_COST)
+
+
+class MtiaTargetError(ValueError):
+    """A module whose target is missing or is no MTIA device."""
+
+
+def mtia_target_attr(device: MtiaDevice) -> TargetAttr:
+    """The self-contained target of an MTIA device, priced by the ``mtia`` cost model."""
+    return target_attr(device, "mtia")
+
+
+@lru_cache(maxsize=16)
+def mtia_device_of(target: TargetAttr) -> MtiaDevice:
+    """The MTIA device a target describes (its fields checked against the family's
+    schema as a device file's are; a bundled one by name when the description is
+    empty)."""
+    try:
+        device = described_device(target)
+    except TargetError as error:
+        raise MtiaTargetError(str(error)) from None
+    if getattr(device, "family", None) != "mtia":
+        raise MtiaTargetError(f"the module targets '{target.device_name}', which is not an MTIA device")
+    return device
+
+
+def require_mtia_target(op: Operation) -> tuple[TargetAttr, MtiaDevice]:
+    target = target_of(op)
+    if target is None:
+        raise MtiaTargetError("the module has no irc.target; run mtia-partition{device=...} first")
+    return target, mtia_device_of(target)
+
+
+def set_mtia_target(module: ModuleOp, device_name: str) -> TargetAttr:
+    """Give ``module`` the target of MTIA device ``device_name`` (or check the one it has)."""
+    try:
+        device = load_device(device_name)
+    except DeviceError as error:
+        raise MtiaTargetError(str(error)) from None
+    if getattr(device, "family", None) != "mtia":
+        raise MtiaTargetError(f"device '{device.name}' is not of the mtia family")
+    have = module.attributes.get(TARGET_ATTR)
+    if isinstance(have, TargetAttr):
+        if have.device_name != device.name:
+            raise MtiaTargetError(f"the module targets device '{have.device_name}', not '{device.name}'; "
+                                  f"one module has one target")
+        return have
+    target = mtia_target_attr(device)
+    module.attributes[TARGET_ATTR] = target
+    return target
+
+
+FAMILY_TARGETS = {
+    "npu": npu_device_of,
+    "mtia": mtia_device_of,
+}
+"""How a target of each device family other than the IPU kind is read (its device level's
+own reader, which checks the description)."""
