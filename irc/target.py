@@ -19,7 +19,7 @@ from functools import lru_cache
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, ModuleOp, StringAttr, f64, i64
 from xdsl.ir import Attribute, Operation
 
-from irc.cost import CostModel, CostModelError, get_cost_model
+from irc.cost import DEFAULT_COST_MODEL, CostModel, CostModelError, get_cost_model
 from irc.devices import Device, DeviceError, device_from_fields, load_device
 from irc.devices.loader import check_device_name
 from irc.devices.mtia import MtiaDevice
@@ -27,7 +27,6 @@ from irc.diagnostics import ops_children_first
 from irc.dialects.target import TARGET_ATTR, TargetAttr, target_of
 
 DEFAULT_DEVICE = "ipu-mk2"
-DEFAULT_COST = "t10"
 
 
 class TargetError(ValueError):
@@ -250,10 +249,10 @@ def resolve_target(module: ModuleOp, device: str = "", cost: str = "") -> Target
         return have
     try:
         loaded = load_device(device or DEFAULT_DEVICE)
-        get_cost_model(cost or DEFAULT_COST)
+        get_cost_model(cost or DEFAULT_COST_MODEL)
     except (DeviceError, CostModelError) as error:
         raise TargetError(str(error)) from None
-    return target_attr(_ipu_kind(loaded, loaded.name), cost or DEFAULT_COST)
+    return target_attr(_ipu_kind(loaded, loaded.name), cost or DEFAULT_COST_MODEL)
 
 
 class MtiaTargetError(ValueError):

@@ -19,7 +19,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import VerifyException
 
-from irc.cost import CostModelError
+from irc.cost import DEFAULT_COST_MODEL, CostModelError
 from irc.devices import DeviceError
 from irc.dialects.device import array_values, core_id, core_table
 from irc.dialects.dtypes import UnsupportedTypeError, element_type, numpy_dtype
@@ -205,7 +205,7 @@ def write_loops(op: KernelOp, kernel: ShiftKernel) -> None:
         op.body.block.add_op(nested)
 
 
-def kernel_module(kernel: ShiftKernel, input_dtypes: dict[str, np.dtype] | None = None, cost: str = "t10"):
+def kernel_module(kernel: ShiftKernel, input_dtypes: dict[str, np.dtype] | None = None, cost: str = DEFAULT_COST_MODEL):
     """A module whose ``@main`` runs ``kernel`` (a built ``ShiftKernel``) as one aligned
     `shift.kernel` on its device: what `rotation-align` would have written for its plan
     (one result per product). ``input_dtypes`` gives the inputs' element types (default:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.interpreter import InterpretationError
 
-from irc.cost import CostModel, CostModelError, OpWork, SubTask, get_cost_model
+from irc.cost import DEFAULT_COST_MODEL, CostModel, CostModelError, OpWork, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.devices.topology import exchange_bytes, on_mesh, operator_contention, preload_pressure, preload_seconds
 from irc.dialects.te_expr import (
@@ -497,7 +497,7 @@ def _grouped_contract(x, y, la, ra, oa, m, n, k, ext, cx, cy, work):
 class Chip:
     """All cores of one device: buffers, live SRAM and the timeline."""
 
-    def __init__(self, device: Device | str, cost: CostModel | str = "t10"):
+    def __init__(self, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL):
         self.device = load_device(device)
         self.cost = get_cost_model(cost)
         self.now = 0.0
