@@ -358,6 +358,13 @@ class RTensorPartition(ModulePass):
                     preloaded.add(function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
+            if found.pairs and function not in preloaded:  # fusion inside the model-wide plan (issue 25)
+                before = found
+                function, found, decision = self._best_fusion(function, found, decision, pairs, cache, searched)
+                if found is not before:   # a clone replaced the function: its ops carry the remarks
+                    for te_op in before.fallbacks:
+                        fallbacks.pop(te_op, None)
+                    fallbacks.update(found.fallbacks)
             planned[function] = (decision.seconds * device.clock_hz,
                                  None if function in preloaded else int(decision.peak_bytes))
             model_ops = decision.model_plan.ops if getattr(decision, "source", "") == "algorithm1" else None
@@ -373,6 +380,18 @@ class RTensorPartition(ModulePass):
                 if attr is not None:
                     idle[te_op] = attr
         return plans, idle, fallbacks, planned, preloaded
+
+    def _best_fusion(self, function, found, decision, pairs, cache, searched):
+        """`irc.lowering.igo_pair_partition.best_fusion`: the function's fused pairs kept,
+        all unfused or one unfused, whichever the model-wide plan makes fastest."""
+        from irc.lowering.igo_pair_partition import best_fusion
+        from irc.lowering.model_from_ir import function_model, plan_function
+
+        def plan(clone, kept):
+            model = function_model(clone, strict=self.strict, pairs=kept)
+            return model, plan_function(model.model, cache, per_op_plans=searched)
+
+        return best_fusion(function, found, decision, pairs, plan)
 
     def _unfuse_pairs(self, function, found, pairs, error, device):
         """Put ``found``'s fused pairs back as two te ops each, saying why, and model the
