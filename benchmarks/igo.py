@@ -397,8 +397,10 @@ def summary(results: dict, baseline: str) -> list[str]:
                 continue
             base = baseline if memory == "irc" else "separate"
             s = averages(rows, "step", base)
+            grab = capture(s, "partition", base)
+            target = "" if memory != "irc" else f", target 90%: {'met' if grab >= 0.9 else 'missed'}"
             cells.append(f"{memory}: {_pct(s['partition'][0])} (bound {_pct(s[f'bound:{base}'][0])}, capture "
-                         f"{100 * capture(s, 'partition', base):.0f}%)")
+                         f"{100 * grab:.0f}%{target})")
             if abs((s["partition"][0] - 1) * 100 - PAPER[title]) > abs(PAPER[title]) / 5:
                 reasons.append(f"    {memory}: {reason(title, rows, baseline if memory == 'irc' else 'separate')}")
         if cells:
