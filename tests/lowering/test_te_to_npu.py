@@ -99,7 +99,7 @@ def test_layer_too_large_for_the_scratchpad_names_it():
 @pytest.mark.parametrize("options,message", [
     ({"device": "npu-edge", "cost": "t10"}, "npu-edge is an NPU, priced by the igo model"),
     ({"device": "npu-edge", "preload": "dyn"}, "leave them unset"),
-    ({"device": "npu-nowhere"}, "inference: unknown device 'npu-nowhere'"),
+    ({"device": "npu-nowhere"}, "rtensor-partition: unknown device 'npu-nowhere'"),
 ])
 def test_bad_npu_options_are_one_diagnostic(options, message):
     with pytest.raises(DiagnosticException, match=message):
