@@ -50,14 +50,15 @@ from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.igo import contraction_reads, shared_tensor
 from irc.dialects.te import ExprAttr
-from irc.dialects.te_expr import AffineIndex, ExprError, TensorExpr
+from irc.dialects.te_expr import AffineIndex, ExprError, TensorExpr, product_factors
 
 INPUTS = ("dY", "W", "X")
-OUTPUTS = ("dX", "dW")
-GEMMS = {"dx": ("dY", "W", "dX"), "dw": ("X", "dY", "dW")}
-"""A tile GEMM's kind -> the tiles it reads and the gradient it accumulates into."""
+OUTPUTS = ("dX", "dW", "Y")
+GEMMS = {"dx": ("dY", "W", "dX"), "dw": ("X", "dY", "dW"), "fw": ("X", "W", "Y")}
+"""A tile GEMM's kind -> the tiles it reads and the output it accumulates into (``fw``:
+the forward GEMM of an `npu.matmul`)."""
 DATAFLOWS = ("os", "ws")
-LAYOUT = {"dY": ("m", "n"), "W": ("k", "n"), "X": ("m", "k"), "dX": ("m", "k"), "dW": ("k", "n")}
+LAYOUT = {"dY": ("m", "n"), "W": ("k", "n"), "X": ("m", "k"), "dX": ("m", "k"), "dW": ("k", "n"), "Y": ("m", "n")}
 """Each tensor as a matrix of the GEMM: its row and column dimensions."""
 
 
@@ -190,6 +191,43 @@ def gemm_view(dx: TensorExpr, dw: TensorExpr, shapes: dict[str, tuple[int, ...]]
         axes={"m": m_axes, "k": k_axes, "n": n_axes},
         indices={"dY": plain(dy_axes), "W": plain(w_axes), "X": tuple(x_indices),
                  "dX": tuple(dx.output.indices), "dW": plain(w_axes)},
+    )
+
+
+def forward_view(expr: TensorExpr, shapes: dict[str, tuple[int, ...]]) -> GemmView:
+    """The GEMM view of a forward contraction ``Y[m.., n..] += X[m.., k..] * W[k.., n..]``
+    (`shapes`: "X", "W", "Y" -> shape; X is the first read, W the second): k folds the
+    axes both reads share, m the output's axes X reads, n those W reads. X may be read
+    affinely (a convolution's im2col); W and Y must use plain axes; an axis all three
+    carry (a batched product) or a scale factor is no single GEMM (`ViewError`)."""
+    factors = product_factors(expr) if expr.combiner == "+=" else None
+    reads = contraction_reads(expr)
+    if reads is None or len(factors) != 2:
+        raise ViewError("a forward GEMM is a contraction of two tensors (+= A * B), without a scale")
+    x_read, w_read = reads
+    try:
+        bound = expr.bind([shapes["X" if t == x_read.tensor else "W"] for t in expr.inputs], shapes["Y"])
+    except ExprError as error:
+        raise ViewError(error.message) from None
+    extent = dict(bound.extents)
+    w_axes, y_axes = _plain(w_read, "W read"), _plain(expr.output, "output")
+    x_axes = {a for index in x_read.indices if isinstance(index, AffineIndex) for a in index.axes}
+    if any(not isinstance(index, AffineIndex) for index in x_read.indices):
+        raise ViewError(f"X read '{x_read}' must be affine in the axes")
+    folded = set(expr.reduction_axes)
+    k_axes = tuple(a for a in w_axes if a in folded)
+    n_axes = tuple(a for a in y_axes if a in w_axes)
+    m_axes = tuple(a for a in y_axes if a not in w_axes)
+    if set(n_axes) & x_axes:
+        raise ViewError(f"axes {sorted(set(n_axes) & x_axes)} index X, W and the output: a batched product")
+    if folded != set(k_axes) or not x_axes <= set(m_axes) | folded or set(w_axes) != set(k_axes) | set(n_axes):
+        raise ViewError(f"'{expr}' must fold exactly the axes W shares with X, and W must index only them "
+                        f"and the output's")
+    plain = lambda axes: tuple(AffineIndex(((a, 1),)) for a in axes)  # noqa: E731
+    return GemmView(
+        extents=tuple((a, extent[a]) for a in (*m_axes, *k_axes, *n_axes)),
+        axes={"m": m_axes, "k": k_axes, "n": n_axes},
+        indices={"X": tuple(x_read.indices), "W": plain(w_axes), "Y": plain(y_axes)},
     )
 
 
@@ -343,6 +381,8 @@ class GemmOp(IRDLOperation):
         i, j, k = values_of(self.step)
         if self.kind.data == "dx":
             return ("dY", i, j), ("W", k, j), ("dX", i, k, self.part_index())
+        if self.kind.data == "fw":
+            return ("X", i, k), ("W", k, j), ("Y", i, j, self.part_index())
         return ("X", i, k), ("dY", i, j), ("dW", k, j, self.part_index())
 
     def verify_(self) -> None:
@@ -423,28 +463,95 @@ class KernelOp(IRDLOperation):
             raise VerifyException(f"gemm says (M, K, N) = {gemm} but the expressions give {view.gemm}")
         if len(tiles) != 3 or any(not 1 <= t <= g for t, g in zip(tiles, gemm)):
             raise VerifyException(f"tiles {list(tiles)} must be three sizes between 1 and (M, K, N) = {gemm}")
-        counts = self.tile_counts()
-        computing = False
-        for op in self.body.block.ops:
-            if not isinstance(op, BODY_OPS):
-                raise VerifyException(f"'{op.name}' is not an npu op")
-            if isinstance(op, SwapOp):
-                computing = True
-                continue
-            if isinstance(op, GemmOp):
-                if not computing:
-                    raise VerifyException("an npu.gemm must follow an npu.swap, before the round's DMAs")
-                i, j, k = values_of(op.step)
-                if i >= counts["m"] or j >= counts["n"] or k >= counts["k"]:
-                    raise VerifyException(f"npu.gemm step {[i, j, k]} is outside the {counts['m']}x{counts['n']}x{counts['k']} tiles")
-                continue
-            computing = False  # a DMA or free: the round's GEMMs are over
-            rows, cols = LAYOUT[op.tensor.data]
-            a, b = values_of(op.tile)[:2]
-            if a >= counts[rows] or b >= counts[cols]:
-                raise VerifyException(
-                    f"'{op.name}' of {op.tensor.data} tile {[a, b]} is outside its {counts[rows]}x{counts[cols]} tiles"
-                )
+        _verify_body(self, ("dx", "dw"), self.tile_counts())
 
 
-NPU = Dialect("npu", [KernelOp, LoadOp, FreeOp, SpillOp, ReloadOp, StoreOp, SwapOp, GemmOp], [TileAttr])
+def _verify_body(kernel, kinds: tuple[str, ...], counts: dict[str, int]) -> None:
+    """A kernel's body: only `npu` ops, GEMMs of `kinds` over tensors of those GEMMs, every
+    tile index within the tile `counts`, a round's GEMMs before its DMAs."""
+    tensors = {t for kind in kinds for t in GEMMS[kind]}
+    computing = False
+    for op in kernel.body.block.ops:
+        if not isinstance(op, BODY_OPS):
+            raise VerifyException(f"'{op.name}' is not an npu op")
+        if isinstance(op, SwapOp):
+            computing = True
+            continue
+        if isinstance(op, GemmOp):
+            if op.kind.data not in kinds:
+                raise VerifyException(f"an npu.gemm of kind '{op.kind.data}' in '{kernel.name}' (kinds here: "
+                                      f"{', '.join(kinds)})")
+            if not computing:
+                raise VerifyException("an npu.gemm must follow an npu.swap, before the round's DMAs")
+            i, j, k = values_of(op.step)
+            if i >= counts["m"] or j >= counts["n"] or k >= counts["k"]:
+                raise VerifyException(f"npu.gemm step {[i, j, k]} is outside the {counts['m']}x{counts['n']}x{counts['k']} tiles")
+            continue
+        computing = False  # a DMA or free: the round's GEMMs are over
+        if op.tensor.data not in tensors:
+            raise VerifyException(f"'{op.name}' of {op.tensor.data} in '{kernel.name}' (its tensors: "
+                                  f"{', '.join(sorted(tensors))})")
+        rows, cols = LAYOUT[op.tensor.data]
+        a, b = values_of(op.tile)[:2]
+        if a >= counts[rows] or b >= counts[cols]:
+            raise VerifyException(
+                f"'{op.name}' of {op.tensor.data} tile {[a, b]} is outside its {counts[rows]}x{counts[cols]} tiles"
+            )
+
+
+@irdl_op_definition
+class MatmulOp(IRDLOperation):
+    """A forward contraction ``Y = X · W`` (`expression`, its reads X then W) as one NPU
+    program: `gemm` is (M, K, N) of its GEMM view (`forward_view`), `tiles` the tile sizes
+    (tm, tk, tn); the body loads X and W tiles, runs ``"fw"`` tile GEMMs (step (i, j, k):
+    X(i,k) · W(k,j) into Y(i,j)) and stores Y's tiles, under the rules of `npu.kernel`."""
+
+    name = "npu.matmul"
+
+    expression = prop_def(ExprAttr)
+    gemm = prop_def(DenseArrayBase)
+    tiles = prop_def(DenseArrayBase)
+    x = operand_def(TensorType)
+    w = operand_def(TensorType)
+    y = result_def(TensorType)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    assembly_format = "$expression ` ` `(` $x `,` $w `)` attr-dict `:` functional-type(operands, results) $body"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, expression, x: SSAValue, w: SSAValue, y_type: Attribute, gemm: Sequence[int],
+                 tiles: Sequence[int], body: Region | None = None):
+        super().__init__(
+            operands=[x, w], result_types=[y_type],
+            properties={"expression": expression if isinstance(expression, ExprAttr) else ExprAttr(expression),
+                        "gemm": i64_array(gemm), "tiles": i64_array(tiles)},
+            regions=[body or Region(Block())],
+        )
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        values = {"X": self.x, "W": self.w, "Y": self.y}
+        return {name: tuple(v.type.get_shape()) for name, v in values.items()}  # type: ignore[union-attr]
+
+    def view(self) -> GemmView:
+        return forward_view(self.expression.expr, self.shapes())
+
+    def tile_counts(self) -> dict[str, int]:
+        """Tiles along "m", "k" and "n"."""
+        return {d: math.ceil(size / tile) for d, size, tile in zip("mkn", values_of(self.gemm), values_of(self.tiles))}
+
+    def verify_(self) -> None:
+        try:
+            view = self.view()
+        except (ViewError, VerifyException) as error:
+            raise VerifyException(f"not a GEMM view: {error}") from None
+        gemm, tiles = values_of(self.gemm), values_of(self.tiles)
+        if gemm != view.gemm:
+            raise VerifyException(f"gemm says (M, K, N) = {gemm} but the expression gives {view.gemm}")
+        if len(tiles) != 3 or any(not 1 <= t <= g for t, g in zip(tiles, gemm)):
+            raise VerifyException(f"tiles {list(tiles)} must be three sizes between 1 and (M, K, N) = {gemm}")
+        _verify_body(self, ("fw",), self.tile_counts())
+
+
+NPU = Dialect("npu", [KernelOp, MatmulOp, LoadOp, FreeOp, SpillOp, ReloadOp, StoreOp, SwapOp, GemmOp], [TileAttr])

@@ -91,6 +91,7 @@ IRC_UNIVERSE = IrcUniverse(
         "igo-fuse": lazy("irc.passes.igo_fuse:IgoFuse"),
         # igo -> npu: the NPU program of each fused layer (IGO §2.2, §4-5)
         "igo-to-npu": lazy("irc.lowering.igo_to_npu:IgoToNpu"),
+        "te-to-npu": lazy("irc.lowering.te_to_npu:TeToNpu"),  # forward GEMMs on an NPU
         "training": lazy("irc.passes.pipelines:TrainingPipeline"),
     },
     cost_models={

@@ -76,8 +76,8 @@ def target_attr(device, cost: str) -> TargetAttr:
 FAMILY_PIPELINES = {
     "mtia": "compile it with irc-opt -p 'mtia-partition{{device={name}}},te-to-mtia' or plan it with "
             "irc-plan --device {name} --cost mtia",
-    "npu": "compile a training step for it with irc-opt -p 'training{{device={name}}}' (te-autodiff, igo-fuse, "
-           "igo-to-npu)",
+    "npu": "compile a forward pass for it with irc-opt -p 'inference{{device={name}}}' (te-to-npu) or a training "
+           "step with irc-opt -p 'training{{device={name}}}' (te-autodiff, igo-fuse, igo-to-npu)",
 }
 """What each family other than the IPU kind is compiled with (a device-level error's advice)."""
 

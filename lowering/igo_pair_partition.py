@@ -36,7 +36,11 @@ kept on chip across it, the model prices and counts as for any op, so the functi
 admitted; an input it shares with te ops is loaded once, into a te op's layout, and
 relayouted to the pair. When the function does not fit with its fused pairs, they go back
 to two ``te.op``s each (``irc.unfused`` says why) and the function is planned again, so
-fusing never makes a program that fits unplaceable. With ``mode=op`` a fused pair runs its
+fusing never makes a program that fits unplaceable. When it fits, fusion is decided
+inside the model-wide plan (`best_fusion`): the function is also planned with every pair
+unfused and with each pair alone unfused, and the fastest plan wins, so a function is
+never planned slower for fusing (under memory pressure a fused pair's five tensors may
+cost its neighbours more than dY's second arrival saves). With ``mode=op`` a fused pair runs its
 fastest fused plan.
 Below the rtensor level a fused pair is one compute-shift kernel of two products
 (`rtensor-to-shift`, `irc.schedule.kernel.build_fused_kernel`): dY rotates once per step
@@ -64,6 +68,7 @@ from irc.dialects.te_expr import ExprError
 from irc.lowering.rtensor_plan import relayout_onto
 from irc.planner import Plan, PlanError, SpecError
 from irc.planner.from_te import op_spec_from_expr
+from irc.planner.model import ModelFitError
 from irc.planner.igo_pair import PairComparison, PairSpec, check_pair_plan, compare_pair, pair_spec
 
 PLANNED = "planned_cycles"
@@ -160,6 +165,62 @@ def plan_pairs(module: Operation, device, cost) -> dict[igo.GradPairOp, PairDeci
     return decisions
 
 
+MAX_FUSION_FLIPS = 8
+"""Pairs beyond this many in one function are not tried one by one (each try plans the
+function again); the all-fused and all-unfused plans are always compared."""
+
+
+def best_fusion(function, found, decision, pairs: dict, plan):
+    """Fusion decided inside the model-wide plan (issue 25, item 4): the function planned
+    with the pairs the per-pair comparison fused (`found`, `decision`), with all of them
+    unfused and with each one alone unfused; the fastest plan of the function wins
+    (`plan(function, pairs) -> (found, decision)` models and plans a function whose fused
+    pairs are `pairs`). Each alternative is planned on a clone, so the chosen one is never
+    slower than running every pair unfused. Returns (function, found, decision): the
+    clone that won, inserted in place of `function` (its unfused pairs back as two te ops
+    saying why, `pairs` updated), or the arguments when fusing them all is best."""
+    originals = list(found.pairs)
+    if not originals:
+        return function, found, decision
+    best_state, best = frozenset(range(len(originals))), (function, found, decision)
+    fused_seconds = decision.seconds
+
+    def attempt(state: frozenset):
+        clone = function.clone()
+        cloned = [op for op in clone.walk() if isinstance(op, igo.GradPairOp)]
+        index = {op: i for i, op in enumerate(o for o in function.walk() if isinstance(o, igo.GradPairOp))}
+        kept, mine = {}, {}
+        for original in originals:
+            twin = cloned[index[original]]
+            if originals.index(original) in state:
+                kept[twin] = PairDecision(pairs[original].plan, pairs[original].spec, pairs[original].comparison)
+            else:
+                mine[twin] = pairs[original]
+        for twin in mine:
+            unfuse(twin, f"run as two operators: the model-wide plan of the function is faster with this pair "
+                         f"unfused than the {fused_seconds * 1e6:.3f} us it takes with every pair fused")
+        return (clone, *plan(clone, kept)), kept
+
+    tries = [frozenset()] + ([best_state - {i} for i in range(len(originals))]
+                             if len(originals) <= MAX_FUSION_FLIPS else [])
+    chosen_pairs = None
+    for state in tries:
+        try:
+            candidate, kept = attempt(state)
+        except (ModelFitError, PlanError, DiagnosticException):  # an alternative that does not plan
+            continue
+        if candidate[2].seconds < best[2].seconds * (1 - 1e-12):
+            best, best_state, chosen_pairs = candidate, state, kept
+    if chosen_pairs is None:
+        return function, found, decision
+    clone = best[0]
+    Rewriter().replace_op(function, clone)
+    for original in originals:
+        del pairs[original]
+    pairs.update(chosen_pairs)
+    return best
+
+
 @dataclass
 class PartitionGradPair(RewritePattern):
     """One fused ``igo.grad_pair`` -> relayouts onto the chip + ``rtensor.grad_pair`` +
@@ -251,6 +312,7 @@ __all__ = [
     "check_pair",
     "pair_spec_of",
     "plan_pairs",
+    "best_fusion",
     "stated_plan",
     "unfuse",
 ]

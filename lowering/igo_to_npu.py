@@ -83,26 +83,26 @@ def npu_target(device) -> TargetAttr:
     return target_attr(device, COST)
 
 
-def resolve_device(module: ModuleOp, name: str, cores: int):
+def resolve_device(module: ModuleOp, name: str, cores: int, pass_name: str = "igo-to-npu"):
     """The NPU to lower for: `name` (with `cores`, 0: the file's count), or the module's
-    NPU target when `name` is empty."""
+    NPU target when `name` is empty (`pass_name` prefixes the diagnostics)."""
     if not name:
         target = module.attributes.get(TARGET_ATTR)
         if not isinstance(target, TargetAttr):
-            raise DiagnosticException("igo-to-npu: the module has no irc.target; name the NPU: igo-to-npu{device=...}")
+            raise DiagnosticException(f"{pass_name}: the module has no irc.target; name the NPU: {pass_name}{{device=...}}")
         device = npu_device_of(target)
     else:
         try:
             device = load_device(name)
         except DeviceError as error:
-            raise DiagnosticException(f"igo-to-npu: {error}") from None
+            raise DiagnosticException(f"{pass_name}: {error}") from None
         if getattr(device, "family", None) != "npu":
-            raise DiagnosticException(f"igo-to-npu: device '{name}' is not an NPU (family = \"npu\")")
+            raise DiagnosticException(f"{pass_name}: device '{name}' is not an NPU (family = \"npu\")")
     if cores:
         try:
             device = device.with_cores(cores)
         except ValueError as error:
-            raise DiagnosticException(f"igo-to-npu: {error}") from None
+            raise DiagnosticException(f"{pass_name}: {error}") from None
     return device
 
 

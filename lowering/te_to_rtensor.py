@@ -67,7 +67,7 @@ from irc.dialects.rtensor import (
 from irc.dialects.target import TARGET_ATTR
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import AffineIndex, ExprError
-from irc.lowering.igo_pair_partition import PartitionGradPair, plan_pairs, unfuse
+from irc.lowering.igo_pair_partition import PartitionGradPair, best_fusion, plan_pairs, unfuse
 from irc.lowering.model_from_ir import ModelIRError, argument_input_bytes, describe, function_model, plan_function
 from irc.lowering.rtensor_plan import relayout_onto
 from irc.planner import PlanError, search
@@ -349,6 +349,13 @@ class RTensorPartition(ModulePass):
                     preloaded.add(function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
+            if found.pairs and function not in preloaded:  # fusion inside the model-wide plan (issue 25)
+                before = found
+                function, found, decision = self._best_fusion(function, found, decision, pairs, cache, searched)
+                if found is not before:   # a clone replaced the function: its ops carry the remarks
+                    for te_op in before.fallbacks:
+                        fallbacks.pop(te_op, None)
+                    fallbacks.update(found.fallbacks)
             planned[function] = (decision.seconds * device.clock_hz,
                                  None if function in preloaded else int(decision.peak_bytes))
             model_ops = decision.model_plan.ops if getattr(decision, "source", "") == "algorithm1" else None
@@ -364,6 +371,15 @@ class RTensorPartition(ModulePass):
                 if attr is not None:
                     idle[te_op] = attr
         return plans, idle, fallbacks, planned, preloaded
+
+    def _best_fusion(self, function, found, decision, pairs, cache, searched):
+        """`irc.lowering.igo_pair_partition.best_fusion`: the function's fused pairs kept,
+        all unfused or one unfused, whichever the model-wide plan makes fastest."""
+        def plan(clone, kept):
+            model = function_model(clone, strict=self.strict, pairs=kept)
+            return model, plan_function(model.model, cache, per_op_plans=searched)
+
+        return best_fusion(function, found, decision, pairs, plan)
 
     def _unfuse_pairs(self, function, found, pairs, error, device):
         """Put ``found``'s fused pairs back as two te ops each, saying why, and model the

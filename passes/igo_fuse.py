@@ -12,7 +12,8 @@ A layer whose input needs no gradient (the first layer: no dX) keeps its lone dW
 On an NPU `order` chooses the tile access order: ``cost`` (the default) prices the three
 fused orders of `irc.dialects.igo.FUSED_ORDERS` on `device` with the scratchpad model
 of `irc.cost.igo` (including the spills of the partial sums dX- and dW-major orders
-keep) and keeps the cheapest; ``paper`` applies Algorithm 1 as printed
+keep) and the unfused pair (``sequential``, under `baseline`), and keeps the cheapest,
+so no pair is slower for fusing; ``paper`` applies Algorithm 1 as printed
 (`irc.cost.igo.paper_order`); an order's name fixes it, ``sequential`` included (the
 unfused baseline kept in one op: by default the paper's two operators, each loading dY
 from DRAM, `irc.cost.igo.BASELINES`; what a benchmark compares against).
@@ -134,12 +135,17 @@ def layer_of(dx_expr: TensorExpr, dy_name: str, extents: dict[str, int], element
     return Layer(M=size(m_axes), K=size(k_axes), N=size(n_axes), element_bytes=element_bytes, name=name)
 
 
-def choose_order(layer, choice: str, device, memory: str = "irc") -> str:
+def choose_order(layer, choice: str, device, memory: str = "irc", baseline: str = "separate") -> str:
+    """The tile order of a layer's pair: ``cost`` prices the three fused orders (§4.3,
+    "evaluates all three") and the unfused pair (`baseline`), keeping the cheapest, so a
+    pair is never slower fused than not (issue 25); ``paper``: Algorithm 1; else the
+    order named."""
     if choice in ORDERS:
         return choice
     if choice == "paper":
         return paper_order(layer)
-    return best_order(layer, device, memory=memory)[0]   # the three fused orders (§4.3, "evaluates all three")
+    order = best_order(layer, device, memory=memory, baseline=baseline)[0]
+    return "sequential" if order == "baseline" else order
 
 
 def choose_partition(layer, order: str, choice: str, device, baseline: str = "separate",
@@ -177,7 +183,7 @@ def fuse(pair: Pair, choice: str, device, partition: str = "none", baseline: str
     if device is None:
         return GradPairOp(dx_expr, dw_expr, pair.dy, pair.w, pair.x, pair.dx.output.type, pair.dw.output.type,
                           None, attributes)
-    order = choose_order(layer, choice, device, memory)
+    order = choose_order(layer, choice, device, memory, baseline)
     split = choose_partition(layer, order, partition, device, baseline, memory)
     if split is not None:
         attributes["partition"], attributes["parts"] = StringAttr(split[0]), IntegerAttr(split[1], i64)

@@ -8,6 +8,8 @@ preload-schedule on chips with off-chip memory (HBM loads ahead of use, ELK s4.2
 and device-alloc (SRAM offsets and capacity, T10 s4.4). It runs as an xDSL
 ``PassPipeline``; ``pipeline(callback)`` lets a caller look at the module between passes.
 
+``inference{device=npu-edge}``: te-to-npu, each forward GEMM an NPU program (IGO s2.2).
+
 ``training{device=npu-server cores=4 order=cost}``: te-autodiff, igo-fuse and igo-to-npu
 (IGO s2.2, s4-5): the backward pass with each layer's gradient pair as an NPU program.
 On an inter-core chip (``training{device=ipu-mk2 cost=t10}``): te-autodiff, igo-fuse
@@ -31,6 +33,7 @@ from irc.diagnostics import verify_dominance
 from irc.lowering.igo_to_npu import IgoToNpu
 from irc.lowering.rtensor_to_shift import RTensorToShift
 from irc.lowering.shift_to_device import ShiftToDevice
+from irc.lowering.te_to_npu import TeToNpu
 from irc.lowering.te_to_rtensor import RTensorPartition
 from irc.passes.device_alloc import DeviceAlloc
 from irc.passes.igo_fuse import IgoFuse
@@ -59,6 +62,9 @@ class InferencePipeline(ModulePass):
     """T10's parallelism floor (``rtensor-partition``'s option; 0.9 is T10's)."""
 
     def passes(self) -> list[ModulePass]:
+        npu = _npu_passes(self)
+        if npu is not None:
+            return npu
         return [
             RTensorPartition(device=self.device, cost=self.cost, preload=self.preload, split=self.split,
                              min_utilization=self.min_utilization),
@@ -79,6 +85,27 @@ class InferencePipeline(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         verify_dominance(op)  # a use before its definition would reach the planner as an internal error
         self.pipeline().apply(ctx, op)
+
+
+def _npu_passes(pipeline: InferencePipeline) -> list[ModulePass] | None:
+    """``inference{device=npu-...}``: te-to-npu (each forward GEMM an NPU program, the
+    rest host te); None for a device of another family. The IPU pipeline's options
+    (preload, split, min_utilization, a cost model other than igo) are refused."""
+    if not pipeline.device:
+        return None
+    try:
+        device = load_device(pipeline.device)
+    except DeviceError:
+        return None   # rtensor-partition reports it, at the device file's line
+    if getattr(device, "family", None) != "npu":
+        return None
+    if pipeline.cost not in ("", "igo") or pipeline.preload != "full" or pipeline.split != "paper" \
+            or pipeline.min_utilization:
+        raise DiagnosticException(
+            f"inference: {device.name} is an NPU, priced by the igo model: cost (other than igo), preload, split "
+            "and min_utilization are the inter-core pipeline's options; leave them unset"
+        )
+    return [TeToNpu(device=pipeline.device)]
 
 
 @dataclass(frozen=True)

@@ -126,11 +126,16 @@ def cheapest(costs: dict, options) -> object:
 
 
 def best_order(layer: Layer, device, tiling: Tiling | None = None, policy: str = "lru",
-               memory: str = "irc") -> tuple[str, dict[str, Cost]]:
-    """The fused order the cost model prices lowest (§4.3: the three fused orders only,
-    each with its own tiles unless `tiling` is given; ties: the first of FUSED_ORDERS)."""
-    costs = {o: evaluate(layer, device, o, tiling=tiling, policy=policy, memory=memory) for o in FUSED_ORDERS}
-    return cheapest(costs, FUSED_ORDERS), costs
+               memory: str = "irc", baseline: str | None = None) -> tuple[str, dict[str, Cost]]:
+    """The fused order the cost model prices lowest (§4.3: the three fused orders, each
+    with its own tiles unless `tiling` is given; ties: the first of FUSED_ORDERS). With a
+    `baseline` the unfused pair (order ``baseline``, kept that way) is a candidate too,
+    last: the choice is never slower than not fusing (a small layer's fused orders pay
+    the refills of alternating GEMMs that its dY traffic does not repay)."""
+    options = FUSED_ORDERS + (("baseline",) if baseline is not None else ())
+    costs = {o: evaluate(layer, device, o, tiling=tiling, policy=policy, memory=memory,
+                         baseline=baseline or "separate") for o in options}
+    return cheapest(costs, options), costs
 
 
 def partition_options(device) -> list[tuple[str, int]]:

@@ -40,11 +40,11 @@ from irc.diagnostics import location_of
 from irc.dialects.dtypes import numpy_dtype
 from irc.dialects.npu import (
     LAYOUT,
-    OUTPUTS,
     FreeOp,
     GemmOp,
     KernelOp,
     LoadOp,
+    MatmulOp,
     ReloadOp,
     SpillOp,
     StoreOp,
@@ -60,7 +60,7 @@ from irc.target import TargetError, npu_device_of, require_target
 
 RUNS_KEY = "npu_runs"
 CURRENT_KEY = "npu_current"
-TENSORS = ("dY", "W", "X", "dX", "dW")
+TENSORS = ("dY", "W", "X", "dX", "dW", "Y")
 
 
 class NpuFault(InterpretationError):
@@ -187,11 +187,12 @@ class NpuReport:
 class KernelRun:
     """The state of one executing `npu.kernel` (see the module docstring)."""
 
-    def __init__(self, op: KernelOp, device, dram: dict[str, np.ndarray], work: np.dtype):
+    def __init__(self, op: KernelOp | MatmulOp, device, dram: dict[str, np.ndarray], work: np.dtype):
         self.op, self.device, self.dram, self.work = op, device, dram, work
         self.sizes = dict(zip("mkn", values_of(op.tiles)))
-        self.element_bytes = {name: element_bytes(v.type.get_element_type()) for name, v in
-                              zip(TENSORS, (op.dy, op.w, op.x, op.dx, op.dw))}
+        values = (op.x, op.w, op.y) if isinstance(op, MatmulOp) else (op.dy, op.w, op.x, op.dx, op.dw)
+        names = ("X", "W", "Y") if isinstance(op, MatmulOp) else TENSORS
+        self.element_bytes = {name: element_bytes(v.type.get_element_type()) for name, v in zip(names, values)}
         self.spm: dict[tuple, np.ndarray] = {}
         self.spill_area: dict[tuple, np.ndarray] = {}
         self.touched: set[tuple] = set()
@@ -323,9 +324,33 @@ class NpuFunctions(InterpreterFunctions):
         except TargetError as error:
             raise NpuFault(f"{where(op)} {error}") from None
         dram, view, work = matrices(op, args)
-        held = sum(matrix.size for matrix in dram.values()) * element_bytes(op.dy.type.get_element_type())
+        name = f"{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor} ({location_of(op)})"
+        return self.execute(interpreter, op, device, dram, view, work, {"dX": op.dx, "dW": op.dw}, name)
+
+    @impl(MatmulOp)
+    def run_matmul(self, interpreter: Interpreter, op: MatmulOp, args: tuple[Any, ...]):
+        try:
+            device = npu_device_of(require_target(op))
+        except TargetError as error:
+            raise NpuFault(f"{where(op)} {error}") from None
+        try:
+            view = op.view()
+        except ViewError as error:
+            raise NpuFault(f"{where(op)} {error}") from None
+        work = compute_dtype(numpy_dtype(op.y.type.get_element_type()))
+        dram = {name: np.asarray(value)[view.index_arrays(name)].astype(work) for name, value in zip("XW", args)}
+        m, _, n = view.gemm
+        dram["Y"] = np.zeros((m, n), work)
+        name = f"{op.expression.expr.output.tensor} ({location_of(op)})"
+        return self.execute(interpreter, op, device, dram, view, work, {"Y": op.y}, name)
+
+    def execute(self, interpreter: Interpreter, op, device, dram, view, work, outputs: dict, name: str):
+        """Run a kernel's body on `dram` (its tensors as matrices), check every tile of
+        `outputs` (tensor -> result value) was stored, record its report and return the
+        outputs as tensors."""
+        held = sum(matrix.size for matrix in dram.values()) * element_bytes(op.w.type.get_element_type())
         if device.dram_bytes is not None and held > device.dram_bytes:
-            raise NpuFault(f"{where(op)} its tensors (dY, W, X, dX, dW) need {held} B of DRAM, more than "
+            raise NpuFault(f"{where(op)} its tensors ({', '.join(dram)}) need {held} B of DRAM, more than "
                            f"{device.name}'s {device.dram_bytes} B")
         run = KernelRun(op, device, dram, work)
         stack = interpreter.get_data(NpuFunctions, CURRENT_KEY, list)
@@ -337,19 +362,16 @@ class NpuFunctions(InterpreterFunctions):
             stack.pop()
         end = run.finish()
         counts = op.tile_counts()
-        for tensor in OUTPUTS:
+        results = []
+        for tensor, value in outputs.items():
             rows, cols = LAYOUT[tensor]
             for a in range(counts[rows]):
                 for b in range(counts[cols]):
                     if (tensor, a, b) not in run.stored:
                         raise NpuFault(f"{where(op)} {tensor} tile <{a}, {b}> is never stored")
-        results = []
-        for tensor, value in (("dX", op.dx), ("dW", op.dw)):
-            dtype = numpy_dtype(value.type.get_element_type())
             out = np.zeros(value.type.get_shape(), work)
             np.add.at(out, view.index_arrays(tensor), run.dram[tensor])
-            results.append(out.astype(dtype))
-        name = f"{op.dx_expression.expr.output.tensor}/{op.dw_expression.expr.output.tensor} ({location_of(op)})"
+            results.append(out.astype(numpy_dtype(value.type.get_element_type())))
         closed, folds = closed_form(op, device)
         interpreter.get_data(NpuFunctions, RUNS_KEY, list).append((device, KernelReport(
             name, dict(run.read), dict(run.written), run.compute, end - run.compute, run.peak, run.gemms,
@@ -469,6 +491,9 @@ class NpuFunctions(InterpreterFunctions):
         if op.kind.data == "dx":  # dY(tm x tn) · W(tk x tn)ᵀ
             m, k, n = a.shape[0], a.shape[1], b.shape[0]
             run.spm[out] += a @ b.T
+        elif op.kind.data == "fw":  # X(tm x tk) · W(tk x tn)
+            m, k, n = a.shape[0], a.shape[1], b.shape[1]
+            run.spm[out] += a @ b
         else:  # X(tm x tk)ᵀ · dY(tm x tn)
             m, k, n = a.shape[1], a.shape[0], b.shape[1]
             run.spm[out] += a.T @ b
@@ -484,15 +509,17 @@ class NpuFunctions(InterpreterFunctions):
         return ()
 
 
-def closed_form(op: KernelOp, device) -> tuple[int, int]:
-    """SCALE-Sim's cycles and folds for the kernel's dX and dW GEMMs whole, per part of
-    the split its body runs (the reference the report compares the arrays with)."""
+def closed_form(op: KernelOp | MatmulOp, device) -> tuple[int, int]:
+    """SCALE-Sim's cycles and folds for the kernel's GEMMs whole (dX and dW, or the
+    forward GEMM), per part of the split its body runs (the reference the report
+    compares the arrays with)."""
     m, k, n = values_of(op.gemm)
     scheme = op.attributes.get("partition")
     parts = op.attributes.get("parts")
     scheme, count = split_of(device, scheme.data if scheme is not None else None,
                              int(parts.value.data) if parts is not None else None)
-    return closed_form_of(Layer(m, k, n), Tiling(*values_of(op.tiles)), "baseline", scheme, count, device)
+    order = "forward" if isinstance(op, MatmulOp) else "baseline"
+    return closed_form_of(Layer(m, k, n), Tiling(*values_of(op.tiles)), order, scheme, count, device)
 
 
 def npu_report(interpreter: Interpreter) -> NpuReport | None:

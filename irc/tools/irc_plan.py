@@ -29,6 +29,10 @@ a baseline that cannot run the model is an error naming why.
 an ONNX file with a symbolic dimension or a built-in model name. ``--plot`` draws an
 operator's Pareto frontier and the model's memory/time curve (needs matplotlib). A
 progress bar over operators is drawn on a terminal's stderr (never when piped).
+On an NPU (``--device npu-edge|npu-server``, cost model ``igo``, IGO's) an operator or
+each op of a model is priced by `irc.cost.igo` (`irc.tools.npu_plan`): a GEMM's forward
+tiles, cycles and DRAM bytes, with ``--order`` its layer's backward dX/dW pair beside the
+unfused one; ``--cores`` and ``--memory irc|scalesim`` choose the variant and memory model.
 Every failure is one diagnostic and exit status 1.
 """
 
@@ -66,7 +70,7 @@ from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
 from irc.progress import Progress
 from irc.target import FAMILY_PIPELINES
-from irc.tools import mtia_plan
+from irc.tools import mtia_plan, npu_plan
 from irc.tools.mtia_plan import MtiaToolError, check_pairing
 
 BASELINES = ("t10", "vgm", "roller", "fastest", "basic", "static", "dyn")
@@ -109,7 +113,13 @@ def _arguments(argv):
     model.add_argument("--plot-op", metavar="NAME", help="the op whose frontier --plot draws (default: the slowest)")
     parser.add_argument("--dtype", default="f16", help=f"element type ({', '.join(DTYPE_BYTES)}; default f16)")
     parser.add_argument("--device", default="ipu-mk2", help="device name or .toml file (default ipu-mk2)")
-    parser.add_argument("--cost", default="t10", help="cost model (t10, seed003, engdesign or a plug-in's; default t10)")
+    parser.add_argument("--cost", help="cost model (t10, seed003, engdesign or a plug-in's; mtia on an MTIA device; "
+                                       "igo on an NPU; default t10, igo on an NPU)")
+    npu = parser.add_argument_group("NPU devices (npu-edge, npu-server: IGO's cost model, igo)")
+    npu.add_argument("--cores", type=int, help="cores of the NPU (one of the counts the part comes in)")
+    npu.add_argument("--memory", help="memory model: irc (default) or scalesim (SCALE-Sim 3's buffers)")
+    npu.add_argument("--order", help="also price each layer's backward dX/dW pair in this tile order: cost, paper, "
+                                     "sequential, interleave, dx-major or dw-major")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--pareto", action="store_true", help="print the memory/time Pareto frontier")
@@ -265,10 +275,29 @@ def run(argv=None) -> int:
     return _guarded(run_model if args.model is not None else run_operator, args)
 
 
+def _npu(args):
+    """The NPU `args` name (``--cores`` applied), or None for a device of another family;
+    the options of the other families' planners on an NPU, and an NPU's on theirs, are
+    one diagnostic (`irc.tools.npu_plan`)."""
+    try:
+        device = load_device(args.device)
+    except DeviceError as error:
+        raise PlanToolError(f"error: {error}") from None
+    try:
+        if not npu_plan.is_npu(device):
+            npu_plan.check_not_npu_options(args, device)
+            return None
+        if args.memory is None:
+            args.memory = "irc"
+        return npu_plan.configure(args, device)
+    except npu_plan.NpuToolError as error:
+        raise PlanToolError(error.args[0]) from None
+
+
 def _device_and_cost(args):
     """The requested device and cost model, or one diagnostic listing the known ones."""
     try:
-        device, cost = load_device(args.device), get_cost_model(args.cost)
+        device, cost = load_device(args.device), get_cost_model(args.cost or "t10")
         _check_family(device)
         check_pairing(device, cost)
         return device, cost
@@ -278,9 +307,10 @@ def _device_and_cost(args):
         raise PlanToolError(error.args[0]) from None
 
 
-PLANNED_FAMILIES = ("ipu", "mtia")
-"""The device families irc-plan plans: the IPU kind (T10 plans, any cost model of it) and
-MTIA (its own mappings, ``--cost mtia``)."""
+PLANNED_FAMILIES = ("ipu", "mtia", "npu")
+"""The device families irc-plan plans: the IPU kind (T10 plans, any cost model of it),
+MTIA (its own mappings, ``--cost mtia``) and the NPU (IGO's model, ``--cost igo``,
+`irc.tools.npu_plan`)."""
 
 
 def _check_family(device) -> None:
@@ -296,7 +326,8 @@ def _check_family(device) -> None:
 def run_operator(args) -> int:
     """One operator (``--expr``): its best plan, its frontier, or an explained plan."""
     started = time.perf_counter()
-    device, cost = _device_and_cost(args)
+    npu = _npu(args)
+    device, cost = _device_and_cost(args) if npu is None else (npu, None)
     if args.dtype not in DTYPE_BYTES:
         raise PlanToolError(f"error: unknown --dtype '{args.dtype}'; known: {', '.join(DTYPE_BYTES)}")
     expr = parse_expr(args.expr)
@@ -305,6 +336,11 @@ def run_operator(args) -> int:
         spec = op_spec_from_expr(bound, DTYPE_BYTES[args.dtype], reading_order(bound))
     except SpecError as error:
         raise PlanToolError(f"error: the planner cannot describe '{expr}': {error}") from None
+    if npu is not None:  # IGO's cost model of the NPU's scratchpad and arrays (issue 25)
+        try:
+            return npu_plan.run_operator(args, spec, str(expr), npu, args.dtype)
+        except npu_plan.NpuToolError as error:
+            raise PlanToolError(error.args[0]) from None
 
     if mtia_plan.is_mtia(device):  # MTIA's own mapping and T10 rotation plans (issue 16)
         try:
@@ -443,7 +479,8 @@ def _progress(total: int, title: str):
 
 def run_model(args) -> int:
     started = time.perf_counter()
-    device, cost = _device_and_cost(args)
+    npu = _npu(args)
+    device, cost = _device_and_cost(args) if npu is None else (npu, None)
     for flag in ("batch", "seq", "layers"):
         value = getattr(args, flag)
         if value is not None and value < 1:
@@ -465,6 +502,12 @@ def run_model(args) -> int:
         except mtia_plan.MtiaToolError as error:
             raise PlanToolError(error.args[0]) from None
     source = source_of()
+    if npu is not None:  # IGO's cost model, op by op through DRAM (issue 25)
+        model, fallbacks, _ = source.build(args.batch or 1)
+        try:
+            return npu_plan.run_model(args, model, fallbacks, npu, _progress)
+        except npu_plan.NpuToolError as error:
+            raise PlanToolError(error.args[0]) from None
     cache = FrontierCache(device, cost)
 
     if args.max_batch:

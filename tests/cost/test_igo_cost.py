@@ -301,3 +301,17 @@ def test_best_order_and_partition_are_exhaustive_minima(layer):
         every = [evaluate(layer, dev, order, s, p, tiling).cycles
                  for s in SCHEMES for p in ((1, 2, 4) if cores == 1 else (cores,))]
         assert table[(scheme, parts)].cycles == min(every)
+
+
+def test_cost_keeps_a_pair_unfused_where_every_fused_order_is_slower():
+    """A batch-8 NCF layer on npu-server: the fused orders alternate dX and dW GEMMs on a
+    128x128 array and pay refills (3,014 cycles) that its dY traffic does not repay; the
+    unfused pair takes 2,642, and igo-fuse's cost choice keeps it (issue 25)."""
+    from irc.passes.igo_fuse import choose_order
+
+    layer, device = Layer(8, 256, 256), load_device("npu-server")
+    order, costs = best_order(layer, device, baseline="paper")
+    assert order == "baseline"
+    assert costs["baseline"].cycles < min(costs[o].cycles for o in FUSED_ORDERS)
+    assert choose_order(layer, "cost", device, baseline="paper") == "sequential"
+    assert best_order(layer, device)[0] in FUSED_ORDERS   # without a baseline: the three fused orders

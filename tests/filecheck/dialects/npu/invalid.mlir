@@ -93,7 +93,7 @@ func.func @kind(%dy: tensor<4x2xf32>, %w: tensor<2x2xf32>, %x: tensor<4x2xf32>) 
   }
   func.return %dx, %dw : tensor<4x2xf32>, tensor<2x2xf32>
 }
-// CHECK: invalid.mlir:92:5: error: 'npu.gemm' op kind must be one of dx, dw, got 'dz'
+// CHECK: invalid.mlir:92:5: error: 'npu.gemm' op kind must be one of dx, dw, fw, got 'dz'
 
 // -----
 
@@ -115,3 +115,35 @@ func.func @parts(%dy: tensor<4x2xf32>, %w: tensor<2x2xf32>, %x: tensor<4x2xf32>)
   func.return %dx, %dw : tensor<4x2xf32>, tensor<2x2xf32>
 }
 // CHECK: invalid.mlir:113:5: error: 'npu.store' op parts must be positive, got 0
+
+// -----
+
+// A forward tile GEMM belongs to an npu.matmul, a gradient's to an npu.kernel.
+func.func @fw_in_kernel(%dy: tensor<4x2xf32>, %w: tensor<2x2xf32>, %x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x2xf32>) {
+  %dx, %dw = npu.kernel dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) {gemm = array<i64: 4, 2, 2>, tiles = array<i64: 2, 2, 2>, order = "interleave"} : (tensor<4x2xf32>, tensor<2x2xf32>, tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x2xf32>) {
+    npu.swap
+    npu.gemm "fw" <0, 0, 0> dataflow "os"
+  }
+  func.return %dx, %dw : tensor<4x2xf32>, tensor<2x2xf32>
+}
+// CHECK: invalid.mlir:[[# @LINE - 6]]:3: error: 'npu.kernel' op an npu.gemm of kind 'fw' in 'npu.kernel' (kinds here: dx, dw)
+
+// -----
+
+func.func @dx_in_matmul(%x: tensor<4x2xf32>, %w: tensor<2x2xf32>) -> tensor<4x2xf32> {
+  %y = npu.matmul "Y[m,n] += X[m,k] * W[k,n]" (%x, %w) {gemm = array<i64: 4, 2, 2>, tiles = array<i64: 2, 2, 2>} : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32> {
+    npu.load "dY" <0, 0>
+  }
+  func.return %y : tensor<4x2xf32>
+}
+// CHECK: invalid.mlir:[[# @LINE - 5]]:3: error: 'npu.matmul' op 'npu.load' of dY in 'npu.matmul' (its tensors: W, X, Y)
+
+// -----
+
+func.func @batched(%a: tensor<2x4x8xf32>, %b: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
+  %y = npu.matmul "Y[h,m,n] += A[h,m,k] * B[h,k,n]" (%a, %b) {gemm = array<i64: 8, 8, 4>, tiles = array<i64: 2, 2, 2>} : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
+    npu.swap
+  }
+  func.return %y : tensor<2x4x4xf32>
+}
+// CHECK: invalid.mlir:[[# @LINE - 5]]:3: error: 'npu.matmul' op not a GEMM view: axes ['h'] index X, W and the output: a batched product
