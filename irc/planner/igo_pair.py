@@ -71,7 +71,7 @@ from typing import Mapping
 
 import numpy as np
 
-from irc.cost import CostModel, OpWork, SubTask, get_cost_model
+from irc.cost import DEFAULT_COST_MODEL, CostModel, OpWork, SubTask, get_cost_model
 from irc.cost.model import CostBreakdown, CostModelError
 from irc.devices import Device, load_device
 from irc.planner.brute_force import every_plan
@@ -558,7 +558,7 @@ def _search_once(pair, device, cost, min_utilization, max_padding, below=math.in
     return best, space
 
 
-def search_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = "t10", *,
+def search_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
                 min_utilization: float = DEFAULT_MIN_UTILIZATION,
                 max_padding: float = DEFAULT_MAX_PADDING, below: float = math.inf) -> tuple[PairPlan, dict]:
     """The fastest fused plan that fits, exactly (every candidate of the space is
@@ -597,7 +597,7 @@ def search_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = "t
     return PairPlan(Plan(plan.axes, plan.op_factors, plan.temporal_factors), score), stats
 
 
-def pair_frontier(pair: PairSpec, device: Device | str, cost: CostModel | str = "t10", *,
+def pair_frontier(pair: PairSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
                   min_utilization: float = DEFAULT_MIN_UTILIZATION,
                   max_padding: float = DEFAULT_MAX_PADDING) -> tuple[tuple[Plan, ...], dict]:
     """The (memory per core, time) Pareto frontier of the fused plans that fit, memory
@@ -684,14 +684,15 @@ def canonical_pair(pair: PairSpec) -> PairSpec:
     return PairSpec(renamed(pair.dx), renamed(pair.dw), names[pair.dy])
 
 
-def unfused_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = "t10", **options) -> tuple[Plan, Plan]:
+def unfused_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL,
+                 **options) -> tuple[Plan, Plan]:
     """The best unfused pair: each product's fastest plan, two independent exact searches
     (`irc.planner.search`)."""
     return search(pair.dx, device, cost, **options).best, search(pair.dw, device, cost, **options).best
 
 
-def compare_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = "t10", *, exact: bool = True,
-                 **options) -> PairComparison:
+def compare_pair(pair: PairSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
+                 exact: bool = True, **options) -> PairComparison:
     """The fused plan and the best unfused pair (raises `PlanError` when even the unfused
     products have no plan; a fused space with no fitting plan is reported, not raised).
     With ``exact=False`` the fused search only looks for plans faster than the unfused

@@ -46,7 +46,7 @@ import time
 
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.cost import CostModelError, get_cost_model
+from irc.cost import DEFAULT_COST_MODEL, CostModelError, get_cost_model
 from irc.devices import DeviceError, load_device
 from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesting_error
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
@@ -297,7 +297,7 @@ def _npu(args):
 def _device_and_cost(args):
     """The requested device and cost model, or one diagnostic listing the known ones."""
     try:
-        device, cost = load_device(args.device), get_cost_model(args.cost or "t10")
+        device, cost = load_device(args.device), get_cost_model(args.cost or DEFAULT_COST_MODEL)
         _check_family(device)
         check_pairing(device, cost)
         return device, cost
