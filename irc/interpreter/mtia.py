@@ -272,11 +272,20 @@ class Accumulators:
     exact_writes: bool = False         # the store writes only what lies inside the result
 
 
+ORIGIN_LIMIT = 2**62
+"""Largest origin coordinate irc computes (int64 with room for the block added to it)."""
+
+
 def _origins(op, grid) -> np.ndarray:
-    """origin(d0, d1) of every PE: [rows, cols, rank]."""
+    """origin(d0, d1) of every PE: [rows, cols, rank]; a coordinate beyond ``ORIGIN_LIMIT``
+    is an error at the op (a block there lies outside any tensor irc can hold)."""
     rows, cols = grid
     affine = op.origin.data
-    return np.array([[affine.eval([r, c], []) for c in range(cols)] for r in range(rows)], dtype=np.int64)
+    values = [[affine.eval([r, c], []) for c in range(cols)] for r in range(rows)]
+    if any(abs(v) >= ORIGIN_LIMIT for row in values for point in row for v in point):
+        raise MtiaRunError(f"{location_of(op)}: error: '{op.name}' op origin {affine} reaches beyond 2**62 on the "
+                           f"{rows}x{cols} PE grid")
+    return np.array(values, dtype=np.int64)
 
 
 def _window(tensor: np.ndarray, origin, shape) -> np.ndarray:

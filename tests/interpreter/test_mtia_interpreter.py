@@ -190,3 +190,22 @@ def test_mmls_stall_on_blocks_from_lpddr():
         waits[level] = kernel.cycles["dma_wait"]
         assert (kernel.traffic.dram > 0) == (level == "dram")
     assert waits["sram"] == 0 and waits["dram"] > 100
+
+
+def test_an_origin_beyond_what_irc_computes_is_an_error_at_the_op():
+    """A DMA origin whose coordinates leave int64 (a fuzzer's 10**30 stride, seed 4) is a
+    located error, not an OverflowError."""
+    from xdsl.dialects.builtin import AffineMapAttr
+    from xdsl.ir.affine import AffineExpr, AffineMap
+
+    from irc.dialects.mtia import DmaOp
+
+    text = _fc(64, 64, 64, "i8")
+    module = parse_module(text, "fc.mlir")
+    MtiaPartition(grid="1x2", splits="1x1x1x2").apply(Context(), module)
+    TeToMtia().apply(Context(), module)
+    dma = next(op for op in module.walk() if isinstance(op, DmaOp))
+    d1 = AffineExpr.dimension(1)
+    dma.properties["origin"] = AffineMapAttr(AffineMap(2, 0, (AffineExpr.constant(0), d1 * 10**30)))
+    with pytest.raises(MtiaRunError, match=r"fc.mlir:\d+:\d+: error: 'mtia.dma' op origin .* reaches beyond 2\*\*62"):
+        run(module, _inputs(64, 64, 64, "i8"))
