@@ -451,19 +451,30 @@ class KernelOp(IRDLOperation):
 
     def tile_counts(self) -> dict[str, int]:
         """Tiles along "m", "k" and "n"."""
-        return {d: math.ceil(size / tile) for d, size, tile in zip("mkn", values_of(self.gemm), values_of(self.tiles))}
+        return _tile_counts(self)
 
     def verify_(self) -> None:
-        try:
-            view = self.view()
-        except (ViewError, VerifyException) as error:
-            raise VerifyException(f"not a GEMM view: {error}") from None
-        gemm, tiles = values_of(self.gemm), values_of(self.tiles)
-        if gemm != view.gemm:
-            raise VerifyException(f"gemm says (M, K, N) = {gemm} but the expressions give {view.gemm}")
-        if len(tiles) != 3 or any(not 1 <= t <= g for t, g in zip(tiles, gemm)):
-            raise VerifyException(f"tiles {list(tiles)} must be three sizes between 1 and (M, K, N) = {gemm}")
-        _verify_body(self, ("dx", "dw"), self.tile_counts())
+        _verify_tiled_gemm(self, "the expressions give", ("dx", "dw"))
+
+
+def _tile_counts(op) -> dict[str, int]:
+    """Tiles along "m", "k" and "n" of an op with ``gemm`` and ``tiles``."""
+    return {d: math.ceil(size / tile) for d, size, tile in zip("mkn", values_of(op.gemm), values_of(op.tiles))}
+
+
+def _verify_tiled_gemm(op, gives: str, products: tuple[str, ...]) -> None:
+    """A tiled GEMM op's checks: its expressions are a GEMM view whose (M, K, N) is its
+    ``gemm`` (``gives`` says what states it), its ``tiles`` fit, its body is the schedule."""
+    try:
+        view = op.view()
+    except (ViewError, VerifyException) as error:
+        raise VerifyException(f"not a GEMM view: {error}") from None
+    gemm, tiles = values_of(op.gemm), values_of(op.tiles)
+    if gemm != view.gemm:
+        raise VerifyException(f"gemm says (M, K, N) = {gemm} but {gives} {view.gemm}")
+    if len(tiles) != 3 or any(not 1 <= t <= g for t, g in zip(tiles, gemm)):
+        raise VerifyException(f"tiles {list(tiles)} must be three sizes between 1 and (M, K, N) = {gemm}")
+    _verify_body(op, products, _tile_counts(op))
 
 
 def _verify_body(kernel, kinds: tuple[str, ...], counts: dict[str, int]) -> None:
@@ -539,19 +550,10 @@ class MatmulOp(IRDLOperation):
 
     def tile_counts(self) -> dict[str, int]:
         """Tiles along "m", "k" and "n"."""
-        return {d: math.ceil(size / tile) for d, size, tile in zip("mkn", values_of(self.gemm), values_of(self.tiles))}
+        return _tile_counts(self)
 
     def verify_(self) -> None:
-        try:
-            view = self.view()
-        except (ViewError, VerifyException) as error:
-            raise VerifyException(f"not a GEMM view: {error}") from None
-        gemm, tiles = values_of(self.gemm), values_of(self.tiles)
-        if gemm != view.gemm:
-            raise VerifyException(f"gemm says (M, K, N) = {gemm} but the expression gives {view.gemm}")
-        if len(tiles) != 3 or any(not 1 <= t <= g for t, g in zip(tiles, gemm)):
-            raise VerifyException(f"tiles {list(tiles)} must be three sizes between 1 and (M, K, N) = {gemm}")
-        _verify_body(self, ("fw",), self.tile_counts())
+        _verify_tiled_gemm(self, "the expression gives", ("fw",))
 
 
 NPU = Dialect("npu", [KernelOp, MatmulOp, LoadOp, FreeOp, SpillOp, ReloadOp, StoreOp, SwapOp, GemmOp], [TileAttr])
