@@ -92,16 +92,9 @@ def _radix(counts: list[int], d1):
     return digits[::-1]
 
 
-def block_pieces(source_kernel, source_tensor: str, source_origins: np.ndarray, writers: np.ndarray,
-                 target_origins_table: np.ndarray, target_shape, tensor_shape, target_origins_symbolic=None):
-    """The pieces of a relayout from ``source_tensor``'s block layout in ``source_kernel``
-    (per-core ``source_origins``, its ``writers`` holding valid tiles) into tiles of
-    ``target_shape`` at ``target_origins_table`` (and, for a closed form, their symbolic
-    origins), or None (module docstring)."""
-    dims = _block_dims(source_kernel, source_tensor)
-    if dims is None or len(dims) != len(target_shape):
-        return None
-    q = target_origins_table
+def _block_cases(dims, target_shape, q: np.ndarray):
+    """Per dim, how a target tile meets the source's blocks: ``"whole"`` blocks (and how
+    many) or ``"inside"`` one block; None when a tile straddles blocks partly."""
     cases, counts = [], []
     for r, (dim, t) in enumerate(zip(dims, target_shape)):
         rel = q[:, r] - dim.offset
@@ -113,6 +106,23 @@ def block_pieces(source_kernel, source_tensor: str, source_origins: np.ndarray, 
             counts.append(1)
         else:
             return None
+    return cases, counts
+
+
+def block_pieces(source_kernel, source_tensor: str, source_origins: np.ndarray, writers: np.ndarray,
+                 target_origins_table: np.ndarray, target_shape, tensor_shape, target_origins_symbolic=None):
+    """The pieces of a relayout from ``source_tensor``'s block layout in ``source_kernel``
+    (per-core ``source_origins``, its ``writers`` holding valid tiles) into tiles of
+    ``target_shape`` at ``target_origins_table`` (and, for a closed form, their symbolic
+    origins), or None (module docstring)."""
+    dims = _block_dims(source_kernel, source_tensor)
+    if dims is None or len(dims) != len(target_shape):
+        return None
+    q = target_origins_table
+    split = _block_cases(dims, target_shape, q)
+    if split is None:
+        return None
+    cases, counts = split
     count = math.prod(counts)
     shape = tuple(d.size if c == "whole" else t for d, c, t in zip(dims, cases, target_shape))
 

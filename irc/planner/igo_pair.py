@@ -64,7 +64,6 @@ pair and is refused.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, replace
 from typing import Mapping
@@ -335,6 +334,22 @@ def _works(pair: PairSpec, step_tiles, steps, shifted_bytes, shift_events, repli
     return works
 
 
+def _check_cores(union, op_factors, device: Device, min_utilization: float) -> int:
+    """The cores a fused plan's F_op uses, checked: every core gets work, the device has
+    them, and the parallelism constraint's floor holds."""
+    for axis, extent, factor in zip(union.axis_names, union.extents, op_factors):
+        if factor > extent:
+            raise PlanError(f"F_op on axis {axis} is {factor}, more than its extent {extent}: some cores would get no work")
+    cores = math.prod(op_factors)
+    if cores > device.cores:
+        raise PlanError(f"plan uses {cores} cores, device {device.name} has {device.cores}")
+    floor = minimum_cores(union, device, min_utilization)
+    if cores < floor:
+        raise PlanError(f"plan uses {cores} cores, fewer than the parallelism constraint's {floor} "
+                        f"(min_utilization={min_utilization:g})")
+    return cores
+
+
 def check_pair_plan(pair: PairSpec, plan: Plan, device: Device | str, cost: CostModel | str, *,
                     min_utilization: float = 0.0, max_padding: float | None = None) -> PairScore:
     """Check a fused plan against the T10 constraints over the five tensors and price it
@@ -346,16 +361,7 @@ def check_pair_plan(pair: PairSpec, plan: Plan, device: Device | str, cost: Cost
     union = pair.union_spec()
     axes, extents, tensors = union.axis_names, union.extents, union.tensors
     op_factors = plan.op_factors
-    for axis, extent, factor in zip(axes, extents, op_factors):
-        if factor > extent:
-            raise PlanError(f"F_op on axis {axis} is {factor}, more than its extent {extent}: some cores would get no work")
-    cores = math.prod(op_factors)
-    if cores > device.cores:
-        raise PlanError(f"plan uses {cores} cores, device {device.name} has {device.cores}")
-    floor = minimum_cores(union, device, min_utilization)
-    if cores < floor:
-        raise PlanError(f"plan uses {cores} cores, fewer than the parallelism constraint's {floor} "
-                        f"(min_utilization={min_utilization:g})")
+    cores = _check_cores(union, op_factors, device, min_utilization)
     sharing = {t.name: math.prod(f for a, f in zip(axes, op_factors) if not t.indexed_by(a)) for t in tensors}
     for t in tensors:
         total = math.prod(plan.temporal_factors[t.name])
