@@ -62,6 +62,7 @@ from irc.planner.idle import IdlePlan
 from irc.planner.igo_pair import PairSpec
 from irc.planner.op_table import FrontierCache, OpTable
 from irc.planner.plan import Plan
+from irc.planner.layout_match import matched_tables
 from irc.planner.relayout import dim_extents, relayout_cost, tensor_elements
 from irc.planner.serialize import plan_to_dict
 from irc.planner.spec import OpSpec
@@ -408,7 +409,10 @@ class ModelPlan:
 class _ModelProblem:
     """The tables, budgets and objective shared by the greedy and exhaustive searches."""
 
-    def __init__(self, model: ModelSpec, cache: FrontierCache, progress: ProgressCallback | None) -> None:
+    def __init__(self, model: ModelSpec, cache: FrontierCache, progress: ProgressCallback | None,
+                 layouts: bool = False) -> None:
+        """``layouts``: add to each cheap op's table the plans matching its neighbours'
+        layouts (`irc.planner.layout_match`), for the relayout-aware choice (``refine``)."""
         self.model = model
         self.cache = cache
         self.device = cache.device
@@ -434,7 +438,6 @@ class _ModelProblem:
             self.signature_ids.append(ids.setdefault(id(table), len(ids)))
             if progress is not None:
                 progress(i + 1, total, op.name)
-        self.least_hot = [t.least_hot() for t in self.tables]
         canonical = lambda i, name: f"t{model.ops[i].spec.tensor_index(name)}"  # noqa: E731
         self.live = [[(holder, canonical(holder, name)) for holder, name in across] for across in model.live_across()]
         self._bytes: dict[int, dict[tuple[int, str], int]] = {}   # holder -> (plan, tensor) -> bytes
@@ -450,6 +453,11 @@ class _ModelProblem:
                  e.moved, e.view)
             for e in model.edges()
         ]
+        if layouts:
+            kinds = ["pair" if op.pair is not None else op.spec.kind for op in model.ops]
+            self.tables = matched_tables(self.tables, kinds, self.edges, self.device, self.cost,
+                                         cache.min_utilization)
+        self.least_hot = [t.least_hot() for t in self.tables]
         self._relayout: dict[tuple, tuple[int, float]] = {}
         self._edge_cycles: list[dict] = [{} for _ in self.edges]   # per edge: (consumer, producer plan) -> cycles
         self._live_lists: list | None = None   # _live_earlier
@@ -962,14 +970,30 @@ def plan_model(
     cache = _cache_for(cache, device, cost)
     problem = _ModelProblem(model, cache, progress)
     problem.check_fits()
-    search = {"paper": problem.greedy_paper, "artifact": problem.greedy_artifact,
-              "exhaustive": problem.exhaustive}[direction]
-    (total, rows), trajectory = search()
-    if not math.isfinite(total):
+    planned = _solve(problem, direction, started, refine)
+    if planned is None:
         raise ModelFitError(
             f"model {model.name!r}: no explored combination of idle plans lets every op execute on "
             f"{cache.device.name}", needed=problem.least_needed(), available=cache.device.sram_bytes,
         )
+    if refine:
+        # the layout-matched candidates give the relayout-aware choice more to trade; its
+        # descent is local, so the plan without them is kept where it is faster
+        matched = _ModelProblem(model, cache, None, layouts=True)
+        if any(a is not b for a, b in zip(matched.tables, problem.tables)):
+            other = _solve(matched, direction, started, refine)
+            if other is not None and other.seconds < planned.seconds:
+                planned = other
+    return planned
+
+
+def _solve(problem: "_ModelProblem", direction: str, started: float, refine: bool) -> ModelPlan | None:
+    """``problem`` planned by the search ``direction`` names (None: nothing fits)."""
+    search = {"paper": problem.greedy_paper, "artifact": problem.greedy_artifact,
+              "exhaustive": problem.exhaustive}[direction]
+    (total, rows), trajectory = search()
+    if not math.isfinite(total):
+        return None
     return problem.result(rows, direction, trajectory, started, refine)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import time
 from dataclasses import dataclass, field, replace
+from typing import Sequence
 
 import numpy as np
 
@@ -150,7 +151,17 @@ def build_op_table(
     names = [t.name for t in spec.tensors]
     cweights = tuple(f"t{names.index(w)}" for w in weights)
     result = search(canon, device, cost, min_utilization=min_utilization, max_padding=max_padding)
-    active = result.pareto
+    table = tabulate(canon, cweights, result.pareto, device, cost)
+    return replace(table, search_seconds=time.perf_counter() - started,
+                   search_cpu_seconds=time.process_time() - cpu)
+
+
+def tabulate(canon: OpSpec, cweights: tuple[str, ...], active: Sequence[Plan], device: Device,
+             cost: CostModel) -> OpTable:
+    """The op table of the canonical ``canon`` (weights ``cweights``) over the scored
+    ``active`` plans, memory ascending: its idle plans, and the setup that pairs each with
+    each active plan (module docstring)."""
+    active = tuple(active)
     # an idle plan's bytes are those of the slices of one active plan's partitions: it
     # pairs only with active plans of the same per-core spans (plans with equal F_op but
     # other steps pad differently, so the same idle factors cut other partitions)
@@ -200,9 +211,28 @@ def build_op_table(
         setup=np.array(row_setup),
         idle_index=np.array(row_index, dtype=np.int64),
         idle=tuple(idle_list),
-        search_seconds=time.perf_counter() - started,
-        search_cpu_seconds=time.process_time() - cpu,
     )
+
+
+
+
+def with_plans(table: OpTable, extra: Sequence[Plan], device: Device, cost: CostModel) -> OpTable:
+    """``table`` with the scored canonical plans ``extra`` among its active plans (those it
+    lacks, by F_op and f_t), memory ascending: candidates off the Pareto frontier that a
+    model-wide plan may prefer for their layouts (`irc.planner.layout_match`). ``table``
+    itself when nothing is new."""
+    known = {(p.op_factors, tuple(sorted(p.temporal_factors.items()))) for p in table.active}
+    new = []
+    for plan in extra:
+        key = (plan.op_factors, tuple(sorted(plan.temporal_factors.items())))
+        if key not in known:
+            known.add(key)
+            new.append(plan)
+    if not new:
+        return table
+    active = sorted(table.active + tuple(new), key=lambda p: (p.memory_per_core, p.cycles))
+    merged = tabulate(table.spec, table.weights, active, device, cost)
+    return replace(merged, search_seconds=table.search_seconds, search_cpu_seconds=table.search_cpu_seconds)
 
 
 def build_pair_table(
