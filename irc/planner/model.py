@@ -797,6 +797,23 @@ class _ModelProblem:
         return best, trajectory
 
     # ----------------------------------------------------------------- relayout-aware choice
+    def op_floors(self) -> list[float]:
+        """Per op, cycles no load-compute-store planner (VGM, Roller:
+        `irc.planner.baselines_model`) can beat: its fastest plan, plus loading at least
+        each core's even share of its inputs and storing that of its output, each one
+        shift and one barrier (inf for a fused gradient pair, which they do not plan)."""
+        cores, floors = self.device.cores, []
+        for op, table in zip(self.model.ops, self.tables):
+            if op.pair is not None:
+                floors.append(math.inf)
+                continue
+            spec = op.spec
+            share = lambda t: -(-tensor_elements(spec, t.name) // cores) * spec.bytes_of(t.name)  # noqa: E731
+            transfer = sum(float(self.cost.shift_cycles(self.device, nbytes)) + float(self.cost.sync_cycles(self.device))
+                           for nbytes in (sum(share(t) for t in spec.inputs), share(spec.output)) if nbytes)
+            floors.append(float(table.active_cycles.min()) + transfer)
+        return floors
+
     def refine(self, rows: Sequence[int], choice: list[int]) -> list[int]:
         """``choice`` (each op's fastest active plan in its budget, ``evaluate``) improved
         by coordinate descent on the whole objective: an op moves to another active plan
@@ -805,14 +822,22 @@ class _ModelProblem:
         ``evaluate`` picks each op alone, blind to the layouts of its neighbours; on a
         wide plan space (no utilisation floor) the fastest plan of one op can cost its
         neighbours more in relayouts than it saves. Each move lowers the total, so the
-        result is never worse than ``choice``."""
+        result is never worse than ``choice``. No move makes an op (its active + setup
+        cycles and the relayouts into it) slower than a load-compute-store planner could
+        ever run it (``op_floors``) unless it already was, and no slower than it was: a
+        trade between neighbours never leaves one op behind the baselines."""
         choice = list(choice)
         free = self.sram - self.idle_total(rows)
         incident: list[list[int]] = [[] for _ in self.tables]
+        inbound: list[list[int]] = [[] for _ in self.tables]
+        feeds: list[set[int]] = [set() for _ in self.tables]
         for k, edge in enumerate(self.edges):
             incident[edge.consumer].append(k)
+            inbound[edge.consumer].append(k)
             if edge.producer != edge.consumer:
                 incident[edge.producer].append(k)
+                feeds[edge.producer].add(edge.consumer)
+        floors = self.op_floors()
 
         def edge_cycles(k: int, picks: Sequence[int]) -> float:
             edge = self.edges[k]
@@ -826,6 +851,16 @@ class _ModelProblem:
             # an op after i holds i's tensors at i's chosen plan (``evaluate``'s budgets)
             for k in self._held_across.get(i, ()):
                 if k > i and self.live_bytes(k, picks[:k]) + self.tables[k].hot[picks[k]] > free:
+                    return False
+            return True
+
+        def op_cycles(k: int, picks: Sequence[int]) -> float:
+            return self.tables[k].table[rows[k], picks[k]] + sum(edge_cycles(e, picks) for e in inbound[k])
+
+        def keeps_floors(i: int, trial: Sequence[int]) -> bool:
+            for k in {i} | feeds[i]:
+                after = op_cycles(k, trial)
+                if after > floors[k] + 1e-9 and after > op_cycles(k, choice) + 1e-9:
                     return False
             return True
 
@@ -843,7 +878,8 @@ class _ModelProblem:
                         continue
                     trial = choice[:i] + [j] + choice[i + 1:]
                     cost = table.table[row, j] + sum(edge_cycles(k, trial) for k in incident[i])
-                    if cost < here - 1e-9 and (best is None or cost < best[0]) and fits_later(i, trial):
+                    if cost < here - 1e-9 and (best is None or cost < best[0]) and fits_later(i, trial) \
+                            and keeps_floors(i, trial):
                         best = (cost, j)
                 if best is not None:
                     choice[i] = best[1]

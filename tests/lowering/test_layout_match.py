@@ -10,14 +10,17 @@ from xdsl.context import Context
 from xdsl.dialects.func import FuncOp
 
 from irc.devices import load_device
+from irc.frontend.onnx_import import import_model
 from irc.interpreter.registry import chips_of
 from irc.lowering.model_from_ir import function_model
 from irc.passes.pipelines import InferencePipeline
+from irc.planner.baselines_model import roller_plan, vgm_plan
 from irc.planner.layout_match import CHEAP_KINDS, matched_plan
 from irc.planner.model import _ModelProblem, plan_model
 from irc.planner.op_table import FrontierCache
 from irc.planner.relayout import tensor_layout
 from irc.runner import check_inputs, find_function, interpreter_for, parse_module, random_inputs, run_function
+from tests.programs import small_models
 
 # attention scores and their softmax, as an exporter writes it: every step its own op
 SOFTMAX = """
@@ -85,3 +88,30 @@ def test_the_matched_chain_runs_as_planned(device):
     assert chip.report().model_cycles == pytest.approx(planned, rel=1e-9)
     (name,) = reference
     np.testing.assert_allclose(np.asarray(values[0]), reference[name], rtol=1e-5, atol=1e-6)
+
+
+def _baseline_wins(model, planned, baselines) -> list[str]:
+    """The ops a baseline runs faster than the model-wide plan (`benchmarks/models_table`'s
+    rule: irc's active, setup and relayout time against the baseline's compute and VGM
+    load/store time)."""
+    return [op.name for i, op in enumerate(planned.ops)
+            if min(b.ops[i].seconds for b in baselines) < op.seconds * (1 - 1e-9)]
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2", "opt"])
+@pytest.mark.parametrize("device", ["tiny16", "ipu-mk2"])
+def test_no_op_is_slower_than_a_baseline_and_the_floor_is_a_bound(name, device):
+    """Exported transformer blocks: no op of the model-wide plan is slower than VGM's or
+    Roller's plan for it (the relayout-aware choice never trades one op below them), and
+    each op's floor (`_ModelProblem.op_floors`) is at most what either baseline pays."""
+    imported = import_model(small_models()[name]())
+    (function,) = [op for op in imported.module.walk() if isinstance(op, FuncOp)]
+    model = function_model(function).model
+    dev = load_device(device)
+    cache = FrontierCache(dev, "t10")
+    planned = plan_model(model, dev, cache=cache)
+    baselines = [vgm_plan(model, dev, cache.cost, cache=cache), roller_plan(model, dev, cache.cost, cache=cache)]
+    assert not _baseline_wins(model, planned, baselines)
+    floors = _ModelProblem(model, cache, None).op_floors()
+    for i, floor in enumerate(floors):
+        assert floor / dev.clock_hz <= min(b.ops[i].seconds for b in baselines) * (1 + 1e-12)
