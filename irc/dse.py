@@ -28,7 +28,7 @@ from irc.devices.topology import allreduce_cycles
 from irc.model_sources import ModelSourceError, model_source
 from irc.output import write_atomically
 from irc.planner.elk import offchip_study, weight_bytes
-from irc.planner.errors import PlanError
+from irc.plans.errors import PlanError
 from irc.planner.llm import MODELS, allreduce_bytes
 from irc.planner.llm import workload as build
 from irc.planner.model import ModelSpecError

@@ -7,7 +7,7 @@ bound tensor expression and a plan (``F_op`` and ``f_t``, scored by ``irc.planne
 ``ShiftKernel``, which every lower level reads: the ``shift`` dialect prints it, the
 ``device`` lowering emits its instructions, the interpreters execute it.
 
-Geometry (``irc.planner.plan``): core ``c`` has grid coordinates ``c_d`` over ``F_op``;
+Geometry (``irc.plans.plan``): core ``c`` has grid coordinates ``c_d`` over ``F_op``;
 along axis ``d`` it owns the padded range ``[c_d*T_d*tau_d, (c_d+1)*T_d*tau_d)`` and
 computes ``T_d`` step tiles of ``tau_d``. Tensor ``v`` split by ``f_t[v][d]`` along ``d``
 holds partitions of ``g_{v,d} = T_d / f_t[v][d]`` step tiles.
@@ -19,7 +19,7 @@ So a constant index (``A[0,m,k]``, a broadcast ``B[0,0,d]``) is the one-element 
 the constant, a shifted or where-bound window (``X[i+2] where i in 4``) starts at its
 offset inside a larger dimension, and a row-major merged read (``A[0,o1,16*o2+o3]``)
 holds the block of the flat dimension its axis ranges cover (with the elements between
-the rows when o3 is split: they are loaded, never read). ``irc.planner.from_te``
+the rows when o3 is split: they are loaded, never read). ``irc.plans.from_te``
 describes each dimension to the planner with the same extent, so every resident
 partition, shift and output reduction is priced exactly as it is held and moved.
 
@@ -73,11 +73,11 @@ import numpy as np
 from irc.cost import CostModel, DEFAULT_COST_MODEL, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.dialects.te_expr import AffineIndex, BoundExpr, IndirectIndex
-from irc.planner import OpSpec, Plan, PlanError, check_plan
-from irc.planner.errors import SpecError
-from irc.planner.from_te import fold_changing_axes
-from irc.planner.igo_pair import check_pair_plan, pair_spec
-from irc.planner.roles import compute_roles, tensor_dim_axes
+from irc.plans import OpSpec, Plan, PlanError, check_plan
+from irc.plans.errors import SpecError
+from irc.plans.from_te import fold_changing_axes
+from irc.plans.pair import check_pair_plan, pair_spec
+from irc.plans.roles import compute_roles, tensor_dim_axes
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
 
 
@@ -245,7 +245,7 @@ class ShiftKernel:
         return SubTask(spec.kind, spec.dtype_bytes, math.prod(self.tiles), roles)
 
     def op_work(self, product: int = 0) -> OpWork:
-        """The planner's ``OpWork`` for this program's ``product`` (irc.planner.evaluate;
+        """The planner's ``OpWork`` for this program's ``product`` (irc.plans.evaluate;
         of several products the first carries the whole exchange, the others only their
         compute and output, as `irc.planner.igo_pair` prices them)."""
         shifted = 0
@@ -286,7 +286,7 @@ class ShiftKernel:
 
     def shifted_bytes_beyond_plan(self) -> int:
         """Bytes all shifts move beyond what the planner counts: 0 whenever the planner
-        sized every dimension by the range its index covers (``irc.planner.from_te``
+        sized every dimension by the range its index covers (``irc.plans.from_te``
         lists an axis once per unit of its coefficient, so strided windows ``2*h+r`` and
         merged reads ``16*o2+o3`` are exact). A hand-built ``OpSpec`` that sizes such a
         dimension as if unit-stride (IPU_COST_FACTS s4) leaves a positive difference."""
@@ -304,7 +304,7 @@ class ShiftKernel:
 
     def planner_resident(self, tensor: TensorLayout) -> int:
         """Resident elements as the planner counts them (equal to the partition held
-        for every spec ``irc.planner.from_te`` builds)."""
+        for every spec ``irc.plans.from_te`` builds)."""
         if self.plan.score is not None:
             return self.plan.score.memory.elements(tensor.name)
         return tensor.partition_elements
@@ -959,7 +959,7 @@ def _check_reduction_padding(
     ranges are *clamped* instead of padded.
 
     The planner decides which reduction axes may be padded (``OpSpec.unpadded_axes``,
-    `irc.planner.from_te.fold_changing_axes`) and only returns plans that
+    `irc.plans.from_te.fold_changing_axes`) and only returns plans that
     ``OpSpec.padding_admitted`` (``check_plan`` refuses the others), so this reads the
     same rule:
 

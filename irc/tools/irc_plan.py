@@ -64,7 +64,7 @@ from irc.planner import (
 )
 from irc.planner.baselines_model import fastest_bound, roller_plan, t10_plan, vgm_plan
 from irc.planner.elk import plan_offchip
-from irc.planner.from_te import op_spec_from_expr, reading_order
+from irc.plans.from_te import op_spec_from_expr, reading_order
 from irc.planner.model import ModelFitError, max_batch
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError

@@ -46,8 +46,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Call, Const, IndirectIndex, gather_parts, walk_nodes
-from irc.planner.errors import SpecError
-from irc.planner.spec import OpSpec, TensorSpec
+from irc.plans.errors import SpecError
+from irc.plans.spec import OpSpec, TensorSpec
 
 
 def _walk(node):

@@ -22,11 +22,11 @@ import numpy as np
 from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.devices.topology import mesh_busiest, on_mesh
-from irc.planner.constraints import PADDING_TOLERANCE, is_chain, minimum_cores
-from irc.planner.errors import PlanError
-from irc.planner.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
-from irc.planner.roles import compute_roles, tensor_dim_axes
-from irc.planner.spec import OpSpec
+from irc.plans.constraints import PADDING_TOLERANCE, is_chain, minimum_cores
+from irc.plans.errors import PlanError
+from irc.plans.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
+from irc.plans.roles import compute_roles, tensor_dim_axes
+from irc.plans.spec import OpSpec
 
 
 def _ceil_div(a: int, b: int) -> int:
