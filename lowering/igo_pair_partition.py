@@ -43,7 +43,7 @@ never planned slower for fusing (under memory pressure a fused pair's five tenso
 cost its neighbours more than dY's second arrival saves). With ``mode=op`` a fused pair runs its
 fastest fused plan.
 Below the rtensor level a fused pair is one compute-shift kernel of two products
-(`rtensor-to-shift`, `irc.schedule.kernel.build_fused_kernel`): dY rotates once per step
+(`rtensor-to-shift`, `irc.schedule.pair_kernel.build_fused_kernel`): dY rotates once per step
 for both gradients, and the interpreted device program takes exactly the planned time,
 relayouts included.
 """

@@ -271,7 +271,7 @@ def ring_sources(op_factors, free: tuple[int, ...], ring: int, weight: int = 1, 
     ring) moves one further:
     cores numbered row-major over ``op_factors`` (first axis slowest), the ones sharing
     a sub-tensor numbered row-major over the ``free`` axes (``phi``), rings consecutive
-    groups of ``ring`` in ``phi`` (``irc.schedule.kernel``'s placement)."""
+    groups of ``ring`` in ``phi`` (``irc.schedule.placement``)."""
     grid = [int(f) for f in op_factors]
     cores = math.prod(grid)
     coords = np.array(np.unravel_index(np.arange(cores), grid)) if cores > 1 else np.zeros((len(grid), 1), int)

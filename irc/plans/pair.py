@@ -51,7 +51,7 @@ The model's assumptions (what `check_pair_plan` prices, what `irc.planner.igo_pa
 What is priced is what runs: `rtensor-to-shift` lowers a fused pair to one
 `shift.kernel` of two products whose loop nest is this model's (``loop_order``) and
 whose placement is T10's extended to tensors sharing their cores
-(`irc.schedule.kernel.build_fused_kernel`); its device program computes both products'
+(`irc.schedule.pair_kernel.build_fused_kernel`); its device program computes both products'
 sub-tasks per step, shifts each rotating tensor once per level step and reduces each
 gradient on its own, so the interpreter takes exactly ``check_pair_plan``'s cycles.
 

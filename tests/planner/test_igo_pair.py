@@ -149,7 +149,8 @@ def test_the_fused_plan_runs_one_dy_ring_at_its_price():
     shifts it twice as often and costs the dW product's shifts and barriers more."""
     from irc.lowering.shift_ir import kernel_module
     from irc.runner import run
-    from irc.schedule.kernel import build_fused_kernel, build_shift_kernel
+    from irc.schedule.kernel import build_shift_kernel
+    from irc.schedule.pair_kernel import build_fused_kernel
 
     m = k = n = 64
     bound_dx = parse_expression("DX[m,k] += G[m,n] * W[k,n]").bind([(m, n), (k, n)], (m, k))
