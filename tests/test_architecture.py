@@ -369,3 +369,26 @@ def test_every_import_follows_an_arrow_of_the_whiteboard():
     assert not new, "imports no arrow of ARCHITECTURE.md allows:\n" + "\n".join(new)
     if found:
         pytest.skip("known violations, being removed: " + "; ".join(sorted({_key(v) for v in found})))
+
+
+def _asks_a_device_its_family(path: Path) -> list[int]:
+    """Lines of ``path`` that read a ``family`` off an object (``getattr(x, "family")``,
+    ``x.family``) instead of asking the registry."""
+    tree = ast.parse(path.read_text(), str(path))
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                      and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                      and node.args[1].value == "family")
+                  or (isinstance(node, ast.Attribute) and node.attr == "family"))
+
+
+def test_a_chip_family_is_asked_of_its_registry(tmp_path):
+    """A device's family is the registry's answer (`irc.devices.families.family_of`, or an
+    ``isinstance`` of its family's dataclass), never read off the device: the families'
+    own modules (``irc/devices``) are the only ones that know the field."""
+    asking = tmp_path / "asking.py"
+    asking.write_text('getattr(device, "family", None)\nfamily = device.family\nNpuDevice(family="npu")\n')
+    assert _asks_a_device_its_family(asking) == [1, 2]
+    found = [f"{path.relative_to(ROOT)}:{line}" for folder in PACKAGES for path in _sources(folder)
+             if not path.is_relative_to(ROOT / "irc/devices") for line in _asks_a_device_its_family(path)]
+    assert not found, "a family read off a device instead of irc.devices.families:\n" + "\n".join(found)
