@@ -17,6 +17,7 @@ class MtiaToolError(Exception):
 
 
 def is_mtia(device) -> bool:
+    """Whether ``device`` is of the mtia family (its dataclass: `irc.devices.mtia.CHIP_FAMILY`)."""
     return isinstance(device, MtiaDevice)
 
 

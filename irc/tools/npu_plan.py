@@ -45,6 +45,7 @@ class NpuToolError(Exception):
 
 
 def is_npu(device) -> bool:
+    """Whether ``device`` is of the npu family (its dataclass: `irc.devices.npu.CHIP_FAMILY`)."""
     return isinstance(device, NpuDevice)
 
 
