@@ -52,7 +52,7 @@ from irc.planner.model import ModelFitError, ModelOp, ModelSpec, plan_model
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
 from irc.planner.serialize import plan_to_dict
-from irc.planner.spec import OpSpec, TensorSpec
+from irc.plans.spec import OpSpec, TensorSpec
 from irc.progress import Progress
 
 PLAN_SECONDS_TARGET = 60.0

@@ -71,7 +71,7 @@ from irc.planner.baselines_model import roller_plan, vgm_plan
 from irc.planner.bert import LAYER_INPUT, bert_layer_ops, stack_layers
 from irc.planner.model import ModelFitError, ModelOp, ModelSpec, check_fits
 from irc.planner.op_table import FrontierCache
-from irc.planner.spec import OpSpec, TensorSpec
+from irc.plans.spec import OpSpec, TensorSpec
 from irc.progress import Progress
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -177,7 +177,7 @@ def gpt2_small(seq: int):
 
 def _conv(name, batch, c_in, c_out, size, kernel, producer=None, stride=1) -> ModelOp:
     """Conv (batch-norm folded) producing c_out x size x size with its real stride: the
-    input window ``stride*h + r`` lists h ``stride`` times (``irc.planner.from_te``)."""
+    input window ``stride*h + r`` lists h ``stride`` times (``irc.plans.from_te``)."""
     axes = (("b", batch), ("f", c_out), ("c", c_in), ("h", size), ("w", size), ("r", kernel), ("s", kernel))
     x = _t("X", "b", "c", ("h",) * stride + ("r",), ("w",) * stride + ("s",))
     spec = OpSpec(axes, (_t("Y", "b", "f", "h", "w"), x, _t("W", "f", "c", "r", "s")), ("c", "r", "s"), "conv")

@@ -39,7 +39,7 @@ from irc.planner.mtia import (  # noqa: E402
     plan_operator,
     tensor_bytes,
 )
-from irc.planner.spec import OpSpec, TensorSpec  # noqa: E402
+from irc.plans.spec import OpSpec, TensorSpec  # noqa: E402
 
 TABLE_III = {  # the paper's operator breakdown of a medium-complexity DLRM, batch 64 / 256 (%)
     "FC": (42.10, 32.4), "EB": (31.19, 30.0), "Concat": (2.86, 11.5), "Transpose": (8.47, 5.9),

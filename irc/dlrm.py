@@ -35,7 +35,7 @@ import numpy as np
 
 from irc.planner.model import ModelOp
 from irc.planner.mtia import EmbeddingOp, EmbeddingSpec, MtiaModel
-from irc.planner.spec import OpSpec, TensorSpec
+from irc.plans.spec import OpSpec, TensorSpec
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from irc.cost import DEFAULT_COST_MODEL
-from irc.devices import Device, load_device
+from irc.devices import Device, family_of, load_device
 from irc.devices.loader import MAX_CORES
 from irc.devices.topology import allreduce_cycles
 from irc.model_sources import ModelSourceError, model_source
 from irc.output import write_atomically
 from irc.planner.elk import offchip_study, weight_bytes
-from irc.planner.errors import PlanError
+from irc.plans.errors import PlanError
 from irc.planner.llm import MODELS, allreduce_bytes
 from irc.planner.llm import workload as build
 from irc.planner.model import ModelSpecError
@@ -75,7 +75,7 @@ def point_device(base: Device, point: Point) -> Device:
     """``base`` with the point's HBM and link bandwidth, topology and cores (one chip's
     worth per chip; the HBM bandwidth scales with the chips)."""
     if not isinstance(base, Device):
-        raise DseError(f"device '{base.name}' is of the {getattr(base, 'family', 'another')} family; irc-dse sweeps "
+        raise DseError(f"device '{base.name}' is of the {family_of(base).name} family; irc-dse sweeps "
                        f"chips of the IPU kind with off-chip memory ([offchip]), such as ipu-pod4-hbm")
     if base.offchip is None:
         raise DseError(f"device '{base.name}': the base device of a sweep needs off-chip memory ([offchip])")

@@ -20,9 +20,10 @@ from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, Module
 from xdsl.ir import Attribute, Operation
 
 from irc.cost import DEFAULT_COST_MODEL, CostModel, CostModelError, get_cost_model
-from irc.devices import Device, DeviceError, device_from_fields, load_device
+from irc.devices import FAMILIES, ChipFamily, Device, DeviceError, device_from_fields, family_of, load_device
 from irc.devices.loader import check_device_name
 from irc.devices.mtia import MtiaDevice
+from irc.devices.npu import NpuDevice
 from irc.diagnostics import ops_children_first
 from irc.dialects.target import TARGET_ATTR, TargetAttr, target_of
 
@@ -73,24 +74,14 @@ def target_attr(device, cost: str) -> TargetAttr:
     return TargetAttr(device.name, cost, description)
 
 
-FAMILY_PIPELINES = {
-    "mtia": "compile it with irc-opt -p 'mtia-partition{{device={name}}},te-to-mtia' or plan it with "
-            "irc-plan --device {name} --cost mtia",
-    "npu": "compile a forward pass for it with irc-opt -p 'inference{{device={name}}}' (te-to-npu) or a training "
-           "step with irc-opt -p 'training{{device={name}}}' (te-autodiff, igo-fuse, igo-to-npu)",
-}
-"""What each family other than the IPU kind is compiled with (a device-level error's advice)."""
-
-
 def _ipu_kind(device, name: str) -> Device:
     """``device`` if the te -> rtensor -> shift -> device pipeline targets it (the IPU
     kind); another family's device level is its own (issue 16)."""
     if not isinstance(device, Device):
-        family = getattr(device, "family", "another")
-        advice = FAMILY_PIPELINES.get(family, "see its family's passes").format(name=name)
+        family = family_of(device)
         raise TargetError(
-            f"device '{name}' is of the {family} family, which the te -> rtensor -> shift -> device "
-            f"pipeline does not target; {advice}"
+            f"device '{name}' is of the {family.name} family, which the te -> rtensor -> shift -> device "
+            f"pipeline does not target; {family.advice(name)}"
         )
     return device
 
@@ -106,7 +97,7 @@ def device_of(target: TargetAttr) -> Device:
 def npu_device_of(target: TargetAttr):
     """The ``NpuDevice`` (``irc.devices.npu``) a target of the ``npu`` family describes."""
     device = described_device(target)
-    if getattr(device, "family", None) != "npu":
+    if not isinstance(device, NpuDevice):
         raise TargetError(f"#irc.target of '{target.device_name}' is not an NPU (family = \"npu\")")
     return device
 
@@ -160,12 +151,7 @@ def check_targets(module: ModuleOp) -> None:
         target = op.attributes.get(TARGET_ATTR)
         if isinstance(target, TargetAttr):
             try:
-                family = family_of(target)
-                if family is None:
-                    device_of(target)
-                    cost_of(target)
-                else:
-                    FAMILY_TARGETS[family](target)
+                target_family(target).entry("target_reader")(target)
             except (TargetError, ValueError) as error:
                 if not isinstance(error, TargetError):
                     error = TargetError(str(error))
@@ -173,23 +159,28 @@ def check_targets(module: ModuleOp) -> None:
                 raise error from None
 
 
-def family_of(target: TargetAttr) -> str | None:
-    """The device family a target describes (None: the IPU kind); a `TargetError` for a
+def target_family(target: TargetAttr) -> ChipFamily:
+    """The chip family a target describes (`irc.devices.families`); a `TargetError` for a
     family irc does not know or a device name it cannot find."""
     fields = target.fields()
-    if fields:  # a description written in full: its own family field, absent for the IPU kind
-        family = field_value(fields["family"]) if "family" in fields else None
-    else:
+    if not fields:  # a bundled device by name
         try:
-            family = getattr(load_device(check_device_name(target.device_name)), "family", None)
+            return family_of(load_device(check_device_name(target.device_name)))
         except DeviceError as error:
             raise TargetError(str(error)) from None
-    if family in (None, "ipu"):
-        return None
-    if family not in FAMILY_TARGETS:
-        raise TargetError(f"#irc.target of '{target.device_name}': unknown device family {family!r}; "
-                          f"known: ipu, {', '.join(sorted(FAMILY_TARGETS))}")
-    return family
+    # a description written in full: its own family field, absent for the IPU kind
+    name = field_value(fields["family"]) if "family" in fields else "ipu"
+    if name not in FAMILIES:
+        raise TargetError(f"#irc.target of '{target.device_name}': unknown device family {name!r}; "
+                          f"known: {', '.join(FAMILIES)}")
+    return FAMILIES[name]
+
+
+def check_ipu_target(target: TargetAttr) -> None:
+    """An IPU-kind target's reading (its family's ``target_reader``): its device and cost
+    model, each checked."""
+    device_of(target)
+    cost_of(target)
 
 
 def require_target(op: Operation) -> TargetAttr:
@@ -273,7 +264,7 @@ def mtia_device_of(target: TargetAttr) -> MtiaDevice:
         device = described_device(target)
     except TargetError as error:
         raise MtiaTargetError(str(error)) from None
-    if getattr(device, "family", None) != "mtia":
+    if not isinstance(device, MtiaDevice):
         raise MtiaTargetError(f"the module targets '{target.device_name}', which is not an MTIA device")
     return device
 
@@ -291,7 +282,7 @@ def set_mtia_target(module: ModuleOp, device_name: str) -> TargetAttr:
         device = load_device(device_name)
     except DeviceError as error:
         raise MtiaTargetError(str(error)) from None
-    if getattr(device, "family", None) != "mtia":
+    if not isinstance(device, MtiaDevice):
         raise MtiaTargetError(f"device '{device.name}' is not of the mtia family")
     have = module.attributes.get(TARGET_ATTR)
     if isinstance(have, TargetAttr):
@@ -302,11 +293,3 @@ def set_mtia_target(module: ModuleOp, device_name: str) -> TargetAttr:
     target = mtia_target_attr(device)
     module.attributes[TARGET_ATTR] = target
     return target
-
-
-FAMILY_TARGETS = {
-    "npu": npu_device_of,
-    "mtia": mtia_device_of,
-}
-"""How a target of each device family other than the IPU kind is read (its device level's
-own reader, which checks the description)."""

@@ -43,7 +43,7 @@ never planned slower for fusing (under memory pressure a fused pair's five tenso
 cost its neighbours more than dY's second arrival saves). With ``mode=op`` a fused pair runs its
 fastest fused plan.
 Below the rtensor level a fused pair is one compute-shift kernel of two products
-(`rtensor-to-shift`, `irc.schedule.kernel.build_fused_kernel`): dY rotates once per step
+(`rtensor-to-shift`, `irc.schedule.pair_kernel.build_fused_kernel`): dY rotates once per step
 for both gradients, and the interpreted device program takes exactly the planned time,
 relayouts included.
 """
@@ -67,9 +67,10 @@ from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import ExprError
 from irc.lowering.rtensor_plan import relayout_onto
 from irc.planner import Plan, PlanError, SpecError
-from irc.planner.from_te import op_spec_from_expr
+from irc.plans.from_te import op_spec_from_expr
 from irc.planner.model import ModelFitError
-from irc.planner.igo_pair import PairComparison, PairSpec, check_pair_plan, compare_pair, pair_spec
+from irc.planner.igo_pair import PairComparison, compare_pair
+from irc.plans.pair import PairSpec, check_pair_plan, pair_spec
 
 PLANNED = "planned_cycles"
 """On an `rtensor.grad_pair`: the fused plan's cycles (``rtensor-check`` recomputes them)."""
@@ -272,7 +273,7 @@ def stated_plan(op: GradPairOp) -> Plan:
 
 def check_pair(op: GradPairOp, device, cost) -> Plan:
     """Every constraint of the fused plan `op` states on `device` (the T10 constraints
-    over its five tensors, `irc.planner.igo_pair.check_pair_plan`), its types' replicas
+    over its five tensors, `irc.plans.pair.check_pair_plan`), its types' replicas
     and padding, and its ``planned_cycles``; the scored plan. Raises `PairPlanError`."""
     plan = stated_plan(op)
     try:

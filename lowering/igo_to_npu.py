@@ -54,6 +54,7 @@ from irc.cost.igo import (
 )
 from irc.devices import load_device
 from irc.devices.loader import DeviceError
+from irc.devices.npu import NpuDevice
 from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width
 from irc.dialects.igo import GradPairOp, forward_name
@@ -96,7 +97,7 @@ def resolve_device(module: ModuleOp, name: str, cores: int, pass_name: str = "ig
             device = load_device(name)
         except DeviceError as error:
             raise DiagnosticException(f"{pass_name}: {error}") from None
-        if getattr(device, "family", None) != "npu":
+        if not isinstance(device, NpuDevice):
             raise DiagnosticException(f"{pass_name}: device '{name}' is not an NPU (family = \"npu\")")
     if cores:
         try:

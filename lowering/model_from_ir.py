@@ -4,7 +4,7 @@
 results nothing reads is erased before it runs, so it is not planned either:
 `live_tensor_ops`):
 
-- each op the te -> planner adapter (`irc.planner.from_te`) can describe becomes a
+- each op the te -> planner adapter (`irc.plans.from_te`) can describe becomes a
   `ModelOp` whose `OpSpec` uses the expression's own tensor and axis names;
 - an input is a **weight** when it is a function argument carrying the unit argument
   attribute ``irc.weight`` (what the ONNX importer, `irc.frontend`, emits for
@@ -48,18 +48,18 @@ from irc.dialects.shift import KernelOp
 from irc.dialects.te import OpaqueOp, TensorOp
 from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, ExprError, IndirectIndex
 from irc.lowering.igo_pair_partition import pair_spec_of
-from irc.planner.errors import PlanError, SpecError
-from irc.planner.from_te import op_spec_from_expr
+from irc.plans.errors import PlanError, SpecError
+from irc.plans.from_te import op_spec_from_expr
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
 from irc.planner.igo_pair import search_pair
 from irc.planner.model import ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
 from irc.planner.mtia import EmbeddingOp, EmbeddingSpec, MtiaModel, StreamOp, StreamSpec
 from irc.planner.op_table import FrontierCache
-from irc.planner.plan import Plan
+from irc.plans.plan import Plan
 from irc.planner.relayout import relayout_cost, tensor_elements
 from irc.planner.search import search
 from irc.planner.serialize import plan_to_dict
-from irc.planner.spec import OpSpec
+from irc.plans.spec import OpSpec
 
 WEIGHT_ATTR = "irc.weight"
 """Unit argument attribute marking a function argument as a weight (irc.frontend.weights)."""

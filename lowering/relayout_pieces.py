@@ -5,7 +5,7 @@ module states *which* data moves: per destination core ``d0`` and piece ``d1`` (
 ``count``), the source core, the offset of the piece in the source core's buffer and
 its offset in the destination's buffer, as one ``affine_map<(d0, d1) -> (source core,
 source offsets..., destination offsets...)>``; every piece has the same shape. The map is
-built from the two layouts' geometry (`irc.schedule.kernel`) in closed form and checked
+built from the two layouts' geometry (`irc.schedule.geometry`) in closed form and checked
 against the per-core tables before it is used; where no closed form is known the
 relayout keeps its tile maps (``source_origins``/``source_group``, the same move stated
 by where each tile lies).

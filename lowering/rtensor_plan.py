@@ -19,9 +19,9 @@ from irc.cost import CostModel
 from irc.devices import Device
 from irc.dialects.rtensor import IDLE_ATTR, IdlePlanAttr, RelayoutOp, RTensorOp, RTensorType, layout_types
 from irc.planner import Plan, PlanError, SpecError, check_plan
-from irc.planner.from_te import op_spec_from_expr
+from irc.plans.from_te import op_spec_from_expr
 from irc.planner.idle import IdlePlan, partition_elements, setup_cycles
-from irc.planner.spec import OpSpec
+from irc.plans.spec import OpSpec
 from irc.target import device_and_cost
 
 

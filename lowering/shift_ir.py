@@ -27,14 +27,9 @@ from irc.dialects.shift import ComputeOp, KernelOp, LoopOp, RingOp
 from irc.dialects.target import TARGET_ATTR
 from irc.lowering.rtensor_to_shift import kernel_op_for
 from irc.planner import Plan, PlanError
-from irc.schedule.kernel import (
-    AlignError,
-    ShiftKernel,
-    assemble_fused_kernel,
-    assemble_kernel,
-    build_fused_kernel,
-    build_shift_kernel,
-)
+from irc.schedule.geometry import AlignError, ShiftKernel
+from irc.schedule.kernel import assemble_kernel, build_shift_kernel
+from irc.schedule.pair_kernel import assemble_fused_kernel, build_fused_kernel
 from irc.schedule.spec import UnsupportedExpression
 from irc.target import TargetError, cost_of, device_of, require_target, target_attr
 

@@ -29,7 +29,7 @@ into the output's type, in place, after combining the copies; the te level likew
 accumulates in f32 and rounds once.
 
 SPMD: every per-core value (tile origins, window offsets, ring partners, replica groups)
-is the kernel's geometry (``irc.schedule.kernel``) evaluated at the symbolic core id
+is the kernel's geometry (``irc.schedule.geometry``) evaluated at the symbolic core id
 ``d0``, so it prints as an ``affine_map<(d0) -> (...)>`` whose size does not depend on
 the number of cores.
 
@@ -83,7 +83,7 @@ from irc.lowering.relayout_pieces import block_pieces, setup_pieces
 from irc.lowering.shift_ir import KernelIRError, kernel_of
 from irc.lowering.te_to_rtensor import PRELOAD_ATTR, PRELOADED_ATTR
 from irc.planner.relayout import relayout_cost
-from irc.schedule.kernel import initial_placement
+from irc.schedule.placement import initial_placement
 from irc.target import device_and_cost
 
 

@@ -84,10 +84,12 @@ from irc.dialects.mtia_plans import (
 )
 from irc.lowering.model_from_ir import describe
 from irc.lowering.shift_to_device import identity_value
-from irc.planner.errors import PlanError
+from irc.plans.errors import PlanError
 from irc.planner.mtia import plain_matmul
-from irc.planner.plan import Plan
-from irc.schedule.kernel import AlignError, build_shift_kernel, initial_placement
+from irc.plans.plan import Plan
+from irc.schedule.geometry import AlignError
+from irc.schedule.kernel import build_shift_kernel
+from irc.schedule.placement import initial_placement
 from irc.schedule.spec import UnsupportedExpression
 from irc.target import MtiaTargetError, require_mtia_target
 

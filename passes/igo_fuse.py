@@ -51,6 +51,7 @@ from irc.cost.igo import (
 )
 from irc.devices import Device, load_device
 from irc.devices.loader import DeviceError
+from irc.devices.npu import NpuDevice
 from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width
 from irc.dialects.igo import ORDERS, SCHEMES, GradPairOp, contraction_reads, forward_name
@@ -245,9 +246,8 @@ class IgoFuse(ModulePass):
             device = load_device(self.device)
         except DeviceError as error:
             raise DiagnosticException(f"igo-fuse: {error}") from None
-        family = getattr(device, "family", None)
         inter_core = isinstance(device, Device)
-        if family != "npu" and not inter_core:
+        if not isinstance(device, NpuDevice) and not inter_core:
             raise DiagnosticException(
                 f"igo-fuse: device '{self.device}' is neither an NPU (family = \"npu\") nor an inter-core "
                 f"chip of the IPU kind"

@@ -61,7 +61,7 @@ from irc.dialects.mtia import element_bytes, simd_traffic
 from irc.dialects.te import OpaqueOp, TensorOp
 from irc.lowering.model_from_ir import describe, embedding_spec, stream_spec
 from irc.lowering.te_to_mtia import matmul_form
-from irc.planner.errors import PlanError
+from irc.plans.errors import PlanError
 from irc.planner.mtia import mapping_space, place_operator, plan_embedding, plan_operator, stream_homes
 from irc.target import MtiaTargetError, mtia_device_of, set_mtia_target
 

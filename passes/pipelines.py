@@ -29,6 +29,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.devices import Device, load_device
 from irc.devices.loader import DeviceError
+from irc.devices.npu import NpuDevice
 from irc.diagnostics import verify_dominance
 from irc.lowering.igo_to_npu import IgoToNpu
 from irc.lowering.rtensor_to_shift import RTensorToShift
@@ -97,7 +98,7 @@ def _npu_passes(pipeline: InferencePipeline) -> list[ModulePass] | None:
         device = load_device(pipeline.device)
     except DeviceError:
         return None   # rtensor-partition reports it, at the device file's line
-    if getattr(device, "family", None) != "npu":
+    if not isinstance(device, NpuDevice):
         return None
     if pipeline.cost not in ("", "igo") or pipeline.preload != "full" or pipeline.split != "paper" \
             or pipeline.min_utilization:

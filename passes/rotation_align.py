@@ -10,7 +10,7 @@ into the same kernel with the loop nest of seed 003 s3.2 ("Aligning the rotation
 - loop order: the planner's (T10 s4.4: the smaller tensor's shifts inside, where they
   run more often - generalised to "costlier shift step outside");
 - initial placement: per-core start digits such that the partitions a core's sub-task
-  needs are on that core at every step (``irc.schedule.kernel``, "Placement").
+  needs are on that core at every step (``irc.schedule.placement``).
 
 A kernel whose paces cannot be aligned is an error naming the axis and the factors.
 Kernels that already have loops are checked, not changed.

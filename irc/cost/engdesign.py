@@ -25,7 +25,7 @@ Its reference answer is 7,018 cycles. The terms, per core, in cycles:
   elements whatever their width, so the f32 partial sums of irc's numerics (README,
   "Numerics of the interpreter") cost here what the grader charges for them.
 - **shift** (noc.py, loops from ``TensorExpression.get_shift_info``): per axis the
-  temporal factors are peeled by their gcd into loops (as ``irc.planner.evaluate``); the
+  temporal factors are peeled by their gcd into loops (as ``irc.plans.evaluate``); the
   loops are sorted by elements moved per step ``s`` (sum of the moving tensors' ``e_v``),
   largest first, ties in generation order (axes in the op's order, coarse pace first; the
   grader's axes are F_op's m, k, n, irc's order for ``C[m,n] += A[m,k] * B[k,n]``). Loop

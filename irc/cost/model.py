@@ -20,7 +20,7 @@ from irc.dialects.te_expr import OPERATOR_ROLES
 
 ArrayLike = Any  # a float/int or a numpy array of them, broadcast together
 
-# Compute roles the planner fills in per operator kind (see irc.planner.roles):
+# Compute roles the planner fills in per operator kind (see irc.plans.roles):
 #   matmul: batch, m, k, n            conv: batch, in_channels, out_channels, spatial, window
 #   pool:   channels, spatial, window reduce: out (output-axis tile volume)
 #   gather: index (index-tensor tile volume), leading (all tiles but the last axis)

@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 
 from irc.cost.model import ArrayLike, CostBreakdown, CostModelError, OpWork, SubTask, as_float_array
+from irc.devices.mtia import MtiaDevice
 
 # Section 4: m, n and k are distributed in multiples of 64, 64 and 32 (2x2 accumulator
 # blocking of 32x32 DPE blocks).
@@ -53,7 +54,7 @@ def _ceil_to(a: ArrayLike, multiple: ArrayLike) -> np.ndarray:
 
 def require_mtia(device, model: str = "mtia"):
     """The device, if it is of the MTIA family; else a ``CostModelError`` naming both."""
-    if getattr(device, "family", None) != "mtia":
+    if not isinstance(device, MtiaDevice):
         raise CostModelError(
             f"cost model {model!r} prices MTIA-family devices (a PE grid with shared memories); "
             f"device {getattr(device, 'name', device)!r} is not one"

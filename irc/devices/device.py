@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from irc.devices.family import ChipFamily
 from irc.devices.schema import CHOICE, INTEGER, INTEGERS, MAX_NUMBER, MIN_POSITIVE, NAME, NUMBER, STRING, Field, Schema
 
 MAX_CORES = 1 << 20
@@ -147,3 +148,72 @@ class Device:
 
     def seconds(self, cycles: float) -> float:
         return cycles / self.clock_hz
+
+
+def device_from_fields(fields) -> Device:
+    """A `Device` from a file's (or description's) fields, which the loader has checked
+    against `SCHEMA`; the checks between fields are errors naming one of them."""
+    get = fields.value
+    per_chip = get("cores.per_chip")
+    topology = get("interconnect.topology")
+    mesh = None
+    if topology == "mesh-2d":
+        if not fields.has("interconnect.mesh"):
+            raise fields.error("interconnect.mesh", "missing field 'interconnect.mesh' (a mesh-2d topology's "
+                                                     "[rows, cols])")
+        mesh = tuple(get("interconnect.mesh"))
+        if mesh[0] * mesh[1] != per_chip:
+            raise fields.bad("interconnect.mesh", f"[rows, cols] with rows * cols = cores.per_chip ({per_chip})", list(mesh))
+    elif fields.has("interconnect.mesh"):
+        raise fields.bad("interconnect.mesh", 'absent unless interconnect.topology is "mesh-2d"', get("interconnect.mesh"))
+    offchip = None
+    if fields.has("offchip"):
+        offchip = OffChipMemory(
+            capacity_bytes=get("offchip.capacity_bytes"),
+            bytes_per_s=float(get("offchip.bytes_per_s")),
+            controllers_per_chip=get("offchip.controllers_per_chip"),
+            inter_chip_bytes_per_s=float(get("offchip.inter_chip_bytes_per_s")),
+        )
+        if mesh is not None:   # each controller sits on its own segment of the mesh's edge
+            edge = mesh[0] * mesh[1] if min(mesh) <= 2 else 2 * (mesh[0] + mesh[1]) - 4
+            if offchip.controllers_per_chip > edge:
+                raise fields.bad("offchip.controllers_per_chip",
+                                 f"at most the {edge} cores on the edge of the {mesh[0]}x{mesh[1]} mesh",
+                                 offchip.controllers_per_chip)
+    count = get("cores.count")
+    if count % per_chip:
+        raise fields.bad("cores.count", f"a multiple of cores.per_chip ({per_chip}): whole chips", count)
+    rows, cols = get("compute.systolic")
+    return Device(
+        name=get("name"),
+        description=get("description", ""),
+        cores=count,
+        cores_per_chip=per_chip,
+        sram_bytes=get("cores.sram_bytes"),
+        clock_hz=float(get("compute.clock_hz")),
+        systolic=(rows, cols),
+        macs_per_cycle=get("compute.macs_per_cycle"),
+        topology=topology,
+        link_bytes_per_s=float(get("interconnect.link_bytes_per_s")),
+        shift_cycles_per_byte=float(get("interconnect.shift_cycles_per_byte")),
+        sync_cycles=get("interconnect.sync_cycles"),
+        syncs_per_shift=get("interconnect.syncs_per_shift"),
+        inter_chip_overhead=float(get("interconnect.inter_chip_overhead")),
+        mesh=mesh,
+        link_latency_cycles=float(get("interconnect.link_latency_cycles", 0.0)),
+        offchip=offchip,
+    )
+
+
+CHIP_FAMILY = ChipFamily(
+    name="ipu",
+    device_type=Device,
+    schema=SCHEMA,
+    flat=FLAT,
+    device_from_fields=device_from_fields,
+    target_reader="irc.target:check_ipu_target",
+    compiled_with="compile it with irc-opt -p 'inference{{device={name}}}' (te -> rtensor -> shift -> device)",
+    planner="irc.tools.irc_plan",
+)
+"""The IPU kind (T10's inter-core chips, ELK's with HBM or a mesh): a file with no
+``family``, or ``family = "ipu"``."""

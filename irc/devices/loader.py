@@ -14,11 +14,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from irc.devices import mtia, npu
-from irc.devices.device import FLAT as IPU_FLAT
 from irc.devices.device import MAX_CORES, TOPOLOGIES  # noqa: F401 - MAX_CORES: irc.dse's too
-from irc.devices.device import SCHEMA as IPU_SCHEMA
-from irc.devices.device import Device, OffChipMemory
+from irc.devices.device import Device
+from irc.devices.families import FAMILIES
+from irc.devices.family import ChipFamily
 from irc.devices.schema import MAX_NAME_LENGTH, NAME_PATTERN, FieldError, describe_value, flat_to_nested, shown_value, validate
 from irc.devices.schema import value as value_at
 from irc.plugins import plugin_devices
@@ -162,9 +161,9 @@ def field_locations(text: str) -> dict[str, tuple[int, int]]:
     return locations
 
 
-def family_of(data: dict[str, Any], fields: "_Fields"):
-    """The module of the family a parsed file (or description) states: its top-level
-    ``family`` (absent: the IPU kind), or an error naming the field."""
+def _stated_family(data: dict[str, Any], fields: "_Fields") -> ChipFamily:
+    """The family a parsed file (or description) states: its top-level ``family``
+    (absent: the IPU kind), or an error naming the field."""
     family = data.get("family", "ipu")
     if not isinstance(family, str) or family not in FAMILIES:
         got = shown_value(family) if isinstance(family, str) else describe_value(family)
@@ -176,81 +175,12 @@ def family_of(data: dict[str, Any], fields: "_Fields"):
 def _device(fields: "_Fields"):
     """The device a file's fields describe (a file, or an inline ``#irc.target``): its
     family's schema checked first (`irc.devices.schema.validate`), then its dataclass."""
-    family = family_of(fields.data, fields)
+    family = _stated_family(fields.data, fields)
     try:
-        validate(fields.data, family.SCHEMA, fields.names)
+        validate(fields.data, family.schema, fields.names)
     except FieldError as error:
         raise fields.error(error.key, error.message) from None
     return family.device_from_fields(fields)
-
-
-def _ipu_device(fields: "_Fields") -> Device:
-    """A `Device` from fields its schema (`irc.devices.device.SCHEMA`) has checked."""
-    get = fields.value
-    per_chip = get("cores.per_chip")
-    topology = get("interconnect.topology")
-    mesh = None
-    if topology == "mesh-2d":
-        if not fields.has("interconnect.mesh"):
-            raise fields.error("interconnect.mesh", "missing field 'interconnect.mesh' (a mesh-2d topology's "
-                                                     "[rows, cols])")
-        mesh = tuple(get("interconnect.mesh"))
-        if mesh[0] * mesh[1] != per_chip:
-            raise fields.bad("interconnect.mesh", f"[rows, cols] with rows * cols = cores.per_chip ({per_chip})", list(mesh))
-    elif fields.has("interconnect.mesh"):
-        raise fields.bad("interconnect.mesh", 'absent unless interconnect.topology is "mesh-2d"', get("interconnect.mesh"))
-    offchip = None
-    if fields.has("offchip"):
-        offchip = OffChipMemory(
-            capacity_bytes=get("offchip.capacity_bytes"),
-            bytes_per_s=float(get("offchip.bytes_per_s")),
-            controllers_per_chip=get("offchip.controllers_per_chip"),
-            inter_chip_bytes_per_s=float(get("offchip.inter_chip_bytes_per_s")),
-        )
-        if mesh is not None:   # each controller sits on its own segment of the mesh's edge
-            edge = mesh[0] * mesh[1] if min(mesh) <= 2 else 2 * (mesh[0] + mesh[1]) - 4
-            if offchip.controllers_per_chip > edge:
-                raise fields.bad("offchip.controllers_per_chip",
-                                 f"at most the {edge} cores on the edge of the {mesh[0]}x{mesh[1]} mesh",
-                                 offchip.controllers_per_chip)
-    count = get("cores.count")
-    if count % per_chip:
-        raise fields.bad("cores.count", f"a multiple of cores.per_chip ({per_chip}): whole chips", count)
-    rows, cols = get("compute.systolic")
-    return Device(
-        name=get("name"),
-        description=get("description", ""),
-        cores=count,
-        cores_per_chip=per_chip,
-        sram_bytes=get("cores.sram_bytes"),
-        clock_hz=float(get("compute.clock_hz")),
-        systolic=(rows, cols),
-        macs_per_cycle=get("compute.macs_per_cycle"),
-        topology=topology,
-        link_bytes_per_s=float(get("interconnect.link_bytes_per_s")),
-        shift_cycles_per_byte=float(get("interconnect.shift_cycles_per_byte")),
-        sync_cycles=get("interconnect.sync_cycles"),
-        syncs_per_shift=get("interconnect.syncs_per_shift"),
-        inter_chip_overhead=float(get("interconnect.inter_chip_overhead")),
-        mesh=mesh,
-        link_latency_cycles=float(get("interconnect.link_latency_cycles", 0.0)),
-        offchip=offchip,
-    )
-
-
-class _IpuFamily:
-    """The IPU kind as a family: its schema, flat names and builder."""
-
-    SCHEMA = IPU_SCHEMA
-    FLAT = IPU_FLAT
-    device_from_fields = staticmethod(_ipu_device)
-
-
-FAMILIES = {"ipu": _IpuFamily, "mtia": mtia, "npu": npu}
-"""Device families by the name a file's top-level ``family`` gives (absent: ``ipu``):
-each has a ``SCHEMA`` (`irc.devices.schema.Schema`), ``FLAT`` (an inline description's
-field names -> dotted keys) and ``device_from_fields(fields)`` building its dataclass
-from checked fields."""
 
 
 def device_from_fields(values: dict[str, Any], where: str):
@@ -259,8 +189,8 @@ def device_from_fields(values: dict[str, Any], where: str):
     family's schema exactly as a device file's would be; ``where`` names the description
     in errors."""
     fields = _Fields(where, {})
-    family = family_of(values, fields)
-    data, names = flat_to_nested(values, family.FLAT, family.SCHEMA)
+    family = _stated_family(values, fields)
+    data, names = flat_to_nested(values, family.flat, family.schema)
     return _device(_Fields(where, data, names))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from irc.devices.family import ChipFamily
 from irc.devices.schema import (
     CHOICE, CHOICES, INTEGER, INTEGERS, MAX_NUMBER, MIN_POSITIVE, NAME, NUMBER, STRING, Field, Schema,
 )
@@ -241,3 +242,18 @@ def device_from_fields(fields) -> MtiaDevice:
     if (m * k * n) % device.dpe_block_cycles:
         raise fields.bad("pe.dpe_block_cycles", f"a divisor of the block's {m * k * n} MACs", device.dpe_block_cycles)
     return device
+
+
+CHIP_FAMILY = ChipFamily(
+    name=FAMILY,
+    device_type=MtiaDevice,
+    schema=SCHEMA,
+    flat=FLAT,
+    device_from_fields=device_from_fields,
+    target_reader="irc.target:mtia_device_of",
+    compiled_with="compile it with irc-opt -p 'mtia-partition{{device={name}}},te-to-mtia' or plan it with "
+                  "irc-plan --device {name} --cost mtia",
+    planner="irc.tools.mtia_plan",
+)
+"""MTIA (seeds/001): planned by its own mappings (`irc.planner.mtia`), compiled by
+``mtia-partition`` and ``te-to-mtia``."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from irc.devices.family import ChipFamily
 from irc.devices.schema import CHOICE, INTEGER, INTEGERS, MAX_NUMBER, MIN_POSITIVE, NAME, NUMBER, STRING, Field, Schema
 
 FAMILY = "npu"
@@ -150,3 +151,18 @@ def device_from_fields(fields) -> NpuDevice:
         family=get("family"),
         dram_bytes_per_core=get("dram.bytes_per_core"),
     )
+
+
+CHIP_FAMILY = ChipFamily(
+    name=FAMILY,
+    device_type=NpuDevice,
+    schema=SCHEMA,
+    flat=FLAT,
+    device_from_fields=device_from_fields,
+    target_reader="irc.target:npu_device_of",
+    compiled_with="compile a forward pass for it with irc-opt -p 'inference{{device={name}}}' (te-to-npu) or a "
+                  "training step with irc-opt -p 'training{{device={name}}}' (te-autodiff, igo-fuse, igo-to-npu)",
+    planner="irc.tools.npu_plan",
+)
+"""IGO's NPU (MICRO'23): priced by the ``igo`` cost model, compiled by ``te-to-npu`` and
+``igo-to-npu``."""

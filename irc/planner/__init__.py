@@ -4,7 +4,7 @@
     >>> result = search(matmul_spec(32, 5120, 15360), "ipu-mk2", "t10")
     >>> print(format_plan_seed003(matmul_spec(32, 5120, 15360), result.best))
 
-- ``OpSpec``/``TensorSpec`` describe an operator (``matmul_spec``, ``conv2d_spec``).
+- ``OpSpec``/``TensorSpec`` (the plan vocabulary, ``irc.plans``) describe an operator (``matmul_spec``, ``conv2d_spec``).
 - ``search`` enumerates every admissible plan, scores all of them with a cost model
   (``irc.cost``) and returns the fastest fitting plan and the memory/time Pareto frontier.
 - ``check_plan`` checks one plan against the T10 constraints and scores it, or raises
@@ -13,13 +13,26 @@
 - ``format_plan_seed003``, ``plan_to_json``, ``plan_from_json`` serialise plans.
 """
 
-from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION, T10_MIN_UTILIZATION
-from irc.planner.errors import PlanError, SpecError
-from irc.planner.evaluate import check_plan
-from irc.planner.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
 from irc.planner.search import Baselines, SearchResult, baselines, roofline_seconds, search
 from irc.planner.serialize import format_plan_seed003, plan_from_json, plan_to_dict, plan_to_json
-from irc.planner.spec import OpSpec, TensorSpec, conv2d_spec, matmul_spec
+
+# the plan vocabulary (irc.plans), re-exported: what the search takes and returns
+from irc.plans import (
+    DEFAULT_MAX_PADDING,
+    DEFAULT_MIN_UTILIZATION,
+    T10_MIN_UTILIZATION,
+    MemoryBreakdown,
+    OpSpec,
+    Plan,
+    PlanError,
+    PlanScore,
+    ShiftLevel,
+    SpecError,
+    TensorSpec,
+    check_plan,
+    conv2d_spec,
+    matmul_spec,
+)
 
 __all__ = [
     "DEFAULT_MAX_PADDING",

@@ -33,17 +33,17 @@ import numpy as np
 from irc.cost import CostModel, DEFAULT_COST_MODEL
 from irc.devices import Device
 from irc.planner.enumerate import CandidateSet, candidate_set
-from irc.planner.errors import PlanError
-from irc.planner.evaluate import check_plan
-from irc.planner.constraints import T10_MIN_UTILIZATION
+from irc.plans.errors import PlanError
+from irc.plans.evaluate import check_plan
+from irc.plans.constraints import T10_MIN_UTILIZATION
 from irc.planner.model import (
     ModelFitError, ModelSpec, _cache_for, least_plan_bytes, plan_model, resting_activation_bytes,
 )
 from irc.planner.op_table import FrontierCache, canonical_spec
-from irc.planner.plan import Plan
+from irc.plans.plan import Plan
 from irc.planner.relayout import tensor_elements
-from irc.planner.roles import compute_roles
-from irc.planner.spec import OpSpec
+from irc.plans.roles import compute_roles
+from irc.plans.spec import OpSpec
 from irc.planner.vector_score import score_candidates
 
 

@@ -20,7 +20,7 @@ output with other dimensions; the relayout then prices the whole partition as mo
 from __future__ import annotations
 
 from irc.planner.model import ModelOp, ModelSpec, ModelSpecError
-from irc.planner.spec import OpSpec, TensorSpec
+from irc.plans.spec import OpSpec, TensorSpec
 
 LAYER_INPUT = -1   # producer index meaning "the layer's input" in ``bert_layer_ops``
 

@@ -42,7 +42,7 @@ import numpy as np
 from irc.cost import CostModel, OpWork, SubTask
 from irc.devices import Device
 from irc.planner.enumerate import PlanSpace, StepPrefixes
-from irc.planner.roles import compute_roles
+from irc.plans.roles import compute_roles
 
 
 def _defined_in(cls: type, name: str) -> type | None:

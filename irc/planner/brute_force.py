@@ -12,10 +12,10 @@ import math
 
 from irc.cost import CostModel, get_cost_model
 from irc.devices import Device, load_device
-from irc.planner.errors import PlanError
-from irc.planner.evaluate import check_plan
-from irc.planner.plan import Plan
-from irc.planner.spec import OpSpec
+from irc.plans.errors import PlanError
+from irc.plans.evaluate import check_plan
+from irc.plans.plan import Plan
+from irc.plans.spec import OpSpec
 
 
 def every_plan(axes, extents, tensors, cores: int):

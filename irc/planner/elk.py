@@ -24,9 +24,9 @@ import numpy as np
 from irc.devices.topology import preload_pressure, preload_seconds
 from irc.planner.idle import IdlePlan, in_place_bytes
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
-from irc.planner.errors import PlanError
+from irc.plans.errors import PlanError
 from irc.planner.op_table import FrontierCache
-from irc.planner.plan import Plan
+from irc.plans.plan import Plan
 from irc.planner.preload import (
     Metric,
     OutgoingLinks,

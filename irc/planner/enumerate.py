@@ -41,8 +41,8 @@ from typing import Iterator
 import numpy as np
 
 from irc.devices import Device
-from irc.planner.constraints import PADDING_TOLERANCE, minimum_cores
-from irc.planner.spec import OpSpec
+from irc.plans.constraints import PADDING_TOLERANCE, minimum_cores
+from irc.plans.spec import OpSpec
 
 # Rows materialised at once while streaming groups or candidates: bounds the peak memory
 # of a search whatever the size of its plan space.

@@ -27,13 +27,13 @@ from collections.abc import Sequence
 
 from irc.cost import CostModel
 from irc.devices import Device
-from irc.planner.constraints import minimum_cores
-from irc.planner.errors import PlanError
-from irc.planner.evaluate import check_plan
+from irc.plans.constraints import minimum_cores
+from irc.plans.errors import PlanError
+from irc.plans.evaluate import check_plan
 from irc.planner.op_table import OpTable, with_plans
-from irc.planner.plan import Plan
+from irc.plans.plan import Plan
 from irc.planner.relayout import tensor_layout
-from irc.planner.spec import OpSpec
+from irc.plans.spec import OpSpec
 
 CHEAP_KINDS = frozenset({"elementwise", "unary", "reduce"})
 ROUNDS = 3                 # hops a layout travels through a chain of cheap operators

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from irc.planner.bert import bert_layer_ops
 from irc.planner.model import ModelOp, ModelSpec, ModelSpecError
 from irc.planner.relayout import tensor_elements
-from irc.planner.spec import OpSpec, TensorSpec
+from irc.plans.spec import OpSpec, TensorSpec
 
 
 @dataclass(frozen=True)

@@ -57,15 +57,15 @@ import numpy as np
 from irc.cost import CostModel, CostModelError, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner.enumerate import candidate_set
-from irc.planner.errors import PlanError, SpecError
+from irc.plans.errors import PlanError, SpecError
 from irc.planner.idle import IdlePlan
-from irc.planner.igo_pair import PairSpec
+from irc.plans.pair import PairSpec
 from irc.planner.op_table import FrontierCache, OpTable
-from irc.planner.plan import Plan
+from irc.plans.plan import Plan
 from irc.planner.layout_match import matched_tables
 from irc.planner.relayout import dim_extents, relayout_cost, tensor_elements
 from irc.planner.serialize import plan_to_dict
-from irc.planner.spec import OpSpec
+from irc.plans.spec import OpSpec
 from irc.planner.vector_score import score_candidates
 
 ProgressCallback = Callable[[int, int, str], None]

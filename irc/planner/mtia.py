@@ -53,12 +53,12 @@ from irc.cost.mtia import (
     stream_cycles,
 )
 from irc.devices import load_device
-from irc.planner.errors import PlanError
-from irc.planner.plan import Plan
+from irc.plans.errors import PlanError
+from irc.plans.plan import Plan
 from irc.planner.relayout import tensor_elements
-from irc.planner.roles import compute_roles
+from irc.plans.roles import compute_roles
 from irc.planner.search import search
-from irc.planner.spec import OpSpec
+from irc.plans.spec import OpSpec
 
 
 def _ceil_div(a: int, b: int) -> int:

@@ -28,13 +28,14 @@ import numpy as np
 
 from irc.cost import CostModel, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
-from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
-from irc.planner.evaluate import check_plan
+from irc.plans.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
+from irc.plans.evaluate import check_plan
 from irc.planner.idle import IdlePlan, idle_plans, setup_cycles
-from irc.planner.igo_pair import PairSpec, canonical_pair, check_pair_plan, pair_frontier
-from irc.planner.plan import Plan
+from irc.planner.igo_pair import canonical_pair, pair_frontier
+from irc.plans.pair import PairSpec, check_pair_plan
+from irc.plans.plan import Plan
 from irc.planner.search import search
-from irc.planner.spec import OpSpec
+from irc.plans.spec import OpSpec
 
 
 def canonical_spec(spec: OpSpec) -> OpSpec:

@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from irc.devices.topology import operator_contention, preloaded_contention
-from irc.planner.errors import PlanError
+from irc.plans.errors import PlanError
 
 
 class PreloadFitError(PlanError):

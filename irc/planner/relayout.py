@@ -38,8 +38,8 @@ import numpy as np
 from irc.cost import CostModel, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
 from irc.devices.topology import exchange_bytes, on_mesh
-from irc.planner.plan import Plan
-from irc.planner.spec import OpSpec
+from irc.plans.plan import Plan
+from irc.plans.spec import OpSpec
 
 
 @dataclass(frozen=True)

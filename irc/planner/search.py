@@ -15,7 +15,7 @@ same (ties included) as scoring every plan would. It does not score every plan:
    rest; the frontier is merged chunk by chunk, breaking ties between equal plans by
    their order in the full enumeration. On a 2D mesh that score is the all-to-all one,
    a lower bound of the mesh's: the candidates it does not rule out are priced on the
-   mesh's routes, least bound first (``irc.planner.evaluate.routed_cycles``).
+   mesh's routes, least bound first (``irc.plans.evaluate.routed_cycles``).
 
 Memory stays bounded (chunks of groups and candidates, never the whole space), so a
 space with no plan that fits answers "no plan fits" with the least memory any plan
@@ -33,13 +33,13 @@ import numpy as np
 from irc.cost import CostModel, DEFAULT_COST_MODEL, get_cost_model
 from irc.devices import Device, load_device
 from irc.planner.bounds import PrefixBounds
-from irc.planner.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
+from irc.plans.constraints import DEFAULT_MAX_PADDING, DEFAULT_MIN_UTILIZATION
 from irc.planner.enumerate import CandidateSet, PlanSpace, StepGroups, StepPrefixes
-from irc.planner.errors import PlanError
+from irc.plans.errors import PlanError
 from irc.devices.topology import on_mesh
-from irc.planner.evaluate import check_plan, routed_cycles
-from irc.planner.plan import Plan
-from irc.planner.spec import OpSpec
+from irc.plans.evaluate import check_plan, routed_cycles
+from irc.plans.plan import Plan
+from irc.plans.spec import OpSpec
 from irc.planner.vector_score import candidate_memory, score_candidates
 
 # Prefixes waiting beyond this are expanded deepest first (completing groups, which are

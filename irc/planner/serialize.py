@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from irc.planner.errors import PlanError
-from irc.planner.plan import Plan
-from irc.planner.spec import OpSpec
+from irc.plans.errors import PlanError
+from irc.plans.plan import Plan
+from irc.plans.spec import OpSpec
 
 
 def format_plan_seed003(spec: OpSpec, plan: Plan) -> str:

@@ -1,7 +1,7 @@
 """Score many candidate plans at once with numpy (the fast path of ``search``).
 
 Computes, for every candidate, the same geometry, memory, loop order and cost as
-``irc.planner.evaluate.check_plan`` does for one plan (see ``irc.planner.plan`` for the
+``irc.plans.evaluate.check_plan`` does for one plan (see ``irc.plans.plan`` for the
 formulas); the hypothesis test in tests/planner checks that both agree on the optimum.
 """
 
@@ -14,8 +14,8 @@ import numpy as np
 from irc.cost import CostModel, OpWork, PlanGeometry, SubTask
 from irc.devices import Device
 from irc.planner.enumerate import CandidateSet
-from irc.planner.roles import compute_roles, tensor_dim_axes
-from irc.planner.spec import OpSpec
+from irc.plans.roles import compute_roles, tensor_dim_axes
+from irc.plans.spec import OpSpec
 
 
 @dataclass(frozen=True)

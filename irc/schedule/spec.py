@@ -1,7 +1,7 @@
 """The planner's view (``OpSpec``) of a bound tensor expression, for compute-shift lowering.
 
 The kind classification and the axis/tensor structure are the planner's own
-(``irc.planner.from_te.op_spec_from_expr``), so the compute-shift program is costed
+(``irc.plans.from_te.op_spec_from_expr``), so the compute-shift program is costed
 exactly as the plan it implements: constant indices, windows, merged read indices and
 a gather's table (held whole along its indexed dims) are described there and lowered by
 ``irc.schedule.kernel``. This module adds what the lowering cannot do: an index read
@@ -13,8 +13,8 @@ message, e.g. a merged output index, is the reason).
 from __future__ import annotations
 
 from irc.dialects.te_expr import AffineIndex, BoundExpr, gather_parts, walk_accesses
-from irc.planner import OpSpec, SpecError
-from irc.planner.from_te import op_spec_from_expr
+from irc.plans import OpSpec, SpecError
+from irc.plans.from_te import op_spec_from_expr
 
 
 class UnsupportedExpression(ValueError):

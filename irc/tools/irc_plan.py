@@ -47,7 +47,7 @@ import time
 from xdsl.utils.exceptions import DiagnosticException
 
 from irc.cost import DEFAULT_COST_MODEL, CostModelError, get_cost_model
-from irc.devices import DeviceError, load_device
+from irc.devices import DeviceError, family_of, load_device
 from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesting_error
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
@@ -64,12 +64,11 @@ from irc.planner import (
 )
 from irc.planner.baselines_model import fastest_bound, roller_plan, t10_plan, vgm_plan
 from irc.planner.elk import plan_offchip
-from irc.planner.from_te import op_spec_from_expr, reading_order
+from irc.plans.from_te import op_spec_from_expr, reading_order
 from irc.planner.model import ModelFitError, max_batch
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
 from irc.progress import Progress
-from irc.target import FAMILY_PIPELINES
 from irc.tools import mtia_plan, npu_plan
 from irc.tools.mtia_plan import MtiaToolError, check_pairing
 
@@ -307,20 +306,15 @@ def _device_and_cost(args):
         raise PlanToolError(error.args[0]) from None
 
 
-PLANNED_FAMILIES = ("ipu", "mtia", "npu")
-"""The device families irc-plan plans: the IPU kind (T10 plans, any cost model of it),
-MTIA (its own mappings, ``--cost mtia``) and the NPU (IGO's model, ``--cost igo``,
-`irc.tools.npu_plan`)."""
-
-
 def _check_family(device) -> None:
-    """A device of a family irc-plan does not plan is one diagnostic saying what does
-    compile for it."""
-    family = getattr(device, "family", "ipu")
-    if family not in PLANNED_FAMILIES:
-        advice = FAMILY_PIPELINES.get(family, "see its family's passes").format(name=device.name)
-        raise PlanToolError(f"error: device {device.name} is of the {family} family, which irc-plan does not "
-                            f"plan (it plans the IPU kind and the mtia family); {advice}, and run it with irc-run")
+    """A device of a family irc-plan does not plan (one whose `ChipFamily` names no
+    ``planner``; irc's own families all do: the IPU kind, MTIA with ``--cost mtia``, the
+    NPU with ``--cost igo``) is one diagnostic saying what does compile for it."""
+    family = family_of(device)
+    if not family.planner:
+        raise PlanToolError(f"error: device {device.name} is of the {family.name} family, which irc-plan does not "
+                            f"plan (it plans the IPU kind and the mtia family); {family.advice(device.name)}, and "
+                            f"run it with irc-run")
 
 
 def run_operator(args) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from irc.devices.mtia import MtiaDevice
 from irc.dlrm import CONFIGS, dlrm_mtia_model
 from irc.planner import PlanError, plan_to_dict
 from irc.planner.mtia import plan_model, plan_operator
@@ -16,7 +17,8 @@ class MtiaToolError(Exception):
 
 
 def is_mtia(device) -> bool:
-    return getattr(device, "family", None) == "mtia"
+    """Whether ``device`` is of the mtia family (its dataclass: `irc.devices.mtia.CHIP_FAMILY`)."""
+    return isinstance(device, MtiaDevice)
 
 
 def check_pairing(device, cost) -> None:

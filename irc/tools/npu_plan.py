@@ -19,6 +19,8 @@ import json
 import math
 import time
 
+from irc.devices import family_of
+from irc.devices.npu import NpuDevice
 from irc.planner.relayout import tensor_elements
 from irc.cost.igo import (
     FUSED_ORDERS,
@@ -43,7 +45,8 @@ class NpuToolError(Exception):
 
 
 def is_npu(device) -> bool:
-    return getattr(device, "family", None) == "npu"
+    """Whether ``device`` is of the npu family (its dataclass: `irc.devices.npu.CHIP_FAMILY`)."""
+    return isinstance(device, NpuDevice)
 
 
 def configure(args, device):
@@ -75,7 +78,7 @@ def check_not_npu_options(args, device) -> None:
     for flag in ("cores", "memory", "order"):
         if getattr(args, flag, None) is not None:
             raise NpuToolError(f"error: --{flag} is an NPU's option; {device.name} is of the "
-                               f"{getattr(device, 'family', 'ipu')} family")
+                               f"{family_of(device).name} family")
     if args.cost == COST:
         raise NpuToolError(f"error: cost model '{COST}' prices NPU-family devices (npu-edge, npu-server); "
                            f"{device.name} is not one")

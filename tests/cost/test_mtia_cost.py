@@ -14,7 +14,7 @@ from irc.cost.mtia import (
 )
 from irc.devices import DEVICE_DIR, load_device
 from irc.planner import check_plan, matmul_spec
-from irc.planner.plan import Plan
+from irc.plans.plan import Plan
 
 MTIA = load_device("mtia-v1")
 

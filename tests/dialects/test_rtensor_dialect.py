@@ -19,7 +19,7 @@ from irc.dialects.rtensor import RelayoutOp, RTensorOp, RTensorType, layout_type
 from irc.dialects.te_expr import parse_expression
 from irc.devices import load_device
 from irc.planner import Plan, PlanError, check_plan, search
-from irc.planner.from_te import op_spec_from_expr
+from irc.plans.from_te import op_spec_from_expr
 from irc.runner import make_context, parse_module
 
 CONSTRAINT_PHRASES = (

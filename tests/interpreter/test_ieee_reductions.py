@@ -16,7 +16,8 @@ from irc.interpreter import numerics
 from irc.interpreter.te_eval import evaluate
 from irc.planner import PlanError, check_plan
 from irc.cost import CostModelError
-from irc.schedule.kernel import AlignError, build_shift_kernel
+from irc.schedule.geometry import AlignError
+from irc.schedule.kernel import build_shift_kernel
 from irc.schedule.spec import op_spec_from_bound
 from tests.plan_strategies import legal_plans, one_rounding_bound, run_kernel
 

@@ -19,7 +19,8 @@ from irc.interpreter import loops
 from irc.interpreter.chip import ChipFault
 from irc.planner import Plan, PlanError, check_plan
 from irc.runner import parse_module, run
-from irc.schedule.kernel import AlignError, build_shift_kernel
+from irc.schedule.geometry import AlignError
+from irc.schedule.kernel import build_shift_kernel
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
 from tests.plan_strategies import DEVICES, legal_plans, one_rounding_bound, operators, random_inputs, run_kernel
 

@@ -17,7 +17,7 @@ from irc.target import set_mtia_target
 from irc.lowering.te_to_mtia import TeToMtia
 from irc.planner import PlanError, check_plan
 from irc.planner.mtia import mtia_cost_model, place_operator, plan_operator
-from irc.planner.plan import Plan
+from irc.plans.plan import Plan
 from irc.runner import parse_module, run
 from tests.plan_strategies import legal_plans, one_rounding_bound, operators
 

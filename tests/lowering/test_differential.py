@@ -32,7 +32,8 @@ from irc.cost import CostModelError, get_cost_model
 from irc.devices import load_device
 from irc.interpreter.te_eval import evaluate
 from irc.planner import PlanError, check_plan
-from irc.schedule.kernel import AlignError, build_shift_kernel
+from irc.schedule.geometry import AlignError
+from irc.schedule.kernel import build_shift_kernel
 from irc.schedule.spec import UnsupportedExpression, op_spec_from_bound
 from tests.plan_strategies import DEVICES, legal_plans, one_rounding_bound, operators, random_inputs, run_kernel
 

@@ -266,7 +266,7 @@ def test_constant_index_dims_are_unpartitioned_when_the_planner_accepts_them(mod
     """What the ONNX importer emits for size-1 (batch) dims: when the te -> planner adapter
     describes a constant-indexed dimension (it drops it from the plan), the rtensor type
     gives that dimension fs = ft = [1] and the program still computes what te computes."""
-    from irc.planner.errors import SpecError
+    from irc.plans.errors import SpecError
     from irc.lowering.model_from_ir import spec_of
 
     module = parse_module(CONSTANT_INDEX, "c.mlir")
@@ -275,7 +275,7 @@ def test_constant_index_dims_are_unpartitioned_when_the_planner_accepts_them(mod
             if isinstance(op, TensorOp):
                 spec_of(op)
     except SpecError:
-        pytest.skip("this version of irc.planner.from_te cannot describe constant indices")
+        pytest.skip("this version of irc.plans.from_te cannot describe constant indices")
     partitioned = partition(CONSTANT_INDEX, "tiny16", mode=mode)
     ops = rtensor_ops(partitioned)
     assert len(ops) == 2

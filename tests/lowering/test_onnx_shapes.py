@@ -9,7 +9,7 @@ merge axes row-major (``A[0,o1,16*o2+o3]``) and outputs at constant indices
   tolerance of ``test_differential``);
 - the interpreted kernel time equals the planner's exactly (relative 1e-9), with *no*
   correction term: the planner sizes a merged or strided dimension by the contiguous
-  range its index covers (``irc.planner.from_te``), which is the partition the kernel
+  range its index covers (``irc.plans.from_te``), which is the partition the kernel
   holds, so every resident partition, shift and reduction is priced as executed;
 - every partition the kernel allocates has the planner's element count.
 
@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from irc.dialects.te_expr import parse_expression
 from irc.devices import load_device
 from irc.planner import Plan, SpecError, search
-from irc.planner.from_te import op_spec_from_expr
+from irc.plans.from_te import op_spec_from_expr
 from irc.schedule.kernel import build_shift_kernel
 from irc.schedule.spec import op_spec_from_bound
 from tests.plan_strategies import DEVICES, legal_plans

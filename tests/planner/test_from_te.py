@@ -6,8 +6,8 @@ import pytest
 
 from irc.dialects.te_expr import Access, AffineIndex, BoundExpr, TensorExpr, parse_expression
 from irc.planner import SpecError, matmul_spec
-from irc.planner.from_te import classify, op_spec_from_expr, reading_order
-from irc.planner.roles import compute_roles
+from irc.plans.from_te import classify, op_spec_from_expr, reading_order
+from irc.plans.roles import compute_roles
 
 
 def bind(text, inputs, output):

@@ -16,16 +16,15 @@ from irc.devices import load_device
 from irc.dialects.te_expr import parse_expression
 from irc.planner import Plan, PlanError, check_plan, search
 from irc.planner.enumerate import PlanSpace
-from irc.planner.from_te import op_spec_from_expr
+from irc.plans.from_te import op_spec_from_expr
 from irc.planner.igo_pair import (
     brute_force_pair_plans,
-    check_pair_plan,
     compare_pair,
     pair_frontier,
-    pair_spec,
     score_pair_candidates,
     search_pair,
 )
+from irc.plans.pair import check_pair_plan, pair_spec
 
 
 def gemm_pair(m: int, k: int, n: int, element_bytes: int = 2):
@@ -150,7 +149,8 @@ def test_the_fused_plan_runs_one_dy_ring_at_its_price():
     shifts it twice as often and costs the dW product's shifts and barriers more."""
     from irc.lowering.shift_ir import kernel_module
     from irc.runner import run
-    from irc.schedule.kernel import build_fused_kernel, build_shift_kernel
+    from irc.schedule.kernel import build_shift_kernel
+    from irc.schedule.pair_kernel import build_fused_kernel
 
     m = k = n = 64
     bound_dx = parse_expression("DX[m,k] += G[m,n] * W[k,n]").bind([(m, n), (k, n)], (m, k))

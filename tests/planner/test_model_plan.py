@@ -487,8 +487,8 @@ def pair_model():
     """dY from an elementwise op, a fused gradient pair reading it, an update reading
     the pair's dW (its second output) and an op reading its dX."""
     from irc.dialects.te_expr import parse_expression
-    from irc.planner.from_te import op_spec_from_expr
-    from irc.planner.igo_pair import pair_spec
+    from irc.plans.from_te import op_spec_from_expr
+    from irc.plans.pair import pair_spec
 
     m, k, n = 256, 128, 64
     dx = op_spec_from_expr(parse_expression("DX[m,k] += G[m,n] * W[k,n]").bind([(m, n), (k, n)], (m, k)), 4)

@@ -11,7 +11,7 @@ from irc.devices import load_device
 from irc.planner import PlanError, matmul_spec
 from irc.planner.model import ModelOp, ModelSpec
 from irc.planner.mtia import mapping_space, place_model, place_operator, plan_model, plan_operator
-from irc.planner.spec import OpSpec, TensorSpec
+from irc.plans.spec import OpSpec, TensorSpec
 
 MTIA = load_device("mtia-v1")
 SRAM = {"C": "sram", "A": "sram", "B": "sram"}

@@ -236,7 +236,7 @@ def test_an_operator_without_axes_is_planned_on_one_core():
     """A scalar operator (``Y[] = X[] * 2``: no axes at all) has one plan, on one core; the
     pruned search's tables have zero columns, not zero rows (found by the import fuzzer)."""
     from irc.dialects.te_expr import parse_expression
-    from irc.planner.from_te import op_spec_from_expr
+    from irc.plans.from_te import op_spec_from_expr
 
     bound = parse_expression("Y[] = X[] * 2").bind([()], ())
     spec = op_spec_from_expr(bound, 4)

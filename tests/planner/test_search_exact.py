@@ -129,7 +129,7 @@ def test_other_ops_match_brute_force(shape, kind, device, max_padding):
 
 def conv(batch, out_channels, in_channels, height, width, kernel_h, kernel_w, stride=1):
     """``O[b,f,h,w] += I[b,c,s*h+r,s*w+q] * W[f,c,r,q]``; a stride-s window lists its
-    output axis s times (``irc.planner.from_te``: the contiguous range it covers)."""
+    output axis s times (``irc.plans.from_te``: the contiguous range it covers)."""
     return OpSpec(
         axes=(("b", batch), ("f", out_channels), ("c", in_channels), ("h", height),
               ("w", width), ("r", kernel_h), ("q", kernel_w)),
@@ -243,8 +243,8 @@ def test_rings_on_the_mesh_by_hand():
     # 4 x 16 x 2 B = 128 B partition one hop (every link carries one packet) and the wrap
     # back 3 hops: 0.28 x 128 + 3 cycles per step (all-to-all: 0.28 x 128). With
     # F_op = (2, 1, 8) a ring of 8 takes two rows, its wrap 4 hops: 7 x (0.28 x 128 + 4).
-    from irc.planner.evaluate import check_plan
-    from irc.planner.plan import Plan
+    from irc.plans.evaluate import check_plan
+    from irc.plans.plan import Plan
 
     spec = matmul_spec(16, 64, 16)
     mesh, flat = load_device("tiny16-hbm-mesh"), load_device("tiny16-hbm")

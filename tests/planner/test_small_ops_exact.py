@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from irc.devices import load_device
 from irc.dialects.te_expr import parse_expression
 from irc.planner import T10_MIN_UTILIZATION, search
-from irc.planner.from_te import op_spec_from_expr, reading_order
+from irc.plans.from_te import op_spec_from_expr, reading_order
 
 from tests.planner.test_search_exact import assert_same_optimum
 

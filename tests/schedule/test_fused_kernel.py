@@ -1,7 +1,7 @@
-"""A layer's gradient pair as ONE compute-shift kernel (irc.schedule.kernel.build_fused_kernel):
+"""A layer's gradient pair as ONE compute-shift kernel (irc.schedule.pair_kernel.build_fused_kernel):
 every legal fused plan (small shapes, tiny devices) aligns, computes the numbers of the
 unfused te program and takes on the interpreter exactly the cycles
-`irc.planner.igo_pair.check_pair_plan` prices it at, its loop nest being the planner's."""
+`irc.plans.pair.check_pair_plan` prices it at, its loop nest being the planner's."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from irc.dialects.te_expr import parse_expression
 from irc.planner import Plan, PlanError
-from irc.planner.from_te import op_spec_from_expr
-from irc.planner.igo_pair import check_pair_plan, pair_spec
-from irc.schedule.kernel import UnsupportedExpression, build_fused_kernel
+from irc.plans.from_te import op_spec_from_expr
+from irc.plans.pair import check_pair_plan, pair_spec
+from irc.schedule.pair_kernel import build_fused_kernel
+from irc.schedule.spec import UnsupportedExpression
 from tests.plan_strategies import one_rounding_bound
 
 PAIRS = {

@@ -22,11 +22,11 @@ import numpy as np
 from irc.cost import CostModel, OpWork, PlanGeometry, SubTask, get_cost_model
 from irc.devices import Device, load_device
 from irc.devices.topology import mesh_busiest, on_mesh
-from irc.planner.constraints import PADDING_TOLERANCE, is_chain, minimum_cores
-from irc.planner.errors import PlanError
-from irc.planner.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
-from irc.planner.roles import compute_roles, tensor_dim_axes
-from irc.planner.spec import OpSpec
+from irc.plans.constraints import PADDING_TOLERANCE, is_chain, minimum_cores
+from irc.plans.errors import PlanError
+from irc.plans.plan import MemoryBreakdown, Plan, PlanScore, ShiftLevel
+from irc.plans.roles import compute_roles, tensor_dim_axes
+from irc.plans.spec import OpSpec
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -271,7 +271,7 @@ def ring_sources(op_factors, free: tuple[int, ...], ring: int, weight: int = 1, 
     ring) moves one further:
     cores numbered row-major over ``op_factors`` (first axis slowest), the ones sharing
     a sub-tensor numbered row-major over the ``free`` axes (``phi``), rings consecutive
-    groups of ``ring`` in ``phi`` (``irc.schedule.kernel``'s placement)."""
+    groups of ``ring`` in ``phi`` (``irc.schedule.placement``)."""
     grid = [int(f) for f in op_factors]
     cores = math.prod(grid)
     coords = np.array(np.unravel_index(np.arange(cores), grid)) if cores > 1 else np.zeros((len(grid), 1), int)

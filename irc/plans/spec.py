@@ -18,7 +18,7 @@ from math import prod
 import numpy as np
 
 from irc.cost import KINDS
-from irc.planner.errors import SpecError
+from irc.plans.errors import SpecError
 
 COMBINERS = ("=", "+=", "max=", "min=")
 ACCUMULATOR_BYTES = 4
@@ -72,7 +72,7 @@ class OpSpec:
     unpadded_axes: tuple[str, ...] = ()
     """Reduction axes whose padded points would change the fold (``+= exp(X[i,k])``
     reads ``exp(0) = 1`` where a load pads ``k`` with zeros;
-    `irc.planner.from_te.fold_changing_axes`). No plan pads them, except that a
+    `irc.plans.from_te.fold_changing_axes`). No plan pads them, except that a
     ``max=``/``min=`` fold may move its last core's range back inside the extent
     (idempotent folds may repeat points) when one core's span fits in it
     (`padding_admitted`). The planner and the compute-shift lowering read this one field,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from irc.devices import Device
-from irc.planner.spec import OpSpec
+from irc.plans.spec import OpSpec
 
 # T10 s4.3.1's parallelism constraint as its artifact sets it (IPU_COST_FACTS s4): a plan
 # keeps >= 90% of the cores an op could use busy. A heuristic that prunes the search, and

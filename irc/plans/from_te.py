@@ -14,7 +14,7 @@ IPU_COST_FACTS §2). `op_spec_from_expr` reads all three off a `BoundExpr`:
   axis"), the strided window ``2*h+r`` gives ``("h", "h", "r")`` and the row-major
   merged read ``16*o2+o3`` (ONNX Reshape) gives ``("o2",) * 16 + ("o3",)``, so the
   planner's memory, shift bytes and relayout sizes are the partition the compute-shift
-  kernel really holds (`irc.schedule.kernel`: a partition of a dimension is the
+  kernel really holds (`irc.schedule.geometry`: a partition of a dimension is the
   contiguous range of its index over the partition's axis ranges);
 - a dimension indexed by a constant (``A[0,m,k]``, a broadcast ``B[0,0,d]``) is no
   dimension of the plan: every partition holds the one slice at that constant, so
@@ -46,8 +46,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from irc.dialects.te_expr import Access, AffineIndex, Binary, BoundExpr, Call, Const, IndirectIndex, gather_parts, walk_nodes
-from irc.planner.errors import SpecError
-from irc.planner.spec import OpSpec, TensorSpec
+from irc.plans.errors import SpecError
+from irc.plans.spec import OpSpec, TensorSpec
 
 
 def _walk(node):

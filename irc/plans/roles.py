@@ -7,8 +7,8 @@ an ``OpSpec``'s index structure, so the planner works for any axis names and ord
 
 from __future__ import annotations
 
-from irc.planner.errors import SpecError
-from irc.planner.spec import OpSpec
+from irc.plans.errors import SpecError
+from irc.plans.spec import OpSpec
 
 
 def _in_compound_dim(tensor, axis: str) -> bool:
@@ -53,7 +53,7 @@ def compute_roles(spec: OpSpec) -> dict[str, tuple[int, ...]]:
         return {"out": pick(out.indexed_by)}
     if spec.kind == "gather":
         # IPU_COST_FACTS s2 gather: n_i the index tensor's tiles (the last input, as
-        # irc.planner.from_te orders a gather's tensors), n_t every tile but the last axis'
+        # irc.plans.from_te orders a gather's tensors), n_t every tile but the last axis'
         indices = spec.tensors[-1]
         last = names[-1]
         return {"index": pick(indices.indexed_by), "leading": pick(lambda x: x != last)}
