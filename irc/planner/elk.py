@@ -29,6 +29,7 @@ from irc.planner.op_table import FrontierCache
 from irc.planner.plan import Plan
 from irc.planner.preload import (
     Metric,
+    OrderError,
     OutgoingLinks,
     PreloadFitError,
     PreloadOp,
@@ -298,8 +299,13 @@ class DesignSearch:
             plan = self.finish(plan)
             value, kept, gain = self.metric(plan), "", None
             weaker = WEAKER.get(design)
+            other = None
             if weaker is not None:
-                other = self.result(weaker)
+                try:
+                    other = self.result(weaker)
+                except OrderError:   # the weaker design has no schedule (Basic's fastest plans overflow)
+                    other = None
+            if other is not None:
                 if design == "full":
                     gain = max(0.0, other[1] - value)
                 if other[1] < value:

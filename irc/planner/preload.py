@@ -327,6 +327,7 @@ class CostAwareAllocation:
         cap = max(self.exec_cap, op.min_exec())
         for j in range(len(op.exec_bytes)):
             if op.exec_bytes[j] > cap:   # a capped execution space (``plan_preloads``' caps)
+                points.append((np.inf, np.inf))   # (kept in place: a point's index is its state j)
                 continue
             r = self.own_preload(i, j)
             points.append((op.exec_space(r, j), np.inf if r < 0 else
@@ -946,8 +947,8 @@ def _fixed_plan(ops: Sequence[PreloadOp], capacity: float, exec_space: float | N
         if exec_space is None:
             if len(resident) > 1 or op.exec_space(r, j) + sum(sizes[k] for k in resident) > capacity:
                 return None
-        elif sum(sizes[k] for k in resident) > capacity - exec_space:
-            return None
+        elif op.exec_space(r, j) > exec_space or sum(sizes[k] for k in resident) > capacity - exec_space:
+            return None   # (its own preload state counts in its execution space, as the program holds it)
         return float(op.exec_cycles[j] + op.distribute[r, j])
 
     schedule = inductive_schedule(len(ops), allocate, lambda k: float(ops[k].load_cycles[plans[k][1]]))
