@@ -303,8 +303,8 @@ class DesignSearch:
             if weaker is not None:
                 try:
                     other = self.result(weaker)
-                except OrderError:   # the weaker design has no schedule (Basic's fastest plans overflow)
-                    other = None
+                except (OrderError, PreloadFitError):   # the weaker design has no schedule (Basic's
+                    other = None                        # fastest plans, Static's fixed split overflow)
             if other is not None:
                 if design == "full":
                     gain = max(0.0, other[1] - value)
