@@ -34,13 +34,15 @@ from irc.planner.preload import (
     PreloadFitError,
     PreloadOp,
     PreloadPlan,
+    latency_of,
+    plan_preloads,
+)
+from irc.planner.preload_designs import (
     basic_schedule,
     ideal_latency,
     ideal_loop_latency,
-    latency_of,
     loop_period,
     overlap_bound,
-    plan_preloads,
     reorder,
     static_sweep,
 )
@@ -365,7 +367,7 @@ def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split:
 
 REORDER_BUDGET = 32
 """ELK-Full planning a compiled model tries at most this many preload orders, those nearest
-the execution order (`irc.planner.preload.layer_orders`; benchmarks/elk.py tries them all)."""
+the execution order (`irc.planner.preload_designs.layer_orders`; benchmarks/elk.py tries them all)."""
 
 
 def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", split: str = "paper",
@@ -382,7 +384,7 @@ def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", s
 @dataclass
 class OffchipStudy:
     """Designs of one model on one chip (``offchip_study``): each design's decision, the
-    overlap bound (``irc.planner.preload.overlap_bound``) and the ops as planned (with
+    overlap bound (``irc.planner.preload_designs.overlap_bound``) and the ops as planned (with
     ``loop``, one token's ops followed by the next token's first layer)."""
 
     decisions: dict[str, ElkDecision]

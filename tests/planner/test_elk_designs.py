@@ -19,7 +19,8 @@ from irc.dse import DseError, Point, allreduce_exec_cycles, point_device
 from irc.planner.elk import DesignSearch, offchip_study
 from irc.planner.llm import allreduce_bytes, workload
 from irc.planner.op_table import FrontierCache
-from irc.planner.preload import OrderError, PreloadOp, ideal_latency, ideal_loop_latency, loop_period, overlap_bound
+from irc.planner.preload import OrderError, PreloadOp
+from irc.planner.preload_designs import ideal_latency, ideal_loop_latency, loop_period, overlap_bound
 
 ORDERED = ("full", "dyn", "static", "basic")
 TOLERANCE = 1e-9
