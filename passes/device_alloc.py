@@ -16,8 +16,9 @@ in its idle layout), so the placement is decided with the whole program in view:
    first (each buffer's size weighed by a seeded random factor, the same for every run
    of the same program), a bounded number of them: a plan's byte count is a packing
    more often than the two fixed orders find (issue 23, item 5: OPT-1.3B at batch 8 and
-   sequence 512 has 2,124 bytes per core to spare; largest first leaves it 54 KB short,
-   the 149th order of the search packs it exactly).
+   sequence 512, 157 buffers, has 2,124 bytes per core to spare; largest first places
+   one 52,368 bytes past the core's end, the 149th order of the search packs them
+   exactly). Programs of about 2,000 buffers or more are not searched (the budget).
 
 A ``device.reduce`` that rounds an accumulator in place keeps the first bytes of its
 range for the rounded result and releases the rest (the buffer shrinks at the reduce;
