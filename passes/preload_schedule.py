@@ -48,7 +48,8 @@ from irc.diagnostics import location_of
 from irc.dialects.device import AllocOp, FreeOp, LoadOp, PreloadAsyncOp, ReduceOp, StoreOp, WaitOp, i64_attr
 from irc.lowering.te_to_rtensor import PLANNED_PEAK_ATTR, PRELOAD_ATTR, PRELOADED_ATTR
 from irc.passes.device_alloc import live_intervals, peak_live_bytes, place
-from irc.planner.preload import PreloadFitError, _order_bounds, widest_frontiers
+from irc.planner.preload import PreloadFitError, _order_bounds
+from irc.planner.preload_designs import widest_frontiers
 from irc.target import TargetError, device_of, require_target
 
 
@@ -211,10 +212,19 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
         raise unfit(seg, f"its own buffers take {own[seg]} bytes per core" + (
             f" and the loads the preload order keeps on chip beside it {held}, {int(error.needed)} in all"
             if held > 0 else "") + f"; the core has {capacity}") from None
-    narrowed: set[int] = set()
-    fragmented: set[int] = set()
     wanted = list(frontiers) if upper is None else [max(lower[i], min(count, upper[i])) for i in range(count)]
-    narrowed.update(i for i in range(count) if frontiers[i] < wanted[i])
+    narrowed = {i for i in range(count) if frontiers[i] < wanted[i]}
+    fragmented = _narrow_to_placement(shape, order, frontiers, lower, capacity, unfit, narrowed)
+    _rewrite(block, shape, shape.anchors(order, frontiers), planned is not None)
+    return BlockSchedule(len(shape.loads), planned is not None, len(narrowed), frontiers, order, len(fragmented))
+
+
+def _narrow_to_placement(shape: _Block, order: list[int], frontiers: list[int], lower: list[int], capacity: int,
+                         unfit, narrowed: set[int]) -> set[int]:
+    """Narrow ``frontiers`` (in place) until `device-alloc`'s placement packs the program
+    they make, adding each operator narrowed to ``narrowed``; the operators narrowed where
+    the bytes live fit but the placement does not pack them (fragmented)."""
+    fragmented: set[int] = set()
     segment_of = dict(zip(shape.ops, shape.segment))
     while True:
         anchors = shape.anchors(order, frontiers)
@@ -222,7 +232,7 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
         intervals = live_intervals(None, sequence)
         _, culprit = place(intervals, capacity)
         if culprit is None:
-            break
+            return fragmented
         walk_top = [t for t, top in enumerate(sequence) for _ in top.walk()]
         top = sequence[walk_top[culprit.start]]
         # a moved alloc sits before its anchor: it belongs to the anchor's operator
@@ -247,8 +257,12 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
             fragmented.add(seg)
         for i in range(seg - 1, -1, -1):
             frontiers[i] = max(lower[i], min(frontiers[i], frontiers[i + 1]))
-    # rewrite: allocs and preloads before their anchors, a wait before each first use
-    anchors = shape.anchors(order, frontiers)
+
+
+def _rewrite(block: Block, shape: _Block, anchors: dict[LoadOp, int], planned: bool) -> None:
+    """Allocs and preloads before their anchors, a wait before each first use (with a
+    plan, at the start of the operator that first uses the buffer); offsets reset for
+    `device-alloc`."""
     for load in shape.ordered_loads:
         alloc, anchor = load.buffer.owner, shape.anchor[anchors[load]]
         alloc.detach()
@@ -260,7 +274,7 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
         wait = WaitOp(load.buffer)
         wait.location = load.location
         use = shape.first_use[load]
-        if use is not None and planned is not None:
+        if use is not None and planned:
             # ELK's timeline starts an operator once its loads are in (a weight it reads in
             # place is first used by a computation, not by a setup at the operator's start)
             block.insert_op_before(wait, shape.anchor[shape.owner[load]])
@@ -273,7 +287,6 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
     for op in block.ops:
         if isinstance(op, AllocOp):
             op.properties["offset"] = i64_attr(-1)
-    return BlockSchedule(len(shape.loads), planned is not None, len(narrowed), frontiers, order, len(fragmented))
 
 
 @dataclass(frozen=True)

@@ -29,17 +29,20 @@ from irc.planner.op_table import FrontierCache
 from irc.plans.plan import Plan
 from irc.planner.preload import (
     Metric,
+    OrderError,
     OutgoingLinks,
     PreloadFitError,
     PreloadOp,
     PreloadPlan,
+    latency_of,
+    plan_preloads,
+)
+from irc.planner.preload_designs import (
     basic_schedule,
     ideal_latency,
     ideal_loop_latency,
-    latency_of,
     loop_period,
     overlap_bound,
-    plan_preloads,
     reorder,
     static_sweep,
 )
@@ -298,8 +301,13 @@ class DesignSearch:
             plan = self.finish(plan)
             value, kept, gain = self.metric(plan), "", None
             weaker = WEAKER.get(design)
+            other = None
             if weaker is not None:
-                other = self.result(weaker)
+                try:
+                    other = self.result(weaker)
+                except (OrderError, PreloadFitError):   # the weaker design has no schedule (Basic's
+                    other = None                        # fastest plans, Static's fixed split overflow)
+            if other is not None:
                 if design == "full":
                     gain = max(0.0, other[1] - value)
                 if other[1] < value:
@@ -359,7 +367,7 @@ def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split:
 
 REORDER_BUDGET = 32
 """ELK-Full planning a compiled model tries at most this many preload orders, those nearest
-the execution order (`irc.planner.preload.layer_orders`; benchmarks/elk.py tries them all)."""
+the execution order (`irc.planner.preload_designs.layer_orders`; benchmarks/elk.py tries them all)."""
 
 
 def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", split: str = "paper",
@@ -376,7 +384,7 @@ def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", s
 @dataclass
 class OffchipStudy:
     """Designs of one model on one chip (``offchip_study``): each design's decision, the
-    overlap bound (``irc.planner.preload.overlap_bound``) and the ops as planned (with
+    overlap bound (``irc.planner.preload_designs.overlap_bound``) and the ops as planned (with
     ``loop``, one token's ops followed by the next token's first layer)."""
 
     decisions: dict[str, ElkDecision]

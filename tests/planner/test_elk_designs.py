@@ -19,7 +19,8 @@ from irc.dse import DseError, Point, allreduce_exec_cycles, point_device
 from irc.planner.elk import DesignSearch, offchip_study
 from irc.planner.llm import allreduce_bytes, workload
 from irc.planner.op_table import FrontierCache
-from irc.planner.preload import PreloadOp, ideal_latency, ideal_loop_latency, loop_period, overlap_bound
+from irc.planner.preload import OrderError, PreloadOp
+from irc.planner.preload_designs import ideal_latency, ideal_loop_latency, loop_period, overlap_bound
 
 ORDERED = ("full", "dyn", "static", "basic")
 TOLERANCE = 1e-9
@@ -134,3 +135,24 @@ def test_two_chips_all_reduce_the_row_parallel_outputs_at_hand_derived_cost():
     assert split.decisions["dyn"].latency_cycles >= alone.decisions["dyn"].latency_cycles
     with pytest.raises(DseError, match="--chips: device 'ipu-pod4-hbm' is already a pool of 4 chips"):
         allreduce_exec_cycles(load_device("ipu-pod4-hbm"), nbytes, 2)
+
+
+def test_a_design_keeps_its_plan_when_basic_has_none():
+    """Basic runs every op at its fastest plan; where that plan alone overflows SRAM Basic
+    has no schedule (``OrderError``), and the stronger designs keep their own plans (op
+    a's smaller execute state) instead of failing with it (OPT-1.3B at batch 8, sequence
+    512 on ipu-mk2-hbm ended in that traceback). Static counts an op's own preload state
+    in its fixed execution space, and Dyn's capped runs (``exec_caps``) run the execute
+    state they sized (they had run the state at the capped curve's position: op a's
+    45-byte plan, sized as its 20-byte one, 27 cycles planned for a program that does not
+    fit)."""
+    # op a's fastest plan takes 45 bytes, its preload state 20 more while it runs: 65 > 50
+    ops = [PreloadOp.simple("a", [(45.0, 10.0), (20.0, 25.0)], [(20.0, 0.0)], 5.0, 100.0,
+                            own_bytes=np.full((1, 2), 20.0)),
+           PreloadOp.simple("b", [(20.0, 12.0)], [(10.0, 0.0)], 5.0, 100.0)]
+    search = DesignSearch(ops, 50.0)
+    with pytest.raises(OrderError):
+        search.result("basic")
+    for design in ("static", "dyn", "full"):
+        plan, value, *_ = search.result(design)
+        assert plan.exec_plan[0] == 1 and np.isfinite(value)

@@ -14,19 +14,21 @@ from irc.planner.preload import (
     OrderError,
     PreloadFitError,
     PreloadOp,
-    basic_schedule,
     cost_aware_split,
     exhaustive_schedule,
-    heavy_ops,
-    ideal_latency,
     inductive_schedule,
-    layer_orders,
     pareto_curve,
     plan_preloads,
-    reorder,
-    static_sweep,
     timeline,
     timeline_latency,
+)
+from irc.planner.preload_designs import (
+    basic_schedule,
+    heavy_ops,
+    ideal_latency,
+    layer_orders,
+    reorder,
+    static_sweep,
     valid_preload_orders,
 )
 
@@ -315,7 +317,7 @@ def test_an_op_too_large_for_the_chip_is_named_with_its_bytes():
 @given(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 5), st.integers(1, 20), st.integers(0, 30)),
                 min_size=1, max_size=5), st.integers(6, 14))
 def test_widest_frontiers_are_optimal_for_fixed_plans(ops, capacity):
-    from irc.planner.preload import widest_frontiers
+    from irc.planner.preload_designs import widest_frontiers
 
     exec_bytes = [e for e, _, _, _ in ops]
     pre = [p for _, p, _, _ in ops]
