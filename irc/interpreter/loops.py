@@ -374,7 +374,7 @@ def _independent_product(loop: Loop, index: int):
 
 @dataclass
 class _Roles:
-    """The axis roles of one sub-task (as irc.interpreter.chip.contract reads them): each
+    """The axis roles of one sub-task (as irc.interpreter.contract.contract reads them): each
     read's and the output's axes per dim (None: a constant index), and the batch, m, n
     and k axes of the product."""
 
