@@ -37,7 +37,6 @@ from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     ParsePropInAttrDict,
     IRDLOperation,
-    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -68,24 +67,18 @@ from irc.dialects.core_tables import (  # noqa: F401 (the per-core tables, re-ex
     simplify,
     table_attr,
 )
+from irc.dialects.device_checks import (  # noqa: F401 (BufferType and the movements' helpers, re-exported)
+    BufferType,
+    buffer_of,
+    check_kind,
+    check_windows,
+    moves_properties,
+    movements_of,
+    verify_moves,
+)
 from irc.dialects.dtypes import element_bytes  # noqa: F401 (re-exported to the chip's users)
-from irc.dialects.shaped import LocalShapedType
 from irc.dialects.te import ExprAttr
-from irc.dialects.te_expr import OPERATOR_ROLES, ExprError, IndirectIndex, gather_parts, product_reads
-
-
-@irdl_attr_definition
-class BufferType(LocalShapedType):
-    """A buffer of ``shape`` elements of ``element_type`` in the SRAM of each core of a
-    core set (the per-core partition of a tensor, or its receive buffer)."""
-
-    name = "device.buffer"
-
-
-def _buffer(value: SSAValue, what: str) -> BufferType:
-    if not isinstance(value.type, BufferType):
-        raise VerifyException(f"{what} must be a !device.buffer, got {value.type}")
-    return value.type
+from irc.dialects.te_expr import IndirectIndex, gather_parts, product_reads
 
 
 def _defining_cores(value: SSAValue) -> int | None:
@@ -93,39 +86,6 @@ def _defining_cores(value: SSAValue) -> int | None:
     if isinstance(owner, ReduceOp):  # a rounded result lives where its accumulator did
         return _defining_cores(owner.buffer)
     return _int(owner.cores) if isinstance(owner, AllocOp) else None
-
-
-def moves_properties(moves: Sequence[tuple[str, Sequence[int]]]) -> dict[str, Attribute]:
-    """The ``moves``/``moved_shapes`` properties of data movements applied on the way (one
-    tensor expression ``Y[...] = X[...]`` each, with the shape it makes)."""
-    if not moves:
-        return {}
-    return {"moves": ArrayAttr([ExprAttr(text) for text, _ in moves]),
-            "moved_shapes": ArrayAttr([i64_array(moved) for _, moved in moves])}
-
-
-def movements_of(op) -> list[tuple[ExprAttr, tuple[int, ...]]]:
-    """An op's data movements with the shape each produces (none: empty)."""
-    if op.moves is None:
-        return []
-    return [(expr, tuple(int(d) for d in array_values(shape)))
-            for expr, shape in zip(op.moves.data, op.moved_shapes.data)]
-
-
-def verify_moves(op, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Check that the movements bind one after the other from ``shape``; the final shape."""
-    if (op.moves is None) != (op.moved_shapes is None) or (
-            op.moves is not None and len(op.moves.data) != len(op.moved_shapes.data)):
-        raise VerifyException("moves and moved_shapes go together, one shape per movement")
-    for expr, moved in movements_of(op):
-        if not isinstance(expr, ExprAttr):
-            raise VerifyException(f"moves holds tensor expressions, got {expr}")
-        try:
-            expr.expr.bind([shape], moved)
-        except ExprError as error:
-            raise VerifyException(f"'{expr.data}': {error.message}") from None
-        shape = moved
-    return shape
 
 
 @irdl_op_definition
@@ -156,7 +116,7 @@ class AllocOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        type_ = _buffer(self.buffer, "the result")
+        type_ = buffer_of(self.buffer, "the result")
         if not 1 <= _int(self.cores) <= MAX_CORES:
             raise VerifyException(
                 f"buffer {self.buffer_name.data} is allocated on {_int(self.cores)} cores; irc handles 1 to {MAX_CORES}"
@@ -213,7 +173,7 @@ class LoadOp(IRDLOperation):
         return movements_of(self)
 
     def verify_(self) -> None:
-        type_ = _buffer(self.buffer, "the destination")
+        type_ = buffer_of(self.buffer, "the destination")
         rank = len(verify_moves(self, tuple(self.source.type.get_shape())))
         if rank != len(type_.get_shape()):
             raise VerifyException(
@@ -276,7 +236,7 @@ class StoreOp(IRDLOperation):
         return group_leaders(core_vector(self.group, cores, "group"))
 
     def verify_(self) -> None:
-        type_ = _buffer(self.buffer, "the source")
+        type_ = buffer_of(self.buffer, "the source")
         if (self.moves is None) != (self.shape is None):
             raise VerifyException("a store moves its tensor (moves) exactly when it states the assembled shape")
         final = verify_moves(self, self.assembled_shape())
@@ -372,7 +332,7 @@ class RelayoutOp(IRDLOperation):
         return piece_table(self.pieces, _int(self.piece_count), 1 + 2 * rank, cores)
 
     def verify_(self) -> None:
-        source, target = _buffer(self.source, "the source"), _buffer(self.target, "the target")
+        source, target = buffer_of(self.source, "the source"), buffer_of(self.target, "the target")
         shape = tuple(int(d) for d in array_values(self.shape))
         if any(d < 1 for d in shape):
             raise VerifyException(f"shape {list(shape)} must have positive extents")
@@ -478,7 +438,7 @@ class ComputeOpBase(IRDLOperation):
         """The element size of the sub-task the cost model prices."""
         if self.dtype_bytes is not None:
             return _int(self.dtype_bytes)
-        return element_bytes(_buffer(self.output, "the output").element_type)
+        return element_bytes(buffer_of(self.output, "the output").element_type)
 
     def parsed(self):
         return self.expression.expr
@@ -517,41 +477,13 @@ class ComputeOpBase(IRDLOperation):
             )
         if not 1 <= _int(self.cores) <= MAX_CORES:
             raise VerifyException(f"a compute runs on 1 to {MAX_CORES} cores, got {_int(self.cores)}")
-        tile = dict(zip(expr.axes, tiles.tolist()))
-        accesses = [expr.output] + [expr.accesses_of(name)[0] for name in expr.inputs]
-        names = [expr.output.tensor, *expr.inputs]
-        for name, access, value, table in zip(names, accesses, [self.output, *self.inputs], self.window_tables()):
-            shape = _buffer(value, f"buffer of {name}").get_shape()
-            if len(shape) != len(access.indices):
-                raise VerifyException(f"{name} has rank {len(access.indices)} but its buffer has rank {len(shape)}")
-            need = [shape[d] if isinstance(i, IndirectIndex) else
-                    sum(abs(c) * (tile[a] - 1) for a, c in i.terms) + 1 for d, i in enumerate(access.indices)]
-            end = table + np.array(need)
-            if (table < 0).any() or (end > np.array(shape)).any():
-                core = int(np.argwhere((table < 0) | (end > np.array(shape)))[0][0])
-                raise VerifyException(
-                    f"core {core}: the window of {name} at {table[core].tolist()} with extent {need} "
-                    f"lies outside its buffer of shape {list(shape)}"
-                )
+        check_windows(expr, dict(zip(expr.axes, tiles.tolist())), [self.output, *self.inputs],
+                      self.window_tables())
         if _int(self.cores) < 1:
             raise VerifyException(f"a compute needs at least one core, got {_int(self.cores)}")
         if self.dtype_bytes is not None and _int(self.dtype_bytes) < 1:
             raise VerifyException(f"dtype_bytes must be positive, got {_int(self.dtype_bytes)}")
-        _check_kind(self.kind.data, self.roles)
-
-
-def _check_kind(kind: str, roles: DictionaryAttr, compute: bool = True) -> None:
-    """A sub-task the cost model can price: a known kind with, for a compute step, the
-    roles it needs; every role a non-negative integer."""
-    if kind not in OPERATOR_ROLES:
-        raise VerifyException(f"unknown kind '{kind}'; kinds are {', '.join(OPERATOR_ROLES)}")
-    missing = [role for role in OPERATOR_ROLES[kind] if role not in roles.data] if compute else []
-    if missing:
-        raise VerifyException(f"a {kind} sub-task needs roles {', '.join(OPERATOR_ROLES[kind])}; "
-                              f"{', '.join(missing)} missing")
-    for role, value in roles.data.items():
-        if not isinstance(value, IntegerAttr) or not 0 <= value.value.data <= 1 << 62:
-            raise VerifyException(f"role {role} must be a non-negative integer, got {value}")
+        check_kind(self.kind.data, self.roles)
 
 
 @irdl_op_definition
@@ -737,7 +669,7 @@ class ReduceOp(IRDLOperation):
         cores = _int(self.cores)
         if not 1 <= cores <= MAX_CORES:
             raise VerifyException(f"a reduction runs on 1 to {MAX_CORES} cores, got {cores}")
-        _check_kind(self.kind.data, self.roles, compute=False)  # priced by its output shuffle alone
+        check_kind(self.kind.data, self.roles, compute=False)  # priced by its output shuffle alone
         if replicas < 1 or cores % replicas:
             raise VerifyException(f"{cores} cores cannot form groups of replicas={replicas}")
         keys = core_vector(self.group, cores, "group")
@@ -749,7 +681,7 @@ class ReduceOp(IRDLOperation):
                 f"every group must hold replicas={replicas} cores, but one holds {int(counts[counts != replicas][0])}"
             )
         if self.result is not None:
-            accumulator, rounded = _buffer(self.buffer, "the accumulator"), _buffer(self.result, "the result")
+            accumulator, rounded = buffer_of(self.buffer, "the accumulator"), buffer_of(self.result, "the result")
             if accumulator.get_shape() != rounded.get_shape():
                 raise VerifyException(
                     f"the rounded result {rounded} must have the accumulator's shape, {accumulator}"
@@ -798,7 +730,7 @@ class PreloadAsyncOp(IRDLOperation):
         super().__init__(operands=[source, buffer], properties={"origins": origins})
 
     def verify_(self) -> None:
-        type_ = _buffer(self.buffer, "the destination")
+        type_ = buffer_of(self.buffer, "the destination")
         rank = len(self.source.type.get_shape())
         if rank != len(type_.get_shape()):
             raise VerifyException(f"cannot preload a rank-{rank} tensor into a rank-{len(type_.get_shape())} buffer")
@@ -840,7 +772,7 @@ class WaitOp(IRDLOperation):
         super().__init__(operands=[buffer])
 
     def verify_(self) -> None:
-        _buffer(self.buffer, "the waited-for buffer")
+        buffer_of(self.buffer, "the waited-for buffer")
         if self.parent is None:
             return
         current = self.prev_op

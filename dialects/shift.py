@@ -208,6 +208,14 @@ class KernelOp(IRDLOperation):
         return self._bind(self.expression, self.output)
 
     def verify_(self) -> None:
+        outputs, names = self._verify_products()
+        axes = self._verify_iteration_space()
+        rings = self._verify_rings([*outputs, *names], axes)
+        self._verify_levels(outputs, rings, axes)
+
+    def _verify_products(self) -> tuple[list[str], list[str]]:
+        """One expression per result, independent of each other, reading one operand per
+        tensor, in element types the chip stores; the written and the read tensors."""
         expressions = self.exprs
         if not expressions:
             raise VerifyException("a kernel needs at least one expression")
@@ -237,6 +245,12 @@ class KernelOp(IRDLOperation):
                     f"element type {element} ({value.type}) is not one the chip stores: f16, f32, f64, i1 and "
                     f"8-, 16-, 32- and 64-bit integers"
                 ) from None
+        return outputs, names
+
+    def _verify_iteration_space(self) -> list[str]:
+        """Every expression binds to its types over one iteration space, which the grid
+        cuts into at most `MAX_CORES` cores; the kernel's axes."""
+        expressions = self.exprs
         bounds = []
         for expression, result in zip(expressions, self.outputs):
             try:
@@ -262,7 +276,10 @@ class KernelOp(IRDLOperation):
         cores = math.prod(int(g) for g in grid)  # exact: numpy's int64 product would wrap
         if cores > MAX_CORES:
             raise VerifyException(f"grid {grid.tolist()} spans {cores} cores; irc handles at most {MAX_CORES}")
-        tensors = [*outputs, *names]
+        return axes
+
+    def _verify_rings(self, tensors: list[str], axes: list[str]) -> dict:
+        """One ring per tensor, with one positive temporal factor per axis; tensor -> factors."""
         rings = {}
         for ring in self.rings():
             if ring.tensor.data not in tensors:
@@ -284,6 +301,11 @@ class KernelOp(IRDLOperation):
         missing = [t for t in tensors if t not in rings]
         if missing:
             raise VerifyException(f"no shift.ring for tensor {', '.join(missing)}")
+        return rings
+
+    def _verify_levels(self, outputs: list[str], rings: dict, axes: list[str]) -> None:
+        """The loops rotate known tensors on known axes, and the innermost level holds one
+        compute per product."""
         # Whether the loops are the aligned schedule of the rings depends on the plan's
         # step tiles on the target: `shift-to-device` and the interpreter check that.
         for loop in self.loops():

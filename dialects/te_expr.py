@@ -25,277 +25,34 @@ from lark import Lark, Token, v_args
 from lark.visitors import Transformer_NonRecursive
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput
 
-COMBINERS = ("=", "+=", "max=", "min=")
-"""Combiners; every one but ``=`` folds over the reduction axes."""
-
-UNARY_FUNCTIONS = (
-    "relu",
-    "exp",
-    "tanh",
-    "gelu",
-    "erf",
-    "sqrt",
-    "rsqrt",
-    "neg",
-    "sigmoid",
-    "abs",
-    "log",
+# The parsed form lives in te_tree; its names are re-exported here, where irc imports them.
+from irc.dialects.te_tree import (  # noqa: F401
+    BINARY_FUNCTIONS,
+    BOOLEAN_FUNCTIONS,
+    COMBINERS,
+    COMPARISONS,
+    CONVERTING_FUNCTIONS,
+    FUNCTION_ARITY,
+    OPERATOR_ROLES,
+    PREDICATE_FUNCTIONS,
+    ROUNDING_FUNCTIONS,
+    UNARY_FUNCTIONS,
+    Access,
+    AffineIndex,
+    Binary,
+    Call,
+    Const,
+    Expr,
+    ExprError,
+    Index,
+    IndirectIndex,
+    children,
+    expression_depth,
+    expression_text,
+    fold,
+    walk_accesses,
+    walk_nodes,
 )
-BINARY_FUNCTIONS = ("max", "min", "pow", "mod", "fmod")
-ROUNDING_FUNCTIONS = ("floor", "ceil", "round", "sign")
-"""Float -> same float type: ``round`` rounds half to even (ONNX Round)."""
-PREDICATE_FUNCTIONS = ("isnan", "isinf")
-"""Any float -> i1."""
-BOOLEAN_FUNCTIONS = {"not": 1, "and": 2, "or": 2, "xor": 2}
-"""i1 operands -> i1."""
-CONVERTING_FUNCTIONS = {"cast": 1, "select": 3}
-"""``cast(x)`` converts x to the op's result element type (ONNX Cast: floats
-truncate toward zero into integers, non-zero becomes true in i1); ``select(c, a, b)``
-is `a` where `c` is non-zero, else `b` (ONNX Where)."""
-FUNCTION_ARITY = {
-    **{f: 1 for f in UNARY_FUNCTIONS + ROUNDING_FUNCTIONS + PREDICATE_FUNCTIONS},
-    **{f: 2 for f in BINARY_FUNCTIONS},
-    **BOOLEAN_FUNCTIONS,
-    **CONVERTING_FUNCTIONS,
-}
-OPERATOR_ROLES: dict[str, tuple[str, ...]] = {
-    "matmul": ("batch", "m", "k", "n"),
-    "conv": ("batch", "in_channels", "out_channels", "spatial", "window"),
-    "elementwise": (),
-    "unary": (),
-    "reduce": ("out",),
-    "pool": ("channels", "spatial", "window"),
-    "gather": ("index", "leading"),
-    "other": (),
-}
-"""The operator kinds a cost model prices (``irc.cost.KINDS``) and the compute roles
-each needs (tile extents by role: a matmul's batch, m, k and n; the others price by
-the sub-task's volume alone, which needs no role)."""
-COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
-"""Comparison operators: operands of one element type, the result is i1 (0/1)."""
-
-
-class ExprError(ValueError):
-    """A malformed or inconsistent tensor expression.
-
-    `column` is the 0-based offset in the expression text where the problem is,
-    when it is known, so callers can point a diagnostic at it.
-    """
-
-    def __init__(self, message: str, column: int | None = None, culprit: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.column = column
-        self.culprit = culprit
-        """Source text of the culprit, used to find a column when none is known."""
-
-
-# ---------------------------------------------------------------------------
-# Parsed form
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AffineIndex:
-    """``sum(coeff * axis) + constant``; terms keep source order, no zero coeffs."""
-
-    terms: tuple[tuple[str, int], ...]
-    constant: int = 0
-
-    @property
-    def axes(self) -> tuple[str, ...]:
-        return tuple(axis for axis, _ in self.terms)
-
-    @property
-    def simple_axis(self) -> str | None:
-        """The axis when the index is exactly one axis (``k``), else None."""
-        if len(self.terms) == 1 and self.terms[0][1] == 1 and self.constant == 0:
-            return self.terms[0][0]
-        return None
-
-    def value_range(self, extents: dict[str, int]) -> tuple[int, int]:
-        low = high = self.constant
-        for axis, coeff in self.terms:
-            span = coeff * (extents[axis] - 1)
-            low += min(0, span)
-            high += max(0, span)
-        return low, high
-
-    def __str__(self) -> str:
-        parts: list[str] = []
-        for axis, coeff in self.terms:
-            magnitude = abs(coeff)
-            text = axis if magnitude == 1 else f"{magnitude}*{axis}"
-            if not parts:
-                parts.append(text if coeff > 0 else f"-{text}")
-            else:
-                parts.append(("+" if coeff > 0 else "-") + text)
-        if self.constant or not parts:
-            if not parts:
-                parts.append(str(self.constant))
-            else:
-                parts.append(("+" if self.constant > 0 else "-") + str(abs(self.constant)))
-        return "".join(parts)
-
-
-@dataclass(frozen=True)
-class IndirectIndex:
-    """An index read from another tensor: ``I[i]`` in ``E[I[i],j]`` (ONNX Gather).
-
-    The index tensor must have an integer element type and is itself read with
-    affine indices; its value must lie in the indexed dimension at run time (the
-    evaluator checks). It is not affine, so it fixes no axis extent and has no
-    static range; it has no `terms`/`constant` so affine-only consumers notice it.
-    """
-
-    access: Access
-
-    @property
-    def axes(self) -> tuple[str, ...]:
-        return self.access.axes
-
-    @property
-    def simple_axis(self) -> None:
-        return None
-
-    def __str__(self) -> str:
-        return str(self.access)
-
-
-Index = AffineIndex | IndirectIndex
-
-
-@dataclass(frozen=True)
-class Access:
-    """``tensor[index, ...]``: a read in the body or the output write."""
-
-    tensor: str
-    indices: tuple[Index, ...]
-
-    @property
-    def axes(self) -> tuple[str, ...]:
-        """Axes in first-appearance order over all indices."""
-        return tuple(dict.fromkeys(a for index in self.indices for a in index.axes))
-
-    def __str__(self) -> str:
-        return expression_text(self)
-
-
-@dataclass(frozen=True)
-class Const:
-    value: float
-
-    def __str__(self) -> str:
-        if float(self.value).is_integer() and abs(self.value) < 1e15:
-            return str(int(self.value))
-        return repr(float(self.value))
-
-
-@dataclass(frozen=True)
-class Call:
-    function: str
-    args: tuple[Expr, ...]
-
-    def __str__(self) -> str:
-        return expression_text(self)
-
-
-@dataclass(frozen=True)
-class Binary:
-    op: str  # one of + - * / or a comparison (< <= > >= == !=)
-    lhs: Expr
-    rhs: Expr
-
-    def __str__(self) -> str:
-        return expression_text(self)
-
-
-Expr = Access | Const | Call | Binary
-
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, **{op: 0 for op in COMPARISONS}}
-
-
-def children(node) -> tuple:
-    """The sub-expressions of a body node, left to right: a call's arguments, an
-    operator's operands, the reads of an access's indirect indices."""
-    if isinstance(node, Binary):
-        return (node.lhs, node.rhs)
-    if isinstance(node, Call):
-        return node.args
-    if isinstance(node, Access):
-        return tuple(index.access for index in node.indices if isinstance(index, IndirectIndex))
-    return ()
-
-
-def fold(expr: Expr, visit):
-    """``visit(node, values)`` for every node, children first, where ``values`` are
-    what ``visit`` returned for ``children(node)``; returns the root's value. Iterative:
-    no depth of expression exhausts Python's stack (every consumer of deep bodies
-    should fold or `walk_nodes` rather than recurse)."""
-    values: list = []
-    stack: list[tuple[object, bool]] = [(expr, False)]
-    while stack:
-        node, ready = stack.pop()
-        kids = children(node)
-        if ready:
-            count = len(kids)
-            args = values[len(values) - count:] if count else []
-            if count:
-                del values[len(values) - count:]
-            values.append(visit(node, args))
-        else:
-            stack.append((node, True))
-            stack.extend((kid, False) for kid in reversed(kids))
-    return values[0]
-
-
-def _node_text(node, texts: list[str]) -> str:
-    # Parenthesise only where precedence or left-associativity needs it, so that
-    # printing is a fixed point of parse -> print.
-    if isinstance(node, Binary):
-        operands = []
-        for is_rhs, (operand, text) in enumerate(zip((node.lhs, node.rhs), texts)):
-            if isinstance(operand, Binary):
-                mine, parent = _PRECEDENCE[operand.op], _PRECEDENCE[node.op]
-                if mine < parent or (is_rhs and mine == parent):
-                    text = f"({text})"
-            elif isinstance(operand, Const) and operand.value < 0:
-                text = f"({text})"
-            operands.append(text)
-        return f"{operands[0]} {node.op} {operands[1]}"
-    if isinstance(node, Call):
-        return f"{node.function}({', '.join(texts)})"
-    if isinstance(node, Access):
-        inner = iter(texts)
-        indices = [next(inner) if isinstance(i, IndirectIndex) else str(i) for i in node.indices]
-        return f"{node.tensor}[{','.join(indices)}]"
-    return str(node)
-
-
-def expression_text(expr: Expr) -> str:
-    """The text of a body (iteratively, whatever its depth)."""
-    return fold(expr, _node_text)
-
-
-def expression_depth(expr: Expr) -> int:
-    """Levels of the body's tree (a leaf is 1; ``a + b + c`` is 3)."""
-    return fold(expr, lambda node, depths: 1 + max(depths, default=0))
-
-
-def walk_nodes(expr: Expr):
-    """Yield every node of a body, parents before children, left to right; an access
-    comes before the accesses of its indirect indices. Iterative."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(children(node)))
-
-
-def walk_accesses(expr: Expr):
-    """Yield every `Access` of a body, left to right; an access comes before the
-    accesses of its indirect indices (``E[I[i],j]`` yields E, then I)."""
-    return (node for node in walk_nodes(expr) if isinstance(node, Access))
 
 
 @dataclass(frozen=True)
@@ -619,92 +376,134 @@ def check_element_types(
     an integer type (i1 included) they must be integers.
     """
 
-    def fail(message, culprit=None):
-        raise ExprError(f"element type mismatch: {message}", culprit=culprit)
+    rule = _ElementTypeRule(tensor_types, result_type, bool_type, is_integer, is_float, constant_range)
+    rule.visit(expr.body, result_type, "the result")
 
-    def visit(node, expected, context):
-        # Returns the type of `node`, or None for a constant-only subtree.
+
+def _fail(message, culprit=None):
+    raise ExprError(f"element type mismatch: {message}", culprit=culprit)
+
+
+@dataclass
+class _ElementTypeRule:
+    """`check_element_types`'s walk: each node's type given the type its context expects."""
+
+    tensor_types: dict[str, object]
+    result_type: object
+    bool_type: object
+    is_integer: object
+    is_float: object
+    constant_range: object
+
+    def visit(self, node, expected, context):
+        """The type of `node`, or None for a constant-only subtree; `expected` (or None)
+        is the type `context` (its description, for messages) needs."""
+        return self._rule(node)(node, expected, context)
+
+    def _rule(self, node):
+        """The method that types `node`. The methods recurse through ``self._rule(child)(...)``,
+        not `visit`, so that a level of the body takes one Python frame (`MAX_DEPTH`)."""
         if isinstance(node, Const):
-            bounds = constant_range(expected) if constant_range is not None and expected is not None else None
-            if bounds is not None and not bounds[0] <= node.value <= bounds[1]:
-                raise ExprError(
-                    f"the constant {node} is beyond the range of {expected} ([{_bound(bounds[0])}, "
-                    f"{_bound(bounds[1])}])", culprit=str(node))
-            if (bounds is not None and (expected == bool_type or is_integer(expected))
-                    and not float(node.value).is_integer()):  # no silent truncation
-                raise ExprError(
-                    f"the constant {node} is not an integer but takes the integer type {expected} here "
-                    f"(it would be truncated); write an integer, or compute in a float type", culprit=str(node))
-            return expected
+            return self.constant
         if isinstance(node, Access):
-            for index in node.indices:
-                if isinstance(index, IndirectIndex):
-                    index_type = visit(index.access, None, "")
-                    if not is_integer(index_type):
-                        fail(
-                            f"index tensor {index.access.tensor} is {index_type} but "
-                            f"indirect indices must be integers",
-                            str(index.access),
-                        )
-            type_ = tensor_types[node.tensor]
-            if expected is not None and type_ != expected:
-                fail(f"{node.tensor} is {type_} but {context} is {expected}", str(node))
-            return type_
+            return self.access
         if isinstance(node, Binary):
-            if node.op in COMPARISONS:
-                if expected is not None and expected != bool_type:
-                    fail(f"'{node.op}' yields {bool_type} but {context} is {expected}")
-                lhs = visit(node.lhs, None, "")
-                rhs = visit(node.rhs, lhs, f"the other operand of '{node.op}'")
-                if lhs is None and rhs is not None:  # a constant compared with a tensor
-                    visit(node.lhs, rhs, f"the other operand of '{node.op}'")
-                return bool_type
-            lhs = visit(node.lhs, expected, context)
-            if expected is None and lhs is not None:
-                expected, context = lhs, f"the other operand of '{node.op}'"
-            rhs = visit(node.rhs, expected, context)
-            if lhs is None and rhs is not None:  # constants before the first tensor
-                visit(node.lhs, rhs, f"the other operand of '{node.op}'")
-            return lhs if lhs is not None else rhs
+            return self.binary
+        if node.function in BOOLEAN_FUNCTIONS or node.function in PREDICATE_FUNCTIONS:
+            return self.logic
+        return self.call
+
+    def constant(self, node, expected, context):
+        """A constant takes the expected type, and must lie in its range."""
+        bounds = (self.constant_range(expected)
+                  if self.constant_range is not None and expected is not None else None)
+        if bounds is not None and not bounds[0] <= node.value <= bounds[1]:
+            raise ExprError(
+                f"the constant {node} is beyond the range of {expected} ([{_bound(bounds[0])}, "
+                f"{_bound(bounds[1])}])", culprit=str(node))
+        if (bounds is not None and (expected == self.bool_type or self.is_integer(expected))
+                and not float(node.value).is_integer()):  # no silent truncation
+            raise ExprError(
+                f"the constant {node} is not an integer but takes the integer type {expected} here "
+                f"(it would be truncated); write an integer, or compute in a float type", culprit=str(node))
+        return expected
+
+    def access(self, node, expected, context):
+        """A read has its tensor's type; its indirect indices read integers."""
+        for index in node.indices:
+            if isinstance(index, IndirectIndex):
+                index_type = self._rule(index.access)(index.access, None, "")
+                if not self.is_integer(index_type):
+                    _fail(
+                        f"index tensor {index.access.tensor} is {index_type} but "
+                        f"indirect indices must be integers",
+                        str(index.access),
+                    )
+        type_ = self.tensor_types[node.tensor]
+        if expected is not None and type_ != expected:
+            _fail(f"{node.tensor} is {type_} but {context} is {expected}", str(node))
+        return type_
+
+    def binary(self, node, expected, context):
+        """Operands share a type: the operator's, or (a comparison) it yields i1."""
+        if node.op in COMPARISONS:
+            if expected is not None and expected != self.bool_type:
+                _fail(f"'{node.op}' yields {self.bool_type} but {context} is {expected}")
+            lhs = self._rule(node.lhs)(node.lhs, None, "")
+            rhs = self._rule(node.rhs)(node.rhs, lhs, f"the other operand of '{node.op}'")
+            if lhs is None and rhs is not None:  # a constant compared with a tensor
+                self._rule(node.lhs)(node.lhs, rhs, f"the other operand of '{node.op}'")
+            return self.bool_type
+        lhs = self._rule(node.lhs)(node.lhs, expected, context)
+        if expected is None and lhs is not None:
+            expected, context = lhs, f"the other operand of '{node.op}'"
+        rhs = self._rule(node.rhs)(node.rhs, expected, context)
+        if lhs is None and rhs is not None:  # constants before the first tensor
+            self._rule(node.lhs)(node.lhs, rhs, f"the other operand of '{node.op}'")
+        return lhs if lhs is not None else rhs
+
+    def call(self, node, expected, context):
+        """A function's type: the result's for ``cast``, else its (shared) operands' type."""
         function = node.function
-        if function in BOOLEAN_FUNCTIONS or function in PREDICATE_FUNCTIONS:
-            if expected is not None and expected != bool_type:
-                fail(f"'{function}' yields {bool_type} but {context} is {expected}")
-            for arg in node.args:
-                if function in BOOLEAN_FUNCTIONS:
-                    visit(arg, bool_type, f"an operand of '{function}'")
-                else:
-                    arg_type = visit(arg, None, "")
-                    if arg_type is not None and not is_float(arg_type):
-                        fail(f"'{function}' takes a float but its operand is {arg_type}")
-            return bool_type
         if function == "cast":
-            if visit(node.args[0], None, "") is None:  # a constant, converted to the result type
-                visit(node.args[0], result_type, "the result of 'cast'")
-            if expected is not None and expected != result_type:
-                fail(f"'cast' yields {result_type} but {context} is {expected}")
-            return result_type
+            if self._rule(node.args[0])(node.args[0], None, "") is None:  # a constant, converted to the result type
+                self._rule(node.args[0])(node.args[0], self.result_type, "the result of 'cast'")
+            if expected is not None and expected != self.result_type:
+                _fail(f"'cast' yields {self.result_type} but {context} is {expected}")
+            return self.result_type
         if function == "select":
-            visit(node.args[0], None, "")
+            self._rule(node.args[0])(node.args[0], None, "")
             args = node.args[1:]
         elif function == "pow":
-            visit(node.args[1], None, "")
+            self._rule(node.args[1])(node.args[1], None, "")
             args = node.args[:1]
         else:
             args = node.args
         type_ = None
         for position, arg in enumerate(args):
-            arg_type = visit(arg, expected, context)
+            arg_type = self._rule(arg)(arg, expected, context)
             if expected is None and arg_type is not None:
                 expected, context = arg_type, f"the other operand of '{function}'"
                 for earlier in args[:position]:  # constants before the first tensor
-                    visit(earlier, expected, context)
+                    self._rule(earlier)(earlier, expected, context)
             type_ = type_ or arg_type
-        if function in FLOAT_FUNCTIONS and type_ is not None and not is_float(type_):
-            fail(f"'{function}' takes a float but its operand is {type_}")
+        if function in FLOAT_FUNCTIONS and type_ is not None and not self.is_float(type_):
+            _fail(f"'{function}' takes a float but its operand is {type_}")
         return type_
 
-    visit(expr.body, result_type, "the result")
+    def logic(self, node, expected, context):
+        """``and``/``or``/``xor``/``not`` take i1, ``isnan``/``isinf`` a float; all yield i1."""
+        function = node.function
+        if expected is not None and expected != self.bool_type:
+            _fail(f"'{function}' yields {self.bool_type} but {context} is {expected}")
+        for arg in node.args:
+            if function in BOOLEAN_FUNCTIONS:
+                self._rule(arg)(arg, self.bool_type, f"an operand of '{function}'")
+            else:
+                arg_type = self._rule(arg)(arg, None, "")
+                if arg_type is not None and not self.is_float(arg_type):
+                    _fail(f"'{function}' takes a float but its operand is {arg_type}")
+        return self.bool_type
 
 
 def _bound(value: float) -> str:

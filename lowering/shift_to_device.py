@@ -243,72 +243,115 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     order. Every per-core value is the kernel's geometry at the symbolic core id (module
     docstring); a kernel whose loops start elsewhere than the placement gets per-core
     tables."""
-    resident = resident or {}
-    weights = weights or {}
-    loads = loads or {}
     products = kernel.products
     results = list(op.outputs)
     if outputs is None:
         outputs = [[Output(None, result.type)] if store_output else [] for result in results]
     keep = keep or [False] * len(products)
-    placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
-    core = core_id() if placed else None
-    operands = dict(zip(kernel.operand_names, op.inputs if inputs is None else inputs))
-    elements = {name: value.type.get_element_type() for name, value in operands.items()}
-    for product in products:
-        # partial sums accumulate wider (f32 for f16), rounded once by the reduce
-        elements[product.output] = element_type(kernel.tensors[product.output].dtype)
-    computes = []
-    for i, product in enumerate(products):
-        expr = product.bound.expr
-        subtask = kernel.subtask(i)
-        if product.spec.kind == "gather":
-            compute_class = GatherOp
-        elif expr.combiner in ("=", "+=") and product_reads(expr) is not None:
-            compute_class = MmaOp
-        else:
-            compute_class = VectorOp
-        computes.append((expr, subtask, {k: int(v) for k, v in subtask.roles.items()}, compute_class,
-                         identity_value(expr.combiner, product.dtype)))
-    ops: list[Operation] = []
-    buffers, receives = {}, {}
+    weights = weights or {}
+    program = _DeviceProgram(kernel, op, prefix, inputs)
+    program.allocate(weights)
+    program.bring_inputs(resident or {}, weights, loads or {})
+    program.run_steps()
+    stores, kept = program.reduce_and_store(results, outputs, keep)
+    held = {product.output for product, k in zip(products, keep) if k}
+    held |= {name for name, weight in weights.items() if weight.in_place}   # freed with the preloaded weights
+    for name in kernel.tensors:
+        if name not in held:
+            program.ops.append(FreeOp(program.buffers[name]))
+        if name in program.receives:
+            program.ops.append(FreeOp(program.receives[name]))
+    return program.ops, stores, kept
 
-    def alloc(name: str, layout) -> SSAValue:
-        buffer = AllocOp(f"{prefix}{name}", BufferType(layout.partition_shape, elements[layout.name]), kernel.cores)
+
+def _compute_of(kernel, i: int) -> tuple:
+    """Product ``i``'s compute instruction: its expression, sub-task, roles, op class
+    (`device.gather`, `device.mma` for a product of two reads, else `device.vector`) and
+    its accumulator's identity."""
+    product = kernel.products[i]
+    expr = product.bound.expr
+    subtask = kernel.subtask(i)
+    if product.spec.kind == "gather":
+        compute_class = GatherOp
+    elif expr.combiner in ("=", "+=") and product_reads(expr) is not None:
+        compute_class = MmaOp
+    else:
+        compute_class = VectorOp
+    return (expr, subtask, {k: int(v) for k, v in subtask.roles.items()}, compute_class,
+            identity_value(expr.combiner, product.dtype))
+
+
+class _DeviceProgram:
+    """`device_ops`'s program as it is built: its ops, and the buffer (and receive
+    buffer) of every tensor of the kernel."""
+
+    def __init__(self, kernel, op: KernelOp, prefix: str, inputs):
+        self.kernel, self.op, self.prefix = kernel, op, prefix
+        self.placed = np.array_equal(initial_placement(kernel), kernel.start) and kernel.closed_form()
+        self.core = core_id() if self.placed else None
+        self.operands = dict(zip(kernel.operand_names, op.inputs if inputs is None else inputs))
+        self.elements = {name: value.type.get_element_type() for name, value in self.operands.items()}
+        for product in kernel.products:
+            # partial sums accumulate wider (f32 for f16), rounded once by the reduce
+            self.elements[product.output] = element_type(kernel.tensors[product.output].dtype)
+        self.computes = [_compute_of(kernel, i) for i in range(len(kernel.products))]
+        self.ops: list[Operation] = []
+        self.buffers: dict = {}
+        self.receives: dict = {}
+        self.start = kernel.start_digits(self.core) if self.placed else list(kernel.start)
+
+    def alloc(self, name: str, layout) -> SSAValue:
+        """A buffer for ``layout`` on the kernel's cores."""
+        buffer = AllocOp(f"{self.prefix}{name}", BufferType(layout.partition_shape, self.elements[layout.name]),
+                         self.kernel.cores)
         buffer.buffer.name_hint = name.replace(".", "_")
-        ops.append(buffer)
+        self.ops.append(buffer)
         return buffer.buffer
 
-    start = kernel.start_digits(core) if placed else list(kernel.start)
-    # Weights first: each gathers its active partition from the slices at rest, which
-    # stay where they are for the next run (the idle layout is resident throughout).
-    for name, weight in weights.items():
-        layout = kernel.tensors[name]
-        if weight.in_place:   # rests as it executes: read where it is
-            buffers[name] = weight.buffer
-            continue
-        buffers[name] = alloc(name, layout)
-        pieces = setup_pieces(kernel, name, weight.factors, weight.buffer.type.get_shape(), core)
-        ops.append(RelayoutOp(weight.buffer, buffers[name], weight.shape, weight.origins,
-                              core_id() if placed else np.arange(kernel.cores),
-                              kernel.partition_origin(layout, start, core), weight.setup_bytes, weight.setup_barriers,
-                              setup=True, pieces=pieces))
-    for name, layout in kernel.tensors.items():
-        if name not in buffers:
-            buffers[name] = alloc(name, layout)
-        if layout.rotating:
-            receives[name] = alloc(f"{name}.recv", layout)
-    for layout in kernel.inputs:
-        if layout.name in weights:
-            continue
-        origins = kernel.partition_origin(layout, start, core)
-        source = resident.get(layout.name)
-        if source is None:
-            host, chain = loads.get(layout.name, (operands[layout.name], ()))
-            ops.append(LoadOp(host, buffers[layout.name], origins, moves_of(chain)))
-            continue
-        producer = source.kernel
-        device, cost = device_and_cost(op)
+    def allocate(self, weights: dict) -> None:
+        """Every tensor's buffer (and a rotating one's receive buffer). Weights first: each
+        gathers its active partition from the slices at rest, which stay where they are
+        for the next run (the idle layout is resident throughout)."""
+        kernel, core = self.kernel, self.core
+        for name, weight in weights.items():
+            layout = kernel.tensors[name]
+            if weight.in_place:   # rests as it executes: read where it is
+                self.buffers[name] = weight.buffer
+                continue
+            self.buffers[name] = self.alloc(name, layout)
+            pieces = setup_pieces(kernel, name, weight.factors, weight.buffer.type.get_shape(), core)
+            self.ops.append(RelayoutOp(weight.buffer, self.buffers[name], weight.shape, weight.origins,
+                                       core_id() if self.placed else np.arange(kernel.cores),
+                                       kernel.partition_origin(layout, self.start, core), weight.setup_bytes,
+                                       weight.setup_barriers, setup=True, pieces=pieces))
+        for name, layout in kernel.tensors.items():
+            if name not in self.buffers:
+                self.buffers[name] = self.alloc(name, layout)
+            if layout.rotating:
+                self.receives[name] = self.alloc(f"{name}.recv", layout)
+
+    def bring_inputs(self, resident: dict, weights: dict, loads: dict) -> None:
+        """Every input that is not a weight: moved on chip from where it is resident, or
+        loaded from the host; then each output's accumulator filled with its identity."""
+        kernel = self.kernel
+        for layout in kernel.inputs:
+            if layout.name in weights:
+                continue
+            origins = kernel.partition_origin(layout, self.start, self.core)
+            source = resident.get(layout.name)
+            if source is None:
+                host, chain = loads.get(layout.name, (self.operands[layout.name], ()))
+                self.ops.append(LoadOp(host, self.buffers[layout.name], origins, moves_of(chain)))
+                continue
+            self.ops.append(self.relayout(source, layout, origins))
+        for product, (_, _, _, _, identity) in zip(kernel.products, self.computes):
+            self.ops.append(FillOp(self.buffers[product.output], identity))
+
+    def relayout(self, source: Resident, layout, origins) -> RelayoutOp:
+        """The move of resident ``source`` into ``layout``, priced as the planner prices
+        the layout change (one shift event)."""
+        kernel, producer = self.kernel, source.kernel
+        device, cost = device_and_cost(self.op)
         if source.at_rest:   # from a weight's idle layout: the whole partition (ModelSpec.edges)
             nbytes, _ = relayout_cost(producer.spec, producer.plan, kernel.spec, kernel.plan, layout.name, device,
                                       cost, producer_tensor=source.tensor, whole=True)
@@ -321,63 +364,65 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
                                       cost, producer_tensor=source.tensor, whole=bool(source.chain), view=view)
         barriers = device.syncs_per_shift if nbytes else 0   # one shift event, as the planner prices it
         pieces = None if source.chain or source.at_rest else \
-            _relayout_pieces(source, kernel, layout, start, origins if placed else None)
-        ops.append(RelayoutOp(source.buffer, buffers[layout.name], source.shape, source.origins, source.group,
-                              origins, nbytes, barriers, source.moves, pieces=pieces))
-    for product, (_, _, _, _, identity) in zip(products, computes):
-        ops.append(FillOp(buffers[product.output], identity))
-    sources = kernel.ring_sources(core)
-    for event, value in kernel.walk(start):
-        if event == "compute":
-            step, digits = value
-            for product, (expr, subtask, roles, compute_class, _) in zip(products, computes):
-                names = [product.output, *product.inputs]
-                windows = [kernel.window_offset(kernel.tensors[n], digits, core) for n in names]
-                accumulator = kernel.tensors[product.output].dtype.itemsize
-                ops.append(compute_class(
-                    str(expr), buffers[product.output], [buffers[n] for n in product.inputs],
-                    [kernel.tiles[kernel.axis_index(a)] for a in expr.axes], kernel.cores, windows, subtask.kind,
-                    roles, step,
-                    # the sub-task's own element size, where the output accumulates wider
-                    subtask.dtype_bytes if subtask.dtype_bytes != accumulator else None,
-                ))
-        else:
-            for name in kernel.levels[value].tensors:
-                ops.append(ShiftOp(buffers[name], receives[name], sources[(name, value)]))
-                ops.append(SyncOp(kernel.cores))
-    final = kernel.digits_after(start, kernel.final_counters())
-    stores: list = []
-    kept: list = []
-    for i, (product, result, (expr, subtask, roles, _, _)) in enumerate(zip(products, results, computes)):
-        out = kernel.output_of(i)
-        group = kernel.replica_key(final, core, i)
-        work = kernel.op_work(i)
-        widened = out.dtype != product.dtype   # partial sums in wider accumulators
-        rounded = result.type.get_element_type() if widened else None
-        reduce = ReduceOp(
-            buffers[out.name], group, out.rings, expr.combiner, subtask.kind, roles,
-            int(work.out_step_elems), int(work.out_resident_elems), kernel.cores, rounded,
-        )
-        ops.append(reduce)
-        if rounded is not None:
-            buffers[out.name] = reduce.result
-            reduce.result.name_hint = f"{out.name}_rounded"
-        origins = kernel.partition_origin(out, final, core)
-        shape = tuple(result.type.get_shape())
-        # elements of the result no core writes are 0, as at te level
-        written = [StoreOp(buffers[out.name], output.result_type, origins, group, 0.0, moves_of(output.chain),
-                           shape) for output in outputs[i]]
-        ops += written
-        stores.append(written[0] if written else None)
-        kept.append(Resident(buffers[out.name], origins, group, kernel, out.name, shape) if keep[i] else None)
-    held = {product.output for product, k in zip(products, keep) if k}
-    held |= {name for name, weight in weights.items() if weight.in_place}   # freed with the preloaded weights
-    for name in kernel.tensors:
-        if name not in held:
-            ops.append(FreeOp(buffers[name]))
-        if name in receives:
-            ops.append(FreeOp(receives[name]))
-    return ops, stores, kept
+            _relayout_pieces(source, kernel, layout, self.start, origins if self.placed else None)
+        return RelayoutOp(source.buffer, self.buffers[layout.name], source.shape, source.origins, source.group,
+                          origins, nbytes, barriers, source.moves, pieces=pieces)
+
+    def run_steps(self) -> None:
+        """Per step, one compute instruction per product; between steps one shift (and
+        sync) per tensor of the advancing level."""
+        kernel, core, buffers = self.kernel, self.core, self.buffers
+        sources = kernel.ring_sources(core)
+        for event, value in kernel.walk(self.start):
+            if event == "compute":
+                step, digits = value
+                for product, (expr, subtask, roles, compute_class, _) in zip(kernel.products, self.computes):
+                    names = [product.output, *product.inputs]
+                    windows = [kernel.window_offset(kernel.tensors[n], digits, core) for n in names]
+                    accumulator = kernel.tensors[product.output].dtype.itemsize
+                    self.ops.append(compute_class(
+                        str(expr), buffers[product.output], [buffers[n] for n in product.inputs],
+                        [kernel.tiles[kernel.axis_index(a)] for a in expr.axes], kernel.cores, windows,
+                        subtask.kind, roles, step,
+                        # the sub-task's own element size, where the output accumulates wider
+                        subtask.dtype_bytes if subtask.dtype_bytes != accumulator else None,
+                    ))
+            else:
+                for name in kernel.levels[value].tensors:
+                    self.ops.append(ShiftOp(buffers[name], self.receives[name], sources[(name, value)]))
+                    self.ops.append(SyncOp(kernel.cores))
+
+    def reduce_and_store(self, results: list, outputs: list[list[Output]], keep: list[bool]) -> tuple[list, list]:
+        """Each product's output reduction (rounded once where it accumulated wider), its
+        stores and, where kept, its `Resident`; per product the first store and that."""
+        kernel, core, buffers = self.kernel, self.core, self.buffers
+        final = kernel.digits_after(self.start, kernel.final_counters())
+        stores: list = []
+        kept: list = []
+        for i, (product, result, (expr, subtask, roles, _, _)) in enumerate(
+                zip(kernel.products, results, self.computes)):
+            out = kernel.output_of(i)
+            group = kernel.replica_key(final, core, i)
+            work = kernel.op_work(i)
+            widened = out.dtype != product.dtype   # partial sums in wider accumulators
+            rounded = result.type.get_element_type() if widened else None
+            reduce = ReduceOp(
+                buffers[out.name], group, out.rings, expr.combiner, subtask.kind, roles,
+                int(work.out_step_elems), int(work.out_resident_elems), kernel.cores, rounded,
+            )
+            self.ops.append(reduce)
+            if rounded is not None:
+                buffers[out.name] = reduce.result
+                reduce.result.name_hint = f"{out.name}_rounded"
+            origins = kernel.partition_origin(out, final, core)
+            shape = tuple(result.type.get_shape())
+            # elements of the result no core writes are 0, as at te level
+            written = [StoreOp(buffers[out.name], output.result_type, origins, group, 0.0, moves_of(output.chain),
+                               shape) for output in outputs[i]]
+            self.ops += written
+            stores.append(written[0] if written else None)
+            kept.append(Resident(buffers[out.name], origins, group, kernel, out.name, shape) if keep[i] else None)
+        return stores, kept
 
 
 def _relayout_pieces(source: Resident, kernel, layout, start, symbolic):
@@ -407,138 +452,175 @@ def lower_block(block: Block, counter: list[int]) -> None:
       applied by those relayouts, and at the edges by the loads and stores;
     - the host sees only the block's inputs and the values something other than a kernel
       reads (the function's results, a host-fallback op), each stored once."""
-    kernel_ops = [op for op in block.ops if isinstance(op, KernelOp)]
-    position = {op: i for i, op in enumerate(kernel_ops)}
-    movements = absorbed_movements([op for op in block.ops if isinstance(op, (KernelOp, TensorOp))], set(kernel_ops))
-    # a kernel of several products (a fused gradient pair) reads a shared input from a
-    # copy, never holds it (as the model-wide plan counts it: model_from_ir.function_model)
-    homes = input_homes(kernel_ops, set(kernel_ops), movements, {op for op in kernel_ops if len(op.outputs) == 1})
-    # a weight several kernels read rests once, in its holder's idle layout (a kernel of
-    # several products loads its own, as model_from_ir.function_model plans it)
-    singles = {op for op in kernel_ops if len(op.outputs) == 1}
-    weight_homes = input_homes(kernel_ops, singles, movements, singles, weights=True)
-    weight_span: dict[tuple, list[int]] = {}   # holder (kernel, operand) -> [first, last] reader
-    for (op, index), home in weight_homes.items():
-        span = weight_span.setdefault(home, [position[home[0]]] * 2)
-        span[0], span[1] = min(span[0], position[op]), max(span[1], position[op])
-    kernels = {}
-    for op in kernel_ops:
-        try:
-            kernels[op] = kernel_of(op)  # raises when rotations are not yet aligned
-        except KernelIRError as error:
-            raise _error(op, str(error)) from None
+    lowering = _BlockLowering(block)
+    lowering.place_weights()
+    for op in lowering.kernel_ops:
+        counter[0] += 1
+        lowering.lower(op, f"k{counter[0]}.")
+    lowering.hand_over()
 
-    def key_of(op, index):
+
+class _BlockLowering:
+    """`lower_block`'s state: the block's kernels, where their shared inputs and weights
+    live, the weights at rest, the values resident on chip and the stores made."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        kernel_ops = [op for op in block.ops if isinstance(op, KernelOp)]
+        self.kernel_ops = kernel_ops
+        self.position = {op: i for i, op in enumerate(kernel_ops)}
+        self.movements = movements = absorbed_movements(
+            [op for op in block.ops if isinstance(op, (KernelOp, TensorOp))], set(kernel_ops))
+        # a kernel of several products (a fused gradient pair) reads a shared input from a
+        # copy, never holds it (as the model-wide plan counts it: model_from_ir.function_model)
+        self.homes = input_homes(kernel_ops, set(kernel_ops), movements,
+                                 {op for op in kernel_ops if len(op.outputs) == 1})
+        # a weight several kernels read rests once, in its holder's idle layout (a kernel of
+        # several products loads its own, as model_from_ir.function_model plans it)
+        singles = {op for op in kernel_ops if len(op.outputs) == 1}
+        self.weight_homes = input_homes(kernel_ops, singles, movements, singles, weights=True)
+        self.weight_span: dict[tuple, list[int]] = {}   # holder (kernel, operand) -> [first, last] reader
+        for (op, index), home in self.weight_homes.items():
+            span = self.weight_span.setdefault(home, [self.position[home[0]]] * 2)
+            span[0], span[1] = min(span[0], self.position[op]), max(span[1], self.position[op])
+        self.kernels = {}
+        for op in kernel_ops:
+            try:
+                self.kernels[op] = kernel_of(op)  # raises when rotations are not yet aligned
+            except KernelIRError as error:
+                raise _error(op, str(error)) from None
+        self.last_reader: dict = {}
+        for op in kernel_ops:
+            for index in range(len(op.inputs)):
+                key = self.key_of(op, index)
+                if key is not None:
+                    self.last_reader[key] = self.position[op]
+        function = block.parent_op()
+        self.preloaded = function is not None and PRELOADED_ATTR in function.attributes
+        self.resting: dict[KernelOp, dict[str, IdleWeight]] = {}
+        self.shared_until: dict[SSAValue, int] = {}   # the idle buffer of a shared weight -> its last reader
+        self.resident: dict = {}
+        self.stores: list[tuple[SSAValue, StoreOp]] = []
+
+    def key_of(self, op, index):
         """What an input is on chip: a kernel's output, or the home of a shared input."""
-        origin, _ = through_movements(op.inputs[index], movements)
-        if isinstance(origin.owner, KernelOp) and origin.owner in position:
+        origin, _ = through_movements(op.inputs[index], self.movements)
+        if isinstance(origin.owner, KernelOp) and origin.owner in self.position:
             return origin
-        if (op, index) in homes:
-            return homes[(op, index)]
-        if any(home == (op, index) for home in homes.values()):
+        if (op, index) in self.homes:
+            return self.homes[(op, index)]
+        if any(home == (op, index) for home in self.homes.values()):
             return (op, index)
         return None
 
-    last_reader: dict = {}
-    for op in kernel_ops:
-        for index in range(len(op.inputs)):
-            key = key_of(op, index)
-            if key is not None:
-                last_reader[key] = position[op]
-    # weights with an idle plan rest in their idle layouts from the start, throughout;
-    # on a function planned with ELK they rest in HBM instead and each is loaded into its
-    # preload-state (idle) layout for its op only (`preload-schedule` moves the load earlier)
-    function = block.parent_op()
-    preloaded = function is not None and PRELOADED_ATTR in function.attributes
-    resting: dict[KernelOp, dict[str, IdleWeight]] = {}
-    first = block.first_op
-    shared_until: dict[SSAValue, int] = {}   # the idle buffer of a shared weight -> its last reader
-    for op in kernel_ops:
-        ops, resting[op] = idle_weights(kernels[op], op, f"w{position[op] + 1}.", movements)
-        if preloaded:   # loaded for this op only: where it rests as it executes, held once
-            for name, weight in resting[op].items():
-                weight.in_place = all(f == 1 for f in weight.factors) and not kernels[op].tensors[name].rotating
-        before = op if preloaded else first
-        for index, name in enumerate(kernels[op].operand_names):
-            span = weight_span.get((op, index))
-            if span is not None and name in resting[op]:   # loaded before its first reader, kept to its last
-                shared_until[resting[op][name].buffer] = span[1]
-                if preloaded:
-                    before = kernel_ops[min(span[0], position[before])]
-        for new in ops:
-            new.location = op.location   # an error in it points at the op reading the weight
-            block.insert_op_before(new, before)
-    resident: dict = {}
-    stores: list[tuple[SSAValue, StoreOp]] = []
-    for op in kernel_ops:
-        kernel = kernels[op]
-        counter[0] += 1
-        names = kernel.operand_names
+    def place_weights(self) -> None:
+        """Weights with an idle plan rest in their idle layouts from the start, throughout;
+        on a function planned with ELK they rest in HBM instead and each is loaded into its
+        preload-state (idle) layout for its op only (`preload-schedule` moves the load earlier)."""
+        first = self.block.first_op
+        for op in self.kernel_ops:
+            kernel = self.kernels[op]
+            ops, self.resting[op] = idle_weights(kernel, op, f"w{self.position[op] + 1}.", self.movements)
+            if self.preloaded:   # loaded for this op only: where it rests as it executes, held once
+                for name, weight in self.resting[op].items():
+                    weight.in_place = all(f == 1 for f in weight.factors) and not kernel.tensors[name].rotating
+            before = op if self.preloaded else first
+            for index, name in enumerate(kernel.operand_names):
+                span = self.weight_span.get((op, index))
+                if span is not None and name in self.resting[op]:   # loaded before its first reader, kept to its last
+                    self.shared_until[self.resting[op][name].buffer] = span[1]
+                    if self.preloaded:
+                        before = self.kernel_ops[min(span[0], self.position[before])]
+            for new in ops:
+                new.location = op.location   # an error in it points at the op reading the weight
+                self.block.insert_op_before(new, before)
+
+    def inputs_of(self, op: KernelOp, prefix: str) -> tuple[dict, dict]:
+        """Where each input of ``op`` that is not resting comes from: on chip (a weight
+        at rest elsewhere, a kernel's output, a shared input's home, loaded on first use)
+        or loaded from the host (value and movements)."""
         on_chip, loads = {}, {}
-        for index, (name, value) in enumerate(zip(names, op.inputs)):
-            if name in resting[op]:
+        for index, (name, value) in enumerate(zip(self.kernels[op].operand_names, op.inputs)):
+            if name in self.resting[op]:
                 continue
-            origin, chain = through_movements(value, movements)
-            if (op, index) in weight_homes:
-                holder, held_at = weight_homes[(op, index)]
-                weight = resting[holder].get(kernels[holder].operand_names[held_at])
+            origin, chain = through_movements(value, self.movements)
+            if (op, index) in self.weight_homes:
+                holder, held_at = self.weight_homes[(op, index)]
+                holder_name = self.kernels[holder].operand_names[held_at]
+                weight = self.resting[holder].get(holder_name)
                 if weight is None:   # its holder keeps it in no idle layout: from the host
                     loads[name] = (origin, chain)
                 else:
-                    on_chip[name] = Resident(weight.buffer, weight.origins, weight.group, kernels[holder],
-                                             kernels[holder].operand_names[held_at], weight.shape,
-                                             chain[len(weight.chain):], at_rest=True)
+                    on_chip[name] = Resident(weight.buffer, weight.origins, weight.group, self.kernels[holder],
+                                             holder_name, weight.shape, chain[len(weight.chain):], at_rest=True)
                 continue
-            key = key_of(op, index)
+            key = self.key_of(op, index)
             if key is None:
                 loads[name] = (origin, chain)
             elif isinstance(key, tuple):
-                if key not in resident:
-                    resident[key] = _load_home(block, op, key, kernels, movements, f"k{counter[0]}.")
-                home = resident[key]
+                if key not in self.resident:
+                    self.resident[key] = _load_home(self.block, op, key, self.kernels, self.movements, prefix)
+                home = self.resident[key]
                 on_chip[name] = dataclasses.replace(home, chain=chain[len(home.chain):])
             else:
-                on_chip[name] = resident[value]
+                on_chip[name] = self.resident[value]
+        return on_chip, loads
+
+    def outputs_of(self, op: KernelOp) -> tuple[list[bool], list[list[Output]]]:
+        """Per result: whether a kernel reads it (kept on chip) and the host tensors it is
+        stored as (for the host's readers, and returned through movements)."""
         keep, outputs = [], []
         for result in op.outputs:
             readers = [use.operation for use in result.uses]
-            kernel_readers = [r for r in readers if r in position or r in movements]
+            kernel_readers = [r for r in readers if r in self.position or r in self.movements]
             keep.append(bool(kernel_readers))
             outputs.append([Output(result, result.type)] if len(kernel_readers) < len(readers) or not readers else [])
-            outputs[-1] += _returned_through(result, movements)
+            outputs[-1] += _returned_through(result, self.movements)
+        return keep, outputs
+
+    def lower(self, op: KernelOp, prefix: str) -> None:
+        """Put ``op``'s device program before it, then free what it read for the last time
+        and note the outputs it keeps on chip."""
+        block, position = self.block, self.position
+        on_chip, loads = self.inputs_of(op, prefix)
+        keep, outputs = self.outputs_of(op)
         ops, _, kept = device_ops(
-            kernel, op, f"k{counter[0]}.", resident=on_chip, keep=keep,
-            weights=resting[op], loads=loads, outputs=outputs,
+            self.kernels[op], op, prefix, resident=on_chip, keep=keep,
+            weights=self.resting[op], loads=loads, outputs=outputs,
         )
         for new in ops:
             new.location = op.location   # errors in the program point at the te op it computes
             block.insert_op_before(new, op)
             if isinstance(new, ReduceOp) and PRELOAD_ATTR in op.attributes:   # the ELK plan, for preload-schedule
                 new.attributes[PRELOAD_ATTR] = op.attributes[PRELOAD_ATTR]
-        stores += [(output.value, new) for output, new in zip((o for listed in outputs for o in listed),
-                                                              (o for o in ops if isinstance(o, StoreOp)))]
-        if preloaded:  # its weights' preload-state buffers are done with (a shared one after its last reader)
-            done = [w.buffer for w in resting[op].values() if shared_until.get(w.buffer, -1) <= position[op]]
-            done += [b for b, last in shared_until.items() if last == position[op] and b not in done]
+        self.stores += [(output.value, new) for output, new in zip((o for listed in outputs for o in listed),
+                                                                   (o for o in ops if isinstance(o, StoreOp)))]
+        if self.preloaded:  # its weights' preload-state buffers are done with (a shared one after its last reader)
+            done = [w.buffer for w in self.resting[op].values() if self.shared_until.get(w.buffer, -1) <= position[op]]
+            done += [b for b, last in self.shared_until.items() if last == position[op] and b not in done]
             for buffer in done:
                 block.insert_op_before(FreeOp(buffer), op)
         # an on-chip value read for the last time here is freed right after this kernel
         for index in range(len(op.inputs)):
-            key = key_of(op, index)
-            if key is not None and key in resident and last_reader.get(key) == position[op]:
-                block.insert_op_before(FreeOp(resident.pop(key).buffer), op)
+            key = self.key_of(op, index)
+            if key is not None and key in self.resident and self.last_reader.get(key) == position[op]:
+                block.insert_op_before(FreeOp(self.resident.pop(key).buffer), op)
         for result, held in zip(op.outputs, kept):
             if held is not None:
-                resident[result] = held
-                _follow_movements(result, held, movements, resident)
-    for value, store in stores:  # host readers (results, fallback ops) read the stored tensor
-        store.result.name_hint = value.name_hint
-        for use in list(value.uses):
-            if use.operation not in position and use.operation not in movements:
-                use.operation.operands[use.index] = store.result
-    for op in reversed([o for o in block.ops if o in position or o in movements]):  # readers first
-        op.detach()
-        op.erase()
+                self.resident[result] = held
+                _follow_movements(result, held, self.movements, self.resident)
+
+    def hand_over(self) -> None:
+        """Host readers (results, fallback ops) read the stored tensors; the kernels and
+        the movements between them go."""
+        for value, store in self.stores:
+            store.result.name_hint = value.name_hint
+            for use in list(value.uses):
+                if use.operation not in self.position and use.operation not in self.movements:
+                    use.operation.operands[use.index] = store.result
+        for op in reversed([o for o in self.block.ops if o in self.position or o in self.movements]):  # readers first
+            op.detach()
+            op.erase()
 
 
 def _load_home(block: Block, reader: KernelOp, home: tuple, kernels, movements, prefix: str) -> Resident:

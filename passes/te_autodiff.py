@@ -154,73 +154,87 @@ def body_gradients(
         if isinstance(node, Access):
             out.append((node, g))
             return
-        if isinstance(node, Binary):
-            a, b = node.lhs, node.rhs
-            match node.op:
-                case "+":
-                    visit(a, g), visit(b, g)
-                case "-":
-                    visit(a, g), visit(b, Call("neg", (g,)))
-                case "*":
-                    visit(a, _mul(g, b)), visit(b, _mul(g, a))
-                case "/":
-                    visit(a, Binary("/", g, b))
-                    visit(b, Call("neg", (Binary("/", _mul(g, a), Binary("*", b, b)),)))
-                case _:  # comparisons: piecewise constant
-                    pass
-            return
-        f, args = node.function, node.args
-        x = args[0]
-        match f:
-            case "relu":
-                visit(x, _select(Binary(">", x, ZERO), g, ZERO))
-            case "exp":
-                visit(x, _mul(g, node))
-            case "log":
-                visit(x, Binary("/", g, x))
-            case "tanh":
-                visit(x, _mul(g, Binary("-", ONE, Binary("*", node, node))))
-            case "sigmoid":
-                visit(x, _mul(g, Binary("*", node, Binary("-", ONE, node))))
-            case "erf":
-                gauss = Call("exp", (Call("neg", (Binary("*", x, x),)),))
-                visit(x, _mul(g, Binary("*", Const(_TWO_OVER_SQRT_PI), gauss)))
-            case "gelu":
-                # d/dx x*Phi(x) = Phi(x) + x*phi(x)
-                phi_cdf = Binary("*", Const(0.5), Binary("+", ONE, Call("erf", (Binary("*", x, Const(_SQRT_HALF)),))))
-                density = Binary("*", Const(_INV_SQRT_2PI), Call("exp", (Binary("*", Binary("*", x, x), Const(-0.5)),)))
-                visit(x, _mul(g, Binary("+", phi_cdf, Binary("*", x, density))))
-            case "sqrt":
-                visit(x, Binary("/", _mul(g, Const(0.5)), node))
-            case "rsqrt":
-                visit(x, Binary("/", _mul(g, Binary("*", Const(-0.5), node)), x))
-            case "neg":
-                visit(x, Call("neg", (g,)))
-            case "abs":
-                visit(x, _mul(g, Call("sign", (x,))))
-            case "max" | "min":
-                op = ">=" if f == "max" else "<="
-                first = Binary(op, args[0], args[1])
-                visit(args[0], _select(first, g, ZERO))
-                visit(args[1], _select(first, ZERO, g))
-            case "pow":
-                a, b = args
-                visit(a, _mul(g, Binary("*", b, Call("pow", (a, Binary("-", b, ONE))))))
-                visit(b, _mul(g, Binary("*", Call("log", (a,)), node)))
-            case "mod" | "fmod":
-                visit(args[0], g)
-                if id(args[1]) in live:
-                    raise NoDerivative(f"'{f}' has no gradient for its divisor")
-            case "select":
-                visit(args[1], _select(args[0], g, ZERO))
-                visit(args[2], _select(args[0], ZERO, g))
-            case "cast":
-                visit(x, Call("cast", (g,)))
-            case _:  # floor ceil round sign, predicates, logic: piecewise constant
-                pass
+        # generators: each operand's gradient is built after the operands before it are
+        # visited, and a level of the body takes one Python frame
+        operands = _binary_gradients(node, g) if isinstance(node, Binary) else _call_gradients(node, g, live)
+        for operand, gradient in operands:
+            visit(operand, gradient)
 
     visit(body, upstream)
     return out
+
+
+def _binary_gradients(node: Binary, g: Expr):
+    """Yield each operand of an arithmetic operator with the gradient flowing into it,
+    given `g` flowing into the operator (comparisons are piecewise constant: none)."""
+    a, b = node.lhs, node.rhs
+    match node.op:
+        case "+":
+            yield a, g
+            yield b, g
+        case "-":
+            yield a, g
+            yield b, Call("neg", (g,))
+        case "*":
+            yield a, _mul(g, b)
+            yield b, _mul(g, a)
+        case "/":
+            yield a, Binary("/", g, b)
+            yield b, Call("neg", (Binary("/", _mul(g, a), Binary("*", b, b)),))
+
+
+def _call_gradients(node: Call, g: Expr, live: set):
+    """Yield each argument of a function call with the gradient flowing into it, given
+    `g` flowing into the call; raise `NoDerivative` where a live argument has none."""
+    f, args = node.function, node.args
+    x = args[0]
+    match f:
+        case "relu":
+            yield x, _select(Binary(">", x, ZERO), g, ZERO)
+        case "exp":
+            yield x, _mul(g, node)
+        case "log":
+            yield x, Binary("/", g, x)
+        case "tanh":
+            yield x, _mul(g, Binary("-", ONE, Binary("*", node, node)))
+        case "sigmoid":
+            yield x, _mul(g, Binary("*", node, Binary("-", ONE, node)))
+        case "erf":
+            gauss = Call("exp", (Call("neg", (Binary("*", x, x),)),))
+            yield x, _mul(g, Binary("*", Const(_TWO_OVER_SQRT_PI), gauss))
+        case "gelu":
+            # d/dx x*Phi(x) = Phi(x) + x*phi(x)
+            phi_cdf = Binary("*", Const(0.5), Binary("+", ONE, Call("erf", (Binary("*", x, Const(_SQRT_HALF)),))))
+            density = Binary("*", Const(_INV_SQRT_2PI), Call("exp", (Binary("*", Binary("*", x, x), Const(-0.5)),)))
+            yield x, _mul(g, Binary("+", phi_cdf, Binary("*", x, density)))
+        case "sqrt":
+            yield x, Binary("/", _mul(g, Const(0.5)), node)
+        case "rsqrt":
+            yield x, Binary("/", _mul(g, Binary("*", Const(-0.5), node)), x)
+        case "neg":
+            yield x, Call("neg", (g,))
+        case "abs":
+            yield x, _mul(g, Call("sign", (x,)))
+        case "max" | "min":
+            op = ">=" if f == "max" else "<="
+            first = Binary(op, args[0], args[1])
+            yield args[0], _select(first, g, ZERO)
+            yield args[1], _select(first, ZERO, g)
+        case "pow":
+            a, b = args
+            yield a, _mul(g, Binary("*", b, Call("pow", (a, Binary("-", b, ONE)))))
+            yield b, _mul(g, Binary("*", Call("log", (a,)), node))
+        case "mod" | "fmod":
+            yield args[0], g
+            if id(args[1]) in live:
+                raise NoDerivative(f"'{f}' has no gradient for its divisor")
+        case "select":
+            yield args[1], _select(args[0], g, ZERO)
+            yield args[2], _select(args[0], ZERO, g)
+        case "cast":
+            yield x, Call("cast", (g,))
+        case _:  # floor ceil round sign, predicates, logic: piecewise constant
+            pass
 
 
 # ---------------------------------------------------------------------------
@@ -614,6 +628,28 @@ def differentiate(function: FuncOp, wrt: str = "auto") -> None:
         raise GradientError(function, "the function does not end in func.return")
     results = list(ret.arguments)
     args = list(block.args)
+    seeds, seed_args = _seeds(function, ret, results, args)
+    targets = _targets(function, args, seed_args, wrt)
+    emitter = Emitter()
+    grads = _backward(block, ret, results, seeds, {args[k] for k in targets}, emitter)
+    reached = [k for k in targets if args[k] in grads]
+    if not reached:
+        loss_op = results[max(seeds)].owner
+        where = loss_op if isinstance(loss_op, Operation) else ret
+        names = ", ".join(_arg_name(function, k) for k in targets)
+        raise GradientError(where, f"the loss has no differentiable path to any of {names}")
+    new_results = []
+    for k in targets:
+        if args[k] in grads:
+            new_results.append(emitter.add(list(grads[args[k]]), None))  # type: ignore[arg-type]
+        else:
+            new_results.append(emitter.zeros(args[k]))
+    _append_results(function, ret, emitter, targets, new_results)
+
+
+def _seeds(function: FuncOp, ret: ReturnOp, results: list, args: list) -> tuple[dict, set[int]]:
+    """The gradient flowing into each differentiated result (an argument marked
+    ``GRAD_OF_ATTR``, or None for a scalar loss), and the arguments that carry them."""
     seeds: dict[int, SSAValue | None] = {}
     seed_args: set[int] = set()
     for k in range(len(args)):
@@ -639,6 +675,12 @@ def differentiate(function: FuncOp, wrt: str = "auto") -> None:
                 f"or pass its gradient as an argument marked {GRAD_OF_ATTR} = {len(results) - 1}",
             )
         seeds[len(results) - 1] = None
+    return seeds, seed_args
+
+
+def _targets(function: FuncOp, args: list, seed_args: set[int], wrt: str) -> list[int]:
+    """The float arguments to differentiate with respect to: the weights (``wrt=weights``,
+    or ``auto`` when some are marked), else every float argument carrying no seed and no ``TARGET_ATTR``."""
     weights = [k for k in range(len(args)) if _arg_attr(function, k, WEIGHT_ATTR) is not None]
     if wrt == "weights" or (wrt == "auto" and weights):
         targets = weights
@@ -650,14 +692,18 @@ def differentiate(function: FuncOp, wrt: str = "auto") -> None:
     targets = [k for k in targets if _is_float(args[k])]
     if not targets:
         raise GradientError(function, "no floating-point argument to differentiate with respect to")
+    return targets
 
+
+def _backward(block, ret: ReturnOp, results: list, seeds: dict, sources: set[SSAValue],
+              emitter: Emitter) -> dict[SSAValue, list[SSAValue | None]]:
+    """The reverse sweep: every op on a path from ``sources`` to a seeded result, last op
+    first, emits its gradient rule's ops; returns each value's gradient contributions."""
     # Values that depend on a target through float values: the ones that need gradients.
-    needs: set[SSAValue] = {args[k] for k in targets}
+    needs: set[SSAValue] = set(sources)
     for op in block.ops:
         if any(o in needs for o in op.operands):
             needs.update(r for r in op.results if _is_float(r))
-
-    emitter = Emitter()
     grads: dict[SSAValue, list[SSAValue | None]] = {}
     for i, seed in seeds.items():
         grads.setdefault(results[i], []).append(seed)
@@ -683,18 +729,14 @@ def differentiate(function: FuncOp, wrt: str = "auto") -> None:
         for operand, grad in zip(op.operands, rule.apply(emitter, op, dy, wanted)):
             if grad is not None:
                 grads.setdefault(operand, []).append(grad)
-    reached = [k for k in targets if args[k] in grads]
-    if not reached:
-        loss_op = results[max(seeds)].owner
-        where = loss_op if isinstance(loss_op, Operation) else ret
-        names = ", ".join(_arg_name(function, k) for k in targets)
-        raise GradientError(where, f"the loss has no differentiable path to any of {names}")
-    new_results = []
-    for k in targets:
-        if args[k] in grads:
-            new_results.append(emitter.add(list(grads[args[k]]), None))  # type: ignore[arg-type]
-        else:
-            new_results.append(emitter.zeros(args[k]))
+    return grads
+
+
+def _append_results(function: FuncOp, ret: ReturnOp, emitter: Emitter, targets: list[int],
+                    new_results: list[SSAValue]) -> None:
+    """Insert the emitted ops before the return and return the gradients after the
+    results, named ``d<argument>``, in the function's signature too."""
+    results = list(ret.arguments)
     rewriter = Rewriter()
     rewriter.insert_op(emitter.ops, InsertPoint.before(ret))
     new_ret = ReturnOp(*results, *new_results)

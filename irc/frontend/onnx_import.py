@@ -307,6 +307,42 @@ def import_model(
     saves a copy of every weight).
     """
     load_external_data(model, None)  # a model in memory has no folder: no file is read for it
+    opset = _checked_opset(model)
+    check_attributes(model)  # before onnx.checker and shape inference read them
+    if not owned:
+        model = onnx.ModelProto.FromString(model.SerializeToString())  # never touch the caller's
+    for name, value in (constants or {}).items():
+        if not any(i.name == name for i in model.graph.input):
+            raise OnnxImportError(f"--constant names '{name}', which is not a graph input")
+        model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+    _fix_input_shapes(model, shapes or {})
+    _check_single_assignment(model)
+    _check_model(model, opset)
+    initializers = _read_initializers(model)
+    try:
+        inferred = _infer_shapes(model)
+    except Exception as error:  # onnx raises InferenceError / ValidationError subclasses
+        raise _inference_error(model, opset, error) from None
+
+    importer = Importer(inferred, opset)
+    importer._weight_order = []
+    graph = inferred.graph
+    for info in (*graph.value_info, *graph.output, *graph.input):
+        importer.value_info[info.name] = info.type
+    input_names = _declare_inputs(importer, graph, initializers)
+    _convert_nodes(importer, graph, opset)
+    outputs, output_names = _return_outputs(importer, graph)
+    function = _function(importer, function_name, input_names, outputs, output_names)
+    module = ModuleOp([function])
+    try:
+        module.verify()
+    except VerifyException as error:  # a converter bug: still a diagnostic, not a traceback
+        raise OnnxImportError(f"internal error: the imported IR does not verify: {error}") from None
+    return ImportResult(module, dict(importer.weights), input_names, output_names)
+
+
+def _checked_opset(model: onnx.ModelProto) -> int:
+    """The model's ONNX opset, when the importer supports it and every domain it uses."""
     opset = _opset_of(model)
     if opset < MIN_OPSET:
         raise OnnxImportError(
@@ -322,16 +358,11 @@ def import_model(
                     f"node '{node.name or node.output[0]}' ({entry.domain}.{node.op_type}, "
                     f"opset {opset}): operators of domain '{entry.domain}' are not supported"
                 )
-    check_attributes(model)  # before onnx.checker and shape inference read them
-    if not owned:
-        model = onnx.ModelProto.FromString(model.SerializeToString())  # never touch the caller's
-    for name, value in (constants or {}).items():
-        if not any(i.name == name for i in model.graph.input):
-            raise OnnxImportError(f"--constant names '{name}', which is not a graph input")
-        model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
-    _fix_input_shapes(model, shapes or {})
-    _check_single_assignment(model)
-    _check_model(model, opset)
+    return opset
+
+
+def _read_initializers(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """The initializers' values by name; a large one's bytes leave the proto once read."""
     initializers = {}
     for tensor in model.graph.initializer:
         try:
@@ -343,17 +374,12 @@ def import_model(
             # read: the proto's copy goes (shape inference reads a weight's type and
             # dims, never its values), so the model's weights are held once, not thrice
             tensor.ClearField("raw_data")
-    try:
-        inferred = _infer_shapes(model)
-    except Exception as error:  # onnx raises InferenceError / ValidationError subclasses
-        raise _inference_error(model, opset, error) from None
+    return initializers
 
-    importer = Importer(inferred, opset)
-    importer._weight_order = []
-    graph = inferred.graph
-    for info in (*graph.value_info, *graph.output, *graph.input):
-        importer.value_info[info.name] = info.type
 
+def _declare_inputs(importer: Importer, graph, initializers: dict) -> list[str]:
+    """The graph's tensor inputs as the function's arguments, and its initializers as
+    constants; the inputs' names."""
     input_names = []
     for info in graph.input:
         if info.name in initializers:
@@ -371,7 +397,11 @@ def import_model(
         importer.values[name] = array
         importer.name_constant(array, name)
     importer.values[""] = None  # an omitted optional input
+    return input_names
 
+
+def _convert_nodes(importer: Importer, graph, opset: int) -> None:
+    """Convert every node in order; a converter's error names the node."""
     for node in graph.node:
         importer.node = node
         label = f"node '{node.name or node.output[0]}' ({node.op_type}, opset {opset})"
@@ -391,6 +421,9 @@ def import_model(
             raise OnnxImportError(f"{label}: internal error: {error.message}") from None
     importer.node = None
 
+
+def _return_outputs(importer: Importer, graph) -> tuple[list[Tensor], list[str]]:
+    """Return the graph's outputs (as op results, never arguments); them and their names."""
     outputs: list[Tensor] = []
     output_names = []
     for info in graph.output:
@@ -402,7 +435,12 @@ def import_model(
         outputs.append(value)
         output_names.append(info.name)
     importer.block.add_op(ReturnOp(*[t.ssa for t in outputs]))
+    return outputs, output_names
 
+
+def _function(importer: Importer, function_name: str, input_names: list[str], outputs: list[Tensor],
+              output_names: list[str]) -> FuncOp:
+    """The function of the imported block, its arguments and results named (weights marked)."""
     arg_attrs = []
     weight_by_arg = {id(t.ssa): name for name, t in zip(importer._weight_order, importer.weight_args.values())}
     input_iter = iter(input_names)
@@ -413,19 +451,13 @@ def import_model(
         else:
             arg_attrs.append(DictionaryAttr({NAME_ATTR: StringAttr(next(input_iter))}))
     res_attrs = [DictionaryAttr({NAME_ATTR: StringAttr(n)}) for n in output_names]
-    function = FuncOp(
+    return FuncOp(
         function_name,
         ([a.type for a in importer.block.args], [t.ssa.type for t in outputs]),
         Region(importer.block),
         arg_attrs=ArrayAttr(arg_attrs),
         res_attrs=ArrayAttr(res_attrs),
     )
-    module = ModuleOp([function])
-    try:
-        module.verify()
-    except VerifyException as error:  # a converter bug: still a diagnostic, not a traceback
-        raise OnnxImportError(f"internal error: the imported IR does not verify: {error}") from None
-    return ImportResult(module, dict(importer.weights), input_names, output_names)
 
 
 def import_onnx(

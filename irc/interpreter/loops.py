@@ -292,9 +292,53 @@ class _Prepared:
     holders: dict              # id(buffer) -> final holder table
 
 
-def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pass of checks
+def _prepare(loop: Loop, index: int) -> _Prepared | None:
     """Check that product ``index`` of ``loop`` is a block product and compute its sums;
     None (nothing changed) otherwise. Reads the chip's state, never writes it."""
+    product = loop.products[index]
+    expr = product.expression
+    out, inputs, cores = product.output, product.inputs, loop.cores
+    found = _independent_product(loop, index)
+    if found is None:
+        return None
+    computes, scale, left, right, work = found
+    roles = _axis_roles(expr, left, right)
+    if roles is None:
+        return None
+    tiles = product.tiles
+    factor = scale * math.prod(tiles[a] for a in expr.axes if a not in roles.lk + roles.rk + roles.wk)
+    shapes = [_window_shape(access, tiles) for access in (expr.output, left, right)]
+    order = [expr.output.tensor, left.tensor, right.tensor]
+    names = [expr.output.tensor, *expr.inputs]
+    position = {name: i for i, name in enumerate(names)}
+    buffers = [out, *inputs]
+    every = [b for p in loop.products for b in (p.output, *p.inputs)]   # what the run's shifts may move
+    holder, snaps = _holders(loop, index, every, buffers)
+    windows = _windows(computes, [position[name] for name in order], buffers, shapes, out, snaps, cores)
+    if windows is None:
+        return None
+    named, tables, homes = windows
+    located = _Located(tables, homes, cores)
+    grid = _block_grid(named, shapes, len(computes) * cores)
+    if grid is None:
+        return None
+    if grid.L > 1 and out.dtype.kind == "f" and out.dtype != work:
+        return None   # several partial sums would each be rounded: run them step by step
+    out_view = _block_view(out.data, shapes[0])
+    if out_view is None or (tables[0][0] % np.array(shapes[0])).any():
+        return None   # output windows off the block grid might overlap
+    left_buffer, right_buffer = (buffers[position[nm]] for nm in order[1:])
+    sums = _block_sums(grid, roles, tiles, shapes, (left_buffer, right_buffer), located, work, factor)
+    pick = grid.firsts[0][grid.arranged[2].reshape(-1)]
+    final = {id(b_): holder[id(b_)] for b_ in every}
+    return _Prepared(*located(0, pick), sums, final)
+
+
+def _independent_product(loop: Loop, index: int):
+    """``(computes, scale, left, right, work)`` when product ``index`` is a sum of two
+    distinct reads' product, its buffers live and written on the loop's cores, the
+    shifts move its (and the other products') buffers into live receive buffers of
+    their own, and its operands compute in one dtype; None otherwise."""
     product = loop.products[index]
     expr = product.expression
     out, inputs, cores = product.output, product.inputs, loop.cores
@@ -305,7 +349,6 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
     if found is None:
         return None
     scale, (left, right) = found
-    names = [expr.output.tensor, *expr.inputs]
     buffers = [out, *inputs]
     if left.tensor == right.tensor or out in inputs or len(inputs) != 2:
         return None
@@ -326,8 +369,29 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
     work = compute_dtype(out.dtype)
     if any(compute_dtype(b.dtype) != work for b in inputs):
         return None
+    return computes, scale, left, right, work
 
-    # axis roles of one sub-task (as irc.interpreter.chip.contract reads them)
+
+@dataclass
+class _Roles:
+    """The axis roles of one sub-task (as irc.interpreter.contract.contract reads them): each
+    read's and the output's axes per dim (None: a constant index), and the batch, m, n
+    and k axes of the product."""
+
+    la: list
+    ra: list
+    lk: list
+    rk: list
+    wk: list
+    batch: list
+    m: list
+    n: list
+    k: list
+
+
+def _axis_roles(expr: TensorExpr, left, right) -> _Roles | None:
+    """The product's axis roles, or None when an axis repeats in a tensor, the output
+    spreads along an axis no read has, or a read sums an axis the other lacks."""
     la, ra, written = _plain_axes(left.indices), _plain_axes(right.indices), _plain_axes(expr.output.indices)
     lk, rk, wk = ([a for a in axes if a is not None] for axes in (la, ra, written))
     if len(set(lk)) != len(lk) or len(set(rk)) != len(rk) or len(set(wk)) != len(wk):
@@ -338,20 +402,17 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
     m = [a for a in wk if a in lk and a not in rk]
     n = [a for a in wk if a in rk and a not in lk]
     k = [a for a in lk if a in rk and a not in wk]
-    tiles = product.tiles
-    size = lambda axes: int(math.prod(tiles[a] for a in axes))  # noqa: E731
-    TB, TM, TN, TK = size(batch), size(m), size(n), size(k)
-    factor = scale * math.prod(tiles[a] for a in expr.axes if a not in lk + rk + wk)
+    return _Roles(la, ra, lk, rk, wk, batch, m, n, k)
 
-    def window_shape(access):
-        return tuple(1 if a is None else tiles[a] for a in _plain_axes(access.indices))
 
-    shapes = [window_shape(expr.output), window_shape(left), window_shape(right)]
-    order = [expr.output.tensor, left.tensor, right.tensor]
-    position = {name: i for i, name in enumerate(names)}
-    steps = len(computes)
+def _window_shape(access, tiles: dict) -> tuple[int, ...]:
+    return tuple(1 if a is None else tiles[a] for a in _plain_axes(access.indices))
 
-    # holders: which original core's data each core holds at every step
+
+def _holders(loop: Loop, index: int, every: list, buffers: list) -> tuple[dict, dict]:
+    """Which original core's data each core holds: per buffer the shifts may move, after
+    the loop; per buffer of the product, at each of its compute steps."""
+    cores = loop.cores
     holder = {id(b): np.arange(cores, dtype=np.int64) for b in every}
     snaps = {id(b): [] for b in buffers}
     for event in loop.events:
@@ -360,17 +421,25 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
                 snaps[id(b)].append(holder[id(b)])
         elif isinstance(event, Shift):
             holder[id(event.buffer)] = holder[id(event.buffer)][event.source]
-    # window ids: inputs by content (equal tags and offsets hold equal data), the
-    # output by place (its original core and offset: partial sums travel with it). A
-    # loop nest repeats its window tables: each distinct table is checked and flattened
-    # once, and a sub-task (step s, core c) reads row c of its step's table.
-    left_buffer, right_buffer = (buffers[position[nm]] for nm in order[1:])
+    return holder, snaps
+
+
+def _windows(computes: list, positions: list[int], buffers: list, shapes: list, out, snaps: dict, cores: int):
+    """Per operand (output, left, right: their ``positions`` among the product's
+    ``buffers`` and their window ``shapes``, in that order) the window ids of every
+    sub-task, their offset tables and each content's first core; None when a window
+    leaves its buffer.
+
+    Inputs are identified by content (equal tags and offsets hold equal data), the output
+    by place (its original core and offset: partial sums travel with it). A loop nest
+    repeats its window tables: each distinct table is checked and flattened once, and a
+    sub-task (step s, core c) reads row c of its step's table."""
     named, tables, homes = [], [], []
-    for name, shape in zip(order, shapes):
-        buffer = buffers[position[name]]
+    for at, shape in zip(positions, shapes):
+        buffer = buffers[at]
         distinct, which = {}, []
         for c in computes:
-            table = c.tables[position[name]]
+            table = c.tables[at]
             which.append(distinct.setdefault(id(table), (len(distinct), table))[0])
         stacked = np.stack([np.broadcast_to(t, (cores, len(shape))) for _, t in distinct.values()])
         if stacked.size and ((stacked < 0).any() or (stacked + np.array(shape) > np.array(buffer.shape)).any()):
@@ -381,18 +450,46 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
         named.append(_window_ids(content, flat, np.array(which)))
         tables.append((stacked, np.array(which), content))
         homes.append(home)
-    (g, g_first), (a, a_first), (b, b_first) = named
+    return named, tables, homes
 
-    def located(lead: int, pick: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+
+@dataclass
+class _Located:
+    """Where the windows of the sub-tasks are, from `_windows`' tables and homes."""
+
+    tables: list
+    homes: list
+    cores: int
+
+    def __call__(self, lead: int, pick: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The first core holding the windows of sub-tasks ``pick`` of operand ``lead``,
         and their offsets."""
-        stacked, which, content = tables[lead]
-        return homes[lead][content[pick]], stacked[which[pick // cores], pick % cores]
+        stacked, which, content = self.tables[lead]
+        return self.homes[lead][content[pick]], stacked[which[pick // self.cores], pick % self.cores]
 
-    # the grid: rows (i) join output windows sharing a left window, columns (j) those
-    # sharing a right window, k-blocks (l) left and right windows met together
-    # (k-blocks are numbered in the memory order of the larger operand's windows, so
-    # that its windows, read in block order, are most often a strided view of its buffer)
+
+@dataclass
+class _Grid:
+    """The sub-tasks as a block product: per group, rows i of I, columns j of J and
+    k-blocks l of L; each operand's first sub-task per window and its windows arranged
+    by place ((group, i, l) left, (group, l, j) right, (group, i, j) output)."""
+
+    groups: int
+    I: int  # noqa: E741 - the paper's block counts
+    J: int
+    L: int
+    firsts: tuple      # output, left, right: the first sub-task of each window id
+    arranged: tuple    # left, right, output: the window id at each place
+
+
+def _block_grid(named: list, shapes: list, total: int) -> _Grid | None:
+    """The grid of the block product the window ids form, or None when they form none.
+
+    Rows (i) join output windows sharing a left window, columns (j) those sharing a right
+    window, k-blocks (l) left and right windows met together (k-blocks are numbered in
+    the memory order of the larger operand's windows, so that its windows, read in block
+    order, are most often a strided view of its buffer)."""
+    (g, g_first), (a, a_first), (b, b_first) = named
     left_larger = (int(a.max()) + 1) * math.prod(shapes[1]) > (int(b.max()) + 1) * math.prod(shapes[2])
     rows, cols = _components(a, g), _components(b, g)
     ks = _components(a, b) if left_larger else _components(b, a)
@@ -401,8 +498,7 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
     found_i, found_j, found_l = _local(group, rows, groups), _local(group, cols, groups), _local(group, ks, groups)
     if found_i is None or found_j is None or found_l is None:
         return None
-    (i, I), (j, J), (l, L) = found_i, found_j, found_l
-    total = steps * cores
+    (i, I), (j, J), (l, L) = found_i, found_j, found_l  # noqa: E741
     if groups * I * J * L != total:
         return None
     if _distinct(((group * I + i) * L + l) * J + j, total) != total:
@@ -416,16 +512,21 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
         count = math.prod(shape)
         if int(ids.max()) + 1 != count or _distinct(key, count) != count:
             return None
-    if L > 1 and out.dtype.kind == "f" and out.dtype != work:
-        return None   # several partial sums would each be rounded: run them step by step
-    out_view = _block_view(out.data, shapes[0])
-    if out_view is None or (tables[0][0] % np.array(shapes[0])).any():
-        return None   # output windows off the block grid might overlap
-
-    # stacked operands: every distinct window once, converted to the compute dtype once
-    arrange_a, arrange_b, arrange_g = (np.empty(shape, dtype=np.int64) for _, _, shape in places)
-    for arrange, (ids, key, _) in zip((arrange_a, arrange_b, arrange_g), places):
+    arranged = tuple(np.empty(shape, dtype=np.int64) for _, _, shape in places)
+    for arrange, (ids, key, _) in zip(arranged, places):
         arrange.reshape(-1)[key] = ids
+    return _Grid(groups, I, J, L, (g_first, a_first, b_first), arranged)
+
+
+def _block_sums(grid: _Grid, roles: _Roles, tiles: dict, shapes: list, operands: tuple, located: _Located,
+                work: np.dtype, factor: float) -> np.ndarray:
+    """Every output window's sums, (groups, I, J, *window), as a view of one stacked
+    product of the operands' blocks (every distinct window once, converted to the
+    compute dtype once)."""
+    size = lambda axes: int(math.prod(tiles[a] for a in axes))  # noqa: E731
+    batch, m, n, k = roles.batch, roles.m, roles.n, roles.k
+    _, a_first, b_first = grid.firsts
+    arrange_a, arrange_b, _ = grid.arranged
 
     def blocks_of(buffer, first, arrange, shape, axes, dims, lead):
         """The windows named in ``arrange``, as (*arrange.shape, TB, TR, TC) blocks."""
@@ -444,23 +545,20 @@ def _prepare(loop: Loop, index: int) -> _Prepared | None:  # noqa: C901 - one pa
 
     # left blocks (g, I, L, TB, TM, TK) as (g, TB, I, TM, L, TK), right blocks
     # (g, J, L, TB, TK, TN) as (g, TB, L, TK, J, TN): views, converted when stacked
-    left = blocks_of(left_buffer, a_first, arrange_a, shapes[1], la, (batch, m, k), 1).transpose(0, 3, 1, 4, 2, 5)
-    right = blocks_of(right_buffer, b_first, arrange_b, shapes[2], ra, (batch, k, n), 2).transpose(0, 3, 2, 4, 1, 5)
+    left_buffer, right_buffer = operands
+    left = blocks_of(left_buffer, a_first, arrange_a, shapes[1], roles.la, (batch, m, k), 1)
+    right = blocks_of(right_buffer, b_first, arrange_b, shapes[2], roles.ra, (batch, k, n), 2)
+    left, right = left.transpose(0, 3, 1, 4, 2, 5), right.transpose(0, 3, 2, 4, 1, 5)
     product = _stacked_product(left, right, work)      # (g, TB, I*TM, J*TN)
     if factor != 1:
         product *= work.type(factor)
     # (g, TB, I*TM, J*TN) -> per output window (g, I, J) its tile in the buffer's layout,
     # as a view (splits and a transpose of the product, unit axes for constant dims)
-    split = product.reshape((groups,) + tuple(tiles[x] for x in batch) + (I,) + tuple(tiles[x] for x in m)
-                            + (J,) + tuple(tiles[x] for x in n))
+    split = product.reshape((grid.groups,) + tuple(tiles[x] for x in batch) + (grid.I,) + tuple(tiles[x] for x in m)
+                            + (grid.J,) + tuple(tiles[x] for x in n))
     at = {x: d for d, x in enumerate([None] + batch + [None] + m + [None] + n)}
     lead = [0, 1 + len(batch), 2 + len(batch) + len(m)]
-    sums = split.transpose(lead + [at[x] for x in wk]).reshape((groups, I, J) + shapes[0])
-    pick = g_first[arrange_g.reshape(-1)]
-    final = {id(b_): holder[id(b_)] for b_ in every}
-    return _Prepared(*located(0, pick), sums, final)
-
-
+    return split.transpose(lead + [at[x] for x in roles.wk]).reshape((grid.groups, grid.I, grid.J) + shapes[0])
 SLAB_BYTES = 1 << 24   # the larger operand is stacked (converted) at most this much at a time
 
 

@@ -17,7 +17,6 @@ target's device description through ``irc.cost.mtia``.
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,18 +27,14 @@ from xdsl.utils.exceptions import InterpretationError
 
 from irc.cost import OpWork, SubTask
 from irc.cost.mtia import (
-    TILE_K,
     TILE_M,
     TILE_N,
     MtiaCostModel,
-    dma_arrival,
-    dpe_block_cycles,
     edge_hops,
     gather_share,
     reduction_chain_cycles,
     simd_cycles,
     stream_cycles,
-    tile_turnaround_cycles,
 )
 from irc.diagnostics import location_of
 from irc.dialects.device import core_table as _core_table
@@ -68,119 +63,17 @@ from irc.dialects.te import OpaqueOp, TensorOp
 from irc.interpreter.chip import Chip, scatter_tiles
 from irc.interpreter.kernels import KernelError, check_indices, check_offsets
 from irc.interpreter.te_eval import evaluate
+from irc.interpreter.mtia_report import KernelRecord, MtiaReport, Traffic  # noqa: F401 (re-exported)
+from irc.interpreter.mtia_timeline import (  # noqa: F401 (MtiaRunError and the values re-exported)
+    CircularBuffer,
+    MtiaRunError,
+    StreamInfo,
+    gather_timeline,
+    matmul_timeline,
+)
 from irc.target import MtiaTargetError, require_mtia_target
 
 MACHINES_KEY = "mtia_machines"
-
-
-class MtiaRunError(InterpretationError):
-    """A fault of an MTIA program found while running it (a circular buffer too small)."""
-
-
-@dataclass
-class Traffic:
-    """Bytes moved per memory level (local: every PE's local memory summed)."""
-
-    local: float = 0.0
-    sram: float = 0.0
-    dram: float = 0.0
-
-    def add(self, level: str, nbytes: float) -> None:
-        setattr(self, level, getattr(self, level) + float(nbytes))
-
-
-@dataclass
-class KernelRecord:
-    """One operator's program: its timeline's categories (cycles) and traffic. ``engine``
-    is the unit doing its arithmetic: the DPE (MML commands) or the SIMD engine (the
-    pooling of an embedding bag, a streamed operator)."""
-
-    name: str
-    pes: int
-    cycles: dict = field(default_factory=dict)
-    traffic: Traffic = field(default_factory=Traffic)
-    mml_commands: int = 0
-    dma_commands: int = 0
-    last_mml_end: float = 0.0
-    engine: str = "DPE"
-    kind: str = "matmul"
-    steps: int = 0                     # a T10 plan's compute steps
-    shifts: int = 0                    # and the NoC shifts between them
-
-    @property
-    def total(self) -> float:
-        return float(sum(self.cycles.values()))
-
-
-@dataclass
-class MtiaReport:
-    """What an MTIA run took: per kernel and in total, cycles by category and bytes per
-    memory level (``irc-run --report``)."""
-
-    device: str
-    clock_hz: float
-    pes: int
-    kernels: list
-    host_ops: list = field(default_factory=list)
-
-    @property
-    def total_cycles(self) -> float:
-        return sum(k.total for k in self.kernels)
-
-    kernel_cycles = total_cycles
-    model_cycles = total_cycles
-
-    @property
-    def seconds(self) -> float:
-        return self.total_cycles / self.clock_hz
-
-    def traffic(self) -> Traffic:
-        total = Traffic()
-        for kernel in self.kernels:
-            for level in ("local", "sram", "dram"):
-                total.add(level, getattr(kernel.traffic, level))
-        return total
-
-    def categories(self) -> dict:
-        merged: dict = {}
-        for kernel in self.kernels:
-            for name, cycles in kernel.cycles.items():
-                merged[name] = merged.get(name, 0.0) + cycles
-        return merged
-
-    def chrome_trace(self) -> dict:
-        events, start = [], 0.0
-        for kernel in self.kernels:
-            for name, cycles in kernel.cycles.items():
-                events.append({"name": f"{kernel.name}:{name}", "ph": "X", "pid": 0, "tid": 0,
-                               "ts": start / self.clock_hz * 1e6, "dur": cycles / self.clock_hz * 1e6})
-                start += cycles
-        return {"traceEvents": events}
-
-    def __str__(self) -> str:
-        total = self.total_cycles
-        lines = [f"chip time on {self.device} (MTIA): {total:,.0f} cycles = {self.seconds * 1e6:.3f} us "
-                 f"({len(self.kernels)} kernel(s))"]
-        for name, cycles in self.categories().items():
-            share = cycles / total * 100 if total else 0.0
-            lines.append(f"  {name:<12} {cycles:>14,.0f} cycles  {share:5.1f}%")
-        traffic = self.traffic()
-        lines.append(f"traffic: local {traffic.local:,.0f} B, SRAM {traffic.sram:,.0f} B, LPDDR {traffic.dram:,.0f} B")
-        for kernel in self.kernels:
-            if kernel.kind == "rotation":
-                commands = (f"{kernel.steps} compute step(s), {kernel.shifts} NoC shift(s) and "
-                            f"{kernel.dma_commands} DMA commands per PE")
-            elif kernel.engine == "DPE":
-                commands = f"{kernel.mml_commands} MML and {kernel.dma_commands} DMA commands per PE"
-            else:
-                commands = f"{kernel.dma_commands} DMA commands per PE, SIMD"
-            lines.append(f"  kernel {kernel.name}: {kernel.total:,.0f} cycles on {kernel.pes} PEs ({kernel.kind}); "
-                         f"{commands}; SRAM {kernel.traffic.sram:,.0f} B, LPDDR {kernel.traffic.dram:,.0f} B, "
-                         f"local {kernel.traffic.local:,.0f} B")
-        if self.host_ops:
-            lines.append(f"host: {len(self.host_ops)} op(s) run by the host, untimed (not in the chip time): "
-                         + ", ".join(self.host_ops))
-        return "\n".join(lines)
 
 
 class MtiaMachine:
@@ -235,29 +128,6 @@ def _machine(interpreter: Interpreter, op) -> MtiaMachine:
     if target not in table:
         table[target] = MtiaMachine(device, _host_ops(op))
     return table[target]
-
-
-@dataclass
-class StreamInfo:
-    """How a DMA streams one tensor into a circular buffer."""
-
-    level: str
-    passes: int
-    block: tuple[int, int]
-    reads: int                 # distinct reads the memory serves (multicast groups)
-    hops: int
-
-
-@dataclass
-class CircularBuffer:
-    name: str
-    depth: int
-    grid: tuple[int, int]
-    shape: tuple[int, int]
-    element_bytes: int
-    data: np.ndarray | None = None
-    stream: StreamInfo | None = None
-    gathered: Any = None               # a GatheredBags, once a mtia.gather filled it
 
 
 @dataclass
@@ -343,44 +213,6 @@ def _bag_sums(table: np.ndarray, rows: np.ndarray, starts: np.ndarray, ends: np.
     return sums
 
 
-def _gather_timeline(device, counts: list, work: dict) -> tuple[list, dict]:
-    """One PE's gather-and-pool program event by event (the closed form is
-    ``irc.cost.mtia.gather_pool_cycles``): its indices arrive; a DMA command per row,
-    issued one after another once the row has a slot in the ``window``-row buffer, each
-    row streaming in behind the last; the SIMD engine adds each row when it is there and
-    frees its slot. ``counts``: rows per bag, in gather order, grouped per sample.
-    Returns when each sample's last row is pooled and the timeline's categories."""
-    issue = float(device.dma_issue_cycles)
-    simd = work["simd"]
-    window = work["window"]
-    indices = dma_arrival(device, 0.0, 0.0, work["index_bytes"], "sram", work["index_share"], work["hops"])
-    issued = queue = pooled = 0.0
-    frees: list = []
-    first = None
-    busy = 0.0
-    sample_ends = []
-    j = 0
-    for sample in counts:
-        for bag in sample:
-            for _ in range(bag):
-                at = indices if j == 0 else issued + issue
-                if j >= window:
-                    at = max(at, frees[j - window])
-                issued = at
-                queue = dma_arrival(device, at, queue, work["row_bytes"], work["level"], work["share"], work["hops"])
-                start = max(queue, pooled)
-                if first is None:
-                    first = start
-                pooled = start + simd
-                busy += simd
-                frees.append(pooled)
-                j += 1
-        sample_ends.append(pooled if j else indices)
-    if first is None:   # no rows at all: the indices and the (empty) samples
-        return sample_ends, {"fill": indices, "compute": 0.0, "dma_wait": 0.0}
-    return sample_ends, {"fill": first, "compute": busy, "dma_wait": pooled - first - busy}
-
-
 @dataclass
 class RotationKernel:
     """A T10 plan's program being run: its record, and its loads so far (one prologue:
@@ -454,7 +286,7 @@ class MtiaFunctions(InterpreterFunctions):
         hint = op.result.name_hint or ""
         name = hint[:-4] if hint.endswith("_acc") else f"mml({a.name},{b.name})"
         record = KernelRecord(name=name, pes=rows * cols)
-        tile_ends = _simulate(machine.device, op, a, b, record, _written(op), _chain(op))
+        tile_ends = matmul_timeline(machine.device, op, a, b, record, _written(op), _chain(op))
         machine.kernels.append(record)
         acc_bytes = element_bytes(op.result.type.element_type)
         return (Accumulators(values, np.ones((rows, cols), dtype=bool), a.grid, record, tile_ends, acc_bytes),)
@@ -612,7 +444,7 @@ class MtiaFunctions(InterpreterFunctions):
             own = rows_of[pe] * gathered.row_bytes
             work = dict(common, index_bytes=index_of[pe], index_share=total_index / max(index_of[pe], 1),
                         share=gather_share(level, total_rows * gathered.row_bytes, pooled_bytes, own))
-            ends, cycles = _gather_timeline(device, bags, work)
+            ends, cycles = gather_timeline(device, bags, work)
             if slowest is None or ends[-1] > slowest[0][-1]:
                 slowest = (ends, cycles, pe)
         ends, cycles, pe = slowest if slowest is not None else ([], {"fill": 0.0, "compute": 0.0, "dma_wait": 0.0},
@@ -828,120 +660,3 @@ def _convert(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return values.astype(dtype)
 
 
-def _simulate(device, op: MatMulOp, a: CircularBuffer, b: CircularBuffer, record: KernelRecord,
-              written: dict, chain: int) -> list:
-    """Figure 8 on one PE: the producer's DMAs and the consumer's MMLs, with the stalls
-    the circular buffers impose. Fills ``record`` (cycles by category, traffic, command
-    counts) and returns, per output tile, when its MMLs end. ``written``: bytes the
-    kernel's store writes per level (they share the levels' bandwidth)."""
-    m, k, n = op.extents()
-    tiles_m, tiles_n, steps = m // TILE_M, n // TILE_N, k // TILE_K
-    pes = a.grid[0] * a.grid[1]
-    b_in = a.element_bytes
-    streams = {"a": a.stream, "b": b.stream}
-    block_bytes = {"a": TILE_M * TILE_K * a.element_bytes, "b": TILE_N * TILE_K * b.element_bytes}
-    # A level's bandwidth is shared by every PE's queue: a byte of one PE's queue costs the
-    # level's whole traffic (reads multicast once, and the result's writes) per byte
-    # queued from it, so the queues drain together at the level's rate.
-    served: dict = {}
-    queued: dict = {}
-    for key, buffer in (("a", a), ("b", b)):
-        s = buffer.stream
-        slice_bytes = math.prod(buffer.shape) * buffer.element_bytes
-        served[s.level] = served.get(s.level, 0.0) + s.reads * slice_bytes * s.passes
-        queued[s.level] = queued.get(s.level, 0.0) + slice_bytes * s.passes
-    for level, nbytes in written.items():
-        served[level] = served.get(level, 0.0) + nbytes
-    share = {key: served[s.level] / queued[s.level] for key, s in streams.items()}
-    depth = {"a": a.depth, "b": b.depth}
-    for key, buffer in (("a", a), ("b", b)):
-        if depth[key] < block_bytes[key]:
-            raise MtiaRunError(f"circular buffer {buffer.name} has {buffer.depth} bytes, less than one "
-                               f"{block_bytes[key]}-byte block")
-    a_resident = a.stream.passes == 1
-    b_resident = b.stream.passes == 1
-    mml_cycles = 4 * dpe_block_cycles(device, b_in)
-
-    filled = {"a": 0.0, "b": 0.0}
-    pops = {"a": [], "b": []}           # (time, bytes), in time order
-    arrival: dict = {}
-    issue_at = 0.0
-    dma_done = {"queue": 0.0}
-    dma_count = 0
-
-    def space_time(key: str, earliest: float) -> float:
-        need = filled[key] + block_bytes[key] - depth[key]
-        if need <= 0:
-            return earliest
-        popped = 0.0
-        for when, nbytes in pops[key]:
-            popped += nbytes
-            if popped >= need:
-                return max(earliest, when)
-        buffer = a if key == "a" else b
-        raise MtiaRunError(
-            f"circular buffer {buffer.name} ({buffer.depth} bytes) cannot take the next block: the MML still "
-            f"needs every block in it (the program deadlocks; the buffer must hold the slice it keeps)")
-
-    def dma(key: str, index) -> None:
-        nonlocal issue_at, dma_count
-        start = space_time(key, issue_at + (device.dma_issue_cycles if dma_count else 0))
-        issue_at = start
-        # one DMA queue per PE (its fabric interface), in issue order: the cost model's
-        # one formula for a read (multicast_read_cycles is its lone read)
-        stream = streams[key]
-        done = dma_arrival(device, start, dma_done["queue"], block_bytes[key], stream.level, share[key], stream.hops)
-        dma_done["queue"] = done
-        arrival[(key, index)] = done
-        filled[key] += block_bytes[key]
-        dma_count += 1
-
-    def pop(key: str, when: float, nbytes: float) -> None:
-        bisect.insort(pops[key], (when, nbytes))
-
-    mml_end = 0.0
-    acc_free = 0.0
-    busy = stall = banks = 0.0
-    first_start = None
-    tile_ends = []
-    for i in range(tiles_m):
-        for j in range(tiles_n):
-            for s in range(steps):
-                if j == 0 or not a_resident:
-                    dma("a", (i, j if not a_resident else 0, s))
-                if i == 0 or not b_resident:
-                    dma("b", (j, i if not b_resident else 0, s))
-                ready = max(arrival[("a", (i, j if not a_resident else 0, s))],
-                            arrival[("b", (j, i if not b_resident else 0, s))])
-                if s == 0 and acc_free > mml_end:   # the banks still send the last tile
-                    banks += acc_free - mml_end
-                free = max(mml_end, acc_free if s == 0 else 0.0)
-                start = max(free, ready)
-                stall += start - free
-                if first_start is None:
-                    first_start = start
-                    stall = 0.0
-                mml_end = start + mml_cycles
-                busy += mml_cycles
-                if not a_resident:
-                    pop("a", mml_end, block_bytes["a"])
-                elif j == tiles_n - 1:
-                    pop("a", mml_end, block_bytes["a"])
-                if not b_resident:
-                    pop("b", mml_end, block_bytes["b"])
-                elif i == tiles_m - 1:
-                    pop("b", mml_end, block_bytes["b"])
-            tile_ends.append(mml_end)
-            acc_free = mml_end + tile_turnaround_cycles(device, chain)
-
-    record.cycles = {"fill": float(first_start or 0.0), "compute": busy, "dma_wait": stall, "acc_wait": banks}
-    record.last_mml_end = mml_end
-    record.mml_commands = 4 * tiles_m * tiles_n * steps
-    record.dma_commands = dma_count
-    for key, buffer in (("a", a), ("b", b)):
-        s = buffer.stream
-        slice_bytes = math.prod(buffer.shape) * buffer.element_bytes
-        record.traffic.add(s.level, s.reads * slice_bytes * s.passes)
-        record.traffic.add("local", pes * slice_bytes * s.passes)
-    record.traffic.add("local", pes * record.mml_commands * 2 * 32 * 32 * b_in)
-    return tile_ends

@@ -96,11 +96,50 @@ def check_plan(
     cost = get_cost_model(cost)
     _check_shape(spec, plan)
     axes = spec.axis_names
-    extents = spec.extents
     op_factors = plan.op_factors
     tensors = spec.tensors
-    b = spec.dtype_bytes
+    cores = _checked_cores(spec, plan, device, min_utilization)
+    # sharing: the cores holding the same sub-tensor differ only along axes not indexing it
+    sharing = {
+        t.name: math.prod(f for axis, f in zip(axes, op_factors) if not t.indexed_by(axis)) for t in tensors
+    }
+    _check_rotations(spec, plan, sharing)
+    per_core, steps_per_axis, step_tiles, spans, padded = _step_geometry(spec, plan, max_padding)
+    resident, held, memory = _memory(spec, plan, spans, steps_per_axis, device)
+    levels = _shift_levels(spec, plan, resident, held)
+    levels = _order_loops(levels, cost, device)
+    shifted_bytes, events = _shifted(spec, plan, levels, device, resident, held)
+    replicas = {t.name: sharing[t.name] // math.prod(plan.temporal_factors[t.name]) for t in tensors}
+    work = _op_work(spec, plan, cores, sharing, replicas, (per_core, steps_per_axis, step_tiles), resident,
+                    (shifted_bytes, events))
+    breakdown = cost.op_time(device, work)
+    breakdown = type(breakdown)(*(float(x) for x in (breakdown.compute, breakdown.shift, breakdown.sync, breakdown.reduction)))
+    if not math.isfinite(breakdown.total):
+        raise PlanError(f"cost model {cost.name} gives no finite time for this plan")
+    return PlanScore(
+        device=device.name,
+        cost_model=cost.name,
+        cores=cores,
+        spatial_factors={
+            t.name: tuple(f if t.indexed_by(axis) else 1 for axis, f in zip(axes, op_factors)) for t in tensors
+        },
+        sharing_cores=sharing,
+        replicas=replicas,
+        padded_extents=padded,
+        steps_per_axis=tuple(steps_per_axis),
+        step_tiles=tuple(step_tiles),
+        steps=math.prod(steps_per_axis),
+        loop_order=tuple(levels),
+        memory=memory,
+        cost=breakdown,
+        seconds=breakdown.total / device.clock_hz,
+    )
 
+
+def _checked_cores(spec: OpSpec, plan: Plan, device: Device, min_utilization: float) -> int:
+    """The plan's cores: F_op within every extent, the device's cores and the parallelism
+    constraint's floor."""
+    axes, extents, op_factors = spec.axis_names, spec.extents, plan.op_factors
     for axis, extent, factor in zip(axes, extents, op_factors):
         if factor > extent:
             raise PlanError(
@@ -115,11 +154,13 @@ def check_plan(
             f"plan uses {cores} cores, fewer than the parallelism constraint's {floor} "
             f"(min_utilization={min_utilization:g})"
         )
+    return cores
 
-    # sharing: the cores holding the same sub-tensor differ only along axes not indexing it
-    sharing = {
-        t.name: math.prod(f for axis, f in zip(axes, op_factors) if not t.indexed_by(axis)) for t in tensors
-    }
+
+def _check_rotations(spec: OpSpec, plan: Plan, sharing: dict[str, int]) -> None:
+    """Each tensor's temporal factors divide the cores sharing its partition, and on every
+    axis the tensors' paces divide one another."""
+    axes, tensors = spec.axis_names, spec.tensors
     for tensor in tensors:
         factors = plan.temporal_factors[tensor.name]
         total = math.prod(factors)
@@ -136,6 +177,12 @@ def check_plan(
                 f"temporal factors on axis {axis} must divide one another, but {listing}"
             )
 
+
+def _step_geometry(spec: OpSpec, plan: Plan, max_padding: float | None):
+    """Per axis: the extent per core, the temporal steps, the step tile and the span they
+    cover, and the padded extent; padding must leave every fold unchanged (and within
+    ``max_padding``)."""
+    axes, extents, op_factors, tensors = spec.axis_names, spec.extents, plan.op_factors, spec.tensors
     per_core = [_ceil_div(extent, f) for extent, f in zip(extents, op_factors)]
     steps_per_axis = [max(plan.temporal_factors[t.name][d] for t in tensors) for d in range(len(axes))]
     for axis, extent, steps in zip(axes, per_core, steps_per_axis):
@@ -159,7 +206,13 @@ def check_plan(
             raise PlanError(
                 f"padded volume is {ratio:.4f}x the original, more than the padding constraint's {max_padding:.4f}x"
             )
+    return per_core, steps_per_axis, step_tiles, spans, padded
 
+
+def _memory(spec: OpSpec, plan: Plan, spans, steps_per_axis, device: Device):
+    """Elements each core holds per tensor, bytes per element held (an output of partial
+    sums in accumulators) and the memory per core, within the device's SRAM."""
+    axes, op_factors, tensors = spec.axis_names, plan.op_factors, spec.tensors
     resident = resident_elements(tensors, axes, spans, plan)
     rotating = {t.name: any(f > 1 for f in plan.temporal_factors[t.name]) for t in tensors}
     # an output left with partial sums is held in accumulators (OpSpec.partial_bytes)
@@ -175,9 +228,13 @@ def check_plan(
             f"memory per core is {memory.total} bytes, more than the {device.sram_bytes} bytes of SRAM "
             f"on {device.name}"
         )
+    return resident, held, memory
 
-    levels = _shift_levels(spec, plan, resident, held)
-    levels = _order_loops(levels, cost, device)
+
+def _shifted(spec: OpSpec, plan: Plan, levels: list[ShiftLevel], device: Device, resident: dict[str, int],
+             held: dict[str, int]) -> tuple[float, int]:
+    """Bytes every core shifts over the loop nest, and the shift events."""
+    op_factors = plan.op_factors
     shifted_bytes = 0
     events = 0
     executions = 1
@@ -194,13 +251,20 @@ def check_plan(
         shifted_bytes += executions * level.steps * step_bytes
         events += executions * level.steps * len(level.tensors)
         executions *= level.steps + 1
+    return shifted_bytes, events
 
+
+def _op_work(spec: OpSpec, plan: Plan, cores: int, sharing: dict, replicas: dict, geometry: tuple,
+             resident: dict[str, int], shifts: tuple) -> OpWork:
+    """What the cost model prices: the step's sub-task, the steps, shifts and reduction."""
+    axes, tensors, b = spec.axis_names, spec.tensors, spec.dtype_bytes
+    per_core, steps_per_axis, step_tiles = geometry
+    shifted_bytes, events = shifts
     step_volume = math.prod(step_tiles)
     roles = {role: math.prod(step_tiles[i] for i in idx) for role, idx in compute_roles(spec).items()}
     output = spec.output
     out_step = math.prod(step_tiles[d] for d, axis in enumerate(axes) if output.indexed_by(axis))
-    replicas = {t.name: sharing[t.name] // math.prod(plan.temporal_factors[t.name]) for t in tensors}
-    work = OpWork(
+    return OpWork(
         subtask=SubTask(spec.kind, b, step_volume, roles),
         steps=math.prod(steps_per_axis),
         shifted_bytes=shifted_bytes,
@@ -217,28 +281,6 @@ def check_plan(
             tuple(t.whole_elements for t in tensors),
         ),
         partial_bytes=spec.partial_bytes,
-    )
-    breakdown = cost.op_time(device, work)
-    breakdown = type(breakdown)(*(float(x) for x in (breakdown.compute, breakdown.shift, breakdown.sync, breakdown.reduction)))
-    if not math.isfinite(breakdown.total):
-        raise PlanError(f"cost model {cost.name} gives no finite time for this plan")
-    return PlanScore(
-        device=device.name,
-        cost_model=cost.name,
-        cores=cores,
-        spatial_factors={
-            t.name: tuple(f if t.indexed_by(axis) else 1 for axis, f in zip(axes, op_factors)) for t in tensors
-        },
-        sharing_cores=sharing,
-        replicas=replicas,
-        padded_extents=padded,
-        steps_per_axis=tuple(steps_per_axis),
-        step_tiles=tuple(step_tiles),
-        steps=math.prod(steps_per_axis),
-        loop_order=tuple(levels),
-        memory=memory,
-        cost=breakdown,
-        seconds=breakdown.total / device.clock_hz,
     )
 
 

@@ -472,19 +472,12 @@ def _progress(total: int, title: str):
 
 
 def run_model(args) -> int:
+    """``irc-plan --model``: plan a whole model (the family's own planner, a baseline, or
+    T10 Algorithm 1) and report the plan."""
     started = time.perf_counter()
     npu = _npu(args)
     device, cost = _device_and_cost(args) if npu is None else (npu, None)
-    for flag in ("batch", "seq", "layers"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            raise PlanToolError(f"error: --{flag.replace('_', '-')} must be positive, got {value}")
-    if args.plot is not None:
-        _check_plot_path(args)
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib") from None
+    _check_model_args(args)
 
     def source_of():
         return model_source(args.model, entry=args.entry, input_shapes=args.input_shape, layers=args.layers,
@@ -505,20 +498,7 @@ def run_model(args) -> int:
     cache = FrontierCache(device, cost)
 
     if args.max_batch:
-        if not source.batched:
-            raise PlanToolError(f"error: --max-batch: {source.why_not_batched}")
-        try:
-            best = max_batch(lambda b: source.build(b)[0], device, cost, cache=cache)
-        except ModelFitError as error:
-            raise PlanToolError(f"error: {source.name} does not fit even at batch 1: {error}") from None
-        seconds = time.perf_counter() - started
-        if args.json:
-            print(json.dumps({"model": source.name, "device": device.name, "cost_model": cost.name,
-                              "max_batch": best, "seconds": seconds}, indent=2, sort_keys=True))
-        else:
-            print(f"largest batch of {source.name} that fits on {device.name}: {best} "
-                  f"(batch {best + 1} does not; {seconds:.1f} s)")
-        return 0
+        return _report_max_batch(args, source, device, cost, cache, started)
 
     model, fallbacks, input_bytes = source.build(args.batch or 1)
     names = [op.name for op in model.ops]
@@ -543,6 +523,46 @@ def run_model(args) -> int:
             decision = None
     if decision is None:   # larger than SRAM on a chip with HBM: ELK, as rtensor-partition plans it
         return _report_elk(args, model, fallbacks, input_bytes, device, cache, started, "full")
+    _report_decision(args, model, decision, fallbacks, device, cost, cache, started)
+    if args.plot is not None:
+        _plot(args, model, decision, device, cost)
+    return 0
+
+
+def _check_model_args(args) -> None:
+    """Positive sizes, and a writable --plot path with matplotlib installed."""
+    for flag in ("batch", "seq", "layers"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise PlanToolError(f"error: --{flag.replace('_', '-')} must be positive, got {value}")
+    if args.plot is not None:
+        _check_plot_path(args)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib") from None
+
+
+def _report_max_batch(args, source, device, cost, cache, started) -> int:
+    """``--max-batch``: the largest batch of the model whose model-wide plan fits."""
+    if not source.batched:
+        raise PlanToolError(f"error: --max-batch: {source.why_not_batched}")
+    try:
+        best = max_batch(lambda b: source.build(b)[0], device, cost, cache=cache)
+    except ModelFitError as error:
+        raise PlanToolError(f"error: {source.name} does not fit even at batch 1: {error}") from None
+    seconds = time.perf_counter() - started
+    if args.json:
+        print(json.dumps({"model": source.name, "device": device.name, "cost_model": cost.name,
+                          "max_batch": best, "seconds": seconds}, indent=2, sort_keys=True))
+    else:
+        print(f"largest batch of {source.name} that fits on {device.name}: {best} "
+              f"(batch {best + 1} does not; {seconds:.1f} s)")
+    return 0
+
+
+def _report_decision(args, model, decision, fallbacks, device, cost, cache, started) -> None:
+    """Print the model-wide decision: as JSON, or its table, totals and memory."""
     rows = list(_report_rows(model, decision))
     seconds = time.perf_counter() - started
     if args.json:
@@ -567,9 +587,6 @@ def run_model(args) -> int:
             for line in fallbacks:
                 print(f"  {line}")
         print(f"planned in {seconds:.2f} s ({cache.searches} frontier searches)")
-    if args.plot is not None:
-        _plot(args, model, decision, device, cost)
-    return 0
 
 
 def _report_baseline(args, model, fallbacks, device, cost, cache, started) -> int:
