@@ -51,8 +51,8 @@ from irc.devices import DeviceError
 from irc.devices.topology import preload_seconds_per_byte, replication
 from irc.dse import DseError, Workload, allreduce_exec_cycles, chips_of, workload_model
 from irc.planner.elk import DESIGNS, REORDER_BUDGET, offchip_study
-from irc.planner.llm import MODELS
 from irc.planner.op_table import FrontierCache
+from irc.workloads.llm import MODELS
 
 LABELS = {"basic": "Basic", "static": "Static", "dyn": "ELK-Dyn", "full": "ELK-Full", "ideal": "Ideal"}
 

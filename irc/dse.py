@@ -2,7 +2,7 @@
 
 A sweep is the cross product of HBM bandwidths, exchange (link) bandwidths, topologies
 (all-to-all, 2D mesh) and core counts; each point is a device derived from a base device
-(``point_device``) on which one workload (``irc.planner.llm``) is planned with the chosen
+(``point_device``) on which one workload (``irc.workloads.llm``) is planned with the chosen
 designs of ELK s6.1 (``irc.planner.elk``). Points are independent, so they run through any
 ``concurrent.futures.Executor`` (a local process pool, or a Dask cluster's executor);
 the CSV is rewritten (all at once, `irc.output.write_atomically`) with every finished
@@ -29,10 +29,10 @@ from irc.model_sources import ModelSourceError, model_source
 from irc.output import write_atomically
 from irc.planner.elk import offchip_study, weight_bytes
 from irc.planner.errors import PlanError
-from irc.planner.llm import MODELS, allreduce_bytes
-from irc.planner.llm import workload as build
 from irc.planner.model import ModelSpecError
 from irc.planner.op_table import FrontierCache
+from irc.workloads.llm import MODELS, allreduce_bytes
+from irc.workloads.llm import workload as build
 
 TOPOLOGIES = ("all-to-all", "mesh-2d")
 COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal", "of_bound")
@@ -113,7 +113,7 @@ def points(hbm_gbps: Sequence[float], link_gbps: Sequence[float], topologies: Se
 
 @dataclass(frozen=True)
 class Workload:
-    """What every point plans: a built-in model (``irc.planner.llm.workload`` arguments)
+    """What every point plans: a built-in model (``irc.workloads.llm.workload`` arguments)
     or a model file (``model`` ending in .onnx or .mlir; ``batch`` sets its symbolic
     dimension), and the designs."""
 
@@ -139,7 +139,7 @@ def workload_model(workload: Workload) -> tuple:
     """(model, each op's layer or None to infer them, per op the bytes it reads from HBM
     beside its weights or None, per op the bytes each chip all-reduces after it) of
     ``workload``: a built-in model by name, one chip's share of it split over the chips
-    (``chips_of``; tensor parallelism, `irc.planner.llm.allreduce_bytes`), or an .onnx
+    (``chips_of``; tensor parallelism, `irc.workloads.llm.allreduce_bytes`), or an .onnx
     or .mlir file planned whole on one chip (`irc.model_sources`: its arguments marked
     ``irc.weight`` are weights, the other arguments it reads are loaded from HBM too). A
     model with no weights to preload, or a file that cannot be read, is a ``DseError``

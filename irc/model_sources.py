@@ -13,7 +13,7 @@ import os
 from xdsl.utils.exceptions import ParseError
 
 from irc.diagnostics import format_parse_error, location_of
-from irc.planner.bert import bert_model
+from irc.workloads.bert import bert_model
 
 BUILTIN_MODELS = {
     # name: (layers, hidden, heads, ffn, default sequence length)
@@ -22,7 +22,7 @@ BUILTIN_MODELS = {
     "bert-base": (12, 768, 12, 3072, 128),
     "bert-large": (24, 1024, 16, 4096, 384),
 }
-"""Built-in batch-parametric models (`irc.planner.bert.bert_model` encoder stacks)."""
+"""Built-in batch-parametric models (`irc.workloads.bert.bert_model` encoder stacks)."""
 
 
 class ModelSourceError(Exception):

@@ -66,7 +66,7 @@ def test_each_device_is_a_row_of_the_table(capsys):
 @pytest.mark.parametrize("model", ["gemma2-27b", "opt-30b", "llama2-70b", "dit-xl"])
 def test_elk_full_is_never_behind_static_dyn_or_basic_on_scaled_workloads(model):
     from irc.planner.elk import elk_plan, preload_ops
-    from irc.planner.llm import workload
+    from irc.workloads.llm import workload
     from irc.planner.op_table import FrontierCache
 
     batch = 1 if model == "dit-xl" else 4   # DiT's 256 patches per image

@@ -17,9 +17,9 @@ from irc.devices import load_device
 from irc.devices.topology import allreduce_cycles
 from irc.dse import DseError, Point, allreduce_exec_cycles, point_device
 from irc.planner.elk import DesignSearch, offchip_study
-from irc.planner.llm import allreduce_bytes, workload
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadOp, ideal_latency, ideal_loop_latency, loop_period, overlap_bound
+from irc.workloads.llm import allreduce_bytes, workload
 
 ORDERED = ("full", "dyn", "static", "basic")
 TOLERANCE = 1e-9

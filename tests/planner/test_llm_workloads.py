@@ -3,8 +3,8 @@
 import pytest
 
 from irc.planner.elk import elk_plan, preload_ops, weight_bytes
-from irc.planner.llm import CONFIGS, decode_layer_ops, workload
 from irc.planner.op_table import FrontierCache, signature
+from irc.workloads.llm import CONFIGS, decode_layer_ops, workload
 
 
 def test_layer_shapes_follow_the_configs():

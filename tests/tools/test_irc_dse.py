@@ -162,17 +162,12 @@ def test_the_progress_bar_is_quiet_when_piped(tmp_path, capsys):
 
 
 def _llama_files(tmp_path):
-    """A Llama decoder layer (benchmarks/models) as an .onnx file and as the .mlir
+    """A Llama decoder layer (`irc.workloads.graphs`) as an .onnx file and as the .mlir
     file of te ops it imports to (weights marked ``irc.weight``)."""
-    import sys
-    from pathlib import Path
-
     import onnx
 
     from irc.frontend.onnx_import import import_model
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # the repository's benchmarks/
-    from benchmarks.models import LlamaConfig, build_llama_layer
+    from irc.workloads.graphs import LlamaConfig, build_llama_layer
 
     model = build_llama_layer(LlamaConfig(batch=2, past=7, hidden=64, heads=2, intermediate=128, layers=1))
     onnx_path, mlir_path = tmp_path / "llama.onnx", tmp_path / "llama.mlir"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irc.planner.bert import bert_layer_ops
+from irc.workloads.bert import bert_layer_ops
 from irc.planner.model import ModelOp, ModelSpec, ModelSpecError
 from irc.planner.relayout import tensor_elements
 from irc.planner.spec import OpSpec, TensorSpec
