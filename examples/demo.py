@@ -180,13 +180,13 @@ def _change(new: float, old: float) -> str:
 
 
 def offchip() -> bool:
+    from irc.dse import builtin_model
     from irc.planner.elk import elk_plan, preload_ops, weight_bytes
-    from irc.workloads.llm import workload
     from irc.planner.op_table import FrontierCache
 
     device = "tiny16-hbm"
     print(f"\n== 5. Larger than SRAM, preloaded from HBM on {device} (ELK)")
-    model, layer_of = workload("llama2-13b", batch=4, seq=64, chips=1, layers=8, factor=32)
+    model, layer_of, _ = builtin_model("llama2-13b", batch=4, seq=64, chips=1, layers=8, factor=32)
     cache = FrontierCache(device, "t10")
     total = sum(weight_bytes(op) for op in model.ops)
     sram = cache.device.sram_bytes * cache.device.cores

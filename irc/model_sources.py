@@ -122,6 +122,19 @@ def _mlir_source(path: str, entry: str | None) -> ModelSource:
     )
 
 
+def te_text_model(text: str, where: str):
+    """(model, fallbacks, per op the bytes it loads from non-weight arguments) of the first
+    function of ``text`` (te ops), exactly as a .mlir file holding ``text`` gives them: a
+    built-in model written as te (`irc.workloads.llm.decoder_te`) is planned as its file."""
+    from irc.runner import parse_module  # startup: a BERT built-in model needs no parser (nor the interpreter)
+
+    try:
+        module = parse_module(text, where)
+    except ParseError as error:
+        raise ModelSourceError(format_parse_error(error)) from None
+    return _spec_of_function(_function_of(module, None, where), where)
+
+
 def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
     # startup: only an ONNX model needs the importer (and onnx)
     from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
