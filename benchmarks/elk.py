@@ -1,8 +1,9 @@
 """ELK's evaluation (seeds/004 s6.1-s6.3) in irc's planner: LLM decoding on chips with HBM.
 
 For Llama2-13B, Gemma2-27B (GQA), OPT-30B, Llama2-70B (GQA) decoding at batch 32 and
-sequence 2048, and DiT-XL, one chip's share of the model under 4-way model parallelism
-(ELK s5) on ``ipu-mk2-hbm`` (a quarter of ``ipu-pod4-hbm``: 1,472 cores, 4 TB/s HBM),
+sequence 2048 (each its published architecture written as te ops, with its LM head:
+``irc.workloads.llm.decoder_te``), and DiT-XL, one chip's share of the model under 4-way
+model parallelism (ELK s5) on ``ipu-mk2-hbm`` (a quarter of ``ipu-pod4-hbm``: 1,472 cores, 4 TB/s HBM),
 each design of s6.1 in the same model (``irc.planner.preload``, ``irc.planner.elk``):
 
     Basic    fastest plans, preload only the next op in the space left
@@ -51,8 +52,8 @@ from irc.devices import DeviceError
 from irc.devices.topology import preload_seconds_per_byte, replication
 from irc.dse import DseError, Workload, allreduce_exec_cycles, chips_of, workload_model
 from irc.planner.elk import DESIGNS, REORDER_BUDGET, offchip_study
-from irc.planner.llm import MODELS
 from irc.planner.op_table import FrontierCache
+from irc.workloads.llm import MODELS
 
 LABELS = {"basic": "Basic", "static": "Static", "dyn": "ELK-Dyn", "full": "ELK-Full", "ideal": "Ideal"}
 

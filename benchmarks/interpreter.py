@@ -16,7 +16,7 @@ reference chip with random f16 inputs, compare with numpy, and print in one run:
 ``--json`` writes every row's figures (and the ratios) to a file (``-`` for stdout).
 
 ``--model llama2-13b-layer`` instead runs a whole model at device level: the Llama2-13B
-decoder layer of ``benchmarks/models/llama.py`` (decoding one token for a batch of 32
+decoder layer of ``irc/workloads/graphs/llama.py`` (decoding one token for a batch of 32
 against 127 cached positions: it fits one IPU Mk2, weights and KV cache on chip), built as
 ONNX, imported with ``irc-translate`` and compiled with ``inference{device=ipu-mk2}``, then
 run by ``irc-run`` at te level (numpy semantics, the baseline) and at device level, each
@@ -218,10 +218,10 @@ def model_run(args) -> None:
     steps = []
     if not onnx_path.exists():
         build = (
-            "import sys, onnx; sys.path.insert(0, {root!r}); from benchmarks import models; "
+            "import onnx; from irc.workloads import graphs as models; "
             "onnx.save(models.build_llama_layer(models.LlamaConfig(batch={b}, past={p}, layers={l}, hidden={h}, "
             "heads={a}, intermediate={i})), {path!r})"
-        ).format(root=str(Path(__file__).resolve().parents[1]), b=args.batch, p=args.past, l=args.layers,
+        ).format(b=args.batch, p=args.past, l=args.layers,
                  h=args.hidden, a=args.heads, i=args.intermediate, path=str(onnx_path))
         steps.append(("build ONNX", [sys.executable, "-c", build]))
     if not te_path.exists():

@@ -3,7 +3,7 @@
 Issue 10: device IR states per-core values as functions of the core id (SPMD), so a whole
 model's device module grows with its ops, not ops x cores, and "a whole BERT-base device
 module prints and re-parses in seconds". This builds BERT-base (12 encoder layers,
-sequence 128, f16; ``benchmarks/models``) as an ONNX graph, imports it (what
+sequence 128, f16; ``irc.workloads.graphs``) as an ONNX graph, imports it (what
 ``irc-translate`` runs), compiles it with ``inference{device=ipu-mk2}`` and prints:
 
 - the device module's bytes (and per op), and the share of ``array<i64: ...>`` bytes
@@ -26,17 +26,14 @@ import re
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository (benchmarks.models)
+from xdsl.context import Context
+from xdsl.parser import Parser
 
-from xdsl.context import Context  # noqa: E402
-from xdsl.parser import Parser  # noqa: E402
-
-from benchmarks.models import BertConfig, build_bert_layer  # noqa: E402
-from irc.frontend import import_model  # noqa: E402
-from irc.passes.pipelines import InferencePipeline  # noqa: E402
-from irc.runner import make_context, parse_module  # noqa: E402
+from irc.frontend import import_model
+from irc.passes.pipelines import InferencePipeline
+from irc.runner import make_context, parse_module
+from irc.workloads.graphs import BertConfig, build_bert_layer
 
 
 def _timed(run) -> tuple[float, object]:

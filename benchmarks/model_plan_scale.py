@@ -46,7 +46,6 @@ from dataclasses import dataclass
 
 from irc.cost import CostModelError
 from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
-from irc.planner.bert import LAYER_INPUT, bert_model, stack_layers
 from irc.planner.elk import elk_plan
 from irc.planner.model import ModelFitError, ModelOp, ModelSpec, plan_model
 from irc.planner.op_table import FrontierCache
@@ -54,6 +53,7 @@ from irc.planner.preload import PreloadFitError
 from irc.planner.serialize import plan_to_dict
 from irc.plans.spec import OpSpec, TensorSpec
 from irc.progress import Progress
+from irc.workloads.bert import LAYER_INPUT, bert_model, stack_layers
 
 PLAN_SECONDS_TARGET = 60.0
 PEAK_RSS_TARGET_MB = 2048.0

@@ -3,7 +3,7 @@
 For BERT-base (sequence 128), BERT-large (sequence 128 and 384), ViT-base, ResNet-50
 and GPT-2 small (with its LM head), at batch sizes doubling from 1 until the model no
 longer fits on the chip (T10 §6.1), one table row each. Each model is built as an ONNX
-graph in code (``benchmarks/models``, float16, random weights; identical transformer
+graph in code (``irc.workloads.graphs``, float16, random weights; identical transformer
 layers share one set of initializers so that BERT-large costs one layer's memory to
 build: the planner still rests every op's weights on its own), imported with irc's
 ONNX importer (``irc.frontend.import_model``, what ``irc-translate`` runs), and what the
@@ -25,7 +25,7 @@ as ``irc-run`` prices ``device.load``/``device.store``; the share is that time o
 (planned time + host I/O).
 
 Cross-check (``--cross-check``): the same models built directly from planner ``OpSpec``s
-(the builders below: ``irc.planner.bert`` layers, convolutions with their real stride)
+(the builders below: ``irc.workloads.bert`` layers, convolutions with their real stride)
 are planned too, and the table says whether both paths agree on the heavy operators
 (every matmul and conv, by kind and multiply-accumulates) and on their time (the sum of
 their fastest plans); the OpSpec models fold biases, batch-norms and activations into
@@ -68,17 +68,15 @@ from irc.dialects.te import TensorOp
 from irc.frontend import import_model
 from irc.lowering.model_from_ir import function_model, is_weight, plan_function
 from irc.planner.baselines_model import roller_plan, vgm_plan
-from irc.planner.bert import LAYER_INPUT, bert_layer_ops, stack_layers
 from irc.planner.model import ModelFitError, ModelOp, ModelSpec, check_fits
 from irc.planner.op_table import FrontierCache
 from irc.plans.spec import OpSpec, TensorSpec
 from irc.progress import Progress
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from models.graph import mark_weight_inputs  # noqa: E402
-from models import (  # noqa: E402  (benchmarks/models, the ONNX builders)
+from irc.workloads.bert import LAYER_INPUT, bert_layer_ops, stack_layers
+from irc.workloads.graphs import (  # the ONNX builders
     BertConfig, GPT2Config, ResNet50Config, ViTConfig, build_bert_layer, build_gpt2_block, build_resnet50, build_vit,
 )
+from irc.workloads.graphs.graph import mark_weight_inputs
 
 
 def _t(name: str, *dims) -> TensorSpec:
@@ -136,7 +134,7 @@ def fuse_qkv(layer: list[ModelOp]) -> list[ModelOp]:
 
 
 def stack(name: str, layer: list[ModelOp], layers: int) -> ModelSpec:
-    """``irc.planner.bert.stack_layers`` keeping each op's window and moved reads."""
+    """``irc.workloads.bert.stack_layers`` keeping each op's window and moved reads."""
     ops = []
     for n in range(layers):
         base = n * len(layer)

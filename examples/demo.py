@@ -5,7 +5,7 @@
    reference chip and compared with the same program at `te` level; the interpreted
    whole-model time equals the model-wide plan's (activations stay on chip, host I/O
    only at the model's edges).
-2. A BERT-base encoder layer, built as ONNX by benchmarks/models/bert.py, is imported
+2. A BERT-base encoder layer, built as ONNX by irc/workloads/graphs/bert.py, is imported
    with the ONNX frontend, compiled for the IPU Mk2, executed on the reference chip
    and compared with onnx's own ReferenceEvaluator.
 3. The model-wide plan of that layer (T10 Algorithm 1) against the VGM baseline.
@@ -68,8 +68,8 @@ def mlp() -> bool:
 def bert() -> bool:
     from onnx.reference import ReferenceEvaluator
 
-    from benchmarks.models import BertConfig, build_bert_layer
     from irc.frontend.onnx_import import import_model
+    from irc.workloads.graphs import BertConfig, build_bert_layer
 
     config = BertConfig(batch=1, seq=128)
     print(f"\n== 2. BERT-base encoder layer from ONNX (batch {config.batch}, seq {config.seq}) on {DEVICE}")
@@ -93,7 +93,7 @@ def bert() -> bool:
 
 def model_wide() -> bool:
     from irc.planner.baselines_model import vgm_plan
-    from irc.planner.bert import bert_model
+    from irc.workloads.bert import bert_model
     from irc.planner.model import ModelFitError, plan_model
 
     print(f"\n== 3. Model-wide plan of a BERT-base layer on {DEVICE} (T10 Algorithm 1 vs VGM)")
@@ -180,13 +180,13 @@ def _change(new: float, old: float) -> str:
 
 
 def offchip() -> bool:
+    from irc.dse import builtin_model
     from irc.planner.elk import elk_plan, preload_ops, weight_bytes
-    from irc.planner.llm import workload
     from irc.planner.op_table import FrontierCache
 
     device = "tiny16-hbm"
     print(f"\n== 5. Larger than SRAM, preloaded from HBM on {device} (ELK)")
-    model, layer_of = workload("llama2-13b", batch=4, seq=64, chips=1, layers=8, factor=32)
+    model, layer_of, _ = builtin_model("llama2-13b", batch=4, seq=64, chips=1, layers=8, factor=32)
     cache = FrontierCache(device, "t10")
     total = sum(weight_bytes(op) for op in model.ops)
     sram = cache.device.sram_bytes * cache.device.cores

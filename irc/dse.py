@@ -2,7 +2,7 @@
 
 A sweep is the cross product of HBM bandwidths, exchange (link) bandwidths, topologies
 (all-to-all, 2D mesh) and core counts; each point is a device derived from a base device
-(``point_device``) on which one workload (``irc.planner.llm``) is planned with the chosen
+(``point_device``) on which one workload (``irc.workloads.llm``) is planned with the chosen
 designs of ELK s6.1 (``irc.planner.elk``). Points are independent, so they run through any
 ``concurrent.futures.Executor`` (a local process pool, or a Dask cluster's executor);
 the CSV is rewritten (all at once, `irc.output.write_atomically`) with every finished
@@ -25,14 +25,13 @@ from irc.cost import DEFAULT_COST_MODEL
 from irc.devices import Device, family_of, load_device
 from irc.devices.loader import MAX_CORES
 from irc.devices.topology import allreduce_cycles
-from irc.model_sources import ModelSourceError, model_source
+from irc.model_sources import ModelSourceError, model_source, te_text_model
 from irc.output import write_atomically
-from irc.planner.elk import offchip_study, weight_bytes
+from irc.planner.elk import infer_layers, offchip_study, weight_bytes
 from irc.plans.errors import PlanError
-from irc.planner.llm import MODELS, allreduce_bytes
-from irc.planner.llm import workload as build
-from irc.planner.model import ModelSpecError
+from irc.planner.model import ModelSpec, ModelSpecError
 from irc.planner.op_table import FrontierCache
+from irc.workloads.llm import MODELS, allreduce_bytes, decoder_te, dit_workload, llm_config
 
 TOPOLOGIES = ("all-to-all", "mesh-2d")
 COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal", "of_bound")
@@ -113,7 +112,7 @@ def points(hbm_gbps: Sequence[float], link_gbps: Sequence[float], topologies: Se
 
 @dataclass(frozen=True)
 class Workload:
-    """What every point plans: a built-in model (``irc.planner.llm.workload`` arguments)
+    """What every point plans: a built-in model (``irc.workloads.llm.workload`` arguments)
     or a model file (``model`` ending in .onnx or .mlir; ``batch`` sets its symbolic
     dimension), and the designs."""
 
@@ -135,11 +134,28 @@ def chips_of(workload: Workload) -> int:
     return workload.chips if workload.chips is not None else 4 if workload.model in MODELS else 1
 
 
+def builtin_model(name: str, batch: int = 32, seq: int = 2048, chips: int = 4, layers: int | None = None,
+                  factor: int = 1) -> tuple[ModelSpec, list[int | None], list[float] | None]:
+    """(model, each op's layer, per op the bytes it reads from HBM beside its weights or
+    None) of the built-in model ``name`` (``irc.workloads.llm.MODELS``): one chip's share
+    under ``chips``-way tensor parallelism, ``layers`` deep (default: the model's), its
+    widths divided by ``factor``. An LLM is its te program (`decoder_te`) planned as a
+    .mlir file of it is (`irc.model_sources.te_text_model`), its layers found by their
+    op signatures as a file's are; a ``ModelSpecError`` names a chip count its heads do
+    not split over."""
+    if name == "dit-xl":
+        model, layer_of = dit_workload(batch, chips, layers, factor)
+        return model, list(layer_of), None
+    text = decoder_te(llm_config(name, factor), batch, seq, chips, layers)
+    model, _, extra = te_text_model(text, name)
+    return model, infer_layers(model), extra
+
+
 def workload_model(workload: Workload) -> tuple:
     """(model, each op's layer or None to infer them, per op the bytes it reads from HBM
     beside its weights or None, per op the bytes each chip all-reduces after it) of
     ``workload``: a built-in model by name, one chip's share of it split over the chips
-    (``chips_of``; tensor parallelism, `irc.planner.llm.allreduce_bytes`), or an .onnx
+    (``chips_of``; tensor parallelism, `irc.workloads.llm.allreduce_bytes`), or an .onnx
     or .mlir file planned whole on one chip (`irc.model_sources`: its arguments marked
     ``irc.weight`` are weights, the other arguments it reads are loaded from HBM too). A
     model with no weights to preload, or a file that cannot be read, is a ``DseError``
@@ -149,10 +165,11 @@ def workload_model(workload: Workload) -> tuple:
     name, chips = workload.model, chips_of(workload)
     if name in MODELS:
         try:
-            model, layer_of = build(name, workload.batch, workload.seq, chips, workload.layers, workload.factor)
+            model, layer_of, extra = builtin_model(name, workload.batch, workload.seq, chips, workload.layers,
+                                                   workload.factor)
         except ModelSpecError as error:   # a chip count the model's heads do not split over
             raise DseError(f"{'--chips' if 'chips' in str(error) else '--model'}: {error}") from None
-        return model, layer_of, None, allreduce_bytes(model, chips)
+        return model, layer_of, extra, allreduce_bytes(model, chips)
     if not name.endswith((".onnx", ".mlir")):
         raise DseError(f"--model: '{name}' is neither a built-in model ({', '.join(MODELS)}) nor an .onnx or "
                        f".mlir file")

@@ -13,7 +13,7 @@ import os
 from xdsl.utils.exceptions import ParseError
 
 from irc.diagnostics import format_parse_error, location_of
-from irc.planner.bert import bert_model
+from irc.workloads.bert import bert_model
 
 BUILTIN_MODELS = {
     # name: (layers, hidden, heads, ffn, default sequence length)
@@ -22,7 +22,7 @@ BUILTIN_MODELS = {
     "bert-base": (12, 768, 12, 3072, 128),
     "bert-large": (24, 1024, 16, 4096, 384),
 }
-"""Built-in batch-parametric models (`irc.planner.bert.bert_model` encoder stacks)."""
+"""Built-in batch-parametric models (`irc.workloads.bert.bert_model` encoder stacks)."""
 
 
 class ModelSourceError(Exception):
@@ -120,6 +120,19 @@ def _mlir_source(path: str, entry: str | None) -> ModelSource:
         f"batch-parametric source: an ONNX file with a symbolic batch dimension, or a built-in "
         f"model ({', '.join(BUILTIN_MODELS)}; --seq and --layers set its size)",
     )
+
+
+def te_text_model(text: str, where: str):
+    """(model, fallbacks, per op the bytes it loads from non-weight arguments) of the first
+    function of ``text`` (te ops), exactly as a .mlir file holding ``text`` gives them: a
+    built-in model written as te (`irc.workloads.llm.decoder_te`) is planned as its file."""
+    from irc.runner import parse_module  # startup: a BERT built-in model needs no parser (nor the interpreter)
+
+    try:
+        module = parse_module(text, where)
+    except ParseError as error:
+        raise ModelSourceError(format_parse_error(error)) from None
+    return _spec_of_function(_function_of(module, None, where), where)
 
 
 def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:

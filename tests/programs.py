@@ -39,12 +39,8 @@ func.func @main(%table: tensor<16x8xf32> {irc.name = "table", irc.weight}, %ids:
 
 def small_models() -> dict:
     """Builders of every model family at a scaled-down configuration (ONNX, built in code
-    by `benchmarks/models`): name -> a function returning the ModelProto."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's benchmarks/
-    from benchmarks import models
+    by `irc.workloads.graphs`): name -> a function returning the ModelProto."""
+    from irc.workloads import graphs as models
 
     return {
         "bert": lambda: models.build_bert_layer(models.BertConfig(batch=2, seq=8, hidden=32, heads=4, intermediate=64)),
@@ -60,15 +56,11 @@ def small_models() -> dict:
 
 def every_builder() -> dict:
     """`small_models` plus a tiny configuration of every other builder of
-    `benchmarks/models` and of its whole-model options: the Llama decoder layer (f16),
+    `irc.workloads.graphs` and of its whole-model options: the Llama decoder layer (f16),
     the whole ViT (patch embedding, blocks, head) and ResNet-50 (stem, the 16 bottlenecks
     of its four stages, pooling, FC; channels scaled down), f16 BERT with two layers and
     GPT-2 with two layers and its LM head."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's benchmarks/
-    from benchmarks import models
+    from irc.workloads import graphs as models
 
     return {
         **small_models(),

@@ -62,7 +62,6 @@ __all__ = [
 
 # Model-wide planning (T10 s4.3.2): idle/active plans, setup and relayout costs, baselines.
 from irc.planner.baselines_model import BaselinePlan, fastest_bound, roller_plan, vgm_plan  # noqa: E402
-from irc.planner.bert import bert_layer_ops, bert_model, stack_layers  # noqa: E402
 from irc.planner.idle import IdlePlan, idle_plans, setup_cycles  # noqa: E402
 from irc.planner.model import (  # noqa: E402
     ModelFitError,
@@ -90,8 +89,6 @@ __all__ += [
     "ModelSpecError",
     "PlannedOp",
     "TensorLayout",
-    "bert_layer_ops",
-    "bert_model",
     "check_fits",
     "exhaustive_idle_search",
     "fastest_bound",
@@ -101,7 +98,6 @@ __all__ += [
     "relayout_cost",
     "roller_plan",
     "setup_cycles",
-    "stack_layers",
     "tensor_layout",
     "vgm_plan",
 ]

@@ -41,8 +41,8 @@ from irc.dse import (
 )
 from irc.output import OutputError, check_output, is_stream, same_output, write_atomically
 from irc.planner.elk import DESIGNS
-from irc.planner.llm import MODELS
 from irc.progress import Progress
+from irc.workloads.llm import MODELS
 
 
 class DseToolError(Exception):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-# benchmarks/models_table.py shares its name with the benchmarks/models/ package of ONNX
-# builders, so it is run as a script and loaded here from its path.
+# benchmarks/ is not a package on the path (xDSL installs a top-level `benchmarks`),
+# so benchmarks/models_table.py is run as a script and loaded here from its path.
 _PATH = Path(__file__).parents[2] / "benchmarks" / "models_table.py"
 _SPEC = importlib.util.spec_from_file_location("benchmark_models_table", _PATH)
 table = importlib.util.module_from_spec(_SPEC)
@@ -69,8 +69,8 @@ def test_baseline_wins_tell_trades_from_losses(capsys):
 def small_resnet(batch):
     """A two-block ResNet stage (a strided block and a plain one) with its stem conv, both
     as the ONNX graph the table imports and as the OpSpecs of its cross-check."""
-    from benchmarks.models.graph import GraphBuilder
-    from benchmarks.models.resnet import _conv_bn, resnet_stage
+    from irc.workloads.graphs.graph import GraphBuilder
+    from irc.workloads.graphs.resnet import _conv_bn, resnet_stage
 
     g = GraphBuilder("small_resnet", dtype="float16")
     x = g.input("pixel_values", g.elem, [batch, 3, 32, 32])

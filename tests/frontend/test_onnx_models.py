@@ -1,4 +1,4 @@
-"""The real-model builders (`benchmarks/models`), scaled down, end to end at te level:
+"""The real-model builders (`irc.workloads.graphs`), scaled down, end to end at te level:
 build with onnx.helper, import, run on the interpreter, compare with
 onnx.reference.ReferenceEvaluator on the same inputs."""
 

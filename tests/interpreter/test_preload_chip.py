@@ -191,9 +191,9 @@ def test_scaled_decoders_larger_than_sram_run_as_planned(name, tmp_path):
 
     from xdsl.dialects.func import FuncOp
 
-    from benchmarks.models import LlamaConfig, build_llama_layer
     from irc.frontend.onnx_import import import_model
     from irc.runner import find_function, random_inputs, run_function
+    from irc.workloads.graphs import LlamaConfig, build_llama_layer
 
     extra, device, hbm = SCALED_DECODERS[name]
     if hbm != 32e9:

@@ -9,8 +9,6 @@ at the planned cycles with te's numbers."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,11 +23,9 @@ from irc.passes.device_alloc import live_intervals, peak_live_bytes
 from irc.passes.pipelines import InferencePipeline
 from irc.runner import find_function, random_inputs, run, run_function
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # the repository's benchmarks/ (xdsl ships a package of that name)
+from irc.workloads.graphs import LLAMA2_13B, LlamaConfig, build_llama_layer
+from irc.workloads.graphs.graph import mark_weight_inputs
 
-from benchmarks.models import LLAMA2_13B, LlamaConfig, build_llama_layer  # noqa: E402
-from benchmarks.models.graph import mark_weight_inputs  # noqa: E402
 
 
 def _function(module) -> FuncOp:

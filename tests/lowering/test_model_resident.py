@@ -20,11 +20,11 @@ from irc.lowering.model_from_ir import function_model, plan_function
 from irc.passes.pipelines import InferencePipeline
 from irc.planner.op_table import FrontierCache
 from irc.runner import check_inputs, find_function, interpreter_for, parse_module, random_inputs, run_function
+from irc.workloads import graphs as models
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # the repository's benchmarks/ (xdsl ships a package of that name)
+sys.path.insert(0, str(ROOT))  # the repository's tests/ package
 
-from benchmarks import models  # noqa: E402
 from tests.programs import model_feeds  # noqa: E402
 
 TINY16_1152 = str(ROOT / "tests/filecheck/passes/rtensor-partition/Inputs/tiny16-1152.toml")

@@ -189,10 +189,10 @@ def test_bert_layer_runs_wholly_on_chip():
     reader; the results equal onnx's reference evaluator."""
     from onnx.reference import ReferenceEvaluator
 
-    from benchmarks.models import BertConfig, build_bert_layer
     from irc.compile import compile_module
     from irc.frontend.onnx_import import import_model
     from irc.runner import run
+    from irc.workloads.graphs import BertConfig, build_bert_layer
 
     model = build_bert_layer(BertConfig(batch=1, seq=16, hidden=32, heads=2, intermediate=64))
     imported = import_model(model)

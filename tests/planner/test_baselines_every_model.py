@@ -1,5 +1,5 @@
 """Baselines never fail where irc succeeds (issue 11): the VGM, Roller-style and
-every-op-fastest plans of every model builder of `benchmarks/models` (BERT, ViT block and
+every-op-fastest plans of every model builder of `irc.workloads.graphs` (BERT, ViT block and
 whole ViT, ResNet stage and whole ResNet-50, GPT-2 with and without its LM head, Llama,
 OPT), at small configurations on the 1,472-core IPU Mk2, where most ops cannot use the
 90% of cores the utilisation floor asks for."""
@@ -83,8 +83,8 @@ def test_every_baseline_on_a_model_larger_than_sram(tmp_path, capsys):
 
 
 def test_every_builder_of_benchmarks_models_is_covered(monkeypatch):
-    """Each ``build_*`` of `benchmarks/models` builds one of the models above."""
-    from benchmarks import models
+    """Each ``build_*`` of `irc.workloads.graphs` builds one of the models above."""
+    from irc.workloads import graphs as models
 
     called = set()
     for name in [n for n in models.__all__ if n.startswith("build_")]:

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from irc.devices import load_device
 from irc.devices.topology import allreduce_cycles
-from irc.dse import DseError, Point, allreduce_exec_cycles, point_device
+from irc.dse import DseError, Point, allreduce_exec_cycles, builtin_model, point_device
 from irc.planner.elk import DesignSearch, offchip_study
-from irc.planner.llm import allreduce_bytes, workload
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import OrderError, PreloadOp
 from irc.planner.preload_designs import ideal_latency, ideal_loop_latency, loop_period, overlap_bound
+from irc.workloads.llm import allreduce_bytes
 
 ORDERED = ("full", "dyn", "static", "basic")
 TOLERANCE = 1e-9
@@ -106,7 +106,7 @@ def test_designs_dominate_at_random_dse_points_on_a_small_llm(hbm, link, topolog
     """A scaled-down Llama2-13B layer on a sweep point of tiny16-hbm, per token
     of a decode loop as benchmarks/elk.py plans it."""
     device = point_device(load_device("tiny16-hbm"), Point(0, hbm * 1e9, link * 1e9, topology, 16))
-    model, layer_of = workload("llama2-13b", batch=4, seq=64, chips=1, layers=1, factor=32)
+    model, layer_of, _ = builtin_model("llama2-13b", batch=4, seq=64, chips=1, layers=1, factor=32)
     study = offchip_study(model, FrontierCache(device, "t10"), ORDERED + ("ideal",), layer_of=layer_of,
                           max_orders=2, loop=True)
     latency = {design: decision.latency_cycles for design, decision in study.decisions.items()}
@@ -120,9 +120,9 @@ def test_two_chips_all_reduce_the_row_parallel_outputs_at_hand_derived_cost():
     106 cycles at 1.325 GHz, plus a barrier (118 cycles) per step; the ops' execute states
     take that much longer, on the chips' one timeline."""
     device = load_device("tiny16-hbm")
-    model, layer_of = workload("llama2-13b", batch=4, seq=64, chips=2, layers=1, factor=32)
+    model, layer_of, _ = builtin_model("llama2-13b", batch=4, seq=64, chips=2, layers=1, factor=32)
     nbytes = allreduce_bytes(model, 2)
-    assert {op.name: b for op, b in zip(model.ops, nbytes) if b} == {"l0.o_proj": 1280.0, "l0.down": 1280.0}
+    assert {op.name: b for op, b in zip(model.ops, nbytes) if b} == {"%l0_attn_o_proj": 1280.0, "%l0_mlp_down": 1280.0}
     expected = 2 * 640 / 16e9 * device.clock_hz + 2 * 118
     assert device.clock_hz == 1.325e9 and allreduce_cycles(device, 1280.0, 2) == pytest.approx(106 + 236)
     cycles = allreduce_exec_cycles(device, nbytes, 2)

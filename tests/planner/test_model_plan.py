@@ -17,7 +17,6 @@ from irc.cost import get_cost_model
 from irc.devices import load_device
 from irc.planner import T10_MIN_UTILIZATION, OpSpec, TensorSpec
 from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
-from irc.planner.bert import bert_layer_ops, bert_model, stack_layers
 from irc.planner.idle import setup_cycles
 from irc.planner.model import (
     ModelFitError,
@@ -31,6 +30,7 @@ from irc.planner.model import (
 )
 from irc.planner.op_table import FrontierCache
 from irc.planner.relayout import relayout_cost
+from irc.workloads.bert import bert_layer_ops, bert_model, stack_layers
 
 TINY16 = load_device("tiny16")
 

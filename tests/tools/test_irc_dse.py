@@ -71,7 +71,7 @@ def test_a_point_that_fails_midway_keeps_the_finished_points(tmp_path, capsys):
     assert run(args) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: the sweep stopped at point 1 (HBM 16 GB/s, links 5.5 GB/s, all-to-all, 1 cores): "
-                          "op 2 (l0.qkv) has no plan on tiny16-hbm@1: no plan fits"), err
+                          "op 7 (%l0_attn_scores) has no plan on tiny16-hbm@1: no plan fits"), err
     assert err.endswith(f"(the 1 finished point(s) are kept in {out})") and "\n" not in err
     lines = out.read_text().splitlines()
     assert lines[0].startswith("point,") and [line.split(",")[:6] for line in lines[1:]] == [
@@ -162,17 +162,12 @@ def test_the_progress_bar_is_quiet_when_piped(tmp_path, capsys):
 
 
 def _llama_files(tmp_path):
-    """A Llama decoder layer (benchmarks/models) as an .onnx file and as the .mlir
+    """A Llama decoder layer (`irc.workloads.graphs`) as an .onnx file and as the .mlir
     file of te ops it imports to (weights marked ``irc.weight``)."""
-    import sys
-    from pathlib import Path
-
     import onnx
 
     from irc.frontend.onnx_import import import_model
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # the repository's benchmarks/
-    from benchmarks.models import LlamaConfig, build_llama_layer
+    from irc.workloads.graphs import LlamaConfig, build_llama_layer
 
     model = build_llama_layer(LlamaConfig(batch=2, past=7, hidden=64, heads=2, intermediate=128, layers=1))
     onnx_path, mlir_path = tmp_path / "llama.onnx", tmp_path / "llama.mlir"
@@ -193,6 +188,23 @@ def test_a_model_file_sweeps_as_the_same_model_in_another_format(tmp_path):
     latency = {row["design"]: float(row["latency_ms"]) for row in rows[0]}
     assert latency["ideal"] <= latency["full"] <= latency["dyn"] <= latency["static"] <= latency["basic"]
     assert all(float(row["of_bound"]) >= 1 for row in rows[0])
+
+
+@pytest.mark.parametrize("name, topology", [("llama2-70b", "all-to-all"), ("opt-30b", "mesh-2d")])
+def test_a_built_in_model_sweeps_as_its_te_file(tmp_path, name, topology):
+    """A built-in LLM (issue 24, item 3) and the te program its builder writes, given as
+    a file: the same sweep rows (Llama2-70B/32 keeps GQA: 2 query heads over one KV head;
+    OPT-30B/32 LayerNorm, biases, ReLU FFN), a layer and the LM head."""
+    from irc.dse import Point, Workload, evaluate
+    from irc.workloads.llm import decoder_te, llm_config
+
+    path = tmp_path / f"{name}.mlir"
+    path.write_text(decoder_te(llm_config(name, 32), 2, 32, chips=1, layers=1))
+    point = Point(0, 4e9, 2e9, topology, 16)
+    built_in = evaluate("tiny16-hbm", Workload(name, batch=2, seq=32, chips=1, layers=1, factor=32,
+                                               max_displacement=1), point)
+    from_file = evaluate("tiny16-hbm", Workload(str(path), batch=2, max_displacement=1), point)
+    assert built_in == from_file and len(built_in) == 5
 
 
 def _weightless_onnx(path):

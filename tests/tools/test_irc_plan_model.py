@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from irc.planner.baselines_model import fastest_bound, roller_plan, vgm_plan
-from irc.planner.bert import bert_model
 from irc.planner.model import ModelFitError, check_fits
 from irc.lowering.model_from_ir import function_model, plan_function
 from irc.planner.op_table import FrontierCache
 from irc.runner import find_function, parse_module
 from irc.tools.irc_plan import run
+from irc.workloads.bert import bert_model
 
 from tests.programs import FALLBACK, MLP3, mlp
 

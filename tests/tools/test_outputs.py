@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -71,9 +70,9 @@ def test_irc_run_outputs_never_replace_inputs(tmp_path, program):
 
 
 def test_irc_translate_keeps_ir_and_weights_apart(tmp_path):
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.models import BertConfig, build_bert_layer
     import onnx
+
+    from irc.workloads.graphs import BertConfig, build_bert_layer
 
     model = tmp_path / "bert.onnx"
     onnx.save(build_bert_layer(BertConfig(batch=1, seq=4, hidden=16, heads=2, intermediate=32)), model)

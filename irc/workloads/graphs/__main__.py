@@ -1,5 +1,4 @@
-"""Write the full-size benchmark models: ``cd benchmarks && python -m models OUT_DIR`` (xDSL installs a top-level
-`benchmarks` package that shadows this directory)."""
+"""Write the full-size benchmark models: ``python -m irc.workloads.graphs OUT_DIR``."""
 
 import os
 import sys
@@ -12,7 +11,7 @@ from . import MODELS
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: (cd benchmarks && python -m models OUT_DIR)", file=sys.stderr)
+        print("usage: python -m irc.workloads.graphs OUT_DIR", file=sys.stderr)
         return 1
     os.makedirs(argv[0], exist_ok=True)
     for name, (build, config) in MODELS.items():

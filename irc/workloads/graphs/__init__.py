@@ -13,7 +13,7 @@ Whole models (``benchmarks/models_table.py``): `build_bert_layer` with
 `build_gpt2_block` with ``GPT2Config(layers=..., lm_head=True)``; ``dtype="float16"``
 builds them in T10's element type.
 
-``cd benchmarks && python -m models OUT_DIR`` writes the full-size models as .onnx files.
+``python -m irc.workloads.graphs OUT_DIR`` writes the full-size models as .onnx files.
 """
 
 from .bert import BertConfig, build_bert_layer
