@@ -65,6 +65,10 @@ class OpTable:
     idle: tuple[IdlePlan, ...]
     search_seconds: float = 0.0       # wall time of the search and the idle table
     search_cpu_seconds: float = 0.0   # their CPU time (a shared machine's load apart)
+    searched: np.ndarray | None = None
+    """[J] which active plans the search found (None: all); the others were added for their
+    layouts (`with_plans`): only the relayout-aware choice tries them, each op's fastest
+    plan in its budget and its least bytes are the frontier's."""
     _memo: dict = field(default_factory=dict, repr=False)
 
     def best_at(self, budget: float) -> tuple[np.ndarray, np.ndarray]:
@@ -123,8 +127,9 @@ class OpTable:
             least = np.empty((rows, plans))
             which = np.zeros((rows, plans), dtype=np.int64)
             best, arg = np.full(rows, np.inf), np.zeros(rows, dtype=np.int64)
+            table = self.table if self.searched is None else np.where(self.searched[None, :], self.table, np.inf)
             for j in range(plans):
-                better = self.table[:, j] < best
+                better = table[:, j] < best
                 best = np.where(better, self.table[:, j], best)
                 arg = np.where(better, j, arg)
                 least[:, j], which[:, j] = best, arg
@@ -133,7 +138,8 @@ class OpTable:
 
     def least_hot(self) -> np.ndarray:
         """Per row: the fewest active bytes any compatible active plan needs."""
-        return np.where(np.isfinite(self.table), self.hot[None, :], np.inf).min(axis=1)
+        usable = np.isfinite(self.table) if self.searched is None else np.isfinite(self.table) & self.searched[None, :]
+        return np.where(usable, self.hot[None, :], np.inf).min(axis=1)
 
 
 def build_op_table(
@@ -231,9 +237,12 @@ def with_plans(table: OpTable, extra: Sequence[Plan], device: Device, cost: Cost
             new.append(plan)
     if not new:
         return table
-    active = sorted(table.active + tuple(new), key=lambda p: (p.memory_per_core, p.cycles))
-    merged = tabulate(table.spec, table.weights, active, device, cost)
-    return replace(merged, search_seconds=table.search_seconds, search_cpu_seconds=table.search_cpu_seconds)
+    searched = table.searched if table.searched is not None else np.ones(len(table.active), dtype=bool)
+    tagged = sorted([(p, bool(f)) for p, f in zip(table.active, searched)] + [(p, False) for p in new],
+                    key=lambda item: (item[0].memory_per_core, item[0].cycles))
+    merged = tabulate(table.spec, table.weights, [p for p, _ in tagged], device, cost)
+    return replace(merged, search_seconds=table.search_seconds, search_cpu_seconds=table.search_cpu_seconds,
+                   searched=np.array([f for _, f in tagged], dtype=bool))
 
 
 def build_pair_table(
