@@ -127,7 +127,7 @@ def cheapest(costs: dict, options) -> object:
 
 def best_order(layer: Layer, device, tiling: Tiling | None = None, policy: str = "lru",
                memory: str = "irc", baseline: str | None = None) -> tuple[str, dict[str, Cost]]:
-    """The fused order the cost model prices lowest (§4.3: the three fused orders, each
+    """The fused order the cost model prices lowest (§4.3: the fused orders, `FUSED_ORDERS`, each
     with its own tiles unless `tiling` is given; ties: the first of FUSED_ORDERS). With a
     `baseline` the unfused pair (order ``baseline``, kept that way) is a candidate too,
     last: the choice is never slower than not fusing (a small layer's fused orders pay

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from irc.cost import igo_tiling
-from irc.cost.igo_sim import Cost, Layer, Rounds, ScratchpadError, Tiling, array_work, schedule
+from irc.cost.igo_sim import FUSED_ORDERS, Cost, Layer, Rounds, ScratchpadError, Tiling, array_work, schedule
 
 SETS = 100
 ACTIVE_SETS = 50
@@ -391,7 +391,7 @@ def _prepare(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: in
     """A schedule on SCALE-Sim's buffers: its rounds, steps, each step's operands and
     folds, and each core's buffers with the cuts of every strip its steps read."""
     rounds = Rounds.of(schedule(layer, tiling, order, scheme, parts, device.cores, "separate", device.dataflow))
-    fused = order in ("interleave", "dx-major", "dw-major")
+    fused = order in FUSED_ORDERS
     steps = [step for t in range(len(rounds)) for step in rounds[t]]
     plans = [_operands(s.kind, s.i, s.j, s.k, layer, tiling, fused) for s in steps]
     rows, cols, dataflow = device.pe_rows, device.pe_cols, device.dataflow

@@ -32,7 +32,7 @@ from irc.runner import make_context, parse_module, run
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
 from test_igo_fuse import _inputs  # noqa: E402
 
-ORDER_NAMES = ("sequential", "interleave", "dx-major", "dw-major")
+ORDER_NAMES = ("sequential", "interleave", "dx-major", "dw-major", "dx-major-dw-first", "dw-major-dw-first")
 
 
 def pair_module(m: int, k: int, n: int, order: str, attrs: str = "", element: str = "f32"):
