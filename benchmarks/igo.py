@@ -71,17 +71,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.igo_ipu import ipu_pressure_section, ipu_section  # noqa: E402
 from benchmarks.igo_workloads import workloads  # noqa: E402
-from irc.cost.igo import (  # noqa: E402
-    BASELINES,
-    FUSED_ORDERS,
-    MEMORIES,
-    POLICIES,
-    Layer,
-    cheapest,
-    evaluate,
-    paper_order,
-    partition_options,
-)
+from irc.cost.igo import BASELINES, FUSED_ORDERS, MEMORIES, POLICIES, Layer  # noqa: E402
+from irc.planner.igo import cheapest, evaluate, paper_order, partition_options  # noqa: E402
 from irc.devices import load_device  # noqa: E402
 from irc.dialects.igo import GradPairOp, contraction_reads  # noqa: E402
 from irc.dialects.te import TensorOp  # noqa: E402

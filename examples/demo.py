@@ -114,7 +114,7 @@ def model_wide() -> bool:
 
 def training() -> bool:
     from benchmarks.igo_workloads import bert_tiny
-    from irc.cost.igo import evaluate
+    from irc.planner.igo import evaluate
     from irc.dialects.igo import GradPairOp
     from irc.dialects.npu import KernelOp
     from irc.lowering.igo_to_npu import COST_ORDER, plan_of

@@ -38,17 +38,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.cost.igo import (
-    BASELINES,
-    MEMORIES,
-    Layer,
-    ScratchpadError,
-    best_order,
-    best_partition,
-    evaluate,
-    paper_order,
-    split_of,
-)
+from irc.cost.igo import BASELINES, MEMORIES, Layer, ScratchpadError, split_of
+from irc.planner.igo import best_order, best_partition, evaluate, paper_order
 from irc.devices import Device, load_device
 from irc.devices.loader import DeviceError
 from irc.diagnostics import location_of

@@ -709,7 +709,7 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
     done (each core's array keeping its fold from step to step, `irc.cost.igo_array`);
     what the DMA cannot hide is stall.
 
-    For a search (`irc.cost.igo_tiling`), None once the schedule cannot beat a best of
+    For a search (`irc.planner.igo`), None once the schedule cannot beat a best of
     `bound` cycles: its time so far plus the least compute still to come exceeds it
     (after its first spill, unless the best spills too: a spill-free schedule wins
     regardless) or, with `spill_free_best`, at its first spill."""

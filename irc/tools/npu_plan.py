@@ -20,16 +20,8 @@ import math
 import time
 
 from irc.planner.relayout import tensor_elements
-from irc.cost.igo import (
-    FUSED_ORDERS,
-    MEMORIES,
-    ORDERS,
-    Layer,
-    ScratchpadError,
-    cheapest,
-    evaluate,
-    paper_order,
-)
+from irc.cost.igo import FUSED_ORDERS, MEMORIES, ORDERS, Layer, ScratchpadError
+from irc.planner.igo import cheapest, evaluate, paper_order
 
 COST = "igo"
 """The cost model an NPU is planned with (`irc.cost.igo`)."""

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.igo_workloads import bert_tiny, tinybert_4, transformer_encoder, workloads, yolov2_tiny
-from irc.cost.igo import FUSED_ORDERS, Layer, cheapest, evaluate
+from irc.cost.igo import FUSED_ORDERS, Layer
+from irc.planner.igo import cheapest, evaluate
 from irc.devices import load_device
 from irc.dialects.igo import GradPairOp
 from irc.passes.igo_fuse import IgoFuse

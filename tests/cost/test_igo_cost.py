@@ -16,14 +16,14 @@ from irc.cost.igo import (
     Layer,
     ScratchpadError,
     Tiling,
-    best_order,
-    best_partition,
-    evaluate,
     operator_starts,
-    paper_order,
     plan_transfers,
     schedule,
 )
+from irc.planner.igo import best_order, best_partition, evaluate, paper_order
+from irc.cost import get_cost_model, known_cost_models
+from irc.cost.igo import IgoCostModel
+from irc.cost.model import CostModelError
 from irc.devices import load_device
 from irc.devices.npu import NpuDevice, gemm_cycles
 
@@ -329,3 +329,18 @@ def test_dw_first_orders_overlap_the_next_dy_tile_with_the_dx_steps():
     assert costs["dx-major-dw-first"].read["dY"] == layer.M * layer.N * layer.element_bytes
     assert round(costs["dx-major"].cycles) == 3014 and round(costs["baseline"].cycles) == 2642
     assert round(costs["dx-major-dw-first"].cycles) == round(costs["dw-major-dw-first"].cycles) == 2154
+
+
+def test_igo_is_a_registered_cost_model_that_prices_a_given_schedule():
+    """Issue 26 item 4: ``igo`` is looked up like every cost model; it prices a given
+    tiling (the planner, irc.planner.igo, searches them) and refuses T10 plans by name."""
+    model = get_cost_model("igo")
+    assert isinstance(model, IgoCostModel) and "igo" in known_cost_models()
+    layer, device = Layer(64, 32, 48), load_device("npu-edge")
+    searched = evaluate(layer, device, "dx-major")
+    given = model.price(layer, device, "dx-major", searched.tiling)
+    assert (given.cycles, given.dram_bytes) == (searched.cycles, searched.dram_bytes)
+    with pytest.raises(ValueError, match="searches one"):
+        model.price(layer, device, "dx-major", None)
+    with pytest.raises(CostModelError, match="cost model 'igo' prices NPU tile schedules"):
+        model.op_time(load_device("ipu-mk2"), None)

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from xdsl.rewriter import Rewriter
 
 from benchmarks.igo_workloads import scaled_down
-from irc.cost.igo import BASELINES, ORDERS, SCHEMES, Layer, Tiling, evaluate
+from irc.cost.igo import BASELINES, ORDERS, SCHEMES, Layer, Tiling
+from irc.planner.igo import evaluate
 from irc.devices import load_device
 from irc.devices.npu import NpuDevice, gemm_cycles
 from irc.dialects.igo import GradPairOp

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.cost.igo import Layer, evaluate
+from irc.cost.igo import Layer
+from irc.planner.igo import evaluate
 from irc.devices import load_device
 from irc.dialects.npu import GemmOp, MatmulOp
 from irc.dialects.te import TensorOp
