@@ -8,7 +8,8 @@ preload-schedule on chips with off-chip memory (HBM loads ahead of use, ELK s4.2
 and device-alloc (SRAM offsets and capacity, T10 s4.4). It runs as an xDSL
 ``PassPipeline``; ``pipeline(callback)`` lets a caller look at the module between passes.
 
-``inference{device=npu-edge}``: te-to-npu, each forward GEMM an NPU program (IGO s2.2).
+``inference{device=npu-edge cores=2}``: te-to-npu, each forward GEMM an NPU program (IGO s2.2),
+split over `cores` (0: the device file's count).
 
 ``training{device=npu-server cores=4 order=cost}``: te-autodiff, igo-fuse and igo-to-npu
 (IGO s2.2, s4-5): the backward pass with each layer's gradient pair as an NPU program.
@@ -60,11 +61,18 @@ class InferencePipeline(ModulePass):
     """ELK's SRAM split: the paper's cost-aware split or the artifact's."""
     min_utilization: float = 0.0
     """T10's parallelism floor (``rtensor-partition``'s option; 0.9 is T10's)."""
+    cores: int = 0
+    """An NPU's cores (``te-to-npu``'s option; 0: the device file's count); an inter-core
+    chip's cores are its device file's, and this option is refused there."""
 
     def passes(self) -> list[ModulePass]:
         npu = _npu_passes(self)
         if npu is not None:
             return npu
+        if self.cores:
+            raise DiagnosticException(
+                "inference: cores is an NPU's option (te-to-npu's); an inter-core chip has its device file's cores: "
+                "leave it unset, or name a derived device file")
         return [
             RTensorPartition(device=self.device, cost=self.cost, preload=self.preload, split=self.split,
                              min_utilization=self.min_utilization),
@@ -105,7 +113,7 @@ def _npu_passes(pipeline: InferencePipeline) -> list[ModulePass] | None:
             f"inference: {device.name} is an NPU, priced by the igo model: cost (other than igo), preload, split "
             "and min_utilization are the inter-core pipeline's options; leave them unset"
         )
-    return [TeToNpu(device=pipeline.device)]
+    return [TeToNpu(device=pipeline.device, cores=pipeline.cores)]
 
 
 @dataclass(frozen=True)
