@@ -11,8 +11,9 @@ and device-alloc (SRAM offsets and capacity, T10 s4.4). It runs as an xDSL
 ``inference{device=npu-edge cores=2}``: te-to-npu, each forward GEMM an NPU program (IGO s2.2),
 split over `cores` (0: the device file's count).
 
-``training{device=npu-server cores=4 order=cost}``: te-autodiff, igo-fuse and igo-to-npu
-(IGO s2.2, s4-5): the backward pass with each layer's gradient pair as an NPU program.
+``training{device=npu-server cores=4 order=cost}``: te-autodiff, igo-fuse, igo-to-npu and
+te-to-npu (IGO s2.2, s4-5): the backward pass with each layer's gradient pair as an NPU
+program, and the forward GEMMs and the first layers' lone weight gradients as NPU programs too.
 On an inter-core chip (``training{device=ipu-mk2 cost=t10}``): te-autodiff, igo-fuse
 (pairs without tile orders) and the inference pipeline, whose rtensor-partition gives
 each pair one compute-shift plan where that beats the two gradients planned apart
@@ -124,7 +125,7 @@ class TrainingPipeline(ModulePass):
     chosen per layer on the NPU `device` (`cores` 0: the device file's count; `memory`: the
     memory model they are priced on), then igo-to-npu, each fused pair lowered to the NPU
     program that runs it (§2.2; `baseline`: what a ``sequential`` pair keeps between its
-    GEMMs). On an inter-core `device` (IPU kind) igo-fuse fuses the pairs without orders
+    GEMMs), then te-to-npu, every other GEMM (the forward pass's, a lone dW) likewise. On an inter-core `device` (IPU kind) igo-fuse fuses the pairs without orders
     and the inference pipeline (`cost`: its cost model, empty for t10) plans and lowers the
     backward pass to the device program; `order`, `partition`, `cores`, `baseline` and
     `memory` are the NPU's and must stay unset."""
@@ -161,6 +162,7 @@ class TrainingPipeline(ModulePass):
             IgoFuse(order=self.order, partition=self.partition, device=self.device, cores=self.cores,
                     baseline=self.baseline, memory=self.memory),
             IgoToNpu(device=self.device, cores=self.cores, baseline=self.baseline),
+            TeToNpu(device=self.device, cores=self.cores),
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
