@@ -27,11 +27,12 @@ from irc.dialects.te_expr import Access, BoundExpr, ExprError, TensorExpr, produ
 SCHEMES = ("weight-sharing", "dy-sharing", "ifmap-sharing")
 """Partitions of the fused GEMM (§5, Fig. 11): split M (W shared), N (X shared) or K (dY
 shared); an op may carry ``partition = "<scheme>"`` and ``parts = n : i64``."""
-ORDERS = ("sequential", "interleave", "dx-major", "dw-major")
+ORDERS = ("sequential", "interleave", "dx-major", "dw-major", "dx-major-dw-first", "dw-major-dw-first")
 """Tile access orders of the pair's loop: ``sequential`` (every dX tile, then every dW
 tile: the unfused baseline, dY read twice; never chosen by ``order=cost``), ``interleave`` (the two traditional orders, one
 step of each in turn, §4.2), ``dx-major`` and ``dw-major`` (both walk dY row- resp.
-column-major, §4.3)."""
+column-major, §4.3), and the same two walks running each dY tile's dW steps before its
+dX steps (``dx-major-dw-first``, ``dw-major-dw-first``: irc's, `irc.cost.igo_sim`)."""
 FUSED_ORDERS = ORDERS[1:]
 """The orders that read each dY tile once for both gradients (§4.2-4.3)."""
 

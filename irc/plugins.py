@@ -99,6 +99,7 @@ IRC_UNIVERSE = IrcUniverse(
         "seed003": lazy("irc.cost.seed003:Seed003CostModel"),  # the T10 benchmark's prose
         "engdesign": lazy("irc.cost.engdesign:EngDesignCostModel"),  # the benchmark's grader
         "mtia": lazy("irc.cost.mtia:MtiaCostModel"),          # MTIA v1's PEs, memories and networks
+        "igo": lazy("irc.cost.igo:IgoCostModel"),             # an NPU's tile schedules (IGO)
     },
     # bundled devices are the TOML files in irc/devices/, found by name (irc.devices.loader)
 )

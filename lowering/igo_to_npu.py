@@ -16,7 +16,7 @@ it: the tiles each round needs are loaded into the half being filled while the p
 round computes, evicted input tiles are freed, evicted partial sums spilled and
 reloaded, finished gradient tiles summed over their parts and written back once. The
 tiles are the pair's (``tiles``, recorded by igo-fuse), else the best for its order and
-partition (`irc.cost.igo_tiling`). The rest of the function (the forward pass, the
+partition (`irc.planner.igo`). The rest of the function (the forward pass, the
 elementwise backward ops, lone gradients) stays `te`. The module's target becomes the
 NPU (``irc.target``, cost ``igo``).
 
@@ -45,13 +45,13 @@ from irc.cost.igo import (
     Layer,
     ScratchpadError,
     Tiling,
-    evaluate,
     operator_starts,
     plan_transfers,
     queue,
     schedule,
     split_of,
 )
+from irc.planner.igo import evaluate
 from irc.devices import load_device
 from irc.devices.loader import DeviceError
 from irc.devices.npu import NpuDevice

@@ -4,7 +4,7 @@ a double-buffered scratchpad (IGO, MICRO'23, §2.2; the forward GEMM of §6.1's 
 
 The body walks the output-stationary (or, on a weight-stationary array, weight-
 stationary) loop nest of the forward GEMM over tiles searched for it
-(`irc.cost.igo_tiling`, order ``forward``), split over the cores along M when the NPU
+(`irc.planner.igo`, order ``forward``), split over the cores along M when the NPU
 has several (weight-sharing: W shared, nothing summed), with the scratchpad managed as
 `irc.cost.igo` plans it: the tiles of each round loaded into the half being filled
 while the previous round computes, evicted tiles freed, Y's tiles stored once. What
@@ -27,7 +27,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.cost.igo import POLICIES, Layer, ScratchpadError, evaluate, operator_starts, plan_transfers, schedule
+from irc.cost.igo import POLICIES, Layer, ScratchpadError, operator_starts, plan_transfers, schedule
+from irc.planner.igo import evaluate
 from irc.cost.igo import split_of
 from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width

@@ -28,7 +28,7 @@ scratchpad tiles to order: the pair is fused without an order or a partition, an
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
@@ -38,17 +38,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.cost.igo import (
-    BASELINES,
-    MEMORIES,
-    Layer,
-    ScratchpadError,
-    best_order,
-    best_partition,
-    evaluate,
-    paper_order,
-    split_of,
-)
+from irc.cost.igo import BASELINES, MEMORIES, Layer, ScratchpadError, split_of
+from irc.planner.igo import best_order, best_partition, evaluate, paper_order
 from irc.devices import Device, load_device
 from irc.devices.loader import DeviceError
 from irc.devices.npu import NpuDevice
@@ -136,8 +127,16 @@ def layer_of(dx_expr: TensorExpr, dy_name: str, extents: dict[str, int], element
     return Layer(M=size(m_axes), K=size(k_axes), N=size(n_axes), element_bytes=element_bytes, name=name)
 
 
+def _batch_axes(dx_expr: TensorExpr, dy_name: str) -> set[str]:
+    """The axes dY and W both carry that dX does not fold: a batch of GEMMs
+    (`irc.lowering.igo_to_npu.batch_axes`, on the expression before the op exists)."""
+    axes_of = lambda tensor: {a for access in dx_expr.accesses_of(tensor) for a in access.axes}  # noqa: E731
+    others = [t for t in dx_expr.inputs if t != dy_name]
+    return (axes_of(dy_name) & {a for t in others for a in axes_of(t)}) - set(dx_expr.reduction_axes)
+
+
 def choose_order(layer, choice: str, device, memory: str = "irc", baseline: str = "separate") -> str:
-    """The tile order of a layer's pair: ``cost`` prices the three fused orders (§4.3,
+    """The tile order of a layer's pair: ``cost`` prices the fused orders (§4.3,
     "evaluates all three") and the unfused pair (`baseline`), keeping the cheapest, so a
     pair is never slower fused than not (issue 25); ``paper``: Algorithm 1; else the
     order named."""
@@ -178,9 +177,12 @@ def fuse(pair: Pair, choice: str, device, partition: str = "none", baseline: str
         name = next(f"DY{k}" if k else "DY" for k in range(len(others) + 2)
                     if (f"DY{k}" if k else "DY") not in others)
         dx_expr, dw_expr = _rename(dx_expr, g_dx, name), _rename(dw_expr, g_dw, name)
-    layer = layer_of(dx_expr, name, pair.dx.bound().extent, byte_width(pair.dy.type.get_element_type()),
-                     forward_name(pair.forward))
+    extents = pair.dx.bound().extent
+    layer = layer_of(dx_expr, name, extents, byte_width(pair.dy.type.get_element_type()), forward_name(pair.forward))
     attributes = {"irc.gemm": StringAttr(f"M={layer.M} K={layer.K} N={layer.N}")}
+    # a batched pair (attention's products) runs one GEMM per batch element: price one
+    batch = math.prod(extents[a] for a in _batch_axes(dx_expr, name))
+    layer = replace(layer, M=layer.M // batch)
     if device is None:
         return GradPairOp(dx_expr, dw_expr, pair.dy, pair.w, pair.x, pair.dx.output.type, pair.dw.output.type,
                           None, attributes)

@@ -8,10 +8,12 @@ preload-schedule on chips with off-chip memory (HBM loads ahead of use, ELK s4.2
 and device-alloc (SRAM offsets and capacity, T10 s4.4). It runs as an xDSL
 ``PassPipeline``; ``pipeline(callback)`` lets a caller look at the module between passes.
 
-``inference{device=npu-edge}``: te-to-npu, each forward GEMM an NPU program (IGO s2.2).
+``inference{device=npu-edge cores=2}``: te-to-npu, each forward GEMM an NPU program (IGO s2.2),
+split over `cores` (0: the device file's count).
 
-``training{device=npu-server cores=4 order=cost}``: te-autodiff, igo-fuse and igo-to-npu
-(IGO s2.2, s4-5): the backward pass with each layer's gradient pair as an NPU program.
+``training{device=npu-server cores=4 order=cost}``: te-autodiff, igo-fuse, igo-to-npu and
+te-to-npu (IGO s2.2, s4-5): the backward pass with each layer's gradient pair as an NPU
+program, and the forward GEMMs and the first layers' lone weight gradients as NPU programs too.
 On an inter-core chip (``training{device=ipu-mk2 cost=t10}``): te-autodiff, igo-fuse
 (pairs without tile orders) and the inference pipeline, whose rtensor-partition gives
 each pair one compute-shift plan where that beats the two gradients planned apart
@@ -61,11 +63,18 @@ class InferencePipeline(ModulePass):
     """ELK's SRAM split: the paper's cost-aware split or the artifact's."""
     min_utilization: float = 0.0
     """T10's parallelism floor (``rtensor-partition``'s option; 0.9 is T10's)."""
+    cores: int = 0
+    """An NPU's cores (``te-to-npu``'s option; 0: the device file's count); an inter-core
+    chip's cores are its device file's, and this option is refused there."""
 
     def passes(self) -> list[ModulePass]:
         npu = _npu_passes(self)
         if npu is not None:
             return npu
+        if self.cores:
+            raise DiagnosticException(
+                "inference: cores is an NPU's option (te-to-npu's); an inter-core chip has its device file's cores: "
+                "leave it unset, or name a derived device file")
         return [
             RTensorPartition(device=self.device, cost=self.cost, preload=self.preload, split=self.split,
                              min_utilization=self.min_utilization),
@@ -106,7 +115,7 @@ def _npu_passes(pipeline: InferencePipeline) -> list[ModulePass] | None:
             f"inference: {device.name} is an NPU, priced by the igo model: cost (other than igo), preload, split "
             "and min_utilization are the inter-core pipeline's options; leave them unset"
         )
-    return [TeToNpu(device=pipeline.device)]
+    return [TeToNpu(device=pipeline.device, cores=pipeline.cores)]
 
 
 @dataclass(frozen=True)
@@ -117,7 +126,7 @@ class TrainingPipeline(ModulePass):
     chosen per layer on the NPU `device` (`cores` 0: the device file's count; `memory`: the
     memory model they are priced on), then igo-to-npu, each fused pair lowered to the NPU
     program that runs it (§2.2; `baseline`: what a ``sequential`` pair keeps between its
-    GEMMs). On an inter-core `device` (IPU kind) igo-fuse fuses the pairs without orders
+    GEMMs), then te-to-npu, every other GEMM (the forward pass's, a lone dW) likewise. On an inter-core `device` (IPU kind) igo-fuse fuses the pairs without orders
     and the inference pipeline (`cost`: its cost model, empty for t10) plans and lowers the
     backward pass to the device program; `order`, `partition`, `cores`, `baseline` and
     `memory` are the NPU's and must stay unset."""
@@ -154,6 +163,7 @@ class TrainingPipeline(ModulePass):
             IgoFuse(order=self.order, partition=self.partition, device=self.device, cores=self.cores,
                     baseline=self.baseline, memory=self.memory),
             IgoToNpu(device=self.device, cores=self.cores, baseline=self.baseline),
+            TeToNpu(device=self.device, cores=self.cores),
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

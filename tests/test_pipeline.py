@@ -56,7 +56,7 @@ def test_a_plain_universe_plugin_brings_no_cost_models(monkeypatch):
     plain = Universe(all_passes={})
     monkeypatch.setattr(irc.plugins, "plugin_universes", lambda: {"plain": plain})
     assert irc.plugins.plugin_cost_models() == {} and irc.plugins.plugin_devices() == {}
-    assert known_cost_models() == ["engdesign", "mtia", "seed003", "t10"]
+    assert known_cost_models() == ["engdesign", "igo", "mtia", "seed003", "t10"]
     assert get_cost_model("t10").name == "t10"
 
 

@@ -1,13 +1,13 @@
-"""The cost model of IGO's backward pass on an NPU (IGO §2.2, §3, §4.2-4.3, §5): what a
-layer's dX/dW pair costs in each tile order, partition and baseline, on either memory
-model, with its tiles searched per order. Pure functions of a layer and an `NpuDevice`;
-no IR.
+"""The cost model of IGO's backward pass on an NPU (IGO §2.2, §3, §4.2-4.3, §5), the
+registered cost model ``igo``: what a layer's dX/dW pair (or single GEMM) costs in a
+given tile order, tiling, partition and baseline, on either memory model. Pure functions
+of a layer and an `NpuDevice`; no IR. Choosing the schedule (tiles searched per order
+and partition, the order, the partition) is the planner's: `irc.planner.igo`.
 
 The machinery: `irc.cost.igo_sim` (tile schedules, the double-buffered scratchpad,
-time), `irc.cost.igo_array` (the systolic array with in-array accumulation),
-`irc.cost.igo_tiling` (tile sizes searched per order and partition) and
+time), `irc.cost.igo_array` (the systolic array with in-array accumulation) and
 `irc.cost.igo_scalesim` (SCALE-Sim 3's memory model, ``memory=scalesim``). This module
-names what the passes and the benchmark use.
+names what the planner, passes, lowering and benchmark use.
 
 Memory models (`MEMORIES`): ``irc``, the scratchpad of `irc.cost.igo_sim` (a software-
 managed cache of tiles in half the SPM, the other half filling); ``scalesim``, SCALE-Sim
@@ -17,9 +17,10 @@ request stream, which IGO's simulator is built on (§6.1).
 
 from __future__ import annotations
 
-from irc.cost import igo_scalesim, igo_tiling
-from irc.cost.igo_sim import (  # noqa: F401  (the names the passes, lowering and benchmark use)
+from irc.cost import igo_scalesim
+from irc.cost.igo_sim import (  # noqa: F401  (the names the planner, passes, lowering and benchmark use)
     BASELINES,
+    DY_MAJOR,
     FUSED_ORDERS,
     ORDERS,
     OUTPUTS,
@@ -48,6 +49,7 @@ from irc.cost.igo_sim import (  # noqa: F401  (the names the passes, lowering an
     tile_bytes,
     tile_counts,
 )
+from irc.cost.model import CostModelError
 
 MEMORIES = ("irc", "scalesim")
 """The memory models a cost can be taken on (see the module docstring)."""
@@ -64,97 +66,51 @@ def split_of(device, scheme: str | None, parts: int | None) -> tuple[str | None,
     return scheme, parts
 
 
-def evaluate(layer: Layer, device, order: str, scheme: str | None = None, parts: int | None = None,
-             tiling: Tiling | None = None, policy: str = "lru", baseline: str = "separate",
-             memory: str = "irc", dy_once: bool = False) -> Cost:
-    """The cost of the layer's backward pass (or single GEMM, `SINGLE_ORDERS`) in `order`,
-    partition `scheme` into `parts` (default the device's cores), on `device`; `tiling`
-    None searches the best for this order and partition (`irc.cost.igo_tiling`; the
-    result's `Cost.tiling`). `baseline` (`BASELINES`) says what order ``baseline`` keeps
-    between its two GEMMs; `memory` (`MEMORIES`) which memory model prices it; `dy_once`
-    gives the baseline's dW its dY for free (the bound of IGO's Fig. 6)."""
+def price(layer: Layer, device, order: str, tiling: Tiling, scheme: str | None = None, parts: int | None = None,
+          policy: str = "lru", baseline: str = "separate", memory: str = "irc", dy_once: bool = False) -> Cost:
+    """The cost of the layer's backward pass (or single GEMM, `SINGLE_ORDERS`) in `order`
+    with `tiling`, partition `scheme` into `parts` (default the device's cores), on
+    `device`. `baseline` (`BASELINES`) says what order ``baseline`` keeps between its two
+    GEMMs; `policy` (`POLICIES`) the scratchpad's replacement; `memory` (`MEMORIES`) which
+    memory model prices it; `dy_once` gives the baseline's dW its dY for free (the bound
+    of IGO's Fig. 6)."""
     if memory not in MEMORIES:
         raise ValueError(f"unknown memory model '{memory}' (known: {', '.join(MEMORIES)})")
     if order not in ORDERS + SINGLE_ORDERS:
         raise ValueError(f"unknown order '{order}' (known: {', '.join(ORDERS + SINGLE_ORDERS)})")
     if baseline not in BASELINES:
         raise ValueError(f"unknown baseline '{baseline}' (known: {', '.join(BASELINES)})")
+    if tiling is None:
+        raise ValueError("the cost model prices a given tiling; irc.planner.igo.evaluate searches one")
     scheme, parts = split_of(device, scheme, parts)
     if memory == "scalesim":
-        cost = igo_scalesim.evaluate(layer, device, order, scheme, parts, tiling, dy_once)
-        return _with_closed_form(cost, layer, order, scheme, parts, device)
-    if tiling is None:
-        return _searched(layer, device, order, scheme, parts, policy, baseline, dy_once)
+        cost = igo_scalesim.simulate(layer, tiling, device, order, scheme, parts, dy_once)
+        return with_closed_form(cost, layer, order, scheme, parts, device)
     rounds = schedule(layer, tiling, order, scheme, parts, device.cores, baseline, device.dataflow)
     cost = simulate(rounds, layer, tiling, device, policy, operator_starts(rounds, order, baseline),
                     baseline == "paper", dy_once=dy_once)
-    return _with_closed_form(cost, layer, order, scheme, parts, device)
+    return with_closed_form(cost, layer, order, scheme, parts, device)
 
 
-def _searched(layer, device, order, scheme, parts, policy, baseline, dy_once) -> Cost:
-    cost = igo_tiling.search(layer, device, order, scheme, parts, policy, baseline, dy_once)
-    return _with_closed_form(cost, layer, order, scheme, parts, device)
-
-
-def _with_closed_form(cost: Cost, layer, order, scheme, parts, device) -> Cost:
+def with_closed_form(cost: Cost, layer, order, scheme, parts, device) -> Cost:
+    """`cost` with SCALE-Sim's closed form for its GEMMs whole (`closed_form_of`) filled in."""
     cost.closed_form_cycles, cost.closed_form_folds = closed_form_of(layer, cost.tiling, order, scheme, parts, device)
     return cost
 
 
-def paper_order(layer: Layer) -> str:
-    """Algorithm 1 as printed: ``interleave`` when max(M,N,K)/min(M,N,K) < 4, else
-    ``dw-major`` when K > N and K > M, else ``dx-major``.
+class IgoCostModel:
+    """The registered cost model ``igo`` (`irc.cost.registry`): it prices NPU schedules
+    (`price`, a layer's pair or GEMM in a given order, tiling and partition), which
+    `irc.planner.igo` searches; T10 compute-shift plans are not its kind, and asking it
+    for one is a `CostModelError` naming the model that does."""
 
-    Where the prose and the listing disagree: the prose picks dX-major "when the size of
-    dX is larger than the size of dW" (M·K > K·N, i.e. M > N) and dW-major "when the
-    column dimension of dW significantly surpasses the row dimension" (N > K); the
-    listing tests K against both M and N. The prose also calls the five tensors nearly
-    square, the listing only compares M, N and K. This function follows the listing."""
-    dims = (layer.M, layer.N, layer.K)
-    if max(dims) / min(dims) < 4:
-        return "interleave"
-    if layer.K > layer.N and layer.K > layer.M:
-        return "dw-major"
-    return "dx-major"
+    name = "igo"
+    times_instructions = False
 
+    price = staticmethod(price)
 
-def cheapest(costs: dict, options) -> object:
-    """The option of `costs` priced lowest: fewest cycles, then fewest DRAM bytes, then
-    the first in `options` (the one rule `igo-fuse` and `benchmarks/igo.py` choose by)."""
-    options = list(options)
-    return min(options, key=lambda o: (costs[o].cycles, costs[o].dram_bytes, options.index(o)))
+    def _not_t10(self, device, *_) -> None:
+        raise CostModelError(f"cost model 'igo' prices NPU tile schedules (irc.planner.igo), not T10 plans on "
+                             f"{getattr(device, 'name', device)}; use t10 or another cost model of the IPU kind")
 
-
-def best_order(layer: Layer, device, tiling: Tiling | None = None, policy: str = "lru",
-               memory: str = "irc", baseline: str | None = None) -> tuple[str, dict[str, Cost]]:
-    """The fused order the cost model prices lowest (§4.3: the three fused orders, each
-    with its own tiles unless `tiling` is given; ties: the first of FUSED_ORDERS). With a
-    `baseline` the unfused pair (order ``baseline``, kept that way) is a candidate too,
-    last: the choice is never slower than not fusing (a small layer's fused orders pay
-    the refills of alternating GEMMs that its dY traffic does not repay)."""
-    options = FUSED_ORDERS + (("baseline",) if baseline is not None else ())
-    costs = {o: evaluate(layer, device, o, tiling=tiling, policy=policy, memory=memory,
-                         baseline=baseline or "separate") for o in options}
-    return cheapest(costs, options), costs
-
-
-def partition_options(device) -> list[tuple[str, int]]:
-    """The (scheme, parts) `best_partition` prices: on a multi-core device the parts are
-    the cores; on one core, 1 (no split), 2 or 4 parts run one after another."""
-    parts_options = (device.cores,) if device.cores > 1 else (1, 2, 4)
-    return [(scheme, parts) for parts in parts_options for scheme in SCHEMES
-            if not (parts == 1 and scheme != SCHEMES[0])]
-
-
-def best_partition(layer: Layer, device, order: str, tiling: Tiling | None = None,
-                   parts_options: tuple[int, ...] | None = None, policy: str = "lru",
-                   baseline: str = "separate", memory: str = "irc") -> tuple[tuple[str, int], dict]:
-    """The partition (scheme, parts) the cost model prices lowest for `order`, each with
-    its own tiles unless `tiling` is given (`partition_options`, or the given
-    `parts_options`; `baseline` when `order` is the baseline)."""
-    options = partition_options(device) if parts_options is None else [
-        (scheme, parts) for parts in parts_options for scheme in SCHEMES if not (parts == 1 and scheme != SCHEMES[0])]
-    costs = {(scheme, parts): evaluate(layer, device, order, scheme if parts > 1 or device.cores > 1 else None,
-                                       parts, tiling, policy, baseline, memory)
-             for scheme, parts in options}
-    return cheapest(costs, options), costs
+    compute_cycles = shift_cycles = sync_cycles = op_time = _not_t10

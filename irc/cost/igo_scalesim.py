@@ -22,7 +22,7 @@ fold of K). `gemm_traffic` reproduces SCALE-Sim 3.0.0's DRAM reads and writes pe
 exactly (tests/cost/test_igo_scalesim.py, against figures the real package computed:
 benchmarks/scalesim_reference.py).
 
-A backward pass on this model (`evaluate`): the baseline is SCALE-Sim's two layers,
+A backward pass on this model (`simulate`; `irc.planner.igo.scalesim_search` picks its tiles): the baseline is SCALE-Sim's two layers,
 ``dX = dY · Wᵀ`` and ``dW = Xᵀ · dY``, each a whole GEMM with fresh buffers (dY is the
 first's ifmap and the second's filter, read by both). A fused order is one operator
 whose tile GEMMs (`irc.cost.igo_sim` schedules, each tile GEMM in SCALE-Sim's fold
@@ -42,10 +42,8 @@ import dataclasses
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-from irc.cost import igo_tiling
-from irc.cost.igo_sim import Cost, Layer, Rounds, ScratchpadError, Tiling, array_work, schedule
+from irc.cost.igo_sim import FUSED_ORDERS, Cost, Layer, Rounds, Tiling, array_work, schedule
 
 SETS = 100
 ACTIVE_SETS = 50
@@ -391,7 +389,7 @@ def _prepare(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: in
     """A schedule on SCALE-Sim's buffers: its rounds, steps, each step's operands and
     folds, and each core's buffers with the cuts of every strip its steps read."""
     rounds = Rounds.of(schedule(layer, tiling, order, scheme, parts, device.cores, "separate", device.dataflow))
-    fused = order in ("interleave", "dx-major", "dw-major")
+    fused = order in FUSED_ORDERS
     steps = [step for t in range(len(rounds)) for step in rounds[t]]
     plans = [_operands(s.kind, s.i, s.j, s.k, layer, tiling, fused) for s in steps]
     rows, cols, dataflow = device.pe_rows, device.pe_cols, device.dataflow
@@ -493,38 +491,3 @@ def whole_tiling(layer: Layer, scheme, parts: int) -> Tiling:
     dim = {"weight-sharing": "tm", "dy-sharing": "tn", "ifmap-sharing": "tk"}[scheme]
     extent = {"tm": layer.M, "tn": layer.N, "tk": layer.K}[dim]
     return dataclasses.replace(tiling, **{dim: -(-extent // parts)})
-
-
-def evaluate(layer: Layer, device, order: str, scheme, parts: int, tiling: Tiling | None, dy_once: bool) -> Cost:
-    """The cost of the layer's backward pass (or single GEMM) in `order` on SCALE-Sim's
-    buffers, with `tiling`, else the best of SCALE-Sim's own (the whole GEMM, per part of
-    the split: only its folds tile it), that with one dimension cut in 2 or 4 array-
-    aligned tiles, and, unsplit, the tiles irc's scratchpad model searches for the same
-    order (a compiler's tiling, priced on SCALE-Sim's buffers)."""
-    if tiling is not None:
-        return simulate(layer, tiling, device, order, scheme, parts, dy_once)
-    return _best(layer, device, order, scheme, parts, dy_once)
-
-
-@lru_cache(maxsize=4096)
-def _best(layer: Layer, device, order: str, scheme, parts: int, dy_once: bool) -> Cost:
-    whole = whole_tiling(layer, scheme, parts)
-    candidates = [whole]
-    for name, array in (("tm", device.pe_rows), ("tk", max(device.pe_rows, device.pe_cols)), ("tn", device.pe_cols)):
-        for cut in (2, 4):
-            size = -(-getattr(whole, name) // cut)
-            candidates.append(dataclasses.replace(whole, **{name: min(getattr(whole, name),
-                                                                      -(-size // array) * array)}))
-    if scheme is None or parts == 1:  # a split is SCALE-Sim's tiling already
-        try:
-            candidates.append(igo_tiling.search(layer, device, order, scheme, parts, dy_once=dy_once).tiling)
-        except ScratchpadError:
-            pass  # no tiling fits irc's scratchpad: SCALE-Sim's buffers stream anyway
-    candidates = list(dict.fromkeys(candidates))
-    best = None
-    for candidate in candidates:
-        cost = simulate(layer, candidate, device, order, scheme, parts, dy_once,
-                        best.cycles if best is not None else math.inf)
-        if cost is not None and (best is None or (cost.cycles, cost.dram_bytes) < (best.cycles, best.dram_bytes)):
-            best = cost
-    return best

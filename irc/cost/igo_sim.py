@@ -15,9 +15,13 @@ step to step (`irc.cost.igo_array`): output-stationary, dX ``for i, k, j`` and d
 ``baseline`` runs every dX step, then every dW step, as two operators (`BASELINES`);
 ``interleave`` alternates one step of each traditional order; ``dx-major`` walks dY
 row-major (for i, j: the dX steps of dY tile (i,j) over k, then its dW steps),
-``dw-major`` column-major (for j, i). The last two read each dY tile once for both
-gradients but keep a whole gradient partial (dW resp. dX), which spills to DRAM when
-the scratchpad cannot hold it (§4.3). ``forward`` (the layer's Y = X·W) and ``dw-only``
+``dw-major`` column-major (for j, i). These read each dY tile once for both gradients
+but keep a whole gradient partial (dW resp. dX), which spills to DRAM when the
+scratchpad cannot hold it (§4.3). ``dx-major-dw-first`` and ``dw-major-dw-first`` walk dY
+the same ways but run each dY tile's dW steps before its dX steps: the round that loads
+a dY tile is then the one that also loads X, and the round after it loads little, so the
+DMA of the next dY tile overlaps the longer dX round (irc's extension: on a layer whose
+dX steps are long and dW steps short, the dX-first walk stalls on every dY tile). ``forward`` (the layer's Y = X·W) and ``dw-only``
 (a lone weight gradient) are single operators a training step also runs.
 
 Partitions (§5): the GEMM split along M (weight-sharing: W shared, dW summed over the
@@ -52,8 +56,12 @@ import numpy as np
 
 from irc.cost.igo_array import closed_form, fold_overhead
 
-ORDERS = ("baseline", "interleave", "dx-major", "dw-major")
-FUSED_ORDERS = ("interleave", "dx-major", "dw-major")
+ORDERS = ("baseline", "interleave", "dx-major", "dw-major", "dx-major-dw-first", "dw-major-dw-first")
+FUSED_ORDERS = ("interleave", "dx-major", "dw-major", "dx-major-dw-first", "dw-major-dw-first")
+DY_MAJOR = {"dx-major": ("ijck", 0), "dw-major": ("jick", 0), "dx-major-dw-first": ("ijck", 1),
+            "dw-major-dw-first": ("jick", 1)}
+"""The dY-tile-major orders: their loop nest (c: which gradient) and the gradient whose
+steps run first on each dY tile (0: dX, 1: dW)."""
 SCHEMES = ("weight-sharing", "dy-sharing", "ifmap-sharing")
 SPLIT_DIM = {"weight-sharing": "M", "dy-sharing": "N", "ifmap-sharing": "K"}
 """The GEMM dimension each partition scheme splits (§5, Fig. 11)."""
@@ -263,9 +271,10 @@ def _order(order: str, ranges: dict[str, range], dataflow: str = "os") -> tuple[
         return tuple(out)
     if order in ("dw-only", "forward"):
         return traditional("dw" if order == "dw-only" else "fw")
-    if order in ("dx-major", "dw-major"):
-        loops = _nest("ijck" if order == "dx-major" else "jick", {**ranges, "c": range(2)})
-        return loops["c"], loops["i"], loops["j"], loops["k"]
+    if order in DY_MAJOR:
+        nest, first = DY_MAJOR[order]
+        loops = _nest(nest, {**ranges, "c": range(2)})
+        return loops["c"] ^ first, loops["i"], loops["j"], loops["k"]
     raise ValueError(f"unknown order '{order}' (known: {', '.join(ORDERS + SINGLE_ORDERS)})")
 
 
@@ -444,8 +453,8 @@ class _Tiles:
         self.first_output = 3 * self.per_tensor
         self.dy_end = self.per_tensor
         step_round = np.repeat(np.arange(len(rounds)), np.diff(rounds.starts)).tolist()
-        # rounds only grow along the schedule: a tile's last entry is its last use
-        self.last_use = dict(zip(self.in1 + self.in2 + self.out, step_round * 3))
+        # rounds only grow along the schedule: each tile's last entry, in step order, is its last use
+        self.last_use = dict(zip(np.stack([in1, in2, out], axis=1).ravel().tolist(), np.repeat(step_round, 3).tolist()))
         unique = np.fromiter(self.last_use, dtype=np.int64, count=len(self.last_use))
         p, rest = unique % parts, unique // parts
         b, rest = rest % base, rest // base
@@ -700,7 +709,7 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
     done (each core's array keeping its fold from step to step, `irc.cost.igo_array`);
     what the DMA cannot hide is stall.
 
-    For a search (`irc.cost.igo_tiling`), None once the schedule cannot beat a best of
+    For a search (`irc.planner.igo`), None once the schedule cannot beat a best of
     `bound` cycles: its time so far plus the least compute still to come exceeds it
     (after its first spill, unless the best spills too: a spill-free schedule wins
     regardless) or, with `spill_free_best`, at its first spill."""

@@ -22,16 +22,8 @@ import time
 from irc.devices import family_of
 from irc.devices.npu import NpuDevice
 from irc.planner.relayout import tensor_elements
-from irc.cost.igo import (
-    FUSED_ORDERS,
-    MEMORIES,
-    ORDERS,
-    Layer,
-    ScratchpadError,
-    cheapest,
-    evaluate,
-    paper_order,
-)
+from irc.cost.igo import FUSED_ORDERS, MEMORIES, ORDERS, Layer, ScratchpadError
+from irc.planner.igo import cheapest, evaluate, paper_order
 
 COST = "igo"
 """The cost model an NPU is planned with (`irc.cost.igo`)."""

@@ -16,14 +16,14 @@ from irc.cost.igo import (
     Layer,
     ScratchpadError,
     Tiling,
-    best_order,
-    best_partition,
-    evaluate,
     operator_starts,
-    paper_order,
     plan_transfers,
     schedule,
 )
+from irc.planner.igo import best_order, best_partition, evaluate, paper_order
+from irc.cost import get_cost_model, known_cost_models
+from irc.cost.igo import IgoCostModel
+from irc.cost.model import CostModelError
 from irc.devices import load_device
 from irc.devices.npu import NpuDevice, gemm_cycles
 
@@ -304,14 +304,43 @@ def test_best_order_and_partition_are_exhaustive_minima(layer):
 
 
 def test_cost_keeps_a_pair_unfused_where_every_fused_order_is_slower():
-    """A batch-8 NCF layer on npu-server: the fused orders alternate dX and dW GEMMs on a
-    128x128 array and pay refills (3,014 cycles) that its dY traffic does not repay; the
-    unfused pair takes 2,642, and igo-fuse's cost choice keeps it (issue 25)."""
+    """A 1024x128x1024 layer on npu-server: the fused orders alternate dX and dW GEMMs on
+    the 128x128 array and pay refills (33,208 cycles at best) that its dY traffic does not
+    repay; the unfused pair takes 29,488, and igo-fuse's cost choice keeps it (issue 25)."""
     from irc.passes.igo_fuse import choose_order
 
-    layer, device = Layer(8, 256, 256), load_device("npu-server")
+    layer, device = Layer(1024, 128, 1024), load_device("npu-server")
     order, costs = best_order(layer, device, baseline="paper")
     assert order == "baseline"
     assert costs["baseline"].cycles < min(costs[o].cycles for o in FUSED_ORDERS)
     assert choose_order(layer, "cost", device, baseline="paper") == "sequential"
-    assert best_order(layer, device)[0] in FUSED_ORDERS   # without a baseline: the three fused orders
+    assert best_order(layer, device)[0] in FUSED_ORDERS   # without a baseline: the fused orders only
+
+
+def test_dw_first_orders_overlap_the_next_dy_tile_with_the_dx_steps():
+    """The batch-8 NCF layer on npu-server (issue 25, the bandwidth settings' loss): every
+    fused order moves the same bytes, reading dY once, but the dX-first walks load each dY
+    tile in the round before a short dW step and stall on it (3,014 cycles, more than the
+    unfused 2,642); running each dY tile's dW steps first loads dY with X and lets the
+    next tile's DMA overlap the longer dX steps (2,154)."""
+    layer, device = Layer(8, 256, 256), load_device("npu-server")
+    costs = {o: evaluate(layer, device, o) for o in ("baseline", "dx-major", "dx-major-dw-first", "dw-major-dw-first")}
+    assert costs["dx-major"].dram_bytes == costs["dx-major-dw-first"].dram_bytes
+    assert costs["dx-major-dw-first"].read["dY"] == layer.M * layer.N * layer.element_bytes
+    assert round(costs["dx-major"].cycles) == 3014 and round(costs["baseline"].cycles) == 2642
+    assert round(costs["dx-major-dw-first"].cycles) == round(costs["dw-major-dw-first"].cycles) == 2154
+
+
+def test_igo_is_a_registered_cost_model_that_prices_a_given_schedule():
+    """Issue 26 item 4: ``igo`` is looked up like every cost model; it prices a given
+    tiling (the planner, irc.planner.igo, searches them) and refuses T10 plans by name."""
+    model = get_cost_model("igo")
+    assert isinstance(model, IgoCostModel) and "igo" in known_cost_models()
+    layer, device = Layer(64, 32, 48), load_device("npu-edge")
+    searched = evaluate(layer, device, "dx-major")
+    given = model.price(layer, device, "dx-major", searched.tiling)
+    assert (given.cycles, given.dram_bytes) == (searched.cycles, searched.dram_bytes)
+    with pytest.raises(ValueError, match="searches one"):
+        model.price(layer, device, "dx-major", None)
+    with pytest.raises(CostModelError, match="cost model 'igo' prices NPU tile schedules"):
+        model.op_time(load_device("ipu-mk2"), None)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from irc.cost.igo import Layer, Tiling, evaluate
+from irc.cost.igo import Layer, Tiling
+from irc.planner.igo import evaluate
 from irc.cost.igo_scalesim import ReadBuffer, buffer_words, gemm_traffic
 from irc.devices import load_device
 

@@ -12,7 +12,6 @@ interpreter with te's numbers."""
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +27,10 @@ from irc.passes.device_alloc import live_intervals, peak_live_bytes
 from irc.passes.pipelines import InferencePipeline
 from irc.runner import run, run_function
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # the repository's benchmarks/ (xdsl ships a package of that name)
+from irc.workloads.graphs import OPTConfig, build_opt_decoder
+from irc.workloads.graphs.graph import mark_weight_inputs
+from tests.programs import model_feeds
 
-from benchmarks.models import OPTConfig, build_opt_decoder  # noqa: E402
-from benchmarks.models.graph import mark_weight_inputs  # noqa: E402
-from tests.programs import model_feeds  # noqa: E402
 
 
 def _function(module) -> FuncOp:

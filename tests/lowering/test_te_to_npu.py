@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.cost.igo import Layer, evaluate
+from irc.cost.igo import Layer
+from irc.planner.igo import evaluate
 from irc.devices import load_device
 from irc.dialects.npu import GemmOp, MatmulOp
 from irc.dialects.te import TensorOp
 from irc.lowering.te_to_npu import TeToNpu
-from irc.passes.pipelines import InferencePipeline
+from irc.passes.pipelines import InferencePipeline, TrainingPipeline
+from irc.passes.te_autodiff import TeAutodiff
 from irc.runner import make_context, parse_module, run
 
 CRUMB = Path(__file__).resolve().parents[1] / "filecheck/passes/igo-to-npu/Inputs/npu_crumb.toml"
@@ -104,3 +106,32 @@ def test_layer_too_large_for_the_scratchpad_names_it():
 def test_bad_npu_options_are_one_diagnostic(options, message):
     with pytest.raises(DiagnosticException, match=message):
         lowered(MLP, **options)
+
+
+TRAIN = """func.func @main(%x: tensor<8x64xf32> {irc.name = "x"}, %w1: tensor<64x32xf32> {irc.name = "w1", irc.weight},
+                %w2: tensor<32x16xf32> {irc.name = "w2", irc.weight}) -> (tensor<f32> {irc.name = "loss"}) {
+  %h = te.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w1) : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  %a = te.op "A[m,n] = relu(H[m,n])" (%h) : (tensor<8x32xf32>) -> tensor<8x32xf32>
+  %y = te.op "Y[m,n] += A[m,k] * W[k,n]" (%a, %w2) : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %l = te.op "L[] += Y[m,n] * Y[m,n] * 0.5" (%y) : (tensor<8x16xf32>) -> tensor<f32>
+  func.return %l : tensor<f32>
+}"""
+
+
+def test_training_on_an_npu_lowers_the_forward_gemms_too():
+    """``training{device=npu-...}`` ends with te-to-npu (issue 25): the forward GEMMs and
+    the first layer's lone dW run as npu.matmul programs beside the fused pair's kernel,
+    and the loss and gradients equal te-autodiff's run by the te interpreter."""
+    reference = parse_module(TRAIN, "train.mlir")
+    TeAutodiff().apply(make_context(), reference)
+    module = parse_module(TRAIN, "train.mlir")
+    TrainingPipeline(device="npu-server").apply(make_context(), module)
+    module.verify()
+    assert sum(isinstance(op, MatmulOp) for op in module.walk()) == 3   # two forward GEMMs, the lone dW
+    assert not [op for op in module.walk() if isinstance(op, TensorOp) and "+=" in op.expression.text
+                and len(op.inputs) == 2 and "L[]" not in op.expression.text]
+    values, _ = run(reference, None, seed=5)
+    got, report = run(module, None, seed=5)
+    for name, value in values.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-3)
+    assert len(report.kernels) == 4

@@ -84,7 +84,7 @@ def test_seed003_cost_model_plans_matmul_and_conv():
     [
         ({"mode": "fast"}, "unknown mode=fast; known modes: model, op"),
         ({"device": "tpu"}, "unknown device 'tpu'; known devices: ipu-mk2, .*tiny4, tiny8"),
-        ({"cost": "vgm"}, "unknown cost model 'vgm'; known cost models: engdesign, mtia, seed003, t10"),
+        ({"cost": "vgm"}, "unknown cost model 'vgm'; known cost models: engdesign, igo, mtia, seed003, t10"),
         ({"split": "even"}, r"unknown preload=full or split=even; known: preload=full\|dyn"),
     ],
 )

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks.igo_workloads import scaled_down
-from irc.cost.igo import evaluate, paper_order
+from irc.planner.igo import evaluate, paper_order
 from irc.devices import load_device
 from irc.dialects.igo import ORDERS, GradPairOp
 from irc.passes.igo_fuse import COST_ORDER, IgoFuse, find_pairs, layer_of

@@ -107,7 +107,7 @@ def test_explain_scores_a_plan_or_names_the_broken_constraint(capsys):
         (["--shape", "m=32,k=-1,n=4"], "error: --shape: extent of axis 'k' must be positive, got -1"),
         (["--shape", "m32,k=2"], "error: --shape: 'm32' is not axis=extent"),
         (["--device", "ipu-mk9"], "error: unknown device 'ipu-mk9'; known devices: ipu-mk2, "),
-        (["--cost", "vgm"], "error: unknown cost model 'vgm'; known cost models: engdesign, mtia, seed003, t10"),
+        (["--cost", "vgm"], "error: unknown cost model 'vgm'; known cost models: engdesign, igo, mtia, seed003, t10"),
         (["--dtype", "f8"], "error: unknown --dtype 'f8'; known: f16, bf16"),
         (["--device", "tiny4"], "cannot be placed on tiny4 under any plan: no plan fits: the least memory per core any plan needs is"),
         (["--explain", "{not json"], "error: --explain: not a plan JSON document"),

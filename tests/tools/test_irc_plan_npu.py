@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from irc.cost.igo import Layer, evaluate
+from irc.cost.igo import Layer
+from irc.planner.igo import evaluate
 from irc.devices import load_device
 from irc.tools.irc_plan import run
 

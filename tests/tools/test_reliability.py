@@ -215,7 +215,7 @@ def test_a_full_standard_output_is_one_error(argv):
 
 @pytest.mark.parametrize("spec, message", [
     ("nosuchpass", "error: -p: unknown pass 'nosuchpass'; irc's passes are device-alloc, "),
-    ("inference{x=1}", "error: -p: pass 'inference' has no option 'x' (its options: device, cost, preload, split, min_utilization)"),
+    ("inference{x=1}", "error: -p: pass 'inference' has no option 'x' (its options: device, cost, preload, split, min_utilization, cores)"),
     ("inference{device}", "error: -p: option 'device' of pass 'inference' must be a string, got nothing"),
     ("rtensor-partition{strict=maybe}", "error: -p: option 'strict' of pass 'rtensor-partition' must be a boolean"),
     ("inference{", "error: -p: expected argument name here (column 11)"),

@@ -170,13 +170,15 @@ def test_irc_run_report_of_an_npu_program(tmp_path):
     done = _tool("irc-run", str(program), "--report")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("NPU npu-edge (1 core, 45x45 PEs, 1,048,576 B SPM, 22 GB/s DRAM), 1 kernel(s)")
+    # the pair's kernel, and te-to-npu's programs of the two forward GEMMs and the lone dW
+    assert lines[0].startswith("NPU npu-edge (1 core, 45x45 PEs, 1,048,576 B SPM, 22 GB/s DRAM), 4 kernel(s)")
     assert lines[1].startswith("chip time: ") and ", stall " in lines[1]
     assert lines[2].split() == ["DRAM", "traffic", "read", "written"]
-    rows = {line.split()[0]: [int(v.replace(",", "")) for v in line.split()[1:]] for line in lines[3:9]}
+    rows = {line.split()[0]: [int(v.replace(",", "")) for v in line.split()[1:]] for line in lines[3:10]}
     # the second layer's pair: dY (64x24), W (40x24) and X (64x40) read, dX and dW written, f32
     assert rows["dY"][0] >= 64 * 24 * 4 and rows["W"][0] >= 40 * 24 * 4 and rows["X"][0] >= 64 * 40 * 4
     assert rows["dX"][1] == 64 * 40 * 4 and rows["dW"][1] == 40 * 24 * 4
+    assert rows["Y"][1] == (64 * 40 + 64 * 24 + 48 * 40) * 4   # each npu.matmul's output: H, Y and dW1
     assert rows["total"] == [sum(r[0] for k, r in rows.items() if k != "total"),
                              sum(r[1] for k, r in rows.items() if k != "total")]
     assert any(line.startswith("kernel D") and "peak SPM" in line for line in lines)

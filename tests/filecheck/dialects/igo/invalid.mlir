@@ -13,7 +13,7 @@ func.func @bad_order(%dy: tensor<4x5xf32>, %w: tensor<6x5xf32>, %x: tensor<4x6xf
   %dx, %dw = igo.grad_pair dx "DX[m,k] += G[m,n] * W[k,n]" dw "DW[k,n] += G[m,n] * X[m,k]" (%dy, %w, %x) order "zigzag" : (tensor<4x5xf32>, tensor<6x5xf32>, tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<6x5xf32>)
   func.return %dx, %dw : tensor<4x6xf32>, tensor<6x5xf32>
 }
-// CHECK: invalid.mlir:13:3: error: 'igo.grad_pair' op unknown order 'zigzag' (known: sequential, interleave, dx-major, dw-major)
+// CHECK: invalid.mlir:13:3: error: 'igo.grad_pair' op unknown order 'zigzag' (known: sequential, interleave, dx-major, dw-major, dx-major-dw-first, dw-major-dw-first)
 
 // -----
 

@@ -18,11 +18,11 @@
 // CHECK-NEXT:    func.return %{{.*}}, %[[DW1]], %[[DB]], %[[DW2]]
 // Algorithm 1: max(M,N,K)/min(M,N,K) = 32/8 = 4 is not almost square, K > N and K > M: dW-major.
 // PAPER:         igo.grad_pair {{.*}} order "dw-major"
-// Everything fits the edge NPU's scratchpad: every order costs the same, interleaving is kept.
-// COST:          igo.grad_pair {{.*}} order "interleave"
-// On SCALE-Sim's buffers too every order costs the same here: interleaving is kept, with
-// the tiles irc's scratchpad runs it with.
-// SCALESIM:      igo.grad_pair {{.*}} order "interleave" {irc.gemm = "M=8 K=32 N=16", tiles = array<i64: 8, 32, 16>}
+// Everything fits the edge NPU's scratchpad: every order moves the same bytes, and running dW
+// first on the one dY tile overlaps the loads of W with dW's GEMM: dx-major-dw-first.
+// COST:          igo.grad_pair {{.*}} order "dx-major-dw-first"
+// On SCALE-Sim's buffers the same order wins, with the tiles irc's scratchpad runs it with.
+// SCALESIM:      igo.grad_pair {{.*}} order "dx-major-dw-first" {irc.gemm = "M=8 K=32 N=16", tiles = array<i64: 8, 32, 16>}
 // §5 ifmap-sharing over the 4 cores: K split, dY shared.
 // PART:          igo.grad_pair {{.*}} order "interleave" {irc.gemm = "M=8 K=32 N=16", partition = "ifmap-sharing", parts = 4 : i64, tiles = array<i64: {{.*}}>}
 func.func @main(%x: tensor<8x64xf32> {irc.name = "x"}, %w1: tensor<64x32xf32> {irc.name = "w1", irc.weight},

@@ -143,7 +143,7 @@ builtin.module attributes {irc.target = #irc.target<"tiny16", "roofline", {}>} {
     func.return %c : !rtensor.tensor<8x12xf32>
   }
 }
-// CHECK: invalid.mlir:140:1: error: 'builtin.module' op unknown cost model 'roofline'; known cost models: engdesign, mtia, seed003, t10
+// CHECK: invalid.mlir:140:1: error: 'builtin.module' op unknown cost model 'roofline'; known cost models: engdesign, igo, mtia, seed003, t10
 
 // -----
 

@@ -12,7 +12,7 @@ func.func @too_big(%a: tensor<32x512xf32>, %b: tensor<512x256xf32>) -> tensor<32
 // CHECK: invalid.mlir:9:3: error: 'te.op' op "C[m,n] += A[m,k] * B[k,n]" on tiny4: no plan fits: the least memory per core any plan needs is {{[0-9]+}} bytes, but tiny4 has 4096 bytes of SRAM per core
 // MODE: rtensor-partition: unknown mode=fast; known modes: model, op
 // DEVICE: rtensor-partition: unknown device 'tiny5'; known devices: ipu-mk2, {{.*}}tiny4, tiny8
-// COST: rtensor-partition: unknown cost model 'roofline'; known cost models: engdesign, mtia, seed003, t10
+// COST: rtensor-partition: unknown cost model 'roofline'; known cost models: engdesign, igo, mtia, seed003, t10
 
 // -----
 

@@ -3,6 +3,9 @@
 // RUN: irc-opt %s -p 'te-to-npu{device=npu-edge cores=2}' --verify-diagnostics | filecheck %s --check-prefix=CORES
 // RUN: irc-opt %s -p 'te-to-npu{policy=fifo}' --verify-diagnostics | filecheck %s --check-prefix=POLICY
 // RUN: irc-opt %s -p 'inference{device=npu-edge cost=t10}' --verify-diagnostics | filecheck %s --check-prefix=COST
+// RUN: irc-opt %s -p 'inference{device=npu-server cores=4}' | filecheck %s --check-prefix=FOUR
+// RUN: irc-opt %s -p 'inference{device=npu-server cores=3}' --verify-diagnostics | filecheck %s --check-prefix=THREE
+// RUN: irc-opt %s -p 'inference{device=ipu-mk2 cores=2}' --verify-diagnostics | filecheck %s --check-prefix=IPU
 
 // A forward GEMM becomes an npu.matmul (tiles searched for the forward order: 100 is
 // three 45-row tiles of K); the elementwise op stays te, run by the host.
@@ -16,6 +19,11 @@
 // CHECK: te.op "A[m,n] = relu(H[m,n])"
 // CORES: te-to-npu: npu-edge comes with 1 cores, not 2
 // POLICY: te-to-npu: unknown policy=fifo; known: lru, belady
+// inference{cores=N} splits the forward GEMMs over N of the NPU's cores (te-to-npu's option).
+// FOUR: irc.target = #irc.target<"npu-server", "igo", {{.*}}cores = 4 : i64
+// FOUR: npu.matmul "H[m,n] += X[m,k] * W[k,n]"
+// THREE: te-to-npu: npu-server comes with 1, 2, 4, 8 cores, not 3
+// IPU: inference: cores is an NPU's option (te-to-npu's); an inter-core chip has its device file's cores
 // COST: inference: npu-edge is an NPU, priced by the igo model: cost (other than igo), preload, split and min_utilization are the inter-core pipeline's options; leave them unset
 func.func @main(%x: tensor<8x100xf32>, %w: tensor<100x16xf32>) -> tensor<8x16xf32> {
   %h = te.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) : (tensor<8x100xf32>, tensor<100x16xf32>) -> tensor<8x16xf32>

@@ -1,4 +1,4 @@
-"""Tile sizes searched per order and partition (irc.cost.igo_tiling, issue 25 item 2):
+"""Tile sizes searched per order and partition (irc.planner.igo, issue 25 item 2):
 the branch-and-bound search equals evaluating every tiling of small layers, and an order
 that keeps a gradient's partial sums gets tiles that keep them on chip where any do."""
 
@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import pytest
 
-from irc.cost import igo_tiling
-from irc.cost.igo import FUSED_ORDERS, ORDERS, Layer, Tiling, evaluate
+from irc.planner import igo as igo_planner
+from irc.cost.igo import FUSED_ORDERS, ORDERS, Layer, Tiling
+from irc.planner.igo import evaluate
 from irc.devices.npu import NpuDevice
 
-SMALL = st.integers(1, igo_tiling.SMALL_EXTENT - 2)
+SMALL = st.integers(1, igo_planner.SMALL_EXTENT - 2)
 
 
 @pytest.mark.slow
@@ -25,11 +26,11 @@ SMALL = st.integers(1, igo_tiling.SMALL_EXTENT - 2)
 def test_search_is_exact_against_every_tiling(dims, element, spm, order, baseline, dataflow, policy):
     layer = Layer(*dims, element_bytes=element)
     device = NpuDevice("small", "", 1, (1,), 2, 2, spm, 2e9, 1e9, dataflow)
-    every = igo_tiling.exhaustive(layer, device, order, None, 1, policy, baseline)
+    every = igo_planner.exhaustive(layer, device, order, None, 1, policy, baseline)
     if every is None:  # nothing fits: the search says so
         return
-    found = igo_tiling.search(layer, device, order, None, 1, policy, baseline)
-    assert igo_tiling.objective(found) == igo_tiling.objective(every)
+    found = igo_planner.search(layer, device, order, None, 1, policy, baseline)
+    assert igo_planner.objective(found) == igo_planner.objective(every)
 
 
 @settings(max_examples=12, deadline=None)
@@ -39,17 +40,17 @@ def test_search_is_exact_for_partitions(dims, order, scheme, cores):
     """Split in two parts, over time on one core or side by side on two."""
     layer = Layer(*dims, element_bytes=1)
     device = NpuDevice("small", "", cores, (1, 2), 2, 2, 64, 2e9, 1e9)
-    every = igo_tiling.exhaustive(layer, device, order, scheme, 2)
+    every = igo_planner.exhaustive(layer, device, order, scheme, 2)
     if every is not None:
-        assert igo_tiling.objective(igo_tiling.search(layer, device, order, scheme, 2)) == \
-            igo_tiling.objective(every)
+        assert igo_planner.objective(igo_planner.search(layer, device, order, scheme, 2)) == \
+            igo_planner.objective(every)
 
 
 def test_candidate_sizes():
-    assert igo_tiling.candidate_sizes(5, 45) == [1, 2, 3, 4, 5]
+    assert igo_planner.candidate_sizes(5, 45) == [1, 2, 3, 4, 5]
     # aligned to the array, powers of two of it, even splits rounded up to it, the whole
-    assert igo_tiling.candidate_sizes(200, 45) == [45, 90, 135, 180, 200]
-    assert igo_tiling.candidate_sizes(1000, 128) == [128, 256, 384, 512, 1000]
+    assert igo_planner.candidate_sizes(200, 45) == [45, 90, 135, 180, 200]
+    assert igo_planner.candidate_sizes(1000, 128) == [128, 256, 384, 512, 1000]
 
 
 def test_partial_sums_stay_on_chip_where_some_tiling_keeps_them():
@@ -64,7 +65,7 @@ def test_partial_sums_stay_on_chip_where_some_tiling_keeps_them():
     searched = evaluate(layer, device, "dx-major")
     assert fixed.spill_bytes > 0 and searched.spill_bytes == 0 and searched.tiling.tm == 16
     assert searched.cycles < fixed.cycles and searched.dram_bytes < fixed.dram_bytes
-    every = [cost for t in igo_tiling.candidates(layer, device)
-             if (cost := igo_tiling.run(layer, t, device, "dx-major", None, 1, "lru", "separate")) is not None]
-    assert min(igo_tiling.objective(c) for c in every) == igo_tiling.objective(searched)
+    every = [cost for t in igo_planner.candidates(layer, device)
+             if (cost := igo_planner.run(layer, t, device, "dx-major", None, 1, "lru", "separate")) is not None]
+    assert min(igo_planner.objective(c) for c in every) == igo_planner.objective(searched)
     assert min(c.cycles for c in every if c.spill_bytes == 0) == searched.cycles
