@@ -12,7 +12,6 @@ interpreter with te's numbers."""
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 import pytest
