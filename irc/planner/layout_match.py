@@ -9,7 +9,7 @@ more than the operator itself. T10 prices those relayouts (s5) but chooses each 
 plan alone; the model-wide choice (`irc.planner.model`, ``refine``) can only trade
 between the plans a table holds.
 
-This module adds, to the table of every cheap operator, the plans that partition an
+This module adds, to the table of every cheap operator without weights, the plans that partition an
 operand exactly as a neighbour's candidate partitions the same tensor (F_op per axis =
 the neighbour's blocks along the dim that axis indexes; every other axis whole; no
 rotation), where such a plan is legal (`check_plan`): a producer's output layout, read
@@ -82,7 +82,9 @@ def matched_tables(tables: Sequence[OpTable], kinds: Sequence[str], edges, devic
     canonical tensor names); ``min_utilization``: the floor the tables were searched under.
     Tables shared by several ops stay shared."""
     tables = list(tables)
-    cheap = [kind in CHEAP_KINDS for kind in kinds]
+    # an op with weights at rest re-tabulates its idle plans against every active plan
+    # (`with_plans`): seconds per signature on a convolutional model, so only weightless ops
+    cheap = [kind in CHEAP_KINDS and not table.weights for kind, table in zip(kinds, tables)]
     if not any(cheap):
         return tables
     extra: dict[int, dict[tuple, Plan | None]] = {}   # id(table) -> (tensor, blocks) -> plan
