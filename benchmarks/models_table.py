@@ -255,7 +255,8 @@ ONNX_MODELS = {
                                                              weights_as_inputs=True)),
     "vit-base": lambda b: build_vit(ViTConfig(batch=b, dtype=F16, weights_as_inputs=True)),
     "resnet-50": lambda b: build_resnet50(ResNet50Config(batch=b, dtype=F16)),
-    "gpt2-small-s128": lambda b: build_gpt2_block(GPT2Config(b, 128, layers=12, lm_head=True, dtype=F16)),
+    "gpt2-small-s128": lambda b: build_gpt2_block(GPT2Config(b, 128, layers=12, lm_head=True, dtype=F16,
+                                                             weights_as_inputs=True)),
 }
 
 
