@@ -66,6 +66,16 @@ def split_of(device, scheme: str | None, parts: int | None) -> tuple[str | None,
     return scheme, parts
 
 
+def check_options(order: str, baseline: str, memory: str) -> None:
+    """Raise ``ValueError`` naming the choices for an unknown order, baseline or memory model."""
+    if memory not in MEMORIES:
+        raise ValueError(f"unknown memory model '{memory}' (known: {', '.join(MEMORIES)})")
+    if order not in ORDERS + SINGLE_ORDERS:
+        raise ValueError(f"unknown order '{order}' (known: {', '.join(ORDERS + SINGLE_ORDERS)})")
+    if baseline not in BASELINES:
+        raise ValueError(f"unknown baseline '{baseline}' (known: {', '.join(BASELINES)})")
+
+
 def price(layer: Layer, device, order: str, tiling: Tiling, scheme: str | None = None, parts: int | None = None,
           policy: str = "lru", baseline: str = "separate", memory: str = "irc", dy_once: bool = False) -> Cost:
     """The cost of the layer's backward pass (or single GEMM, `SINGLE_ORDERS`) in `order`
@@ -74,12 +84,7 @@ def price(layer: Layer, device, order: str, tiling: Tiling, scheme: str | None =
     GEMMs; `policy` (`POLICIES`) the scratchpad's replacement; `memory` (`MEMORIES`) which
     memory model prices it; `dy_once` gives the baseline's dW its dY for free (the bound
     of IGO's Fig. 6)."""
-    if memory not in MEMORIES:
-        raise ValueError(f"unknown memory model '{memory}' (known: {', '.join(MEMORIES)})")
-    if order not in ORDERS + SINGLE_ORDERS:
-        raise ValueError(f"unknown order '{order}' (known: {', '.join(ORDERS + SINGLE_ORDERS)})")
-    if baseline not in BASELINES:
-        raise ValueError(f"unknown baseline '{baseline}' (known: {', '.join(BASELINES)})")
+    check_options(order, baseline, memory)
     if tiling is None:
         raise ValueError("the cost model prices a given tiling; irc.planner.igo.evaluate searches one")
     scheme, parts = split_of(device, scheme, parts)

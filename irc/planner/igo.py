@@ -35,16 +35,13 @@ import math
 from functools import lru_cache
 
 from irc.cost.igo import (
-    BASELINES,
     FUSED_ORDERS,
-    MEMORIES,
-    ORDERS,
     SCHEMES,
-    SINGLE_ORDERS,
     Cost,
     Layer,
     ScratchpadError,
     Tiling,
+    check_options,
     operator_starts,
     price,
     with_closed_form,
@@ -182,12 +179,7 @@ def evaluate(layer: Layer, device, order: str, scheme: str | None = None, parts:
     result's `Cost.tiling`); the arguments as `irc.cost.igo.price` takes them."""
     if tiling is not None:
         return price(layer, device, order, tiling, scheme, parts, policy, baseline, memory, dy_once)
-    if memory not in MEMORIES:
-        raise ValueError(f"unknown memory model '{memory}' (known: {', '.join(MEMORIES)})")
-    if order not in ORDERS + SINGLE_ORDERS:
-        raise ValueError(f"unknown order '{order}' (known: {', '.join(ORDERS + SINGLE_ORDERS)})")
-    if baseline not in BASELINES:
-        raise ValueError(f"unknown baseline '{baseline}' (known: {', '.join(BASELINES)})")
+    check_options(order, baseline, memory)
     split, count = split_of(device, scheme, parts)
     if memory == "scalesim":
         best = scalesim_search(layer, device, order, split, count, dy_once)
