@@ -13,6 +13,7 @@ import os
 from xdsl.utils.exceptions import ParseError
 
 from irc.diagnostics import format_parse_error, location_of
+from irc.runner import RunError, find_function, parse_module
 from irc.workloads.bert import bert_model
 
 BUILTIN_MODELS = {
@@ -56,8 +57,6 @@ def _builtin_source(model: str, layers: int | None, seq: int | None) -> ModelSou
 
 
 def _function_of(module, entry: str | None, where: str):
-    from irc.runner import RunError, find_function  # startup: a built-in model needs no IR (nor the interpreter)
-
     try:
         return find_function(module, entry).function
     except RunError as error:
@@ -100,8 +99,6 @@ def _mlir_source(path: str, entry: str | None) -> ModelSource:
             text = handle.read()
     except OSError as error:
         raise ModelSourceError(f"error: --model: cannot read {path}: {error.strerror}") from None
-    from irc.runner import parse_module  # startup: only a .mlir model needs the parser (and the interpreter)
-
     try:
         module = parse_module(text, path)
     except ParseError as error:
@@ -126,8 +123,6 @@ def te_text_model(text: str, where: str):
     """(model, fallbacks, per op the bytes it loads from non-weight arguments) of the first
     function of ``text`` (te ops), exactly as a .mlir file holding ``text`` gives them: a
     built-in model written as te (`irc.workloads.llm.decoder_te`) is planned as its file."""
-    from irc.runner import parse_module  # startup: a BERT built-in model needs no parser (nor the interpreter)
-
     try:
         module = parse_module(text, where)
     except ParseError as error:

@@ -7,6 +7,8 @@ import re
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, UnitAttr
+from xdsl.dialects.func import FuncOp
 
 OPSET = 17
 WEIGHT_DOC = "weight"
@@ -167,10 +169,6 @@ class GraphBuilder:
 def mark_weight_inputs(module, model: onnx.ModelProto) -> None:
     """Mark the arguments of ``module``'s function imported from ``model``'s weight inputs
     (``WEIGHT_DOC``) as ``irc.weight``, as the importer marks initializers."""
-    # irc and xDSL only here: the builders themselves need onnx alone
-    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, UnitAttr
-    from xdsl.dialects.func import FuncOp
-
     names = {i.name for i in model.graph.input if i.doc_string == WEIGHT_DOC}
     for function in (op for op in module.walk() if isinstance(op, FuncOp)):
         marked = []
