@@ -44,7 +44,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import DiagnosticException
 
-from irc.cost.mtia import TILE_K, TILE_M, TILE_N, MtiaCostModel
+from irc.cost.mtia import TILE_K, TILE_M, TILE_N
 from irc.dialects.device import core_id
 from irc.dialects.dtypes import element_type, numpy_dtype
 from irc.dialects.mtia import (
@@ -85,7 +85,7 @@ from irc.dialects.mtia_plans import (
 from irc.lowering.model_from_ir import describe
 from irc.lowering.shift_to_device import identity_value
 from irc.plans.errors import PlanError
-from irc.planner.mtia import plain_matmul
+from irc.planner.mtia import mtia_cost_model, plain_matmul
 from irc.plans.plan import Plan
 from irc.schedule.geometry import AlignError
 from irc.schedule.kernel import build_shift_kernel
@@ -277,7 +277,7 @@ def rotation_kernel(op: TensorOp, fields, device):
     temporal = fields["temporal"].data
     plan = Plan(spec.axis_names, _ints(fields["op_factors"]), {t.name: _ints(temporal[t.name]) for t in spec.tensors})
     homes = tuple(h.data for h in fields["homes"].data)
-    cost = MtiaCostModel(homes, tuple(spec.bytes_of(t.name) for t in spec.tensors))
+    cost = mtia_cost_model(spec, dict(zip((t.name for t in spec.tensors), homes)))
     dtypes = {name: numpy_dtype(value.type.get_element_type()) for name, value in zip(bound.expr.inputs, op.inputs)}
     try:
         kernel = build_shift_kernel(bound, plan, device, cost, numpy_dtype(op.output.type.get_element_type()),

@@ -213,7 +213,9 @@ CHIP_FAMILY = ChipFamily(
     device_from_fields=device_from_fields,
     target_reader="irc.target:check_ipu_target",
     compiled_with="compile it with irc-opt -p 'inference{{device={name}}}' (te -> rtensor -> shift -> device)",
-    planner="irc.tools.irc_plan",
+    planner="irc.tools.irc_plan:PLANNER",
+    inference="irc.passes.pipelines:ipu_inference",
+    training="irc.passes.pipelines:ipu_training",
 )
 """The IPU kind (T10's inter-core chips, ELK's with HBM or a mesh): a file with no
 ``family``, or ``family = "ipu"``."""

@@ -25,9 +25,14 @@ class ChipFamily:
     dataclass of its devices, how a file or an inline ``#irc.target`` description becomes
     one (``schema``, ``flat``, ``device_from_fields``), and the entries of the parts above
     the devices, by ``"module:attribute"``: ``target_reader`` reads and checks an
-    ``#irc.target`` of the family (`irc.target`), ``planner`` is irc-plan's module for it
-    (empty: irc-plan does not plan it), ``compiled_with`` says which passes compile it
-    (``{name}``: the device; a diagnostic's advice)."""
+    ``#irc.target`` of the family (`irc.target`), ``planner`` is irc-plan's planner of it
+    (an `irc.tools.family_planner.FamilyPlanner`; empty: irc-plan does not plan it),
+    ``inference`` and ``training`` build the passes of irc-opt's ``inference{...}`` and
+    ``training{...}`` pipelines for it from the pipeline's options (empty: the family has
+    no such pipeline), ``compiled_with`` says which passes compile it (``{name}``: the
+    device; a diagnostic's advice). ``cost_model`` names the registered cost model that
+    prices the family (`irc.cost.get_cost_model`; empty: irc's default, and any cost
+    model no other family names)."""
 
     name: str
     device_type: type
@@ -37,6 +42,9 @@ class ChipFamily:
     target_reader: str
     compiled_with: str
     planner: str = ""
+    inference: str = ""
+    training: str = ""
+    cost_model: str = ""
 
     def describes(self, device) -> bool:
         """Whether ``device`` is one of this family's."""
@@ -47,8 +55,8 @@ class ChipFamily:
         return self.compiled_with.format(name=device_name)
 
     def entry(self, which: str):
-        """The object an entry (``"target_reader"``, ``"planner"``) names, imported now: the
-        parts it lives in sit above the devices."""
+        """The object an entry (``"target_reader"``, ``"planner"``, ``"inference"``,
+        ``"training"``) names, imported now: the parts it lives in sit above the devices."""
         reference = getattr(self, which)
         if not reference:
             raise LookupError(f"the {self.name} family has no {which}")

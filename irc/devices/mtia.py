@@ -251,9 +251,11 @@ CHIP_FAMILY = ChipFamily(
     flat=FLAT,
     device_from_fields=device_from_fields,
     target_reader="irc.target:mtia_device_of",
-    compiled_with="compile it with irc-opt -p 'mtia-partition{{device={name}}},te-to-mtia' or plan it with "
-                  "irc-plan --device {name} --cost mtia",
-    planner="irc.tools.mtia_plan",
+    compiled_with="compile it with irc-opt -p 'inference{{device={name}}}' (mtia-partition, te-to-mtia) or plan "
+                  "it with irc-plan --device {name}",
+    planner="irc.tools.mtia_plan:PLANNER",
+    inference="irc.passes.pipelines:mtia_inference",
+    cost_model="mtia",
 )
 """MTIA (seeds/001): planned by its own mappings (`irc.planner.mtia`), compiled by
 ``mtia-partition`` and ``te-to-mtia``."""

@@ -162,7 +162,10 @@ CHIP_FAMILY = ChipFamily(
     target_reader="irc.target:npu_device_of",
     compiled_with="compile a forward pass for it with irc-opt -p 'inference{{device={name}}}' (te-to-npu) or a "
                   "training step with irc-opt -p 'training{{device={name}}}' (te-autodiff, igo-fuse, igo-to-npu)",
-    planner="irc.tools.npu_plan",
+    planner="irc.tools.npu_plan:PLANNER",
+    inference="irc.passes.pipelines:npu_inference",
+    training="irc.passes.pipelines:npu_training",
+    cost_model="igo",
 )
 """IGO's NPU (MICRO'23): priced by the ``igo`` cost model, compiled by ``te-to-npu`` and
 ``igo-to-npu``."""

@@ -25,17 +25,17 @@ import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.utils.exceptions import InterpretationError
 
-from irc.cost import OpWork, SubTask
+from irc.cost import OpWork, SubTask, get_cost_model
 from irc.cost.mtia import (
     TILE_M,
     TILE_N,
-    MtiaCostModel,
     edge_hops,
     gather_share,
     reduction_chain_cycles,
     simd_cycles,
     stream_cycles,
 )
+from irc.devices import family_of
 from irc.diagnostics import location_of
 from irc.dialects.device import core_table as _core_table
 from irc.dialects.dtypes import numpy_dtype
@@ -93,7 +93,7 @@ class MtiaMachine:
         local memory, steps, shifts and reductions with real numbers, priced by the
         ``mtia`` cost model (its categories are moved into the kernel's record)."""
         if self._chip is None:
-            self._chip = Chip(self.device, MtiaCostModel())
+            self._chip = Chip(self.device, get_cost_model(family_of(self.device).cost_model))
         return self._chip
 
     def report(self) -> MtiaReport:

@@ -47,7 +47,7 @@ import time
 from xdsl.utils.exceptions import DiagnosticException
 
 from irc.cost import DEFAULT_COST_MODEL, CostModelError, get_cost_model
-from irc.devices import DeviceError, family_of, load_device
+from irc.devices import FAMILIES, DeviceError, family_of, load_device
 from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesting_error
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
@@ -69,8 +69,7 @@ from irc.planner.model import ModelFitError, max_batch
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
 from irc.progress import Progress
-from irc.tools import mtia_plan, npu_plan
-from irc.tools.mtia_plan import MtiaToolError, check_pairing
+from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError
 
 BASELINES = ("t10", "vgm", "roller", "fastest", "basic", "static", "dyn")
 ELK_BASELINES = ("basic", "static", "dyn")
@@ -83,10 +82,6 @@ DTYPE_BYTES = {
     "f16": 2, "bf16": 2, "f32": 4, "f64": 8,
     "i8": 1, "i16": 2, "i32": 4, "i64": 8, "i1": 1,
 }
-
-
-class PlanToolError(Exception):
-    """A problem with what the user asked for; printed as one diagnostic."""
 
 
 def _arguments(argv):
@@ -274,54 +269,39 @@ def run(argv=None) -> int:
     return _guarded(run_model if args.model is not None else run_operator, args)
 
 
-def _npu(args):
-    """The NPU `args` name (``--cores`` applied), or None for a device of another family;
-    the options of the other families' planners on an NPU, and an NPU's on theirs, are
-    one diagnostic (`irc.tools.npu_plan`)."""
+def _planner(args):
+    """The device `args` name, its family's planner (`irc.tools.family_planner`), and the
+    device and cost model that planner configured; the options of another family's
+    planner, or a cost model that prices only another family, are one diagnostic."""
     try:
         device = load_device(args.device)
     except DeviceError as error:
         raise PlanToolError(f"error: {error}") from None
-    try:
-        if not npu_plan.is_npu(device):
-            npu_plan.check_not_npu_options(args, device)
-            return None
-        if args.memory is None:
-            args.memory = "irc"
-        return npu_plan.configure(args, device)
-    except npu_plan.NpuToolError as error:
-        raise PlanToolError(error.args[0]) from None
-
-
-def _device_and_cost(args):
-    """The requested device and cost model, or one diagnostic listing the known ones."""
-    try:
-        device, cost = load_device(args.device), get_cost_model(args.cost or DEFAULT_COST_MODEL)
-        _check_family(device)
-        check_pairing(device, cost)
-        return device, cost
-    except (DeviceError, CostModelError) as error:
-        raise PlanToolError(f"error: {error}") from None
-    except MtiaToolError as error:
-        raise PlanToolError(error.args[0]) from None
-
-
-def _check_family(device) -> None:
-    """A device of a family irc-plan does not plan (one whose `ChipFamily` names no
-    ``planner``; irc's own families all do: the IPU kind, MTIA with ``--cost mtia``, the
-    NPU with ``--cost igo``) is one diagnostic saying what does compile for it."""
     family = family_of(device)
     if not family.planner:
         raise PlanToolError(f"error: device {device.name} is of the {family.name} family, which irc-plan does not "
-                            f"plan (it plans the IPU kind and the mtia family); {family.advice(device.name)}, and "
-                            f"run it with irc-run")
+                            f"plan; {family.advice(device.name)}, and run it with irc-run")
+    for other in FAMILIES.values():
+        if other is family or not other.planner:
+            continue
+        for flag in other.entry("planner").given_options(args):
+            raise PlanToolError(f"error: {flag} is an option of the {other.name} family's planner; {device.name} "
+                                f"is of the {family.name} family")
+        if other.cost_model and args.cost == other.cost_model:
+            raise PlanToolError(f"error: cost model '{args.cost}' prices {other.name}-family devices; "
+                                f"{device.name} is not one")
+    planner = family.entry("planner")
+    try:
+        device, cost = planner.configure(args, device)
+    except CostModelError as error:
+        raise PlanToolError(f"error: {error}") from None
+    return planner, device, cost
 
 
 def run_operator(args) -> int:
-    """One operator (``--expr``): its best plan, its frontier, or an explained plan."""
+    """One operator (``--expr``), planned by its device family's planner."""
     started = time.perf_counter()
-    npu = _npu(args)
-    device, cost = _device_and_cost(args) if npu is None else (npu, None)
+    planner, device, cost = _planner(args)
     if args.dtype not in DTYPE_BYTES:
         raise PlanToolError(f"error: unknown --dtype '{args.dtype}'; known: {', '.join(DTYPE_BYTES)}")
     expr = parse_expr(args.expr)
@@ -330,18 +310,18 @@ def run_operator(args) -> int:
         spec = op_spec_from_expr(bound, DTYPE_BYTES[args.dtype], reading_order(bound))
     except SpecError as error:
         raise PlanToolError(f"error: the planner cannot describe '{expr}': {error}") from None
-    if npu is not None:  # IGO's cost model of the NPU's scratchpad and arrays (issue 25)
-        try:
-            return npu_plan.run_operator(args, spec, str(expr), npu, args.dtype)
-        except npu_plan.NpuToolError as error:
-            raise PlanToolError(error.args[0]) from None
+    return planner.plan_operator(args, OperatorRequest(spec, bound, device, cost, args.dtype, started))
 
-    if mtia_plan.is_mtia(device):  # MTIA's own mapping and T10 rotation plans (issue 16)
-        try:
-            return mtia_plan.run_operator(args, spec, bound, device, args.dtype)
-        except mtia_plan.MtiaToolError as error:
-            raise PlanToolError(error.args[0]) from None
 
+def _ipu_configure(args, device):
+    """The IPU kind's cost model: ``--cost`` (irc's default when unset), registered."""
+    return device, get_cost_model(args.cost or DEFAULT_COST_MODEL)
+
+
+def _ipu_operator(args, request: OperatorRequest) -> int:
+    """An operator's best plan, its frontier, or an explained plan (T10 s4.3)."""
+    spec, bound, device, cost, started = request.spec, request.bound, request.device, request.cost, request.started
+    expr = bound.expr
     if args.explain is not None:
         _check_plan_document(args.explain)
         try:
@@ -472,29 +452,23 @@ def _progress(total: int, title: str):
 
 
 def run_model(args) -> int:
-    """``irc-plan --model``: plan a whole model (the family's own planner, a baseline, or
-    T10 Algorithm 1) and report the plan."""
+    """``irc-plan --model``: plan a whole model with its device family's planner."""
     started = time.perf_counter()
-    npu = _npu(args)
-    device, cost = _device_and_cost(args) if npu is None else (npu, None)
+    planner, device, cost = _planner(args)
     _check_model_args(args)
 
     def source_of():
         return model_source(args.model, entry=args.entry, input_shapes=args.input_shape, layers=args.layers,
                             seq=args.seq)
 
-    if mtia_plan.is_mtia(device):  # MTIA's own mapping and T10 rotation plans; DLRMs (issue 16)
-        try:
-            return mtia_plan.run_model(args, source_of, device, _progress)
-        except mtia_plan.MtiaToolError as error:
-            raise PlanToolError(error.args[0]) from None
-    source = source_of()
-    if npu is not None:  # IGO's cost model, op by op through DRAM (issue 25)
-        model, fallbacks, _ = source.build(args.batch or 1)
-        try:
-            return npu_plan.run_model(args, model, fallbacks, npu, _progress)
-        except npu_plan.NpuToolError as error:
-            raise PlanToolError(error.args[0]) from None
+    return planner.plan_model(args, ModelRequest(source_of, device, cost, _progress, started))
+
+
+def _ipu_model(args, request: ModelRequest) -> int:
+    """A model's plan on the IPU kind (T10 Algorithm 1, ELK on a chip with HBM, or a
+    baseline), reported per op."""
+    device, cost, started = request.device, request.cost, request.started
+    source = request.source_of()
     cache = FrontierCache(device, cost)
 
     if args.max_batch:
@@ -746,3 +720,12 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+PLANNER = FamilyPlanner(
+    options=("baseline", "max_batch", "pareto", "explain", "plot", "plot_op"),
+    configure=_ipu_configure,
+    plan_operator=_ipu_operator,
+    plan_model=_ipu_model,
+)
+"""irc-plan's planner of the IPU kind (``irc.devices.device.CHIP_FAMILY``)."""

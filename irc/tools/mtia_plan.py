@@ -6,28 +6,23 @@ from __future__ import annotations
 
 import json
 
-from irc.devices.mtia import MtiaDevice
+from irc.cost import get_cost_model
+from irc.devices.mtia import CHIP_FAMILY
 from irc.dlrm import CONFIGS, dlrm_mtia_model
 from irc.planner import PlanError, plan_to_dict
 from irc.planner.mtia import plan_model, plan_operator
+from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError
+
+COST = CHIP_FAMILY.cost_model
+"""The cost model an MTIA device is planned with (`irc.cost.mtia`)."""
 
 
-class MtiaToolError(Exception):
-    """A request irc-plan cannot serve on an MTIA device; printed as one diagnostic."""
-
-
-def is_mtia(device) -> bool:
-    """Whether ``device`` is of the mtia family (its dataclass: `irc.devices.mtia.CHIP_FAMILY`)."""
-    return isinstance(device, MtiaDevice)
-
-
-def check_pairing(device, cost) -> None:
-    """An MTIA device is priced by the ``mtia`` cost model and only MTIA devices are."""
-    if is_mtia(device) and cost.name != "mtia":
-        raise MtiaToolError(f"error: device {device.name} is of the mtia family: plan it with --cost mtia "
-                            f"(cost model {cost.name!r} prices the IPU kind)")
-    if not is_mtia(device) and cost.name == "mtia":
-        raise MtiaToolError(f"error: cost model 'mtia' prices MTIA-family devices; {device.name} is not one")
+def configure(args, device):
+    """An MTIA device is priced by the ``mtia`` cost model (``--cost mtia``, or unset)."""
+    if args.cost not in (None, COST):
+        raise PlanToolError(f"error: device {device.name} is of the mtia family: plan it with --cost {COST} "
+                            f"(cost model {args.cost!r} prices the IPU kind)")
+    return device, get_cost_model(COST)
 
 
 def _mapping_dict(mapping) -> dict | None:
@@ -98,27 +93,26 @@ def describe_operator(plan, expr: str, dtype: str, device) -> str:
     return "\n".join(lines)
 
 
-def run_operator(args, spec, bound, device, dtype: str) -> int:
-    if args.pareto or args.explain is not None:
-        raise MtiaToolError("error: --pareto and --explain are for T10 plans of the IPU kind; "
-                            f"on {device.name} irc-plan prints the chosen plan and its alternatives")
+def run_operator(args, request: OperatorRequest) -> int:
+    """An operator's chosen plan (a section-4 mapping or a T10 rotation plan) and the
+    alternative's cost."""
+    spec, bound, device = request.spec, request.bound, request.device
     try:
         plan = plan_operator(spec, device)
     except PlanError as error:
-        raise MtiaToolError(f"error: '{bound.expr}' cannot be placed on {device.name}: {error}") from None
+        raise PlanToolError(f"error: '{bound.expr}' cannot be placed on {device.name}: {error}") from None
     if args.json:
         print(json.dumps(operator_dict(plan), indent=2, sort_keys=True, default=float))
     else:
-        print(describe_operator(plan, str(bound.expr), dtype, device))
+        print(describe_operator(plan, str(bound.expr), request.dtype, device))
     return 0
 
 
-def run_model(args, source_of, device, progress) -> int:
+def run_model(args, request: ModelRequest) -> int:
     """A model's plan: a built-in DLRM (``irc.dlrm``: ``dlrm-small``, ``dlrm-lc``,
     ``dlrm-mc``, with its embedding tables and Table III's operator classes) or any model
-    ``irc-plan --model`` reads (``source_of``)."""
-    if args.max_batch or args.baseline is not None or args.plot is not None:
-        raise MtiaToolError("error: --max-batch, --baseline and --plot are for the IPU kind's T10 model plans")
+    ``irc-plan --model`` reads (``request.source_of``)."""
+    device, progress, source_of = request.device, request.progress, request.source_of
     categories = {}
     if args.model in CONFIGS:
         config = CONFIGS[args.model]
@@ -130,7 +124,7 @@ def run_model(args, source_of, device, progress) -> int:
         try:
             plan = plan_model(model, device, progress=lambda done, total, label: bar.advance(label))
         except PlanError as error:
-            raise MtiaToolError(f"error: {model.name} cannot be placed on {device.name}: {error}") from None
+            raise PlanToolError(f"error: {model.name} cannot be placed on {device.name}: {error}") from None
     if args.json:
         print(json.dumps({
             "model": plan.model, "device": plan.device, "cost_model": "mtia", "seconds": plan.seconds,
@@ -164,3 +158,7 @@ def run_model(args, source_of, device, progress) -> int:
         for line in fallbacks:
             print(f"  {line}")
     return 0
+
+
+PLANNER = FamilyPlanner(options=(), configure=configure, plan_operator=run_operator, plan_model=run_model)
+"""irc-plan's planner of the mtia family (``irc.devices.mtia.CHIP_FAMILY``)."""

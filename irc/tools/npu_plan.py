@@ -19,61 +19,39 @@ import json
 import math
 import time
 
-from irc.devices import family_of
-from irc.devices.npu import NpuDevice
+from irc.devices.npu import CHIP_FAMILY
 from irc.planner.relayout import tensor_elements
 from irc.cost.igo import FUSED_ORDERS, MEMORIES, ORDERS, Layer, ScratchpadError
 from irc.planner.igo import cheapest, evaluate, paper_order
+from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError
 
-COST = "igo"
+COST = CHIP_FAMILY.cost_model
 """The cost model an NPU is planned with (`irc.cost.igo`)."""
 ORDER_CHOICES = ("cost", "paper", "sequential", *FUSED_ORDERS)
 """``--order``: how each layer's backward pair is ordered (``sequential``: the unfused baseline)."""
-IPU_ONLY = ("baseline", "max_batch", "pareto", "explain", "plot", "plot_op")
-
-
-class NpuToolError(Exception):
-    """A request irc-plan cannot serve on an NPU; printed as one diagnostic."""
-
-
-def is_npu(device) -> bool:
-    """Whether ``device`` is of the npu family (its dataclass: `irc.devices.npu.CHIP_FAMILY`)."""
-    return isinstance(device, NpuDevice)
 
 
 def configure(args, device):
     """The NPU `args` ask for: ``--cores`` applied, the cost model ``igo`` (the default),
-    ``--memory`` and ``--order`` known, no option of the IPU kind's planner given."""
+    ``--memory`` (``irc`` when unset) and ``--order`` known, Algorithm 1's direction
+    unset."""
     if args.cost not in (None, COST):
-        raise NpuToolError(f"error: device {device.name} is an NPU: plan it with --cost {COST} (the default on an "
-                           f"NPU; cost model {args.cost!r} prices the IPU kind or MTIA)")
-    for flag in IPU_ONLY:
-        if getattr(args, flag, None) not in (None, False):
-            raise NpuToolError(f"error: --{flag.replace('_', '-')} is the IPU kind's planner's option; "
-                               f"{device.name} is an NPU, planned by the igo model")
+        raise PlanToolError(f"error: device {device.name} is an NPU: plan it with --cost {COST} (the default on an "
+                            f"NPU; cost model {args.cost!r} prices the IPU kind or MTIA)")
     if args.direction != "paper":
-        raise NpuToolError(f"error: --direction is Algorithm 1's on an inter-core chip; {device.name} is an NPU")
+        raise PlanToolError(f"error: --direction is Algorithm 1's on an inter-core chip; {device.name} is an NPU")
+    if args.memory is None:
+        args.memory = "irc"
     if args.memory not in MEMORIES:
-        raise NpuToolError(f"error: --memory: unknown memory model '{args.memory}'; known: {', '.join(MEMORIES)}")
+        raise PlanToolError(f"error: --memory: unknown memory model '{args.memory}'; known: {', '.join(MEMORIES)}")
     if args.order is not None and args.order not in ORDER_CHOICES:
-        raise NpuToolError(f"error: --order: unknown order '{args.order}'; known: {', '.join(ORDER_CHOICES)}")
+        raise PlanToolError(f"error: --order: unknown order '{args.order}'; known: {', '.join(ORDER_CHOICES)}")
     if args.cores is not None:
         try:
             device = device.with_cores(args.cores)
         except ValueError as error:
-            raise NpuToolError(f"error: --cores: {error}") from None
-    return device
-
-
-def check_not_npu_options(args, device) -> None:
-    """The NPU's options on a device of another family are one diagnostic."""
-    for flag in ("cores", "memory", "order"):
-        if getattr(args, flag, None) is not None:
-            raise NpuToolError(f"error: --{flag} is an NPU's option; {device.name} is of the "
-                               f"{family_of(device).name} family")
-    if args.cost == COST:
-        raise NpuToolError(f"error: cost model '{COST}' prices NPU-family devices (npu-edge, npu-server); "
-                           f"{device.name} is not one")
+            raise PlanToolError(f"error: --cores: {error}") from None
+    return device, None
 
 
 # ---------------------------------------------------------------------------
@@ -100,8 +78,8 @@ def gemm_of(spec) -> tuple[int, int, int, int] | None:
     return size(batch), size(m), size(k), size(n)
 
 
-def _layer_error(name: str, device, error: ScratchpadError) -> NpuToolError:
-    return NpuToolError(f"error: layer '{name}' does not fit {device.name}'s scratchpad: {error}")
+def _layer_error(name: str, device, error: ScratchpadError) -> PlanToolError:
+    return PlanToolError(f"error: layer '{name}' does not fit {device.name}'s scratchpad: {error}")
 
 
 def price_gemm(name: str, batch: int, layer: Layer, device, memory: str, order: str | None) -> dict:
@@ -201,22 +179,23 @@ def describe_operator(row: dict, expr: str, dtype: str, device, memory: str) -> 
     return "\n".join(lines)
 
 
-def run_operator(args, spec, expr: str, device, dtype: str) -> int:
+def run_operator(args, request: OperatorRequest) -> int:
     """One operator (``--expr``) on an NPU."""
-    started = time.perf_counter()
+    spec, device, started = request.spec, request.device, request.started
     row = price_op(spec.output.name, spec, device, args.memory, args.order)
     if args.json:
         print(json.dumps({"device": device.name, "cost_model": COST, "memory": args.memory, **row,
                           "seconds": row["cycles"] / device.clock_hz}, indent=2, sort_keys=True, default=float))
         return 0
-    print(describe_operator(row, expr, dtype, device, args.memory))
+    print(describe_operator(row, str(request.bound.expr), request.dtype, device, args.memory))
     print(f"planned in {time.perf_counter() - started:.3f} s")
     return 0
 
 
-def run_model(args, model, fallbacks, device, progress) -> int:
+def run_model(args, request: ModelRequest) -> int:
     """A whole model (``--model``) on an NPU: per op its plan, one after another."""
-    started = time.perf_counter()
+    device, progress, started = request.device, request.progress, request.started
+    model, fallbacks, _ = request.source_of().build(args.batch or 1)
     rows = []
     with progress(len(model.ops), f"planning {model.name}") as bar:
         for op in model.ops:
@@ -252,3 +231,8 @@ def run_model(args, model, fallbacks, device, progress) -> int:
             print(f"  {line}")
     print(f"planned in {time.perf_counter() - started:.2f} s")
     return 0
+
+
+PLANNER = FamilyPlanner(options=("cores", "memory", "order"), configure=configure, plan_operator=run_operator,
+                        plan_model=run_model)
+"""irc-plan's planner of the npu family (``irc.devices.npu.CHIP_FAMILY``)."""

@@ -12,6 +12,8 @@ from irc.devices.device import Device
 from irc.devices.mtia import MtiaDevice
 from irc.devices.npu import NpuDevice
 from irc.target import check_targets, mtia_target_attr, target_attr, target_family
+from irc.cost import get_cost_model
+from irc.tools.family_planner import FamilyPlanner
 
 
 def test_every_bundled_device_is_of_the_family_its_file_states():
@@ -34,8 +36,13 @@ def test_the_registry_holds_irc_families_each_with_its_dataclass():
 def test_every_family_entry_resolves(name):
     family = FAMILIES[name]
     assert callable(family.entry("target_reader"))
-    planner = family.entry("planner")   # irc-plan's module for the family
-    assert planner.__name__ == family.planner
+    planner = family.entry("planner")   # irc-plan's planner of the family
+    assert isinstance(planner, FamilyPlanner) and callable(planner.configure)
+    assert callable(family.entry("inference"))
+    if family.training:
+        assert callable(family.entry("training"))
+    if family.cost_model:   # the family's own cost model is a registered one
+        assert get_cost_model(family.cost_model).name == family.cost_model
     assert "irc-opt -p" in family.advice("chip") and "chip" in family.advice("chip")
 
 

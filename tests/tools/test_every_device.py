@@ -12,7 +12,7 @@ import tomllib
 
 import pytest
 
-from irc.devices import DEVICE_DIR, load_device
+from irc.devices import DEVICE_DIR, family_of, load_device
 from irc.universe import all_passes
 from tests.fuzzing import run_tool
 
@@ -31,19 +31,19 @@ BUNDLED = sorted(tomllib.loads(path.read_text())["name"] for path in DEVICE_DIR.
 
 PIPELINES = {
     "ipu": "inference{{device={name}}}",
-    "mtia": "mtia-partition{{device={name}}},te-to-mtia",
+    "mtia": "inference{{device={name}}}",
     "npu": "training{{device={name}}}",
 }
 """Each family's pipeline from te to its device level."""
 
-COSTS = {"ipu": [], "mtia": ["--cost", "mtia"], "npu": []}
+COSTS = {"ipu": [], "mtia": [], "npu": []}
 
 PLANNED = {"ipu", "mtia", "npu"}
 """The families irc-plan plans; the others get a diagnostic saying how to compile for them."""
 
 
 def _family(name: str) -> str:
-    return getattr(load_device(name), "family", "ipu")
+    return family_of(load_device(name)).name
 
 
 def _result_or_clean_diagnostic(outcome, what: str) -> None:
@@ -89,13 +89,25 @@ def test_every_bundled_device_answers_every_tool(tmp_path, name):
     assert ran.kind == "ok", ran.stderr
 
 
-@pytest.mark.parametrize("name", ["mtia-v1"])
-def test_another_familys_device_in_the_ipu_pipeline_names_what_compiles_for_it(tmp_path, name):
-    """The inference pipeline on an NPU named a cost model ``npu`` that does not exist;
-    on an NPU it is te-to-npu now (tests/lowering/test_te_to_npu.py)."""
+@pytest.mark.parametrize("name", ["tiny16", "mtia-v1", "npu-edge"])
+def test_every_familys_inference_pipeline_computes_te_numbers(tmp_path, name):
+    """``inference{device=...}`` is the device family's own pipeline (its `ChipFamily`'s
+    ``inference`` entry): te -> device on the IPU kind, mtia-partition + te-to-mtia on
+    MTIA, te-to-npu on an NPU; each program computes te's loss."""
     (tmp_path / "model.mlir").write_text(MODEL)
-    outcome = run_tool("irc-opt", "model.mlir", "-p", f"inference{{device={name}}}", cwd=tmp_path)
-    assert outcome.kind == "diagnostic" and "does not target" in outcome.stderr
+    compiled = run_tool("irc-opt", "model.mlir", "-p", f"inference{{device={name}}}", "-o", "out.mlir", cwd=tmp_path)
+    assert compiled.kind == "ok", compiled.stderr
+    ran, reference = (run_tool("irc-run", path, "--seed", "1", cwd=tmp_path) for path in ("out.mlir", "model.mlir"))
+    assert ran.kind == reference.kind == "ok", (ran.stderr, reference.stderr)
+    loss, expected = (float(outcome.stdout.split()[-1]) for outcome in (ran, reference))
+    assert loss == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("option", ["preload=dyn", "cost=t10", "cores=2"])
+def test_the_inter_core_pipelines_options_on_mtia_are_one_diagnostic(tmp_path, option):
+    (tmp_path / "model.mlir").write_text(MODEL)
+    outcome = run_tool("irc-opt", "model.mlir", "-p", f"inference{{device=mtia-v1 {option}}}", cwd=tmp_path)
+    assert outcome.kind == "diagnostic" and option.split("=")[0] in outcome.stderr, outcome.stderr
     _suggests_only_what_exists(outcome.stderr)
 
 

@@ -49,10 +49,11 @@ def test_a_model(capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    ([*FC, "--device", "mtia-v1"], "plan it with --cost mtia"),
-    ([*FC, "--device", "tiny4", "--cost", "mtia"], "prices MTIA-family devices"),
-    ([*FC, *MTIA, "--pareto"], "--pareto and --explain"),
-    (["--model", "bert-tiny", "--layers", "1", *MTIA, "--max-batch"], "--max-batch"),
+    ([*FC, "--device", "mtia-v1", "--cost", "t10"], "plan it with --cost mtia"),
+    ([*FC, "--device", "tiny4", "--cost", "mtia"], "prices mtia-family devices; tiny4 is not one"),
+    ([*FC, *MTIA, "--pareto"], "--pareto is an option of the ipu family's planner; mtia-v1 is of the mtia family"),
+    ([*FC, "--device", "mtia-v1", "--cores", "2"], "--cores is an option of the npu family's planner"),
+    (["--model", "bert-tiny", "--layers", "1", *MTIA, "--max-batch"], "--max-batch is an option of the ipu"),
 ])
 def test_requests_it_cannot_serve_are_one_diagnostic(capsys, args, message):
     status, out, err = plan_tool(capsys, *args)

@@ -69,9 +69,9 @@ def test_a_model_op_by_op(capsys, tmp_path):
     (["--device", "npu-edge", "--memory", "dram"], "error: --memory: unknown memory model 'dram'; known: irc, scalesim"),
     (["--device", "npu-edge", "--order", "fastest"], "error: --order: unknown order 'fastest'; known: cost, paper"),
     (["--device", "npu-edge", "--cost", "t10"], "error: device npu-edge is an NPU: plan it with --cost igo"),
-    (["--device", "npu-edge", "--pareto"], "error: --pareto is the IPU kind's planner's option"),
-    (["--device", "ipu-mk2", "--cores", "2"], "error: --cores is an NPU's option; ipu-mk2 is of the ipu family"),
-    (["--device", "ipu-mk2", "--cost", "igo"], "error: cost model 'igo' prices NPU-family devices"),
+    (["--device", "npu-edge", "--pareto"], "error: --pareto is an option of the ipu family's planner; npu-edge is of the npu family"),
+    (["--device", "ipu-mk2", "--cores", "2"], "error: --cores is an option of the npu family's planner; ipu-mk2 is of the ipu family"),
+    (["--device", "ipu-mk2", "--cost", "igo"], "error: cost model 'igo' prices npu-family devices; ipu-mk2 is not one"),
     (["--device", str(CRUMB), "--dtype", "f32"], "error: layer 'C' does not fit npu-crumb's scratchpad: one step "
                                                  "needs 12 bytes of scratchpad but 8 are available"),
 ])
