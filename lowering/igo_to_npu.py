@@ -107,6 +107,20 @@ def resolve_device(module: ModuleOp, name: str, cores: int, pass_name: str = "ig
     return device
 
 
+def target_npu(module: ModuleOp, name: str, cores: int, pass_name: str):
+    """The NPU a pass lowers `module` for (`resolve_device`), written as the module's
+    target; a module that already targets another chip is one diagnostic."""
+    device = resolve_device(module, name, cores, pass_name)
+    have = module.attributes.get(TARGET_ATTR)
+    target = npu_target(device)
+    if isinstance(have, TargetAttr) and have != target and have.cost_name != COST:
+        raise DiagnosticException(
+            f"{pass_name}: the module targets '{have.device_name}' ({have.cost_name}), not the NPU {device.name}"
+        )
+    module.attributes[TARGET_ATTR] = target
+    return device
+
+
 def kernel_program(rounds, transfers, dataflow: str) -> list:
     """The body ops of a schedule (`irc.cost.igo.schedule`) and its planned transfers
     (with frees), in program order (`irc.cost.igo.queue`)."""
@@ -250,14 +264,7 @@ class IgoToNpu(ModulePass):
         if self.baseline not in BASELINES:
             raise DiagnosticException(
                 f"igo-to-npu: unknown baseline={self.baseline}; known: {', '.join(BASELINES)}")
-        device = resolve_device(op, self.device, self.cores)
-        have = op.attributes.get(TARGET_ATTR)
-        target = npu_target(device)
-        if isinstance(have, TargetAttr) and have != target and have.cost_name != COST:
-            raise DiagnosticException(
-                f"igo-to-npu: the module targets '{have.device_name}' ({have.cost_name}), not the NPU {device.name}"
-            )
-        op.attributes[TARGET_ATTR] = target
+        device = target_npu(op, self.device, self.cores, "igo-to-npu")
         rewriter = Rewriter()
         for pair in [o for o in op.walk() if isinstance(o, GradPairOp)]:
             if pair.order is None:

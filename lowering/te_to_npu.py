@@ -34,9 +34,8 @@ from irc.diagnostics import location_of
 from irc.dialects.dtypes import byte_width
 from irc.dialects.igo import forward_name
 from irc.dialects.npu import MatmulOp, ViewError, forward_view
-from irc.dialects.target import TARGET_ATTR, TargetAttr
 from irc.dialects.te import TensorOp
-from irc.lowering.igo_to_npu import COST, kernel_program, npu_target, resolve_device
+from irc.lowering.igo_to_npu import kernel_program, target_npu
 
 ORDER = "forward"
 """`irc.cost.igo`'s name of a lone forward GEMM's schedule."""
@@ -100,14 +99,7 @@ class TeToNpu(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.policy not in POLICIES:
             raise DiagnosticException(f"te-to-npu: unknown policy={self.policy}; known: {', '.join(POLICIES)}")
-        device = resolve_device(op, self.device, self.cores, "te-to-npu")
-        have = op.attributes.get(TARGET_ATTR)
-        target = npu_target(device)
-        if isinstance(have, TargetAttr) and have != target and have.cost_name != COST:
-            raise DiagnosticException(
-                f"te-to-npu: the module targets '{have.device_name}' ({have.cost_name}), not the NPU {device.name}"
-            )
-        op.attributes[TARGET_ATTR] = target
+        device = target_npu(op, self.device, self.cores, "te-to-npu")
         rewriter = Rewriter()
         for te_op in [o for o in op.walk() if isinstance(o, TensorOp)]:
             view = view_of(te_op)

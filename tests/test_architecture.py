@@ -409,3 +409,29 @@ def test_a_chip_family_is_asked_of_its_registry(tmp_path):
     found = [f"{path.relative_to(ROOT)}:{line}" for folder in PACKAGES for path in _sources(folder)
              if not path.is_relative_to(ROOT / "irc/devices") for line in _asks_a_device_its_family(path)]
     assert not found, "a family read off a device instead of irc.devices.families:\n" + "\n".join(found)
+
+
+MAX_FILE_LINES = 800
+MAX_FUNCTION_LINES = 80
+"""Readable units (issue 26, item 5): a newcomer reads a source file in a sitting and a
+function on a screen or two. Tests and generated tables are not held to them."""
+
+
+def _source_files():
+    for folder in PACKAGES:
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_no_source_file_or_function_is_longer_than_a_sitting():
+    too_long = []
+    for path in _source_files():
+        text = path.read_text()
+        name = path.relative_to(ROOT)
+        if text.count("\n") > MAX_FILE_LINES:
+            too_long.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{name}:{node.lineno}: {node.name} has {length} lines")
+    assert not too_long, "\n".join(too_long)
