@@ -63,4 +63,13 @@ class FamilyPlanner:
                 if getattr(args, name, None) not in (None, False)]
 
 
-__all__ = ["FamilyPlanner", "ModelRequest", "OperatorRequest", "PlanToolError"]
+def print_fallbacks(fallbacks, where: str = "the host/vendor fallback") -> None:
+    """The te ops of a model the family's planner cannot describe, one line each, after
+    a heading saying where they run (nothing when there are none)."""
+    if fallbacks:
+        print(f"left to {where} ({len(fallbacks)} te op(s) the planner cannot describe):")
+        for line in fallbacks:
+            print(f"  {line}")
+
+
+__all__ = ["FamilyPlanner", "ModelRequest", "OperatorRequest", "PlanToolError", "print_fallbacks"]

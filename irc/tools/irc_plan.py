@@ -69,7 +69,7 @@ from irc.planner.model import ModelFitError, max_batch
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
 from irc.progress import Progress
-from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError
+from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError, print_fallbacks
 
 BASELINES = ("t10", "vgm", "roller", "fastest", "basic", "static", "dyn")
 ELK_BASELINES = ("basic", "static", "dyn")
@@ -556,10 +556,7 @@ def _report_decision(args, model, decision, fallbacks, device, cost, cache, star
         print(f"total: {decision.seconds * 1e6:.3f} us (execute {active * 1e6:.3f}, setup {setup * 1e6:.3f}, "
               f"relayout {relayout * 1e6:.3f})")
         print(f"memory per core: idle {decision.idle_bytes} B, peak {decision.peak_bytes} B of {device.sram_bytes} B")
-        if fallbacks:
-            print(f"left to the host/vendor fallback ({len(fallbacks)} te op(s) the planner cannot describe):")
-            for line in fallbacks:
-                print(f"  {line}")
+        print_fallbacks(fallbacks)
         print(f"planned in {seconds:.2f} s ({cache.searches} frontier searches)")
 
 
@@ -596,10 +593,7 @@ def _report_baseline(args, model, fallbacks, device, cost, cache, started) -> in
     else:
         _print_table(rows, "VGM KiB")
         print(f"total: {baseline.seconds * 1e6:.3f} us (VGM load/store {baseline.transfer_seconds * 1e6:.3f})")
-    if fallbacks:
-        print(f"left to the host/vendor fallback ({len(fallbacks)} te op(s) the planner cannot describe):")
-        for line in fallbacks:
-            print(f"  {line}")
+    print_fallbacks(fallbacks)
     print(f"planned in {seconds:.2f} s")
     return 0
 
@@ -656,10 +650,7 @@ def _report_elk(args, model, fallbacks, input_bytes, device, cache, started, des
     _print_table(rows, "preload KiB")
     print(f"total: {latency * 1e6:.3f} us per run" + (f" ({elk.orders_tried} preload orders tried)"
                                                        if design == "full" else ""))
-    if fallbacks:
-        print(f"left to the host/vendor fallback ({len(fallbacks)} te op(s) the planner cannot describe):")
-        for line in fallbacks:
-            print(f"  {line}")
+    print_fallbacks(fallbacks)
     print(f"planned in {seconds:.2f} s ({cache.searches} frontier searches)")
     return 0
 

@@ -11,7 +11,7 @@ from irc.devices.mtia import CHIP_FAMILY
 from irc.dlrm import CONFIGS, dlrm_mtia_model
 from irc.planner import PlanError, plan_to_dict
 from irc.planner.mtia import plan_model, plan_operator
-from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError
+from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError, print_fallbacks
 
 COST = CHIP_FAMILY.cost_model
 """The cost model an MTIA device is planned with (`irc.cost.mtia`)."""
@@ -153,10 +153,7 @@ def run_model(args, request: ModelRequest) -> int:
             shares[categories[name]] = shares.get(categories[name], 0.0) + plan.share(i)
         print("operator breakdown: " + ", ".join(f"{c} {s * 100:.1f}%" for c, s in
                                                  sorted(shares.items(), key=lambda x: -x[1])))
-    if fallbacks:
-        print(f"left to the host/vendor fallback ({len(fallbacks)} te op(s) the planner cannot describe):")
-        for line in fallbacks:
-            print(f"  {line}")
+    print_fallbacks(fallbacks)
     return 0
 
 

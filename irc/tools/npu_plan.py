@@ -23,7 +23,7 @@ from irc.devices.npu import CHIP_FAMILY
 from irc.planner.relayout import tensor_elements
 from irc.cost.igo import FUSED_ORDERS, MEMORIES, ORDERS, Layer, ScratchpadError
 from irc.planner.igo import cheapest, evaluate, paper_order
-from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError
+from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError, print_fallbacks
 
 COST = CHIP_FAMILY.cost_model
 """The cost model an NPU is planned with (`irc.cost.igo`)."""
@@ -225,10 +225,7 @@ def run_model(args, request: ModelRequest) -> int:
     if args.order is not None:
         print(f"backward pairs ({args.order}): {_us(backward, device):.3f} us, unfused {_us(unfused, device):.3f} us "
               f"({(1 - backward / unfused) * 100 if unfused else 0:+.1f}% time saved)")
-    if fallbacks:
-        print(f"left to the host ({len(fallbacks)} te op(s) the planner cannot describe):")
-        for line in fallbacks:
-            print(f"  {line}")
+    print_fallbacks(fallbacks, "the host")
     print(f"planned in {time.perf_counter() - started:.2f} s")
     return 0
 
