@@ -77,7 +77,7 @@ from irc.devices import load_device  # noqa: E402
 from irc.dialects.igo import GradPairOp, contraction_reads  # noqa: E402
 from irc.dialects.te import TensorOp  # noqa: E402
 from irc.lowering.igo_to_npu import batch_axes  # noqa: E402
-from irc.passes.igo_fuse import IgoFuse  # noqa: E402
+from irc.lowering.igo_fuse import IgoFuse  # noqa: E402
 from irc.passes.te_autodiff import TeAutodiff  # noqa: E402
 from irc.progress import Progress  # noqa: E402
 from irc.runner import make_context, parse_module  # noqa: E402

@@ -10,7 +10,7 @@ from benchmarks.igo_workloads import workloads
 from irc.devices import load_device
 from irc.dialects.igo import GradPairOp
 from irc.lowering.igo_to_npu import batch_axes
-from irc.passes.igo_fuse import IgoFuse
+from irc.lowering.igo_fuse import IgoFuse
 from irc.passes.te_autodiff import TeAutodiff
 from irc.runner import make_context, parse_module
 

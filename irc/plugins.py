@@ -88,7 +88,7 @@ IRC_UNIVERSE = IrcUniverse(
         "inference": lazy("irc.passes.pipelines:InferencePipeline"),
         # training: the backward pass (IGO §2.1)
         "te-autodiff": lazy("irc.passes.te_autodiff:TeAutodiff"),
-        "igo-fuse": lazy("irc.passes.igo_fuse:IgoFuse"),
+        "igo-fuse": lazy("irc.lowering.igo_fuse:IgoFuse"),
         # igo -> npu: the NPU program of each fused layer (IGO §2.2, §4-5)
         "igo-to-npu": lazy("irc.lowering.igo_to_npu:IgoToNpu"),
         "te-to-npu": lazy("irc.lowering.te_to_npu:TeToNpu"),  # forward GEMMs on an NPU

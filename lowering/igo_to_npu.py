@@ -234,7 +234,7 @@ def batch_axes(op: GradPairOp) -> set[str]:
 
 def layer_name(op: GradPairOp) -> str:
     """The forward layer a pair differentiates (its contraction reading X and W, as
-    `irc.passes.igo_fuse.forward_name` names it), else its gradients' names."""
+    `irc.lowering.igo_fuse.forward_name` names it), else its gradients' names."""
     for use in op.w.uses:
         forward = use.operation
         if isinstance(forward, TensorOp) and forward is not op and op.x in forward.inputs and op.w in forward.inputs:

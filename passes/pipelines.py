@@ -45,7 +45,7 @@ from irc.lowering.te_to_mtia import TeToMtia
 from irc.lowering.te_to_npu import TeToNpu
 from irc.lowering.te_to_rtensor import RTensorPartition
 from irc.passes.device_alloc import DeviceAlloc
-from irc.passes.igo_fuse import IgoFuse
+from irc.lowering.igo_fuse import IgoFuse
 from irc.passes.mtia_partition import MtiaPartition
 from irc.passes.preload_schedule import PreloadSchedule
 from irc.passes.rotation_align import RotationAlign

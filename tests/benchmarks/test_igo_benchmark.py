@@ -16,7 +16,7 @@ from irc.cost.igo import FUSED_ORDERS, Layer
 from irc.planner.igo import cheapest, evaluate
 from irc.devices import load_device
 from irc.dialects.igo import GradPairOp
-from irc.passes.igo_fuse import IgoFuse
+from irc.lowering.igo_fuse import IgoFuse
 from irc.passes.te_autodiff import TeAutodiff
 from irc.progress import Progress
 from irc.runner import make_context, parse_module

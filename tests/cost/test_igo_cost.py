@@ -307,7 +307,7 @@ def test_cost_keeps_a_pair_unfused_where_every_fused_order_is_slower():
     """A 1024x128x1024 layer on npu-server: the fused orders alternate dX and dW GEMMs on
     the 128x128 array and pay refills (33,208 cycles at best) that its dY traffic does not
     repay; the unfused pair takes 29,488, and igo-fuse's cost choice keeps it (issue 25)."""
-    from irc.passes.igo_fuse import choose_order
+    from irc.lowering.igo_fuse import choose_order
 
     layer, device = Layer(1024, 128, 1024), load_device("npu-server")
     order, costs = best_order(layer, device, baseline="paper")

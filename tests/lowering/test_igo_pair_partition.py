@@ -19,7 +19,7 @@ from irc.devices import load_device
 from irc.dialects import igo, rtensor, shift
 from irc.lowering.igo_pair_partition import SUMMARY_ATTR, UNFUSED_ATTR, pair_spec_of
 from irc.lowering.te_to_rtensor import RTensorPartition
-from irc.passes.igo_fuse import IgoFuse
+from irc.lowering.igo_fuse import IgoFuse
 from irc.passes.pipelines import InferencePipeline, TrainingPipeline
 from irc.passes.te_autodiff import TeAutodiff
 from irc.planner.igo_pair import compare_pair

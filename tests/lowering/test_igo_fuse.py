@@ -11,7 +11,7 @@ from benchmarks.igo_workloads import scaled_down
 from irc.planner.igo import evaluate, paper_order
 from irc.devices import load_device
 from irc.dialects.igo import ORDERS, GradPairOp
-from irc.passes.igo_fuse import COST_ORDER, IgoFuse, find_pairs, layer_of
+from irc.lowering.igo_fuse import COST_ORDER, IgoFuse, find_pairs, layer_of
 from irc.passes.te_autodiff import TeAutodiff
 from irc.runner import make_context, parse_module, random_inputs, find_function, run_function
 
