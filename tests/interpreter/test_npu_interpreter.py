@@ -8,8 +8,6 @@ that breaks the scratchpad's rules faults, naming the op and the tile."""
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,8 +28,7 @@ from irc.passes.pipelines import TrainingPipeline
 from irc.passes.te_autodiff import TeAutodiff
 from irc.runner import make_context, parse_module, run
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "passes"))
-from test_igo_fuse import _inputs  # noqa: E402
+from tests.lowering.test_igo_fuse import _inputs
 
 ORDER_NAMES = ("sequential", "interleave", "dx-major", "dw-major", "dx-major-dw-first", "dw-major-dw-first")
 
