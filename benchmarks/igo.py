@@ -35,7 +35,7 @@ What is measured, and why (each choice is the paper's):
   cost what the model says.
 * Figure 5: dY's share of the baseline backward pass's DRAM traffic (reads and writes)
   and of its reads, on each memory model.
-* Workloads (benchmarks/igo_workloads.py) are the published configurations of Table 4's
+* Workloads (irc/workloads/igo.py) are the published configurations of Table 4's
   models at the paper's batch sizes (4 on the edge NPU, 8 per core on the server NPU,
   §6.1, §6.3): ResNet-50 and MobileNet-v2 at 224x224; BERT-large, and on the edge NPU
   TinyBERT-4 (Table 4's 14M-parameter "BERT tiny"); T5-large (d_ff 4096: the 770M model
@@ -70,7 +70,7 @@ from typing import NamedTuple
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.igo_ipu import ipu_pressure_section, ipu_section  # noqa: E402
-from benchmarks.igo_workloads import workloads  # noqa: E402
+from irc.workloads.igo import workloads  # noqa: E402
 from irc.cost.igo import BASELINES, FUSED_ORDERS, MEMORIES, POLICIES, Layer  # noqa: E402
 from irc.planner.igo import cheapest, evaluate, paper_order, partition_options  # noqa: E402
 from irc.devices import load_device  # noqa: E402

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.igo_workloads import workloads
+from irc.workloads.igo import workloads
 from irc.devices import load_device
 from irc.dialects.igo import GradPairOp
 from irc.lowering.igo_to_npu import batch_axes

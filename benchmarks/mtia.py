@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from irc.devices import load_device  # noqa: E402
-from irc.dlrm import LC, MC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te  # noqa: E402
+from irc.workloads.dlrm import LC, MC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te  # noqa: E402
 from irc.planner.mtia import (  # noqa: E402
     EmbeddingSpec,
     embedding_roofline_seconds,
@@ -200,7 +200,7 @@ def dlrm(device, quick: bool) -> None:
 def executed_dlrm(device) -> None:
     from xdsl.context import Context
 
-    from irc.dlrm import dlrm_te_classes
+    from irc.workloads.dlrm import dlrm_te_classes
     from irc.passes.mtia_partition import MtiaPartition
     from irc.lowering.te_to_mtia import TeToMtia
     from irc.runner import parse_module, run

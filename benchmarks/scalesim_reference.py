@@ -47,7 +47,7 @@ LAYERS = {
     "npu-edge": [("res conv3 3x3 (batch 4)", 3136, 1152, 128), ("bert-tiny FFN out (batch 4)", 512, 1200, 312)],
     "npu-server": [("res conv4 3x3 (batch 8)", 1568, 2304, 256), ("bert-large FFN out (batch 8)", 1024, 4096, 1024)],
 }
-"""(name, M, K, N) of each layer's forward GEMM X(M,K)·W(K,N), as benchmarks/igo_workloads.py builds them."""
+"""(name, M, K, N) of each layer's forward GEMM X(M,K)·W(K,N), as irc/workloads/igo.py builds them."""
 
 
 def gemms() -> list[dict]:

@@ -113,7 +113,7 @@ def model_wide() -> bool:
 
 
 def training() -> bool:
-    from benchmarks.igo_workloads import bert_tiny
+    from irc.workloads.igo import bert_tiny
     from irc.planner.igo import evaluate
     from irc.dialects.igo import GradPairOp
     from irc.dialects.npu import KernelOp, MatmulOp
@@ -225,7 +225,7 @@ def offchip() -> bool:
 def dlrm_on_mtia() -> bool:
     from xdsl.context import Context
 
-    from irc.dlrm import LC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te, dlrm_te_classes
+    from irc.workloads.dlrm import LC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te, dlrm_te_classes
     from irc.passes.mtia_partition import MtiaPartition
     from irc.lowering.te_to_mtia import TeToMtia
     from irc.planner.mtia import plan_model

@@ -63,20 +63,20 @@ RULES = {
         ["irc/frontend"],
         ("irc.tools", "irc.runner", "irc.lowering", "irc.passes", "irc.interpreter", "irc.planner",
          "irc.schedule", "irc.cost", "irc.devices", "irc.universe", "irc.compile", "irc.model_sources",
-         "irc.dse", "irc.dlrm", "irc.target"),
+         "irc.dse", "irc.workloads", "irc.target"),
         (),
     ),
     "the runner imports only the interpreter, the frontend, the universe and the dialects": (
         ["irc/runner.py"],
         ("irc.tools", "irc.lowering", "irc.passes", "irc.planner", "irc.plans", "irc.schedule", "irc.cost",
-         "irc.devices", "irc.compile", "irc.model_sources", "irc.dse", "irc.dlrm", "irc.target"),
+         "irc.devices", "irc.compile", "irc.model_sources", "irc.dse", "irc.workloads", "irc.target"),
         (),
     ),
     "workloads build named models from the planner's vocabulary: no IR, no drivers": (
         ["irc/workloads"],
         ("irc.dialects", "irc.lowering", "irc.passes", "irc.interpreter", "irc.runner", "irc.tools",
          "irc.universe", "irc.frontend", "irc.target", "irc.schedule", "irc.compile", "irc.model_sources",
-         "irc.dse", "irc.dlrm", "xdsl"),
+         "irc.dse", "xdsl"),
         # but marking an imported graph's weight inputs (graphs.graph.mark_weight_inputs)
         ("xdsl.dialects.builtin", "xdsl.dialects.func"),
     ),
@@ -89,7 +89,7 @@ RULES = {
     "the drivers and tools are the top floor: nothing below imports them": (
         ["dialects", "lowering", "passes", "irc/interpreter", "irc/planner", "irc/plans", "irc/schedule", "irc/cost",
          "irc/devices", "irc/frontend", "irc/runner.py", "irc/universe.py", "irc/target.py"],
-        ("irc.tools", "irc.compile", "irc.model_sources", "irc.dse", "irc.dlrm"),
+        ("irc.tools", "irc.compile", "irc.model_sources", "irc.dse"),
         (),
     ),
     "the ground floor (plug-in loader, utilities) imports no other part of irc": (
@@ -315,7 +315,7 @@ PARTS = {
     "irc.schedule": "schedule",
     "irc.dialects": "dialects", "irc.target": "target", "irc.lowering": "lowering", "irc.passes": "passes",
     "irc.interpreter": "interpreter", "irc.frontend": "frontend", "irc.runner": "runner",
-    "irc.compile": "drivers", "irc.model_sources": "drivers", "irc.dse": "drivers", "irc.dlrm": "drivers",
+    "irc.compile": "drivers", "irc.model_sources": "drivers", "irc.dse": "drivers",
     "irc.universe": "universe", "irc.tools": "tools", "irc.workloads": "workloads",
 }
 """Each module prefix's part of ARCHITECTURE.md (the longest prefix wins)."""

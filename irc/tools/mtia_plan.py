@@ -8,7 +8,7 @@ import json
 
 from irc.cost import get_cost_model
 from irc.devices.mtia import CHIP_FAMILY
-from irc.dlrm import CONFIGS, dlrm_mtia_model
+from irc.workloads.dlrm import CONFIGS, dlrm_mtia_model
 from irc.planner import PlanError, plan_to_dict
 from irc.planner.mtia import plan_model, plan_operator
 from irc.tools.family_planner import FamilyPlanner, ModelRequest, OperatorRequest, PlanToolError, print_fallbacks

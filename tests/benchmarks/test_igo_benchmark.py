@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.igo_workloads import bert_tiny, tinybert_4, transformer_encoder, workloads, yolov2_tiny
+from irc.workloads.igo import bert_tiny, tinybert_4, transformer_encoder, workloads, yolov2_tiny
 from irc.cost.igo import FUSED_ORDERS, Layer
 from irc.planner.igo import cheapest, evaluate
 from irc.devices import load_device

@@ -7,7 +7,7 @@ import pytest
 from xdsl.context import Context
 
 from irc.devices import load_device
-from irc.dlrm import LC, MC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te
+from irc.workloads.dlrm import LC, MC, SMALL, dlrm_inputs, dlrm_mtia_model, dlrm_te
 from irc.interpreter.kernels import KernelError
 from irc.interpreter.mtia import MtiaReport
 from irc.passes.mtia_partition import MtiaPartition

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.rewriter import Rewriter
 
-from benchmarks.igo_workloads import scaled_down
+from irc.workloads.igo import scaled_down
 from irc.cost.igo import BASELINES, ORDERS, SCHEMES, Layer, Tiling
 from irc.planner.igo import evaluate
 from irc.devices import load_device

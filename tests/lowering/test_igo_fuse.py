@@ -1,4 +1,4 @@
-"""igo-fuse on every workload of benchmarks/igo_workloads.py, scaled down: the fused
+"""igo-fuse on every workload of irc/workloads/igo.py, scaled down: the fused
 program computes exactly what the unfused backward pass computes, every layer but the
 first has its pair fused, and the pass's chosen order is the cost model's cheapest."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.igo_workloads import scaled_down
+from irc.workloads.igo import scaled_down
 from irc.planner.igo import evaluate, paper_order
 from irc.devices import load_device
 from irc.dialects.igo import ORDERS, GradPairOp

@@ -357,7 +357,7 @@ def test_plugin_gradient_rule_comes_first():
 def test_workload_gradients_against_finite_differences(name):
     """Each IGO workload, scaled down and in f64: te-autodiff's weight gradients against
     central differences of the loss (two entries of every weight)."""
-    from benchmarks.igo_workloads import scaled_down
+    from irc.workloads.igo import scaled_down
     from irc.runner import find_function
 
     text = scaled_down("f64")[name]
