@@ -24,8 +24,11 @@ Either way the frontiers are checked against the program's real liveness: the mo
 program is placed with `device-alloc`'s own placement (every buffer from its alloc to its
 free, fragmentation included), and an operator where a buffer does not fit has its
 frontier narrowed until everything does (the plan counts every buffer the program
-keeps, `irc.planner.elk.preload_ops`, but the placement may not pack them: the
-function's ``irc.remark`` counts the narrowed frontiers and why). Preloads keep their order (rule 2); a preload placed
+keeps, `irc.planner.elk.preload_ops`, and checks that the placement packs them,
+`irc.planner.preload_packing`; a plan made otherwise may not pack: the function's
+``irc.remark`` counts the narrowed frontiers and why). The bytes live are checked
+against a model-wide plan's account (``irc.planned_peak_bytes``), the packing against
+the core. Preloads keep their order (rule 2); a preload placed
 after an operator starts once it is done (rule 1); only the ``device.wait`` of its own
 buffer blocks on it (rule 3). The allocations move with their preloads, so buffer
 offsets are reassigned: run ``device-alloc`` afterwards (the ``inference`` pipeline
