@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, Sequence
 
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
@@ -557,11 +557,12 @@ __all__ = [
 ]
 
 
-def argument_input_bytes(found: FunctionModel) -> list[float]:
+def argument_input_bytes(found: FunctionModel, apart: Sequence[Sequence[str]] | None = None) -> list[float]:
     """Per planned op of ``found``, the bytes it loads from the function's arguments that
     are not weights (a KV cache, the model's input): what its preload reads from HBM
     besides its weights on a chip with off-chip memory (an input several ops read is
-    loaded once, by its first reader; ELK s2.2, s6.1)."""
+    loaded once, by its first reader; ELK s2.2, s6.1). Less, per op, the inputs ``apart``
+    names (`irc.planner.elk.own_inputs`: loaded into the op's own layout, priced apart)."""
     movements = found.movements
     loaded: set = set()
     found_bytes = []
@@ -576,6 +577,8 @@ def argument_input_bytes(found: FunctionModel) -> list[float]:
             if origin in loaded:
                 continue
             loaded.add(origin)
+            if apart is not None and tensor in apart[len(found_bytes)]:
+                continue
             total += tensor_elements(model_op.spec, tensor) * model_op.spec.bytes_of(tensor)
         found_bytes.append(total)
     return found_bytes

@@ -71,7 +71,7 @@ from irc.lowering.igo_pair_partition import PartitionGradPair, best_fusion, plan
 from irc.lowering.model_from_ir import ModelIRError, argument_input_bytes, describe, function_model, plan_function
 from irc.lowering.rtensor_plan import relayout_onto
 from irc.planner import PlanError, search
-from irc.planner.elk import plan_offchip, planned_offchip
+from irc.planner.elk import own_inputs, plan_offchip, planned_offchip
 from irc.planner.model import ModelFitError
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
@@ -399,7 +399,8 @@ class RTensorPartition(ModulePass):
         rest in while earlier ops run, the preload order and each op's frontier, recorded
         as ``irc.preload`` for ``preload-schedule``)."""
         try:
-            elk = plan_offchip(found.model, cache, self.preload, self.split, argument_input_bytes(found))
+            own = own_inputs(found.model)   # preloaded into their op's execute layout: priced per plan
+            elk = plan_offchip(found.model, cache, self.preload, self.split, argument_input_bytes(found, own), own)
         except PreloadFitError as error:
             culprit = next((t for t, m in zip(found.ops, found.model.ops) if m.name == error.op), function)
             raise _error(culprit, str(error)) from None

@@ -22,7 +22,10 @@ in its idle layout), so the placement is decided with the whole program in view:
 
 A ``device.reduce`` that rounds an accumulator in place keeps the first bytes of its
 range for the rounded result and releases the rest (the buffer shrinks at the reduce;
-the offline placement reserves the whole range, the conservative choice).
+the offline placement places a buffer beside it at the bytes it holds while the two are
+live, and reserves the whole range of the buffer being placed).
+
+The placement is `irc.planner.packing`'s, which the planner checks its ELK plans with.
 
 A program whose live buffers exceed a core's SRAM at some point (or that no placement
 packs) is an error at the ``device.alloc`` that does not fit, naming the core, the
@@ -31,7 +34,6 @@ buffers live there with their bytes, and the total.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -42,33 +44,11 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from irc.diagnostics import location_of
 from irc.dialects.device import AllocOp, FreeOp, ReduceOp, i64_attr
+from irc.planner.packing import (  # noqa: F401  (re-exported: the placement is the planner's too)
+    SEARCH_ORDERS, SEARCH_WORK, STRATEGIES, Interval, first_fit, first_over, offline_placement, online_first_fit,
+    peak_live_bytes, place, searched_placement,
+)
 from irc.target import TargetError, device_of, require_target, set_target
-
-
-def first_fit(live: list[tuple[int, int]], size: int) -> int:
-    """The lowest offset where ``size`` bytes fit between the live ``[start, end)`` ranges."""
-    offset = 0
-    for start, end in sorted(live):
-        if offset + size <= start:
-            return offset
-        offset = max(offset, end)
-    return offset
-
-
-@dataclass
-class Interval:
-    """One buffer: its alloc op, bytes, and live range ``[start, end)`` in program order."""
-
-    op: AllocOp
-    size: int
-    start: int
-    end: int
-    shrink: tuple[int, int] | None = None   # (position, bytes kept) of an in-place rounding
-
-    def bytes_at(self, position: int) -> int:
-        if self.shrink is not None and position >= self.shrink[0]:
-            return self.shrink[1]
-        return self.size
 
 
 def _alloc_of(value) -> AllocOp | None:
@@ -97,123 +77,6 @@ def live_intervals(func, ops=None) -> list[Interval]:
         if interval.end < 0:
             interval.end = position + 1
     return intervals
-
-
-def peak_live_bytes(intervals: list[Interval]) -> int:
-    """The most bytes per core live at once (each buffer from its alloc to its free, at its
-    size there): what a program holds at its peak, and what a plan's memory account
-    (`irc.planner.model`: ``ModelPlan.peak_bytes``) must equal."""
-    events = sorted([(i.start, i.size) for i in intervals] + [(i.end, -i.bytes_at(i.end)) for i in intervals]
-                    + [(i.shrink[0], i.shrink[1] - i.size) for i in intervals if i.shrink is not None])
-    live = peak = 0
-    for _, change in events:   # frees before allocs at one position (sorted by change)
-        live += change
-        peak = max(peak, live)
-    return peak
-
-
-def online_first_fit(intervals: list[Interval]) -> dict[AllocOp, int]:
-    """Offsets by first fit in program order (1. of the module docstring)."""
-    events = sorted([(i.start, 2, i) for i in intervals] + [(i.end, 0, i) for i in intervals]
-                    + [(i.shrink[0], 1, i) for i in intervals if i.shrink is not None],
-                    key=lambda e: (e[0], e[1]))
-    live: dict[AllocOp, tuple[int, int]] = {}
-    offsets = {}
-    for _, kind, interval in events:
-        if kind == 0:
-            live.pop(interval.op, None)
-            continue
-        if kind == 1:   # rounded in place: the result keeps the first bytes
-            start, _ = live[interval.op]
-            live[interval.op] = (start, start + interval.shrink[1])
-            continue
-        offset = first_fit(list(live.values()), interval.size)
-        offsets[interval.op] = offset
-        live[interval.op] = (offset, offset + interval.size)
-    return offsets
-
-
-def offline_placement(intervals: list[Interval], key) -> dict[AllocOp, int]:
-    """Offsets placing the buffers in ``key`` order, each at the lowest offset free over
-    its whole live range (2. of the module docstring)."""
-    placed: list[tuple[Interval, int]] = []
-    offsets = {}
-    for interval in sorted(intervals, key=key):
-        taken = [(offset, offset + other.size) for other, offset in placed
-                 if other.start < interval.end and interval.start < other.end]
-        offset = first_fit(taken, interval.size)
-        offsets[interval.op] = offset
-        placed.append((interval, offset))
-    return offsets
-
-
-SEARCH_WORK = 4_000_000
-"""The search (3. of the module docstring) tries at most this many buffer pairs in all
-(each order places n buffers against up to n placed ones: a 157-buffer program gets
-``SEARCH_ORDERS`` orders, a 2,000-buffer one a few)."""
-SEARCH_ORDERS = 256
-
-
-def searched_placement(intervals: list[Interval], capacity: int) -> dict[AllocOp, int] | None:
-    """Offsets within ``capacity`` from the offline placement in orders near largest first
-    (3. of the module docstring), or None when none of the orders tried packs. The
-    factors are drawn per buffer in program order from a fixed seed, so a program and
-    the same program with other ops between its allocs get the same placement."""
-    if not intervals:
-        return {}
-    in_order = sorted(intervals, key=lambda i: (i.start, i.end, -i.size))
-    orders = min(SEARCH_ORDERS, SEARCH_WORK // len(intervals) ** 2)
-    rng = random.Random(0)
-    for _ in range(orders):
-        weight = {interval.op: interval.size * (0.7 + 0.6 * rng.random()) for interval in in_order}
-        offsets = offline_placement(in_order, lambda i: (-weight[i.op], i.start))
-        if _peak(intervals, offsets) <= capacity:
-            return offsets
-    return None
-
-
-STRATEGIES = (
-    lambda i: (-i.size, i.start),                      # largest first
-    lambda i: (-(i.end - i.start), -i.size, i.start),  # longest-lived first
-)
-
-
-def _peak(intervals: list[Interval], offsets: dict[AllocOp, int]) -> int:
-    return max((offsets[i.op] + i.size for i in intervals), default=0)
-
-
-def place(intervals: list[Interval], capacity: int) -> tuple[dict[AllocOp, int], Interval | None]:
-    """Offsets for ``intervals`` in ``capacity`` bytes per core (1., 2. then 3. of the
-    module docstring), and None or the first buffer that does not fit (where the live bytes
-    exceed the capacity, else the first one placed past its end)."""
-    offsets = online_first_fit(intervals)
-    if _peak(intervals, offsets) <= capacity:
-        return offsets, None
-    over = first_over(intervals, capacity)
-    if over is None:
-        for strategy in STRATEGIES:
-            packed = offline_placement(intervals, strategy)
-            if _peak(intervals, packed) <= capacity:
-                return packed, None
-        packed = searched_placement(intervals, capacity)
-        if packed is not None:
-            return packed, None
-    culprit = over or next(i for i in sorted(intervals, key=lambda i: i.start) if offsets[i.op] + i.size > capacity)
-    return offsets, culprit
-
-
-def first_over(intervals: list[Interval], capacity: int) -> Interval | None:
-    """The first buffer whose alloc brings the live bytes over ``capacity``."""
-    events = sorted([(i.start, i.size, i) for i in intervals]
-                    + [(i.end, -i.bytes_at(i.end), i) for i in intervals]
-                    + [(i.shrink[0], i.shrink[1] - i.size, i) for i in intervals if i.shrink is not None],
-                    key=lambda e: (e[0], e[1]))
-    live = 0
-    for _, change, interval in events:
-        live += change
-        if change > 0 and live > capacity:
-            return interval
-    return None
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,11 @@ Either way the frontiers are checked against the program's real liveness: the mo
 program is placed with `device-alloc`'s own placement (every buffer from its alloc to its
 free, fragmentation included), and an operator where a buffer does not fit has its
 frontier narrowed until everything does (the plan counts every buffer the program
-keeps, `irc.planner.elk.preload_ops`, but the placement may not pack them: the
-function's ``irc.remark`` counts the narrowed frontiers and why). Preloads keep their order (rule 2); a preload placed
+keeps, `irc.planner.elk.preload_ops`, and checks that the placement packs them,
+`irc.planner.preload_packing`; a plan made otherwise may not pack: the function's
+``irc.remark`` counts the narrowed frontiers and why). The bytes live are checked
+against a model-wide plan's account (``irc.planned_peak_bytes``), the packing against
+the core. Preloads keep their order (rule 2); a preload placed
 after an operator starts once it is done (rule 1); only the ``device.wait`` of its own
 buffer blocks on it (rule 3). The allocations move with their preloads, so buffer
 offsets are reassigned: run ``device-alloc`` afterwards (the ``inference`` pipeline
@@ -47,7 +50,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from irc.diagnostics import location_of
 from irc.dialects.device import AllocOp, FreeOp, LoadOp, PreloadAsyncOp, ReduceOp, StoreOp, WaitOp, i64_attr
 from irc.lowering.te_to_rtensor import PLANNED_PEAK_ATTR, PRELOAD_ATTR, PRELOADED_ATTR
-from irc.passes.device_alloc import live_intervals, peak_live_bytes, place
+from irc.passes.device_alloc import first_over, live_intervals, peak_live_bytes, place
 from irc.planner.preload import PreloadFitError, _order_bounds
 from irc.planner.preload_designs import widest_frontiers
 from irc.target import TargetError, device_of, require_target
@@ -185,8 +188,10 @@ class _Block:
         return {load: after[pos[self.owner[load]]] + 1 for load in self.loads}
 
 
-def schedule_block(block: Block, capacity: int) -> BlockSchedule:
-    """Rewrite ``block``'s HBM loads into preloads and waits (module docstring)."""
+def schedule_block(block: Block, capacity: int, sram: int | None = None) -> BlockSchedule:
+    """Rewrite ``block``'s HBM loads into preloads and waits (module docstring): the live
+    bytes within ``capacity`` per core, the buffers packed within ``sram`` (default the
+    same: a plan's account may be less than the core, its buffers may use all of it)."""
     shape = _Block(block)
     if not shape.loads:
         return BlockSchedule(0, False, 0, [], [])
@@ -214,23 +219,27 @@ def schedule_block(block: Block, capacity: int) -> BlockSchedule:
             if held > 0 else "") + f"; the core has {capacity}") from None
     wanted = list(frontiers) if upper is None else [max(lower[i], min(count, upper[i])) for i in range(count)]
     narrowed = {i for i in range(count) if frontiers[i] < wanted[i]}
-    fragmented = _narrow_to_placement(shape, order, frontiers, lower, capacity, unfit, narrowed)
+    fragmented = _narrow_to_placement(shape, order, frontiers, lower, (capacity, sram or capacity), unfit, narrowed)
     _rewrite(block, shape, shape.anchors(order, frontiers), planned is not None)
     return BlockSchedule(len(shape.loads), planned is not None, len(narrowed), frontiers, order, len(fragmented))
 
 
-def _narrow_to_placement(shape: _Block, order: list[int], frontiers: list[int], lower: list[int], capacity: int,
-                         unfit, narrowed: set[int]) -> set[int]:
-    """Narrow ``frontiers`` (in place) until `device-alloc`'s placement packs the program
-    they make, adding each operator narrowed to ``narrowed``; the operators narrowed where
-    the bytes live fit but the placement does not pack them (fragmented)."""
+def _narrow_to_placement(shape: _Block, order: list[int], frontiers: list[int], lower: list[int],
+                         capacities: tuple[int, int], unfit, narrowed: set[int]) -> set[int]:
+    """Narrow ``frontiers`` (in place) until the bytes the program they make holds fit the
+    first of ``capacities`` and `device-alloc`'s placement packs its buffers in the second,
+    adding each operator narrowed to ``narrowed``; the operators narrowed where the bytes
+    live fit but the placement does not pack them (fragmented)."""
     fragmented: set[int] = set()
     segment_of = dict(zip(shape.ops, shape.segment))
+    capacity, sram = capacities
     while True:
         anchors = shape.anchors(order, frontiers)
         sequence = shape.sequence(anchors)
         intervals = live_intervals(None, sequence)
-        _, culprit = place(intervals, capacity)
+        culprit = first_over(intervals, capacity)
+        if culprit is None:
+            _, culprit = place(intervals, sram)
         if culprit is None:
             return fragmented
         walk_top = [t for t, top in enumerate(sequence) for _ in top.walk()]
@@ -240,12 +249,13 @@ def _narrow_to_placement(shape: _Block, order: list[int], frontiers: list[int], 
             else segment_of[top]
         live = sum(i.bytes_at(culprit.start) for i in intervals if i.start < culprit.start < i.end)
         need = max(1, live + culprit.size - capacity)
+        capacity_there = capacity if live + culprit.size > capacity else sram
         if frontiers[seg] <= lower[seg]:
             total = live + culprit.size
             raise unfit(seg, f"buffer {culprit.op.buffer_name.data} ({culprit.size} bytes per core) does not fit "
                              f"beside the {live} bytes live there: " + (
                                  f"{total} bytes, the core has {capacity}" if total > capacity else
-                                 f"{total} of the core's {capacity} bytes, but no placement of the program's "
+                                 f"{total} of the core's {capacity_there} bytes, but no placement of the program's "
                                  f"buffers leaves it a free range (fragmented)"))
         while frontiers[seg] > lower[seg] and need > 0:   # drop the latest resident loads first
             frontiers[seg] -= 1
@@ -323,7 +333,7 @@ class PreloadSchedule(ModulePass):
                 # a plan within SRAM: loads move ahead only as far as its own account allows
                 capacity = min(capacity, max(int(peak.value.data), peak_live_bytes(live_intervals(func))))
             for block in func.body.blocks:
-                done = schedule_block(block, capacity)
+                done = schedule_block(block, capacity, device.sram_bytes)
                 narrowed += done.narrowed if done.planned else 0
                 fragmented += done.fragmented if done.planned else 0
                 planned += done.planned

@@ -46,6 +46,7 @@ from irc.planner.preload_designs import (
     reorder,
     static_sweep,
 )
+from irc.planner.preload_packing import packing_deficit
 from irc.planner.relayout import tensor_elements
 
 DESIGNS = ("basic", "static", "dyn", "full", "ideal")
@@ -68,9 +69,12 @@ def weight_bytes(op) -> int:
 
 def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int | None] | None = None,
                 extra_hbm_bytes: Sequence[float] | None = None, resting: bool = False,
-                extra_exec_cycles: Sequence[float] | None = None) -> list[PreloadOp]:
+                extra_exec_cycles: Sequence[float] | None = None,
+                input_loads: Sequence[Sequence[str]] | None = None) -> list[PreloadOp]:
     """One ``PreloadOp`` per model op (identical ops share their table). ``extra_hbm_bytes``
-    adds data an op reads from HBM beside its weights (a KV cache); ``resting`` counts the
+    adds data an op reads from HBM beside its weights (a KV cache); ``input_loads`` names,
+    per op, its inputs that are not weights and that the device program preloads straight
+    into its execute-state layout, each its own load (``own_input_loads``); ``resting`` counts the
     activations kept on chip across each op (produced earlier, read later: at the most
     their producers' plans place) in its execution space, as a compiled program holds them;
     ``extra_exec_cycles`` adds cycles to every execute state of an op (the all-reduce of
@@ -94,6 +98,8 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
     for i, op in enumerate(model.ops):
         table = cache.table(op.spec, op.weights)
         hbm = weight_bytes(op) + (extra_hbm_bytes[i] if extra_hbm_bytes is not None else 0.0)
+        own = () if input_loads is None else tuple(input_loads[i])
+        inputs, input_pressure = own_input_loads(device, op, table, own)
         cold = np.asarray(table.cold, dtype=np.float64)
         loads = np.array([preload_seconds(device, c, hbm) * clock if (c or hbm) else 0.0 for c in cold])
         distribute = np.where(np.isfinite(table.table), table.setup, np.inf)
@@ -103,13 +109,50 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
         pressure = np.array([preload_pressure(device, c, t, hbm) for c, t in zip(cold, loads)])
         extra = float(extra_exec_cycles[i]) if extra_exec_cycles is not None else 0.0
         ops.append(PreloadOp(
-            op.name, float(hbm), np.asarray(table.hot, dtype=np.float64) + kept[i],
+            op.name, float(hbm + sum(tensor_elements(op.spec, t) * op.spec.bytes_of(t) for t in own)),
+            np.asarray(table.hot, dtype=np.float64) + kept[i],
             np.asarray(table.active_cycles, dtype=np.float64) + extra, cold,
-            distribute, loads, exchange, signature=(id(table), kept[i], extra),
+            distribute, loads, exchange, signature=(id(table), kept[i], extra, own),
             layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
-            own_bytes=own_preload_bytes(table),
+            own_bytes=own_preload_bytes(table), input_loads=inputs, input_pressure=input_pressure,
         ))
     return ops
+
+
+def own_input_loads(device, op, table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """[J] cycles and [J] link share of the preloads of ``op``'s inputs ``names`` into each
+    execute state's layout, as the chip times them (``irc.interpreter.chip``'s ``preload``):
+    one load per input of its partition per core (``MemoryBreakdown.partitions``), the HBM
+    reading each distinct partition once (the cores over its replicas), back to back."""
+    cycles = np.zeros(len(table.active))
+    shares = np.zeros(len(table.active))
+    clock = device.clock_hz
+    for j, plan in enumerate(table.active):
+        link = 0.0
+        for name in names:
+            canonical = f"t{op.spec.tensor_index(name)}"
+            tile = float(plan.score.memory.partitions[canonical])
+            distinct = plan.score.cores // plan.score.replicas[canonical]
+            load = preload_seconds(device, tile, distinct * tile) * clock if tile else 0.0
+            cycles[j] += load
+            link += preload_pressure(device, tile, load, distinct * tile) * load
+        shares[j] = link / cycles[j] if cycles[j] > 0 else 0.0
+    return cycles, shares
+
+
+def own_inputs(model: ModelSpec) -> list[tuple[str, ...]]:
+    """Per op, its inputs that are neither weights nor produced by an op and whose one
+    copy it holds, read by no op before it (``ModelOp.shared_reads``): the device program
+    loads each straight into the op's execute-state layout before the op
+    (`irc.lowering.shift_to_device`), so its preload depends on the op's plan. (A fused
+    gradient pair's are not listed.)"""
+    read_earlier = {home for i, op in enumerate(model.ops) for home in op.shared_reads.values() if home[0] > i}
+    found = []
+    for i, op in enumerate(model.ops):
+        found.append(() if op.pair is not None else tuple(
+            t.name for t in op.spec.inputs if t.name not in op.weights and t.name not in op.producers
+            and t.name not in op.shared_reads and (i, t.name) not in read_earlier))
+    return found
 
 
 def own_preload_bytes(table) -> np.ndarray:
@@ -269,6 +312,7 @@ class DesignSearch:
                  relayouts: "Relayouts | None" = None, metric: Metric | None = None,
                  token: Sequence[PreloadOp] | None = None) -> None:
         self.ops, self.capacity, self.split = list(ops), capacity, split
+        self.relayouts = relayouts
         self.links = None if relayouts is None else relayouts.links()
         finish = None if relayouts is None else relayouts.finish
         self.token = self.ops if token is None else list(token)   # one token's ops (Ideal's)
@@ -276,6 +320,13 @@ class DesignSearch:
         self.finish = (lambda plan: plan) if finish is None else finish
         self.metric = latency_of if metric is None else metric
         self.found: dict[str, tuple] = {}
+
+    def with_ops(self, ops: Sequence[PreloadOp]) -> "DesignSearch":
+        """The same search over ``ops`` (the same ops, some keeping bytes free: ``reserve``)."""
+        search = DesignSearch(ops, self.capacity, self.split, self.max_displacement, self.max_orders, None,
+                              self.metric, ops)
+        search.relayouts, search.links, search.finish = self.relayouts, self.links, self.finish
+        return search
 
     def own(self, design: str) -> tuple[PreloadPlan, list[int], int, float | None]:
         """The design's own search: (plan, order, orders tried, Static's execution space)."""
@@ -365,20 +416,76 @@ def elk_plan(model: ModelSpec, cache: FrontierCache, design: str = "dyn", split:
     return search.decision(model, cache, design)
 
 
+PACKING_TRIES = 8
+"""How many times ``packed_decision`` plans again before it gives up."""
+
+
+def packed_decision(search: DesignSearch, model: ModelSpec, cache: FrontierCache, decision: ElkDecision,
+                    input_loads: Sequence[Sequence[str]] | None = None, problem=None) -> ElkDecision:
+    """``decision``, or the same design planned again while the buffers of the program its
+    plan makes do not pack in a core by `device-alloc`'s placement
+    (`irc.planner.preload_packing`): ELK counts bytes, the placement needs a free range for
+    each buffer, so a plan whose bytes fit may still fragment, and `preload-schedule`
+    would then narrow its frontiers (the plan's cycles not what runs) or fail. Each try
+    keeps the bytes its first fit overflowed by free while an op executes
+    (``PreloadOp.reserve``): the op where the buffer that does not fit is allocated, or,
+    where that op cannot spare them, the nearest op before it that can (its buffers kept
+    across are what the space fragments around); where that changed nothing, every op
+    keeps them free, as far as it can. At most ``PACKING_TRIES`` times, then the last
+    plan stays (and the lowering says why)."""
+    sram = int(cache.device.sram_bytes)
+    ops = list(search.ops)
+    tried: set[tuple[int | None, int]] = set()
+    stuck = False
+    for _ in range(PACKING_TRIES):
+        if decision.plan is None:
+            return decision
+        deficit, at = packing_deficit(model, cache, decision.plan, sram, input_loads, problem)
+        if deficit == 0:
+            return decision
+        target = None if stuck else next((k for k in range(at, -1, -1) if (k, deficit) not in tried
+                                          and ops[k].min_exec() + ops[k].reserve + deficit <= search.capacity), None)
+        targets = [target] if target is not None else range(len(ops))   # else every op that can spare it
+        tried.add((target, deficit))
+        changed = False
+        for k in targets:
+            reserve = min(ops[k].reserve + deficit, search.capacity - ops[k].min_exec())
+            if reserve > ops[k].reserve:
+                ops[k] = dataclasses.replace(ops[k], reserve=reserve, signature=(search.ops[k].signature, reserve))
+                changed = True
+        if not changed:
+            return decision
+        try:
+            again = search.with_ops(ops).decision(model, cache, decision.design)
+        except (OrderError, PreloadFitError):
+            return decision
+        stuck = _same_plan(again.plan, decision.plan)   # the reserve did not bind: keep bytes free everywhere
+        decision = again
+    return decision
+
+
+def _same_plan(one: PreloadPlan | None, other: PreloadPlan | None) -> bool:
+    return one is not None and other is not None and one.exec_plan == other.exec_plan \
+        and one.preload_plan == other.preload_plan and list(one.schedule.frontier) == list(other.schedule.frontier) \
+        and list(one.schedule.order) == list(other.schedule.order)
+
+
 REORDER_BUDGET = 32
 """ELK-Full planning a compiled model tries at most this many preload orders, those nearest
 the execution order (`irc.planner.preload_designs.layer_orders`; benchmarks/elk.py tries them all)."""
 
 
 def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", split: str = "paper",
-                 extra_hbm_bytes: Sequence[float] | None = None) -> ElkDecision:
+                 extra_hbm_bytes: Sequence[float] | None = None,
+                 input_loads: Sequence[Sequence[str]] | None = None) -> ElkDecision:
     """A model on a chip with off-chip memory as the compiler plans it (``rtensor-partition``
     and ``irc-plan --model`` alike): ELK's ``design`` over every op, each preload reading its
     weights and ``extra_hbm_bytes`` (the non-weight arguments it loads: a KV cache) from HBM,
     the activations kept on chip across each op counted in its execution space, identical
     layers found by their signatures, and the relayouts between the chosen plans charged
-    (``offchip_study``)."""
-    return offchip_study(model, cache, (design,), split=split, extra_hbm_bytes=extra_hbm_bytes).decisions[design]
+    (``offchip_study``); ``input_loads`` as in ``preload_ops``."""
+    return offchip_study(model, cache, (design,), split=split, extra_hbm_bytes=extra_hbm_bytes,
+                         input_loads=input_loads).decisions[design]
 
 
 @dataclass
@@ -397,13 +504,15 @@ class OffchipStudy:
 def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str], *, split: str = "paper",
                   extra_hbm_bytes: Sequence[float] | None = None, layer_of: Sequence[int | None] | None = None,
                   max_orders: int | None = REORDER_BUDGET, max_displacement: int | None = None,
-                  extra_exec_cycles: Sequence[float] | None = None, loop: bool = False) -> OffchipStudy:
+                  extra_exec_cycles: Sequence[float] | None = None, loop: bool = False,
+                  input_loads: Sequence[Sequence[str]] | None = None) -> OffchipStudy:
     """ELK's ``designs`` for ``model`` as the compiler plans it: every preload reading an
     op's weights and ``extra_hbm_bytes`` from HBM, the activations kept on chip across each
     op counted in its execution space (``preload_ops``' ``resting``), identical layers as
     ``layer_of`` gives them (default: found by their signatures, ``infer_layers``), the
     relayouts between the chosen plans charged, ``extra_exec_cycles`` added to ops (the
-    all-reduces of a model split over chips), one ``DesignSearch`` for all designs. With
+    all-reduces of a model split over chips), ``input_loads`` the inputs an op preloads
+    into its execute-state layout (``preload_ops``), one ``DesignSearch`` for all designs. With
     ``loop``, latencies are per token of a decode loop (``loop_model``, ``loop_period``;
     Ideal's is ``ideal_loop_latency``)."""
     if cache.device.offchip is None:
@@ -421,16 +530,21 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         extra_hbm_bytes = None if extra_hbm_bytes is None else list(extra_hbm_bytes) + list(extra_hbm_bytes[:prefix])
         extra_exec_cycles = (None if extra_exec_cycles is None
                              else list(extra_exec_cycles) + list(extra_exec_cycles[:prefix]))
+        input_loads = None if input_loads is None else list(input_loads) + list(input_loads[:prefix])
         metric = lambda plan: loop_period(plan, prefix)  # noqa: E731
     ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
-                      extra_exec_cycles=extra_exec_cycles)
+                      extra_exec_cycles=extra_exec_cycles, input_loads=input_loads)
+    relayouts = Relayouts(model, cache)
     search = DesignSearch(ops, float(cache.device.sram_bytes), split, max_displacement, max_orders,
-                          Relayouts(model, cache), metric, token=ops[prefix:])
+                          relayouts, metric, token=ops[prefix:])
     decisions = {design: search.decision(model, cache, design, loop) for design in designs}
+    if not loop:   # the plans as compiled: each one's program must pack as `device-alloc` places it
+        for design, decision in decisions.items():
+            decisions[design] = packed_decision(search, model, cache, decision, input_loads, relayouts.problem)
     bound = overlap_bound(ops[prefix:], cache.device.clock_hz / cache.device.offchip.bytes_per_s)
     return OffchipStudy(decisions, bound, ops, loop, prefix)
 
 
 __all__ = ["DESIGNS", "REORDER_BUDGET", "DesignSearch", "ElkDecision", "ElkOpDecision", "OffchipFitError",
-           "OffchipStudy", "PreloadFitError", "elk_plan", "infer_layers", "loop_model", "offchip_study", "plan_offchip",
-           "planned_offchip", "preload_ops", "weight_bytes"]
+           "OffchipStudy", "PreloadFitError", "elk_plan", "infer_layers", "loop_model", "offchip_study", "own_inputs",
+           "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]

@@ -88,6 +88,13 @@ class PreloadOp:
     (the preload-state buffers the device program keeps through the op, less those its
     execute state uses in place: ``irc.planner.idle.in_place_bytes``); zeros by default.
     Part of the op's execution space (``exec_space``)."""
+    input_loads: np.ndarray | None = None   # [J]: its other inputs' loads into state j's layout
+    """Cycles (and ``input_pressure`` the link share) of the preloads of the inputs that are
+    not weights, each into execute state j's layout (``load_time``); zeros by default."""
+    input_pressure: np.ndarray | None = None
+    reserve: float = 0.0
+    """Bytes per core kept free while it executes, for its buffers to pack
+    (`irc.planner.elk.packed_decision`)."""
 
     def __post_init__(self) -> None:
         self.exec_bytes = np.asarray(self.exec_bytes, dtype=np.float64)
@@ -106,6 +113,24 @@ class PreloadOp:
             self.signature = self.name
         self.own_bytes = (np.zeros_like(self.distribute) if self.own_bytes is None
                           else np.asarray(self.own_bytes, dtype=np.float64).reshape(self.distribute.shape))
+        shape = self.exec_cycles.shape
+        self.input_loads = np.zeros(shape) if self.input_loads is None else np.reshape(self.input_loads, shape)
+        self.input_pressure = np.zeros(shape) if self.input_pressure is None else np.reshape(self.input_pressure, shape)
+
+    def load_time(self, r: int, j: int) -> float:
+        """Cycles of the op's load in preload state r for execute state j: its weights'
+        preload and its other inputs' (``input_loads``), back to back on the HBM."""
+        return float(self.load_cycles[r] + self.input_loads[j])
+
+    def load_share(self, r: int, j: int) -> float:
+        """The link share of that load (``load_pressure``), averaged over its cycles."""
+        total = self.load_time(r, j)
+        both = self.load_pressure[r] * self.load_cycles[r] + self.input_pressure[j] * self.input_loads[j]
+        return float(both / total) if total > 0 else float(self.load_pressure[r])
+
+    def least_load(self) -> float:
+        """The shortest load of any pair of states (``load_time``)."""
+        return float(self.load_cycles.min() + self.input_loads.min()) if len(self.load_cycles) else 0.0
 
     def exec_space(self, r: int, j: int) -> float:
         """Bytes per core while execute state j runs from preload state r: its execution
@@ -306,8 +331,8 @@ class CostAwareAllocation:
         states = {} if states is None else states
         found = []
         for k in reversed(resident):
-            r = states.get(k, self.preload_plan[k])
-            found.append((float(self.ops[k].load_cycles[r]), float(self.ops[k].load_pressure[r])))
+            r, j = states.get(k, self.preload_plan[k]), self.exec_plan[k]
+            found.append((self.ops[k].load_time(r, j), self.ops[k].load_share(r, j)))
         return found
 
     def contention(self, i: int, j: int, r: int, streaming: list[tuple[float, float]]) -> float:
@@ -351,7 +376,7 @@ class CostAwareAllocation:
 
     def __call__(self, i: int, resident: Sequence[int]) -> Allocation | None:
         curves = [self.exec_curve(i, self.streaming(resident))] + [self.preload_curve(k) for k in resident]
-        at = cost_aware_split(curves, self.capacity)
+        at = cost_aware_split(curves, self.capacity - self.ops[i].reserve)
         if at is None:
             return None
         j = curves[0][at[0]][2]
@@ -386,7 +411,7 @@ class ExecOnlyAllocation(CostAwareAllocation):
     def __call__(self, i: int, resident: Sequence[int]) -> Allocation | None:
         op = self.ops[i]
         held = sum(self.ops[k].preload_bytes[self.preload_plan[k]] for k in resident)
-        budget = self.capacity - held
+        budget = self.capacity - op.reserve - held
         usable = op.exec_bytes[None, :] + op.own_bytes <= budget   # [R, J]: the pair's execution space
         if not usable.any():
             return None
@@ -740,8 +765,8 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
     (``split="paper"``) or the artifact's (``split="artifact"``). An op that fits under
     no plan even alone is a ``PreloadFitError`` naming it and its bytes."""
     for op in ops:
-        if op.min_exec() > capacity:
-            raise PreloadFitError(op.name, op.min_exec(), capacity)
+        if op.min_exec() > capacity - op.reserve:
+            raise PreloadFitError(op.name, op.min_exec(), capacity - op.reserve)
     allocation = {"paper": CostAwareAllocation, "artifact": ExecOnlyAllocation}.get(split)
     if allocation is None:
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
@@ -765,7 +790,8 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
         return Allocation(hit.cycles, hit.exec_plan, hit.preload_plan,
                           {resident[t]: r for t, r in hit.shrunk.items()}, hit.charged, hit.own)
 
-    schedule = inductive_schedule(len(ops), allocate, lambda k: float(ops[k].load_cycles[alloc.preload_plan[k]]),
+    schedule = inductive_schedule(len(ops), allocate,
+                                  lambda k: ops[k].load_time(alloc.preload_plan[k], alloc.exec_plan[k]),
                                   order, alloc.commit)
     exec_plan = [alloc.exec_plan[i] for i in range(len(ops))]
     preload_plan = [alloc.preload_plan[i] for i in range(len(ops))]
@@ -779,7 +805,7 @@ def _as_run(ops: Sequence[PreloadOp], schedule: Schedule, exec_plan: list[int], 
     load times and link pressure."""
     exec_cycles = [float(op.exec_cycles[j] + op.distribute[r, j]) for op, j, r in zip(ops, exec_plan, preload_plan)]
     transfers = [op.transfers(r, j) for op, j, r in zip(ops, exec_plan, preload_plan)]
-    load_cycles = [float(op.load_cycles[r]) for op, r in zip(ops, preload_plan)]
-    pressure = [float(op.load_pressure[r]) for op, r in zip(ops, preload_plan)]
+    load_cycles = [op.load_time(r, j) for op, j, r in zip(ops, exec_plan, preload_plan)]
+    pressure = [op.load_share(r, j) for op, j, r in zip(ops, exec_plan, preload_plan)]
     return PreloadPlan(schedule, exec_plan, preload_plan, exec_cycles, load_cycles,
                        transfer_cycles=transfers, load_pressure=pressure)

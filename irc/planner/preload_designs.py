@@ -190,14 +190,15 @@ def _fixed_plan(ops: Sequence[PreloadOp], capacity: float, exec_space: float | N
 
     def allocate(i: int, resident: tuple[int, ...]) -> float | None:
         op, (j, r) = ops[i], plans[i]
+        room = capacity - op.reserve
         if exec_space is None:
-            if len(resident) > 1 or op.exec_space(r, j) + sum(sizes[k] for k in resident) > capacity:
+            if len(resident) > 1 or op.exec_space(r, j) + sum(sizes[k] for k in resident) > room:
                 return None
-        elif op.exec_space(r, j) > exec_space or sum(sizes[k] for k in resident) > capacity - exec_space:
+        elif op.exec_space(r, j) > exec_space or sum(sizes[k] for k in resident) > room - exec_space:
             return None   # (its own preload state counts in its execution space, as the program holds it)
         return float(op.exec_cycles[j] + op.distribute[r, j])
 
-    schedule = inductive_schedule(len(ops), allocate, lambda k: float(ops[k].load_cycles[plans[k][1]]))
+    schedule = inductive_schedule(len(ops), allocate, lambda k: ops[k].load_time(plans[k][1], plans[k][0]))
     schedule.exec_plan = [j for j, _ in plans]
     schedule.preload_plan = [r for _, r in plans]
     return _as_run(ops, schedule, schedule.exec_plan, schedule.preload_plan)
@@ -268,7 +269,7 @@ def ideal_latency(ops: Sequence[PreloadOp]) -> float:
     """Ideal (s6.1): no memory or interconnect contention: every op at its fastest plan
     with no distribution, every load at its smallest preload state, and loads never wait
     for space; the longest chain of loads then executions."""
-    loads = [float(op.load_cycles.min()) for op in ops]
+    loads = [op.least_load() for op in ops]
     execs = [float(op.exec_cycles.min()) for op in ops]
     best, loaded = 0.0, 0.0
     tail = float(sum(execs))
@@ -284,7 +285,7 @@ def ideal_loop_latency(ops: Sequence[PreloadOp]) -> float:
     the next token's loads run during this token's executions, so a token takes the
     longer of all its loads (smallest preload states) and all its executions (fastest
     plans, no distribution)."""
-    return max(sum(float(op.load_cycles.min()) for op in ops), sum(float(op.exec_cycles.min()) for op in ops))
+    return max(sum(op.least_load() for op in ops), sum(float(op.exec_cycles.min()) for op in ops))
 
 
 def overlap_bound(ops: Sequence[PreloadOp], hbm_cycles_per_byte: float) -> float:
