@@ -66,7 +66,7 @@ def link_utilisation(study, decision, device) -> dict[str, float]:
     link delivering preloads from the HBM controllers (each op's preload-state bytes per
     core, replicas broadcast: ``irc.devices.topology.preload_seconds_per_byte``)."""
     clock, latency = device.clock_hz, decision.latency_cycles
-    token = study.ops[study.prefix:]
+    token = (study.ops if decision.preload_ops is None else decision.preload_ops)[study.prefix:]   # its plan's ops
     hbm = sum(op.hbm_bytes for op in token) / device.offchip.bytes_per_s * clock
     core = links = 0.0
     plan = decision.plan

@@ -25,7 +25,7 @@ from irc.devices.topology import preload_pressure, preload_seconds
 from irc.planner.idle import IdlePlan, in_place_bytes
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
 from irc.plans.errors import PlanError
-from irc.planner.op_table import FrontierCache
+from irc.planner.op_table import FrontierCache, OpTable
 from irc.plans.plan import Plan
 from irc.planner.preload import (
     Metric,
@@ -34,6 +34,7 @@ from irc.planner.preload import (
     PreloadFitError,
     PreloadOp,
     PreloadPlan,
+    _as_run,
     latency_of,
     plan_preloads,
 )
@@ -68,31 +69,36 @@ def weight_bytes(op) -> int:
 
 def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int | None] | None = None,
                 extra_hbm_bytes: Sequence[float] | None = None, resting: bool = False,
-                extra_exec_cycles: Sequence[float] | None = None) -> list[PreloadOp]:
+                extra_exec_cycles: Sequence[float] | None = None,
+                problem: _ModelProblem | None = None) -> list[PreloadOp]:
     """One ``PreloadOp`` per model op (identical ops share their table). ``extra_hbm_bytes``
     adds data an op reads from HBM beside its weights (a KV cache); ``resting`` counts the
     activations kept on chip across each op (produced earlier, read later: at the most
     their producers' plans place) in its execution space, as a compiled program holds them;
     ``extra_exec_cycles`` adds cycles to every execute state of an op (the all-reduce of
-    its partial sums over the chips that split the model, ``allreduce_cycles``)."""
+    its partial sums over the chips that split the model, ``allreduce_cycles``); ``problem``
+    (a `_ModelProblem` of ``model``) gives the ops' tables (default: each op's frontier;
+    ``layouts=True``: with the layout-matched plans, `irc.planner.layout_match`)."""
     device = cache.device
     clock = device.clock_hz
     kept = [0] * len(model.ops)
-    if resting:
+    if resting and problem is None:
         problem = _ModelProblem(model, cache, None)
+    tables = ([cache.table(op.spec, op.weights) for op in model.ops] if problem is None
+              else problem.tables)
+    if resting:
         kept = [problem.live_bytes(i, []) for i in range(len(model.ops))]
         for first, last, _, home, name in model.shared_spans(weights=True):
             # a weight several ops read: its holder's preload-state copy stays from the
             # first reader to the last (at most its largest idle slice)
-            table = cache.table(model.ops[home].spec, model.ops[home].weights)
+            table = tables[home]
             canonical = f"t{model.ops[home].spec.tensor_index(name)}"
             most = max(idle.weight_bytes[canonical] for idle in table.idle)
             for i in range(first, last + 1):
                 if i != home:
                     kept[i] += most
     ops = []
-    for i, op in enumerate(model.ops):
-        table = cache.table(op.spec, op.weights)
+    for i, (op, table) in enumerate(zip(model.ops, tables)):
         hbm = weight_bytes(op) + (extra_hbm_bytes[i] if extra_hbm_bytes is not None else 0.0)
         cold = np.asarray(table.cold, dtype=np.float64)
         loads = np.array([preload_seconds(device, c, hbm) * clock if (c or hbm) else 0.0 for c in cold])
@@ -129,12 +135,54 @@ class Relayouts:
     `irc.planner.model` prices them): ``finish`` charges them to a plan's ops, ``links``
     states them for the allocations to count (``irc.planner.preload.OutgoingLinks``)."""
 
-    def __init__(self, model: ModelSpec, cache: FrontierCache) -> None:
+    def __init__(self, model: ModelSpec, cache: FrontierCache, problem: _ModelProblem | None = None) -> None:
         self.model, self.cache = model, cache
-        self.problem = _ModelProblem(model, cache, None)
+        self.problem = _ModelProblem(model, cache, None) if problem is None else problem   # its tables' plans
 
     def finish(self, plan: PreloadPlan) -> PreloadPlan:
         return with_relayouts(self.model, self.cache, plan, self.problem)
+
+    def refine(self, plan: PreloadPlan, ops: Sequence[PreloadOp], rounds: int = 4) -> PreloadPlan:
+        """``plan`` (unfinished) with ops moved, one at a time, to execute states that cost
+        less with the relayouts to and from their neighbours' states counted (its
+        execution, its distribution phase from its preload state, its edges), in no more
+        execution space than the plan gave it: its schedule, preload states and every
+        resident set stay as they fit. The inductive scheduler (s4.2) fixes each op's
+        state before its producers', charging it their cheapest relayout, which the
+        states they then take need not give; this settles the pairs. Repeats until no
+        op moves (at most ``rounds`` passes)."""
+        touching: list[list] = [[] for _ in ops]
+        for edge in self.problem.edges:
+            touching[edge.consumer].append(edge)
+            if edge.producer != edge.consumer:
+                touching[edge.producer].append(edge)
+        states, preload = list(plan.exec_plan), plan.preload_plan
+
+        def local(i: int, j: int) -> float:
+            held, states[i] = states[i], j
+            cycles = float(ops[i].exec_cycles[j] + ops[i].distribute[preload[i], j])
+            cycles += sum(self.problem.relayout(e, states[e.consumer], states[e.producer])[1] for e in touching[i])
+            states[i] = held
+            return cycles
+
+        for _ in range(rounds):
+            moved = False
+            for i, op in enumerate(ops):
+                r, space = preload[i], op.exec_space(preload[i], states[i])
+                fits = [j for j in range(len(op.exec_bytes)) if j != states[i]
+                        and np.isfinite(op.distribute[r, j]) and op.exec_space(r, j) <= space]
+                if not fits:
+                    continue
+                best, now = min((local(i, j), j) for j in fits), local(i, states[i])
+                if best[0] < now - 1e-9:
+                    states[i], moved = best[1], True
+            if not moved:
+                break
+        if states == list(plan.exec_plan):
+            return plan
+        refined = _as_run(ops, plan.schedule, states, list(preload))
+        refined.start, refined.cap = plan.start, plan.cap
+        return refined
 
     def links(self) -> OutgoingLinks:
         edges: dict[tuple[int, int], list] = {}
@@ -148,8 +196,17 @@ class Relayouts:
             labels[producer].append((consumer - producer, self.problem.signature_ids[consumer],
                                      tuple((e.tensor, e.source, e.moved, e.view) for e in found)))
 
+        # the same edges between ops of the same tables cost the same (identical layers)
+        kinds = {pair: (self.problem.signature_ids[pair[0]], label) for pair, label in
+                 ((pair, labels[pair[0]][consumers[pair[0]].index(pair[1])]) for pair in edges)}
+        memo: dict[tuple, float] = {}
+
         def cost(i: int, j: int, k: int, jk: int) -> float:
-            return float(sum(self.problem.relayout(e, jk, j)[1] for e in edges[(i, k)]))
+            key = (kinds[(i, k)], j, jk)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = float(sum(self.problem.relayout(e, jk, j)[1] for e in edges[(i, k)]))
+            return found
 
         return OutgoingLinks(consumers, cost, labels, [len(table.active) for table in self.problem.tables])
 
@@ -225,7 +282,8 @@ class ElkDecision:
     tried. ``kept`` names the weaker design whose schedule it kept because its own search
     found none better (each design's space includes the weaker one's: Full <= Dyn <=
     Static <= Basic); ``reorder_gain`` (Full) the cycles its best preload order saved over
-    execution order (0: no order beat it)."""
+    execution order (0: no order beat it). ``preload_ops`` and ``tables`` are the ops and
+    op tables ``plan``'s state indices refer to (``offchip_study`` plans with two sets)."""
 
     design: str
     latency_cycles: float
@@ -236,12 +294,17 @@ class ElkDecision:
     static_exec_bytes: float | None = None
     kept: str = ""
     reorder_gain: float | None = None
+    preload_ops: list[PreloadOp] | None = None
+    tables: list[OpTable] | None = None
 
 
-def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> list[ElkOpDecision]:
+def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
+                 tables: Sequence[OpTable] | None = None) -> list[ElkOpDecision]:
+    """Each op's plans under ``plan``, its state indices into ``tables`` (default: each
+    op's frontier table)."""
+    tables = [cache.table(op.spec, op.weights) for op in model.ops] if tables is None else tables
     found = []
-    for op, j, r in zip(model.ops, plan.exec_plan, plan.preload_plan):
-        table = cache.table(op.spec, op.weights)
+    for op, j, r, table in zip(model.ops, plan.exec_plan, plan.preload_plan, tables):
         active = cache.named_plan(op.spec, table.active[j])
         idle = _named_idle(op.spec, table.idle[table.idle_index[r, j]]) if op.weights else None
         found.append(ElkOpDecision(op.name, active, idle, float(table.setup[r, j]) if op.weights else 0.0))
@@ -250,6 +313,10 @@ def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan) -> l
 
 WEAKER = {"static": "basic", "dyn": "static", "full": "dyn"}
 """Each design's search space includes the schedule of the one named here (s6.1)."""
+
+ELK_WEAKER = {"full": "dyn"}
+"""``WEAKER`` of a search that plans ELK's own designs only (``offchip_study``'s second
+op tables: Basic and Static are the first's)."""
 
 
 class DesignSearch:
@@ -267,9 +334,11 @@ class DesignSearch:
     def __init__(self, ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
                  max_displacement: int | None = None, max_orders: int | None = None,
                  relayouts: "Relayouts | None" = None, metric: Metric | None = None,
-                 token: Sequence[PreloadOp] | None = None) -> None:
+                 token: Sequence[PreloadOp] | None = None, weaker: dict[str, str] | None = None) -> None:
         self.ops, self.capacity, self.split = list(ops), capacity, split
+        self.weaker = WEAKER if weaker is None else weaker
         self.links = None if relayouts is None else relayouts.links()
+        self.relayouts = relayouts
         finish = None if relayouts is None else relayouts.finish
         self.token = self.ops if token is None else list(token)   # one token's ops (Ideal's)
         self.max_displacement, self.max_orders = max_displacement, max_orders
@@ -298,9 +367,13 @@ class DesignSearch:
         """(finished plan, its metric, order, orders tried, Static's space, kept, reorder gain)."""
         if design not in self.found:
             plan, order, tried, space = self.own(design)
-            plan = self.finish(plan)
+            raw, plan = plan, self.finish(plan)
             value, kept, gain = self.metric(plan), "", None
-            weaker = WEAKER.get(design)
+            if design in ("dyn", "full") and self.relayouts is not None:
+                refined = self.finish(self.relayouts.refine(raw, self.ops))
+                if self.metric(refined) < value:
+                    plan, value = refined, self.metric(refined)
+            weaker = self.weaker.get(design)
             other = None
             if weaker is not None:
                 try:
@@ -315,12 +388,18 @@ class DesignSearch:
             self.found[design] = (plan, value, order, tried, space, kept, gain)
         return self.found[design]
 
-    def decision(self, model: ModelSpec, cache: FrontierCache, design: str, loop: bool = False) -> ElkDecision:
+    def decision(self, model: ModelSpec, cache: FrontierCache, design: str, loop: bool = False,
+                 tables: Sequence[OpTable] | None = None) -> ElkDecision:
+        """``design``'s decision; ``tables``: the op tables the ops were made of (default:
+        each op's frontier table)."""
+        tables = None if tables is None else list(tables)
         if design == "ideal":
             latency = ideal_loop_latency(self.token) if loop else ideal_latency(self.token)
-            return ElkDecision("ideal", latency, [], None, list(range(len(self.ops))))
+            return ElkDecision("ideal", latency, [], None, list(range(len(self.ops))),
+                               preload_ops=self.ops, tables=tables)
         plan, value, order, tried, space, kept, gain = self.result(design)
-        return ElkDecision(design, value, decisions_of(model, cache, plan), plan, order, tried, space, kept, gain)
+        return ElkDecision(design, value, decisions_of(model, cache, plan, tables), plan, order, tried, space, kept,
+                           gain, self.ops, tables)
 
 
 def loop_model(model: ModelSpec, layer_of: Sequence[int | None] | None) -> tuple[ModelSpec, list[int | None], int]:
@@ -422,11 +501,31 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         extra_exec_cycles = (None if extra_exec_cycles is None
                              else list(extra_exec_cycles) + list(extra_exec_cycles[:prefix]))
         metric = lambda plan: loop_period(plan, prefix)  # noqa: E731
-    ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
-                      extra_exec_cycles=extra_exec_cycles)
-    search = DesignSearch(ops, float(cache.device.sram_bytes), split, max_displacement, max_orders,
-                          Relayouts(model, cache), metric, token=ops[prefix:])
-    decisions = {design: search.decision(model, cache, design, loop) for design in designs}
+
+    def search(problem: _ModelProblem, weaker: dict[str, str] | None = None) -> tuple[DesignSearch, list[PreloadOp]]:
+        ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
+                          extra_exec_cycles=extra_exec_cycles, problem=problem)
+        return DesignSearch(ops, float(cache.device.sram_bytes), split, max_displacement, max_orders,
+                            Relayouts(model, cache, problem), metric, token=ops[prefix:], weaker=weaker), ops
+
+    plain = _ModelProblem(model, cache, None)
+    first, ops = search(plain)
+    decisions = {design: first.decision(model, cache, design, loop, plain.tables) for design in designs}
+    # ELK's own designs also plan with the layout-matched candidates of the cheap ops
+    # (`irc.planner.layout_match`), which the relayout-aware allocations (``OutgoingLinks``)
+    # may prefer; the greedy split is not monotone in its candidates, so the faster is kept
+    matched = _ModelProblem(model, cache, None, layouts=True)
+    if any(a is not b for a, b in zip(matched.tables, plain.tables)):
+        second, ops = search(matched, ELK_WEAKER)
+        for design in designs:
+            if design in ELK_WEAKER or design in ("dyn", "ideal"):
+                try:
+                    other = second.decision(model, cache, design, loop, matched.tables)
+                except (OrderError, PreloadFitError):   # its activations kept on chip grew past SRAM
+                    continue
+                if other.latency_cycles < decisions[design].latency_cycles:
+                    decisions[design] = other
+    # the matched tables' plans include the frontier's: their fastest bound every design
     bound = overlap_bound(ops[prefix:], cache.device.clock_hz / cache.device.offchip.bytes_per_s)
     return OffchipStudy(decisions, bound, ops, loop, prefix)
 
