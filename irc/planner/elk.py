@@ -142,40 +142,88 @@ class Relayouts:
     def finish(self, plan: PreloadPlan) -> PreloadPlan:
         return with_relayouts(self.model, self.cache, plan, self.problem)
 
-    def refine(self, plan: PreloadPlan, ops: Sequence[PreloadOp], rounds: int = 4) -> PreloadPlan:
-        """``plan`` (unfinished) with ops moved, one at a time, to execute states that cost
-        less with the relayouts to and from their neighbours' states counted (its
-        execution, its distribution phase from its preload state, its edges), in no more
-        execution space than the plan gave it: its schedule, preload states and every
-        resident set stay as they fit. The inductive scheduler (s4.2) fixes each op's
-        state before its producers', charging it their cheapest relayout, which the
-        states they then take need not give; this settles the pairs. Repeats until no
-        op moves (at most ``rounds`` passes)."""
+    def refine(self, plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float | None = None,
+               rounds: int = 4) -> PreloadPlan:
+        """``plan`` (unfinished) with ops moved to execute states that cost less with the
+        relayouts to and from their neighbours' states counted (their execution, their
+        distribution phase from their preload state, their edges): the schedule, the
+        preload states and every resident set stay. The inductive scheduler (s4.2) fixes
+        each op's state before its producers', charging it their cheapest relayout, which
+        the states they then take need not give; this settles the pairs. Without
+        ``capacity`` each op moves alone, in no more execution space than the plan gave
+        it; with it, where it still fits beside the ops resident while it runs (its
+        ``exec_space`` and their preload states within ``capacity``), and an op read by
+        several ops also moves with all of them (each then at its best beside it: a
+        layout several readers share, as Q, K and V read a norm's). Faster ops may wait
+        for loads the slower ones hid, so callers compare the plans as they run. Repeats
+        until nothing moves (at most ``rounds`` passes)."""
         touching: list[list] = [[] for _ in ops]
+        readers: list[list[int]] = [[] for _ in ops]
         for edge in self.problem.edges:
             touching[edge.consumer].append(edge)
             if edge.producer != edge.consumer:
                 touching[edge.producer].append(edge)
+                if edge.consumer not in readers[edge.producer]:
+                    readers[edge.producer].append(edge.consumer)
         states, preload = list(plan.exec_plan), plan.preload_plan
+        allowed = []
+        for i, (op, r) in enumerate(zip(ops, preload)):
+            space = op.exec_space(r, states[i])
+            if capacity is not None:
+                space = max(space, capacity - sum(ops[k].preload_bytes[preload[k]] for k in plan.schedule.resident[i]))
+            allowed.append([k for k in range(len(op.exec_bytes))
+                            if np.isfinite(op.distribute[r, k]) and op.exec_space(r, k) <= space])
 
-        def local(i: int, j: int) -> float:
-            held, states[i] = states[i], j
-            cycles = float(ops[i].exec_cycles[j] + ops[i].distribute[preload[i], j])
-            cycles += sum(self.problem.relayout(e, states[e.consumer], states[e.producer])[1] for e in touching[i])
-            states[i] = held
-            return cycles
+        own = [op.exec_cycles + op.distribute[r] for op, r in zip(ops, preload)]   # [J] per op
+        memos: dict[int, dict] = {}   # per edge: (consumer state, producer state) -> cycles
+        group_edges: dict[tuple, list] = {}
+
+        def total(group: Sequence[int]) -> float:
+            edges = group_edges.get(tuple(group))
+            if edges is None:
+                edges = group_edges[tuple(group)] = list({id(e): e for i in group for e in touching[i]}.values())
+            found = sum(float(own[i][states[i]]) for i in group)
+            for e in edges:
+                memo = memos.setdefault(id(e), {})
+                key = (states[e.consumer], states[e.producer])
+                cycles = memo.get(key)
+                if cycles is None:
+                    cycles = memo[key] = self.problem.relayout(e, key[0], key[1])[1]
+                found += cycles
+            return found
+
+        def best_state(i: int) -> int:
+            found = []
+            for k in allowed[i]:
+                states[i] = k
+                found.append((total([i]), k))
+            return min(found)[1]
+
+        def settle(group: Sequence[int]) -> tuple[float, list[int]]:
+            """The least ``total(group)`` over its head's states, its readers each at its best."""
+            saved = [states[i] for i in group]
+            best = (total(group), list(saved))
+            for j in allowed[group[0]]:
+                states[group[0]] = j
+                for i in group[1:]:
+                    states[i] = best_state(i)
+                found = total(group)
+                if found < best[0] - 1e-9:
+                    best = (found, [states[i] for i in group])
+                for i, k in zip(group, saved):
+                    states[i] = k
+            return best
 
         for _ in range(rounds):
             moved = False
-            for i, op in enumerate(ops):
-                r, space = preload[i], op.exec_space(preload[i], states[i])
-                fits = [j for j in range(len(op.exec_bytes)) if j != states[i]
-                        and np.isfinite(op.distribute[r, j]) and op.exec_space(r, j) <= space]
-                if not fits:
-                    continue
-                best, now = min((local(i, j), j) for j in fits), local(i, states[i])
-                if best[0] < now - 1e-9:
-                    states[i], moved = best[1], True
+            for i in range(len(ops)):
+                for group in ([i], [i] + readers[i]) if capacity is not None and len(readers[i]) > 1 else ([i],):
+                    now = total(group)
+                    found, picked = settle(group)
+                    if found < now - 1e-9:
+                        for k, j in zip(group, picked):
+                            states[k] = j
+                        moved = True
             if not moved:
                 break
         if states == list(plan.exec_plan):
@@ -209,6 +257,58 @@ class Relayouts:
             return found
 
         return OutgoingLinks(consumers, cost, labels, [len(table.active) for table in self.problem.tables])
+
+
+def hide_loads(plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float, metric: Metric,
+               rounds: int = 8) -> PreloadPlan:
+    """``plan`` with preload frontiers widened where an op waits for its load: the load
+    that starts that run of back-to-back loads (the HBM idle before it) waited for the
+    space some op frees; that op's frontier moves past it where its resident set still
+    fits (``exec_space`` and the resident ops' preload states within ``capacity``). The
+    inductive scheduler (s4.2) stops widening a frontier once its own estimate says the
+    load is early enough; the relayouts and contention the plan then meets may make it
+    late. Each pass widens every such frontier at once (identical layers wait alike, and
+    one layer's wait hidden alone gains nothing while the next one's stays), kept when
+    ``metric`` falls; at most ``rounds`` passes."""
+    n = len(ops)
+    order = plan.schedule.order
+    position = {k: t for t, k in enumerate(order)}
+    best, value = plan, metric(plan)
+    for _ in range(rounds):
+        load_start, load_end, exec_start, exec_end = best.timeline()
+        frontier = list(best.schedule.frontier)
+        waits: dict[int, list[int]] = {}
+        for b, q in enumerate(frontier):
+            waits.setdefault(q, []).append(b)
+        widened = list(frontier)
+        for i in range(1, n):
+            if exec_start[i] <= exec_end[i - 1] + 1e-6 or abs(exec_start[i] - load_end[i]) > 1e-6:
+                continue   # op i does not wait for its load
+            t = position[i]
+            while t > 0 and load_start[order[t]] <= load_end[order[t - 1]] + 1e-6:
+                t -= 1   # back through the run of back-to-back loads
+            if t not in waits:
+                continue
+            b = max(waits[t])
+            used = ops[b].exec_space(best.preload_plan[b], best.exec_plan[b]) + sum(
+                ops[k].preload_bytes[best.preload_plan[k]] for k in order[:t + 1] if k > b)
+            if used <= capacity and (b + 1 >= n or frontier[b + 1] > t):
+                widened[b] = t + 1
+        if widened == frontier:
+            break
+        trial = _with_frontiers(best, widened)
+        if metric(trial) >= value - 1e-9:
+            break
+        best, value = trial, metric(trial)
+    return best
+
+
+def _with_frontiers(plan: PreloadPlan, frontier: list[int]) -> PreloadPlan:
+    s = plan.schedule
+    resident = [tuple(k for k in s.order[:q] if k > i) for i, q in enumerate(frontier)]
+    schedule = dataclasses.replace(s, frontier=frontier, resident=resident)
+    return PreloadPlan(schedule, plan.exec_plan, plan.preload_plan, plan.exec_cycles, plan.load_cycles,
+                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure)
 
 
 def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, problem=None) -> PreloadPlan:
@@ -345,6 +445,7 @@ class DesignSearch:
         self.finish = (lambda plan: plan) if finish is None else finish
         self.metric = latency_of if metric is None else metric
         self.found: dict[str, tuple] = {}
+        self._improved: dict[tuple, tuple[PreloadPlan, float]] = {}
 
     def own(self, design: str) -> tuple[PreloadPlan, list[int], int, float | None]:
         """The design's own search: (plan, order, orders tried, Static's execution space)."""
@@ -363,16 +464,35 @@ class DesignSearch:
             return plan, order, tried, None
         raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
 
+    def improved(self, raw: PreloadPlan) -> tuple[PreloadPlan, float]:
+        """ELK's plan ``raw`` finished, its states refined against the relayouts
+        (``Relayouts.refine``, both ways) and its loads hidden where they wait
+        (``hide_loads``), each step kept where ``metric`` falls; with its metric. Full's
+        plan is often Dyn's: done once per plan."""
+        s = raw.schedule
+        key = (tuple(s.order), tuple(s.frontier), tuple(raw.exec_plan), tuple(raw.preload_plan))
+        if key not in self._improved:
+            plan = self.finish(raw)
+            value = self.metric(plan)
+            if self.relayouts is not None:
+                for capacity in (None, self.capacity):   # (two ways: neither always wins)
+                    refined = self.finish(self.relayouts.refine(raw, self.ops, capacity))
+                    if self.metric(refined) < value:
+                        plan, value = refined, self.metric(refined)
+            plan = hide_loads(plan, self.ops, self.capacity, self.metric)
+            self._improved[key] = (plan, self.metric(plan))
+        return self._improved[key]
+
     def result(self, design: str) -> tuple:
         """(finished plan, its metric, order, orders tried, Static's space, kept, reorder gain)."""
         if design not in self.found:
             plan, order, tried, space = self.own(design)
-            raw, plan = plan, self.finish(plan)
-            value, kept, gain = self.metric(plan), "", None
-            if design in ("dyn", "full") and self.relayouts is not None:
-                refined = self.finish(self.relayouts.refine(raw, self.ops))
-                if self.metric(refined) < value:
-                    plan, value = refined, self.metric(refined)
+            if design in ("dyn", "full"):
+                plan, value = self.improved(plan)
+            else:
+                plan = self.finish(plan)
+                value = self.metric(plan)
+            kept, gain = "", None
             weaker = self.weaker.get(design)
             other = None
             if weaker is not None:

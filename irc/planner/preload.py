@@ -88,6 +88,7 @@ class PreloadOp:
     (the preload-state buffers the device program keeps through the op, less those its
     execute state uses in place: ``irc.planner.idle.in_place_bytes``); zeros by default.
     Part of the op's execution space (``exec_space``)."""
+    _memo: dict = field(default_factory=dict, init=False, repr=False)   # the allocations ask the same again
 
     def __post_init__(self) -> None:
         self.exec_bytes = np.asarray(self.exec_bytes, dtype=np.float64)
@@ -136,6 +137,12 @@ class PreloadOp:
     def fastest_preload(self, j: int, at_most: float = np.inf, charge: float = 1.0) -> int:
         """The preload state of least ``preload_cost`` (with ``charge``) for execute state j
         within ``at_most`` bytes (-1: none; ties: the smaller state)."""
+        key = ("fastest", j, at_most, charge)
+        if key not in self._memo:
+            self._memo[key] = self._fastest_preload(j, at_most, charge)
+        return self._memo[key]
+
+    def _fastest_preload(self, j: int, at_most: float, charge: float) -> int:
         ok = np.isfinite(self.distribute[:, j]) & (self.preload_bytes <= at_most)
         if not ok.any():
             return -1
@@ -344,7 +351,14 @@ class CostAwareAllocation:
         op = self.ops[k]
         j, now = self.exec_plan[k], self.preload_plan[k]
         own = self.own.get(k, np.inf)
-        points = [(op.preload_bytes[r], op.preload_cost(r, j, self.charge[k]))
+        key = ("curve", j, now, own, self.charge[k])
+        if key not in op._memo:
+            op._memo[key] = self._preload_curve(op, j, now, own, self.charge[k])
+        return op._memo[key]
+
+    @staticmethod
+    def _preload_curve(op: PreloadOp, j: int, now: int, own: float, charge: float) -> list[tuple[float, float, int]]:
+        points = [(op.preload_bytes[r], op.preload_cost(r, j, charge))
                   if op.preload_bytes[r] <= op.preload_bytes[now] and op.own_bytes[r, j] <= own
                   else (np.inf, np.inf) for r in range(len(op.preload_bytes))]
         return [p for p in pareto_curve(points) if np.isfinite(p[0])]
