@@ -14,7 +14,10 @@ each design of s6.1 in the same model (``irc.planner.preload``, ``irc.planner.el
 
 Per token of a decode loop (the next token's first layer's loads overlap this token's
 last ops; ``irc.planner.elk.offchip_study``, the compiler's own accounting: activations
-kept on chip across each op, relayouts between the chosen plans charged). Columns:
+kept on chip across each op, relayouts between the chosen plans charged; ELK-Dyn and
+ELK-Full also plan with the layout-matched candidates of the cheap ops,
+``irc.planner.layout_match``, and keep the faster, which the compiler's own ELK plan,
+``plan_offchip``, does not yet). Columns:
 latency (ms/token), % of Ideal, ratio to the overlap bound (max of the HBM's bytes at
 its bandwidth and every op's fastest execution: no schedule beats it), and utilisation
 per resource (each a busy time over the latency, never above 100%): the HBM, the core
