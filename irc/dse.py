@@ -80,7 +80,8 @@ def point_device(base: Device, point: Point) -> Device:
         raise DseError(f"device '{base.name}': the base device of a sweep needs off-chip memory ([offchip])")
     per_chip = min(point.cores, base.cores_per_chip) if point.cores <= base.cores_per_chip else base.cores_per_chip
     mesh = mesh_shape(per_chip) if point.topology == "mesh-2d" else None
-    offchip = dataclasses.replace(base.offchip, bytes_per_s=point.hbm_bytes_per_s)
+    # the edge ports' rate follows the point's HBM bandwidth and mesh (derived, as a file without it)
+    offchip = dataclasses.replace(base.offchip, bytes_per_s=point.hbm_bytes_per_s, edge_port_bytes_per_s=None)
     return dataclasses.replace(
         base, name=f"{base.name}@{point.index}", cores=point.cores, cores_per_chip=per_chip,
         link_bytes_per_s=point.link_bytes_per_s,
