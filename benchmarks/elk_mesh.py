@@ -307,13 +307,13 @@ def figure19(rows, models, hbm, noc, out) -> None:
                                f"than the mesh's delivery)", out)
 
 
-def figure20(rows, hbm, noc, out) -> None:
-    """Llama2-13B's interconnect-contention share against HBM bandwidth, all-to-all (Figure 20)."""
-    series = [r for r in (_find(rows, model="llama2-13b", topology="all-to-all", hbm_tbps=h, noc_tbps=noc)
-                          for h in sorted(hbm)) if r]
-    if not series:
-        return
-    print("\nFigure 20: Llama2-13B on all-to-all, interconnect contention (% of each design's latency)", file=out)
+def figure20(rows, models, hbm, noc, out) -> None:
+    """Llama2-13B's interconnect-contention share against HBM bandwidth, all-to-all (Figure 20;
+    the first model swept when Llama2-13B is not)."""
+    model = "llama2-13b" if "llama2-13b" in models else models[0]
+    series = [_find(rows, model=model, topology="all-to-all", hbm_tbps=h, noc_tbps=noc) for h in sorted(hbm)]
+    print(f"\nFigure 20: {model} on all-to-all (the paper: Llama2-13B), interconnect contention "
+          f"(% of each design's latency)", file=out)
     print(f"  {'HBM':>5} " + " ".join(f"{elk.LABELS[d]:>8}" for d in DESIGNS[:4]), file=out)
     for row in series:
         print(f"  {row['hbm_tbps']:>5g} " + " ".join(f"{100 * row['designs'][d]['contention']:>7.1f}%"
@@ -511,7 +511,7 @@ def report(sweep: dict, out) -> None:
     if 19 in figures:
         figure19(rows, models, hbm, noc, out)
     if 20 in figures:
-        figure20(rows, hbm, noc, out)
+        figure20(rows, models, hbm, noc, out)
     if 21 in figures:
         figure21(rows, models, hbm, noc, out)
     if 22 in figures:
