@@ -72,7 +72,8 @@ def mesh_shape(cores: int) -> tuple[int, int]:
 
 def point_device(base: Device, point: Point) -> Device:
     """``base`` with the point's HBM and link bandwidth, topology and cores (one chip's
-    worth per chip; the HBM bandwidth scales with the chips)."""
+    worth per chip; the HBM bandwidth scales with the chips; a mesh's edge ports at the
+    rate derived for the point, ``irc.devices.topology.edge_port_bytes_per_s``)."""
     if not isinstance(base, Device):
         raise DseError(f"device '{base.name}' is of the {family_of(base).name} family; irc-dse sweeps "
                        f"chips of the IPU kind with off-chip memory ([offchip]), such as ipu-pod4-hbm")
