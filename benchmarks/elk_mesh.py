@@ -479,43 +479,52 @@ def main(argv=None) -> int:
         return 1
     noc_default = default_noc_tbps(planner.base)
     wanted = figure_points(figures, models, hbm, noc, noc_hbm, noc_default)
-    rows = []
+    mesh = point_device(planner.base, Point(0, 1.0, 1.0, "mesh-2d", planner.base.cores_per_chip)).mesh
+    sweep = {"base": planner.base.name, "mesh": list(mesh), "layers": args.layers, "batch": args.batch,
+             "seq": args.seq, "noc_default": noc_default, "figures": sorted(figures), "models": models,
+             "hbm": hbm, "noc_hbm": noc_hbm, "seconds": 0.0, "peak_rss_mib": 0.0, "rows": []}
     started = time.perf_counter()
     with Progress(len(wanted), "ELK s6.4 sweep") as bar:
         for model, topology, h, n in wanted:
             try:
-                rows.append(planner.point(model, topology, h, n))
+                sweep["rows"].append(planner.point(model, topology, h, n))
             except (DseError, DeviceError, ValueError) as error:
                 print(f"error: {model} on {topology} at {h:g} TB/s HBM, {n:g} TB/s NoC: {error}", file=sys.stderr)
                 return 1
+            sweep["seconds"] = time.perf_counter() - started
+            sweep["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            if args.json:   # every finished point kept, should the sweep stop early
+                write_atomically(args.json, json.dumps(sweep, indent=1))
             bar.advance(f"{model} {topology} {h:g}/{n:g}")
-    mesh = point_device(planner.base, Point(0, 1.0, 1.0, "mesh-2d", planner.base.cores_per_chip)).mesh
-    sweep = {"base": planner.base.name, "mesh": list(mesh), "layers": args.layers, "batch": args.batch,
-             "seq": args.seq, "noc_default": noc_default, "figures": sorted(figures), "models": models,
-             "hbm": hbm, "noc_hbm": noc_hbm, "seconds": time.perf_counter() - started,
-             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rows": rows}
     report(sweep, sys.stdout)
-    if args.json:
-        write_atomically(args.json, json.dumps(sweep, indent=1))
     return 0
 
 
 def report(sweep: dict, out) -> None:
-    """Every point, then each figure's statements beside irc's numbers."""
-    rows, figures, models, hbm, noc = (sweep["rows"], set(sweep["figures"]), sweep["models"], sweep["hbm"],
-                                       sweep["noc_default"])
+    """Every point, then each figure's statements beside irc's numbers (of a sweep that
+    stopped early, the models and bandwidths whose points all finished)."""
+    rows, figures, noc = sweep["rows"], set(sweep["figures"]), sweep["noc_default"]
+
+    def complete(model, h):
+        return all(_find(rows, model=model, topology=t, hbm_tbps=h, noc_tbps=noc) for t in TOPOLOGIES)
+
+    models = [m for m in sweep["models"] if any(complete(m, h) for h in sweep["hbm"])]
+    hbm = [h for h in sweep["hbm"] if models and all(complete(m, h) for m in models)]
+    noc_tbps = {r["noc_tbps"] for r in rows if r["model"] == "llama2-70b"}
+    noc_hbm = [h for h in sweep["noc_hbm"] if len(noc_tbps) > 1 and all(
+        _find(rows, model="llama2-70b", topology=t, hbm_tbps=h, noc_tbps=n) for t in TOPOLOGIES for n in noc_tbps)]
     print(f"ELK s6.4 in irc: {len(rows)} points on {sweep['base']} (all-to-all) and its "
           f"{'x'.join(map(str, sweep['mesh']))} mesh, {sweep['layers'] if sweep['layers'] >= 0 else 'all'} layers, "
           f"batch {sweep['batch']}, KV cache {sweep['seq']}; the NoC of Figures 19-21: {noc:g} TB/s", file=out)
     print_points(rows, out)
-    if 19 in figures:
+    if hbm and 19 in figures:
         figure19(rows, models, hbm, noc, out)
-    if 20 in figures:
+    if hbm and 20 in figures:
         figure20(rows, models, hbm, noc, out)
-    if 21 in figures:
+    if hbm and 21 in figures:
         figure21(rows, models, hbm, noc, out)
-    if 22 in figures:
-        figure22(rows, sweep["noc_hbm"], out)
+    if noc_hbm and 22 in figures:
+        figure22(rows, noc_hbm, out)
     print(f"\n{len(rows)} points in {sweep['seconds']:.0f} s, peak RSS {sweep['peak_rss_mib']:.0f} MiB", file=out)
 
 if __name__ == "__main__":

@@ -50,6 +50,12 @@ def test_every_figure_beside_the_paper_with_reasons(tmp_path, capsys):
         assert (designs["full"]["utilisation"]["edge"] > 0) == mesh   # only a mesh has edge ports
     assert sweep.main(["--replay", str(out)]) == 0
     assert capsys.readouterr().out == text
+    # a sweep that stopped early (its last point missing) reports the figures it finished
+    data["rows"] = [r for r in rows if (r["topology"], r["noc_tbps"]) != ("mesh-2d", 1.408)]
+    out.write_text(json.dumps(data))
+    assert sweep.main(["--replay", str(out)]) == 0
+    partial = capsys.readouterr().out
+    assert "Figure 21" in partial and "Figure 22" not in partial
 
 
 @pytest.mark.parametrize("args, message", [
