@@ -157,6 +157,7 @@ class Planner:
         self.models: dict[str, tuple] = {}
 
     def model(self, name: str):
+        """(model, layers, extra HBM bytes, all-reduce bytes, chips) of a built-in model."""
         if name not in self.models:
             workload = Workload(name, self.sweep.batch, self.sweep.seq, None, self.sweep.layers, self.sweep.scale)
             self.models[name] = (*workload_model(workload), chips_of(workload))
@@ -173,6 +174,9 @@ class Planner:
         return mine
 
     def point(self, name: str, topology: str, hbm_tbps: float, noc_tbps: float) -> dict:
+        """Every design of ``name`` on ``topology`` at the paper's 4-chip HBM and NoC
+        bandwidths: latencies, ratios to the overlap bound and Ideal, contention share,
+        utilisation per link class, and the exchange's HBM delivery cap."""
         started = time.perf_counter()
         rate = link_rate(noc_tbps, self.base.cores_per_chip)
         device = point_device(self.base, Point(0, per_chip(hbm_tbps), rate, topology, self.base.cores_per_chip))
