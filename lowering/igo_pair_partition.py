@@ -34,14 +34,16 @@ loaded from the host into its active layout. What moves into or out of it, and w
 kept on chip across it, the model prices and counts as for any op, so the function's
 ``irc.planned_cycles`` is the model's time and `device-alloc` places what the model
 admitted; an input it shares with te ops is loaded once, into a te op's layout, and
-relayouted to the pair. When the function does not fit with its fused pairs, they go back
-to two ``te.op``s each (``irc.unfused`` says why) and the function is planned again, so
-fusing never makes a program that fits unplaceable. When it fits, fusion is decided
-inside the model-wide plan (`best_fusion`): the function is also planned with every pair
-unfused and with each pair alone unfused, and the fastest plan wins, so a function is
-never planned slower for fusing (under memory pressure a fused pair's five tensors may
-cost its neighbours more than dY's second arrival saves). With ``mode=op`` a fused pair runs its
-fastest fused plan.
+relayouted to the pair. Fusion is decided inside the model-wide plan (`decide_fusion`):
+each fused pair's table also holds the pair run unfused (`irc.planner.igo_choice`), so
+Algorithm 1 chooses fused or unfused per pair and per memory budget (under memory
+pressure a fused pair's five tensors may cost its neighbours more than dY's second
+arrival saves); a pair at an unfused point goes back to two ``te.op``s (``irc.unfused``
+names the point, the budget and the fastest fused plan within it) and the function is
+planned again, kept unless every pair fused or every pair unfused plans faster. When the
+function does not fit even so, its pairs go back to two ``te.op``s each and it is planned
+again, so fusing never makes a program that fits unplaceable. With ``mode=op`` a fused
+pair runs its fastest fused plan.
 Below the rtensor level a fused pair is one compute-shift kernel of two products
 (`rtensor-to-shift`, `irc.schedule.pair_kernel.build_fused_kernel`): dY rotates once per step
 for both gradients, and the interpreted device program takes exactly the planned time,
@@ -209,7 +211,8 @@ def decide_fusion(function, found, decision, pairs: dict, plan, cache):
         return function, found, decision
     best, best_pairs = (function, found, decision), dict(pairs)
     chosen = _unfused_by_points(found, decision, pairs, cache)
-    if chosen:   # the per-point choice, realized on a clone
+    if chosen:   # the per-point choice, realized on a clone (until then nothing is realized)
+        best = None
         clone, twin = _twins(function, originals)
         kept = {twin[o]: pairs[o] for o in originals}
         chosen = [(twin[op], note) for op, note in chosen]
@@ -222,34 +225,40 @@ def decide_fusion(function, found, decision, pairs: dict, plan, cache):
                 chosen = _unfused_by_points(*planned, kept, cache)
             best, best_pairs = (clone, *planned), kept
         except (ModelFitError, PlanError, DiagnosticException):   # as two operators it does not plan
-            best = None
-        best_pairs = best_pairs if best is not None else {}
-        try:
-            fused_only = plan(function, {o: pairs[o] for o in originals}, False)
-        except (ModelFitError, PlanError, DiagnosticException):
-            fused_only = None
+            pass
+        fused_only = _planned_or_none(plan, function, {o: pairs[o] for o in originals})
         # a tie goes to fusing: the model prices no arrival of the function's arguments, which
         # the unfused pair receives twice
         if fused_only is not None and (best is None or fused_only[1].seconds <= best[2].seconds * (1 + 1e-12)):
             best, best_pairs = (function, *fused_only), {o: pairs[o] for o in originals}
-    if best[1].pairs:   # every pair unfused
+    if best is None or best[1].pairs:   # every pair unfused
         clone, twin = _twins(function, originals)
-        seconds = best[2].seconds
+        seconds = best[2].seconds if best is not None else math.inf
         for original in originals:
-            unfuse(twin[original], f"run as two operators: the model-wide plan of the function is faster with every "
-                                   f"pair unfused than the {seconds * 1e6:.3f} us of its per-pair choice")
-        try:
-            planned = plan(clone, {}, False)
-        except (ModelFitError, PlanError, DiagnosticException):   # the alternative does not plan
-            planned = None
+            unfuse(twin[original], "run as two operators: the model-wide plan of the function is faster with every "
+                                   f"pair unfused than the {seconds * 1e6:.3f} us of its per-pair choice"
+                   if best is not None else "run as two operators: the model-wide plan of the function has no "
+                                            "room for its per-pair choice")
+        planned = _planned_or_none(plan, clone, {})
         if planned is not None and planned[1].seconds < seconds * (1 - 1e-12):
             best, best_pairs = (clone, *planned), {}
+    if best is None:
+        raise ModelFitError(f"@{function.sym_name.data}: no choice of fused and unfused pairs plans", needed=0,
+                            available=0)
     if best[0] is not function:
         Rewriter().replace_op(function, best[0])
     for original in originals:
         del pairs[original]
     pairs.update(best_pairs)
     return best
+
+
+def _planned_or_none(plan, function, kept: dict):
+    """``plan(function, kept, False)``, or None when that alternative does not plan."""
+    try:
+        return plan(function, kept, False)
+    except (ModelFitError, PlanError, DiagnosticException):
+        return None
 
 
 @dataclass

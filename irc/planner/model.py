@@ -37,7 +37,9 @@ combination of idle sizes (small models only), the reference for both.
 A fused gradient pair (``ModelOp.pair``, `irc.planner.igo_pair`: a layer's dX and dW under
 one plan) is one operator like any other: its active plans are the pair's (memory, time)
 frontier, traded against the other operators' memory, with no weights at rest; what it
-reads and writes moves, and is kept on chip across other ops, as any op's tensors.
+reads and writes moves, and is kept on chip across other ops, as any op's tensors. With
+``fusion_points`` its table also holds the pair run unfused (`irc.planner.igo_choice`),
+so fused or unfused is chosen per pair and budget like any plan.
 
 Operators with the same signature (identical layers) share one frontier search and one
 idle/active table (``irc.planner.op_table.FrontierCache``).
