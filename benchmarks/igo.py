@@ -77,7 +77,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.igo_ipu import ipu_pressure_section, ipu_section  # noqa: E402
 from benchmarks.igo_workloads import workloads  # noqa: E402
-from irc.cost.igo import BASELINES, FUSED_ORDERS, MEMORIES, POLICIES, Layer  # noqa: E402
+from irc.cost.igo import BASELINES, FUSED_ORDERS, MEMORIES, POLICIES, Layer, split_of  # noqa: E402
 from irc.planner.igo import candidates, cheapest, evaluate, paper_order, partition_options, run  # noqa: E402
 from irc.devices import load_device  # noqa: E402
 from irc.dialects.igo import GradPairOp, contraction_reads  # noqa: E402
@@ -411,8 +411,9 @@ def unfused_reason(layer: Layer, device, title: str, policy: str, baseline: str)
     bytes and what the fastest of those pays in refills and cycles; the fastest fused
     schedule's bytes, spills and cycles."""
     base = _cost(layer, device, "baseline", None, None, policy, baseline, "irc")
+    scheme, parts = split_of(device, None, None)   # as the fused orders run unpartitioned
     found = [cost for order in FUSED_ORDERS for tiling in candidates(layer, device)
-             if (cost := run(layer, tiling, device, order, None, device.cores, policy, "separate")) is not None]
+             if (cost := run(layer, tiling, device, order, scheme, parts, policy, "separate")) is not None]
     fewer = [c for c in found if c.dram_bytes < base.dram_bytes]
     fastest = min(found, key=lambda c: (c.cycles, c.dram_bytes))
     mb = lambda nbytes: f"{nbytes / 1e6:.2f} MB"  # noqa: E731
@@ -503,6 +504,7 @@ def main(argv=None) -> int:
     parser.add_argument("--ipu-budgets", default="64,32",
                         help="per-core memory budgets in KB for that section (comma-separated)")
     parser.add_argument("--json", help="also write the numbers to this file")
+    parser.add_argument("--from-json", help="print the tables of the numbers a run wrote (--json) instead of pricing")
     args = parser.parse_args(argv)
     names, memories = args.models.split(","), args.memory.split(",")
     titles = args.settings.split(",")
@@ -515,6 +517,13 @@ def main(argv=None) -> int:
     ipu_names = [] if args.ipu_models == "none" else args.ipu_models.split(",")
     jobs = [(title, tuple(memories), name, args.policy, args.baseline) for title in titles for name in names]
     results: dict[tuple, dict] = {}
+    if args.from_json:
+        with open(args.from_json) as handle:
+            saved = json.load(handle)
+        results = {(title, memory): saved[f"{title} / {memory}"] for title in titles for memory in memories
+                   if f"{title} / {memory}" in saved}
+        titles = [t for t in titles if any((t, m) in results for m in memories)]
+        jobs, ipu_names, pressure_names = [], [], []
     with Progress(len(jobs) + 40 * len(ipu_names) + 10 * len(budgets) * len(pressure_names), "igo") as progress:
         with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             for (title, _, name, _, _), priced in pool.map(run_job, jobs):
@@ -528,13 +537,14 @@ def main(argv=None) -> int:
            "batched ones); bwd ms, fwd ms: the baseline's backward pass (pairs + the first layers' lone dW) and its "
            "forward GEMMs; compute: the share of the baseline pairs' time the array computes (the rest is stall on "
            "DRAM); dY re-read: the baseline pairs' dY traffic over dY's size; then ratios to the baseline on the "
-           "same device, time of forward + backward (the paper's measure) and DRAM of the backward pass; capture: "
-           "the share of the bound's saving +partition achieves"]
+           "same device, time of forward + backward (the paper's measure) and DRAM of the backward pass; bound: "
+           "the dY-once bound over the settings' schedule space; capture: the share of its saving +partition "
+           "achieves"]
     for memory in memories:
         base = args.baseline if memory == "irc" else "separate"
         label = {"irc": f"irc's memory model, baseline {base}",
                  "scalesim": "SCALE-Sim 3's memory model, baseline SCALE-Sim's two layers"}[memory]
-        for title in titles:
+        for title in (t for t in titles if (t, memory) in results):
             out += table(f"{title} — {label}", results[(title, memory)], setting(title)[0], base)
     out += summary(results, args.baseline, args.policy)
     out += ipu_lines + pressure_lines
