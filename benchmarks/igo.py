@@ -77,7 +77,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.igo_ipu import ipu_pressure_section, ipu_section  # noqa: E402
 from benchmarks.igo_workloads import workloads  # noqa: E402
-from irc.cost.igo import BASELINES, FUSED_ORDERS, MEMORIES, POLICIES, Layer, split_of  # noqa: E402
+from irc.cost.igo import (  # noqa: E402
+    BASELINES, FUSED_ORDERS, MEMORIES, POLICIES, Layer, split_of, with_closed_form,
+)
 from irc.planner.igo import candidates, cheapest, evaluate, paper_order, partition_options, run  # noqa: E402
 from irc.devices import load_device  # noqa: E402
 from irc.dialects.igo import GradPairOp, contraction_reads  # noqa: E402
@@ -414,7 +416,8 @@ def unfused_reason(layer: Layer, device, title: str, policy: str, baseline: str)
     schedule's bytes, spills and cycles."""
     base = _cost(layer, device, "baseline", None, None, policy, baseline, "irc")
     scheme, parts = split_of(device, None, None)   # as the fused orders run unpartitioned
-    found = [cost for order in FUSED_ORDERS for tiling in candidates(layer, device)
+    found = [with_closed_form(cost, layer, order, scheme, parts, device)
+             for order in FUSED_ORDERS for tiling in candidates(layer, device)
              if (cost := run(layer, tiling, device, order, scheme, parts, policy, "separate")) is not None]
     fewer = [c for c in found if c.dram_bytes < base.dram_bytes]
     fastest = min(found, key=lambda c: (c.cycles, c.dram_bytes))
@@ -423,14 +426,16 @@ def unfused_reason(layer: Layer, device, title: str, policy: str, baseline: str)
             f"{mb(base.dram_bytes)} in {base.cycles:,.0f} cycles (array refills {base.refill_cycles:,.0f}); ")
     if fewer:
         best = min(fewer, key=lambda c: (c.cycles, c.dram_bytes))
-        lower = (f"{len(fewer)} of {len(found)} fused schedules move less, the fastest of them ({best.tiling.tm}x"
-                 f"{best.tiling.tk}x{best.tiling.tn} tiles, {mb(best.dram_bytes)}) pays {best.refill_cycles:,.0f} "
-                 f"refill cycles and takes {best.cycles:,.0f}")
+        lower = (f"{len(fewer)} of {len(found):,} fused schedules move less, the fastest of them ({best.tiling.tm}x"
+                 f"{best.tiling.tk}x{best.tiling.tn} tiles, {mb(best.dram_bytes)}) pays "
+                 f"{best.refill_cycles - base.refill_cycles:+,.0f} refill cycles against the baseline and takes "
+                 f"{best.cycles:,.0f}")
     else:
-        lower = f"none of {len(found)} fused schedules moves less"
+        lower = f"none of {len(found):,} fused schedules moves less"
     return (head + lower + f"; the fastest fused schedule ({fastest.tiling.tm}x{fastest.tiling.tk}x"
             f"{fastest.tiling.tn} tiles) moves {mb(fastest.dram_bytes)} ({mb(fastest.spill_bytes)} of spilled "
-            f"partial sums) with {fastest.refill_cycles:,.0f} refill cycles: {fastest.cycles:,.0f} cycles")
+            f"partial sums, refills {fastest.refill_cycles - base.refill_cycles:+,.0f} cycles against the "
+            f"baseline): {fastest.cycles:,.0f} cycles")
 
 
 def unfused_lines(title: str, rows: dict[str, dict], policy: str, baseline: str) -> list[str]:
