@@ -29,6 +29,7 @@ from irc.lowering.te_to_rtensor import RTensorPartition  # noqa: E402
 from irc.passes.igo_fuse import IgoFuse  # noqa: E402
 from irc.passes.te_autodiff import TeAutodiff  # noqa: E402
 from irc.planner.op_table import FrontierCache  # noqa: E402
+from irc.plans.errors import PlanError  # noqa: E402
 from irc.runner import make_context, parse_module  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -64,7 +65,7 @@ def alternatives(text: str, training: bool) -> dict[str, float] | None:
         function = next(op for op in module.walk() if isinstance(op, FuncOp))
         try:
             return plan_function(function_model(function, pairs=pairs).model, cache).seconds * chip.clock_hz
-        except Exception:   # an alternative that does not plan
+        except PlanError:   # an alternative that does not plan (ModelFitError is one)
             return float("inf")
 
     module = prepared(text, training)
