@@ -404,8 +404,8 @@ def reason(title: str, rows: dict[str, dict], baseline: str) -> str:
 
 
 UNFUSED_REASONS = 2
-"""Per setting on irc's memory model, the layers kept unfused with the most baseline
-time whose reason `unfused_reason` prints."""
+"""Per setting on irc's memory model, the layers kept unfused with the most dY traffic
+in the baseline (what fusing could save) whose reason `unfused_reason` prints."""
 
 
 def unfused_reason(layer: Layer, device, title: str, policy: str, baseline: str) -> str:
@@ -439,14 +439,19 @@ def unfused_reason(layer: Layer, device, title: str, policy: str, baseline: str)
 
 
 def unfused_lines(title: str, rows: dict[str, dict], policy: str, baseline: str) -> list[str]:
-    """`unfused_reason` for the `UNFUSED_REASONS` unfused layers with the most baseline
-    time in this setting (irc's memory model)."""
+    """`unfused_reason` for the `UNFUSED_REASONS` unfused layers whose baseline reads dY
+    the most in this setting (irc's memory model; each layer's GEMMs counted)."""
     time: dict[tuple, float] = {}
     for result in rows.values():
         for dims, cycles in result.get("unfused", []):
             time[tuple(dims)] = time.get(tuple(dims), 0.0) + cycles
     device = setting(title)[0]
-    top = sorted(time, key=lambda dims: -time[dims])[:UNFUSED_REASONS]
+
+    def dy_traffic(dims: tuple) -> float:
+        base = _cost(Layer(*dims), device, "baseline", None, None, policy, baseline, "irc")
+        return time[dims] / base.cycles * base.read["dY"]   # GEMMs of the layer x dY bytes each
+
+    top = sorted(time, key=lambda dims: -dy_traffic(dims))[:UNFUSED_REASONS]
     return [unfused_reason(Layer(*dims), device, title, policy, baseline) for dims in top]
 
 
