@@ -34,14 +34,16 @@ loaded from the host into its active layout. What moves into or out of it, and w
 kept on chip across it, the model prices and counts as for any op, so the function's
 ``irc.planned_cycles`` is the model's time and `device-alloc` places what the model
 admitted; an input it shares with te ops is loaded once, into a te op's layout, and
-relayouted to the pair. When the function does not fit with its fused pairs, they go back
-to two ``te.op``s each (``irc.unfused`` says why) and the function is planned again, so
-fusing never makes a program that fits unplaceable. When it fits, fusion is decided
-inside the model-wide plan (`best_fusion`): the function is also planned with every pair
-unfused and with each pair alone unfused, and the fastest plan wins, so a function is
-never planned slower for fusing (under memory pressure a fused pair's five tensors may
-cost its neighbours more than dY's second arrival saves). With ``mode=op`` a fused pair runs its
-fastest fused plan.
+relayouted to the pair. Fusion is decided inside the model-wide plan (`decide_fusion`):
+each fused pair's table also holds the pair run unfused (`irc.planner.igo_choice`), so
+Algorithm 1 chooses fused or unfused per pair and per memory budget (under memory
+pressure a fused pair's five tensors may cost its neighbours more than dY's second
+arrival saves); a pair at an unfused point goes back to two ``te.op``s (``irc.unfused``
+names the point, the budget and the fastest fused plan within it) and the function is
+planned again, kept unless every pair fused or every pair unfused plans faster. When the
+function does not fit even so, its pairs go back to two ``te.op``s each and it is planned
+again, so fusing never makes a program that fits unplaceable. With ``mode=op`` a fused
+pair runs its fastest fused plan.
 Below the rtensor level a fused pair is one compute-shift kernel of two products
 (`rtensor-to-shift`, `irc.schedule.pair_kernel.build_fused_kernel`): dY rotates once per step
 for both gradients, and the interpreted device program takes exactly the planned time,
@@ -69,6 +71,7 @@ from irc.lowering.rtensor_plan import relayout_onto
 from irc.planner import Plan, PlanError, SpecError
 from irc.plans.from_te import op_spec_from_expr
 from irc.planner.model import ModelFitError
+from irc.planner.igo_choice import UnfusedPoint, choice_table, fused_within
 from irc.planner.igo_pair import PairComparison, compare_pair
 from irc.plans.pair import PairSpec, check_pair_plan, pair_spec
 
@@ -166,60 +169,96 @@ def plan_pairs(module: Operation, device, cost) -> dict[igo.GradPairOp, PairDeci
     return decisions
 
 
-MAX_FUSION_FLIPS = 8
-"""Pairs beyond this many in one function are not tried one by one (each try plans the
-function again); the all-fused and all-unfused plans are always compared."""
+def _twins(function, originals: list) -> tuple[Operation, dict]:
+    """A clone of ``function`` and, per pair of ``originals``, its twin in the clone."""
+    clone = function.clone()
+    cloned = [op for op in clone.walk() if isinstance(op, igo.GradPairOp)]
+    index = {op: i for i, op in enumerate(o for o in function.walk() if isinstance(o, igo.GradPairOp))}
+    return clone, {original: cloned[index[original]] for original in originals}
 
 
-def best_fusion(function, found, decision, pairs: dict, plan):
-    """Fusion decided inside the model-wide plan (issue 25, item 4): the function planned
-    with the pairs the per-pair comparison fused (`found`, `decision`), with all of them
-    unfused and with each one alone unfused; the fastest plan of the function wins
-    (`plan(function, pairs) -> (found, decision)` models and plans a function whose fused
-    pairs are `pairs`). Each alternative is planned on a clone, so the chosen one is never
-    slower than running every pair unfused. Returns (function, found, decision): the
-    clone that won, inserted in place of `function` (its unfused pairs back as two te ops
-    saying why, `pairs` updated), or the arguments when fusing them all is best."""
+def _unfused_by_points(found, decision, pairs: dict, cache) -> list[tuple[Operation, str]]:
+    """The fused pairs whose point of the model-wide plan is unfused
+    (`irc.planner.igo_choice.UnfusedPoint`), each with why: its point, its budget and
+    the fastest fused plan within that budget."""
+    chosen = []
+    budgets = [p.budget_bytes for p in decision.model_plan.ops] if decision.source == "algorithm1" else None
+    for k, (op, planned) in enumerate(zip(found.ops, decision.ops)):
+        if op not in found.pairs or not isinstance(planned.active, UnfusedPoint):
+            continue
+        spec = pairs[op].spec
+        fused = fused_within(choice_table(spec, cache.pair_table(spec), cache), budgets[k])
+        against = (f"the fastest fused plan within it takes {fused:,.0f} cycles" if math.isfinite(fused)
+                   else "no fused plan fits in it")
+        chosen.append((op, f"run as two operators: the model-wide plan's point for this pair within its budget of "
+                           f"{budgets[k]:,} bytes per core is unfused ({planned.active.describe()}); {against}"))
+    return chosen
+
+
+def decide_fusion(function, found, decision, pairs: dict, plan, cache):
+    """Fusion decided inside the model-wide plan (issue 25, item 4): ``decision`` is the
+    function planned with fused and unfused points in every fused pair's table
+    (`irc.planner.igo_choice`), so Algorithm 1 chose per pair and budget; the pairs at an
+    unfused point go back to two te ops saying why and the function is planned again
+    (until no pair is at an unfused point), so what is lowered is planned exactly. The
+    result is kept unless running every pair unfused, or every pair fused (when some went
+    back), plans faster: never slower than either. ``plan(function, kept, points) ->
+    (found, decision)`` models and plans a function whose fused pairs are ``kept``.
+    Returns (function, found, decision): a clone inserted in place of ``function`` when
+    some pair went back (``pairs`` updated), else the arguments."""
     originals = list(found.pairs)
     if not originals:
         return function, found, decision
-    best_state, best = frozenset(range(len(originals))), (function, found, decision)
-    fused_seconds = decision.seconds
-
-    def attempt(state: frozenset):
-        clone = function.clone()
-        cloned = [op for op in clone.walk() if isinstance(op, igo.GradPairOp)]
-        index = {op: i for i, op in enumerate(o for o in function.walk() if isinstance(o, igo.GradPairOp))}
-        kept, mine = {}, {}
-        for original in originals:
-            twin = cloned[index[original]]
-            if originals.index(original) in state:
-                kept[twin] = PairDecision(pairs[original].plan, pairs[original].spec, pairs[original].comparison)
-            else:
-                mine[twin] = pairs[original]
-        for twin in mine:
-            unfuse(twin, f"run as two operators: the model-wide plan of the function is faster with this pair "
-                         f"unfused than the {fused_seconds * 1e6:.3f} us it takes with every pair fused")
-        return (clone, *plan(clone, kept)), kept
-
-    tries = [frozenset()] + ([best_state - {i} for i in range(len(originals))]
-                             if len(originals) <= MAX_FUSION_FLIPS else [])
-    chosen_pairs = None
-    for state in tries:
+    best, best_pairs = (function, found, decision), dict(pairs)
+    chosen = _unfused_by_points(found, decision, pairs, cache)
+    if chosen:   # the per-point choice, realized on a clone (until then nothing is realized)
+        best = None
+        clone, twin = _twins(function, originals)
+        kept = {twin[o]: pairs[o] for o in originals}
+        chosen = [(twin[op], note) for op, note in chosen]
         try:
-            candidate, kept = attempt(state)
-        except (ModelFitError, PlanError, DiagnosticException):  # an alternative that does not plan
-            continue
-        if candidate[2].seconds < best[2].seconds * (1 - 1e-12):
-            best, best_state, chosen_pairs = candidate, state, kept
-    if chosen_pairs is None:
-        return function, found, decision
-    clone = best[0]
-    Rewriter().replace_op(function, clone)
+            while chosen:
+                for op, note in chosen:
+                    del kept[op]
+                    unfuse(op, note)
+                planned = plan(clone, kept, True)
+                chosen = _unfused_by_points(*planned, kept, cache)
+            best, best_pairs = (clone, *planned), kept
+        except (ModelFitError, PlanError, DiagnosticException):   # as two operators it does not plan
+            pass
+        fused_only = _planned_or_none(plan, function, {o: pairs[o] for o in originals})
+        # a tie goes to fusing: the model prices no arrival of the function's arguments, which
+        # the unfused pair receives twice
+        if fused_only is not None and (best is None or fused_only[1].seconds <= best[2].seconds * (1 + 1e-12)):
+            best, best_pairs = (function, *fused_only), {o: pairs[o] for o in originals}
+    if best is None or best[1].pairs:   # every pair unfused
+        clone, twin = _twins(function, originals)
+        seconds = best[2].seconds if best is not None else math.inf
+        for original in originals:
+            unfuse(twin[original], "run as two operators: the model-wide plan of the function is faster with every "
+                                   f"pair unfused than the {seconds * 1e6:.3f} us of its per-pair choice"
+                   if best is not None else "run as two operators: the model-wide plan of the function has no "
+                                            "room for its per-pair choice")
+        planned = _planned_or_none(plan, clone, {})
+        if planned is not None and planned[1].seconds < seconds * (1 - 1e-12):
+            best, best_pairs = (clone, *planned), {}
+    if best is None:
+        raise ModelFitError(f"@{function.sym_name.data}: no choice of fused and unfused pairs plans", needed=0,
+                            available=0)
+    if best[0] is not function:
+        Rewriter().replace_op(function, best[0])
     for original in originals:
         del pairs[original]
-    pairs.update(chosen_pairs)
+    pairs.update(best_pairs)
     return best
+
+
+def _planned_or_none(plan, function, kept: dict):
+    """``plan(function, kept, False)``, or None when that alternative does not plan."""
+    try:
+        return plan(function, kept, False)
+    except (ModelFitError, PlanError, DiagnosticException):
+        return None
 
 
 @dataclass
@@ -313,7 +352,7 @@ __all__ = [
     "check_pair",
     "pair_spec_of",
     "plan_pairs",
-    "best_fusion",
+    "decide_fusion",
     "stated_plan",
     "unfuse",
 ]

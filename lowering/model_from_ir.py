@@ -374,13 +374,16 @@ def plan_function(
     direction: str = "paper",
     progress: Callable[[int, int, str], None] | None = None,
     per_op_plans: dict | None = None,
+    fusion_points: bool = False,
 ) -> ModelDecision:
     """Algorithm 1 over `model`, or the per-op plans when they fit and are faster.
+    ``fusion_points``: Algorithm 1 may run a fused pair unfused (`irc.planner.igo_choice`).
 
     Raises `irc.planner.model.ModelFitError` (bytes needed and available) when the model
     does not fit."""
     device, cost = cache.device, cache.cost
-    planned = plan_model(model, device, cost, direction=direction, cache=cache, progress=progress)
+    planned = plan_model(model, device, cost, direction=direction, cache=cache, progress=progress,
+                         fusion_points=fusion_points)
     try:
         per_op, per_op_seconds, per_op_peak = per_op_decision(model, device, cost, per_op_plans, cache)
     except PlanError:

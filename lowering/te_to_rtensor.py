@@ -67,7 +67,7 @@ from irc.dialects.rtensor import (
 from irc.dialects.target import TARGET_ATTR
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import AffineIndex, ExprError
-from irc.lowering.igo_pair_partition import PartitionGradPair, best_fusion, plan_pairs, unfuse
+from irc.lowering.igo_pair_partition import PartitionGradPair, decide_fusion, plan_pairs, unfuse
 from irc.lowering.model_from_ir import ModelIRError, argument_input_bytes, describe, function_model, plan_function
 from irc.lowering.rtensor_plan import relayout_onto
 from irc.planner import PlanError, search
@@ -332,7 +332,7 @@ class RTensorPartition(ModulePass):
                     try:
                         decision = plan_function(
                             found.model, cache, per_op_plans=searched,
-                            progress=lambda done, _total, label: bar.advance(label),
+                            progress=lambda done, _total, label: bar.advance(label), fusion_points=bool(found.pairs),
                         )
                     except ModelFitError as error:
                         if not found.pairs:
@@ -351,7 +351,7 @@ class RTensorPartition(ModulePass):
                     raise _error(function, str(error)) from None
             if found.pairs and function not in preloaded:  # fusion inside the model-wide plan (issue 25)
                 before = found
-                function, found, decision = self._best_fusion(function, found, decision, pairs, cache, searched)
+                function, found, decision = self._decide_fusion(function, found, decision, pairs, cache, searched)
                 if found is not before:   # a clone replaced the function: its ops carry the remarks
                     for te_op in before.fallbacks:
                         fallbacks.pop(te_op, None)
@@ -372,14 +372,14 @@ class RTensorPartition(ModulePass):
                     idle[te_op] = attr
         return plans, idle, fallbacks, planned, preloaded
 
-    def _best_fusion(self, function, found, decision, pairs, cache, searched):
-        """`irc.lowering.igo_pair_partition.best_fusion`: the function's fused pairs kept,
-        all unfused or one unfused, whichever the model-wide plan makes fastest."""
-        def plan(clone, kept):
+    def _decide_fusion(self, function, found, decision, pairs, cache, searched):
+        """`irc.lowering.igo_pair_partition.decide_fusion`: each pair fused or unfused as
+        the model-wide plan's point for it says, never slower than all fused or all unfused."""
+        def plan(clone, kept, points):
             model = function_model(clone, strict=self.strict, pairs=kept)
-            return model, plan_function(model.model, cache, per_op_plans=searched)
+            return model, plan_function(model.model, cache, per_op_plans=searched, fusion_points=points)
 
-        return best_fusion(function, found, decision, pairs, plan)
+        return decide_fusion(function, found, decision, pairs, plan, cache)
 
     def _unfuse_pairs(self, function, found, pairs, error, device):
         """Put ``found``'s fused pairs back as two te ops each, saying why, and model the

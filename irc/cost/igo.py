@@ -77,13 +77,16 @@ def check_options(order: str, baseline: str, memory: str) -> None:
 
 
 def price(layer: Layer, device, order: str, tiling: Tiling, scheme: str | None = None, parts: int | None = None,
-          policy: str = "lru", baseline: str = "separate", memory: str = "irc", dy_once: bool = False) -> Cost:
+          policy: str = "lru", baseline: str = "separate", memory: str = "irc", dy_once: bool | str = False) -> Cost:
     """The cost of the layer's backward pass (or single GEMM, `SINGLE_ORDERS`) in `order`
     with `tiling`, partition `scheme` into `parts` (default the device's cores), on
     `device`. `baseline` (`BASELINES`) says what order ``baseline`` keeps between its two
     GEMMs; `policy` (`POLICIES`) the scratchpad's replacement; `memory` (`MEMORIES`) which
     memory model prices it; `dy_once` gives the baseline's dW its dY for free (the bound
-    of IGO's Fig. 6)."""
+    of IGO's Fig. 6); ``dy_once="once"`` reads every dY byte from DRAM once in any order
+    (each dY tile's reloads free; on SCALE-Sim's buffers, dY's reads past its size): a
+    schedule's cost can only fall, so the least such cost over a schedule space bounds
+    every schedule in it."""
     check_options(order, baseline, memory)
     if tiling is None:
         raise ValueError("the cost model prices a given tiling; irc.planner.igo.evaluate searches one")

@@ -407,16 +407,25 @@ def _prepare(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: in
     return rounds, fused, steps, plans, folds, buffers
 
 
-def _run_step(buffer: _Buffers, writes: list, folds: list, kind: str, dy_once: bool, cost: Cost, eb: int) -> int:
+def _run_step(buffer: _Buffers, writes: list, folds: list, kind: str, dy_once, cost: Cost, eb: int,
+              dy_bytes: int = 0) -> int:
     """One tile GEMM's folds through its core's buffers: the reads it adds to `cost`,
-    its outputs into the write buffer (``[buffer, demand line, outputs]``); the bytes read."""
+    its outputs into the write buffer (``[buffer, demand line, outputs]``); the bytes read.
+    ``dy_once``: True, the dW GEMM's dY comes free (Fig. 6); ``"once"``, dY's reads past
+    its size (``dy_bytes``) come free (each dY byte read once, in any order)."""
     loaded = 0
-    free_dy = dy_once and kind == "dw"  # Fig. 6: the dW GEMM's dY comes free
+    free_dy = dy_once is True and kind == "dw"  # Fig. 6: the dW GEMM's dY comes free
     for left, right, first, out_rows, out_cols, lines in folds:
         got = buffer.read(buffer.ifmap, left, buffer.dataflow == "ws")
         taken = buffer.read(buffer.filter, right, True)
         if free_dy:
             got, taken = (0 if left.tensor == "dY" else got), (0 if right.tensor == "dY" else taken)
+        elif dy_once == "once":
+            room = max(0, dy_bytes - cost.read["dY"]) // eb   # dY words still to read once
+            if left.tensor == "dY":
+                got = min(got, room)
+            elif right.tensor == "dY":
+                taken = min(taken, room)
         cost.read[left.tensor] += got * eb
         cost.read[right.tensor] += taken * eb
         loaded += (got + taken) * eb
@@ -426,7 +435,7 @@ def _run_step(buffer: _Buffers, writes: list, folds: list, kind: str, dy_once: b
     return loaded
 
 
-def simulate(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: int, dy_once: bool = False,
+def simulate(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: int, dy_once: bool | str = False,
              bound: float = math.inf) -> Cost | None:
     """The cost of `order` on SCALE-Sim's buffers with `tiling` (see the module
     docstring); None once it cannot beat `bound` cycles."""
@@ -458,7 +467,8 @@ def simulate(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: in
                 buffer.reset()
         loaded = emitted = 0
         for s in range(starts[t], starts[t + 1]):
-            loaded += _run_step(buffers[steps[s].core], out[steps[s].core], folds[s], steps[s].kind, dy_once, cost, eb)
+            loaded += _run_step(buffers[steps[s].core], out[steps[s].core], folds[s], steps[s].kind, dy_once, cost, eb,
+                                layer.M * layer.N * eb)
             outputs = sum(fold[3] * fold[4] for fold in folds[s]) * eb
             cost.written[plans[s][2]] += outputs
             emitted += outputs

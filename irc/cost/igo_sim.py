@@ -693,12 +693,24 @@ def array_work(rounds: Rounds, layer: Layer, tiling: Tiling, device) -> tuple[li
     return computes.tolist(), int(cycles.sum()), int(fresh.sum())
 
 
+def _bytes_to_move(rounds: Rounds, layer: Layer) -> int:
+    """What must cross the DRAM bus at least: every input tile of the rounds' products
+    once, every output tile once."""
+    kinds_used = set(rounds.arrays[0].tolist())
+    tensors = {t for kind in kinds_used for t in ({0: ("dY", "W", "X", "dX"), 1: ("X", "dY", "dW"),
+                                                   2: ("X", "W", "Y")}[kind])}
+    dims = {"M": layer.M, "N": layer.N, "K": layer.K}
+    return sum(dims[_DIMS[t][0]] * dims[_DIMS[t][1]] for t in tensors) * layer.element_bytes
+
+
 def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", flush_before=frozenset(),
              paper: bool = False, bound: float = math.inf, spill_free_best: bool = False,
-             dy_once: bool = False) -> Cost | None:
+             dy_once: bool | str = False) -> Cost | None:
     """DRAM traffic per tensor and cycles of `rounds` on `device` (an `NpuDevice`);
     `flush_before` and `paper`: `plan_rounds`'. With `dy_once` the dY tiles loaded for dW
-    steps come free (IGO §3.3, Fig. 6: "we eliminate dY reads" of the dW computation).
+    steps come free (IGO §3.3, Fig. 6: "we eliminate dY reads" of the dW computation);
+    with ``dy_once="once"`` every dY tile is read from DRAM once, its reloads free (in
+    any order: the bound over a schedule space, `irc.cost.igo.price`).
 
     One DMA queue at the device's DRAM bandwidth, in the order a program issues them
     (`queue`): round t-1's fill (the loads and spills round t needs) and then round
@@ -722,12 +734,7 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
         still[t] = still[t + 1] + computes[t]
     starts = rounds.lists()[-1]
     cost = Cost(tiling=tiling, array_cycles=array_cycles, fresh_folds=fresh)
-    # what must still cross the DRAM bus: every input tile once, every output tile once
-    kinds_used = set(rounds.arrays[0].tolist())
-    tensors = {t for kind in kinds_used for t in ({0: ("dY", "W", "X", "dX"), 1: ("X", "dY", "dW"),
-                                                   2: ("X", "W", "Y")}[kind])}
-    dims = {"M": layer.M, "N": layer.N, "K": layer.K}
-    unmoved = sum(dims[_DIMS[t][0]] * dims[_DIMS[t][1]] for t in tensors) * layer.element_bytes
+    unmoved = _bytes_to_move(rounds, layer)
     loaded_once: set[int] = set()
     spans: list[tuple[float, float]] = []
     dma_free = 0.0
@@ -742,10 +749,12 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
     name, dy_end = tiles.name, tiles.dy_end
     for t, before, after in _plan(rounds, tiles, device.spm_bytes // 2, policy, False, flush_before, paper):
         fill_done = 0.0
-        free_dy = dy_once and t < len(rounds) and kinds[starts[t]] == dw
+        free_dy = dy_once is True and t < len(rounds) and kinds[starts[t]] == dw
         for kind, tile, nbytes, partial, late, ready in before + pending:
             if kind == FREE or (free_dy and kind == LOAD and tile < dy_end):
                 continue
+            if dy_once == "once" and kind == LOAD and tile < dy_end and tile in loaded_once:
+                continue   # a dY tile's reload
             (cost.read if kind == LOAD else cost.written)[name(tile)] += nbytes
             if partial:
                 cost.spill_bytes += nbytes

@@ -99,7 +99,7 @@ def candidates(layer: Layer, device) -> list[Tiling]:
 
 
 def run(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: int, policy: str, baseline: str,
-        dy_once: bool = False, best: Cost | None = None) -> Cost | None:
+        dy_once: bool | str = False, best: Cost | None = None) -> Cost | None:
     """One tiling's cost (None: it cannot beat `best`, or one step does not fit)."""
     rounds = schedule(layer, tiling, order, scheme, parts, device.cores, baseline, device.dataflow)
     flush = operator_starts(rounds, order, baseline)
@@ -115,7 +115,7 @@ def run(layer: Layer, tiling: Tiling, device, order: str, scheme, parts: int, po
 
 @lru_cache(maxsize=8192)
 def search(layer: Layer, device, order: str, scheme, parts: int, policy: str = "lru",
-           baseline: str = "separate", dy_once: bool = False) -> Cost:
+           baseline: str = "separate", dy_once: bool | str = False) -> Cost:
     """The best tiling's cost for `order` and the partition (`Cost.tiling` says which);
     `ScratchpadError` when no candidate fits (naming the smallest step's bytes). Cached:
     the passes and the benchmark ask again for the same layers."""
@@ -145,7 +145,7 @@ def exhaustive(layer: Layer, device, order: str, scheme, parts: int, policy: str
 
 
 @lru_cache(maxsize=4096)
-def scalesim_search(layer: Layer, device, order: str, scheme, parts: int, dy_once: bool = False) -> Cost:
+def scalesim_search(layer: Layer, device, order: str, scheme, parts: int, dy_once: bool | str = False) -> Cost:
     """The best tiling's cost for `order` and the partition on SCALE-Sim's buffers (see
     the module docstring)."""
     whole = whole_tiling(layer, scheme, parts)
@@ -156,10 +156,12 @@ def scalesim_search(layer: Layer, device, order: str, scheme, parts: int, dy_onc
             candidates.append(dataclasses.replace(whole, **{name: min(getattr(whole, name),
                                                                       -(-size // array) * array)}))
     if scheme is None or parts == 1:  # a split is SCALE-Sim's tiling already
-        try:
-            candidates.append(search(layer, device, order, scheme, parts, dy_once=dy_once).tiling)
-        except ScratchpadError:
-            pass  # no tiling fits irc's scratchpad: SCALE-Sim's buffers stream anyway
+        # with dY free, the tiles searched without it too: a bound's candidates hold the schedule's
+        for free in dict.fromkeys((False, dy_once)):
+            try:
+                candidates.append(search(layer, device, order, scheme, parts, dy_once=free).tiling)
+            except ScratchpadError:
+                pass  # no tiling fits irc's scratchpad: SCALE-Sim's buffers stream anyway
     candidates = list(dict.fromkeys(candidates))
     best = None
     for candidate in candidates:
@@ -172,7 +174,7 @@ def scalesim_search(layer: Layer, device, order: str, scheme, parts: int, dy_onc
 
 def evaluate(layer: Layer, device, order: str, scheme: str | None = None, parts: int | None = None,
              tiling: Tiling | None = None, policy: str = "lru", baseline: str = "separate",
-             memory: str = "irc", dy_once: bool = False) -> Cost:
+             memory: str = "irc", dy_once: bool | str = False) -> Cost:
     """The cost of the layer's backward pass (or single GEMM, `SINGLE_ORDERS`) in `order`,
     partition `scheme` into `parts` (default the device's cores), on `device`, with
     `tiling`, or (None) the best tiling searched for this order and partition (the

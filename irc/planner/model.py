@@ -37,7 +37,9 @@ combination of idle sizes (small models only), the reference for both.
 A fused gradient pair (``ModelOp.pair``, `irc.planner.igo_pair`: a layer's dX and dW under
 one plan) is one operator like any other: its active plans are the pair's (memory, time)
 frontier, traded against the other operators' memory, with no weights at rest; what it
-reads and writes moves, and is kept on chip across other ops, as any op's tensors.
+reads and writes moves, and is kept on chip across other ops, as any op's tensors. With
+``fusion_points`` its table also holds the pair run unfused (`irc.planner.igo_choice`),
+so fused or unfused is chosen per pair and budget like any plan.
 
 Operators with the same signature (identical layers) share one frontier search and one
 idle/active table (``irc.planner.op_table.FrontierCache``).
@@ -58,13 +60,14 @@ from irc.devices import Device, load_device
 from irc.planner.enumerate import candidate_set
 from irc.plans.errors import PlanError
 from irc.planner.idle import IdlePlan
+from irc.planner.igo_choice import UnfusedPoint, choice_table, named_point, point_relayout
 from irc.planner.op_table import FrontierCache, OpTable
 from irc.planner.layout_match import matched_tables
 from irc.planner.model_result import ModelPlan, PlannedOp
 from irc.planner.model_spec import (  # noqa: F401 (re-exported: the planner's model vocabulary)
     Edge, ModelFitError, ModelOp, ModelSpec, ModelSpecError, kept_bytes, resting_activation_bytes,
 )
-from irc.planner.relayout import relayout_cost, tensor_elements
+from irc.planner.relayout import tensor_elements
 from irc.plans.spec import OpSpec
 from irc.planner.vector_score import score_candidates
 
@@ -75,10 +78,13 @@ class _ModelProblem:
     """The tables, budgets and objective shared by the greedy and exhaustive searches."""
 
     def __init__(self, model: ModelSpec, cache: FrontierCache, progress: ProgressCallback | None,
-                 layouts: bool = False) -> None:
+                 layouts: bool = False, fusion_points: bool = False) -> None:
         """``layouts``: add to each cheap op's table the plans matching its neighbours'
-        layouts (`irc.planner.layout_match`), for the relayout-aware choice (``refine``)."""
+        layouts (`irc.planner.layout_match`), for the relayout-aware choice (``refine``).
+        ``fusion_points``: a fused pair's table also holds the pair run unfused
+        (`irc.planner.igo_choice`), so fused or unfused is chosen per pair and budget."""
         self.model = model
+        self.fusion_points = fusion_points
         self.cache = cache
         self.device = cache.device
         self.cost = cache.cost
@@ -122,6 +128,9 @@ class _ModelProblem:
             kinds = ["pair" if op.pair is not None else op.spec.kind for op in model.ops]
             self.tables = matched_tables(self.tables, kinds, self.edges, self.device, self.cost,
                                          cache.min_utilization)
+        if fusion_points:   # after the layout matching, which reads fused plans' layouts only
+            self.tables = [choice_table(op.pair, t, cache) if op.pair is not None else t
+                           for op, t in zip(model.ops, self.tables)]
         self.least_hot = [t.least_hot() for t in self.tables]
         self._relayout: dict[tuple, tuple[int, float]] = {}
         self._edge_cycles: list[dict] = [{} for _ in self.edges]   # per edge: (consumer, producer plan) -> cycles
@@ -157,7 +166,7 @@ class _ModelProblem:
         key = (id(tp), j_producer, id(tc), j_consumer, edge.tensor, edge.source, edge.moved, edge.view)
         hit = self._relayout.get(key)
         if hit is None:
-            hit = relayout_cost(
+            hit = point_relayout(   # relayout_cost, from or into a pair's unfused point too
                 tp.spec, tp.active[j_producer], tc.spec, tc.active[j_consumer], edge.tensor, self.device, self.cost,
                 producer_tensor=edge.source, whole=edge.moved, view=edge.view,
             )
@@ -244,7 +253,10 @@ class _ModelProblem:
 
     def _relax(self, i: int) -> None:
         """Op ``i``'s table searched without the utilisation floor (``start_rows``)."""
-        self.tables[i] = self.cache.op_table(self.model.ops[i], relaxed=True)
+        op = self.model.ops[i]
+        self.tables[i] = self.cache.op_table(op, relaxed=True)
+        if self.fusion_points and op.pair is not None:
+            self.tables[i] = choice_table(op.pair, self.tables[i], self.cache, relaxed=True)
         self._lookup_lists = None
         self.least_hot[i] = self.tables[i].least_hot()
         self.signature_ids[i] = self._signature_id(self.tables[i])
@@ -582,7 +594,8 @@ class _ModelProblem:
         planned = []
         peak = 0
         for i, (op, table, row, j) in enumerate(zip(self.model.ops, self.tables, rows, choice)):
-            active = self.cache.named_plan(op.spec, table.active[j], op.pair)
+            active = (named_point(table.active[j], op.pair, self.cache) if isinstance(table.active[j], UnfusedPoint)
+                      else self.cache.named_plan(op.spec, table.active[j], op.pair))
             idle = _named_idle(op.spec, table.idle[table.idle_index[row, j]])
             active_s = table.active_cycles[j] / clock
             setup_s = table.setup[row, j] / clock
@@ -654,6 +667,7 @@ def plan_model(
     cache: FrontierCache | None = None,
     progress: ProgressCallback | None = None,
     refine: bool = True,
+    fusion_points: bool = False,
 ) -> ModelPlan:
     """Plan ``model`` end to end (module docstring).
 
@@ -663,13 +677,15 @@ def plan_model(
     device and cost model). ``progress(done, total, op_name)`` is called once per op planned.
     ``refine``: move ops to plans whose layouts cost their neighbours less
     (``_ModelProblem.refine``); off, each op keeps its fastest plan in its budget, as T10 does.
+    ``fusion_points``: fused gradient pairs may run unfused, chosen per pair and budget
+    (`irc.planner.igo_choice`; an op whose plan is an ``UnfusedPoint`` runs unfused).
     Raises ``ModelFitError`` (bytes needed and available) when the model cannot fit.
     """
     started = time.perf_counter()
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
     cache = _cache_for(cache, device, cost)
-    problem = _ModelProblem(model, cache, progress)
+    problem = _ModelProblem(model, cache, progress, fusion_points=fusion_points)
     problem.check_fits()
     planned = _solve(problem, direction, started, refine)
     if planned is None:
@@ -680,7 +696,7 @@ def plan_model(
     if refine:
         # the layout-matched candidates give the relayout-aware choice more to trade; its
         # descent is local, so the plan without them is kept where it is faster
-        matched = _ModelProblem(model, cache, None, layouts=True)
+        matched = _ModelProblem(model, cache, None, layouts=True, fusion_points=fusion_points)
         if any(a is not b for a, b in zip(matched.tables, problem.tables)):
             other = _solve(matched, direction, started, refine)
             if other is not None and other.seconds < planned.seconds:

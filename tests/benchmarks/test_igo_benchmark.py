@@ -88,6 +88,9 @@ def test_price_dilutes_by_the_forward_pass_and_prices_every_baseline():
     # each bound (the baseline's schedule, dY free for dW) is never slower than its baseline
     for b in igo.BASELINES:
         assert result["totals"][f"bound:{b}"][0] <= result["totals"][b][0]
+    # the bound over the settings' schedule space bounds every setting: capture is at most 100%
+    for key in (*igo.CONFIGS, "paper"):
+        assert result["totals"][igo.SPACE_BOUND][0] <= result["totals"][key][0] + 1e-6
     scalesim = igo.price(work, device, "lru", "scalesim")
     assert all(scalesim["totals"][b] == scalesim["totals"]["separate"] for b in igo.BASELINES)  # SCALE-Sim's layers
     lines = igo.table("t", {"w": result}, device, "paper")
@@ -103,6 +106,18 @@ def test_summary_prints_measured_reasons_where_ours_differ_from_the_paper():
     assert lines[1].startswith("  npu-edge") and "paper -29.3%" in lines[1]
     if abs((ours - 1) * 100 + 29.3) > 29.3 / 5:
         assert lines[2].startswith("    irc: reading dY once in the baseline's schedule saves")
+
+
+def test_unfused_reason_is_measured_over_every_fused_schedule():
+    """The reason a layer stays unfused is computed: the baseline's bytes and cycles as the
+    cost model prices them, and the fused schedules' counts and figures."""
+    device = load_device("npu-server")
+    layer = Layer(16, 16, 64)
+    line = igo.unfused_reason(layer, device, "npu-server", "lru", "paper")
+    base = evaluate(layer, device, "baseline", baseline="paper")
+    assert line.startswith(f"    16x16x64 (MxKxN) stays unfused at npu-server: the baseline moves "
+                           f"{base.dram_bytes / 1e6:.2f} MB in {base.cycles:,.0f} cycles")
+    assert "fused schedules" in line and "the fastest fused schedule (" in line
 
 
 @pytest.mark.slow

@@ -41,12 +41,13 @@ func.func @conv(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>, %dy: tensor<1x
 
 // -----
 
-// The fused pair wins alone, but %r stays on chip across it: the model-wide plan, which
-// counts the pair as one operator, has no room for it, so it goes back to its two te ops
+// The fused pair wins alone, but %r stays on chip across it: the model-wide plan, whose
+// table for the pair holds its fused plans and its unfused points, finds no fused plan in
+// the pair's budget and chooses an unfused point, so the pair goes back to its two te ops
 // (saying why) and the function is planned again; device-alloc places the result.
 // CHECK-LABEL: func.func @no_room
-// CHECK:         rtensor.op "DX[m,k] += G[m,n] * W[k,n]" {{.*}}irc.unfused = "run as two operators: the model-wide plan has no room for its fused pairs on tiny16 (model 'no_room' does not fit on tiny16: op 1 (%dx) needs 43008 bytes per core to execute
-// CHECK:         rtensor.op "DW[k,n] += G[m,n] * X[m,k]" {{.*}}irc.unfused = "run as two operators: the model-wide plan has no room
+// CHECK:         rtensor.op "DX[m,k] += G[m,n] * W[k,n]" {{.*}}irc.unfused = "run as two operators: the model-wide plan's point for this pair within its budget of 40,960 bytes per core is unfused (dX {{[0-9,]+}} + dW {{[0-9,]+}} cycles in {{[0-9,]+}} bytes per core); no fused plan fits in it"
+// CHECK:         rtensor.op "DW[k,n] += G[m,n] * X[m,k]" {{.*}}irc.unfused = "run as two operators: the model-wide plan's point
 // CHECK-NOT:     grad_pair
 // DEVICE-LABEL: func.func @no_room
 // DEVICE:         device.alloc
