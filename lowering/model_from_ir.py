@@ -61,6 +61,7 @@ from irc.lowering.te_graph import (  # noqa: F401 (the graph's helpers, re-expor
 )
 from irc.plans.errors import PlanError, SpecError
 from irc.plans.from_te import op_spec_from_expr
+from irc.planner.elk import own_inputs
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
 from irc.planner.igo_pair import search_pair
 from irc.planner.model import ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
@@ -550,6 +551,8 @@ __all__ = [
     "mtia_function_model",
     "opaque_fallbacks",
     "is_weight",
+    "ArgumentLoads",
+    "argument_loads",
     "per_op_decision",
     "plan_function",
     "spec_of",
@@ -582,3 +585,22 @@ def argument_input_bytes(found: FunctionModel, apart: Sequence[Sequence[str]] | 
             total += tensor_elements(model_op.spec, tensor) * model_op.spec.bytes_of(tensor)
         found_bytes.append(total)
     return found_bytes
+
+
+@dataclass(frozen=True)
+class ArgumentLoads:
+    """What a function's ops load from its arguments that are not weights, on a chip with
+    off-chip memory, as ELK prices it (`irc.planner.elk.plan_offchip`'s ``extra_hbm_bytes``
+    and ``input_loads``): per op the bytes its preload reads beside its weights
+    (``hbm_bytes``), and the inputs it loads into its own execute layout (``own``)."""
+
+    hbm_bytes: list[float]
+    own: list[tuple[str, ...]]
+
+
+def argument_loads(found: FunctionModel) -> ArgumentLoads:
+    """``found``'s `ArgumentLoads`: the one account `rtensor-partition`, `irc-plan --model`
+    and `irc-dse` plan with (the own inputs, `irc.planner.elk.own_inputs`, are priced per
+    execute layout and left out of the preload's bytes)."""
+    own = own_inputs(found.model)
+    return ArgumentLoads(argument_input_bytes(found, own), own)

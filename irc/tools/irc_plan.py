@@ -474,12 +474,12 @@ def _ipu_model(args, request: ModelRequest) -> int:
     if args.max_batch:
         return _report_max_batch(args, source, device, cost, cache, started)
 
-    model, fallbacks, input_bytes = source.build(args.batch or 1)
+    model, fallbacks, loads = source.build(args.batch or 1)
     names = [op.name for op in model.ops]
     if args.plot_op is not None and args.plot_op not in names:
         raise PlanToolError(f"error: --plot-op: no op named '{args.plot_op}' (ops: {', '.join(dict.fromkeys(names))})")
     if args.baseline in ELK_BASELINES:
-        return _report_elk(args, model, fallbacks, input_bytes, device, cache, started, args.baseline)
+        return _report_elk(args, model, fallbacks, loads, device, cache, started, args.baseline)
     if args.baseline is not None:
         return _report_baseline(args, model, fallbacks, device, cost, cache, started)
 
@@ -496,7 +496,7 @@ def _ipu_model(args, request: ModelRequest) -> int:
                 ) from None
             decision = None
     if decision is None:   # larger than SRAM on a chip with HBM: ELK, as rtensor-partition plans it
-        return _report_elk(args, model, fallbacks, input_bytes, device, cache, started, "full")
+        return _report_elk(args, model, fallbacks, loads, device, cache, started, "full")
     _report_decision(args, model, decision, fallbacks, device, cost, cache, started)
     if args.plot is not None:
         _plot(args, model, decision, device, cost)
@@ -606,7 +606,7 @@ ELK_DESIGNS = {
 }
 
 
-def _report_elk(args, model, fallbacks, input_bytes, device, cache, started, design: str) -> int:
+def _report_elk(args, model, fallbacks, loads, device, cache, started, design: str) -> int:
     """A model on a chip with off-chip memory under one of ELK's designs: per op its
     execute-state plan, its preload state (the idle layout its weights arrive in), its
     share of the latency (the time from the previous op's end to its own, stalls for its
@@ -619,7 +619,8 @@ def _report_elk(args, model, fallbacks, input_bytes, device, cache, started, des
         )
     with _progress(1, f"ELK {design}") as bar:
         try:
-            elk = plan_offchip(model, cache, design, "paper", input_bytes)
+            # the non-weight arguments priced as rtensor-partition prices them (ArgumentLoads)
+            elk = plan_offchip(model, cache, design, "paper", *(() if loads is None else (loads.hbm_bytes, loads.own)))
         except PreloadFitError as error:
             raise PlanToolError(f"error: {ELK_DESIGNS[design].split(':')[0]} cannot run {model.name} on "
                                 f"{device.name}: {error}") from None
