@@ -553,8 +553,9 @@ def _report_decision(args, model, decision, fallbacks, device, cost, cache, star
         active = sum(o.active_seconds for o in decision.ops)
         setup = sum(o.setup_seconds for o in decision.ops)
         relayout = sum(o.relayout_seconds for o in decision.ops)
+        waits = decision.load_wait_seconds   # on a chip with HBM: the loads of its arguments waited for
         print(f"total: {decision.seconds * 1e6:.3f} us (execute {active * 1e6:.3f}, setup {setup * 1e6:.3f}, "
-              f"relayout {relayout * 1e6:.3f})")
+              f"relayout {relayout * 1e6:.3f}" + (f", waiting for HBM {waits * 1e6:.3f}" if waits else "") + ")")
         print(f"memory per core: idle {decision.idle_bytes} B, peak {decision.peak_bytes} B of {device.sram_bytes} B")
         print_fallbacks(fallbacks)
         print(f"planned in {seconds:.2f} s ({cache.searches} frontier searches)")
