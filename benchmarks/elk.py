@@ -14,7 +14,10 @@ each design of s6.1 in the same model (``irc.planner.preload``, ``irc.planner.el
 
 Per token of a decode loop (the next token's first layer's loads overlap this token's
 last ops; ``irc.planner.elk.offchip_study``, the compiler's own accounting: activations
-kept on chip across each op, relayouts between the chosen plans charged). Columns:
+kept on chip across each op, relayouts between the chosen plans charged; ELK-Dyn and
+ELK-Full also plan with the layout-matched candidates of the cheap ops,
+``irc.planner.layout_match``, and keep the faster, which the compiler's own ELK plan,
+``plan_offchip``, does not yet). Columns:
 latency (ms/token), % of Ideal, ratio to the overlap bound (max of the HBM's bytes at
 its bandwidth and every op's fastest execution: no schedule beats it), and utilisation
 per resource (each a busy time over the latency, never above 100%): the HBM, the core
@@ -66,7 +69,7 @@ def link_utilisation(study, decision, device) -> dict[str, float]:
     link delivering preloads from the HBM controllers (each op's preload-state bytes per
     core, replicas broadcast: ``irc.devices.topology.preload_seconds_per_byte``)."""
     clock, latency = device.clock_hz, decision.latency_cycles
-    token = study.ops[study.prefix:]
+    token = (study.ops if decision.preload_ops is None else decision.preload_ops)[study.prefix:]   # its plan's ops
     hbm = sum(op.hbm_bytes for op in token) / device.offchip.bytes_per_s * clock
     core = links = 0.0
     plan = decision.plan

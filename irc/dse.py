@@ -73,7 +73,8 @@ def mesh_shape(cores: int) -> tuple[int, int]:
 
 def point_device(base: Device, point: Point) -> Device:
     """``base`` with the point's HBM and link bandwidth, topology and cores (one chip's
-    worth per chip; the HBM bandwidth scales with the chips)."""
+    worth per chip; the HBM bandwidth scales with the chips; a mesh's edge ports at the
+    rate derived for the point, ``irc.devices.topology.edge_port_bytes_per_s``)."""
     if not isinstance(base, Device):
         raise DseError(f"device '{base.name}' is of the {family_of(base).name} family; irc-dse sweeps "
                        f"chips of the IPU kind with off-chip memory ([offchip]), such as ipu-pod4-hbm")
@@ -81,7 +82,8 @@ def point_device(base: Device, point: Point) -> Device:
         raise DseError(f"device '{base.name}': the base device of a sweep needs off-chip memory ([offchip])")
     per_chip = min(point.cores, base.cores_per_chip) if point.cores <= base.cores_per_chip else base.cores_per_chip
     mesh = mesh_shape(per_chip) if point.topology == "mesh-2d" else None
-    offchip = dataclasses.replace(base.offchip, bytes_per_s=point.hbm_bytes_per_s)
+    # the edge ports' rate follows the point's HBM bandwidth and mesh (derived, as a file without it)
+    offchip = dataclasses.replace(base.offchip, bytes_per_s=point.hbm_bytes_per_s, edge_port_bytes_per_s=None)
     return dataclasses.replace(
         base, name=f"{base.name}@{point.index}", cores=point.cores, cores_per_chip=per_chip,
         link_bytes_per_s=point.link_bytes_per_s,

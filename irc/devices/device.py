@@ -63,6 +63,9 @@ SCHEMA = Schema("ipu", (
     _rate("offchip.bytes_per_s", "off-chip bandwidth of all chips, bytes per second"),
     _positive("offchip.controllers_per_chip", "HBM controllers of one chip (exchange nodes)", 1 << 16),
     _rate("offchip.inter_chip_bytes_per_s", "all inter-chip links together, bytes per second"),
+    _rate("offchip.edge_port_bytes_per_s", "one link from an HBM controller to a mesh edge core, bytes per second "
+          "(mesh-2d only; absent: the least rate at which each controller's ports carry its share of the HBM "
+          "bandwidth, and at least interconnect.link_bytes_per_s)", required=False),
 ), optional_tables=("offchip",))
 """Every field of an IPU-kind device file (``ipu_mk2.toml``)."""
 
@@ -87,6 +90,10 @@ class OffChipMemory:
     bytes_per_s: float              # all chips together (IPU-POD4 with HBM3E: 16 TB/s)
     controllers_per_chip: int       # one per HBM stack; each serves bytes_per_s / controllers
     inter_chip_bytes_per_s: float   # all inter-chip links together (IPU-POD4: 640 GB/s)
+    # On a mesh, one controller-to-edge-core link (ELK s5 attaches the controllers to the
+    # mesh's edges but gives no rate for those ports); None: derived so the controllers'
+    # ports together carry the HBM's bandwidth (``irc.devices.topology.edge_port_bytes_per_s``)
+    edge_port_bytes_per_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,8 @@ class Device:
                 continue
             if dataclasses.is_dataclass(value):
                 for inner in dataclasses.fields(value):
-                    flat[f"{f.name}.{inner.name}"] = getattr(value, inner.name)
+                    if getattr(value, inner.name) is not None:
+                        flat[f"{f.name}.{inner.name}"] = getattr(value, inner.name)
             else:
                 flat[f.name] = value
         return flat
@@ -173,7 +181,13 @@ def device_from_fields(fields) -> Device:
             bytes_per_s=float(get("offchip.bytes_per_s")),
             controllers_per_chip=get("offchip.controllers_per_chip"),
             inter_chip_bytes_per_s=float(get("offchip.inter_chip_bytes_per_s")),
+            edge_port_bytes_per_s=(float(get("offchip.edge_port_bytes_per_s"))
+                                   if fields.has("offchip.edge_port_bytes_per_s") else None),
         )
+        if mesh is None and offchip.edge_port_bytes_per_s is not None:
+            raise fields.bad("offchip.edge_port_bytes_per_s", 'absent unless interconnect.topology is "mesh-2d" '
+                             "(the HBM controllers of an all-to-all exchange are nodes on it)",
+                             offchip.edge_port_bytes_per_s)
         if mesh is not None:   # each controller sits on its own segment of the mesh's edge
             edge = mesh[0] * mesh[1] if min(mesh) <= 2 else 2 * (mesh[0] + mesh[1]) - 4
             if offchip.controllers_per_chip > edge:

@@ -11,10 +11,11 @@ the link's full bandwidth. Two topologies (s5, s6.1):
 - ``mesh-2d``: each core links to its 4 neighbours (one link per direction,
   ``("mesh", a, b)``); each chip's HBM controllers sit on the mesh's edges (ELK s5: "we
   attach HBM controllers to the edges of the mesh grid"), each feeding the free ports of
-  whole edges (``controller_attachments``); a preload enters at the controller's edge core
-  in its destination's row or column and travels straight in, so the edge ports share
-  the traffic evenly (``controller_entry``); transfers take dimension-order routing
-  (along the row first, then the column).
+  whole edges (``controller_attachments``) through links at the edge-port rate
+  (``edge_port_bytes_per_s``, a device field the paper does not state); a preload
+  enters at the controller's edge core in its destination's row or column and travels
+  straight in, so the edge ports share the traffic evenly (``controller_entry``);
+  transfers take dimension-order routing (along the row first, then the column).
 
 Nodes are ints: cores 0..cores-1, then controllers ``cores + k``. Every function here is a
 pure function of a ``Device`` (cached per device), so the planner's delivery estimates and
@@ -135,13 +136,34 @@ def route(device: Device, src: int, dst: int) -> list[Link]:
 
 def link_bytes_per_s(device: Device, link: Link) -> float:
     """A link's bandwidth: a core's port or mesh link at the device's link rate, an HBM
-    controller's egress at its share of the HBM bandwidth."""
+    controller's egress at its share of the HBM bandwidth, a controller's link to a mesh
+    edge core at the edge-port rate (``edge_port_bytes_per_s``)."""
     kind = link[0]
     if kind == "chip":
         return device.offchip.inter_chip_bytes_per_s / max(1, device.chips) if device.offchip else device.link_bytes_per_s
     if kind == "out" and link[1] >= device.cores:
         return controller_bytes_per_s(device)
+    if kind == "edge":
+        return edge_port_bytes_per_s(device)
     return device.link_bytes_per_s
+
+
+@lru_cache(maxsize=32)
+def edge_port_bytes_per_s(device: Device) -> float:
+    """The rate of one link from an HBM controller to a mesh edge core: the device's
+    ``offchip.edge_port_bytes_per_s``, or, when the file does not state it (ELK s5 puts the
+    controllers on the mesh's edges and gives no rate for those ports), the least rate at
+    which every controller's ports together carry its share of the HBM bandwidth (the
+    HBM's bandwidth must reach the chip, s2.1, s6.1: the controller with the fewest edge
+    cores sets it), and no less than a mesh link (a port is at least a link of the chip)."""
+    if device.offchip is None:
+        raise ValueError(f"device '{device.name}' has no off-chip memory")
+    if device.offchip.edge_port_bytes_per_s is not None:
+        return device.offchip.edge_port_bytes_per_s
+    if device.mesh is None:
+        return device.link_bytes_per_s
+    fewest = min(len(cores) for cores in controller_segments(device))
+    return max(device.link_bytes_per_s, controller_bytes_per_s(device) / fewest)
 
 
 def controller_bytes_per_s(device: Device) -> float:

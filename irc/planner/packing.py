@@ -69,7 +69,7 @@ def online_first_fit(intervals: list[Interval]) -> dict[Hashable, int]:
     events = sorted([(i.start, 2, i) for i in intervals] + [(i.end, 0, i) for i in intervals]
                     + [(i.shrink[0], 1, i) for i in intervals if i.shrink is not None],
                     key=lambda e: (e[0], e[1]))
-    live: dict[AllocOp, tuple[int, int]] = {}
+    live: dict[Hashable, tuple[int, int]] = {}
     offsets = {}
     for _, kind, interval in events:
         if kind == 0:

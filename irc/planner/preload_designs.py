@@ -20,18 +20,14 @@ from typing import Callable, Sequence
 import numpy as np
 
 from irc.planner.preload import (
-    Metric,
     OrderError,
     OutgoingLinks,
     PreloadFitError,
     PreloadOp,
-    PreloadPlan,
-    _as_run,
     _order_bounds,
     inductive_schedule,
-    latency_of,
-    plan_preloads,
 )
+from irc.planner.preload_plan import Metric, PreloadPlan, _as_run, latency_of, plan_preloads
 
 # ----------------------------------------------------------------------------------------
 # s4.4: preload order permutation

@@ -23,7 +23,7 @@ from irc.planner.idle import held_in_place
 from irc.planner.model import ModelSpec, _ModelProblem
 from irc.planner.op_table import FrontierCache
 from irc.planner.packing import Interval, place
-from irc.planner.preload import PreloadPlan
+from irc.planner.preload_plan import PreloadPlan
 
 
 def load_anchors(order: Sequence[int], frontier: Sequence[int]) -> list[int]:
@@ -90,10 +90,10 @@ def program_buffers(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
     for i in range(n):
         buffers.op = i
         for k in loads.get(i, ()):
-            for interval, name in _preloaded(model, cache, plan, k, own_inputs[k], buffers):
+            for interval, name in _preloaded(model, problem.tables, plan, k, own_inputs[k], buffers):
                 until.setdefault(spans.get((k, name), (k, k))[1], []).append(interval)
         shared = {name for name in own_inputs[i] if (i, name) in spans}
-        freed, output = _execute(model, cache, plan, i, set(own_inputs[i]) - shared, buffers)
+        freed, output = _execute(model, problem.tables, plan, i, set(own_inputs[i]) - shared, buffers)
         reduce = buffers.step()
         name = model.ops[i].spec.output.name
         canonical = f"t{model.ops[i].spec.tensor_index(name)}"
@@ -114,11 +114,11 @@ def program_buffers(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
     return buffers.intervals, buffers.op_at
 
 
-def _preloaded(model, cache, plan, k, names: Sequence[str], buffers: _Buffers) -> list[tuple[Interval, str]]:
+def _preloaded(model, tables, plan, k, names: Sequence[str], buffers: _Buffers) -> list[tuple[Interval, str]]:
     """Op ``k``'s loads, with the name each holds: each weight's preload-state buffer, then
     the inputs ``names`` it holds the copy of, in its execute layout."""
     op = model.ops[k]
-    table = cache.table(op.spec, op.weights)
+    table = tables[k]
     j, r = plan.exec_plan[k], plan.preload_plan[k]
     found = []
     if op.weights:
@@ -133,12 +133,12 @@ def _preloaded(model, cache, plan, k, names: Sequence[str], buffers: _Buffers) -
     return [(interval, name) for interval, name in found if interval is not None]
 
 
-def _execute(model, cache, plan, i, loaded: set[str], buffers: _Buffers) -> tuple[list[Interval], Interval | None]:
+def _execute(model, tables, plan, i, loaded: set[str], buffers: _Buffers) -> tuple[list[Interval], Interval | None]:
     """Op ``i``'s execute buffers: its output, then each input's partition (not a weight held
     in place, not an input already loaded into it) and rotation buffer; returns those freed
     after it and the output."""
     op = model.ops[i]
-    table = cache.table(op.spec, op.weights)
+    table = tables[i]
     j, r = plan.exec_plan[i], plan.preload_plan[i]
     active = table.active[j]
     memory = active.score.memory

@@ -632,7 +632,7 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
     latency = elk.latency_cycles / clock
     rows = []
     for i, (op, chosen) in enumerate(zip(model.ops, elk.ops)):
-        table = cache.table(op.spec, op.weights)
+        table = elk.tables[i] if elk.tables is not None else cache.table(op.spec, op.weights)   # the plan's indices
         seconds = (ends[i + 1] - ends[i]) / clock
         rows.append((chosen.name, op.spec.kind, _plan_text(op.spec, chosen.active, chosen.idle), seconds,
                      float(table.cold[elk.plan.preload_plan[i]]), float(table.hot[elk.plan.exec_plan[i]]),

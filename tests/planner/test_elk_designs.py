@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from irc.devices import load_device
 from irc.devices.topology import allreduce_cycles
 from irc.dse import DseError, Point, allreduce_exec_cycles, builtin_model, point_device
-from irc.planner.elk import DesignSearch, offchip_study
+from irc.planner.elk import DesignSearch, hide_loads, offchip_study
 from irc.planner.op_table import FrontierCache
-from irc.planner.preload import OrderError, PreloadOp
+from irc.planner.preload import OrderError, PreloadOp, Schedule
+from irc.planner.preload_plan import _as_run, latency_of
 from irc.planner.preload_designs import ideal_latency, ideal_loop_latency, loop_period, overlap_bound
 from irc.workloads.llm import allreduce_bytes
 
@@ -156,3 +157,46 @@ def test_a_design_keeps_its_plan_when_basic_has_none():
     for design in ("static", "dyn", "full"):
         plan, value, *_ = search.result(design)
         assert plan.exec_plan[0] == 1 and np.isfinite(value)
+
+
+def _fixed(ops: list[PreloadOp], frontier: list[int]):
+    """Every op at its first states, loads in execution order, these frontiers."""
+    n = len(ops)
+    resident = [tuple(k for k in range(q) if k > i) for i, q in enumerate(frontier)]
+    schedule = Schedule(list(range(n)), list(frontier), resident, *(np.zeros(n) for _ in range(4)))
+    return _as_run(ops, schedule, [0] * n, [0] * n)
+
+
+def test_a_load_an_op_waits_for_is_moved_ahead_where_it_fits():
+    """C's 15-cycle load waits for A's end (A's frontier is C's load), so C waits 5 cycles
+    for it after B; past A's frontier (A's 10 bytes beside B's and C's preload states: 45
+    bytes) it loads during A and nobody waits: 28 -> 23 cycles. In 40 bytes it cannot."""
+    ops = [PreloadOp.simple("A", [(10.0, 10.0)], [(5.0, 0.0)], 1.0, 1.0),
+           PreloadOp.simple("B", [(10.0, 10.0)], [(5.0, 0.0)], 1.0, 1.0),
+           PreloadOp.simple("C", [(10.0, 2.0)], [(30.0, 0.0)], 15.0, 15.0)]
+    plan = _fixed(ops, [2, 3, 3])
+    assert plan.latency == 28.0
+    hidden = hide_loads(plan, ops, 50.0, latency_of)
+    assert hidden.schedule.frontier == [3, 3, 3] and hidden.latency == 23.0
+    assert hidden.schedule.resident[0] == (1, 2)
+    assert hide_loads(plan, ops, 40.0, latency_of) is plan
+
+
+def test_elk_plans_name_the_tables_their_states_index_and_fit():
+    """offchip_study plans ELK's designs with the frontier tables and with the
+    layout-matched ones and keeps the faster: each decision's op plans are its tables'
+    states, and every op, refined, still fits beside the ops resident while it runs."""
+    device = load_device("tiny16-hbm")
+    model, layer_of, _ = builtin_model("llama2-13b", batch=4, seq=64, chips=1, layers=1, factor=32)
+    cache = FrontierCache(device, "t10")
+    study = offchip_study(model, cache, ORDERED, layer_of=layer_of, max_orders=2, loop=True)
+    for design in ORDERED:
+        decision = study.decisions[design]
+        plan, ops = decision.plan, decision.preload_ops
+        assert len(decision.tables) == len(ops) == len(plan.exec_plan)
+        for i, (op, j, r) in enumerate(zip(ops, plan.exec_plan, plan.preload_plan)):
+            table = decision.tables[i]
+            assert decision.ops[i].active.op_factors == table.active[j].op_factors
+            used = op.exec_space(r, j) + sum(ops[k].preload_bytes[plan.preload_plan[k]]
+                                             for k in plan.schedule.resident[i])
+            assert used <= device.sram_bytes

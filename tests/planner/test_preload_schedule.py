@@ -18,10 +18,10 @@ from irc.planner.preload import (
     exhaustive_schedule,
     inductive_schedule,
     pareto_curve,
-    plan_preloads,
     timeline,
     timeline_latency,
 )
+from irc.planner.preload_plan import plan_preloads
 from irc.planner.preload_designs import (
     basic_schedule,
     heavy_ops,

@@ -1,0 +1,546 @@
+"""ELK's design-space exploration (seeds/004 s6.4, Figures 19-22) in irc's planner.
+
+The paper simulates 4 chips (IPU-POD4) with HBM on an all-to-all or a 2D-mesh exchange
+and varies the HBM bandwidth (Figures 19-21: latency, its breakdown, interconnect
+utilisation) and, for Llama2-70B, the interconnect (NoC) bandwidth at several HBM
+bandwidths (Figure 22). irc plans one chip's share of each model split over the 4 chips
+(tensor parallel, all-reduces priced; ``benchmarks/elk.py``'s setting) on ``ipu-mk2-hbm``
+or its 32 x 46 mesh (``irc.dse.point_device``), so every bandwidth below is the paper's
+4-chip figure: HBM x TB/s is x/4 per chip, NoC y TB/s is y / 5,888 cores per core link (the
+paper's 8 TB/s per chip is 1,472 x 5.5 GB/s; it does not say how it counts a mesh's NoC
+bandwidth: here the same per-core rate, on each of a mesh core's links). Op tables do not
+depend on the HBM, so each (topology, link rate) searches them once.
+
+Printed per figure: irc's numbers (ms/token per design, overlap bound, utilisation per
+link class: the cores' own exchange, the HBM controllers' egress, the controllers' links
+to the mesh edge, the core or mesh links preloads cross), then each statement the paper's
+text makes about the figure beside what irc measures. The figures' images are not in the
+stored paper: the values given for the paper are only those its text states (16 TB/s
+default, the knee near 8 TB/s for Llama2-70B, no gain past 40 TB/s NoC at 8 TB/s HBM,
+"similar" latencies across topologies); trends are compared by direction. Where irc
+differs from the paper's value by more than a fifth, a ``reason:`` line gives the
+measured cause.
+
+    PYTHONPATH=. python benchmarks/elk_mesh.py [--figures 19,20,21,22]
+        [--models llama2-13b,gemma2-27b,opt-30b,llama2-70b] [--layers 2]
+        [--hbm 2,4,8,16,32] [--noc 16.2,32.4,40,64.8] [--noc-hbm 8,16,32]
+        [--max-orders 8] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import json
+import math
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from irc.devices import DeviceError, load_device
+from irc.output import write_atomically
+from irc.devices.topology import link_bytes_per_s, multicast_link_bytes, replication
+from irc.dse import DseError, Point, Workload, allreduce_exec_cycles, chips_of, point_device, workload_model
+from irc.planner.elk import DESIGNS, offchip_study
+from irc.planner.op_table import FrontierCache
+from irc.progress import Progress
+from irc.workloads.llm import CONFIGS
+
+# benchmarks/elk.py is a script, not a package module: load it by path for its labels
+_ELK_PATH = Path(__file__).resolve().parent / "elk.py"
+_ELK_SPEC = importlib.util.spec_from_file_location("benchmark_elk", _ELK_PATH)
+elk = importlib.util.module_from_spec(_ELK_SPEC)
+_ELK_SPEC.loader.exec_module(elk)
+
+PAPER_CHIPS = 4
+"""The paper's simulated chips (IPU-POD4, s6.1): its bandwidths are of all four."""
+DEFAULT_HBM_TBPS = 16.0
+"""The paper's default HBM bandwidth of the 4 chips (s6.1)."""
+HBM_TBPS = (2.0, 4.0, 8.0, 16.0, 32.0)
+NOC_TBPS = (16.2, 32.4, 40.0, 64.8)   # 32.4: the default 32.384 (within 0.5%)
+"""Half, once (1,472 cores x 4 x 5.5 GB/s), 40 TB/s (the text's knee) and twice the default."""
+NOC_HBM_TBPS = (8.0, 16.0, 32.0)
+TOPOLOGIES = ("all-to-all", "mesh-2d")
+LINK_CLASSES = ("core", "ctrl", "edge", "lines")
+"""Utilisation per link class: the ops' own exchange (``core``), the HBM controllers'
+egress (``ctrl``), their links to the mesh's edge cores (``edge``), and the core ports
+(all-to-all) or mesh links (mesh) preloads cross on their way (``lines``)."""
+GQA = {name for name, config in CONFIGS.items() if config.kv_heads < config.heads}
+FIFTH = 0.2
+
+
+def per_chip(tbps: float) -> float:
+    return tbps * 1e12 / PAPER_CHIPS
+
+
+def link_rate(noc_tbps: float, cores: int) -> float:
+    """A core's link rate (bytes/s) at the paper's 4-chip NoC bandwidth ``noc_tbps``."""
+    return noc_tbps * 1e12 / (PAPER_CHIPS * cores)
+
+
+def default_noc_tbps(base) -> float:
+    return base.link_bytes_per_s * base.cores_per_chip * PAPER_CHIPS / 1e12
+
+
+def link_class(link) -> str:
+    kind = link[0]
+    if kind == "out":
+        return "ctrl"
+    return "edge" if kind == "edge" else "lines"
+
+
+@lru_cache(maxsize=4096)
+def class_seconds_per_byte(device, replicas: float) -> dict[str, float]:
+    """Per preload link class, the busiest link's seconds per byte a preload delivers to
+    every core, each HBM byte broadcast to ``replicas`` cores (the links'
+    ``multicast_link_bytes`` over their rates, ``irc.devices.topology``)."""
+    found = {name: 0.0 for name in LINK_CLASSES[1:]}
+    for link, load in multicast_link_bytes(device, replicas).items():
+        name = link_class(link)
+        found[name] = max(found[name], load / link_bytes_per_s(device, link))
+    return found
+
+
+def class_utilisation(study, decision, device) -> dict[str, float]:
+    """Busy time of each link class's busiest link over the design's latency per token
+    (never above 1: a preload never outruns its slowest link): ``core`` as
+    ``benchmarks/elk.py``'s core links, the others each op's preload-state bytes per core
+    at the class's busiest link."""
+    clock, latency = device.clock_hz, decision.latency_cycles
+    used = {"core": elk.link_utilisation(study, decision, device)["core_links"]}
+    busy = dict.fromkeys(LINK_CLASSES[1:], 0.0)
+    for t, op in enumerate(study.ops[study.prefix:]):
+        if op.hbm_bytes <= 0:
+            continue
+        r = int(op.load_cycles.argmin()) if decision.plan is None else decision.plan.preload_plan[study.prefix + t]
+        size = float(op.preload_bytes[r])
+        replicas = round(replication(device, size, op.hbm_bytes), 9)
+        for name, per_byte in class_seconds_per_byte(device, replicas).items():
+            busy[name] += size * per_byte * clock
+    used.update({name: cycles / latency for name, cycles in busy.items()})
+    return used
+
+
+def delivery_cap(device) -> tuple[float, str, float]:
+    """(bytes/s the exchange delivers to the cores when every core receives its own bytes
+    from the HBM, the class of the link that caps it, that link's bytes per byte to every
+    core): the exchange's side of the HBM roofline."""
+    per_byte = class_seconds_per_byte(device, 1.0)
+    name = max(per_byte, key=per_byte.get)
+    worst = max((load for link, load in multicast_link_bytes(device, 1.0).items() if link_class(link) == name))
+    return device.cores_per_chip / per_byte[name], name, worst
+
+
+@dataclass
+class Sweep:
+    """What every point plans: the models' depth, batch, sequence and ELK-Full's orders."""
+
+    layers: int | None = 2
+    batch: int = 32
+    seq: int = 2048
+    max_orders: int | None = 8
+    base: str = "ipu-mk2-hbm"
+    scale: int = 1   # every model's widths divided by this (the tests' small chips)
+
+
+class Planner:
+    """Plans points, sharing op tables per (topology, link rate) and models per name."""
+
+    def __init__(self, sweep: Sweep):
+        self.sweep = sweep
+        self.base = load_device(sweep.base)
+        self.caches: dict[tuple, FrontierCache] = {}
+        self.models: dict[str, tuple] = {}
+
+    def model(self, name: str):
+        """(model, layers, extra HBM bytes, all-reduce bytes, chips) of a built-in model."""
+        if name not in self.models:
+            workload = Workload(name, self.sweep.batch, self.sweep.seq, None, self.sweep.layers, self.sweep.scale)
+            self.models[name] = (*workload_model(workload), chips_of(workload))
+        return self.models[name]
+
+    def cache(self, device) -> FrontierCache:
+        """A cache on ``device`` sharing the op tables of its (topology, link rate): they
+        price the exchange only, never the HBM (``irc.planner.op_table``)."""
+        key = (device.topology, device.link_bytes_per_s)
+        if key not in self.caches:
+            self.caches[key] = FrontierCache(device, "t10")
+        mine = copy.copy(self.caches[key])   # shares its tables; the point's own device
+        mine.device = device
+        return mine
+
+    def point(self, name: str, topology: str, hbm_tbps: float, noc_tbps: float) -> dict:
+        """Every design of ``name`` on ``topology`` at the paper's 4-chip HBM and NoC
+        bandwidths: latencies, ratios to the overlap bound and Ideal, contention share,
+        utilisation per link class, and the exchange's HBM delivery cap."""
+        started = time.perf_counter()
+        rate = link_rate(noc_tbps, self.base.cores_per_chip)
+        device = point_device(self.base, Point(0, per_chip(hbm_tbps), rate, topology, self.base.cores_per_chip))
+        model, layer_of, extra_hbm, allreduce, chips = self.model(name)
+        study = offchip_study(model, self.cache(device), DESIGNS, extra_hbm_bytes=extra_hbm, layer_of=layer_of,
+                              max_orders=self.sweep.max_orders, loop=True,
+                              extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips))
+        clock = device.clock_hz
+        cap, capped_by, worst = delivery_cap(device)
+        row = {"model": name, "topology": topology, "hbm_tbps": hbm_tbps, "noc_tbps": noc_tbps,
+               "bound_ms": study.bound_cycles / clock * 1e3, "delivery_tbps": cap * PAPER_CHIPS / 1e12,
+               "delivery_capped_by": capped_by, "delivery_link_load": worst, "designs": {}}
+        for design, decision in study.decisions.items():
+            contention = (0.0 if decision.plan is None   # rounding may leave -1e-12 of a cycle
+                          else max(0.0, sum(decision.plan.contention_cycles()[study.prefix:])) / decision.latency_cycles)
+            row["designs"][design] = {
+                "latency_ms": decision.latency_cycles / clock * 1e3,
+                "of_bound": decision.latency_cycles / study.bound_cycles,
+                "contention": contention, "utilisation": class_utilisation(study, decision, device)}
+        ideal = row["designs"]["ideal"]["latency_ms"]
+        for data in row["designs"].values():
+            data["of_ideal"] = ideal / data["latency_ms"]
+        row["seconds"] = time.perf_counter() - started
+        return row
+
+
+def figure_points(figures, models, hbm, noc, noc_hbm, default_noc) -> list[tuple]:
+    """(model, topology, HBM TB/s, NoC TB/s) of every point the figures need, once each."""
+    wanted = []
+    if figures & {19, 20, 21}:
+        wanted += [(m, t, h, default_noc) for m in models for t in TOPOLOGIES for h in hbm]
+    if 22 in figures:   # a NoC within 0.5% of the default is the default (its points shared)
+        noc = [default_noc if abs(n - default_noc) <= 0.005 * default_noc else n for n in noc]
+        wanted += [("llama2-70b", t, h, n) for t in TOPOLOGIES for h in noc_hbm for n in noc]
+    return list(dict.fromkeys(wanted))
+
+
+def _find(rows, **match) -> dict | None:
+    for row in rows:
+        if all(row[k] == v for k, v in match.items()):
+            return row
+    return None
+
+
+def _latency(row, design="full") -> float:
+    return row["designs"][design]["latency_ms"]
+
+
+def _interconnect(row, design="full") -> float:
+    """The busiest link's utilisation in the class the paper's interconnect figure
+    counts: the cores' own exchange or the preloads' way to the cores, the larger."""
+    use = row["designs"][design]["utilisation"]
+    return max(use["core"], use["lines"], use["edge"])
+
+
+def reason(row, design: str = "full") -> str:
+    """The measured cause of a point's latency: which resource is busiest for ``design``."""
+    use, data = row["designs"][design]["utilisation"], row["designs"][design]
+    hbm_share = row["bound_ms"] / data["latency_ms"]
+    return (f"reason: {row['model']} on {row['topology']} at {row['hbm_tbps']:g} TB/s HBM, {row['noc_tbps']:g} TB/s "
+            f"NoC: {elk.LABELS[design]} {data['of_bound']:.2f}x the overlap bound; the exchange delivers HBM data at most at "
+            f"{row['delivery_tbps']:.2f} TB/s (4 chips; capped by the {row['delivery_capped_by']} links, "
+            f"{row['delivery_link_load']:.2f} B per B to every core), busiest link utilisation: core "
+            f"{100 * use['core']:.0f}%, HBM ctrl {100 * use['ctrl']:.0f}%, edge {100 * use['edge']:.0f}%, "
+            f"preload lines {100 * use['lines']:.0f}%; the bound's share of the latency {100 * hbm_share:.0f}%")
+
+
+def print_points(rows, out) -> None:
+    header = (f"{'model':<11} {'topology':<10} {'HBM':>5} {'NoC':>5} " + " ".join(f"{elk.LABELS[d]:>8}" for d in DESIGNS)
+              + f" {'bound':>7} {'Full/bd':>7} {'core':>5} {'ctrl':>5} {'edge':>5} {'lines':>5} {'cont.':>5} {'deliv':>6}")
+    print(header, file=out)
+    print("-" * len(header), file=out)
+    for row in rows:
+        full = row["designs"]["full"]
+        use = full["utilisation"]
+        print(f"{row['model']:<11} {row['topology']:<10} {row['hbm_tbps']:>5g} {row['noc_tbps']:>5g} "
+              + " ".join(f"{row['designs'][d]['latency_ms']:>8.4f}" for d in DESIGNS)
+              + f" {row['bound_ms']:>7.4f} {full['of_bound']:>6.2f}x " + " ".join(
+                  f"{100 * use[c]:>4.0f}%" for c in LINK_CLASSES) + f" {100 * full['contention']:>4.0f}%"
+              + f" {row['delivery_tbps']:>6.2f}", file=out)
+    print("(ms/token per design; HBM and NoC in TB/s of 4 chips; utilisation of ELK-Full's busiest link per class; "
+          "cont.: ELK-Full's interconnect-contention share of its latency; deliv: the exchange's HBM delivery cap, "
+          "TB/s of 4 chips)", file=out)
+
+
+def compare(label: str, paper: str, irc: str, agrees: bool, why: str | None, out) -> None:
+    print(f"  {label}\n    paper: {paper}\n    irc:   {irc} -> {'agrees' if agrees else 'differs'}", file=out)
+    if not agrees and why:
+        print(f"    {why}", file=out)
+
+
+def within_fifth(measured: float, paper: float) -> bool:
+    return abs(measured - paper) <= FIFTH * abs(paper)
+
+
+def figure19(rows, models, hbm, noc, out) -> None:
+    """Latency against HBM bandwidth (Figure 19) and the text's three statements on it."""
+    print("\nFigure 19: per-token latency at varied HBM bandwidths (ms/token above)", file=out)
+    low, default = min(hbm), DEFAULT_HBM_TBPS if DEFAULT_HBM_TBPS in hbm else max(hbm)
+    for model in models:
+        for topology in TOPOLOGIES:
+            row = _find(rows, model=model, topology=topology, hbm_tbps=low, noc_tbps=noc)
+            slowest = max(DESIGNS, key=lambda d: row["designs"][d]["of_bound"])
+            worst = row["designs"][slowest]["of_bound"]
+            compare(f"{model}, {topology}: at {low:g} TB/s HBM every design is HBM-bound",
+                    "\"When HBM bandwidth is low, all designs are bounded by HBM\" (latency at the HBM's time: 1.0x)",
+                    f"the slowest design ({elk.LABELS[slowest]}) at {worst:.2f}x the overlap bound",
+                    within_fifth(worst, 1.0), reason(row, slowest), out)
+            series = [_find(rows, model=model, topology=topology, hbm_tbps=h, noc_tbps=noc) for h in sorted(hbm)]
+            rises = [(a, b) for a, b in zip(series, series[1:]) if _latency(b) > _latency(a) * (1 + 1e-3)]
+            compare(f"{model}, {topology}: ELK-Full's latency against HBM bandwidth",
+                    "\"Higher HBM bandwidth improves the per-token latency, but the benefit will diminish\" "
+                    "(never slower)", "slower at " + ", ".join(f"{b['hbm_tbps']:g} than at {a['hbm_tbps']:g} TB/s "
+                                                             f"({_latency(b) / _latency(a):.2f}x)" for a, b in rises)
+                    if rises else "never slower with more HBM bandwidth", not rises,
+                    reason(rises[0][1]) + f"; ELK-Full's contention {100 * rises[0][0]['designs']['full']['contention']:.0f}%"
+                    f" -> {100 * rises[0][1]['designs']['full']['contention']:.0f}% of its latency (a faster preload "
+                    f"takes more of the link while it runs)" if rises else None, out)
+            knee = next((a["hbm_tbps"] for a, b in zip(series, series[1:]) if _latency(b) > 0.9 * _latency(a)), None)
+            shown = "beyond the sweep" if knee is None else f"{knee:g} TB/s"
+            if model == "llama2-70b":
+                compare(f"{model}, {topology}: the HBM bandwidth past which doubling it gains < 10%",
+                        "\"With more HBM bandwidth (e.g., ~8TB/s for Llama2-70B), the performance becomes bounded by "
+                        "the interconnect and per-core execution\": 8 TB/s", shown,
+                        knee is not None and within_fifth(knee, 8.0),
+                        reason(_find(rows, model=model, topology=topology, hbm_tbps=8.0 if 8.0 in hbm else default,
+                                     noc_tbps=noc)), out)
+            else:
+                print(f"  {model}, {topology}: doubling the HBM bandwidth gains < 10% past {shown} (the paper "
+                      f"states a knee for Llama2-70B only)", file=out)
+    for model in models:
+        a2a, mesh = (_find(rows, model=model, topology=t, hbm_tbps=default, noc_tbps=noc) for t in TOPOLOGIES)
+        kind = "GQA" if model in GQA else "non-GQA"
+        ideal_lines = mesh["designs"]["ideal"]["utilisation"]["lines"]
+        compare(f"{model} ({kind}) at {default:g} TB/s: ELK-Full further from Ideal on the mesh",
+                "\"it is harder for ELK-Full to match with Ideal on mesh, especially for non-GQA models\"",
+                f"ELK-Full {100 * a2a['designs']['full']['of_ideal']:.1f}% of Ideal all-to-all, "
+                f"{100 * mesh['designs']['full']['of_ideal']:.1f}% on the mesh",
+                mesh["designs"]["full"]["of_ideal"] < a2a["designs"]["full"]["of_ideal"],
+                reason(mesh) + f"; Ideal's own preload lines are {100 * ideal_lines:.0f}% busy (Ideal is no faster "
+                               f"than the mesh's delivery)", out)
+
+
+def figure20(rows, models, hbm, noc, out) -> None:
+    """Llama2-13B's interconnect-contention share against HBM bandwidth, all-to-all (Figure 20;
+    the first model swept when Llama2-13B is not)."""
+    model = "llama2-13b" if "llama2-13b" in models else models[0]
+    series = [_find(rows, model=model, topology="all-to-all", hbm_tbps=h, noc_tbps=noc) for h in sorted(hbm)]
+    print(f"\nFigure 20: {model} on all-to-all (the paper: Llama2-13B), interconnect contention "
+          f"(% of each design's latency)", file=out)
+    print(f"  {'HBM':>5} " + " ".join(f"{elk.LABELS[d]:>8}" for d in DESIGNS[:4]), file=out)
+    for row in series:
+        print(f"  {row['hbm_tbps']:>5g} " + " ".join(f"{100 * row['designs'][d]['contention']:>7.1f}%"
+                                                    for d in DESIGNS[:4]), file=out)
+    first, last = series[0], series[-1]
+    for design in ("basic", "static", "dyn"):
+        a, b = first["designs"][design]["contention"], last["designs"][design]["contention"]
+        compare(f"{elk.LABELS[design]}: contention from {first['hbm_tbps']:g} to {last['hbm_tbps']:g} TB/s HBM",
+                "\"For Basic/Static/ELK-Dyn, contention increases with higher HBM bandwidth\"",
+                f"{100 * a:.1f}% -> {100 * b:.1f}%", b > a, reason(last), out)
+    dyn, full = last["designs"]["dyn"]["contention"], last["designs"]["full"]["contention"]
+    compare(f"ELK-Full's contention at {last['hbm_tbps']:g} TB/s against ELK-Dyn's",
+            "\"ELK-Full's reordering ... eliminate[s] the contention\" (s6.2: 87.65% of ELK-Dyn's removed)",
+            f"ELK-Full {100 * full:.1f}%, ELK-Dyn {100 * dyn:.1f}% of latency",
+            full <= (1 - 0.8765) * dyn or full < 0.01,
+            reason(last) + ("; ELK-Full's plan is ELK-Dyn's (no preload order it tried beat execution order)"
+                            if _latency(last) >= _latency(last, "dyn") * (1 - 1e-9) else ""), out)
+
+
+def figure21(rows, models, hbm, noc, out) -> None:
+    """Interconnect utilisation against HBM bandwidth per topology (Figure 21), and the
+    text's statement that both topologies serve at similar latency."""
+    print("\nFigure 21: interconnect utilisation (the busiest link of the cores' exchange or of the preloads' way)",
+          file=out)
+    print(f"  {'model':<11} {'topology':<10} {'HBM':>5} " + " ".join(f"{elk.LABELS[d]:>8}" for d in DESIGNS[:4])
+          + "  Full ms (mesh / all-to-all)", file=out)
+    for model in models:
+        for h in sorted(hbm):
+            pair = [_find(rows, model=model, topology=t, hbm_tbps=h, noc_tbps=noc) for t in TOPOLOGIES]
+            for row in pair:
+                ratio = _latency(pair[1]) / _latency(pair[0])
+                print(f"  {model:<11} {row['topology']:<10} {h:>5g} " + " ".join(
+                    f"{100 * _interconnect(row, d):>7.1f}%" for d in DESIGNS[:4])
+                    + (f"  {ratio:.2f}x" if row is pair[1] else ""), file=out)
+    for model in models:
+        pairs = [[_find(rows, model=model, topology=t, hbm_tbps=h, noc_tbps=noc) for t in TOPOLOGIES]
+                 for h in sorted(hbm)]
+        higher = sum(_interconnect(m) > _interconnect(a) for a, m in pairs)
+        compare(f"{model}: mesh utilisation above all-to-all's (ELK-Full)",
+                "\"mesh chips always experience higher interconnect utilization than all-to-all\"",
+                f"higher at {higher} of {len(pairs)} HBM bandwidths", higher == len(pairs), reason(pairs[-1][1]), out)
+        ratios = [_latency(m) / _latency(a) for a, m in pairs]
+        worst = max(range(len(ratios)), key=lambda i: abs(ratios[i] - 1))
+        compare(f"{model}: mesh against all-to-all latency (ELK-Full)",
+                "\"While achieving similar serving latencies\" (mesh / all-to-all ~1.0)",
+                "mesh / all-to-all " + ", ".join(f"{r:.2f}x" for r in ratios) + f" at {', '.join(f'{h:g}' for h in sorted(hbm))} TB/s",
+                all(within_fifth(r, 1.0) for r in ratios), reason(pairs[worst][1]), out)
+        at = next((p for p, h in zip(pairs, sorted(hbm)) if h == DEFAULT_HBM_TBPS), pairs[-1])
+        best = max(DESIGNS[:4], key=lambda d: _interconnect(at[0], d))
+        compare(f"{model} at {at[0]['hbm_tbps']:g} TB/s, all-to-all: ELK-Full's interconnect utilisation",
+                "\"ELK-Full is the only design that can almost fully utilize the interconnect\" (s6.3: 89.52%)",
+                f"ELK-Full {100 * _interconnect(at[0]):.1f}% (highest: {elk.LABELS[best]})",
+                within_fifth(_interconnect(at[0]), 0.8952), reason(at[0]), out)
+
+
+def figure22(rows, noc_hbm, out) -> None:
+    """Llama2-70B's latency against NoC bandwidth at several HBM bandwidths (Figure 22)."""
+    found = [r for r in rows if r["model"] == "llama2-70b" and r["hbm_tbps"] in noc_hbm]
+    noc = sorted({r["noc_tbps"] for r in found})
+    if not found:
+        return
+    print("\nFigure 22: Llama2-70B latency (ELK-Full / Ideal, ms/token) at varied NoC bandwidths", file=out)
+    print(f"  {'topology':<10} {'HBM':>5} " + " ".join(f"{f'{n:g} TB/s':>17}" for n in sorted(noc)), file=out)
+    curve = {}
+    for topology in TOPOLOGIES:
+        for h in sorted(noc_hbm):
+            series = [_find(found, topology=topology, hbm_tbps=h, noc_tbps=n) for n in sorted(noc)]
+            curve[topology, h] = series
+            print(f"  {topology:<10} {h:>5g} " + " ".join(
+                f"{_latency(r):>8.4f}/{_latency(r, 'ideal'):<8.4f}" for r in series), file=out)
+    low, high = min(noc_hbm), max(noc_hbm)
+    spread = {key: _latency(s[0]) / _latency(s[-1]) for key, s in curve.items()}
+    for topology in TOPOLOGIES:
+        series = curve[topology, low]   # the swept NoC nearest the text's 40 TB/s, below the largest
+        knee = min(series[:-1] or series, key=lambda r: abs(r["noc_tbps"] - 40.0))
+        gain = _latency(knee) / _latency(series[-1])
+        compare(f"{topology} at {low:g} TB/s HBM: ELK-Full at {knee['noc_tbps']:g} TB/s NoC over at "
+                f"{series[-1]['noc_tbps']:g} TB/s",
+                "\"When the HBM bandwidth is low (e.g., 8TB/s per 4 chips), increasing the interconnect bandwidth "
+                "beyond a certain point (e.g., 40TB/s) has no benefit\" (1.0x)", f"{gain:.2f}x",
+                within_fifth(gain, 1.0), reason(knee), out)
+        compare(f"{topology}: NoC sensitivity at {high:g} against {low:g} TB/s HBM",
+                "\"With higher HBM bandwidth, performance scales with the interconnect bandwidth\"",
+                f"slowest / fastest NoC: {spread[topology, high]:.2f}x at {high:g}, {spread[topology, low]:.2f}x at {low:g}",
+                spread[topology, high] > 1.01 * spread[topology, low], reason(curve[topology, high][0]), out)
+        best = curve[topology, high][-1]
+        compare(f"{topology} at {high:g} TB/s HBM, {best['noc_tbps']:g} TB/s NoC: ELK-Full against Ideal",
+                "\"ELK-Full can best utilize both bandwidths to achieve near-Ideal performance\" (s6.2: 94.84%)",
+                f"{100 * best['designs']['full']['of_ideal']:.1f}% of Ideal",
+                within_fifth(best["designs"]["full"]["of_ideal"], 0.9484), reason(best), out)
+    more = sum(spread["mesh-2d", h] > 1.01 * spread["all-to-all", h] for h in noc_hbm)
+    compare("mesh against all-to-all sensitivity to NoC bandwidth",
+            "\"Compared with all-to-all, the performance of mesh is more sensitive to the interconnect bandwidth\"",
+            f"mesh more sensitive at {more} of {len(noc_hbm)} HBM bandwidths (" + ", ".join(
+                f"{h:g}: {spread['mesh-2d', h]:.2f}x vs {spread['all-to-all', h]:.2f}x" for h in sorted(noc_hbm)) + ")",
+            more == len(noc_hbm), reason(curve["mesh-2d", low][0]), out)
+
+
+def _numbers(text: str, option: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise DseError(f"{option}: a comma-separated list of TB/s, got {text!r}") from None
+    if not values or not all(math.isfinite(v) and 0 < v <= 1e4 for v in values):
+        raise DseError(f"{option}: give one or more bandwidths in TB/s, each positive (at most 1e4), got {text!r}")
+    return values
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--figures", default="19,20,21,22", help="which of Figures 19-22 to sweep")
+    parser.add_argument("--models", default="llama2-13b,gemma2-27b,opt-30b,llama2-70b",
+                        help=f"Figures 19-21's models ({', '.join(CONFIGS)})")
+    parser.add_argument("--device", default="ipu-mk2-hbm",
+                        help="the base chip each point derives from (irc.dse.point_device)")
+    parser.add_argument("--layers", type=int, default=2, help="decoder layers planned (-1: the model's own)")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--seq", type=int, default=2048)
+    parser.add_argument("--hbm", default=",".join(f"{h:g}" for h in HBM_TBPS), help="HBM TB/s of 4 chips")
+    parser.add_argument("--noc", default=",".join(f"{n:g}" for n in NOC_TBPS), help="Figure 22's NoC TB/s of 4 chips")
+    parser.add_argument("--noc-hbm", default=",".join(f"{h:g}" for h in NOC_HBM_TBPS),
+                        help="Figure 22's HBM TB/s of 4 chips")
+    parser.add_argument("--max-orders", type=int, default=8,
+                        help="ELK-Full plans at most this many preload orders per point (-1: s4.4's whole tree)")
+    parser.add_argument("--scale", type=int, default=1, help="divide every model's widths by this")
+    parser.add_argument("--json", default=None, help="write every point's numbers here")
+    parser.add_argument("--replay", default=None, metavar="JSON",
+                        help="print the figures from a --json file of an earlier sweep instead of planning")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    if args.replay:
+        try:
+            with open(args.replay) as stream:
+                report(json.load(stream), sys.stdout)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"error: --replay: {args.replay}: not a sweep this script wrote ({error})", file=sys.stderr)
+            return 1
+        return 0
+    try:
+        figures = {int(f) for f in args.figures.split(",") if f.strip()}
+    except ValueError:
+        figures = set()
+    if not figures or not figures <= {19, 20, 21, 22}:
+        print(f"error: --figures: a comma-separated choice of 19, 20, 21, 22, got {args.figures!r}", file=sys.stderr)
+        return 1
+    models = [m for m in args.models.split(",") if m]
+    unknown = [m for m in models if m not in CONFIGS]
+    if unknown or not models:
+        print(f"error: --models: unknown model {unknown[0] if unknown else ''!r}; known: {', '.join(CONFIGS)}",
+              file=sys.stderr)
+        return 1
+    try:
+        hbm, noc, noc_hbm = (_numbers(args.hbm, "--hbm"), _numbers(args.noc, "--noc"),
+                             _numbers(args.noc_hbm, "--noc-hbm"))
+        planner = Planner(Sweep(None if args.layers < 0 else args.layers, args.batch, args.seq,
+                                None if args.max_orders < 0 else args.max_orders, args.device, args.scale))
+    except DseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except DeviceError as error:
+        print(f"error: --device: {error}", file=sys.stderr)
+        return 1
+    noc_default = default_noc_tbps(planner.base)
+    wanted = figure_points(figures, models, hbm, noc, noc_hbm, noc_default)
+    mesh = point_device(planner.base, Point(0, 1.0, 1.0, "mesh-2d", planner.base.cores_per_chip)).mesh
+    sweep = {"base": planner.base.name, "mesh": list(mesh), "layers": args.layers, "batch": args.batch,
+             "seq": args.seq, "noc_default": noc_default, "figures": sorted(figures), "models": models,
+             "hbm": hbm, "noc_hbm": noc_hbm, "seconds": 0.0, "peak_rss_mib": 0.0, "rows": []}
+    started = time.perf_counter()
+    with Progress(len(wanted), "ELK s6.4 sweep") as bar:
+        for model, topology, h, n in wanted:
+            try:
+                sweep["rows"].append(planner.point(model, topology, h, n))
+            except (DseError, DeviceError, ValueError) as error:
+                print(f"error: {model} on {topology} at {h:g} TB/s HBM, {n:g} TB/s NoC: {error}", file=sys.stderr)
+                return 1
+            sweep["seconds"] = time.perf_counter() - started
+            sweep["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            if args.json:   # every finished point kept, should the sweep stop early
+                write_atomically(args.json, json.dumps(sweep, indent=1))
+            bar.advance(f"{model} {topology} {h:g}/{n:g}")
+    report(sweep, sys.stdout)
+    return 0
+
+
+def report(sweep: dict, out) -> None:
+    """Every point, then each figure's statements beside irc's numbers (of a sweep that
+    stopped early, the models and bandwidths whose points all finished)."""
+    rows, figures, noc = sweep["rows"], set(sweep["figures"]), sweep["noc_default"]
+
+    def complete(model, h):
+        return all(_find(rows, model=model, topology=t, hbm_tbps=h, noc_tbps=noc) for t in TOPOLOGIES)
+
+    models = [m for m in sweep["models"] if any(complete(m, h) for h in sweep["hbm"])]
+    hbm = [h for h in sweep["hbm"] if models and all(complete(m, h) for m in models)]
+    noc_tbps = {r["noc_tbps"] for r in rows if r["model"] == "llama2-70b"}
+    noc_hbm = [h for h in sweep["noc_hbm"] if len(noc_tbps) > 1 and all(
+        _find(rows, model="llama2-70b", topology=t, hbm_tbps=h, noc_tbps=n) for t in TOPOLOGIES for n in noc_tbps)]
+    print(f"ELK s6.4 in irc: {len(rows)} points on {sweep['base']} (all-to-all) and its "
+          f"{'x'.join(map(str, sweep['mesh']))} mesh, {sweep['layers'] if sweep['layers'] >= 0 else 'all'} layers, "
+          f"batch {sweep['batch']}, KV cache {sweep['seq']}; the NoC of Figures 19-21: {noc:g} TB/s", file=out)
+    print_points(rows, out)
+    if hbm and 19 in figures:
+        figure19(rows, models, hbm, noc, out)
+    if hbm and 20 in figures:
+        figure20(rows, models, hbm, noc, out)
+    if hbm and 21 in figures:
+        figure21(rows, models, hbm, noc, out)
+    if noc_hbm and 22 in figures:
+        figure22(rows, noc_hbm, out)
+    print(f"\n{len(rows)} points in {sweep['seconds']:.0f} s, peak RSS {sweep['peak_rss_mib']:.0f} MiB", file=out)
+
+if __name__ == "__main__":
+    sys.exit(main())
