@@ -53,7 +53,7 @@ import time
 
 from irc.devices import DeviceError
 from irc.devices.topology import preload_seconds_per_byte, replication
-from irc.dse import DseError, Workload, allreduce_exec_cycles, chips_of, workload_model
+from irc.dse import DseError, Workload, allreduce_exec_cycles, chips_of, offchip_inputs, workload_model
 from irc.planner.elk import DESIGNS, REORDER_BUDGET, offchip_study
 from irc.planner.op_table import FrontierCache
 from irc.workloads.llm import MODELS
@@ -92,9 +92,9 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
               scale: int = 1) -> dict:
     started = time.perf_counter()
     workload = Workload(name, batch, seq, chips, layers, scale)
-    model, layer_of, extra_hbm, allreduce = workload_model(workload)
+    model, layer_of, loads, allreduce = workload_model(workload)
     cache = FrontierCache(device, cost)
-    study = offchip_study(model, cache, DESIGNS, extra_hbm_bytes=extra_hbm, layer_of=layer_of,
+    study = offchip_study(model, cache, DESIGNS, **offchip_inputs(loads), layer_of=layer_of,
                           max_orders=max_orders, max_displacement=displacement, loop=True,
                           extra_exec_cycles=allreduce_exec_cycles(cache.device, allreduce, chips_of(workload)))
     row = {"model": os.path.basename(name), "device": cache.device.name, "topology": cache.device.topology,

@@ -44,7 +44,8 @@ from pathlib import Path
 from irc.devices import DeviceError, load_device
 from irc.output import write_atomically
 from irc.devices.topology import link_bytes_per_s, multicast_link_bytes, replication
-from irc.dse import DseError, Point, Workload, allreduce_exec_cycles, chips_of, point_device, workload_model
+from irc.dse import (DseError, Point, Workload, allreduce_exec_cycles, chips_of, offchip_inputs, point_device,
+                     workload_model)
 from irc.planner.elk import DESIGNS, offchip_study
 from irc.planner.op_table import FrontierCache
 from irc.progress import Progress
@@ -180,8 +181,8 @@ class Planner:
         started = time.perf_counter()
         rate = link_rate(noc_tbps, self.base.cores_per_chip)
         device = point_device(self.base, Point(0, per_chip(hbm_tbps), rate, topology, self.base.cores_per_chip))
-        model, layer_of, extra_hbm, allreduce, chips = self.model(name)
-        study = offchip_study(model, self.cache(device), DESIGNS, extra_hbm_bytes=extra_hbm, layer_of=layer_of,
+        model, layer_of, loads, allreduce, chips = self.model(name)
+        study = offchip_study(model, self.cache(device), DESIGNS, **offchip_inputs(loads), layer_of=layer_of,
                               max_orders=self.sweep.max_orders, loop=True,
                               extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips))
         clock = device.clock_hz

@@ -25,6 +25,7 @@ from irc.cost import DEFAULT_COST_MODEL
 from irc.devices import Device, family_of, load_device
 from irc.devices.loader import MAX_CORES
 from irc.devices.topology import allreduce_cycles
+from irc.lowering.model_from_ir import ArgumentLoads
 from irc.model_sources import ModelSourceError, model_source, te_text_model
 from irc.output import write_atomically
 from irc.planner.elk import infer_layers, offchip_study, weight_bytes
@@ -137,9 +138,9 @@ def chips_of(workload: Workload) -> int:
 
 
 def builtin_model(name: str, batch: int = 32, seq: int = 2048, chips: int = 4, layers: int | None = None,
-                  factor: int = 1) -> tuple[ModelSpec, list[int | None], list[float] | None]:
-    """(model, each op's layer, per op the bytes it reads from HBM beside its weights or
-    None) of the built-in model ``name`` (``irc.workloads.llm.MODELS``): one chip's share
+                  factor: int = 1) -> tuple[ModelSpec, list[int | None], ArgumentLoads | None]:
+    """(model, each op's layer, what its ops load from non-weight arguments or None:
+    `irc.lowering.model_from_ir.ArgumentLoads`) of the built-in model ``name`` (``irc.workloads.llm.MODELS``): one chip's share
     under ``chips``-way tensor parallelism, ``layers`` deep (default: the model's), its
     widths divided by ``factor``. An LLM is its te program (`decoder_te`) planned as a
     .mlir file of it is (`irc.model_sources.te_text_model`), its layers found by their
@@ -154,8 +155,8 @@ def builtin_model(name: str, batch: int = 32, seq: int = 2048, chips: int = 4, l
 
 
 def workload_model(workload: Workload) -> tuple:
-    """(model, each op's layer or None to infer them, per op the bytes it reads from HBM
-    beside its weights or None, per op the bytes each chip all-reduces after it) of
+    """(model, each op's layer or None to infer them, what its ops load from non-weight
+    arguments (``ArgumentLoads``, as `rtensor-partition` prices them) or None, per op the bytes each chip all-reduces after it) of
     ``workload``: a built-in model by name, one chip's share of it split over the chips
     (``chips_of``; tensor parallelism, `irc.workloads.llm.allreduce_bytes`), or an .onnx
     or .mlir file planned whole on one chip (`irc.model_sources`: its arguments marked
@@ -202,17 +203,22 @@ def allreduce_exec_cycles(device: Device, allreduce: Sequence[float] | None, chi
     return [allreduce_cycles(device, nbytes, chips) for nbytes in allreduce]
 
 
+def offchip_inputs(loads: ArgumentLoads | None) -> dict:
+    """``offchip_study``'s arguments for a model's non-weight argument loads (none: {})."""
+    return {} if loads is None else {"extra_hbm_bytes": loads.hbm_bytes, "input_loads": loads.own}
+
+
 def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
     """The CSV rows of one point (one per design); runs in a worker. Latencies are per
     token of a decode loop as the compiler plans it (`irc.planner.elk.offchip_study`,
     as benchmarks/elk.py reports them), ``of_bound`` each one's ratio to the overlap
     bound."""
     device = point_device(load_device(base_device), point)
-    model, layer_of, extra_hbm, allreduce = workload_model(workload)
+    model, layer_of, loads, allreduce = workload_model(workload)
     cache = FrontierCache(device, workload.cost)
     try:
         study = offchip_study(model, cache, tuple(dict.fromkeys(workload.designs + ("ideal",))),
-                              extra_hbm_bytes=extra_hbm, layer_of=layer_of, max_orders=None,
+                              **offchip_inputs(loads), layer_of=layer_of, max_orders=None,
                               max_displacement=workload.max_displacement, loop=True,
                               extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips_of(workload)))
     except PlanError as error:   # as a plain ValueError: a planner error's own arguments do not pickle back

@@ -32,10 +32,10 @@ class ModelSourceError(Exception):
 
 class ModelSource:
     """A model to plan: ``build(batch)`` gives its `ModelSpec`, the ops left to the
-    fallback (as lines to print) and per op the bytes it loads from the function's
-    arguments that are not weights (what a preload reads from HBM beside the weights on a
-    chip with off-chip memory; None for a built-in model, whose only such argument is its
-    input), ``build(batch, family="mtia")`` the MTIA planner's model; ``batched`` says
+    fallback (as lines to print) and what its ops load from the function's arguments that
+    are not weights on a chip with off-chip memory (`irc.lowering.model_from_ir.ArgumentLoads`,
+    as `rtensor-partition` prices them; None for a built-in model, whose only such argument
+    is its input), ``build(batch, family="mtia")`` the MTIA planner's model; ``batched`` says
     whether the batch is a parameter."""
 
     def __init__(self, name: str, build, batched: bool, why_not_batched: str = ""):
@@ -66,7 +66,7 @@ def _function_of(module, entry: str | None, where: str):
 def _spec_of_function(function, where: str, name: str | None = None, family: str = "ipu"):
     from irc.lowering.model_from_ir import (  # startup: a built-in model needs no IR
         ModelIRError,
-        argument_input_bytes,
+        argument_loads,
         fallback_line,
         function_model,
         mtia_function_model,
@@ -83,7 +83,7 @@ def _spec_of_function(function, where: str, name: str | None = None, family: str
             model, label = found.model, found.name
             left = {**found.fallbacks, **opaque_fallbacks(function)}
             if model is not None:
-                input_bytes = argument_input_bytes(found)
+                input_bytes = argument_loads(found)
     except ModelIRError as error:
         raise ModelSourceError(f"{location_of(error.op)}: error: '{error.op.name}' op {error.message}") from None
     if model is None:
@@ -120,7 +120,7 @@ def _mlir_source(path: str, entry: str | None) -> ModelSource:
 
 
 def te_text_model(text: str, where: str):
-    """(model, fallbacks, per op the bytes it loads from non-weight arguments) of the first
+    """(model, fallbacks, the loads of its non-weight arguments: ``ArgumentLoads``) of the first
     function of ``text`` (te ops), exactly as a .mlir file holding ``text`` gives them: a
     built-in model written as te (`irc.workloads.llm.decoder_te`) is planned as its file."""
     try:

@@ -61,9 +61,11 @@ from irc.lowering.te_graph import (  # noqa: F401 (the graph's helpers, re-expor
 )
 from irc.plans.errors import PlanError, SpecError
 from irc.plans.from_te import op_spec_from_expr
+from irc.planner.elk import own_inputs
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
 from irc.planner.igo_pair import search_pair
 from irc.planner.model import ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
+from irc.planner.resident_loads import load_wait_cycles
 from irc.planner.mtia import EmbeddingOp, EmbeddingSpec, MtiaModel, StreamOp, StreamSpec
 from irc.planner.op_table import FrontierCache
 from irc.plans.plan import Plan
@@ -276,6 +278,7 @@ class ModelDecision:
     model_plan: ModelPlan
     per_op_seconds: float
     per_op_peak_bytes: int
+    load_wait_seconds: float = 0.0   # included in ``seconds``: on a chip with HBM, the waits for its loads
 
     @property
     def idle_bytes(self) -> int:
@@ -292,6 +295,7 @@ class ModelDecision:
             "active_seconds": sum(op.active_seconds for op in self.ops),
             "setup_seconds": sum(op.setup_seconds for op in self.ops),
             "relayout_seconds": sum(op.relayout_seconds for op in self.ops),
+            "load_wait_seconds": self.load_wait_seconds,
             "idle_bytes": self.idle_bytes,
             "peak_bytes": self.peak_bytes,
             "sram_bytes": self.model_plan.sram_bytes,
@@ -392,8 +396,24 @@ def plan_function(
     if not fits:
         per_op_seconds = math.inf
     if fits and per_op_seconds < planned.seconds:
-        return ModelDecision("per-op", per_op_seconds, per_op_peak, per_op, planned, per_op_seconds, per_op_peak)
-    return decision_of(model, planned, cache, per_op_seconds, per_op_peak)
+        decision = ModelDecision("per-op", per_op_seconds, per_op_peak, per_op, planned, per_op_seconds, per_op_peak)
+    else:
+        decision = decision_of(model, planned, cache, per_op_seconds, per_op_peak)
+    return with_load_waits(model, decision, device)
+
+
+def with_load_waits(model: ModelSpec, decision: ModelDecision, device) -> ModelDecision:
+    """``decision`` on a chip with off-chip memory: its arguments start in HBM and each op
+    waits for its loads (`irc.planner.resident_loads`), those waits added to its time
+    (``load_wait_seconds``); on a chip without, ``decision`` as it is."""
+    if device.offchip is None:
+        return decision
+    clock = device.clock_hz
+    waits = load_wait_cycles(device, model.ops, [(op.active, op.idle) for op in decision.ops],
+                             [op.seconds * clock for op in decision.ops],
+                             [(op.setup_seconds + op.relayout_seconds) * clock for op in decision.ops],
+                             own_inputs(model)) / clock
+    return replace(decision, seconds=decision.seconds + waits, load_wait_seconds=waits)
 
 
 def decision_of(model: ModelSpec, planned: ModelPlan, cache: FrontierCache, per_op_seconds: float = math.inf,
@@ -553,6 +573,8 @@ __all__ = [
     "mtia_function_model",
     "opaque_fallbacks",
     "is_weight",
+    "ArgumentLoads",
+    "argument_loads",
     "per_op_decision",
     "plan_function",
     "spec_of",
@@ -585,3 +607,22 @@ def argument_input_bytes(found: FunctionModel, apart: Sequence[Sequence[str]] | 
             total += tensor_elements(model_op.spec, tensor) * model_op.spec.bytes_of(tensor)
         found_bytes.append(total)
     return found_bytes
+
+
+@dataclass(frozen=True)
+class ArgumentLoads:
+    """What a function's ops load from its arguments that are not weights, on a chip with
+    off-chip memory, as ELK prices it (`irc.planner.elk.plan_offchip`'s ``extra_hbm_bytes``
+    and ``input_loads``): per op the bytes its preload reads beside its weights
+    (``hbm_bytes``), and the inputs it loads into its own execute layout (``own``)."""
+
+    hbm_bytes: list[float]
+    own: list[tuple[str, ...]]
+
+
+def argument_loads(found: FunctionModel) -> ArgumentLoads:
+    """``found``'s `ArgumentLoads`: the one account `rtensor-partition`, `irc-plan --model`
+    and `irc-dse` plan with (the own inputs, `irc.planner.elk.own_inputs`, are priced per
+    execute layout and left out of the preload's bytes)."""
+    own = own_inputs(found.model)
+    return ArgumentLoads(argument_input_bytes(found, own), own)

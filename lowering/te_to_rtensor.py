@@ -68,10 +68,10 @@ from irc.dialects.target import TARGET_ATTR
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import AffineIndex, ExprError
 from irc.lowering.igo_pair_partition import PartitionGradPair, decide_fusion, plan_pairs, unfuse
-from irc.lowering.model_from_ir import ModelIRError, argument_input_bytes, describe, function_model, plan_function
+from irc.lowering.model_from_ir import ModelIRError, argument_loads, describe, function_model, plan_function
 from irc.lowering.rtensor_plan import relayout_onto
 from irc.planner import PlanError, search
-from irc.planner.elk import own_inputs, plan_offchip, planned_offchip
+from irc.planner.elk import plan_offchip, planned_offchip
 from irc.planner.model import ModelFitError
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
@@ -399,8 +399,8 @@ class RTensorPartition(ModulePass):
         rest in while earlier ops run, the preload order and each op's frontier, recorded
         as ``irc.preload`` for ``preload-schedule``)."""
         try:
-            own = own_inputs(found.model)   # preloaded into their op's execute layout: priced per plan
-            elk = plan_offchip(found.model, cache, self.preload, self.split, argument_input_bytes(found, own), own)
+            loads = argument_loads(found)   # the own inputs are priced per execute layout
+            elk = plan_offchip(found.model, cache, self.preload, self.split, loads.hbm_bytes, loads.own)
         except PreloadFitError as error:
             culprit = next((t for t, m in zip(found.ops, found.model.ops) if m.name == error.op), function)
             raise _error(culprit, str(error)) from None

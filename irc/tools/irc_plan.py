@@ -474,12 +474,12 @@ def _ipu_model(args, request: ModelRequest) -> int:
     if args.max_batch:
         return _report_max_batch(args, source, device, cost, cache, started)
 
-    model, fallbacks, input_bytes = source.build(args.batch or 1)
+    model, fallbacks, loads = source.build(args.batch or 1)
     names = [op.name for op in model.ops]
     if args.plot_op is not None and args.plot_op not in names:
         raise PlanToolError(f"error: --plot-op: no op named '{args.plot_op}' (ops: {', '.join(dict.fromkeys(names))})")
     if args.baseline in ELK_BASELINES:
-        return _report_elk(args, model, fallbacks, input_bytes, device, cache, started, args.baseline)
+        return _report_elk(args, model, fallbacks, loads, device, cache, started, args.baseline)
     if args.baseline is not None:
         return _report_baseline(args, model, fallbacks, device, cost, cache, started)
 
@@ -496,7 +496,7 @@ def _ipu_model(args, request: ModelRequest) -> int:
                 ) from None
             decision = None
     if decision is None:   # larger than SRAM on a chip with HBM: ELK, as rtensor-partition plans it
-        return _report_elk(args, model, fallbacks, input_bytes, device, cache, started, "full")
+        return _report_elk(args, model, fallbacks, loads, device, cache, started, "full")
     _report_decision(args, model, decision, fallbacks, device, cost, cache, started)
     if args.plot is not None:
         _plot(args, model, decision, device, cost)
@@ -553,8 +553,9 @@ def _report_decision(args, model, decision, fallbacks, device, cost, cache, star
         active = sum(o.active_seconds for o in decision.ops)
         setup = sum(o.setup_seconds for o in decision.ops)
         relayout = sum(o.relayout_seconds for o in decision.ops)
+        waits = decision.load_wait_seconds   # on a chip with HBM: the loads of its arguments waited for
         print(f"total: {decision.seconds * 1e6:.3f} us (execute {active * 1e6:.3f}, setup {setup * 1e6:.3f}, "
-              f"relayout {relayout * 1e6:.3f})")
+              f"relayout {relayout * 1e6:.3f}" + (f", waiting for HBM {waits * 1e6:.3f}" if waits else "") + ")")
         print(f"memory per core: idle {decision.idle_bytes} B, peak {decision.peak_bytes} B of {device.sram_bytes} B")
         print_fallbacks(fallbacks)
         print(f"planned in {seconds:.2f} s ({cache.searches} frontier searches)")
@@ -606,7 +607,7 @@ ELK_DESIGNS = {
 }
 
 
-def _report_elk(args, model, fallbacks, input_bytes, device, cache, started, design: str) -> int:
+def _report_elk(args, model, fallbacks, loads, device, cache, started, design: str) -> int:
     """A model on a chip with off-chip memory under one of ELK's designs: per op its
     execute-state plan, its preload state (the idle layout its weights arrive in), its
     share of the latency (the time from the previous op's end to its own, stalls for its
@@ -619,7 +620,8 @@ def _report_elk(args, model, fallbacks, input_bytes, device, cache, started, des
         )
     with _progress(1, f"ELK {design}") as bar:
         try:
-            elk = plan_offchip(model, cache, design, "paper", input_bytes)
+            # the non-weight arguments priced as rtensor-partition prices them (ArgumentLoads)
+            elk = plan_offchip(model, cache, design, "paper", *(() if loads is None else (loads.hbm_bytes, loads.own)))
         except PreloadFitError as error:
             raise PlanToolError(f"error: {ELK_DESIGNS[design].split(':')[0]} cannot run {model.name} on "
                                 f"{device.name}: {error}") from None

@@ -1,0 +1,78 @@
+"""The HBM reads of a model planned within SRAM on a chip with off-chip memory (issue 23).
+
+T10's Algorithm 1 (`irc.planner.model`) plans a model whose weights all rest on chip; on
+a chip with off-chip memory its arguments still start in HBM (ELK s2.2), and
+`preload-schedule` turns each load of one into a preload, issued as far ahead as the
+plan's account lets it, in program order, one after the other on the HBM, and each op
+waits for its own before it starts. Priced here: every load issued at the program's start
+(what a plan whose account holds all of its loads at once runs; a larger one, whose loads
+`preload-schedule` holds back until earlier ops free their space, waits longer than this
+prices: issue 23). An op's loads are its weights in their idle layouts and the
+inputs it loads into its execute layout (`irc.planner.elk.own_inputs`), each timed as the
+chip times a preload (``preload_seconds`` of its tile per core and its distinct bytes).
+The waits are the ELK timeline's (`irc.planner.preload.timeline`) with every frontier
+past the last op: the cycles the model runs beyond its ops' own.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from irc.devices import Device
+from irc.devices.topology import preload_pressure, preload_seconds
+from irc.planner.idle import IdlePlan
+from irc.planner.model_spec import ModelOp
+from irc.planner.preload import timeline
+from irc.planner.relayout import tensor_elements
+from irc.plans.plan import Plan
+
+
+def _by_name(values, name: str, op: ModelOp):
+    """``values``' entry for ``name``: by the op's own name or its canonical one (a plan of
+    the op's table names its tensors t0, t1, ...)."""
+    return values[name] if name in values else values[f"t{op.spec.tensor_index(name)}"]
+
+
+def op_loads(device: Device, op: ModelOp, active: Plan, idle: IdlePlan | None,
+             own: Sequence[str]) -> list[tuple[float, float]]:
+    """(bytes per core, distinct bytes read from HBM) of each preload ``op`` waits for: its
+    weights in ``idle``'s layout (read once) and its inputs ``own`` in ``active``'s (each
+    distinct partition read once, the cores over its replicas)."""
+    loads = []
+    for name in op.weights:
+        whole = float(tensor_elements(op.spec, name) * op.spec.bytes_of(name))
+        loads.append((float(_by_name(idle.weight_bytes, name, op)) if idle is not None else whole, whole))
+    score = active.score
+    for name in own:
+        tile = float(_by_name(score.memory.partitions, name, op))
+        loads.append((tile, score.cores // _by_name(score.replicas, name, op) * tile))
+    return loads
+
+
+def load_wait_cycles(device: Device, ops: Sequence[ModelOp], chosen: Sequence[tuple[Plan, IdlePlan | None]],
+                     exec_cycles: Sequence[float], moved_cycles: Sequence[float], own: Sequence[Sequence[str]]) -> float:
+    """Cycles the chip waits for HBM beyond ``exec_cycles`` (each op's execute, setup and
+    relayout cycles) when ``ops`` run with the ``chosen`` (active, idle) plans and every
+    load is issued at the start (the module docstring), an op's exchange transfers (its
+    shifts and ``moved_cycles``: its setup's distribution and its inputs' relayouts)
+    contending with the loads streaming meanwhile as the chip times them
+    (``irc.devices.topology.operator_contention``)."""
+    clock = device.clock_hz
+    load_cycles, shares, transfers = [], [], []
+    for op, (active, idle), names, moved in zip(ops, chosen, own, moved_cycles):
+        cycles = link = 0.0
+        for tile, distinct in op_loads(device, op, active, idle, names):
+            load = preload_seconds(device, tile, distinct) * clock if (tile or distinct) else 0.0
+            cycles += load
+            link += preload_pressure(device, tile, load, distinct) * load
+        load_cycles.append(cycles)
+        shares.append(link / cycles if cycles > 0 else 0.0)
+        transfers.append(float(active.score.cost.shift) + float(moved))
+    n = len(load_cycles)
+    if n == 0 or not any(load_cycles):
+        return 0.0
+    _, _, _, exec_end = timeline(n, list(range(n)), [n] * n, list(exec_cycles), load_cycles, transfers, shares)
+    return max(0.0, float(exec_end[-1]) - float(sum(exec_cycles)))
+
+
+__all__ = ["load_wait_cycles", "op_loads"]
