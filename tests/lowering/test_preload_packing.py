@@ -106,6 +106,25 @@ def _chip(sram: int, cores: int):
                                cores_per_chip=cores)
 
 
+def planned_on_chip(text: str, sram: int, cores: int, preloaded: bool):
+    """``text`` compiled by the inference pipeline for a small chip with HBM (``_chip``)
+    when rtensor-partition plans it and plans it with ELK's preloads (``preloaded``) or
+    within SRAM (not): the module and its function, else (None, None)."""
+    module = parse_module(text, "random.mlir")
+    module.attributes[TARGET_ATTR] = target_attr(_chip(sram, cores), "t10")
+    partition, *rest = InferencePipeline().passes()
+    try:
+        partition.apply(Context(), module)
+    except DiagnosticException:
+        return None, None   # refused by the planner, with its reason
+    (function,) = [op for op in module.walk() if isinstance(op, FuncOp)]
+    if (PRELOADED_ATTR in function.attributes) != preloaded:
+        return None, None
+    for later in rest:
+        later.apply(Context(), module)
+    return module, function
+
+
 @pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=models(), sram=st.sampled_from((768, 1024, 1536, 2048)), cores=st.sampled_from((4, 8, 16)))
@@ -115,18 +134,9 @@ def test_a_preload_plan_runs_as_planned(text, sram, cores):
     """The planner's ELK plan lowers with every frontier as planned (no ``irc.remark``),
     within SRAM, and the run takes the planned cycles. A model the planner refuses (an
     op no plan fits) or plans without preloading (it fits SRAM) says nothing here."""
-    module = parse_module(text, "random.mlir")
-    module.attributes[TARGET_ATTR] = target_attr(_chip(sram, cores), "t10")
-    partition, *rest = InferencePipeline().passes()
-    try:
-        partition.apply(Context(), module)
-    except DiagnosticException:
-        return   # refused by the planner, with its reason
-    (function,) = [op for op in module.walk() if isinstance(op, FuncOp)]
-    if PRELOADED_ATTR not in function.attributes:
-        return
-    for later in rest:
-        later.apply(Context(), module)
+    module, function = planned_on_chip(text, sram, cores, preloaded=True)
+    if module is None:
+        return   # refused by the planner, or planned without preloading (it fits SRAM)
     assert "irc.remark" not in function.attributes, function.attributes["irc.remark"]
     _, report = run(module)
     assert report.peak_sram_bytes <= sram

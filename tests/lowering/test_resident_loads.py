@@ -10,17 +10,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.context import Context
-from xdsl.dialects.func import FuncOp
-from xdsl.utils.exceptions import DiagnosticException
 
 from irc.compile import planned_model_cycles
-from irc.dialects.target import TARGET_ATTR
-from irc.lowering.te_to_rtensor import PRELOADED_ATTR
-from irc.passes.pipelines import InferencePipeline
-from irc.runner import parse_module, run
-from irc.target import target_attr
-from tests.lowering.test_preload_packing import _chip, models
+from irc.runner import run
+from tests.lowering.test_preload_packing import models, planned_on_chip
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -28,18 +21,9 @@ from tests.lowering.test_preload_packing import _chip, models
 def test_a_plan_within_sram_runs_at_its_planned_cycles_with_hbm(text, sram, cores):
     """Random small models that Algorithm 1 plans within SRAM on small chips with HBM:
     the run's cycles (the waits for HBM included) are the planned cycles."""
-    module = parse_module(text, "random.mlir")
-    module.attributes[TARGET_ATTR] = target_attr(_chip(sram, cores), "t10")
-    partition, *rest = InferencePipeline().passes()
-    try:
-        partition.apply(Context(), module)
-    except DiagnosticException:
-        return   # refused by the planner, with its reason
-    (function,) = [op for op in module.walk() if isinstance(op, FuncOp)]
-    if PRELOADED_ATTR in function.attributes:
-        return   # larger than SRAM: ELK's (tests/lowering/test_preload_packing.py)
-    for later in rest:
-        later.apply(Context(), module)
+    module, _ = planned_on_chip(text, sram, cores, preloaded=False)
+    if module is None:
+        return   # refused, or larger than SRAM: ELK's (tests/lowering/test_preload_packing.py)
     _, report = run(module)
     assert report.cycles.get("preload_wait", 0.0) > 0   # the first op's loads, at least
     assert report.model_cycles == pytest.approx(planned_model_cycles(module), rel=1e-9)

@@ -12,32 +12,12 @@ import pytest
 
 from irc.cost import get_cost_model
 from irc.devices import load_device
-from irc.dialects.te_expr import parse_expression
 from irc.planner.igo_choice import UnfusedPoint, choice_table, fused_within, point_relayout
-from irc.planner.model import ModelOp, ModelSpec, plan_model
+from irc.planner.model import plan_model
 from irc.planner.op_table import FrontierCache
-from irc.plans.from_te import op_spec_from_expr
-from irc.plans.pair import pair_spec
+from tests.planner.test_model_plan import pair_model
 
 TINY16 = load_device("tiny16")
-
-
-def relu(m: int, n: int):
-    return op_spec_from_expr(parse_expression("Y[m,n] = relu(X[m,n])").bind([(m, n)], (m, n)), 4)
-
-
-def pair_model():
-    """dY from an elementwise op, a fused pair reading it, ops reading its dW and dX."""
-    m, k, n = 256, 128, 64
-    dx = op_spec_from_expr(parse_expression("DX[m,k] += G[m,n] * W[k,n]").bind([(m, n), (k, n)], (m, k)), 4)
-    dw = op_spec_from_expr(parse_expression("DW[k,n] += G[m,n] * X[m,k]").bind([(m, n), (m, k)], (k, n)), 4)
-    pair = pair_spec(dx, dw, "G")
-    return ModelSpec("pair", (
-        ModelOp("dy", relu(m, n)),
-        ModelOp("pair", pair.union_spec(), producers={"G": 0}, pair=pair),
-        ModelOp("update", relu(k, n), producers={"X": 1}, produced_as={"X": "DW"}),
-        ModelOp("use_dx", relu(m, k), producers={"X": 1}),
-    ))
 
 
 def test_a_pairs_table_holds_fused_plans_and_unfused_points():
