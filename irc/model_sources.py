@@ -13,6 +13,14 @@ import os
 from xdsl.utils.exceptions import ParseError
 
 from irc.diagnostics import format_parse_error, location_of
+from irc.lowering.model_from_ir import (
+    ModelIRError,
+    argument_loads,
+    fallback_line,
+    function_model,
+    mtia_function_model,
+    opaque_fallbacks,
+)
 from irc.runner import RunError, find_function, parse_module
 from irc.workloads.bert import bert_model
 
@@ -64,15 +72,6 @@ def _function_of(module, entry: str | None, where: str):
 
 
 def _spec_of_function(function, where: str, name: str | None = None, family: str = "ipu"):
-    from irc.lowering.model_from_ir import (  # startup: a built-in model needs no IR
-        ModelIRError,
-        argument_loads,
-        fallback_line,
-        function_model,
-        mtia_function_model,
-        opaque_fallbacks,
-    )
-
     try:
         input_bytes = None
         if family == "mtia":

@@ -50,6 +50,7 @@ from irc.cost import DEFAULT_COST_MODEL, CostModelError, get_cost_model
 from irc.devices import FAMILIES, DeviceError, family_of, load_device
 from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesting_error
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
+from irc.lowering.model_from_ir import plan_function
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 from irc.output import OutputError, check_output, is_stream, write_atomically
 from irc.planner import (
@@ -482,8 +483,6 @@ def _ipu_model(args, request: ModelRequest) -> int:
         return _report_elk(args, model, fallbacks, loads, device, cache, started, args.baseline)
     if args.baseline is not None:
         return _report_baseline(args, model, fallbacks, device, cost, cache, started)
-
-    from irc.lowering.model_from_ir import plan_function  # startup: --expr plans without the IR stack
 
     with _progress(len(model.ops), f"planning {model.name}") as bar:
         try:
