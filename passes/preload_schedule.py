@@ -146,6 +146,8 @@ class _Block:
             for position in range(interval.start, min(interval.end, len(walk_top))):
                 live[position] += interval.bytes_at(position)
         segment_of = {op: seg for op, seg in zip(self.ops, self.segment)}
+        for load in self.loads:   # a moved load (and its alloc) sits before its owner's anchor
+            segment_of[load] = segment_of[load.buffer.owner] = self.owner[load]
         own = [0] * self.count
         for position, top in enumerate(walk_top):
             seg = segment_of[sequence[top]]

@@ -4,14 +4,15 @@ T10's Algorithm 1 (`irc.planner.model`) plans a model whose weights all rest on 
 a chip with off-chip memory its arguments still start in HBM (ELK s2.2), and
 `preload-schedule` turns each load of one into a preload, issued as far ahead as the
 plan's account lets it, in program order, one after the other on the HBM, and each op
-waits for its own before it starts. Priced here: every load issued at the program's start
-(what a plan whose account holds all of its loads at once runs; a larger one, whose loads
-`preload-schedule` holds back until earlier ops free their space, waits longer than this
-prices: issue 23). An op's loads are its weights in their idle layouts and the
-inputs it loads into its execute layout (`irc.planner.elk.own_inputs`), each timed as the
-chip times a preload (``preload_seconds`` of its tile per core and its distinct bytes).
-The waits are the ELK timeline's (`irc.planner.preload.timeline`) with every frontier
-past the last op: the cycles the model runs beyond its ops' own.
+waits for its own before it starts. Priced here with the pass's own rule
+(``resident_frontiers``, which both call): each op's frontier is the widest whose
+loads for later ops fit beside the bytes the op holds within the plan's peak, so a
+load the account has no room for at the start waits for the op that frees it. An op's
+loads are its weights in their idle layouts and the inputs it loads into its execute
+layout (`irc.planner.elk.own_inputs`), each timed as the chip times a preload
+(``preload_seconds`` of its tile per core and its distinct bytes). The waits are the
+ELK timeline's (`irc.planner.preload.timeline`) at those frontiers: the cycles the
+model runs beyond its ops' own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from irc.devices.topology import preload_pressure, preload_seconds
 from irc.planner.idle import IdlePlan
 from irc.planner.model_spec import ModelOp
 from irc.planner.preload import timeline
+from irc.planner.preload_designs import widest_frontiers
 from irc.planner.relayout import tensor_elements
 from irc.plans.plan import Plan
 
@@ -49,30 +51,56 @@ def op_loads(device: Device, op: ModelOp, active: Plan, idle: IdlePlan | None,
     return loads
 
 
+def resident_frontiers(held_bytes: Sequence[float], preload_bytes: Sequence[float], capacity: float) -> list[int]:
+    """The preload frontiers of a program whose loads keep program order (no plan states
+    them): per op, the widest whose loads for later ops fit beside the ``held_bytes`` it
+    holds when nothing later is loaded yet (its own loads included) within ``capacity``
+    (``widest_frontiers``). `preload-schedule` issues a plan within SRAM's loads so, from
+    the program's liveness; the planner times the plan so, from its account."""
+    return widest_frontiers(held_bytes, preload_bytes, capacity)
+
+
+def held_bytes(account: Sequence[float], resting: Sequence[float]) -> list[float]:
+    """Per op, the bytes it holds when no later op's loads are issued yet: its account
+    (``account[i]``: every op's resting weights, the tensors kept across it and its own
+    execute bytes, as `irc.planner.model` counts its peak) less the resting bytes of the
+    ops after it (``resting[k]``: op k's weights in their idle layouts, loaded with k's)."""
+    later, found = float(sum(resting)), []
+    for total, rest in zip(account, resting):
+        later -= rest
+        found.append(float(total) - later)
+    return found
+
+
 def load_wait_cycles(device: Device, ops: Sequence[ModelOp], chosen: Sequence[tuple[Plan, IdlePlan | None]],
-                     exec_cycles: Sequence[float], moved_cycles: Sequence[float], own: Sequence[Sequence[str]]) -> float:
+                     exec_cycles: Sequence[float], moved_cycles: Sequence[float], own: Sequence[Sequence[str]],
+                     held: Sequence[float] | None = None, capacity: float | None = None) -> float:
     """Cycles the chip waits for HBM beyond ``exec_cycles`` (each op's execute, setup and
-    relayout cycles) when ``ops`` run with the ``chosen`` (active, idle) plans and every
-    load is issued at the start (the module docstring), an op's exchange transfers (its
-    shifts and ``moved_cycles``: its setup's distribution and its inputs' relayouts)
-    contending with the loads streaming meanwhile as the chip times them
-    (``irc.devices.topology.operator_contention``)."""
+    relayout cycles) when ``ops`` run with the ``chosen`` (active, idle) plans, their
+    loads issued at the frontiers ``resident_frontiers`` gives within ``capacity`` (the
+    plan's peak) beside the bytes each op holds (``held``: ``held_bytes``; without them
+    every load is issued at the start), an op's exchange transfers (its shifts and ``moved_cycles``:
+    its setup's distribution and its inputs' relayouts) contending with the loads
+    streaming meanwhile as the chip times them (``irc.devices.topology.operator_contention``)."""
     clock = device.clock_hz
-    load_cycles, shares, transfers = [], [], []
+    load_cycles, shares, transfers, tiles = [], [], [], []
     for op, (active, idle), names, moved in zip(ops, chosen, own, moved_cycles):
         cycles = link = 0.0
-        for tile, distinct in op_loads(device, op, active, idle, names):
+        loads = op_loads(device, op, active, idle, names)
+        for tile, distinct in loads:
             load = preload_seconds(device, tile, distinct) * clock if (tile or distinct) else 0.0
             cycles += load
             link += preload_pressure(device, tile, load, distinct) * load
         load_cycles.append(cycles)
         shares.append(link / cycles if cycles > 0 else 0.0)
         transfers.append(float(active.score.cost.shift) + float(moved))
+        tiles.append(sum(tile for tile, _ in loads))
     n = len(load_cycles)
     if n == 0 or not any(load_cycles):
         return 0.0
-    _, _, _, exec_end = timeline(n, list(range(n)), [n] * n, list(exec_cycles), load_cycles, transfers, shares)
+    frontiers = [n] * n if held is None or capacity is None else resident_frontiers(held, tiles, capacity)
+    _, _, _, exec_end = timeline(n, list(range(n)), frontiers, list(exec_cycles), load_cycles, transfers, shares)
     return max(0.0, float(exec_end[-1]) - float(sum(exec_cycles)))
 
 
-__all__ = ["load_wait_cycles", "op_loads"]
+__all__ = ["held_bytes", "load_wait_cycles", "op_loads", "resident_frontiers"]
