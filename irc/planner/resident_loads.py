@@ -17,6 +17,7 @@ model runs beyond its ops' own.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from irc.devices import Device
@@ -72,16 +73,33 @@ def held_bytes(account: Sequence[float], resting: Sequence[float]) -> list[float
     return found
 
 
-def load_wait_cycles(device: Device, ops: Sequence[ModelOp], chosen: Sequence[tuple[Plan, IdlePlan | None]],
-                     exec_cycles: Sequence[float], moved_cycles: Sequence[float], own: Sequence[Sequence[str]],
-                     held: Sequence[float] | None = None, capacity: float | None = None) -> float:
-    """Cycles the chip waits for HBM beyond ``exec_cycles`` (each op's execute, setup and
-    relayout cycles) when ``ops`` run with the ``chosen`` (active, idle) plans, their
-    loads issued at the frontiers ``resident_frontiers`` gives within ``capacity`` (the
-    plan's peak) beside the bytes each op holds (``held``: ``held_bytes``; without them
-    every load is issued at the start), an op's exchange transfers (its shifts and ``moved_cycles``:
-    its setup's distribution and its inputs' relayouts) contending with the loads
-    streaming meanwhile as the chip times them (``irc.devices.topology.operator_contention``)."""
+@dataclass(frozen=True)
+class LoadWaits:
+    """How a plan within SRAM's loads run: the cycles the chip waits for them beyond its
+    ops' own, each op's frontier, and the most bytes per core the program holds then
+    (an op's held bytes and the loads of later ops issued before it ends)."""
+
+    cycles: float
+    frontiers: tuple[int, ...]
+    peak_bytes: float
+
+
+def resident_peak(held: Sequence[float], preload_bytes: Sequence[float], frontiers: Sequence[int]) -> float:
+    """The most bytes per core live with loads in program order at ``frontiers``: per op,
+    what it holds and the loads of the ops after it issued before it ends."""
+    return max((h + sum(preload_bytes[i + 1:q]) for i, (h, q) in enumerate(zip(held, frontiers))), default=0.0)
+
+
+def load_waits(device: Device, ops: Sequence[ModelOp], chosen: Sequence[tuple[Plan, IdlePlan | None]],
+               exec_cycles: Sequence[float], moved_cycles: Sequence[float], own: Sequence[Sequence[str]],
+               held: Sequence[float], capacity: float) -> LoadWaits:
+    """How ``ops`` run with the ``chosen`` (active, idle) plans beyond ``exec_cycles``
+    (each op's execute, setup and relayout cycles): their loads issued at the frontiers
+    ``resident_frontiers`` gives within ``capacity`` (the plan's peak) beside the bytes
+    each op holds (``held``: ``held_bytes``), an op's exchange transfers (its shifts
+    and ``moved_cycles``: its setup's distribution and its inputs' relayouts) contending
+    with the loads streaming meanwhile as the chip times them
+    (``irc.devices.topology.operator_contention``)."""
     clock = device.clock_hz
     load_cycles, shares, transfers, tiles = [], [], [], []
     for op, (active, idle), names, moved in zip(ops, chosen, own, moved_cycles):
@@ -96,11 +114,14 @@ def load_wait_cycles(device: Device, ops: Sequence[ModelOp], chosen: Sequence[tu
         transfers.append(float(active.score.cost.shift) + float(moved))
         tiles.append(sum(tile for tile, _ in loads))
     n = len(load_cycles)
-    if n == 0 or not any(load_cycles):
-        return 0.0
-    frontiers = [n] * n if held is None or capacity is None else resident_frontiers(held, tiles, capacity)
+    if n == 0:
+        return LoadWaits(0.0, (), 0.0)
+    frontiers = resident_frontiers(held, tiles, capacity)
+    peak = resident_peak(held, tiles, frontiers)
+    if not any(load_cycles):
+        return LoadWaits(0.0, tuple(frontiers), peak)
     _, _, _, exec_end = timeline(n, list(range(n)), frontiers, list(exec_cycles), load_cycles, transfers, shares)
-    return max(0.0, float(exec_end[-1]) - float(sum(exec_cycles)))
+    return LoadWaits(max(0.0, float(exec_end[-1]) - float(sum(exec_cycles))), tuple(frontiers), peak)
 
 
-__all__ = ["held_bytes", "load_wait_cycles", "op_loads", "resident_frontiers"]
+__all__ = ["LoadWaits", "held_bytes", "load_waits", "op_loads", "resident_frontiers", "resident_peak"]
