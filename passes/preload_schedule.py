@@ -5,7 +5,8 @@ everything a model needs is loaded into HBM before it runs), so each ``device.lo
 function argument is an HBM read the cores wait for. This pass rewrites each one into
 ELK's device functions (s4.5, Figure 15): a ``device.preload_async`` of the data into its
 buffer, issued while earlier operators execute, and a ``device.wait`` right before the
-buffer's first use; the preloaded buffer is then redistributed into its execute-state
+buffer's first use (with a plan's frontiers, at the start of the operator that first
+uses it, as the plan's timeline has it); the preloaded buffer is then redistributed into its execute-state
 layout by the ``device.relayout`` that already follows (a weight's idle layout is its
 preload-state plan, s4.3).
 
