@@ -22,8 +22,9 @@ from typing import Sequence
 
 from irc.devices import Device
 from irc.devices.topology import preload_pressure, preload_seconds
-from irc.planner.idle import IdlePlan
+from irc.planner.idle import IdlePlan, read_bytes
 from irc.planner.model_spec import ModelOp
+from irc.planner.op_table import canonical_spec
 from irc.planner.preload import timeline
 from irc.planner.preload_designs import widest_frontiers
 from irc.planner.relayout import tensor_elements
@@ -39,12 +40,18 @@ def _by_name(values, name: str, op: ModelOp):
 def op_loads(device: Device, op: ModelOp, active: Plan, idle: IdlePlan | None,
              own: Sequence[str]) -> list[tuple[float, float]]:
     """(bytes per core, distinct bytes read from HBM) of each preload ``op`` waits for: its
-    weights in ``idle``'s layout (read once) and its inputs ``own`` in ``active``'s (each
-    distinct partition read once, the cores over its replicas)."""
+    weights in ``idle``'s layout (each distinct slice read once, ``read_bytes``) and its
+    inputs ``own`` in ``active``'s (each distinct partition read once, the cores over its
+    replicas)."""
     loads = []
     for name in op.weights:
-        whole = float(tensor_elements(op.spec, name) * op.spec.bytes_of(name))
-        loads.append((float(_by_name(idle.weight_bytes, name, op)) if idle is not None else whole, whole))
+        if idle is None:
+            whole = float(tensor_elements(op.spec, name) * op.spec.bytes_of(name))
+            loads.append((whole, whole))
+            continue
+        key = name if name in idle.weight_bytes else f"t{op.spec.tensor_index(name)}"
+        renamed = op.spec if key == name else canonical_spec(op.spec)
+        loads.append((float(idle.weight_bytes[key]), float(read_bytes(renamed, idle, key))))
     score = active.score
     for name in own:
         tile = float(_by_name(score.memory.partitions, name, op))
