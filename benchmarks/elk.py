@@ -16,8 +16,8 @@ Per token of a decode loop (the next token's first layer's loads overlap this to
 last ops; ``irc.planner.elk.offchip_study``, the compiler's own accounting: activations
 kept on chip across each op, relayouts between the chosen plans charged; ELK-Dyn and
 ELK-Full also plan with the layout-matched candidates of the cheap ops,
-``irc.planner.layout_match``, and keep the faster, which the compiler's own ELK plan,
-``plan_offchip``, does not yet). Columns:
+``irc.planner.layout_match``, and keep the faster, as the compiler's own ELK plan,
+``plan_offchip``, does). Columns:
 latency (ms/token), % of Ideal, ratio to the overlap bound (max of the HBM's bytes at
 its bandwidth and every op's fastest execution: no schedule beats it), and utilisation
 per resource (each a busy time over the latency, never above 100%): the HBM, the core

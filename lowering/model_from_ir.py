@@ -65,7 +65,7 @@ from irc.planner.elk import own_inputs
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
 from irc.planner.igo_pair import search_pair
 from irc.planner.model import ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
-from irc.planner.resident_loads import load_wait_cycles
+from irc.planner.resident_loads import held_bytes, load_waits
 from irc.planner.mtia import EmbeddingOp, EmbeddingSpec, MtiaModel, StreamOp, StreamSpec
 from irc.planner.op_table import FrontierCache
 from irc.plans.plan import Plan
@@ -404,16 +404,25 @@ def plan_function(
 
 def with_load_waits(model: ModelSpec, decision: ModelDecision, device) -> ModelDecision:
     """``decision`` on a chip with off-chip memory: its arguments start in HBM and each op
-    waits for its loads (`irc.planner.resident_loads`), those waits added to its time
-    (``load_wait_seconds``); on a chip without, ``decision`` as it is."""
+    waits for its loads, issued as far ahead as the plan's peak leaves room for them
+    (`irc.planner.resident_loads`, `preload-schedule`'s rule over the plan's account),
+    those waits added to its time (``load_wait_seconds``) and its peak the bytes the
+    program holds then (a weight loaded after the peak op is not held beside it); on a
+    chip without, ``decision`` as it is."""
     if device.offchip is None:
         return decision
     clock = device.clock_hz
-    waits = load_wait_cycles(device, model.ops, [(op.active, op.idle) for op in decision.ops],
-                             [op.seconds * clock for op in decision.ops],
-                             [(op.setup_seconds + op.relayout_seconds) * clock for op in decision.ops],
-                             own_inputs(model)) / clock
-    return replace(decision, seconds=decision.seconds + waits, load_wait_seconds=waits)
+    resting = [op.idle_bytes for op in decision.ops]
+    live = [sum(kept_bytes(model.ops[h].spec, decision.ops[h].active, t) for h, t in across)
+            for across in model.live_across()]
+    account = [sum(resting) + kept + op.active_bytes for kept, op in zip(live, decision.ops)]
+    waits = load_waits(device, model.ops, [(op.active, op.idle) for op in decision.ops],
+                       [op.seconds * clock for op in decision.ops],
+                       [(op.setup_seconds + op.relayout_seconds) * clock for op in decision.ops],
+                       own_inputs(model), held_bytes(account, resting), decision.peak_bytes)
+    seconds = waits.cycles / clock
+    return replace(decision, seconds=decision.seconds + seconds, load_wait_seconds=seconds,
+                   peak_bytes=int(waits.peak_bytes))
 
 
 def decision_of(model: ModelSpec, planned: ModelPlan, cache: FrontierCache, per_op_seconds: float = math.inf,

@@ -5,7 +5,8 @@ everything a model needs is loaded into HBM before it runs), so each ``device.lo
 function argument is an HBM read the cores wait for. This pass rewrites each one into
 ELK's device functions (s4.5, Figure 15): a ``device.preload_async`` of the data into its
 buffer, issued while earlier operators execute, and a ``device.wait`` right before the
-buffer's first use; the preloaded buffer is then redistributed into its execute-state
+buffer's first use (with a plan's frontiers, at the start of the operator that first
+uses it, as the plan's timeline has it); the preloaded buffer is then redistributed into its execute-state
 layout by the ``device.relayout`` that already follows (a weight's idle layout is its
 preload-state plan, s4.3).
 
@@ -18,7 +19,8 @@ states the plan on each kernel's ``device.reduce`` as ``irc.preload = {slot, fro
 the loads in that order at those frontiers: what the plan says is what runs. Without a
 plan, loads keep program order and each frontier is the widest whose preloaded buffers
 fit beside the operator's own (plans are fixed at this level, so by Theorem 4.2 the
-widest is the inductive scheduler's choice).
+widest is the inductive scheduler's choice): the rule the planner times a plan within
+SRAM by, from its own account (`irc.planner.resident_loads.resident_frontiers`).
 
 Either way the frontiers are checked against the program's real liveness: the moved
 program is placed with `device-alloc`'s own placement (every buffer from its alloc to its
@@ -53,6 +55,7 @@ from irc.lowering.te_to_rtensor import PLANNED_PEAK_ATTR, PRELOAD_ATTR, PRELOADE
 from irc.passes.device_alloc import first_over, live_intervals, peak_live_bytes, place
 from irc.planner.preload import PreloadFitError, _order_bounds
 from irc.planner.preload_designs import widest_frontiers
+from irc.planner.resident_loads import resident_frontiers
 from irc.target import TargetError, device_of, require_target
 
 
@@ -146,6 +149,8 @@ class _Block:
             for position in range(interval.start, min(interval.end, len(walk_top))):
                 live[position] += interval.bytes_at(position)
         segment_of = {op: seg for op, seg in zip(self.ops, self.segment)}
+        for load in self.loads:   # a moved load (and its alloc) sits before its owner's anchor
+            segment_of[load] = segment_of[load.buffer.owner] = self.owner[load]
         own = [0] * self.count
         for position, top in enumerate(walk_top):
             seg = segment_of[sequence[top]]
@@ -188,10 +193,12 @@ class _Block:
         return {load: after[pos[self.owner[load]]] + 1 for load in self.loads}
 
 
-def schedule_block(block: Block, capacity: int, sram: int | None = None) -> BlockSchedule:
+def schedule_block(block: Block, capacity: int, sram: int | None = None, timed: bool = False) -> BlockSchedule:
     """Rewrite ``block``'s HBM loads into preloads and waits (module docstring): the live
     bytes within ``capacity`` per core, the buffers packed within ``sram`` (default the
-    same: a plan's account may be less than the core, its buffers may use all of it)."""
+    same: a plan's account may be less than the core, its buffers may use all of it);
+    ``timed``: a plan within SRAM timed the loads, each operator waiting for its own at
+    its start (as with a plan's stated frontiers)."""
     shape = _Block(block)
     if not shape.loads:
         return BlockSchedule(0, False, 0, [], [])
@@ -210,7 +217,9 @@ def schedule_block(block: Block, capacity: int, sram: int | None = None) -> Bloc
         )
 
     try:
-        frontiers = widest_frontiers(own, shape.preload_bytes, capacity, order, upper)
+        # without a stated plan, the planner's rule for a plan within SRAM (its wait model's)
+        frontiers = resident_frontiers(own, shape.preload_bytes, capacity) if planned is None else \
+            widest_frontiers(own, shape.preload_bytes, capacity, order, upper)
     except PreloadFitError as error:
         seg = int(error.op)
         held = int(error.needed) - own[seg]
@@ -220,7 +229,7 @@ def schedule_block(block: Block, capacity: int, sram: int | None = None) -> Bloc
     wanted = list(frontiers) if upper is None else [max(lower[i], min(count, upper[i])) for i in range(count)]
     narrowed = {i for i in range(count) if frontiers[i] < wanted[i]}
     fragmented = _narrow_to_placement(shape, order, frontiers, lower, (capacity, sram or capacity), unfit, narrowed)
-    _rewrite(block, shape, shape.anchors(order, frontiers), planned is not None)
+    _rewrite(block, shape, shape.anchors(order, frontiers), planned is not None or timed)
     return BlockSchedule(len(shape.loads), planned is not None, len(narrowed), frontiers, order, len(fragmented))
 
 
@@ -271,8 +280,8 @@ def _narrow_to_placement(shape: _Block, order: list[int], frontiers: list[int], 
 
 def _rewrite(block: Block, shape: _Block, anchors: dict[LoadOp, int], planned: bool) -> None:
     """Allocs and preloads before their anchors, a wait before each first use (with a
-    plan, at the start of the operator that first uses the buffer); offsets reset for
-    `device-alloc`."""
+    plan, at the start of the operator that first uses the buffer, as the planner's
+    timeline has it); offsets reset for `device-alloc`."""
     for load in shape.ordered_loads:
         alloc, anchor = load.buffer.owner, shape.anchor[anchors[load]]
         alloc.detach()
@@ -329,13 +338,15 @@ class PreloadSchedule(ModulePass):
             narrowed = planned = fragmented = 0
             capacity = device.sram_bytes
             peak = func.attributes.get(PLANNED_PEAK_ATTR)
-            if isinstance(peak, IntegerAttr) and PRELOADED_ATTR not in func.attributes:
+            within = isinstance(peak, IntegerAttr) and PRELOADED_ATTR not in func.attributes
+            if within:
                 # a plan within SRAM: loads move ahead only as far as its own account allows
                 capacity = min(capacity, max(int(peak.value.data), peak_live_bytes(live_intervals(func))))
             for block in func.body.blocks:
-                done = schedule_block(block, capacity, device.sram_bytes)
-                narrowed += done.narrowed if done.planned else 0
-                fragmented += done.fragmented if done.planned else 0
+                done = schedule_block(block, capacity, device.sram_bytes, within)
+                # a plan's frontiers: ELK's stated ones, or those a plan within SRAM timed
+                narrowed += done.narrowed if done.planned or within else 0
+                fragmented += done.fragmented if done.planned or within else 0
                 planned += done.planned
             if narrowed:
                 func.attributes["irc.remark"] = StringAttr(

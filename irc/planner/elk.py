@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from irc.devices.topology import preload_pressure, preload_seconds
-from irc.planner.idle import IdlePlan, in_place_bytes
+from irc.planner.idle import IdlePlan, in_place_bytes, read_bytes
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
 from irc.plans.errors import PlanError
 from irc.planner.op_table import FrontierCache, OpTable
@@ -98,12 +98,13 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
         own = () if input_loads is None else tuple(input_loads[i])
         inputs, input_pressure = own_input_loads(device, op, table, own)
         cold = np.asarray(table.cold, dtype=np.float64)
-        loads = np.array([preload_seconds(device, c, hbm) * clock if (c or hbm) else 0.0 for c in cold])
         distribute = np.where(np.isfinite(table.table), table.setup, np.inf)
+        pair_loads, pair_pressure = weight_loads(device, table, weight_bytes(op), hbm - weight_bytes(op))
+        least = (np.where(np.isfinite(distribute), pair_loads, np.inf).argmin(axis=1), np.arange(len(cold)))
+        loads, pressure = pair_loads[least[1], least[0]], pair_pressure[least[1], least[0]]   # each row's least
         exchange = np.array([float(p.score.cost.shift + p.score.cost.sync + p.score.cost.reduction)
                              for p in table.active])   # cycles the exchange carries the op's own traffic
         shifts = np.array([float(p.score.cost.shift) for p in table.active])   # what preloads contend with
-        pressure = np.array([preload_pressure(device, c, t, hbm) for c, t in zip(cold, loads)])
         extra = float(extra_exec_cycles[i]) if extra_exec_cycles is not None else 0.0
         ops.append(PreloadOp(
             op.name, float(hbm + sum(tensor_elements(op.spec, t) * op.spec.bytes_of(t) for t in own)),
@@ -112,8 +113,34 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
             distribute, loads, exchange, signature=(id(table), kept[i], extra, own),
             layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
             own_bytes=own_preload_bytes(table), input_loads=inputs, input_pressure=input_pressure,
+            pair_loads=pair_loads, pair_pressure=pair_pressure,
         ))
     return ops
+
+
+def weight_loads(device, table, whole: float, extra_bytes: float) -> tuple[np.ndarray, np.ndarray]:
+    """[R, J] cycles and link shares of the preload of each preload state r feeding each
+    execute state j, as the chip times it (`irc.interpreter.chip`'s ``preload``): each
+    weight's distinct slices in the pair's idle plan at their whole size
+    (``irc.planner.idle.read_bytes``: a slice padded past the tensor's end reads its
+    padding; a table without idle weights, a fused pair's, reads their ``whole`` bytes)
+    and ``extra_bytes`` (other arguments the op reads from HBM). A row's idle plan is
+    the fastest of its size for each j, so what it reads may differ by j."""
+    rows, states = table.table.shape
+    clock = device.clock_hz
+    cycles, shares = np.zeros((rows, states)), np.zeros((rows, states))
+    found: dict[tuple[float, float], tuple[float, float]] = {}
+    for r in range(rows):
+        tile = float(table.cold[r])
+        for j in range(states):
+            idle = table.idle[table.idle_index[r, j]]
+            read = (float(sum(read_bytes(table.spec, idle, w) for w in table.weights)) if table.weights
+                    else whole) + extra_bytes
+            if (tile, read) not in found:
+                load = preload_seconds(device, tile, read) * clock if (tile or read) else 0.0
+                found[tile, read] = (load, preload_pressure(device, tile, load, read))
+            cycles[r, j], shares[r, j] = found[tile, read]
+    return cycles, shares
 
 
 def own_input_loads(device, op, table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -680,11 +707,8 @@ def plan_offchip(model: ModelSpec, cache: FrontierCache, design: str = "full", s
     the activations kept on chip across each op counted in its execution space, identical
     layers found by their signatures, and the relayouts between the chosen plans charged
     (``offchip_study``); ``input_loads`` as in ``preload_ops``."""
-    # without the layout-matched tables: a program compiled from an ELK plan that runs
-    # matched plans takes a few cycles more than planned (tests/lowering/test_llama_elk.py,
-    # the scaled layer: 136,534.66 run, 136,513.46 planned), not yet found why
     return offchip_study(model, cache, (design,), split=split, extra_hbm_bytes=extra_hbm_bytes,
-                         input_loads=input_loads, layouts=False).decisions[design]
+                         input_loads=input_loads).decisions[design]
 
 
 @dataclass

@@ -143,6 +143,17 @@ def idle_plans(spec: OpSpec, weights: Sequence[str], plan: Plan) -> list[IdlePla
     return result
 
 
+def read_bytes(spec: OpSpec, idle: IdlePlan, weight: str) -> int:
+    """Bytes a preload of ``weight`` into ``idle``'s layout reads from off-chip memory as
+    the chip times it (`irc.interpreter.chip`'s ``preload``): each distinct slice once,
+    at its whole per-core size (a partition padded past the tensor's end counts its
+    padding): the sub-tensors ``F_op`` cuts times the slices the idle factors cut each into."""
+    tensor = spec.tensor(weight)
+    slices = math.prod(cut * factor for a, cut, factor in zip(spec.axis_names, idle.op_factors,
+                                                              idle.weight_factors[weight]) if tensor.indexed_by(a))
+    return slices * idle.weight_bytes[weight]
+
+
 def held_in_place(idle: IdlePlan, active: Plan, weight: str) -> bool:
     """Whether ``weight`` rests exactly as ``active`` executes it and stays put while it
     runs: every idle temporal factor 1 (so the active ones are 1 too: it does not rotate).

@@ -92,6 +92,12 @@ class PreloadOp:
     """Cycles (and ``input_pressure`` the link share) of the preloads of the inputs that are
     not weights, each into execute state j's layout (``load_time``); zeros by default."""
     input_pressure: np.ndarray | None = None
+    pair_loads: np.ndarray | None = None
+    """[R, J] (optional): the load of preload state r when it feeds execute state j, where
+    that differs by j (a table row's idle plan is the fastest of its size for each j, and
+    their padded slices read other bytes); ``pair_pressure`` its link share.
+    ``load_cycles[r]`` is then the least of row r (``load_time`` uses the pair's)."""
+    pair_pressure: np.ndarray | None = None
     reserve: float = 0.0
     """Bytes per core kept free while it executes, for its buffers to pack
     (`irc.planner.elk.packed_decision`)."""
@@ -121,13 +127,16 @@ class PreloadOp:
     def load_time(self, r: int, j: int) -> float:
         """Cycles of the op's load in preload state r for execute state j: its weights'
         preload and its other inputs' (``input_loads``), back to back on the HBM."""
-        return float(self.load_cycles[r] + self.input_loads[j])
+        own = self.load_cycles[r] if self.pair_loads is None else self.pair_loads[r, j]
+        return float(own + self.input_loads[j])
 
     def load_share(self, r: int, j: int) -> float:
         """The link share of that load (``load_pressure``), averaged over its cycles."""
         total = self.load_time(r, j)
-        both = self.load_pressure[r] * self.load_cycles[r] + self.input_pressure[j] * self.input_loads[j]
-        return float(both / total) if total > 0 else float(self.load_pressure[r])
+        own, share = ((self.load_cycles[r], self.load_pressure[r]) if self.pair_loads is None
+                      else (self.pair_loads[r, j], self.pair_pressure[r, j]))
+        both = share * own + self.input_pressure[j] * self.input_loads[j]
+        return float(both / total) if total > 0 else float(share)
 
     def least_load(self) -> float:
         """The shortest load of any pair of states (``load_time``)."""
