@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from irc.devices.topology import preload_pressure, preload_seconds
+from irc.devices.topology import LINK_SHARES, preload_pressure, preload_seconds
 from irc.planner.idle import IdlePlan, in_place_bytes
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
 from irc.plans.errors import PlanError
@@ -96,7 +96,7 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
     for i, (op, table) in enumerate(zip(model.ops, tables)):
         hbm = weight_bytes(op) + (extra_hbm_bytes[i] if extra_hbm_bytes is not None else 0.0)
         own = () if input_loads is None else tuple(input_loads[i])
-        inputs, input_pressure = own_input_loads(device, op, table, own)
+        inputs, input_pressure, parts = own_input_loads(device, op, table, own, parts=True)
         cold = np.asarray(table.cold, dtype=np.float64)
         loads = np.array([preload_seconds(device, c, hbm) * clock if (c or hbm) else 0.0 for c in cold])
         distribute = np.where(np.isfinite(table.table), table.setup, np.inf)
@@ -112,29 +112,35 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
             distribute, loads, exchange, signature=(id(table), kept[i], extra, own),
             layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
             own_bytes=own_preload_bytes(table), input_loads=inputs, input_pressure=input_pressure,
+            input_parts=parts,
         ))
     return ops
 
 
-def own_input_loads(device, op, table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def own_input_loads(device, op, table, names: Sequence[str], parts: bool = False) -> tuple:
     """[J] cycles and [J] link share of the preloads of ``op``'s inputs ``names`` into each
     execute state's layout, as the chip times them (``irc.interpreter.chip``'s ``preload``):
     one load per input of its partition per core (``MemoryBreakdown.partitions``), the HBM
-    reading each distinct partition once (the cores over its replicas), back to back."""
-    cycles = np.zeros(len(table.active))
-    shares = np.zeros(len(table.active))
+    reading each distinct partition once (the cores over its replicas), back to back. With
+    ``parts``, also each input's own ([J] cycles, [J] link share) (``PreloadOp.input_parts``)."""
+    found = []
     clock = device.clock_hz
-    for j, plan in enumerate(table.active):
-        link = 0.0
-        for name in names:
-            canonical = f"t{op.spec.tensor_index(name)}"
+    for name in names:
+        canonical = f"t{op.spec.tensor_index(name)}"
+        cycles, shares = np.zeros(len(table.active)), np.zeros(len(table.active))
+        for j, plan in enumerate(table.active):
             tile = float(plan.score.memory.partitions[canonical])
             distinct = plan.score.cores // plan.score.replicas[canonical]
-            load = preload_seconds(device, tile, distinct * tile) * clock if tile else 0.0
-            cycles[j] += load
-            link += preload_pressure(device, tile, load, distinct * tile) * load
-        shares[j] = link / cycles[j] if cycles[j] > 0 else 0.0
-    return cycles, shares
+            cycles[j] = preload_seconds(device, tile, distinct * tile) * clock if tile else 0.0
+            shares[j] = preload_pressure(device, tile, cycles[j], distinct * tile)
+        found.append((cycles, shares))
+    total = np.zeros(len(table.active))
+    link = np.zeros(len(table.active))
+    for cycles, shares in found:
+        total += cycles
+        link += shares * cycles
+    share_of = np.divide(link, total, out=np.zeros_like(total), where=total > 0)
+    return (total, share_of, tuple(found)) if parts else (total, share_of)
 
 
 def own_inputs(model: ModelSpec) -> list[tuple[str, ...]]:
@@ -435,6 +441,8 @@ class ElkDecision:
     reorder_gain: float | None = None
     preload_ops: list[PreloadOp] | None = None
     tables: list[OpTable] | None = None
+    link_share: float = 1.0
+    """The share of its busiest link each preload may take (θ, ``PreloadOp.paced``; 1: unpaced)."""
 
 
 def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
@@ -469,13 +477,20 @@ class DesignSearch:
     ``relayouts`` (a ``Relayouts``) turns a chosen plan into what runs (the relayouts
     between its plans) and lets ELK's allocations count them; the comparisons are on
     ``metric`` (default the latency; ``loop_period`` per token of a decode loop) of the
-    finished plans."""
+    finished plans. ELK-Dyn also tries each preload link share (θ) of ``link_shares``
+    that paces some load (``PreloadOp.paced``, ELK's artifact's NoC load threshold) and
+    keeps the best; ELK-Full reorders at Dyn's best share (and keeps Dyn's plan where no
+    order beats it, so its space includes Dyn's)."""
 
     def __init__(self, ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
                  max_displacement: int | None = None, max_orders: int | None = None,
                  relayouts: "Relayouts | None" = None, metric: Metric | None = None,
-                 token: Sequence[PreloadOp] | None = None, weaker: dict[str, str] | None = None) -> None:
+                 token: Sequence[PreloadOp] | None = None, weaker: dict[str, str] | None = None,
+                 link_shares: Sequence[float] = LINK_SHARES) -> None:
         self.ops, self.capacity, self.split = list(ops), capacity, split
+        self.link_shares = tuple(link_shares)
+        self._paced: dict[float, list[PreloadOp]] = {1.0: self.ops}
+        self._elk_own: dict[str, tuple] = {}   # ``elk_own``'s results
         self.weaker = WEAKER if weaker is None else weaker
         self.links = None if relayouts is None else relayouts.links()
         self.relayouts = relayouts
@@ -490,13 +505,27 @@ class DesignSearch:
     def with_ops(self, ops: Sequence[PreloadOp]) -> "DesignSearch":
         """The same search over ``ops`` (the same ops, some keeping bytes free: ``reserve``)."""
         search = DesignSearch(ops, self.capacity, self.split, self.max_displacement, self.max_orders, None,
-                              self.metric, ops, self.weaker)
+                              self.metric, ops, self.weaker, self.link_shares)
         search.relayouts, search.links, search.finish = self.relayouts, self.links, self.finish
         return search
 
-    def own(self, design: str) -> tuple[PreloadPlan, list[int], int, float | None]:
-        """The design's own search: (plan, order, orders tried, Static's execution space)."""
-        ops, capacity, metric = self.ops, self.capacity, self.metric
+    def shares(self) -> list[float]:
+        """The link shares worth trying: 1 (unpaced) and each of ``link_shares`` below some
+        op's load's link share (pacing above every load's changes nothing)."""
+        most = max((op.most_pressure() for op in self.ops), default=0.0)
+        return [1.0] + [s for s in self.link_shares if s < 1.0 and s < most]
+
+    def paced(self, share: float) -> list[PreloadOp]:
+        """The ops with every preload paced to ``share`` of its busiest link."""
+        if share not in self._paced:
+            self._paced[share] = [op.paced(share) for op in self.ops]
+        return self._paced[share]
+
+    def own(self, design: str, ops: Sequence[PreloadOp] | None = None) -> tuple[PreloadPlan, list[int], int, float | None]:
+        """The design's own search on ``ops`` (default: unpaced): (plan, order, orders
+        tried, Static's execution space)."""
+        ops = self.ops if ops is None else list(ops)
+        capacity, metric = self.capacity, self.metric
         in_order = list(range(len(ops)))
         if design == "basic":
             return basic_schedule(ops, capacity), in_order, 1, None
@@ -511,32 +540,51 @@ class DesignSearch:
             return plan, order, tried, None
         raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
 
-    def improved(self, raw: PreloadPlan) -> tuple[PreloadPlan, float]:
+    def improved(self, raw: PreloadPlan, ops: Sequence[PreloadOp] | None = None) -> tuple[PreloadPlan, float]:
         """ELK's plan ``raw`` finished, its states refined against the relayouts
         (``Relayouts.refine``, both ways) and its loads hidden where they wait
         (``hide_loads``), each step kept where ``metric`` falls; with its metric. Full's
         plan is often Dyn's: done once per plan."""
+        ops = self.ops if ops is None else ops
         s = raw.schedule
-        key = (tuple(s.order), tuple(s.frontier), tuple(raw.exec_plan), tuple(raw.preload_plan))
+        key = (tuple(s.order), tuple(s.frontier), tuple(raw.exec_plan), tuple(raw.preload_plan), ops[0].link_share)
         if key not in self._improved:
             plan = self.finish(raw)
             value = self.metric(plan)
             if self.relayouts is not None:
                 for capacity in (None, self.capacity):   # (two ways: neither always wins)
-                    refined = self.finish(self.relayouts.refine(raw, self.ops, capacity))
+                    refined = self.finish(self.relayouts.refine(raw, ops, capacity))
                     if self.metric(refined) < value:
                         plan, value = refined, self.metric(refined)
-            plan = hide_loads(plan, self.ops, self.capacity, self.metric)
+            plan = hide_loads(plan, ops, self.capacity, self.metric)
             self._improved[key] = (plan, self.metric(plan))
         return self._improved[key]
 
+    def elk_own(self, design: str) -> tuple:
+        """ELK-Dyn's or ELK-Full's own search, improved: (plan, metric, order, orders
+        tried, link share): Dyn over ``shares``, Full at Dyn's best share."""
+        if design in self._elk_own:
+            return self._elk_own[design]
+        shares = [self.elk_own("dyn")[4]] if design == "full" else self.shares()
+        best = None
+        for share in shares:
+            ops = self.paced(share)
+            raw, order, tried, _ = self.own(design, ops)
+            plan, value = self.improved(raw, ops)
+            if best is None or value < best[1]:
+                best = (plan, value, order, tried, share)
+        self._elk_own[design] = best
+        return best
+
     def result(self, design: str) -> tuple:
-        """(finished plan, its metric, order, orders tried, Static's space, kept, reorder gain)."""
+        """(finished plan, its metric, order, orders tried, Static's space, kept, reorder
+        gain, link share)."""
         if design not in self.found:
-            plan, order, tried, space = self.own(design)
+            share, space = 1.0, None
             if design in ("dyn", "full"):
-                plan, value = self.improved(plan)
+                plan, value, order, tried, share = self.elk_own(design)
             else:
+                plan, order, tried, space = self.own(design)
                 plan = self.finish(plan)
                 value = self.metric(plan)
             kept, gain = "", None
@@ -552,7 +600,8 @@ class DesignSearch:
                     gain = max(0.0, other[1] - value)
                 if other[1] < value:
                     plan, value, order, space, kept = other[0], other[1], other[2], other[4], other[5] or weaker
-            self.found[design] = (plan, value, order, tried, space, kept, gain)
+                    share = other[7]
+            self.found[design] = (plan, value, order, tried, space, kept, gain, share)
         return self.found[design]
 
     def decision(self, model: ModelSpec, cache: FrontierCache, design: str, loop: bool = False,
@@ -564,9 +613,9 @@ class DesignSearch:
             latency = ideal_loop_latency(self.token) if loop else ideal_latency(self.token)
             return ElkDecision("ideal", latency, [], None, list(range(len(self.ops))),
                                preload_ops=self.ops, tables=tables)
-        plan, value, order, tried, space, kept, gain = self.result(design)
+        plan, value, order, tried, space, kept, gain, share = self.result(design)
         return ElkDecision(design, value, decisions_of(model, cache, plan, tables), plan, order, tried, space, kept,
-                           gain, self.ops, tables)
+                           gain, self.paced(share), tables, share)
 
 
 def loop_model(model: ModelSpec, layer_of: Sequence[int | None] | None) -> tuple[ModelSpec, list[int | None], int]:
