@@ -521,9 +521,11 @@ class DesignSearch:
             self._paced[share] = [op.paced(share) for op in self.ops]
         return self._paced[share]
 
-    def own(self, design: str, ops: Sequence[PreloadOp] | None = None) -> tuple[PreloadPlan, list[int], int, float | None]:
+    def own(self, design: str, ops: Sequence[PreloadOp] | None = None,
+            **rank) -> tuple[PreloadPlan, list[int], int, float | None]:
         """The design's own search on ``ops`` (default: unpaced): (plan, order, orders
-        tried, Static's execution space)."""
+        tried, Static's execution space); ``rank``: Dyn's way of choosing preload states
+        (``plan_preloads``' ``start`` and ``caps``; default all)."""
         ops = self.ops if ops is None else list(ops)
         capacity, metric = self.capacity, self.metric
         in_order = list(range(len(ops)))
@@ -533,7 +535,8 @@ class DesignSearch:
             plan, space = static_sweep(ops, capacity, metric=metric)
             return plan, in_order, 1, space
         if design == "dyn":
-            return plan_preloads(ops, capacity, None, self.split, metric=metric, links=self.links), in_order, 1, None
+            return (plan_preloads(ops, capacity, None, self.split, metric=metric, links=self.links, **rank),
+                    in_order, 1, None)
         if design == "full":
             plan, order, tried = reorder(ops, capacity, self.split, max_orders=self.max_orders,
                                          max_displacement=self.max_displacement, metric=metric, links=self.links)
@@ -562,14 +565,19 @@ class DesignSearch:
 
     def elk_own(self, design: str) -> tuple:
         """ELK-Dyn's or ELK-Full's own search, improved: (plan, metric, order, orders
-        tried, link share): Dyn over ``shares``, Full at Dyn's best share."""
+        tried, link share): Dyn over ``shares`` (unpaced with every way of choosing preload
+        states, paced with the way that won unpaced, as Full ranks its orders), Full at
+        Dyn's best share."""
         if design in self._elk_own:
             return self._elk_own[design]
         shares = [self.elk_own("dyn")[4]] if design == "full" else self.shares()
-        best = None
+        best, rank = None, {}
         for share in shares:
             ops = self.paced(share)
-            raw, order, tried, _ = self.own(design, ops)
+            raw, order, tried, _ = self.own(design, ops, **rank)
+            if design == "dyn" and not rank:
+                rank = dict(start="exposed", caps=[raw.cap]) if raw.start == "exposed" else dict(
+                    start=raw.start, caps=[raw.cap])
             plan, value = self.improved(raw, ops)
             if best is None or value < best[1]:
                 best = (plan, value, order, tried, share)
