@@ -31,6 +31,7 @@ from irc.planner.preload import OrderError, OutgoingLinks, PreloadFitError, Prel
 from irc.planner.preload_plan import Metric, PreloadPlan, _as_run, latency_of, plan_preloads
 from irc.planner.preload_designs import (
     basic_schedule,
+    hide_loads,
     ideal_latency,
     ideal_loop_latency,
     loop_period,
@@ -302,58 +303,6 @@ class Relayouts:
             return found
 
         return OutgoingLinks(consumers, cost, labels, [len(table.active) for table in self.problem.tables])
-
-
-def hide_loads(plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float, metric: Metric,
-               rounds: int = 8) -> PreloadPlan:
-    """``plan`` with preload frontiers widened where an op waits for its load: the load
-    that starts that run of back-to-back loads (the HBM idle before it) waited for the
-    space some op frees; that op's frontier moves past it where its resident set still
-    fits (``exec_space`` and the resident ops' preload states within ``capacity``). The
-    inductive scheduler (s4.2) stops widening a frontier once its own estimate says the
-    load is early enough; the relayouts and contention the plan then meets may make it
-    late. Each pass widens every such frontier at once (identical layers wait alike, and
-    one layer's wait hidden alone gains nothing while the next one's stays), kept when
-    ``metric`` falls; at most ``rounds`` passes."""
-    n = len(ops)
-    order = plan.schedule.order
-    position = {k: t for t, k in enumerate(order)}
-    best, value = plan, metric(plan)
-    for _ in range(rounds):
-        load_start, load_end, exec_start, exec_end = best.timeline()
-        frontier = list(best.schedule.frontier)
-        waits: dict[int, list[int]] = {}
-        for b, q in enumerate(frontier):
-            waits.setdefault(q, []).append(b)
-        widened = list(frontier)
-        for i in range(1, n):
-            if exec_start[i] <= exec_end[i - 1] + 1e-6 or abs(exec_start[i] - load_end[i]) > 1e-6:
-                continue   # op i does not wait for its load
-            t = position[i]
-            while t > 0 and load_start[order[t]] <= load_end[order[t - 1]] + 1e-6:
-                t -= 1   # back through the run of back-to-back loads
-            if t not in waits:
-                continue
-            b = max(waits[t])
-            used = ops[b].exec_space(best.preload_plan[b], best.exec_plan[b]) + sum(
-                ops[k].preload_bytes[best.preload_plan[k]] for k in order[:t + 1] if k > b)
-            if used <= capacity and (b + 1 >= n or frontier[b + 1] > t):
-                widened[b] = t + 1
-        if widened == frontier:
-            break
-        trial = _with_frontiers(best, widened)
-        if metric(trial) >= value - 1e-9:
-            break
-        best, value = trial, metric(trial)
-    return best
-
-
-def _with_frontiers(plan: PreloadPlan, frontier: list[int]) -> PreloadPlan:
-    s = plan.schedule
-    resident = [tuple(k for k in s.order[:q] if k > i) for i, q in enumerate(frontier)]
-    schedule = dataclasses.replace(s, frontier=frontier, resident=resident)
-    return PreloadPlan(schedule, plan.exec_plan, plan.preload_plan, plan.exec_cycles, plan.load_cycles,
-                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure)
 
 
 def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, problem=None) -> PreloadPlan:
