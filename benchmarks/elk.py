@@ -106,7 +106,8 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
         row["designs"][design] = {
             "latency_ms": decision.latency_cycles / clock * 1e3, "of_bound": decision.latency_cycles / bound,
             "utilisation": link_utilisation(study, decision, cache.device), "orders_tried": decision.orders_tried,
-            "kept": decision.kept, "reorder_gain_ms": (None if decision.reorder_gain is None
+            "kept": decision.kept, "link_share": decision.link_share,
+            "reorder_gain_ms": (None if decision.reorder_gain is None
                                                        else decision.reorder_gain / clock * 1e3),
         }
     designs = row["designs"]
@@ -129,6 +130,12 @@ def reorder_note(full: dict) -> str:
             f"(its plan is ELK-Dyn's)")
 
 
+def pacing_note(designs: dict) -> str:
+    """The link share (θ) ELK-Dyn's and ELK-Full's preloads are paced to (issue 24 item 2)."""
+    return ("preloads paced to " + ", ".join(f"{LABELS[d]} {designs[d]['link_share']:g}" for d in ("dyn", "full"))
+            + " of a link (1: unpaced)")
+
+
 def print_table(rows: list[dict], out=None) -> None:
     out = sys.stdout if out is None else out
     header = (f"{'model':<12} {'design':<9} {'ms/token':>9} {'% Ideal':>8} {'x bound':>8} {'HBM':>6} "
@@ -142,7 +149,8 @@ def print_table(rows: list[dict], out=None) -> None:
                   f"{data['of_bound']:>7.3f}x {100 * use['hbm']:>5.1f}% {100 * use['core_links']:>6.1f}% "
                   f"{100 * use['hbm_links']:>6.1f}%", file=out)
         print(f"{'':<12} on {row['device']} ({row['topology']}): overlap bound {row['bound_ms']:.4f} ms/token (max of the HBM's bytes at its bandwidth and "
-              f"the ops' fastest executions); {reorder_note(row['designs']['full'])}", file=out)
+              f"the ops' fastest executions); {reorder_note(row['designs']['full'])}; "
+              f"{pacing_note(row['designs'])}", file=out)
         print(f"{'':<12} ELK-Full over Basic {row['speedup_over_basic']:.2f}x, over Static "
               f"{row['speedup_over_static']:.2f}x; {row['ops']} ops, {row['searches']} plan searches, compile "
               f"{row['compile_seconds']:.1f} s, peak RSS {row['peak_rss_mib']:.0f} MiB", file=out)

@@ -713,13 +713,17 @@ class PreloadAsyncOp(IRDLOperation):
     is the ``device.relayout {setup}`` that reads the waited buffer, not an op of its
     own: it is the same exchange permutation (pieces from the preload-state layout to
     the execute-state one) the all-on-chip program uses for a resting weight, priced,
-    routed and contended with preloads alike."""
+    routed and contended with preloads alike. ``link_share`` (in (0, 1], absent: 1) paces
+    the load to at most that share of its busiest link, so operators' transfers meanwhile
+    keep the rest (ELK's artifact's NoC load threshold θ): it lasts longer where it would
+    take more."""
 
     name = "device.preload_async"
 
     source = operand_def(TensorType)
     buffer = operand_def(BufferType)
     origins = prop_def(CORE_TABLE)
+    link_share = opt_prop_def(FloatAttr)
 
     assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
     irdl_options = (ParsePropInAttrDict(),)
@@ -742,6 +746,9 @@ class PreloadAsyncOp(IRDLOperation):
         cores = _defining_cores(self.buffer)
         if cores is not None:
             core_table(self.origins, rank, cores, "origins")
+        share = self.link_share
+        if share is not None and not 0.0 < share.value.data <= 1.0:
+            raise VerifyException(f"link_share must be in (0, 1], got {share.value.data}")
         if self.parent is None:
             return
         for later in _block_after(self):

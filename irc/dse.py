@@ -35,7 +35,8 @@ from irc.planner.op_table import FrontierCache
 from irc.workloads.llm import MODELS, allreduce_bytes, decoder_te, dit_workload, llm_config
 
 TOPOLOGIES = ("all-to-all", "mesh-2d")
-COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal", "of_bound")
+COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal", "of_bound",
+           "link_share")
 
 
 class DseError(ValueError):
@@ -212,7 +213,7 @@ def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
     """The CSV rows of one point (one per design); runs in a worker. Latencies are per
     token of a decode loop as the compiler plans it (`irc.planner.elk.offchip_study`,
     as benchmarks/elk.py reports them), ``of_bound`` each one's ratio to the overlap
-    bound."""
+    bound, ``link_share`` the share of a link its preloads are paced to (θ; 1: unpaced)."""
     device = point_device(load_device(base_device), point)
     model, layer_of, loads, allreduce = workload_model(workload)
     cache = FrontierCache(device, workload.cost)
@@ -229,6 +230,7 @@ def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
         "link_gbps": f"{point.link_bytes_per_s / 1e9:g}", "topology": point.topology, "cores": point.cores,
         "design": design, "latency_ms": f"{cycles[design] / device.clock_hz * 1e3:.6g}",
         "of_ideal": f"{cycles['ideal'] / cycles[design]:.4f}", "of_bound": f"{cycles[design] / study.bound_cycles:.4f}",
+        "link_share": f"{study.decisions[design].link_share:g}",
     } for design in workload.designs]
 
 

@@ -91,7 +91,8 @@ is loaded into its preload-state (idle) layout for the op that reads it, not res
 throughout (`shift-to-device` reads it; `preload-schedule` then moves the loads earlier).
 A dictionary: the design and SRAM split it was planned with and the plan's HBM busy,
 exposed (not overlapped) load and interconnect contention cycles, which the interpreted
-program reports beside its own."""
+program reports beside its own, and the link share its preloads are paced to
+(``link_share``, θ: `preload-schedule` puts it on every ``device.preload_async``)."""
 PRELOAD_ATTR = "irc.preload"
 """On each op of a function planned with ELK (``rtensor.op``, ``shift.kernel``, then the
 kernel's ``device.reduce``): ``{slot = i, frontier = q}``, its position in the plan's
@@ -413,7 +414,7 @@ class RTensorPartition(ModulePass):
         function.attributes[PRELOADED_ATTR] = DictionaryAttr({
             "design": StringAttr(self.preload), "split": StringAttr(self.split),
             "hbm_cycles": FloatAttr(hbm, f64), "exposed_cycles": FloatAttr(exposed, f64),
-            "contention_cycles": FloatAttr(contention, f64)})
+            "contention_cycles": FloatAttr(contention, f64), "link_share": FloatAttr(elk.link_share, f64)})
         return SimpleNamespace(seconds=elk.latency_cycles / cache.device.clock_hz, ops=elk.ops)
 
     def _plan_each_op_list(self, ops, device, cost):

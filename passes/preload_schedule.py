@@ -34,7 +34,8 @@ the core. Preloads keep their order (rule 2); a preload placed
 after an operator starts once it is done (rule 1); only the ``device.wait`` of its own
 buffer blocks on it (rule 3). The allocations move with their preloads, so buffer
 offsets are reassigned: run ``device-alloc`` afterwards (the ``inference`` pipeline
-does). A device without off-chip memory is an error (``if_offchip=true``: the program is
+does). A plan that paces its preloads (``irc.preloaded``'s ``link_share``, θ) puts its
+share on every ``device.preload_async``. A device without off-chip memory is an error (``if_offchip=true``: the program is
 left as it is).
 """
 
@@ -43,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, BlockArgument, Operation
 from xdsl.passes import ModulePass
@@ -308,6 +309,14 @@ def _rewrite(block: Block, shape: _Block, anchors: dict[LoadOp, int], planned: b
             op.properties["offset"] = i64_attr(-1)
 
 
+def _planned_link_share(func: FuncOp) -> FloatAttr | None:
+    """The link share (θ) an ELK plan paces its preloads to (``irc.preloaded``'s
+    ``link_share``), or None: unpaced."""
+    plan = func.attributes.get(PRELOADED_ATTR)
+    share = plan.data.get("link_share") if isinstance(plan, DictionaryAttr) else None
+    return share if isinstance(share, FloatAttr) and share.value.data < 1.0 else None
+
+
 @dataclass(frozen=True)
 class PreloadSchedule(ModulePass):
     """``preload-schedule``: HBM loads -> ``device.preload_async`` ahead + ``device.wait``."""
@@ -342,8 +351,11 @@ class PreloadSchedule(ModulePass):
             if within:
                 # a plan within SRAM: loads move ahead only as far as its own account allows
                 capacity = min(capacity, max(int(peak.value.data), peak_live_bytes(live_intervals(func))))
+            share = _planned_link_share(func)
             for block in func.body.blocks:
                 done = schedule_block(block, capacity, device.sram_bytes, within)
+                for preload in (o for o in block.ops if isinstance(o, PreloadAsyncOp) and share is not None):
+                    preload.properties["link_share"] = share
                 # a plan's frontiers: ELK's stated ones, or those a plan within SRAM timed
                 narrowed += done.narrowed if done.planned or within else 0
                 fragmented += done.fragmented if done.planned or within else 0

@@ -383,6 +383,22 @@ def preload_pressure(device: Device, bytes_per_core: float, cycles: float, hbm_b
     return min(1.0, bytes_per_core * preload_pressure_per_byte(device, replicas) / cycles)
 
 
+LINK_SHARES = (1.0, 0.9, 0.7, 0.5)
+"""The preload link shares (θ) ELK-Dyn and ELK-Full search (``paced_preload``): 1 (unpaced)
+and the NoC load thresholds ELK's artifact tries (``LOAD_NOC_THRESHOLD``, 0.9, 0.7, 0.5)."""
+
+
+def paced_preload(cycles: float, pressure: float, share: float = 1.0) -> tuple[float, float]:
+    """A preload of ``cycles`` taking ``pressure`` of its busiest core-side link, paced to
+    at most ``share`` of it (ELK's artifact's NoC load threshold θ: the load duration is
+    max(HBM time, link time / θ)): where its pressure exceeds ``share`` it streams at
+    ``share`` and lasts ``pressure / share`` times longer, the same link time, leaving the
+    rest of the link to the operators' transfers meanwhile. Returns (cycles, pressure)."""
+    if share >= 1.0 or pressure <= share:
+        return cycles, pressure
+    return cycles * pressure / share, share
+
+
 def window_stretch(excess: float, profile) -> float:
     """How far an operator's window stretches when the exchange link it shares with
     preloads is oversubscribed (``operator_contention``): the least C >= 0 with

@@ -42,7 +42,14 @@ from xdsl.interpreter import InterpretationError
 
 from irc.cost import DEFAULT_COST_MODEL, CostModel, CostModelError, OpWork, SubTask, get_cost_model
 from irc.devices import Device, load_device
-from irc.devices.topology import exchange_bytes, on_mesh, operator_contention, preload_pressure, preload_seconds
+from irc.devices.topology import (
+    exchange_bytes,
+    on_mesh,
+    operator_contention,
+    paced_preload,
+    preload_pressure,
+    preload_seconds,
+)
 from irc.dialects.te_expr import IndirectIndex, TensorExpr, gather_parts
 from irc.interpreter import numerics
 # The step's product, the host's tiles and the report are modules of their own; their
@@ -272,13 +279,15 @@ class Chip:
         cycles = buffer.bytes * self.device.link_cycles_per_byte
         self._record("host_io", f"load {buffer.name}", cycles, buffer.cores, where)
 
-    def preload(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str) -> None:
+    def preload(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str,
+                link_share: float = 1.0) -> None:
         """Start loading ``host`` (resting in off-chip memory) into ``buffer`` (ELK s4.5
         ``preload_async``): the data is in place at once, but the buffer may be read only
         after ``wait``. The load starts when the chip reaches it and the off-chip memory
         is done with the previous one (preloads are serial), and lasts the HBM roofline of
         the distinct tiles or the exchange's delivery of every core's tile, whichever is
-        longer (``irc.devices.topology.preload_seconds``)."""
+        longer (``irc.devices.topology.preload_seconds``), paced to at most ``link_share``
+        of its busiest link (``irc.devices.topology.paced_preload``)."""
         if self.device.offchip is None:
             raise self.fault(where, f"device.preload_async on {self.device.name}, which has no off-chip memory")
         self._gather_into(buffer, np.asarray(host), origins)
@@ -286,6 +295,7 @@ class Chip:
         tile = buffer.bytes
         hbm_bytes = float(distinct * tile)
         cycles = preload_seconds(self.device, tile, hbm_bytes) * self.device.clock_hz
+        cycles, pressure = paced_preload(cycles, preload_pressure(self.device, tile, cycles, hbm_bytes), link_share)
         start = max(self.now, self.hbm_free)
         self.hbm_free = start + cycles
         self.in_flight[id(buffer)] = self.hbm_free
@@ -295,9 +305,7 @@ class Chip:
         if cycles > 0:
             rates = preload_link_rates(self.device, tile, cycles, hbm_bytes)
             event.links = rates   # the trace shows the preload on every link it loads
-            self.flows.append(PreloadFlow(start, start + cycles, rates, preload_pressure(self.device, tile, cycles,
-                                                                                        hbm_bytes),
-                                          id(buffer), event))
+            self.flows.append(PreloadFlow(start, start + cycles, rates, pressure, id(buffer), event))
 
     def wait(self, buffer: Buffer, where: str) -> None:
         """Stall until ``buffer``'s preload has arrived: the exposed (not overlapped) load time."""

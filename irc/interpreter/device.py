@@ -149,7 +149,8 @@ class DeviceFunctions(InterpreterFunctions):
     def run_preload(self, interpreter: Interpreter, op: PreloadAsyncOp, args: tuple[Any, ...]):
         host, buffer = args
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
-        self.chip_for(interpreter, op).preload(buffer, np.asarray(host), origins, where(op))
+        share = 1.0 if op.link_share is None else float(op.link_share.value.data)
+        self.chip_for(interpreter, op).preload(buffer, np.asarray(host), origins, where(op), share)
         return ()
 
     @impl(WaitOp)

@@ -132,7 +132,9 @@ def planned_lines(function, report) -> list[str]:
     plan = dict(attr.data.items())
     summary = offchip_summary(report)
     hbm, exposed = float(plan["hbm_cycles"].value.data), float(plan["exposed_cycles"].value.data)
-    line = (f"ELK plan ({plan['design'].data}, {plan['split'].data} split): HBM busy {hbm:,.0f} cycles planned, "
+    share = plan.get("link_share")
+    paced = f", preloads paced to {share.value.data:g} of a link" if share is not None and share.value.data < 1 else ""
+    line = (f"ELK plan ({plan['design'].data}, {plan['split'].data} split{paced}): HBM busy {hbm:,.0f} cycles planned, "
             f"{summary['hbm_busy_cycles']:,.0f} interpreted; exposed load {exposed:,.0f} cycles planned, "
             f"{summary['exposed_load_cycles']:,.0f} interpreted")
     if "contention_cycles" in plan:

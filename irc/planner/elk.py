@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from irc.devices.topology import preload_pressure, preload_seconds
+from irc.devices.topology import LINK_SHARES, preload_pressure, preload_seconds
 from irc.planner.idle import IdlePlan, in_place_bytes, read_bytes
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
 from irc.plans.errors import PlanError
@@ -31,6 +31,7 @@ from irc.planner.preload import OrderError, OutgoingLinks, PreloadFitError, Prel
 from irc.planner.preload_plan import Metric, PreloadPlan, _as_run, latency_of, plan_preloads
 from irc.planner.preload_designs import (
     basic_schedule,
+    hide_loads,
     ideal_latency,
     ideal_loop_latency,
     loop_period,
@@ -96,7 +97,7 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
     for i, (op, table) in enumerate(zip(model.ops, tables)):
         hbm = weight_bytes(op) + (extra_hbm_bytes[i] if extra_hbm_bytes is not None else 0.0)
         own = () if input_loads is None else tuple(input_loads[i])
-        inputs, input_pressure = own_input_loads(device, op, table, own)
+        inputs, input_pressure, parts = own_input_loads(device, op, table, own, parts=True)
         cold = np.asarray(table.cold, dtype=np.float64)
         distribute = np.where(np.isfinite(table.table), table.setup, np.inf)
         pair_loads, pair_pressure = weight_loads(device, table, weight_bytes(op), hbm - weight_bytes(op))
@@ -114,6 +115,7 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
             layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
             own_bytes=own_preload_bytes(table), input_loads=inputs, input_pressure=input_pressure,
             pair_loads=pair_loads, pair_pressure=pair_pressure,
+            input_parts=parts,
         ))
     return ops
 
@@ -143,25 +145,30 @@ def weight_loads(device, table, whole: float, extra_bytes: float) -> tuple[np.nd
     return cycles, shares
 
 
-def own_input_loads(device, op, table, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def own_input_loads(device, op, table, names: Sequence[str], parts: bool = False) -> tuple:
     """[J] cycles and [J] link share of the preloads of ``op``'s inputs ``names`` into each
     execute state's layout, as the chip times them (``irc.interpreter.chip``'s ``preload``):
     one load per input of its partition per core (``MemoryBreakdown.partitions``), the HBM
-    reading each distinct partition once (the cores over its replicas), back to back."""
-    cycles = np.zeros(len(table.active))
-    shares = np.zeros(len(table.active))
+    reading each distinct partition once (the cores over its replicas), back to back. With
+    ``parts``, also each input's own ([J] cycles, [J] link share) (``PreloadOp.input_parts``)."""
+    found = []
     clock = device.clock_hz
-    for j, plan in enumerate(table.active):
-        link = 0.0
-        for name in names:
-            canonical = f"t{op.spec.tensor_index(name)}"
+    for name in names:
+        canonical = f"t{op.spec.tensor_index(name)}"
+        cycles, shares = np.zeros(len(table.active)), np.zeros(len(table.active))
+        for j, plan in enumerate(table.active):
             tile = float(plan.score.memory.partitions[canonical])
             distinct = plan.score.cores // plan.score.replicas[canonical]
-            load = preload_seconds(device, tile, distinct * tile) * clock if tile else 0.0
-            cycles[j] += load
-            link += preload_pressure(device, tile, load, distinct * tile) * load
-        shares[j] = link / cycles[j] if cycles[j] > 0 else 0.0
-    return cycles, shares
+            cycles[j] = preload_seconds(device, tile, distinct * tile) * clock if tile else 0.0
+            shares[j] = preload_pressure(device, tile, cycles[j], distinct * tile)
+        found.append((cycles, shares))
+    total = np.zeros(len(table.active))
+    link = np.zeros(len(table.active))
+    for cycles, shares in found:
+        total += cycles
+        link += shares * cycles
+    share_of = np.divide(link, total, out=np.zeros_like(total), where=total > 0)
+    return (total, share_of, tuple(found)) if parts else (total, share_of)
 
 
 def own_inputs(model: ModelSpec) -> list[tuple[str, ...]]:
@@ -325,58 +332,6 @@ class Relayouts:
         return OutgoingLinks(consumers, cost, labels, [len(table.active) for table in self.problem.tables])
 
 
-def hide_loads(plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float, metric: Metric,
-               rounds: int = 8) -> PreloadPlan:
-    """``plan`` with preload frontiers widened where an op waits for its load: the load
-    that starts that run of back-to-back loads (the HBM idle before it) waited for the
-    space some op frees; that op's frontier moves past it where its resident set still
-    fits (``exec_space`` and the resident ops' preload states within ``capacity``). The
-    inductive scheduler (s4.2) stops widening a frontier once its own estimate says the
-    load is early enough; the relayouts and contention the plan then meets may make it
-    late. Each pass widens every such frontier at once (identical layers wait alike, and
-    one layer's wait hidden alone gains nothing while the next one's stays), kept when
-    ``metric`` falls; at most ``rounds`` passes."""
-    n = len(ops)
-    order = plan.schedule.order
-    position = {k: t for t, k in enumerate(order)}
-    best, value = plan, metric(plan)
-    for _ in range(rounds):
-        load_start, load_end, exec_start, exec_end = best.timeline()
-        frontier = list(best.schedule.frontier)
-        waits: dict[int, list[int]] = {}
-        for b, q in enumerate(frontier):
-            waits.setdefault(q, []).append(b)
-        widened = list(frontier)
-        for i in range(1, n):
-            if exec_start[i] <= exec_end[i - 1] + 1e-6 or abs(exec_start[i] - load_end[i]) > 1e-6:
-                continue   # op i does not wait for its load
-            t = position[i]
-            while t > 0 and load_start[order[t]] <= load_end[order[t - 1]] + 1e-6:
-                t -= 1   # back through the run of back-to-back loads
-            if t not in waits:
-                continue
-            b = max(waits[t])
-            used = ops[b].exec_space(best.preload_plan[b], best.exec_plan[b]) + sum(
-                ops[k].preload_bytes[best.preload_plan[k]] for k in order[:t + 1] if k > b)
-            if used <= capacity and (b + 1 >= n or frontier[b + 1] > t):
-                widened[b] = t + 1
-        if widened == frontier:
-            break
-        trial = _with_frontiers(best, widened)
-        if metric(trial) >= value - 1e-9:
-            break
-        best, value = trial, metric(trial)
-    return best
-
-
-def _with_frontiers(plan: PreloadPlan, frontier: list[int]) -> PreloadPlan:
-    s = plan.schedule
-    resident = [tuple(k for k in s.order[:q] if k > i) for i, q in enumerate(frontier)]
-    schedule = dataclasses.replace(s, frontier=frontier, resident=resident)
-    return PreloadPlan(schedule, plan.exec_plan, plan.preload_plan, plan.exec_cycles, plan.load_cycles,
-                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure)
-
-
 def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, problem=None) -> PreloadPlan:
     """``plan`` with the relayouts of activations between its ops' chosen execute states
     charged to their consumers (T10 s4.3.2, as `irc.planner.model` prices them): what the
@@ -462,6 +417,8 @@ class ElkDecision:
     reorder_gain: float | None = None
     preload_ops: list[PreloadOp] | None = None
     tables: list[OpTable] | None = None
+    link_share: float = 1.0
+    """The share of its busiest link each preload may take (θ, ``PreloadOp.paced``; 1: unpaced)."""
 
 
 def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
@@ -496,13 +453,20 @@ class DesignSearch:
     ``relayouts`` (a ``Relayouts``) turns a chosen plan into what runs (the relayouts
     between its plans) and lets ELK's allocations count them; the comparisons are on
     ``metric`` (default the latency; ``loop_period`` per token of a decode loop) of the
-    finished plans."""
+    finished plans. ELK-Dyn also tries each preload link share (θ) of ``link_shares``
+    that paces some load (``PreloadOp.paced``, ELK's artifact's NoC load threshold) and
+    keeps the best; ELK-Full reorders at Dyn's best share (and keeps Dyn's plan where no
+    order beats it, so its space includes Dyn's)."""
 
     def __init__(self, ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
                  max_displacement: int | None = None, max_orders: int | None = None,
                  relayouts: "Relayouts | None" = None, metric: Metric | None = None,
-                 token: Sequence[PreloadOp] | None = None, weaker: dict[str, str] | None = None) -> None:
+                 token: Sequence[PreloadOp] | None = None, weaker: dict[str, str] | None = None,
+                 link_shares: Sequence[float] = LINK_SHARES) -> None:
         self.ops, self.capacity, self.split = list(ops), capacity, split
+        self.link_shares = tuple(link_shares)
+        self._paced: dict[float, list[PreloadOp]] = {1.0: self.ops}
+        self._elk_own: dict[str, tuple] = {}   # ``elk_own``'s results
         self.weaker = WEAKER if weaker is None else weaker
         self.links = None if relayouts is None else relayouts.links()
         self.relayouts = relayouts
@@ -517,13 +481,29 @@ class DesignSearch:
     def with_ops(self, ops: Sequence[PreloadOp]) -> "DesignSearch":
         """The same search over ``ops`` (the same ops, some keeping bytes free: ``reserve``)."""
         search = DesignSearch(ops, self.capacity, self.split, self.max_displacement, self.max_orders, None,
-                              self.metric, ops, self.weaker)
+                              self.metric, ops, self.weaker, self.link_shares)
         search.relayouts, search.links, search.finish = self.relayouts, self.links, self.finish
         return search
 
-    def own(self, design: str) -> tuple[PreloadPlan, list[int], int, float | None]:
-        """The design's own search: (plan, order, orders tried, Static's execution space)."""
-        ops, capacity, metric = self.ops, self.capacity, self.metric
+    def shares(self) -> list[float]:
+        """The link shares worth trying: 1 (unpaced) and each of ``link_shares`` below some
+        op's load's link share (pacing above every load's changes nothing)."""
+        most = max((op.most_pressure() for op in self.ops), default=0.0)
+        return [1.0] + [s for s in self.link_shares if s < 1.0 and s < most]
+
+    def paced(self, share: float) -> list[PreloadOp]:
+        """The ops with every preload paced to ``share`` of its busiest link."""
+        if share not in self._paced:
+            self._paced[share] = [op.paced(share) for op in self.ops]
+        return self._paced[share]
+
+    def own(self, design: str, ops: Sequence[PreloadOp] | None = None,
+            **rank) -> tuple[PreloadPlan, list[int], int, float | None]:
+        """The design's own search on ``ops`` (default: unpaced): (plan, order, orders
+        tried, Static's execution space); ``rank``: Dyn's way of choosing preload states
+        (``plan_preloads``' ``start`` and ``caps``; default all)."""
+        ops = self.ops if ops is None else list(ops)
+        capacity, metric = self.capacity, self.metric
         in_order = list(range(len(ops)))
         if design == "basic":
             return basic_schedule(ops, capacity), in_order, 1, None
@@ -531,39 +511,64 @@ class DesignSearch:
             plan, space = static_sweep(ops, capacity, metric=metric)
             return plan, in_order, 1, space
         if design == "dyn":
-            return plan_preloads(ops, capacity, None, self.split, metric=metric, links=self.links), in_order, 1, None
+            return (plan_preloads(ops, capacity, None, self.split, metric=metric, links=self.links, **rank),
+                    in_order, 1, None)
         if design == "full":
             plan, order, tried = reorder(ops, capacity, self.split, max_orders=self.max_orders,
                                          max_displacement=self.max_displacement, metric=metric, links=self.links)
             return plan, order, tried, None
         raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
 
-    def improved(self, raw: PreloadPlan) -> tuple[PreloadPlan, float]:
+    def improved(self, raw: PreloadPlan, ops: Sequence[PreloadOp] | None = None) -> tuple[PreloadPlan, float]:
         """ELK's plan ``raw`` finished, its states refined against the relayouts
         (``Relayouts.refine``, both ways) and its loads hidden where they wait
         (``hide_loads``), each step kept where ``metric`` falls; with its metric. Full's
         plan is often Dyn's: done once per plan."""
+        ops = self.ops if ops is None else ops
         s = raw.schedule
-        key = (tuple(s.order), tuple(s.frontier), tuple(raw.exec_plan), tuple(raw.preload_plan))
+        key = (tuple(s.order), tuple(s.frontier), tuple(raw.exec_plan), tuple(raw.preload_plan), ops[0].link_share)
         if key not in self._improved:
             plan = self.finish(raw)
             value = self.metric(plan)
             if self.relayouts is not None:
                 for capacity in (None, self.capacity):   # (two ways: neither always wins)
-                    refined = self.finish(self.relayouts.refine(raw, self.ops, capacity))
+                    refined = self.finish(self.relayouts.refine(raw, ops, capacity))
                     if self.metric(refined) < value:
                         plan, value = refined, self.metric(refined)
-            plan = hide_loads(plan, self.ops, self.capacity, self.metric)
+            plan = hide_loads(plan, ops, self.capacity, self.metric)
             self._improved[key] = (plan, self.metric(plan))
         return self._improved[key]
 
+    def elk_own(self, design: str) -> tuple:
+        """ELK-Dyn's or ELK-Full's own search, improved: (plan, metric, order, orders
+        tried, link share): Dyn over ``shares`` (unpaced with every way of choosing preload
+        states, paced with the way that won unpaced, as Full ranks its orders), Full at
+        Dyn's best share."""
+        if design in self._elk_own:
+            return self._elk_own[design]
+        shares = [self.elk_own("dyn")[4]] if design == "full" else self.shares()
+        best, rank = None, {}
+        for share in shares:
+            ops = self.paced(share)
+            raw, order, tried, _ = self.own(design, ops, **rank)
+            if design == "dyn" and not rank:
+                rank = dict(start="exposed", caps=[raw.cap]) if raw.start == "exposed" else dict(
+                    start=raw.start, caps=[raw.cap])
+            plan, value = self.improved(raw, ops)
+            if best is None or value < best[1]:
+                best = (plan, value, order, tried, share)
+        self._elk_own[design] = best
+        return best
+
     def result(self, design: str) -> tuple:
-        """(finished plan, its metric, order, orders tried, Static's space, kept, reorder gain)."""
+        """(finished plan, its metric, order, orders tried, Static's space, kept, reorder
+        gain, link share)."""
         if design not in self.found:
-            plan, order, tried, space = self.own(design)
+            share, space = 1.0, None
             if design in ("dyn", "full"):
-                plan, value = self.improved(plan)
+                plan, value, order, tried, share = self.elk_own(design)
             else:
+                plan, order, tried, space = self.own(design)
                 plan = self.finish(plan)
                 value = self.metric(plan)
             kept, gain = "", None
@@ -579,7 +584,8 @@ class DesignSearch:
                     gain = max(0.0, other[1] - value)
                 if other[1] < value:
                     plan, value, order, space, kept = other[0], other[1], other[2], other[4], other[5] or weaker
-            self.found[design] = (plan, value, order, tried, space, kept, gain)
+                    share = other[7]
+            self.found[design] = (plan, value, order, tried, space, kept, gain, share)
         return self.found[design]
 
     def decision(self, model: ModelSpec, cache: FrontierCache, design: str, loop: bool = False,
@@ -591,9 +597,9 @@ class DesignSearch:
             latency = ideal_loop_latency(self.token) if loop else ideal_latency(self.token)
             return ElkDecision("ideal", latency, [], None, list(range(len(self.ops))),
                                preload_ops=self.ops, tables=tables)
-        plan, value, order, tried, space, kept, gain = self.result(design)
+        plan, value, order, tried, space, kept, gain, share = self.result(design)
         return ElkDecision(design, value, decisions_of(model, cache, plan, tables), plan, order, tried, space, kept,
-                           gain, self.ops, tables)
+                           gain, self.paced(share), tables, share)
 
 
 def loop_model(model: ModelSpec, layer_of: Sequence[int | None] | None) -> tuple[ModelSpec, list[int | None], int]:

@@ -28,6 +28,7 @@ Times are cycles; memory is bytes per core.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from irc.devices.topology import operator_contention, preloaded_contention
+from irc.devices.topology import operator_contention, paced_preload, preloaded_contention
 from irc.plans.errors import PlanError
 
 
@@ -101,6 +102,11 @@ class PreloadOp:
     reserve: float = 0.0
     """Bytes per core kept free while it executes, for its buffers to pack
     (`irc.planner.elk.packed_decision`)."""
+    input_parts: tuple | None = None
+    """The loads ``input_loads`` sums, one ([J] cycles, [J] link share) per input the device
+    program preloads on its own (None: ``input_loads`` is one load); ``paced`` paces each."""
+    link_share: float = 1.0
+    """The share of its busiest link each of its preloads may take (``paced``)."""
     _memo: dict = field(default_factory=dict, init=False, repr=False)   # the allocations ask the same again
 
     def __post_init__(self) -> None:
@@ -123,6 +129,43 @@ class PreloadOp:
         shape = self.exec_cycles.shape
         self.input_loads = np.zeros(shape) if self.input_loads is None else np.reshape(self.input_loads, shape)
         self.input_pressure = np.zeros(shape) if self.input_pressure is None else np.reshape(self.input_pressure, shape)
+
+    def paced(self, share: float) -> "PreloadOp":
+        """The op with every preload paced to at most ``share`` of its busiest link
+        (``irc.devices.topology.paced_preload``, ELK's artifact's NoC load threshold θ):
+        its weights' load in each preload state and each input load, as the chip times
+        the ``device.preload_async``s that carry ``link_share``."""
+        if self.link_share < 1.0:
+            raise ValueError(f"op '{self.name}' is paced already (link share {self.link_share})")
+        if share >= 1.0:
+            return self
+        loads, pressure = zip(*(paced_preload(c, p, share) for c, p in zip(self.load_cycles, self.load_pressure))) \
+            if len(self.load_cycles) else ((), ())
+        parts = self.input_parts
+        if parts is None:
+            parts = ((self.input_loads, self.input_pressure),) if self.input_loads.any() else ()
+        paced_parts = []
+        for cycles, shares in parts:
+            both = [paced_preload(c, p, share) for c, p in zip(cycles, shares)]
+            paced_parts.append((np.array([c for c, _ in both]), np.array([p for _, p in both])))
+        pair_loads, pair_pressure = self.pair_loads, self.pair_pressure
+        if pair_loads is not None:   # each (preload state, execute state) pair's own read, paced alike
+            both = [paced_preload(c, p, share) for c, p in zip(pair_loads.ravel(), pair_pressure.ravel())]
+            pair_loads = np.array([c for c, _ in both]).reshape(self.pair_loads.shape)
+            pair_pressure = np.array([p for _, p in both]).reshape(self.pair_pressure.shape)
+        total = sum((c for c, _ in paced_parts), np.zeros_like(self.exec_cycles))
+        link = sum((c * p for c, p in paced_parts), np.zeros_like(self.exec_cycles))
+        share_of = np.divide(link, total, out=np.zeros_like(total), where=total > 0)
+        return dataclasses.replace(self, load_cycles=np.array(loads, dtype=np.float64),
+                                   load_pressure=np.array(pressure, dtype=np.float64), input_loads=total,
+                                   input_pressure=share_of, input_parts=tuple(paced_parts), link_share=share,
+                                   pair_loads=pair_loads, pair_pressure=pair_pressure)
+
+    def most_pressure(self) -> float:
+        """The largest link share any of its loads takes (pacing below it changes nothing)."""
+        parts = self.input_parts or ((self.input_loads, self.input_pressure),)
+        pairs = [] if self.pair_pressure is None else [float(self.pair_pressure.max(initial=0.0))]
+        return float(max([0.0, *self.load_pressure, *pairs] + [float(p[c > 0].max(initial=0.0)) for c, p in parts]))
 
     def load_time(self, r: int, j: int) -> float:
         """Cycles of the op's load in preload state r for execute state j: its weights'

@@ -7,13 +7,15 @@
 - ``basic_schedule``, ``static_schedule``/``static_sweep``, ``ideal_latency`` (s6.1): the
   baselines; ``overlap_bound`` and ``loop_period``, what every design is measured by.
 - ``widest_frontiers``: the frontiers of ops whose plans are fixed (`preload-schedule`
-  without a plan).
+  without a plan); ``hide_loads``: a plan's frontiers widened where its ops wait for
+  their loads as it runs.
 
 Times are cycles; memory is bytes per core.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Callable, Sequence
 
@@ -338,3 +340,55 @@ def widest_frontiers(exec_bytes: Sequence[float], preload_bytes: Sequence[float]
     for i in range(n - 2, -1, -1):
         frontiers[i] = max(lower[i], min(frontiers[i], frontiers[i + 1]))
     return frontiers
+
+
+def hide_loads(plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float, metric: Metric,
+               rounds: int = 8) -> PreloadPlan:
+    """``plan`` with preload frontiers widened where an op waits for its load: the load
+    that starts that run of back-to-back loads (the HBM idle before it) waited for the
+    space some op frees; that op's frontier moves past it where its resident set still
+    fits (``exec_space`` and the resident ops' preload states within ``capacity``). The
+    inductive scheduler (s4.2) stops widening a frontier once its own estimate says the
+    load is early enough; the relayouts and contention the plan then meets may make it
+    late. Each pass widens every such frontier at once (identical layers wait alike, and
+    one layer's wait hidden alone gains nothing while the next one's stays), kept when
+    ``metric`` falls; at most ``rounds`` passes."""
+    n = len(ops)
+    order = plan.schedule.order
+    position = {k: t for t, k in enumerate(order)}
+    best, value = plan, metric(plan)
+    for _ in range(rounds):
+        load_start, load_end, exec_start, exec_end = best.timeline()
+        frontier = list(best.schedule.frontier)
+        waits: dict[int, list[int]] = {}
+        for b, q in enumerate(frontier):
+            waits.setdefault(q, []).append(b)
+        widened = list(frontier)
+        for i in range(1, n):
+            if exec_start[i] <= exec_end[i - 1] + 1e-6 or abs(exec_start[i] - load_end[i]) > 1e-6:
+                continue   # op i does not wait for its load
+            t = position[i]
+            while t > 0 and load_start[order[t]] <= load_end[order[t - 1]] + 1e-6:
+                t -= 1   # back through the run of back-to-back loads
+            if t not in waits:
+                continue
+            b = max(waits[t])
+            used = ops[b].exec_space(best.preload_plan[b], best.exec_plan[b]) + sum(
+                ops[k].preload_bytes[best.preload_plan[k]] for k in order[:t + 1] if k > b)
+            if used <= capacity and (b + 1 >= n or frontier[b + 1] > t):
+                widened[b] = t + 1
+        if widened == frontier:
+            break
+        trial = _with_frontiers(best, widened)
+        if metric(trial) >= value - 1e-9:
+            break
+        best, value = trial, metric(trial)
+    return best
+
+
+def _with_frontiers(plan: PreloadPlan, frontier: list[int]) -> PreloadPlan:
+    s = plan.schedule
+    resident = [tuple(k for k in s.order[:q] if k > i) for i, q in enumerate(frontier)]
+    schedule = dataclasses.replace(s, frontier=frontier, resident=resident)
+    return PreloadPlan(schedule, plan.exec_plan, plan.preload_plan, plan.exec_cycles, plan.load_cycles,
+                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure)

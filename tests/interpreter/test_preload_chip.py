@@ -136,6 +136,28 @@ def test_an_operator_waits_for_the_link_it_shares_with_a_preload_by_hand():
     assert chip.cycles["contention"] == pytest.approx(3 * alone * 4 / 7)
 
 
+def test_a_paced_preload_leaves_the_operator_the_rest_of_the_link_by_hand():
+    # the same preload and operator, the preload paced to a quarter of the link
+    # (`link_share`): it lasts 4/11 / 1/4 = 16/11 as long (154 cycles), and the operator's
+    # window of three shifts (3a) needs 3a + 3a/4 of link time: the missing 3a/4, at the
+    # 3/4 of the link the preload leaves, take a more (4/7 of 3a unpaced)
+    chip = Chip("tiny16-hbm")
+    preloaded = chip.alloc("P", (1, 40), np.float32, 16, 0, "p:")
+    chip.preload(preloaded, np.ones((16, 40), np.float32), np.stack([np.arange(16), np.zeros(16, int)], 1), "p:",
+                 link_share=0.25)
+    assert chip.hbm_events[0].cycles == pytest.approx(80e-9 * 1.325e9 * 16 / 11)
+    shifted = chip.alloc("A", (1, 16), np.float32, 16, 1024, "a:")
+    receive = chip.alloc("R", (1, 16), np.float32, 16, 2048, "r:")
+    chip.fill(shifted, 1.0, "f:")
+    alone = chip.cost.shift_cycles(chip.device, 64)
+    for _ in range(3):
+        chip.shift(shifted, receive, (np.arange(16) + 1) % 16, "s:")
+    chip.close_operator("k:")
+    assert chip.cycles["contention"] == pytest.approx(alone)
+    chip.wait(preloaded, "w:")
+    assert chip.now == pytest.approx(80e-9 * 1.325e9 * 16 / 11)
+
+
 def test_compute_in_the_window_leaves_the_preload_room_by_hand():
     # the same preload beside an operator that shifts 64 B once and computes 100 cycles:
     # the link needs 17.92 cycles for the shift and 4/11 x 106 = 38.5 for the preload,
@@ -220,6 +242,13 @@ def test_scaled_decoders_larger_than_sram_run_as_planned(name, tmp_path):
     assert "irc.remark" not in function.attributes
     plan = function.attributes["irc.preloaded"].data
     assert plan["design"].data == "full" and plan["split"].data == "paper"
+    # with the faster HBM the preloads take the whole of a core's link: the plan paces them
+    # (issue 24 item 2), every preload carries its share, and the run is still the plan's
+    paced = plan["link_share"].value.data
+    assert (paced < 1.0) == (hbm > 32e9)
+    carrying = [line for line in report.device_ir.splitlines() if "device.preload_async" in line and "link_share" in line]
+    assert len(carrying) == (summary["preloads"] if paced < 1 else 0)
+    assert all(f"link_share = {paced:e}" in line for line in carrying)
     # the plan's times include the contention of its transfers with preloads (ELK's
     # "interconnect"): the program takes what was planned, waiting for the link included
     contended = report.chip.cycles.get("contention", 0.0)

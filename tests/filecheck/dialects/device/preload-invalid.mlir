@@ -60,3 +60,13 @@ func.func @rank(%x: tensor<8xf32>) {
   func.return
 }
 // CHECK: preload-invalid.mlir:58:3: error: 'device.preload_async' op cannot preload a rank-1 tensor into a rank-2 buffer
+
+// -----
+
+func.func @link_share_out_of_range(%x: tensor<2x4xf32>) {
+  %P = device.alloc {name = "P", cores = 2 : i64, bytes = 16 : i64, offset = 0 : i64} : !device.buffer<1x4xf32>
+  device.preload_async %x into %P {origins = affine_map<(d0) -> (d0, 0)>, link_share = 1.5 : f64} : tensor<2x4xf32>, !device.buffer<1x4xf32>
+  device.wait %P : !device.buffer<1x4xf32>
+  func.return
+}
+// CHECK: preload-invalid.mlir:68:3: error: 'device.preload_async' op link_share must be in (0, 1], got 1.5
