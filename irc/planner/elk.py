@@ -40,6 +40,9 @@ from irc.planner.preload_designs import (
 )
 from irc.planner.preload_packing import packing_deficit
 from irc.planner.relayout import tensor_elements
+from irc.planner.relayout_sharing import (
+    SharedPricing, edge_cycles, fitting_copies, held_and_shared, shareable_copies,
+)
 
 DESIGNS = ("basic", "static", "dyn", "full", "ideal")
 
@@ -166,15 +169,19 @@ def own_preload_bytes(table) -> np.ndarray:
 
 class Relayouts:
     """The relayouts of activations between a model's ops (T10 s4.3.2, as
-    `irc.planner.model` prices them): ``finish`` charges them to a plan's ops, ``links``
-    states them for the allocations to count (``irc.planner.preload.OutgoingLinks``)."""
+    `irc.planner.model` prices them): ``finish`` charges them to a plan's ops (one
+    relayout per tensor and layout where its consumers' copy fits,
+    `irc.planner.relayout_sharing`), ``links`` states them for the allocations to count
+    (``irc.planner.preload.OutgoingLinks``)."""
 
     def __init__(self, model: ModelSpec, cache: FrontierCache, problem: _ModelProblem | None = None) -> None:
         self.model, self.cache = model, cache
         self.problem = _ModelProblem(model, cache, None) if problem is None else problem   # its tables' plans
+        self.pricing = SharedPricing(self.problem)   # refine's edges, copies shared
 
-    def finish(self, plan: PreloadPlan) -> PreloadPlan:
-        return with_relayouts(self.model, self.cache, plan, self.problem)
+    def finish(self, plan: PreloadPlan, ops: Sequence[PreloadOp] | None = None,
+               capacity: float | None = None) -> PreloadPlan:
+        return with_relayouts(self.model, self.cache, plan, self.problem, ops, capacity)
 
     def refine(self, plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float | None = None,
                rounds: int = 4) -> PreloadPlan:
@@ -194,22 +201,14 @@ class Relayouts:
         touching, readers, allowed = self._moves(plan, ops, capacity)
         states, preload = list(plan.exec_plan), plan.preload_plan
         own = [op.exec_cycles + op.distribute[r] for op, r in zip(ops, preload)]   # [J] per op
-        memos: dict[int, dict] = {}   # per edge: (consumer state, producer state) -> cycles
-        group_edges: dict[tuple, list] = {}
+        pricing = self.pricing
+        group_edges: dict[tuple, list[int]] = {}
 
         def total(group: Sequence[int]) -> float:
             edges = group_edges.get(tuple(group))
             if edges is None:
-                edges = group_edges[tuple(group)] = list({id(e): e for i in group for e in touching[i]}.values())
-            found = sum(float(own[i][states[i]]) for i in group)
-            for e in edges:
-                memo = memos.setdefault(id(e), {})
-                key = (states[e.consumer], states[e.producer])
-                cycles = memo.get(key)
-                if cycles is None:
-                    cycles = memo[key] = self.problem.relayout(e, key[0], key[1])[1]
-                found += cycles
-            return found
+                edges = group_edges[tuple(group)] = list(dict.fromkeys(k for i in group for k in touching[i]))
+            return sum(float(own[i][states[i]]) for i in group) + pricing.cycles(edges, states)
 
         def best_state(i: int) -> int:
             found = []
@@ -254,12 +253,12 @@ class Relayouts:
     def _moves(self, plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float | None):
         """For ``refine``: per op, the relayout edges touching it, the ops reading it, and
         the execute states it may move to (those its space allows, ``refine``'s rule)."""
-        touching: list[list] = [[] for _ in ops]
+        touching: list[list[int]] = [[] for _ in ops]
         readers: list[list[int]] = [[] for _ in ops]
-        for edge in self.problem.edges:
-            touching[edge.consumer].append(edge)
+        for k, edge in enumerate(self.problem.edges):
+            touching[edge.consumer].append(k)
             if edge.producer != edge.consumer:
-                touching[edge.producer].append(edge)
+                touching[edge.producer].append(k)
                 if edge.consumer not in readers[edge.producer]:
                     readers[edge.producer].append(edge.consumer)
         preload, allowed = plan.preload_plan, []
@@ -313,6 +312,7 @@ def hide_loads(plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float, met
     order = plan.schedule.order
     position = {k: t for t, k in enumerate(order)}
     best, value = plan, metric(plan)
+    copies = copy_bytes(plan.shared, n)
     for _ in range(rounds):
         load_start, load_end, exec_start, exec_end = best.timeline()
         frontier = list(best.schedule.frontier)
@@ -329,7 +329,7 @@ def hide_loads(plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float, met
             if t not in waits:
                 continue
             b = max(waits[t])
-            used = ops[b].exec_space(best.preload_plan[b], best.exec_plan[b]) + sum(
+            used = ops[b].exec_space(best.preload_plan[b], best.exec_plan[b]) + copies[b] + sum(
                 ops[k].preload_bytes[best.preload_plan[k]] for k in order[:t + 1] if k > b)
             if used <= capacity and (b + 1 >= n or frontier[b + 1] > t):
                 widened[b] = t + 1
@@ -347,22 +347,43 @@ def _with_frontiers(plan: PreloadPlan, frontier: list[int]) -> PreloadPlan:
     resident = [tuple(k for k in s.order[:q] if k > i) for i, q in enumerate(frontier)]
     schedule = dataclasses.replace(s, frontier=frontier, resident=resident)
     return PreloadPlan(schedule, plan.exec_plan, plan.preload_plan, plan.exec_cycles, plan.load_cycles,
-                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure)
+                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure, plan.shared)
 
 
-def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, problem=None) -> PreloadPlan:
+def copy_bytes(copies, n: int) -> list[float]:
+    """Per op of ``n``, the bytes per core of the shared relayout copies it holds beside
+    its own buffers (`irc.planner.relayout_sharing`: between a copy's holder and its last
+    sharer, not reading it)."""
+    found = [0.0] * n
+    for copy in copies:
+        for i in range(copy.first + 1, copy.last):
+            if i not in copy.readers:
+                found[i] += copy.nbytes
+    return found
+
+
+def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, problem=None,
+                   ops: Sequence[PreloadOp] | None = None, capacity: float | None = None) -> PreloadPlan:
     """``plan`` with the relayouts of activations between its ops' chosen execute states
     charged to their consumers (T10 s4.3.2, as `irc.planner.model` prices them): what the
-    compiled program runs. ELK's decisions are the plan's; only its times grow."""
+    compiled program runs. ELK's decisions are the plan's; only its times grow. Given the
+    ``ops`` and ``capacity`` it was planned on, consumers wanting a tensor in the same
+    layout share one relayout where the copy fits beside the ops between them (each op's
+    execution space and the preloads resident while it runs:
+    `irc.planner.relayout_sharing`), recorded as the plan's ``shared``."""
     problem = _ModelProblem(model, cache, None) if problem is None else problem
+    copies: list = []
+    if ops is not None and capacity is not None:
+        used = [op.exec_space(r, j) + op.reserve + sum(ops[k].preload_bytes[plan.preload_plan[k]] for k in resident)
+                for op, r, j, resident in zip(ops, plan.preload_plan, plan.exec_plan, plan.schedule.resident)]
+        copies = fitting_copies(shareable_copies(problem, plan.exec_plan), used, capacity)
     extra = [0.0] * len(model.ops)
-    for edge in problem.edges:
-        _, cycles = problem.relayout(edge, plan.exec_plan[edge.consumer], plan.exec_plan[edge.producer])
-        extra[edge.consumer] += float(cycles)
+    for edge, cycles in zip(problem.edges, edge_cycles(problem, plan.exec_plan, copies)):
+        extra[edge.consumer] += cycles
     transfers = None if plan.transfer_cycles is None else [c + e for c, e in zip(plan.transfer_cycles, extra)]
     return PreloadPlan(plan.schedule, plan.exec_plan, plan.preload_plan,
                        [c + e for c, e in zip(plan.exec_cycles, extra)], plan.load_cycles,
-                       plan.start, plan.cap, transfers, plan.load_pressure)
+                       plan.start, plan.cap, transfers, plan.load_pressure, tuple(copies))
 
 
 def infer_layers(model: ModelSpec, cache: FrontierCache | None = None) -> list[int | None]:
@@ -435,6 +456,10 @@ class ElkDecision:
     reorder_gain: float | None = None
     preload_ops: list[PreloadOp] | None = None
     tables: list[OpTable] | None = None
+    held_inputs: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+    shared_inputs: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+    """Per op, its inputs whose relayouted copy it keeps for later consumers, and those
+    it reads from such a copy (`irc.planner.relayout_sharing`)."""
 
 
 def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
@@ -479,10 +504,9 @@ class DesignSearch:
         self.weaker = WEAKER if weaker is None else weaker
         self.links = None if relayouts is None else relayouts.links()
         self.relayouts = relayouts
-        finish = None if relayouts is None else relayouts.finish
         self.token = self.ops if token is None else list(token)   # one token's ops (Ideal's)
         self.max_displacement, self.max_orders = max_displacement, max_orders
-        self.finish = (lambda plan: plan) if finish is None else finish
+        self.finish = self._finish
         self.metric = latency_of if metric is None else metric
         self.found: dict[str, tuple] = {}
         self._improved: dict[tuple, tuple[PreloadPlan, float]] = {}
@@ -491,8 +515,12 @@ class DesignSearch:
         """The same search over ``ops`` (the same ops, some keeping bytes free: ``reserve``)."""
         search = DesignSearch(ops, self.capacity, self.split, self.max_displacement, self.max_orders, None,
                               self.metric, ops, self.weaker)
-        search.relayouts, search.links, search.finish = self.relayouts, self.links, self.finish
+        search.relayouts, search.links = self.relayouts, self.links
         return search
+
+    def _finish(self, plan: PreloadPlan) -> PreloadPlan:
+        """``plan`` as it runs: its relayouts charged (``Relayouts.finish``), if any."""
+        return plan if self.relayouts is None else self.relayouts.finish(plan, self.ops, self.capacity)
 
     def own(self, design: str) -> tuple[PreloadPlan, list[int], int, float | None]:
         """The design's own search: (plan, order, orders tried, Static's execution space)."""
@@ -565,8 +593,9 @@ class DesignSearch:
             return ElkDecision("ideal", latency, [], None, list(range(len(self.ops))),
                                preload_ops=self.ops, tables=tables)
         plan, value, order, tried, space, kept, gain = self.result(design)
+        held, shared = ({}, {}) if self.relayouts is None else held_and_shared(self.relayouts.problem, plan.shared)
         return ElkDecision(design, value, decisions_of(model, cache, plan, tables), plan, order, tried, space, kept,
-                           gain, self.ops, tables)
+                           gain, self.ops, tables, held, shared)
 
 
 def loop_model(model: ModelSpec, layer_of: Sequence[int | None] | None) -> tuple[ModelSpec, list[int | None], int]:
