@@ -7,7 +7,9 @@ multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in place:
 - ``device.alloc`` of each tensor's partition (and a receive buffer per rotating tensor);
 - each input in its initial placement (per-core tile origins): a weight gathered from
   the idle slices its ring group keeps at rest (``device.relayout {setup}``), an
-  activation moved on chip from where its producer left it (``device.relayout``), an
+  activation moved on chip from where its producer left it (``device.relayout``; where
+  the plan says so, `irc.planner.relayout_sharing`, read in place from an earlier
+  kernel's copy in the same layout, which that kernel keeps to its last reader), an
   input from outside loaded from the host (``device.load``) - once, when several kernels
   read it (`lower_block`);
 - ``device.fill`` of the output with its combiner's identity;

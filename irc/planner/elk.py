@@ -41,7 +41,7 @@ from irc.planner.preload_designs import (
 from irc.planner.preload_packing import packing_deficit
 from irc.planner.relayout import tensor_elements
 from irc.planner.relayout_sharing import (
-    SharedPricing, edge_cycles, fitting_copies, held_and_shared, shareable_copies,
+    SharedPricing, copy_bytes, edge_cycles, fitting_copies, held_and_shared, shareable_copies,
 )
 
 DESIGNS = ("basic", "static", "dyn", "full", "ideal")
@@ -195,7 +195,8 @@ class Relayouts:
         it; with it, where it still fits beside the ops resident while it runs (its
         ``exec_space`` and their preload states within ``capacity``), and an op read by
         several ops also moves with all of them (each then at its best beside it: a
-        layout several readers share, as Q, K and V read a norm's). Faster ops may wait
+        layout several readers share, as Q, K and V read a norm's; readers wanting one
+        layout pay one relayout, `irc.planner.relayout_sharing`). Faster ops may wait
         for loads the slower ones hid, so callers compare the plans as they run. Repeats
         until nothing moves (at most ``rounds`` passes)."""
         touching, readers, allowed = self._moves(plan, ops, capacity)
@@ -348,18 +349,6 @@ def _with_frontiers(plan: PreloadPlan, frontier: list[int]) -> PreloadPlan:
     schedule = dataclasses.replace(s, frontier=frontier, resident=resident)
     return PreloadPlan(schedule, plan.exec_plan, plan.preload_plan, plan.exec_cycles, plan.load_cycles,
                        plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure, plan.shared)
-
-
-def copy_bytes(copies, n: int) -> list[float]:
-    """Per op of ``n``, the bytes per core of the shared relayout copies it holds beside
-    its own buffers (`irc.planner.relayout_sharing`: between a copy's holder and its last
-    sharer, not reading it)."""
-    found = [0.0] * n
-    for copy in copies:
-        for i in range(copy.first + 1, copy.last):
-            if i not in copy.readers:
-                found[i] += copy.nbytes
-    return found
 
 
 def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, problem=None,

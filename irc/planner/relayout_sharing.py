@@ -119,6 +119,18 @@ def fitting_copies(copies: Sequence[SharedCopy], used: Sequence[float], capacity
     return kept
 
 
+def copy_bytes(copies, n: int) -> list[float]:
+    """Per op of ``n``, the bytes per core of the shared relayout copies it holds beside
+    its own buffers (`irc.planner.relayout_sharing`: between a copy's holder and its last
+    sharer, not reading it)."""
+    found = [0.0] * n
+    for copy in copies:
+        for i in range(copy.first + 1, copy.last):
+            if i not in copy.readers:
+                found[i] += copy.nbytes
+    return found
+
+
 def edge_cycles(problem, exec_plan: Sequence[int], copies: Sequence[SharedCopy]) -> list[float]:
     """Per edge of ``problem``, the cycles its relayout takes under ``exec_plan`` with the
     ``copies`` shared (a sharer's edge: none)."""
