@@ -61,7 +61,7 @@ from irc.lowering.te_graph import (  # noqa: F401 (the graph's helpers, re-expor
 )
 from irc.plans.errors import PlanError, SpecError
 from irc.plans.from_te import op_spec_from_expr
-from irc.planner.elk import own_inputs
+from irc.planner.preload_ops import own_inputs
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
 from irc.planner.igo_pair import search_pair
 from irc.planner.model import ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
@@ -596,7 +596,7 @@ def argument_input_bytes(found: FunctionModel, apart: Sequence[Sequence[str]] | 
     are not weights (a KV cache, the model's input): what its preload reads from HBM
     besides its weights on a chip with off-chip memory (an input several ops read is
     loaded once, by its first reader; ELK s2.2, s6.1). Less, per op, the inputs ``apart``
-    names (`irc.planner.elk.own_inputs`: loaded into the op's own layout, priced apart)."""
+    names (`irc.planner.preload_ops.own_inputs`: loaded into the op's own layout, priced apart)."""
     movements = found.movements
     loaded: set = set()
     found_bytes = []
@@ -631,7 +631,7 @@ class ArgumentLoads:
 
 def argument_loads(found: FunctionModel) -> ArgumentLoads:
     """``found``'s `ArgumentLoads`: the one account `rtensor-partition`, `irc-plan --model`
-    and `irc-dse` plan with (the own inputs, `irc.planner.elk.own_inputs`, are priced per
+    and `irc-dse` plan with (the own inputs, `irc.planner.preload_ops.own_inputs`, are priced per
     execute layout and left out of the preload's bytes)."""
     own = own_inputs(found.model)
     return ArgumentLoads(argument_input_bytes(found, own), own)

@@ -44,6 +44,7 @@ from irc.dialects.rtensor import IDLE_ATTR, GradPairOp, RelayoutOp, RTensorOp
 from irc.dialects.shift import KernelOp, RingOp
 from irc.lowering.igo_pair_partition import stated_plan
 from irc.lowering.te_to_rtensor import PRELOAD_ATTR
+from irc.planner.relayout_sharing import HELD_ATTR, SHARED_ATTR
 from irc.target import TargetError, chip_cost_of, require_target
 
 
@@ -96,8 +97,9 @@ class LowerToHost(RewritePattern):
             )
             if IDLE_ATTR in op.attributes:  # where its weights rest between uses (model-wide plan)
                 kernel.attributes[IDLE_ATTR] = op.attributes[IDLE_ATTR]
-            if PRELOAD_ATTR in op.attributes:  # its place in an ELK plan (preload order, frontier)
-                kernel.attributes[PRELOAD_ATTR] = op.attributes[PRELOAD_ATTR]
+            for name in (PRELOAD_ATTR, HELD_ATTR, SHARED_ATTR):   # its place in an ELK plan (preload order,
+                if name in op.attributes:                          # frontier, relayouts shared)
+                    kernel.attributes[name] = op.attributes[name]
             kernel.location = op.location
             kernel.output.name_hint = op.output.name_hint
             rewriter.insert(kernel, InsertPoint.before(op))

@@ -7,7 +7,9 @@ multi-copy shift with buffer); DESIGN.md s3. A kernel becomes, in place:
 - ``device.alloc`` of each tensor's partition (and a receive buffer per rotating tensor);
 - each input in its initial placement (per-core tile origins): a weight gathered from
   the idle slices its ring group keeps at rest (``device.relayout {setup}``), an
-  activation moved on chip from where its producer left it (``device.relayout``), an
+  activation moved on chip from where its producer left it (``device.relayout``; where
+  the plan says so, `irc.planner.relayout_sharing`, read in place from an earlier
+  kernel's copy in the same layout, which that kernel keeps to its last reader), an
   input from outside loaded from the host (``device.load``) - once, when several kernels
   read it (`lower_block`);
 - ``device.fill`` of the output with its combiner's identity;
@@ -47,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -83,6 +85,7 @@ from irc.lowering.relayout_pieces import block_pieces, setup_pieces
 from irc.lowering.shift_ir import KernelIRError, kernel_of
 from irc.lowering.te_to_rtensor import PRELOAD_ATTR, PRELOADED_ATTR
 from irc.planner.relayout import relayout_cost
+from irc.planner.relayout_sharing import HELD_ATTR, SHARED_ATTR, shared_layout_key
 from irc.schedule.placement import initial_placement
 from irc.target import device_and_cost
 
@@ -222,7 +225,8 @@ class Output:
 
 def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | None = None,
                keep: list[bool] | None = None, store_output: bool = True, weights: dict | None = None,
-               loads: dict | None = None, outputs: list[list[Output]] | None = None):
+               loads: dict | None = None, outputs: list[list[Output]] | None = None,
+               copies: dict | None = None, hold: dict | None = None):
     """The SPMD device program of ``kernel`` (an aligned ``irc.schedule.ShiftKernel``: one
     operator, or several products under one plan).
 
@@ -232,7 +236,10 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
     ``weights`` (an ``IdleWeight``) is gathered from the slices the cores keep at rest
     into its active layout (the setup of T10 s4.3.2, ``device.relayout {setup}``); the
     others are loaded from the host: ``op``'s operand (or the value ``inputs`` gives in
-    its place), or ``loads[name] = (host value, movements)``.
+    its place), or ``loads[name] = (host value, movements)``. An input named in
+    ``copies`` (a ``Resident`` in this kernel's layout: an earlier kernel's relayouted
+    input, `irc.planner.relayout_sharing`) is read where it is, neither moved nor freed;
+    one named in ``hold`` is kept after the kernel, ``hold[name]`` set to its ``Resident``.
     Outputs, per product (result): stored to the host as ``outputs[i]`` lists (by
     default, with ``store_output``, one store of the result's type), kept on chip where
     ``keep[i]``. Per step, one compute instruction per product; between steps one
@@ -249,13 +256,18 @@ def device_ops(kernel, op: KernelOp, prefix: str, inputs=None, resident: dict | 
         outputs = [[Output(None, result.type)] if store_output else [] for result in results]
     keep = keep or [False] * len(products)
     weights = weights or {}
+    copies = copies or {}
     program = _DeviceProgram(kernel, op, prefix, inputs)
+    program.buffers.update({name: copy.buffer for name, copy in copies.items()})
     program.allocate(weights)
-    program.bring_inputs(resident or {}, weights, loads or {})
+    program.bring_inputs(resident or {}, weights, loads or {}, skip=set(copies))
     program.run_steps()
     stores, kept = program.reduce_and_store(results, outputs, keep)
     held = {product.output for product, k in zip(products, keep) if k}
     held |= {name for name, weight in weights.items() if weight.in_place}   # freed with the preloaded weights
+    held |= set(copies) | set(hold or ())   # a shared copy: freed after its last reader
+    for name in hold or ():
+        hold[name] = program.resident_input(name)
     for name in kernel.tensors:
         if name not in held:
             program.ops.append(FreeOp(program.buffers[name]))
@@ -330,12 +342,13 @@ class _DeviceProgram:
             if layout.rotating:
                 self.receives[name] = self.alloc(f"{name}.recv", layout)
 
-    def bring_inputs(self, resident: dict, weights: dict, loads: dict) -> None:
-        """Every input that is not a weight: moved on chip from where it is resident, or
-        loaded from the host; then each output's accumulator filled with its identity."""
+    def bring_inputs(self, resident: dict, weights: dict, loads: dict, skip=frozenset()) -> None:
+        """Every input that is not a weight (nor in ``skip``): moved on chip from where it
+        is resident, or loaded from the host; then each output's accumulator filled with
+        its identity."""
         kernel = self.kernel
         for layout in kernel.inputs:
-            if layout.name in weights:
+            if layout.name in weights or layout.name in skip:
                 continue
             origins = kernel.partition_origin(layout, self.start, self.core)
             source = resident.get(layout.name)
@@ -367,6 +380,14 @@ class _DeviceProgram:
             _relayout_pieces(source, kernel, layout, self.start, origins if self.placed else None)
         return RelayoutOp(source.buffer, self.buffers[layout.name], source.shape, source.origins, source.group,
                           origins, nbytes, barriers, source.moves, pieces=pieces)
+
+    def resident_input(self, name: str) -> Resident:
+        """Input ``name`` as this kernel holds it, for later kernels to read in place (every
+        core holds its own box: the layout does not rotate)."""
+        kernel = self.kernel
+        origins = kernel.partition_origin(kernel.tensors[name], self.start, self.core)
+        group = core_id() if self.placed else np.arange(kernel.cores)
+        return Resident(self.buffers[name], origins, group, kernel, name, tuple(self.operands[name].type.get_shape()))
 
     def run_steps(self) -> None:
         """Per step, one compute instruction per product; between steps one shift (and
@@ -501,6 +522,45 @@ class _BlockLowering:
         self.shared_until: dict[SSAValue, int] = {}   # the idle buffer of a shared weight -> its last reader
         self.resident: dict = {}
         self.stores: list[tuple[SSAValue, StoreOp]] = []
+        # relayouted inputs several kernels read in one layout (the plan's HELD_ATTR/SHARED_ATTR)
+        self.copies: dict[tuple, Resident] = {}   # (what it is on chip, layout key) -> the held copy
+        self.copy_last: dict[tuple, int] = {}     # -> its last reader
+        for op in kernel_ops:
+            for name in _names(op, SHARED_ATTR):
+                key = self.copy_key(op, name)
+                if key is not None:
+                    self.copy_last[key] = max(self.copy_last.get(key, -1), self.position[op])
+
+    def copy_key(self, op: KernelOp, name: str) -> tuple | None:
+        """What a relayouted copy of ``op``'s input ``name`` is: (what the input is on chip,
+        the layout ``op`` reads it in, `irc.planner.relayout_sharing.shared_layout_key`)."""
+        kernel = self.kernels[op]
+        if name not in kernel.operand_names:
+            return None
+        source = self.key_of(op, kernel.operand_names.index(name))
+        layout = shared_layout_key(kernel.spec, kernel.plan, name)
+        return None if source is None or layout is None else (source, layout)
+
+    def shared_copies(self, op: KernelOp, on_chip: dict) -> tuple[dict, dict]:
+        """The inputs of ``op`` read from an earlier kernel's copy (taken out of
+        ``on_chip``), and those whose copy it holds for later kernels (to be filled by
+        `device_ops`): as the plan states them, where the layouts are the same."""
+        kernel = self.kernels[op]
+        copies, hold = {}, {}
+        for name in _names(op, SHARED_ATTR):
+            key = self.copy_key(op, name)
+            copy = self.copies.get(key) if key is not None else None
+            source = on_chip.get(name)
+            if copy is not None and source is not None and not source.chain and _same_boxes(copy, kernel, name):
+                copies[name] = copy
+                del on_chip[name]
+        for name in _names(op, HELD_ATTR):
+            key = self.copy_key(op, name)
+            source = on_chip.get(name)
+            if key is not None and self.copy_last.get(key, -1) > self.position[op] and source is not None \
+                    and not source.chain and not source.at_rest and not kernel.tensors[name].rotating:
+                hold[name] = key
+        return copies, hold
 
     def key_of(self, op, index):
         """What an input is on chip: a kernel's output, or the home of a shared input."""
@@ -584,10 +644,14 @@ class _BlockLowering:
         block, position = self.block, self.position
         on_chip, loads = self.inputs_of(op, prefix)
         keep, outputs = self.outputs_of(op)
+        copies, keys = self.shared_copies(op, on_chip)
+        hold = dict.fromkeys(keys)
         ops, _, kept = device_ops(
             self.kernels[op], op, prefix, resident=on_chip, keep=keep,
-            weights=self.resting[op], loads=loads, outputs=outputs,
+            weights=self.resting[op], loads=loads, outputs=outputs, copies=copies, hold=hold,
         )
+        for name, key in keys.items():
+            self.copies[key] = hold[name]
         for new in ops:
             new.location = op.location   # errors in the program point at the te op it computes
             block.insert_op_before(new, op)
@@ -600,6 +664,9 @@ class _BlockLowering:
             done += [b for b, last in self.shared_until.items() if last == position[op] and b not in done]
             for buffer in done:
                 block.insert_op_before(FreeOp(buffer), op)
+        for key, last in self.copy_last.items():   # a shared copy after its last reader
+            if last == position[op] and key in self.copies:
+                block.insert_op_before(FreeOp(self.copies.pop(key).buffer), op)
         # an on-chip value read for the last time here is freed right after this kernel
         for index in range(len(op.inputs)):
             key = self.key_of(op, index)
@@ -621,6 +688,24 @@ class _BlockLowering:
         for op in reversed([o for o in self.block.ops if o in self.position or o in self.movements]):  # readers first
             op.detach()
             op.erase()
+
+
+def _names(op: KernelOp, attribute: str) -> list[str]:
+    """The input names an op's ``attribute`` (``HELD_ATTR``, ``SHARED_ATTR``) lists."""
+    found = op.attributes.get(attribute)
+    return [item.data for item in found.data] if isinstance(found, ArrayAttr) else []
+
+
+def _same_boxes(copy: Resident, kernel, name: str) -> bool:
+    """Whether ``copy`` holds, on every core, the box of ``name`` that ``kernel`` reads
+    there (the same cores, partition shape and origins), its layout not rotating."""
+    layout, other = kernel.tensors[name], copy.kernel.tensors[copy.tensor]
+    if layout.rotating or other.rotating or kernel.cores != copy.kernel.cores \
+            or tuple(layout.partition_shape) != tuple(other.partition_shape):
+        return False
+    mine = kernel.partition_origin(layout, list(kernel.start))
+    theirs = copy.kernel.partition_origin(other, list(copy.kernel.start))
+    return np.array_equal(np.asarray(mine), np.asarray(theirs))
 
 
 def _load_home(block: Block, reader: KernelOp, home: tuple, kernels, movements, prefix: str) -> Resident:

@@ -42,7 +42,9 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr, TensorType, f64
+from xdsl.dialects.builtin import (
+    ArrayAttr, DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr, TensorType, f64,
+)
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
@@ -75,6 +77,7 @@ from irc.planner.elk import plan_offchip, planned_offchip
 from irc.planner.model import ModelFitError
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
+from irc.planner.relayout_sharing import HELD_ATTR, SHARED_ATTR
 from irc.progress import Progress
 from irc.target import TargetError, cost_of, device_of, resolve_target
 
@@ -410,6 +413,9 @@ class RTensorPartition(ModulePass):
         for i, te_op in enumerate(found.ops):
             te_op.attributes[PRELOAD_ATTR] = DictionaryAttr({
                 "slot": IntegerAttr(slot[i], 64), "frontier": IntegerAttr(int(schedule.frontier[i]), 64)})
+            for name, inputs in ((HELD_ATTR, elk.held_inputs), (SHARED_ATTR, elk.shared_inputs)):
+                if i in inputs:   # one relayout per tensor and layout (irc.planner.relayout_sharing)
+                    te_op.attributes[name] = ArrayAttr([StringAttr(n) for n in inputs[i]])
         hbm, exposed, contention = planned_offchip(elk.plan)
         function.attributes[PRELOADED_ATTR] = DictionaryAttr({
             "design": StringAttr(self.preload), "split": StringAttr(self.split),

@@ -277,7 +277,23 @@ class Chip:
     def load(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str) -> None:
         self._gather_into(buffer, np.asarray(host), origins)
         cycles = buffer.bytes * self.device.link_cycles_per_byte
-        self._record("host_io", f"load {buffer.name}", cycles, buffer.cores, where)
+        self._host_io(f"load {buffer.name}", cycles, buffer.cores, where)
+
+    def _host_io(self, name: str, cycles: float, cores: int, where: str) -> None:
+        """Host I/O of ``cycles``: outside the model's time (the report's model cycles leave
+        it out, as the planner does), so the off-chip memory's schedule pauses with it: the
+        preloads in flight, and the HBM's next free cycle, move on by as much."""
+        cycles = float(cycles)
+        if cycles > 0 and self.hbm_free > self.now:
+            self.hbm_free += cycles
+            for key, arrival in self.in_flight.items():
+                if arrival > self.now:
+                    self.in_flight[key] = arrival + cycles
+            for flow in self.flows:
+                if flow.end > self.now:
+                    flow.start += cycles if flow.start >= self.now else 0.0
+                    flow.end += cycles
+        self._record("host_io", name, cycles, cores, where)
 
     def preload(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str,
                 link_share: float = 1.0) -> None:
@@ -323,7 +339,7 @@ class Chip:
             self._check_readable(buffer, int(cores.max()) + 1, where, "store")
         scatter_tiles(host, buffer.data[cores], origins[cores], buffer.shape)
         cycles = int(math.prod(buffer.shape)) * host.dtype.itemsize * self.device.link_cycles_per_byte
-        self._record("host_io", f"store {buffer.name}", cycles, buffer.cores, where)
+        self._host_io(f"store {buffer.name}", cycles, buffer.cores, where)
 
     def relayout(self, source: Buffer, source_origins: np.ndarray, writers: np.ndarray, target: Buffer,
                  target_origins: np.ndarray, shape: tuple[int, ...], nbytes: int, barriers: int,

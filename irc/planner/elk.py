@@ -21,8 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from irc.devices.topology import LINK_SHARES, preload_pressure, preload_seconds
-from irc.planner.idle import IdlePlan, in_place_bytes, read_bytes
+from irc.devices.topology import LINK_SHARES
+from irc.planner.idle import IdlePlan
 from irc.planner.model import ModelSpec, _ModelProblem, _named_idle
 from irc.plans.errors import PlanError
 from irc.planner.op_table import FrontierCache, OpTable
@@ -39,8 +39,11 @@ from irc.planner.preload_designs import (
     reorder,
     static_sweep,
 )
+from irc.planner.preload_ops import own_inputs, preload_ops, weight_bytes   # re-exported: ELK's ops are priced there
 from irc.planner.preload_packing import packing_deficit
-from irc.planner.relayout import tensor_elements
+from irc.planner.relayout_sharing import (
+    SharedPricing, edge_cycles, fitting_copies, held_and_shared, shareable_copies,
+)
 
 DESIGNS = ("basic", "static", "dyn", "full", "ideal")
 
@@ -55,160 +58,21 @@ class OffchipFitError(PreloadFitError):
         self.op, self.needed, self.available = "", needed, capacity
 
 
-def weight_bytes(op) -> int:
-    """Bytes of an op's weights: what its preload reads from HBM."""
-    return sum(tensor_elements(op.spec, w) * op.spec.bytes_of(w) for w in op.weights)
-
-
-def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int | None] | None = None,
-                extra_hbm_bytes: Sequence[float] | None = None, resting: bool = False,
-                extra_exec_cycles: Sequence[float] | None = None,
-                input_loads: Sequence[Sequence[str]] | None = None,
-                problem: _ModelProblem | None = None) -> list[PreloadOp]:
-    """One ``PreloadOp`` per model op (identical ops share their table). ``extra_hbm_bytes``
-    adds data an op reads from HBM beside its weights (a KV cache); ``input_loads`` names,
-    per op, its inputs that are not weights and that the device program preloads straight
-    into its execute-state layout, each its own load (``own_input_loads``); ``resting`` counts the
-    activations kept on chip across each op (produced earlier, read later: at the most
-    their producers' plans place) in its execution space, as a compiled program holds them;
-    ``extra_exec_cycles`` adds cycles to every execute state of an op (the all-reduce of
-    its partial sums over the chips that split the model, ``allreduce_cycles``); ``problem``
-    (a `_ModelProblem` of ``model``) gives the ops' tables (default: each op's frontier;
-    ``layouts=True``: with the layout-matched plans, `irc.planner.layout_match`)."""
-    device = cache.device
-    clock = device.clock_hz
-    kept = [0] * len(model.ops)
-    if resting and problem is None:
-        problem = _ModelProblem(model, cache, None)
-    tables = ([cache.table(op.spec, op.weights) for op in model.ops] if problem is None
-              else problem.tables)
-    if resting:
-        kept = [problem.live_bytes(i, []) for i in range(len(model.ops))]
-        for first, last, _, home, name in model.shared_spans(weights=True):
-            # a weight several ops read: its holder's preload-state copy stays from the
-            # first reader to the last (at most its largest idle slice)
-            table = tables[home]
-            canonical = f"t{model.ops[home].spec.tensor_index(name)}"
-            most = max(idle.weight_bytes[canonical] for idle in table.idle)
-            for i in range(first, last + 1):
-                if i != home:
-                    kept[i] += most
-    ops = []
-    for i, (op, table) in enumerate(zip(model.ops, tables)):
-        hbm = weight_bytes(op) + (extra_hbm_bytes[i] if extra_hbm_bytes is not None else 0.0)
-        own = () if input_loads is None else tuple(input_loads[i])
-        inputs, input_pressure, parts = own_input_loads(device, op, table, own, parts=True)
-        cold = np.asarray(table.cold, dtype=np.float64)
-        distribute = np.where(np.isfinite(table.table), table.setup, np.inf)
-        pair_loads, pair_pressure = weight_loads(device, table, weight_bytes(op), hbm - weight_bytes(op))
-        least = (np.where(np.isfinite(distribute), pair_loads, np.inf).argmin(axis=1), np.arange(len(cold)))
-        loads, pressure = pair_loads[least[1], least[0]], pair_pressure[least[1], least[0]]   # each row's least
-        exchange = np.array([float(p.score.cost.shift + p.score.cost.sync + p.score.cost.reduction)
-                             for p in table.active])   # cycles the exchange carries the op's own traffic
-        shifts = np.array([float(p.score.cost.shift) for p in table.active])   # what preloads contend with
-        extra = float(extra_exec_cycles[i]) if extra_exec_cycles is not None else 0.0
-        ops.append(PreloadOp(
-            op.name, float(hbm + sum(tensor_elements(op.spec, t) * op.spec.bytes_of(t) for t in own)),
-            np.asarray(table.hot, dtype=np.float64) + kept[i],
-            np.asarray(table.active_cycles, dtype=np.float64) + extra, cold,
-            distribute, loads, exchange, signature=(id(table), kept[i], extra, own),
-            layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
-            own_bytes=own_preload_bytes(table), input_loads=inputs, input_pressure=input_pressure,
-            pair_loads=pair_loads, pair_pressure=pair_pressure,
-            input_parts=parts,
-        ))
-    return ops
-
-
-def weight_loads(device, table, whole: float, extra_bytes: float) -> tuple[np.ndarray, np.ndarray]:
-    """[R, J] cycles and link shares of the preload of each preload state r feeding each
-    execute state j, as the chip times it (`irc.interpreter.chip`'s ``preload``): each
-    weight's distinct slices in the pair's idle plan at their whole size
-    (``irc.planner.idle.read_bytes``: a slice padded past the tensor's end reads its
-    padding; a table without idle weights, a fused pair's, reads their ``whole`` bytes)
-    and ``extra_bytes`` (other arguments the op reads from HBM). A row's idle plan is
-    the fastest of its size for each j, so what it reads may differ by j."""
-    rows, states = table.table.shape
-    clock = device.clock_hz
-    cycles, shares = np.zeros((rows, states)), np.zeros((rows, states))
-    found: dict[tuple[float, float], tuple[float, float]] = {}
-    for r in range(rows):
-        tile = float(table.cold[r])
-        for j in range(states):
-            idle = table.idle[table.idle_index[r, j]]
-            read = (float(sum(read_bytes(table.spec, idle, w) for w in table.weights)) if table.weights
-                    else whole) + extra_bytes
-            if (tile, read) not in found:
-                load = preload_seconds(device, tile, read) * clock if (tile or read) else 0.0
-                found[tile, read] = (load, preload_pressure(device, tile, load, read))
-            cycles[r, j], shares[r, j] = found[tile, read]
-    return cycles, shares
-
-
-def own_input_loads(device, op, table, names: Sequence[str], parts: bool = False) -> tuple:
-    """[J] cycles and [J] link share of the preloads of ``op``'s inputs ``names`` into each
-    execute state's layout, as the chip times them (``irc.interpreter.chip``'s ``preload``):
-    one load per input of its partition per core (``MemoryBreakdown.partitions``), the HBM
-    reading each distinct partition once (the cores over its replicas), back to back. With
-    ``parts``, also each input's own ([J] cycles, [J] link share) (``PreloadOp.input_parts``)."""
-    found = []
-    clock = device.clock_hz
-    for name in names:
-        canonical = f"t{op.spec.tensor_index(name)}"
-        cycles, shares = np.zeros(len(table.active)), np.zeros(len(table.active))
-        for j, plan in enumerate(table.active):
-            tile = float(plan.score.memory.partitions[canonical])
-            distinct = plan.score.cores // plan.score.replicas[canonical]
-            cycles[j] = preload_seconds(device, tile, distinct * tile) * clock if tile else 0.0
-            shares[j] = preload_pressure(device, tile, cycles[j], distinct * tile)
-        found.append((cycles, shares))
-    total = np.zeros(len(table.active))
-    link = np.zeros(len(table.active))
-    for cycles, shares in found:
-        total += cycles
-        link += shares * cycles
-    share_of = np.divide(link, total, out=np.zeros_like(total), where=total > 0)
-    return (total, share_of, tuple(found)) if parts else (total, share_of)
-
-
-def own_inputs(model: ModelSpec) -> list[tuple[str, ...]]:
-    """Per op, its inputs that are neither weights nor produced by an op and whose one
-    copy it holds, read by no op before it (``ModelOp.shared_reads``): the device program
-    loads each straight into the op's execute-state layout before the op
-    (`irc.lowering.shift_to_device`), so its preload depends on the op's plan. (A fused
-    gradient pair's are not listed.)"""
-    read_earlier = {home for i, op in enumerate(model.ops) for home in op.shared_reads.values() if home[0] > i}
-    found = []
-    for i, op in enumerate(model.ops):
-        found.append(() if op.pair is not None else tuple(
-            t.name for t in op.spec.inputs if t.name not in op.weights and t.name not in op.producers
-            and t.name not in op.shared_reads and (i, t.name) not in read_earlier))
-    return found
-
-
-def own_preload_bytes(table) -> np.ndarray:
-    """[R, J] of an op table: the bytes its preload-state buffers hold while each execute
-    state runs from each preload state (the device program frees them after the op), less
-    the weights held in place (`irc.planner.idle.in_place_bytes`); 0 where the two do not
-    pair."""
-    found = np.zeros(table.table.shape)
-    for r, j in zip(*np.nonzero(np.isfinite(table.table))):
-        idle = table.idle[table.idle_index[r, j]]
-        found[r, j] = idle.cold_bytes - in_place_bytes(idle, table.active[j])
-    return found
-
-
 class Relayouts:
     """The relayouts of activations between a model's ops (T10 s4.3.2, as
-    `irc.planner.model` prices them): ``finish`` charges them to a plan's ops, ``links``
-    states them for the allocations to count (``irc.planner.preload.OutgoingLinks``)."""
+    `irc.planner.model` prices them): ``finish`` charges them to a plan's ops (one
+    relayout per tensor and layout where its consumers' copy fits,
+    `irc.planner.relayout_sharing`), ``links`` states them for the allocations to count
+    (``irc.planner.preload.OutgoingLinks``)."""
 
     def __init__(self, model: ModelSpec, cache: FrontierCache, problem: _ModelProblem | None = None) -> None:
         self.model, self.cache = model, cache
         self.problem = _ModelProblem(model, cache, None) if problem is None else problem   # its tables' plans
+        self.pricing = SharedPricing(self.problem)   # refine's edges, copies shared
 
-    def finish(self, plan: PreloadPlan) -> PreloadPlan:
-        return with_relayouts(self.model, self.cache, plan, self.problem)
+    def finish(self, plan: PreloadPlan, ops: Sequence[PreloadOp] | None = None,
+               capacity: float | None = None) -> PreloadPlan:
+        return with_relayouts(self.model, self.cache, plan, self.problem, ops, capacity)
 
     def refine(self, plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float | None = None,
                rounds: int = 4) -> PreloadPlan:
@@ -222,28 +86,21 @@ class Relayouts:
         it; with it, where it still fits beside the ops resident while it runs (its
         ``exec_space`` and their preload states within ``capacity``), and an op read by
         several ops also moves with all of them (each then at its best beside it: a
-        layout several readers share, as Q, K and V read a norm's). Faster ops may wait
+        layout several readers share, as Q, K and V read a norm's; readers wanting one
+        layout pay one relayout, `irc.planner.relayout_sharing`). Faster ops may wait
         for loads the slower ones hid, so callers compare the plans as they run. Repeats
         until nothing moves (at most ``rounds`` passes)."""
         touching, readers, allowed = self._moves(plan, ops, capacity)
         states, preload = list(plan.exec_plan), plan.preload_plan
         own = [op.exec_cycles + op.distribute[r] for op, r in zip(ops, preload)]   # [J] per op
-        memos: dict[int, dict] = {}   # per edge: (consumer state, producer state) -> cycles
-        group_edges: dict[tuple, list] = {}
+        pricing = self.pricing
+        group_edges: dict[tuple, list[int]] = {}
 
         def total(group: Sequence[int]) -> float:
             edges = group_edges.get(tuple(group))
             if edges is None:
-                edges = group_edges[tuple(group)] = list({id(e): e for i in group for e in touching[i]}.values())
-            found = sum(float(own[i][states[i]]) for i in group)
-            for e in edges:
-                memo = memos.setdefault(id(e), {})
-                key = (states[e.consumer], states[e.producer])
-                cycles = memo.get(key)
-                if cycles is None:
-                    cycles = memo[key] = self.problem.relayout(e, key[0], key[1])[1]
-                found += cycles
-            return found
+                edges = group_edges[tuple(group)] = list(dict.fromkeys(k for i in group for k in touching[i]))
+            return sum(float(own[i][states[i]]) for i in group) + pricing.cycles(edges, states)
 
         def best_state(i: int) -> int:
             found = []
@@ -288,12 +145,12 @@ class Relayouts:
     def _moves(self, plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float | None):
         """For ``refine``: per op, the relayout edges touching it, the ops reading it, and
         the execute states it may move to (those its space allows, ``refine``'s rule)."""
-        touching: list[list] = [[] for _ in ops]
+        touching: list[list[int]] = [[] for _ in ops]
         readers: list[list[int]] = [[] for _ in ops]
-        for edge in self.problem.edges:
-            touching[edge.consumer].append(edge)
+        for k, edge in enumerate(self.problem.edges):
+            touching[edge.consumer].append(k)
             if edge.producer != edge.consumer:
-                touching[edge.producer].append(edge)
+                touching[edge.producer].append(k)
                 if edge.consumer not in readers[edge.producer]:
                     readers[edge.producer].append(edge.consumer)
         preload, allowed = plan.preload_plan, []
@@ -332,19 +189,28 @@ class Relayouts:
         return OutgoingLinks(consumers, cost, labels, [len(table.active) for table in self.problem.tables])
 
 
-def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, problem=None) -> PreloadPlan:
+def with_relayouts(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, problem=None,
+                   ops: Sequence[PreloadOp] | None = None, capacity: float | None = None) -> PreloadPlan:
     """``plan`` with the relayouts of activations between its ops' chosen execute states
     charged to their consumers (T10 s4.3.2, as `irc.planner.model` prices them): what the
-    compiled program runs. ELK's decisions are the plan's; only its times grow."""
+    compiled program runs. ELK's decisions are the plan's; only its times grow. Given the
+    ``ops`` and ``capacity`` it was planned on, consumers wanting a tensor in the same
+    layout share one relayout where the copy fits beside the ops between them (each op's
+    execution space and the preloads resident while it runs:
+    `irc.planner.relayout_sharing`), recorded as the plan's ``shared``."""
     problem = _ModelProblem(model, cache, None) if problem is None else problem
+    copies: list = []
+    if ops is not None and capacity is not None:
+        used = [op.exec_space(r, j) + op.reserve + sum(ops[k].preload_bytes[plan.preload_plan[k]] for k in resident)
+                for op, r, j, resident in zip(ops, plan.preload_plan, plan.exec_plan, plan.schedule.resident)]
+        copies = fitting_copies(shareable_copies(problem, plan.exec_plan), used, capacity)
     extra = [0.0] * len(model.ops)
-    for edge in problem.edges:
-        _, cycles = problem.relayout(edge, plan.exec_plan[edge.consumer], plan.exec_plan[edge.producer])
-        extra[edge.consumer] += float(cycles)
+    for edge, cycles in zip(problem.edges, edge_cycles(problem, plan.exec_plan, copies)):
+        extra[edge.consumer] += cycles
     transfers = None if plan.transfer_cycles is None else [c + e for c, e in zip(plan.transfer_cycles, extra)]
     return PreloadPlan(plan.schedule, plan.exec_plan, plan.preload_plan,
                        [c + e for c, e in zip(plan.exec_cycles, extra)], plan.load_cycles,
-                       plan.start, plan.cap, transfers, plan.load_pressure)
+                       plan.start, plan.cap, transfers, plan.load_pressure, tuple(copies))
 
 
 def infer_layers(model: ModelSpec, cache: FrontierCache | None = None) -> list[int | None]:
@@ -419,6 +285,10 @@ class ElkDecision:
     tables: list[OpTable] | None = None
     link_share: float = 1.0
     """The share of its busiest link each preload may take (θ, ``PreloadOp.paced``; 1: unpaced)."""
+    held_inputs: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+    shared_inputs: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+    """Per op, its inputs whose relayouted copy it keeps for later consumers, and those
+    it reads from such a copy (`irc.planner.relayout_sharing`)."""
 
 
 def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
@@ -470,10 +340,9 @@ class DesignSearch:
         self.weaker = WEAKER if weaker is None else weaker
         self.links = None if relayouts is None else relayouts.links()
         self.relayouts = relayouts
-        finish = None if relayouts is None else relayouts.finish
         self.token = self.ops if token is None else list(token)   # one token's ops (Ideal's)
         self.max_displacement, self.max_orders = max_displacement, max_orders
-        self.finish = (lambda plan: plan) if finish is None else finish
+        self.finish = self._finish
         self.metric = latency_of if metric is None else metric
         self.found: dict[str, tuple] = {}
         self._improved: dict[tuple, tuple[PreloadPlan, float]] = {}
@@ -482,8 +351,13 @@ class DesignSearch:
         """The same search over ``ops`` (the same ops, some keeping bytes free: ``reserve``)."""
         search = DesignSearch(ops, self.capacity, self.split, self.max_displacement, self.max_orders, None,
                               self.metric, ops, self.weaker, self.link_shares)
-        search.relayouts, search.links, search.finish = self.relayouts, self.links, self.finish
+        search.relayouts, search.links = self.relayouts, self.links
         return search
+
+    def _finish(self, plan: PreloadPlan) -> PreloadPlan:
+        """``plan`` as it runs: its relayouts charged (``Relayouts.finish``, sharing copies
+        where they fit beside these ops), if any."""
+        return plan if self.relayouts is None else self.relayouts.finish(plan, self.ops, self.capacity)
 
     def shares(self) -> list[float]:
         """The link shares worth trying: 1 (unpaced) and each of ``link_shares`` below some
@@ -598,8 +472,9 @@ class DesignSearch:
             return ElkDecision("ideal", latency, [], None, list(range(len(self.ops))),
                                preload_ops=self.ops, tables=tables)
         plan, value, order, tried, space, kept, gain, share = self.result(design)
+        held, shared = ({}, {}) if self.relayouts is None else held_and_shared(self.relayouts.problem, plan.shared)
         return ElkDecision(design, value, decisions_of(model, cache, plan, tables), plan, order, tried, space, kept,
-                           gain, self.paced(share), tables, share)
+                           gain, self.paced(share), tables, share, held, shared)
 
 
 def loop_model(model: ModelSpec, layer_of: Sequence[int | None] | None) -> tuple[ModelSpec, list[int | None], int]:

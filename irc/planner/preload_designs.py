@@ -30,6 +30,7 @@ from irc.planner.preload import (
     inductive_schedule,
 )
 from irc.planner.preload_plan import Metric, PreloadPlan, _as_run, latency_of, plan_preloads
+from irc.planner.relayout_sharing import copy_bytes
 
 # ----------------------------------------------------------------------------------------
 # s4.4: preload order permutation
@@ -357,6 +358,7 @@ def hide_loads(plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float, met
     order = plan.schedule.order
     position = {k: t for t, k in enumerate(order)}
     best, value = plan, metric(plan)
+    copies = copy_bytes(plan.shared, n)   # shared relayout copies held beside ops
     for _ in range(rounds):
         load_start, load_end, exec_start, exec_end = best.timeline()
         frontier = list(best.schedule.frontier)
@@ -373,7 +375,7 @@ def hide_loads(plan: PreloadPlan, ops: Sequence[PreloadOp], capacity: float, met
             if t not in waits:
                 continue
             b = max(waits[t])
-            used = ops[b].exec_space(best.preload_plan[b], best.exec_plan[b]) + sum(
+            used = ops[b].exec_space(best.preload_plan[b], best.exec_plan[b]) + copies[b] + sum(
                 ops[k].preload_bytes[best.preload_plan[k]] for k in order[:t + 1] if k > b)
             if used <= capacity and (b + 1 >= n or frontier[b + 1] > t):
                 widened[b] = t + 1
@@ -391,4 +393,4 @@ def _with_frontiers(plan: PreloadPlan, frontier: list[int]) -> PreloadPlan:
     resident = [tuple(k for k in s.order[:q] if k > i) for i, q in enumerate(frontier)]
     schedule = dataclasses.replace(s, frontier=frontier, resident=resident)
     return PreloadPlan(schedule, plan.exec_plan, plan.preload_plan, plan.exec_cycles, plan.load_cycles,
-                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure)
+                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure, plan.shared)

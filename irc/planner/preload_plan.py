@@ -47,6 +47,7 @@ class PreloadPlan:
     cap: float = np.inf  # the execution space its execute-state plans were capped at
     transfer_cycles: list[float] | None = None   # per op, its exchange transfers' cycles
     load_pressure: list[float] | None = None     # per op, its load's share of the link
+    shared: tuple = ()   # the relayout copies its consumers share (`irc.planner.relayout_sharing`)
 
     def timeline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         s = self.schedule

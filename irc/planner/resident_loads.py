@@ -9,7 +9,7 @@ waits for its own before it starts. Priced here with the pass's own rule
 loads for later ops fit beside the bytes the op holds within the plan's peak, so a
 load the account has no room for at the start waits for the op that frees it. An op's
 loads are its weights in their idle layouts and the inputs it loads into its execute
-layout (`irc.planner.elk.own_inputs`), each timed as the chip times a preload
+layout (`irc.planner.preload_ops.own_inputs`), each timed as the chip times a preload
 (``preload_seconds`` of its tile per core and its distinct bytes). The waits are the
 ELK timeline's (`irc.planner.preload.timeline`) at those frontiers: the cycles the
 model runs beyond its ops' own.

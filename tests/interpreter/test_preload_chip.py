@@ -259,8 +259,9 @@ def test_scaled_decoders_larger_than_sram_run_as_planned(name, tmp_path):
     # keeps its all-to-all price in the plan: within 0.1%)
     mesh = device.endswith("mesh")
     assert report.interpreted_model_cycles == pytest.approx(report.planned_model_cycles, rel=1e-3 if mesh else 1e-6)
-    if mesh:   # the routes cost more than the all-to-all exchange, and the plan says so
-        assert report.chip.cycles["relayout"] > 63597
+    if mesh:   # the routes cost more than the all-to-all exchange (the "llama2" case's
+        # relayouts, with Q/K/V and gate/up sharing theirs: 55,963 cycles), and the plan says so
+        assert report.chip.cycles["relayout"] > 55963
     assert summary["hbm_busy_cycles"] == pytest.approx(plan["hbm_cycles"].value.data, rel=1e-6)
     assert summary["exposed_load_cycles"] == pytest.approx(plan["exposed_cycles"].value.data, rel=1e-3, abs=100)
 

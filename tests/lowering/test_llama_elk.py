@@ -68,7 +68,7 @@ def test_scaled_llama_layer_with_its_lm_head_runs_as_elk_planned():
     assert PRELOADED_ATTR in function.attributes and "irc.remark" not in function.attributes
     results, report = run(compiled, inputs)
     # (ELK plans with the layout-matched tables too: an idle slice padded past its weight's
-    # end is read whole from HBM, as the chip times it: `irc.planner.elk.weight_loads`)
+    # end is read whole from HBM, as the chip times it: `irc.planner.preload_ops.weight_loads`)
     assert report.model_cycles == pytest.approx(planned_model_cycles(compiled), rel=1e-9)
     assert report.peak_sram_bytes <= load_device("tiny16-hbm").sram_bytes
     for key, value in reference.items():   # f16 end to end: within a few roundings of te level

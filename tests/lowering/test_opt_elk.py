@@ -96,7 +96,7 @@ def test_scaled_opt_decoder_runs_at_the_planned_cycles():
     """The plan's cycles are the run's: the attention mask (an input that is not a weight,
     read by the first op) is preloaded into that op's execute layout, replicated to its
     cores, as its own load beside the op's weight; ELK prices it so per execute state
-    (`irc.planner.elk.own_input_loads`; priced inside the weight's load it was 12.8
+    (`irc.planner.preload_ops.own_input_loads`; priced inside the weight's load it was 12.8
     cycles short of 236,899)."""
     _, compiled, _, _, report = _scaled_run()
     assert report.model_cycles == pytest.approx(planned_model_cycles(compiled), rel=1e-9)
