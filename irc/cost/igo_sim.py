@@ -719,14 +719,12 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
     """DRAM traffic per tensor and cycles of `rounds` on `device` (an `NpuDevice`);
     `flush_before` and `paper`: `plan_rounds`'. With `dy_once` the dY tiles loaded for dW
     steps come free (IGO §3.3, Fig. 6: "we eliminate dY reads" of the dW computation);
-    with ``dy_once="once"`` every dY tile is read from DRAM once, its reloads free (in
-    any order: the bound over a schedule space, `irc.cost.igo.price`); with
-    ``dy_once="pinned"`` the schedule itself keeps each dY tile resident from its first
-    use to its last (`plan_rounds`' `pin_dy`: an executable schedule reading dY once,
-    every byte paid; `ScratchpadError` when the pinned tiles leave no room).
+    with ``dy_once="once"`` every dY tile's reloads are free (in any order: the bound over
+    a schedule space, `irc.cost.igo.price`); ``"pinned"`` plans with `plan_rounds`'
+    `pin_dy` (each dY tile read once by the schedule itself, every byte paid).
 
     One DMA queue at the device's DRAM bandwidth, in the order a program issues them
-    (`queue`): round t-1's fill (the loads and spills round t needs) and then round
+    (`irc.cost.igo.queue`): round t-1's fill (the loads and spills round t needs) and then round
     t-2's write-back are issued while round t-1 computes. A DMA starts when the queue is
     free and a load or reload once the round computing when it is issued has started (it
     fills the other half of the SPM, §2.2), a spill or store once the round that last
@@ -794,19 +792,3 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
     cost.steps = int(rounds.starts[-1])
     cost.stall_cycles = end - cost.compute_cycles
     return cost
-
-
-def queue(transfers: list[Transfer], rounds: int) -> list[tuple[str, int, Transfer | None]]:
-    """The program order of a schedule's DMAs and rounds: ``("dma", t, transfer)`` and
-    ``("round", t, None)``; round t's fill comes before it, round t-1's write-back (the
-    ``after`` transfers of round t-1) right after that fill."""
-    before, after = defaultdict(list), defaultdict(list)
-    for tr in transfers:
-        (after if tr.after else before)[tr.round].append(tr)
-    order: list[tuple[str, int, Transfer | None]] = []
-    for t in range(rounds + 1):
-        order += [("dma", t, tr) for tr in before[t]]
-        order += [("dma", t - 1, tr) for tr in after[t - 1]]
-        if t < rounds:
-            order.append(("round", t, None))
-    return order
