@@ -5,8 +5,8 @@ For each function with fused gradient pairs (after te-autodiff and igo-fuse, or 
 lit file states it), the planned cycles of what `rtensor-partition` lowers (each pair
 fused or unfused as Algorithm 1's point for it says: `irc.planner.igo_choice`) beside
 the function planned with every pair fused (fused plans only), every pair unfused, and
-each pair alone unfused: the alternatives the planner compared before the per-point
-choice. A whole alternative faster than the per-point result is flagged.
+each pair alone unfused: the alternatives `decide_fusion` guards the per-point choice
+against (never slower than any). One faster than the per-point result is flagged.
 
     PYTHONPATH=. .venv/bin/python benchmarks/igo_fusion_choice.py [files...]
 """
@@ -26,7 +26,7 @@ from irc.dialects import igo  # noqa: E402
 from irc.lowering.igo_pair_partition import plan_pairs, unfuse  # noqa: E402
 from irc.lowering.model_from_ir import function_model, plan_function  # noqa: E402
 from irc.lowering.te_to_rtensor import RTensorPartition  # noqa: E402
-from irc.passes.igo_fuse import IgoFuse  # noqa: E402
+from irc.lowering.igo_fuse import IgoFuse  # noqa: E402
 from irc.passes.te_autodiff import TeAutodiff  # noqa: E402
 from irc.planner.op_table import FrontierCache  # noqa: E402
 from irc.plans.errors import PlanError  # noqa: E402

@@ -40,7 +40,8 @@ Algorithm 1 chooses fused or unfused per pair and per memory budget (under memor
 pressure a fused pair's five tensors may cost its neighbours more than dY's second
 arrival saves); a pair at an unfused point goes back to two ``te.op``s (``irc.unfused``
 names the point, the budget and the fastest fused plan within it) and the function is
-planned again, kept unless every pair fused or every pair unfused plans faster. When the
+planned again, kept unless every pair fused, every pair unfused or one pair alone unfused
+plans faster. When the
 function does not fit even so, its pairs go back to two ``te.op``s each and it is planned
 again, so fusing never makes a program that fits unplaceable. With ``mode=op`` a fused
 pair runs its fastest fused plan.
@@ -201,8 +202,9 @@ def decide_fusion(function, found, decision, pairs: dict, plan, cache):
     (`irc.planner.igo_choice`), so Algorithm 1 chose per pair and budget; the pairs at an
     unfused point go back to two te ops saying why and the function is planned again
     (until no pair is at an unfused point), so what is lowered is planned exactly. The
-    result is kept unless running every pair unfused, or every pair fused (when some went
-    back), plans faster: never slower than either. ``plan(function, kept, points) ->
+    result is kept unless running every pair unfused, every pair fused (when some went
+    back), or any one pair alone unfused and the others fused plans faster: never slower
+    than any of them (one more plan per pair, from the tables the first plan cached). ``plan(function, kept, points) ->
     (found, decision)`` models and plans a function whose fused pairs are ``kept``.
     Returns (function, found, decision): a clone inserted in place of ``function`` when
     some pair went back (``pairs`` updated), else the arguments."""
@@ -211,6 +213,7 @@ def decide_fusion(function, found, decision, pairs: dict, plan, cache):
         return function, found, decision
     best, best_pairs = (function, found, decision), dict(pairs)
     chosen = _unfused_by_points(found, decision, pairs, cache)
+    realized = frozenset()   # the originals the per-point choice runs unfused
     if chosen:   # the per-point choice, realized on a clone (until then nothing is realized)
         best = None
         clone, twin = _twins(function, originals)
@@ -224,6 +227,7 @@ def decide_fusion(function, found, decision, pairs: dict, plan, cache):
                 planned = plan(clone, kept, True)
                 chosen = _unfused_by_points(*planned, kept, cache)
             best, best_pairs = (clone, *planned), kept
+            realized = frozenset(o for o in originals if twin[o] not in kept)
         except (ModelFitError, PlanError, DiagnosticException):   # as two operators it does not plan
             pass
         fused_only = _planned_or_none(plan, function, {o: pairs[o] for o in originals})
@@ -231,6 +235,8 @@ def decide_fusion(function, found, decision, pairs: dict, plan, cache):
         # the unfused pair receives twice
         if fused_only is not None and (best is None or fused_only[1].seconds <= best[2].seconds * (1 + 1e-12)):
             best, best_pairs = (function, *fused_only), {o: pairs[o] for o in originals}
+    if len(originals) > 1:   # each pair alone unfused (one pair: that is every pair unfused, below)
+        best, best_pairs = _each_alone_unfused(function, originals, pairs, plan, best, best_pairs, realized)
     if best is None or best[1].pairs:   # every pair unfused
         clone, twin = _twins(function, originals)
         seconds = best[2].seconds if best is not None else math.inf
@@ -251,6 +257,26 @@ def decide_fusion(function, found, decision, pairs: dict, plan, cache):
         del pairs[original]
     pairs.update(best_pairs)
     return best
+
+
+def _each_alone_unfused(function, originals: list, pairs: dict, plan, best, best_pairs: dict, realized: frozenset):
+    """``best`` (None: nothing planned yet) or, if faster, the function planned with one
+    pair alone unfused and every other fused, for each pair (not the per-point choice's
+    own ``realized`` set again): one plan per pair, from the pair tables already cached."""
+    for alone in originals:
+        if realized == {alone}:
+            continue
+        clone, twin = _twins(function, originals)
+        seconds = best[2].seconds if best is not None else math.inf
+        unfuse(twin[alone], "run as two operators: the model-wide plan of the function is faster with this pair "
+                            f"alone unfused than the {seconds * 1e6:.3f} us of its per-pair choice"
+               if best is not None else "run as two operators: the model-wide plan of the function has no room "
+                                        "for its per-pair choice")
+        kept = {twin[o]: pairs[o] for o in originals if o is not alone}
+        planned = _planned_or_none(plan, clone, kept)
+        if planned is not None and planned[1].seconds < seconds * (1 - 1e-12):
+            best, best_pairs = (clone, *planned), kept
+    return best, best_pairs
 
 
 def _planned_or_none(plan, function, kept: dict):

@@ -17,6 +17,8 @@ request stream, which IGO's simulator is built on (§6.1).
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from irc.cost import igo_scalesim
 from irc.cost.igo_sim import (  # noqa: F401  (the names the planner, passes, lowering and benchmark use)
     BASELINES,
@@ -42,7 +44,6 @@ from irc.cost.igo_sim import (  # noqa: F401  (the names the planner, passes, lo
     part_blocks,
     plan_rounds,
     plan_transfers,
-    queue,
     schedule,
     simulate,
     step_shape,
@@ -53,6 +54,22 @@ from irc.cost.model import CostModelError
 
 MEMORIES = ("irc", "scalesim")
 """The memory models a cost can be taken on (see the module docstring)."""
+
+
+def queue(transfers: list[Transfer], rounds: int) -> list[tuple[str, int, Transfer | None]]:
+    """The program order of a schedule's DMAs and rounds: ``("dma", t, transfer)`` and
+    ``("round", t, None)``; round t's fill comes before it, round t-1's write-back (the
+    ``after`` transfers of round t-1) right after that fill."""
+    before, after = defaultdict(list), defaultdict(list)
+    for tr in transfers:
+        (after if tr.after else before)[tr.round].append(tr)
+    order: list[tuple[str, int, Transfer | None]] = []
+    for t in range(rounds + 1):
+        order += [("dma", t, tr) for tr in before[t]]
+        order += [("dma", t - 1, tr) for tr in after[t - 1]]
+        if t < rounds:
+            order.append(("round", t, None))
+    return order
 
 
 def split_of(device, scheme: str | None, parts: int | None) -> tuple[str | None, int]:

@@ -500,8 +500,9 @@ class _Scratchpad:
     of last use (LRU first), the partial sums spilled, and the transfers it plans as
     tuples ``(kind, tile, bytes, partial, after, ready_round)``."""
 
-    def __init__(self, tiles: _Tiles, capacity: int, policy: str, frees: bool):
+    def __init__(self, tiles: _Tiles, capacity: int, policy: str, frees: bool, pin_dy: bool = False):
         self.tiles, self.capacity, self.policy, self.frees = tiles, capacity, policy, frees
+        self.pin_dy = pin_dy
         self.resident: dict[int, int] = {}
         self.spilled: set[int] = set()
         self.written_in: dict[int, int] = {}
@@ -530,8 +531,12 @@ class _Scratchpad:
             return
         nbytes = size[tile]
         while self.used + nbytes > self.capacity:
-            candidates = (v for v in resident if v not in needed)
-            victim = next(candidates) if self.policy == "lru" else max(candidates, key=lambda v: self.next_use(v, t))
+            pinned = self.tiles.dy_end if self.pin_dy else 0   # dY tiles stay until their last use
+            candidates = (v for v in resident if v not in needed and v >= pinned)
+            victim = next(candidates, None) if self.policy == "lru" else \
+                max(candidates, key=lambda v: self.next_use(v, t), default=None)
+            if victim is None:   # only pinned dY tiles could go
+                raise ScratchpadError(self.used + nbytes, self.capacity)
             if victim >= self.tiles.first_output:
                 # a partial sum needed again: written now, read back at its next use
                 self.used -= resident.pop(victim)
@@ -575,10 +580,12 @@ class _Scratchpad:
         return after
 
 
-def _plan(rounds: Rounds, tiles: _Tiles, capacity: int, policy: str, frees: bool, flush_before, paper: bool):
+def _plan(rounds: Rounds, tiles: _Tiles, capacity: int, policy: str, frees: bool, flush_before, paper: bool,
+          pin_dy: bool = False):
     """`plan_rounds` on integer tiles: yields ``(t, before, after)`` with transfers as
     tuples ``(kind, tile, bytes, partial, after, ready_round)``."""
-    spm = _Scratchpad(tiles, capacity, policy, frees)
+    spm = _Scratchpad(tiles, capacity, policy, frees, pin_dy)
+    paper = paper and not pin_dy   # a pinned dY tile is reused however far its next use
     size, last_use, first_output, dy_end = tiles.size, tiles.last_use, tiles.first_output, tiles.dy_end
     in1, in2, out_of = tiles.in1, tiles.in2, tiles.out
     starts = rounds.lists()[-1]
@@ -590,7 +597,7 @@ def _plan(rounds: Rounds, tiles: _Tiles, capacity: int, policy: str, frees: bool
         dead = []
         if t in flush_before:
             operator_start = t
-            for tile in [x for x in spm.resident if x < first_output and not (paper and x < dy_end)]:
+            for tile in [x for x in spm.resident if x < first_output and not ((paper or pin_dy) and x < dy_end)]:
                 spm.drop(tile, before)
         first, stop = starts[t], starts[t + 1]
         if stop - first == 1:
@@ -624,7 +631,7 @@ _KIND_NAMES = ("load", "store", "free")
 
 
 def plan_rounds(rounds, layer: Layer, tiling: Tiling, capacity: int, policy: str = "lru",
-                frees: bool = False, flush_before=frozenset(), paper: bool = False):
+                frees: bool = False, flush_before=frozenset(), paper: bool = False, pin_dy: bool = False):
     """The DMAs of a schedule round by round (see the module docstring): yields
     ``(t, before, after)`` for t = 0 .. len(rounds), `before` the `Transfer`s issued
     before round t computes (frees of tiles dead after round t-1, the flush of an operator
@@ -635,8 +642,10 @@ def plan_rounds(rounds, layer: Layer, tiling: Tiling, capacity: int, policy: str
     `flush_before` (`operator_starts`): the rounds that start another operator; the input
     tiles resident then are dropped (open partial sums stay), except with `paper`
     (`BASELINES`) the dY tiles, which the next operator reuses only within half the SPM's
-    worth of loads. Frees are listed only with `frees` (what a program needs,
-    `irc.lowering.igo_to_npu`)."""
+    worth of loads. With `pin_dy` a dY tile stays resident from its first use to its
+    last (never evicted, never flushed: each dY tile read once), the other tiles making
+    room; `ScratchpadError` when only pinned tiles could. Frees are listed only with
+    `frees` (what a program needs, `irc.lowering.igo_to_npu`)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown replacement policy '{policy}' (known: {', '.join(POLICIES)})")
     rounds = Rounds.of(rounds)
@@ -648,16 +657,17 @@ def plan_rounds(rounds, layer: Layer, tiling: Tiling, capacity: int, policy: str
         name = key(tile) if partial or kind != STORE else key(tile)[:3] + (0,)
         return Transfer(t, _KIND_NAMES[kind], name, nbytes, partial, after, ready)
 
-    for t, before, after in _plan(rounds, tiles, capacity, policy, frees, flush_before, paper):
+    for t, before, after in _plan(rounds, tiles, capacity, policy, frees, flush_before, paper, pin_dy):
         yield t, [transfer(t, b) for b in before], [transfer(t, a) for a in after]
 
 
 def plan_transfers(rounds, layer: Layer, tiling: Tiling, capacity: int, policy: str = "lru",
-                   frees: bool = False, flush_before=frozenset(), paper: bool = False) -> list[Transfer]:
+                   frees: bool = False, flush_before=frozenset(), paper: bool = False,
+                   pin_dy: bool = False) -> list[Transfer]:
     """Every DMA (and, with `frees`, every free) of a schedule, in the order
     `plan_rounds` plans them."""
     transfers: list[Transfer] = []
-    for _, before, after in plan_rounds(rounds, layer, tiling, capacity, policy, frees, flush_before, paper):
+    for _, before, after in plan_rounds(rounds, layer, tiling, capacity, policy, frees, flush_before, paper, pin_dy):
         transfers += before + after
     return transfers
 
@@ -709,11 +719,12 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
     """DRAM traffic per tensor and cycles of `rounds` on `device` (an `NpuDevice`);
     `flush_before` and `paper`: `plan_rounds`'. With `dy_once` the dY tiles loaded for dW
     steps come free (IGO §3.3, Fig. 6: "we eliminate dY reads" of the dW computation);
-    with ``dy_once="once"`` every dY tile is read from DRAM once, its reloads free (in
-    any order: the bound over a schedule space, `irc.cost.igo.price`).
+    with ``dy_once="once"`` every dY tile's reloads are free (in any order: the bound over
+    a schedule space, `irc.cost.igo.price`); ``"pinned"`` plans with `plan_rounds`'
+    `pin_dy` (each dY tile read once by the schedule itself, every byte paid).
 
     One DMA queue at the device's DRAM bandwidth, in the order a program issues them
-    (`queue`): round t-1's fill (the loads and spills round t needs) and then round
+    (`irc.cost.igo.queue`): round t-1's fill (the loads and spills round t needs) and then round
     t-2's write-back are issued while round t-1 computes. A DMA starts when the queue is
     free and a load or reload once the round computing when it is issued has started (it
     fills the other half of the SPM, §2.2), a spill or store once the round that last
@@ -747,7 +758,8 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
         raise ValueError(f"unknown replacement policy '{policy}' (known: {', '.join(POLICIES)})")
     tiles = _Tiles(rounds, layer, tiling, policy == "belady")
     name, dy_end = tiles.name, tiles.dy_end
-    for t, before, after in _plan(rounds, tiles, device.spm_bytes // 2, policy, False, flush_before, paper):
+    for t, before, after in _plan(rounds, tiles, device.spm_bytes // 2, policy, False, flush_before, paper,
+                                  dy_once == "pinned"):
         fill_done = 0.0
         free_dy = dy_once is True and t < len(rounds) and kinds[starts[t]] == dw
         for kind, tile, nbytes, partial, late, ready in before + pending:
@@ -780,19 +792,3 @@ def simulate(rounds, layer: Layer, tiling: Tiling, device, policy: str = "lru", 
     cost.steps = int(rounds.starts[-1])
     cost.stall_cycles = end - cost.compute_cycles
     return cost
-
-
-def queue(transfers: list[Transfer], rounds: int) -> list[tuple[str, int, Transfer | None]]:
-    """The program order of a schedule's DMAs and rounds: ``("dma", t, transfer)`` and
-    ``("round", t, None)``; round t's fill comes before it, round t-1's write-back (the
-    ``after`` transfers of round t-1) right after that fill."""
-    before, after = defaultdict(list), defaultdict(list)
-    for tr in transfers:
-        (after if tr.after else before)[tr.round].append(tr)
-    order: list[tuple[str, int, Transfer | None]] = []
-    for t in range(rounds + 1):
-        order += [("dma", t, tr) for tr in before[t]]
-        order += [("dma", t - 1, tr) for tr in after[t - 1]]
-        if t < rounds:
-            order.append(("round", t, None))
-    return order

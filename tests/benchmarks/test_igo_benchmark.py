@@ -15,6 +15,7 @@ from irc.workloads.igo import bert_tiny, tinybert_4, transformer_encoder, worklo
 from irc.cost.igo import FUSED_ORDERS, Layer
 from irc.planner.igo import cheapest, evaluate
 from irc.devices import load_device
+from irc.devices.npu import NpuDevice
 from irc.dialects.igo import GradPairOp
 from irc.lowering.igo_fuse import IgoFuse
 from irc.passes.te_autodiff import TeAutodiff
@@ -118,6 +119,37 @@ def test_unfused_reason_is_measured_over_every_fused_schedule():
     assert line.startswith(f"    16x16x64 (MxKxN) stays unfused at npu-server: the baseline moves "
                            f"{base.dram_bytes / 1e6:.2f} MB in {base.cycles:,.0f} cycles")
     assert "fused schedules" in line and "the fastest fused schedule (" in line
+
+
+def test_the_bound_is_executable_and_the_free_reload_bound_says_why_not():
+    """Issue 25 item 1: the bound over the settings' schedule space is the least cost of
+    a schedule a program can run (each schedule, and each with its dY tiles pinned so
+    every one is read once); the bound with dY's reloads free is below it where pinning
+    does not fit, and the benchmark prints the measured reason. On a scratchpad holding
+    one 16x16 step (1.5 KB of 2 KB resident), the unfused 32x16x32 pair's dY (2 KB)
+    cannot stay between its operators; no fused walk reads dY once without spilling."""
+    device = NpuDevice("tiny-npu", "", 1, (1,), 16, 16, 4096, 1e9, 1e9)
+    layer = Layer(32, 16, 32)
+    result = igo.price([igo.Gemms(layer)], device, "lru")
+    executable, free = result["totals"][igo.SPACE_BOUND][0], result["totals"][igo.FREE_BOUND][0]
+    for key in (*igo.CONFIGS, "paper"):
+        assert executable <= result["totals"][key][0] + 1e-6
+    assert free < executable
+    (dims, count, (order, scheme, parts, baseline), tiles, bound, best), = result["unreachable"]
+    assert dims[:3] == [32, 16, 32] and count == 1 and (bound, best) == (free, executable)
+    tiling = igo.Tiling(*tiles)
+    pinned = igo._pinned(layer, device, order, scheme, parts, "lru", baseline, tiling)
+    peak = igo.dy_alive_peak(layer, device, order, scheme, parts, baseline, tiling)
+    assert pinned is None or pinned.cycles >= executable
+    assert peak > device.spm_bytes // 2 - 16 * 16 * 2 * 2   # dY alive at once, beside a step's other tiles
+    tried, once_order, once = igo.best_read_once(layer, device, "lru", "paper")
+    assert tried == 6 * len(igo.candidates(layer, device)) and (once is None or once.cycles >= executable)
+    line, = igo.unreachable_lines("tiny", {"w": result}, "lru", "paper", device)
+    assert line.startswith(f"    32x16x32 (MxKxN, 1 GEMMs) at tiny: dY's reloads free, {order} in "
+                           f"{tiles[0]}x{tiles[1]}x{tiles[2]} tiles takes {free:,.0f} cycles, but reading dY once "
+                           f"in it keeps up to {igo.mb(peak)} of dY tiles alive at once, against 2.0 KB resident")
+    assert f"of the {tried:,} schedules reading each dY tile once" in line
+    assert line.endswith(f"the best executable schedule takes {executable:,.0f}")
 
 
 @pytest.mark.slow

@@ -74,6 +74,26 @@ def test_hand_traffic_baseline_reads_dy_twice():
     assert written == {"dX": 8, "dW": 4}
 
 
+def test_pinned_dy_reads_each_dy_tile_once_where_it_fits():
+    """``dy_once="pinned"``: the same steps, each dY tile kept from its first use to its
+    last, every byte paid. The separate baseline with 16 bytes resident keeps dY0 and dY1
+    across its two operators (W goes instead): dY read once; with 12 (3 tiles) the two
+    dY tiles, W and dX1's output do not fit, and pinned dY leaves no room."""
+    tiling = Tiling(2, 2, 2)
+    pinned = evaluate(LAYER_A, _device(32), "baseline", tiling=tiling, baseline="separate", dy_once="pinned")
+    assert pinned.read == {"dY": 8, "W": 4, "X": 8} and pinned.written == {"dX": 8, "dW": 4}
+    rounds = schedule(LAYER_A, tiling, "baseline")
+    loads = [tr.tile for tr in plan_transfers(rounds, LAYER_A, tiling, 16, flush_before={2}, pin_dy=True)
+             if tr.kind == "load"]
+    assert sorted(t for t in loads if t[0] == "dY") == [("dY", 0, 0), ("dY", 1, 0)]
+    with pytest.raises(ScratchpadError, match="needs 16 bytes of scratchpad but 12"):
+        evaluate(LAYER_A, _device(24), "baseline", tiling=tiling, baseline="separate", dy_once="pinned")
+    # a fused order reads dY once anyway: pinning changes nothing
+    for order in FUSED_ORDERS:
+        assert evaluate(LAYER_A, _device(24), order, tiling=tiling, dy_once="pinned").as_dict() == \
+            evaluate(LAYER_A, _device(24), order, tiling=tiling).as_dict(), order
+
+
 def test_hand_traffic_interleave_reads_dy_once_but_spills_dw():
     # dx0: load dY0, W, write dX0. dw0: dY0 hits, load X0, evict W (LRU) for dW.
     # dx1: load dY1, reload W, spill the dW partial (write 4) for dX1, write dX1.

@@ -72,9 +72,10 @@ def compile_with_kernels(text: str, passes, watch=None) -> tuple[object, float]:
     return module, planned[0]
 
 
-def model_plan_of(text: str, device: str = "tiny16"):
+def model_plan_of(text: str, device: str = "tiny16", wrap=None):
     """The model-wide plan rtensor-partition makes of `text`'s function after
-    te-autodiff and igo-fuse (the fused pairs among its operators)."""
+    te-autodiff and igo-fuse (the fused pairs among its operators); ``wrap(plan)`` may
+    stand in for the planning decide_fusion calls."""
     from xdsl.dialects.func import FuncOp
 
     from irc.cost import get_cost_model
@@ -97,7 +98,7 @@ def model_plan_of(text: str, device: str = "tiny16"):
         return model, plan_function(model.model, cache, fusion_points=points)
 
     _, found, decision = decide_fusion(function, found, plan_function(found.model, cache, fusion_points=True), pairs,
-                                       plan, cache)
+                                       plan if wrap is None else wrap(plan), cache)
     return found, decision
 
 
@@ -344,3 +345,52 @@ def test_fusion_is_decided_inside_the_model_wide_plan():
     expected, _ = run(reference, inputs)
     for name, value in expected.items():
         np.testing.assert_allclose(results[name], value, rtol=1e-4, atol=1e-3 * max(1.0, np.abs(value).max()))
+
+
+class _Reported:
+    """A model-wide plan whose time reads ``factor`` times its own."""
+
+    def __init__(self, decision, factor: float):
+        self._decision, self._factor = decision, factor
+
+    def __getattr__(self, name):
+        return getattr(self._decision, name)
+
+    @property
+    def seconds(self) -> float:
+        return self._decision.seconds * self._factor
+
+
+def test_fusion_is_never_slower_than_one_pair_alone_unfused():
+    """Issue 25 item 2: beside every pair fused and every pair unfused, decide_fusion
+    plans each pair alone unfused (the others fused) and keeps the fastest. On the
+    tiny16 case the per-point choice runs one pair (w1's) unfused; the result is no
+    slower than the other alternative (w2's pair alone unfused), and when that
+    alternative's plan reads twice as fast, it is the one kept."""
+    text = MLP.replace(", irc.weight", "")
+    alone: dict[str, float] = {}
+
+    def recording(plan, faster: str | None = None):
+        def planned(clone, kept, points):
+            model, decision = plan(clone, kept, points)
+            fused = {str(op.dw.type) for op in kept}
+            if not points and len(kept) == 1:   # one pair alone unfused: the other kept
+                (other,) = fused
+                alone[other] = decision.seconds
+                if other == faster:
+                    return model, _Reported(decision, 0.5)
+            return model, decision
+        return planned
+
+    w1, w2 = "tensor<128x64xf32>", "tensor<64x32xf32>"   # each pair by its dW
+    found, decision = model_plan_of(text, wrap=recording)
+    assert [str(op.dw.type) for op in found.pairs] == [w2]   # the per-point choice: w1's pair unfused
+    assert list(alone) == [w1]   # the other alternative: w2's pair alone unfused, w1's kept fused
+    assert decision.seconds <= alone[w1] * (1 + 1e-12)
+    # that alternative's plan reported twice as fast: it is the one kept
+    alone.clear()
+    found, decision = model_plan_of(text, wrap=lambda plan: recording(plan, w1))
+    assert [str(op.dw.type) for op in found.pairs] == [w1]
+    assert decision.seconds == pytest.approx(alone[w1] * 0.5, rel=1e-12)
+    notes = [op.attributes[UNFUSED_ATTR].data for op in found.ops if UNFUSED_ATTR in op.attributes]
+    assert len(notes) == 2 and all("faster with this pair alone unfused" in n for n in notes)
