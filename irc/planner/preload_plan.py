@@ -25,7 +25,6 @@ from irc.planner.preload import (
     Schedule,
     inductive_schedule,
     timeline,
-    timeline_latency,
 )
 
 # ----------------------------------------------------------------------------------------
@@ -49,16 +48,22 @@ class PreloadPlan:
     load_pressure: list[float] | None = None     # per op, its load's share of the link
 
     def timeline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        s = self.schedule
-        return timeline(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles,
-                        self.transfer_cycles, self.load_pressure)
+        """(load_start, load_end, exec_start, exec_end) as the plan runs (``timeline``),
+        computed once (read-only: the metrics ask for it again and again)."""
+        if not hasattr(self, "_timeline"):
+            s = self.schedule
+            found = timeline(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles,
+                             self.transfer_cycles, self.load_pressure)
+            for array in found:
+                array.setflags(write=False)
+            self._timeline = found
+        return self._timeline
 
     @property
     def latency(self) -> float:
         if not hasattr(self, "_latency"):
-            s = self.schedule
-            self._latency = timeline_latency(len(self.exec_plan), s.order, s.frontier, self.exec_cycles,
-                                             self.load_cycles, self.transfer_cycles, self.load_pressure)
+            _, load_end, _, exec_end = self.timeline()
+            self._latency = float(max(load_end.max(), exec_end.max())) if len(self.exec_plan) else 0.0
         return self._latency
 
     def contention_cycles(self) -> list[float]:
@@ -160,6 +165,10 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
     return min(plans, key=metric)
 
 
+_NAMES = object()
+"""The key under which ``_plan_preloads`` keeps its numbering of states in a shared memo."""
+
+
 def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
                    split: str, smallest: bool, memo: dict | None = None,
                    charge: Sequence[float] | None = None, exec_cap: float = np.inf,
@@ -175,12 +184,23 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
     alloc = allocation(ops, capacity, smallest, charge, exec_cap, links)
     memo = {} if memo is None else memo   # (op, resident ops and their plans) -> Allocation
+    # the memo's keys name each op's signature and each resident op's state by a number
+    # (equal numbers, equal values), kept in the memo so that every call sharing it agrees
+    names = memo.setdefault(_NAMES, {})
+    name = lambda value: names.setdefault(value, len(names))  # noqa: E731
+    own_key = [(name(("op", op.signature)), alloc.charge[i]) for i, op in enumerate(ops)]
+    edges = None if links is None else [name(("edges", links.in_labels[i], links.labels[i])) for i in range(len(ops))]
+    held: list[int | None] = [None] * len(ops)   # per scheduled op, the number of its state
+
+    def commit(i: int, allocation: Allocation) -> None:
+        alloc.commit(i, allocation)
+        for k in (i, *allocation.shrunk):
+            held[k] = name((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k], alloc.charge[k],
+                            alloc.own.get(k)))
 
     def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
-        key = (ops[i].signature, alloc.charge[i],
-               tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k], alloc.charge[k], alloc.own.get(k))
-                     for k in resident),
-               None if links is None else links.key(i, alloc.exec_plan))
+        key = (own_key[i], tuple([held[k] for k in resident]),
+               None if links is None else (edges[i], tuple([alloc.exec_plan.get(k) for k in links.consumers[i]])))
         if key not in memo:
             found = alloc(i, resident)
             if found is not None and found.shrunk:  # store by position in the resident set
@@ -195,7 +215,7 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
 
     schedule = inductive_schedule(len(ops), allocate,
                                   lambda k: ops[k].load_time(alloc.preload_plan[k], alloc.exec_plan[k]),
-                                  order, alloc.commit)
+                                  order, commit)
     exec_plan = [alloc.exec_plan[i] for i in range(len(ops))]
     preload_plan = [alloc.preload_plan[i] for i in range(len(ops))]
     # the plan as it will run: final preload states, their distribution and load times

@@ -331,6 +331,10 @@ def ring_sources(op_factors, free: tuple[int, ...], ring: int, weight: int = 1, 
 
 
 _MESH_RINGS: dict = {}
+_MESH_RINGS_KEPT = 1 << 17
+"""How many rings' loads ``_mesh_ring_bytes`` keeps: a model's op-table searches on a mesh
+ask for ~20,000 distinct rings (DiT-XL), each asked ~10 times; a smaller memo cleared
+when full re-routes most of them (~100 bytes an entry)."""
 
 
 def _mesh_ring_bytes(device: Device, op_factors, free: tuple[int, ...], ring: int, nbytes: float,
@@ -339,10 +343,12 @@ def _mesh_ring_bytes(device: Device, op_factors, free: tuple[int, ...], ring: in
     alone: its busiest link's share (per byte of the partition) and its longest route."""
     if ring <= 1:
         return float(nbytes)
-    key = (device, tuple(int(f) for f in op_factors), free, ring, weight, trips)
+    # what the routes depend on of the device: its mesh and cores per chip (hashing the whole
+    # device on every call costs more than the lookup)
+    key = (device.mesh, device.cores_per_chip, tuple(int(f) for f in op_factors), free, ring, weight, trips)
     if key not in _MESH_RINGS:
         busiest, hops = mesh_busiest(device, ring_sources(op_factors, free, ring, weight, trips), 1.0)
-        if len(_MESH_RINGS) > 4096:
+        if len(_MESH_RINGS) > _MESH_RINGS_KEPT:
             _MESH_RINGS.clear()
         _MESH_RINGS[key] = (busiest if busiest > 0 else 1.0, hops)
     load, hops = _MESH_RINGS[key]
