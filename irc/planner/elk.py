@@ -486,6 +486,7 @@ class DesignSearch:
         self.metric = latency_of if metric is None else metric
         self.found: dict[str, tuple] = {}
         self._improved: dict[tuple, tuple[PreloadPlan, float]] = {}
+        self.memos: dict = {}   # Dyn's and Full's allocations and plans (``plan_preloads``' memos)
 
     def with_ops(self, ops: Sequence[PreloadOp]) -> "DesignSearch":
         """The same search over ``ops`` (the same ops, some keeping bytes free: ``reserve``)."""
@@ -504,10 +505,12 @@ class DesignSearch:
             plan, space = static_sweep(ops, capacity, metric=metric)
             return plan, in_order, 1, space
         if design == "dyn":
-            return plan_preloads(ops, capacity, None, self.split, metric=metric, links=self.links), in_order, 1, None
+            return (plan_preloads(ops, capacity, None, self.split, memos=self.memos, metric=metric, links=self.links),
+                    in_order, 1, None)
         if design == "full":
             plan, order, tried = reorder(ops, capacity, self.split, max_orders=self.max_orders,
-                                         max_displacement=self.max_displacement, metric=metric, links=self.links)
+                                         max_displacement=self.max_displacement, metric=metric, links=self.links,
+                                         memos=self.memos)
             return plan, order, tried, None
         raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
 

@@ -341,29 +341,42 @@ class CostAwareAllocation:
         found = []
         for k in reversed(resident):
             r, j = states.get(k, self.preload_plan[k]), self.exec_plan[k]
-            found.append((self.ops[k].load_time(r, j), self.ops[k].load_share(r, j)))
+            memo = self.ops[k]._memo   # (asked again for every allocation it is resident in)
+            load = memo.get(("load", r, j))
+            if load is None:
+                load = memo[("load", r, j)] = (self.ops[k].load_time(r, j), self.ops[k].load_share(r, j))
+            found.append(load)
         return found
 
-    def contention(self, i: int, j: int, r: int, streaming: list[tuple[float, float]]) -> float:
+    def contention(self, i: int, j: int, r: int, streaming: list[tuple[float, float]],
+                   memo: dict | None = None) -> float:
         """The interconnect contention op i's execute state j (from preload state r) meets
         beside ``streaming`` loads (s4.3: its transfers and theirs share the link;
-        ``irc.devices.topology.preloaded_contention``)."""
+        ``irc.devices.topology.preloaded_contention``); ``memo``: the answers for these
+        loads, by (j, r)."""
         op = self.ops[i]
         if not streaming or op.transfers(r, j) <= 0:
             return 0.0
-        return preloaded_contention(float(op.exec_cycles[j] + op.distribute[r, j]), op.transfers(r, j), streaming)
+        found = None if memo is None else memo.get((j, r))
+        if found is None:
+            found = preloaded_contention(float(op.exec_cycles[j] + op.distribute[r, j]), op.transfers(r, j), streaming)
+            if memo is not None:
+                memo[(j, r)] = found
+        return found
 
     def exec_curve(self, i: int, streaming: list[tuple[float, float]] = ()) -> list[tuple[float, float, int]]:
         op = self.ops[i]
         points = []
         cap = max(self.exec_cap, op.min_exec())
+        # the same loads stream beside op i in many allocations (other resident sets, orders, ways)
+        memo = op._memo.setdefault(("contention", tuple(streaming)), {})
         for j in range(len(op.exec_bytes)):
             if op.exec_bytes[j] > cap:   # a capped execution space (``plan_preloads``' caps)
                 points.append((np.inf, np.inf))   # (kept in place: a point's index is its state j)
                 continue
             r = self.own_preload(i, j)
             points.append((op.exec_space(r, j), np.inf if r < 0 else
-                           op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, streaming)
+                           op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, streaming, memo)
                            + self.outgoing(i, j)))
         return pareto_curve(points)
 

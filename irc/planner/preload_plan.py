@@ -10,6 +10,7 @@ Times are cycles; memory is bytes per core.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -165,8 +166,9 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
     return min(plans, key=metric)
 
 
-_NAMES = object()
-"""The key under which ``_plan_preloads`` keeps its numbering of states in a shared memo."""
+_NAMES, _PLANS = object(), object()
+"""The keys under which ``_plan_preloads`` keeps, in a shared memo, its numbering of states
+and the plans it made."""
 
 
 def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
@@ -184,6 +186,12 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
     alloc = allocation(ops, capacity, smallest, charge, exec_cap, links)
     memo = {} if memo is None else memo   # (op, resident ops and their plans) -> Allocation
+    # the same order and charges planned again (Full's execution order is Dyn's): the plan made
+    planned = memo.setdefault(_PLANS, {})
+    again = (tuple(range(len(ops))) if order is None else tuple(order), tuple(alloc.charge), smallest, exec_cap,
+             capacity, split)
+    if again in planned:
+        return copy.copy(planned[again])   # (a copy: its caller names how it was made)
     # the memo's keys name each op's signature and each resident op's state by a number
     # (equal numbers, equal values), kept in the memo so that every call sharing it agrees
     names = memo.setdefault(_NAMES, {})
@@ -220,7 +228,8 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
     preload_plan = [alloc.preload_plan[i] for i in range(len(ops))]
     # the plan as it will run: final preload states, their distribution and load times
     schedule.exec_plan, schedule.preload_plan = exec_plan, preload_plan
-    return _as_run(ops, schedule, exec_plan, preload_plan)
+    planned[again] = _as_run(ops, schedule, exec_plan, preload_plan)
+    return copy.copy(planned[again])
 
 
 def _as_run(ops: Sequence[PreloadOp], schedule: Schedule, exec_plan: list[int], preload_plan: list[int]) -> PreloadPlan:
