@@ -270,9 +270,9 @@ def _mesh_tables(rows, cols, r0, c0, r1, c1, weights):
     (south, north: [cols, rows + 1]). Vectorised: per line, a flow adds its bytes to the
     line's links between its ends (difference arrays)."""
     def spread(shape, lines, begin, end, weight):
-        table = np.zeros(shape)
-        np.add.at(table, (lines, begin), weight)
-        np.add.at(table, (lines, end), -weight)
+        # np.add.at's sums, in the same order (every +weight, then every -weight), by bincount
+        cells = np.concatenate([lines * shape[1] + begin, lines * shape[1] + end])
+        table = np.bincount(cells, np.concatenate([weight, -weight]), shape[0] * shape[1]).reshape(shape)
         return np.cumsum(table, axis=1)
 
     east, west = c1 > c0, c1 < c0

@@ -346,6 +346,7 @@ class DesignSearch:
         self.metric = latency_of if metric is None else metric
         self.found: dict[str, tuple] = {}
         self._improved: dict[tuple, tuple[PreloadPlan, float]] = {}
+        self.memos: dict[float, dict] = {}   # per link share: Dyn's and Full's allocations and plans
 
     def with_ops(self, ops: Sequence[PreloadOp]) -> "DesignSearch":
         """The same search over ``ops`` (the same ops, some keeping bytes free: ``reserve``)."""
@@ -358,6 +359,11 @@ class DesignSearch:
         """``plan`` as it runs: its relayouts charged (``Relayouts.finish``, sharing copies
         where they fit beside these ops), if any."""
         return plan if self.relayouts is None else self.relayouts.finish(plan, self.ops, self.capacity)
+
+    def memos_for(self, ops: Sequence[PreloadOp]) -> dict:
+        """``plan_preloads``' memos shared by Dyn and Full for ``ops`` (one per link share:
+        a paced op keeps its signature, its loads differ)."""
+        return self.memos.setdefault(ops[0].link_share if ops else 1.0, {})
 
     def shares(self) -> list[float]:
         """The link shares worth trying: 1 (unpaced) and each of ``link_shares`` below some
@@ -385,11 +391,13 @@ class DesignSearch:
             plan, space = static_sweep(ops, capacity, metric=metric)
             return plan, in_order, 1, space
         if design == "dyn":
-            return (plan_preloads(ops, capacity, None, self.split, metric=metric, links=self.links, **rank),
+            return (plan_preloads(ops, capacity, None, self.split, memos=self.memos_for(ops), metric=metric,
+                                  links=self.links, **rank),
                     in_order, 1, None)
         if design == "full":
             plan, order, tried = reorder(ops, capacity, self.split, max_orders=self.max_orders,
-                                         max_displacement=self.max_displacement, metric=metric, links=self.links)
+                                         max_displacement=self.max_displacement, metric=metric, links=self.links,
+                                         memos=self.memos_for(ops))
             return plan, order, tried, None
         raise ValueError(f"unknown design '{design}'; known: {', '.join(DESIGNS)}")
 

@@ -29,6 +29,7 @@ Times are cycles; memory is bytes per core.
 from __future__ import annotations
 
 import dataclasses
+import bisect
 import heapq
 import itertools
 from dataclasses import dataclass, field
@@ -371,6 +372,7 @@ class CostAwareAllocation:
         self.exec_plan: dict[int, int] = {}
         self.preload_plan: dict[int, int] = {}
         self.own: dict[int, float] = {}   # per scheduled op, the own preload bytes its space counted
+        self._outgoing: dict[tuple[int, int], float] = {}
 
     def own_preload(self, i: int, j: int) -> int:
         """The executing op's preload state: its fastest for execute state j (s4.3), or
@@ -391,36 +393,55 @@ class CostAwareAllocation:
         found = []
         for k in reversed(resident):
             r, j = states.get(k, self.preload_plan[k]), self.exec_plan[k]
-            found.append((self.ops[k].load_time(r, j), self.ops[k].load_share(r, j)))
+            memo = self.ops[k]._memo   # (asked again for every allocation it is resident in)
+            load = memo.get(("load", r, j))
+            if load is None:
+                load = memo[("load", r, j)] = (self.ops[k].load_time(r, j), self.ops[k].load_share(r, j))
+            found.append(load)
         return found
 
-    def contention(self, i: int, j: int, r: int, streaming: list[tuple[float, float]]) -> float:
+    def contention(self, i: int, j: int, r: int, streaming: list[tuple[float, float]],
+                   memo: dict | None = None) -> float:
         """The interconnect contention op i's execute state j (from preload state r) meets
         beside ``streaming`` loads (s4.3: its transfers and theirs share the link;
-        ``irc.devices.topology.preloaded_contention``)."""
+        ``irc.devices.topology.preloaded_contention``); ``memo``: the answers for these
+        loads, by (j, r)."""
         op = self.ops[i]
         if not streaming or op.transfers(r, j) <= 0:
             return 0.0
-        return preloaded_contention(float(op.exec_cycles[j] + op.distribute[r, j]), op.transfers(r, j), streaming)
+        found = None if memo is None else memo.get((j, r))
+        if found is None:
+            found = preloaded_contention(float(op.exec_cycles[j] + op.distribute[r, j]), op.transfers(r, j), streaming)
+            if memo is not None:
+                memo[(j, r)] = found
+        return found
 
     def exec_curve(self, i: int, streaming: list[tuple[float, float]] = ()) -> list[tuple[float, float, int]]:
         op = self.ops[i]
         points = []
         cap = max(self.exec_cap, op.min_exec())
+        # the same loads stream beside op i in many allocations (other resident sets, orders, ways)
+        memo = op._memo.setdefault(("contention", tuple(streaming)), {})
         for j in range(len(op.exec_bytes)):
             if op.exec_bytes[j] > cap:   # a capped execution space (``plan_preloads``' caps)
                 points.append((np.inf, np.inf))   # (kept in place: a point's index is its state j)
                 continue
             r = self.own_preload(i, j)
             points.append((op.exec_space(r, j), np.inf if r < 0 else
-                           op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, streaming)
+                           op.exec_cycles[j] + op.distribute[r, j] + self.contention(i, j, r, streaming, memo)
                            + self.outgoing(i, j)))
         return pareto_curve(points)
 
     def outgoing(self, i: int, j: int) -> float:
         """Cycles of the relayouts op i's execute state j sends to the ops reading its
         outputs, at the states they were given (scheduled later ops, s4.2)."""
-        return 0.0 if self.links is None else self.links.cycles(i, j, self.exec_plan)
+        if self.links is None:
+            return 0.0
+        # op i's readers are scheduled before it and keep their states: asked once per (i, j)
+        found = self._outgoing.get((i, j))
+        if found is None:
+            found = self._outgoing[(i, j)] = self.links.cycles(i, j, self.exec_plan)
+        return found
 
     def preload_curve(self, k: int) -> list[tuple[float, float, int]]:
         """Resident op k's preload states it may shrink to: smaller ones that hold no more
@@ -571,10 +592,13 @@ def inductive_schedule(
     resident: list[tuple[int, ...]] = [()] * n
     exec_plan = [0] * n
     placed = n  # loads at positions >= placed are placed
+    later: list[int] = []   # the preload-order positions of the ops after op i, ascending
     for i in range(n - 1, -1, -1):
         after = exec_start[i + 1] if i + 1 < n else 0.0
         best = None
-        held: list[int] = [order[t] for t in range(lower[i]) if order[t] > i]
+        # the ops loaded before op i's least frontier that execute after it, in preload order
+        held: list[int] = [order[t] for t in later[:bisect.bisect_left(later, lower[i])]]
+        bisect.insort(later, pos[i])
         q = lower[i]
         while True:
             allocation = allocate(i, tuple(held))
@@ -629,6 +653,7 @@ def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles:
     load_start, load_end = np.zeros(n), np.zeros(n)
     exec_start, exec_end = np.zeros(n), np.zeros(n)
     t_load = i_exec = 0
+    running = 0   # loads before this preload-order position end before the op executing starts
     while i_exec < n or t_load < n:
         if t_load < n:
             k = order[t_load]
@@ -643,8 +668,11 @@ def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles:
             exec_start[i] = max(exec_end[i - 1] if i else 0.0, load_end[i])
             exec_end[i] = exec_start[i] + exec_cycles[i]
             if contended and transfer_cycles[i] > 0:
-                flows = [(load_start[order[t]], load_end[order[t]], pressure[order[t]]) for t in range(t_load)
-                         if load_end[order[t]] > exec_start[i]]
+                # loads end in preload order and ops start in execution order, both later and
+                # later: the loads still running when op i starts are those from ``running`` on
+                while running < t_load and not load_end[order[running]] > exec_start[i]:
+                    running += 1
+                flows = [(load_start[order[t]], load_end[order[t]], pressure[order[t]]) for t in range(running, t_load)]
                 exec_end[i] += operator_contention([(exec_start[i], exec_end[i])], transfer_cycles[i], flows)
             i_exec += 1
             continue

@@ -120,7 +120,8 @@ def layer_orders(ops: Sequence[PreloadOp], capacity: float, max_orders: int | No
 def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
             max_orders: int | None = None, window_layers: int | None = 3,
             finalists: int = 3, max_displacement: int | None = None,
-            metric: Metric | None = None, links: OutgoingLinks | None = None) -> tuple[PreloadPlan, list[int], int]:
+            metric: Metric | None = None, links: OutgoingLinks | None = None,
+            memos: dict | None = None) -> tuple[PreloadPlan, list[int], int]:
     """ELK-Full (s4.4): the best ``plan_preloads`` over ``layer_orders``; returns the plan,
     its order and how many orders were tried. ELK plans the whole model for every order
     (seconds each on one of 32 cores, s5); on a small machine, the orders are ranked on
@@ -128,13 +129,14 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
     the whole model), each with the one way of choosing preload states
     (``plan_preloads``' ``start``) that wins in execution order, and the ``finalists``
     best and the execution order are planned whole with every way; ``metric`` (default:
-    the latency) picks the best of those."""
+    the latency) picks the best of those. ``memos`` as ``plan_preloads``' (shared with
+    Dyn's over the same ops, its plans in execution order are not made again)."""
     metric = latency_of if metric is None else metric
     # no order of the pruned tree fits (heavy ops' preloads too large together): execution order
     orders = layer_orders(ops, capacity, max_orders, max_displacement) or [list(range(len(ops)))]
     layers = sorted({op.layer for op in ops if op.layer is not None})
     candidates = orders
-    memos: dict = {}   # the allocations of (op, resident set) recur across orders
+    memos = {} if memos is None else memos   # the allocations of (op, resident set) recur across orders
     try:   # the orders are ranked with the way of choosing preload states that wins in order
         first = plan_preloads(ops, capacity, orders[0], split, memos=memos, links=links)
         rank = dict(start="all") if first.start == "exposed" else dict(start=first.start, caps=[first.cap])
@@ -165,7 +167,7 @@ def reorder(ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
         if best is None or metric(plan) < best[2]:
             best = (plan, order, metric(plan))
     if best is None:
-        plan = plan_preloads(ops, capacity, None, split, metric=metric, links=links)
+        plan = plan_preloads(ops, capacity, None, split, memos=memos, metric=metric, links=links)
         return plan, list(range(len(ops))), len(orders)
     return best[0], best[1], len(orders)
 

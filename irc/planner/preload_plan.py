@@ -10,6 +10,7 @@ Times are cycles; memory is bytes per core.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -25,7 +26,6 @@ from irc.planner.preload import (
     Schedule,
     inductive_schedule,
     timeline,
-    timeline_latency,
 )
 
 # ----------------------------------------------------------------------------------------
@@ -50,16 +50,22 @@ class PreloadPlan:
     shared: tuple = ()   # the relayout copies its consumers share (`irc.planner.relayout_sharing`)
 
     def timeline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        s = self.schedule
-        return timeline(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles,
-                        self.transfer_cycles, self.load_pressure)
+        """(load_start, load_end, exec_start, exec_end) as the plan runs (``timeline``),
+        computed once (read-only: the metrics ask for it again and again)."""
+        if not hasattr(self, "_timeline"):
+            s = self.schedule
+            found = timeline(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles,
+                             self.transfer_cycles, self.load_pressure)
+            for array in found:
+                array.setflags(write=False)
+            self._timeline = found
+        return self._timeline
 
     @property
     def latency(self) -> float:
         if not hasattr(self, "_latency"):
-            s = self.schedule
-            self._latency = timeline_latency(len(self.exec_plan), s.order, s.frontier, self.exec_cycles,
-                                             self.load_cycles, self.transfer_cycles, self.load_pressure)
+            _, load_end, _, exec_end = self.timeline()
+            self._latency = float(max(load_end.max(), exec_end.max())) if len(self.exec_plan) else 0.0
         return self._latency
 
     def contention_cycles(self) -> list[float]:
@@ -161,6 +167,11 @@ def plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int
     return min(plans, key=metric)
 
 
+_NAMES, _PLANS = object(), object()
+"""The keys under which ``_plan_preloads`` keeps, in a shared memo, its numbering of states
+and the plans it made."""
+
+
 def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[int] | None,
                    split: str, smallest: bool, memo: dict | None = None,
                    charge: Sequence[float] | None = None, exec_cap: float = np.inf,
@@ -176,12 +187,29 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
         raise ValueError(f"unknown split '{split}'; known: paper, artifact")
     alloc = allocation(ops, capacity, smallest, charge, exec_cap, links)
     memo = {} if memo is None else memo   # (op, resident ops and their plans) -> Allocation
+    # the same order and charges planned again (Full's execution order is Dyn's): the plan made
+    planned = memo.setdefault(_PLANS, {})
+    again = (tuple(range(len(ops))) if order is None else tuple(order), tuple(alloc.charge), smallest, exec_cap,
+             capacity, split)
+    if again in planned:
+        return copy.copy(planned[again])   # (a copy: its caller names how it was made)
+    # the memo's keys name each op's signature and each resident op's state by a number
+    # (equal numbers, equal values), kept in the memo so that every call sharing it agrees
+    names = memo.setdefault(_NAMES, {})
+    name = lambda value: names.setdefault(value, len(names))  # noqa: E731
+    own_key = [(name(("op", op.signature)), alloc.charge[i]) for i, op in enumerate(ops)]
+    edges = None if links is None else [name(("edges", links.in_labels[i], links.labels[i])) for i in range(len(ops))]
+    held: list[int | None] = [None] * len(ops)   # per scheduled op, the number of its state
+
+    def commit(i: int, allocation: Allocation) -> None:
+        alloc.commit(i, allocation)
+        for k in (i, *allocation.shrunk):
+            held[k] = name((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k], alloc.charge[k],
+                            alloc.own.get(k)))
 
     def allocate(i: int, resident: tuple[int, ...]) -> Allocation | None:
-        key = (ops[i].signature, alloc.charge[i],
-               tuple((ops[k].signature, alloc.exec_plan[k], alloc.preload_plan[k], alloc.charge[k], alloc.own.get(k))
-                     for k in resident),
-               None if links is None else links.key(i, alloc.exec_plan))
+        key = (own_key[i], tuple([held[k] for k in resident]),
+               None if links is None else (edges[i], tuple([alloc.exec_plan.get(k) for k in links.consumers[i]])))
         if key not in memo:
             found = alloc(i, resident)
             if found is not None and found.shrunk:  # store by position in the resident set
@@ -196,12 +224,13 @@ def _plan_preloads(ops: Sequence[PreloadOp], capacity: float, order: Sequence[in
 
     schedule = inductive_schedule(len(ops), allocate,
                                   lambda k: ops[k].load_time(alloc.preload_plan[k], alloc.exec_plan[k]),
-                                  order, alloc.commit)
+                                  order, commit)
     exec_plan = [alloc.exec_plan[i] for i in range(len(ops))]
     preload_plan = [alloc.preload_plan[i] for i in range(len(ops))]
     # the plan as it will run: final preload states, their distribution and load times
     schedule.exec_plan, schedule.preload_plan = exec_plan, preload_plan
-    return _as_run(ops, schedule, exec_plan, preload_plan)
+    planned[again] = _as_run(ops, schedule, exec_plan, preload_plan)
+    return copy.copy(planned[again])
 
 
 def _as_run(ops: Sequence[PreloadOp], schedule: Schedule, exec_plan: list[int], preload_plan: list[int]) -> PreloadPlan:

@@ -13,6 +13,7 @@ build the common ones directly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 
 import numpy as np
@@ -54,7 +55,12 @@ class TensorSpec:
         return tuple(seen)
 
     def indexed_by(self, axis: str) -> bool:
-        return any(axis in dim for dim in self.dims)
+        return axis in self._indexing
+
+    @cached_property
+    def _indexing(self) -> frozenset[str]:
+        # (``indexed_by`` is asked millions of times by a mesh's op-table searches)
+        return frozenset(axis for dim in self.dims for axis in dim)
 
 
 @dataclass(frozen=True)
@@ -121,11 +127,11 @@ class OpSpec:
             if axis not in self.reduction_axes:
                 raise SpecError(f"unpadded axis {axis!r} is not a reduction axis of the operator")
 
-    @property
+    @cached_property
     def axis_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.axes)
 
-    @property
+    @cached_property
     def extents(self) -> tuple[int, ...]:
         return tuple(extent for _, extent in self.axes)
 
