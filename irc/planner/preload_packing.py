@@ -10,9 +10,11 @@ states the buffers a plan's program holds, in its order, as the lowering makes t
 anchored before it (each weight's preload-state buffer, each input it holds the one copy
 of, in its execute layout), then its execute buffers (its output, the partitions of its
 inputs not held in place, their rotation buffers), freed after it; an output read later
-kept, at its rounded size, to its last reader. ``packs`` places them with the same
-function. The account is the planner's, not the program itself: inputs shared by several
-ops, windows and relayout scratch are not stated.
+kept, at its rounded size, to its last reader; a relayouted input several consumers
+share (the plan's ``shared``, `irc.planner.relayout_sharing`) kept by its holder to its
+last sharer, which hold no buffer of their own for it. ``packs`` places them with the same
+function. The account is the planner's, not the program itself: windows and relayout
+scratch are not stated.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ def program_buffers(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
     for k in plan.schedule.order:
         first = min([anchor[k]] + [anchor[spans[(k, w)][0]] for w in model.ops[k].weights if (k, w) in spans])
         loads.setdefault(first, []).append(k)
+    kept_copies, reads = _shared_copies(problem, plan)
     buffers = _Buffers()
     until: dict[int, list[Interval]] = {}
     for i in range(n):
@@ -93,7 +96,11 @@ def program_buffers(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
             for interval, name in _preloaded(model, problem.tables, plan, k, own_inputs[k], buffers):
                 until.setdefault(spans.get((k, name), (k, k))[1], []).append(interval)
         shared = {name for name in own_inputs[i] if (i, name) in spans}
-        freed, output = _execute(model, problem.tables, plan, i, set(own_inputs[i]) - shared, buffers)
+        freed, output = _execute(model, problem.tables, plan, i, set(own_inputs[i]) - shared, buffers,
+                                 reads.get(i, set()))
+        for interval in [f for f in freed if f.op[0] == "exec" and (i, f.op[2]) in kept_copies]:
+            freed.remove(interval)   # a shared copy: kept to its last sharer
+            until.setdefault(kept_copies[(i, interval.op[2])], []).append(interval)
         reduce = buffers.step()
         name = model.ops[i].spec.output.name
         canonical = f"t{model.ops[i].spec.tensor_index(name)}"
@@ -133,10 +140,25 @@ def _preloaded(model, tables, plan, k, names: Sequence[str], buffers: _Buffers) 
     return [(interval, name) for interval, name in found if interval is not None]
 
 
-def _execute(model, tables, plan, i, loaded: set[str], buffers: _Buffers) -> tuple[list[Interval], Interval | None]:
+def _shared_copies(problem: _ModelProblem, plan: PreloadPlan) -> tuple[dict[tuple[int, str], int], dict[int, set[str]]]:
+    """The plan's shared relayout copies (``PreloadPlan.shared``): (holder op, its input's
+    canonical name) -> the copy's last sharer, and per sharer the canonical names it reads
+    from a copy."""
+    held: dict[tuple[int, str], int] = {}
+    reads: dict[int, set[str]] = {}
+    for copy in plan.shared:
+        edge = problem.edges[copy.holder]
+        held[(edge.consumer, edge.tensor)] = copy.last   # (an edge names its consumer's tensor "tN")
+        for k in copy.sharers:
+            reads.setdefault(problem.edges[k].consumer, set()).add(problem.edges[k].tensor)
+    return held, reads
+
+
+def _execute(model, tables, plan, i, loaded: set[str], buffers: _Buffers,
+             from_copies: set[str] = frozenset()) -> tuple[list[Interval], Interval | None]:
     """Op ``i``'s execute buffers: its output, then each input's partition (not a weight held
-    in place, not an input already loaded into it) and rotation buffer; returns those freed
-    after it and the output."""
+    in place, not an input already loaded into it, not one it reads from a shared copy,
+    ``from_copies``) and rotation buffer; returns those freed after it and the output."""
     op = model.ops[i]
     table = tables[i]
     j, r = plan.exec_plan[i], plan.preload_plan[i]
@@ -151,7 +173,7 @@ def _execute(model, tables, plan, i, loaded: set[str], buffers: _Buffers) -> tup
         in_place = idle is not None and canonical in idle.weight_bytes and held_in_place(idle, active, canonical)
         if canonical == output:
             kept = buffers.alloc(memory.partitions[canonical], ("output", i))
-        elif not in_place and canonical not in own:
+        elif not in_place and canonical not in own and canonical not in from_copies:
             freed.append(buffers.alloc(memory.partitions.get(canonical, 0), ("exec", i, canonical)))
         freed.append(buffers.alloc(memory.rotation_buffers.get(canonical, 0), ("recv", i, canonical)))
     return [f for f in freed if f is not None], kept

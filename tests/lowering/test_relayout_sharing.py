@@ -77,3 +77,31 @@ def test_a_copy_is_shared_only_where_the_ops_between_have_room():
     assert fitting_copies([second], [5000] * 5, 1000) == [second]
     third = SharedCopy(holder=5, sharers=(6,), first=1, last=4, nbytes=60, readers=frozenset({1, 4}))
     assert fitting_copies([first, third], [0, 0, 850, 850, 0], 1000) == [first]
+
+
+def test_the_packing_check_holds_a_shared_copy_from_its_holder_to_its_last_sharer(monkeypatch):
+    """The buffers the planner checks for packing (`irc.planner.preload_packing`) are the
+    program's: Q's relayouted input stays to V's end; K and V hold none of their own."""
+    from xdsl.dialects.func import FuncOp as Function
+
+    import irc.planner.preload_packing as packing
+    from irc.cost.registry import get_cost_model
+    from irc.lowering.model_from_ir import argument_loads, function_model
+    from irc.planner.elk import plan_offchip
+    from irc.planner.op_table import FrontierCache
+
+    checked = []
+    program_buffers = packing.program_buffers
+    monkeypatch.setattr(packing, "program_buffers", lambda *a, **k: checked.append(program_buffers(*a, **k))
+                        or checked[-1])
+    chip = dataclasses.replace(load_device("tiny16-hbm"), name="tiny16-hbm-2048", sram_bytes=2048)
+    found = function_model(next(op for op in parse_module(QKV, "qkv.mlir").walk() if isinstance(op, Function)))
+    loads = argument_loads(found)
+    decision = plan_offchip(found.model, FrontierCache(chip, get_cost_model("t10")), "full", "paper",
+                            loads.hbm_bytes, loads.own)
+    (copy,) = decision.plan.shared
+    assert (copy.first, copy.last) == (2, 4)
+    intervals, op_at = checked[-1]
+    copies = [i for i in intervals if i.op[0] == "exec" and i.op[1] in (2, 3, 4) and i.op[2] == "t1"]
+    assert [i.op[1] for i in copies] == [2]   # the holder's only
+    assert op_at[copies[0].end - 1] == 4      # freed at the last sharer's end
