@@ -105,6 +105,18 @@ def _preload_160(chip):
     return preloaded
 
 
+def _three_ring_shifts(chip: Chip):
+    """An operator's three ring shifts of 64 B per core on ``chip``: (the buffers shifted
+    and received, the cycles one shift takes alone)."""
+    shifted = chip.alloc("A", (1, 16), np.float32, 16, 1024, "a:")
+    receive = chip.alloc("R", (1, 16), np.float32, 16, 2048, "r:")
+    chip.fill(shifted, 1.0, "f:")
+    alone = chip.cost.shift_cycles(chip.device, 64)
+    for _ in range(3):
+        chip.shift(shifted, receive, (np.arange(16) + 1) % 16, "s:")
+    return shifted, receive, alone
+
+
 def test_an_operator_waits_for_the_link_it_shares_with_a_preload_by_hand():
     # tiny16-hbm: a preload of 160 B to each of the 16 cores is paced by its two
     # controllers (8 B per byte per core at 16 GB/s: 80 ns = 106 cycles), so each core's
@@ -116,12 +128,7 @@ def test_an_operator_waits_for_the_link_it_shares_with_a_preload_by_hand():
     chip = Chip("tiny16-hbm")
     preloaded = _preload_160(chip)
     assert chip.hbm_events[0].cycles == pytest.approx(80e-9 * 1.325e9)
-    shifted = chip.alloc("A", (1, 16), np.float32, 16, 1024, "a:")
-    receive = chip.alloc("R", (1, 16), np.float32, 16, 2048, "r:")
-    chip.fill(shifted, 1.0, "f:")
-    alone = chip.cost.shift_cycles(chip.device, 64)
-    for _ in range(3):
-        chip.shift(shifted, receive, (np.arange(16) + 1) % 16, "s:")
+    shifted, receive, alone = _three_ring_shifts(chip)
     assert chip.cycles["shift"] == pytest.approx(3 * alone)
     assert "contention" not in chip.cycles          # settled when the operator ends
     chip.close_operator("k:")
@@ -146,12 +153,7 @@ def test_a_paced_preload_leaves_the_operator_the_rest_of_the_link_by_hand():
     chip.preload(preloaded, np.ones((16, 40), np.float32), np.stack([np.arange(16), np.zeros(16, int)], 1), "p:",
                  link_share=0.25)
     assert chip.hbm_events[0].cycles == pytest.approx(80e-9 * 1.325e9 * 16 / 11)
-    shifted = chip.alloc("A", (1, 16), np.float32, 16, 1024, "a:")
-    receive = chip.alloc("R", (1, 16), np.float32, 16, 2048, "r:")
-    chip.fill(shifted, 1.0, "f:")
-    alone = chip.cost.shift_cycles(chip.device, 64)
-    for _ in range(3):
-        chip.shift(shifted, receive, (np.arange(16) + 1) % 16, "s:")
+    shifted, receive, alone = _three_ring_shifts(chip)
     chip.close_operator("k:")
     assert chip.cycles["contention"] == pytest.approx(alone)
     chip.wait(preloaded, "w:")
