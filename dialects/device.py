@@ -716,7 +716,10 @@ class PreloadAsyncOp(IRDLOperation):
     routed and contended with preloads alike. ``link_share`` (in (0, 1], absent: 1) paces
     the load to at most that share of its busiest link, so operators' transfers meanwhile
     keep the rest (ELK's artifact's NoC load threshold θ): it lasts longer where it would
-    take more."""
+    take more. ``yields``: when an operator's transfers and the preloads meanwhile need
+    more link time than its window has, this preload yields the link (it and the loads
+    after it end later, ``irc.devices.topology.preload_yield``, ELK's artifact's
+    delay_comp=False) instead of the operator waiting for it."""
 
     name = "device.preload_async"
 
@@ -724,6 +727,7 @@ class PreloadAsyncOp(IRDLOperation):
     buffer = operand_def(BufferType)
     origins = prop_def(CORE_TABLE)
     link_share = opt_prop_def(FloatAttr)
+    yields = opt_prop_def(UnitAttr)
 
     assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
     irdl_options = (ParsePropInAttrDict(),)
