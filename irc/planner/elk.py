@@ -244,10 +244,11 @@ def infer_layers(model: ModelSpec, cache: FrontierCache | None = None) -> list[i
 def planned_offchip(plan: PreloadPlan) -> tuple[float, float, float]:
     """A plan's HBM busy cycles, exposed load cycles (the cores wait for a load: each op's
     start past the previous op's end) and interconnect contention cycles (ops waiting for
-    the link they share with loads), as ``PreloadPlan.timeline`` runs it."""
-    _, _, exec_start, exec_end = plan.timeline()
+    the link they share with loads), as ``PreloadPlan.timeline`` runs it (a load that
+    yields the link is busy the longer)."""
+    load_start, load_end, exec_start, exec_end = plan.timeline()
     previous = np.concatenate([[0.0], exec_end[:-1]])
-    return (float(sum(plan.load_cycles)), float(np.maximum(0.0, exec_start - previous).sum()),
+    return (float((load_end - load_start).sum()), float(np.maximum(0.0, exec_start - previous).sum()),
             float(sum(plan.contention_cycles())))
 
 
