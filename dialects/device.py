@@ -714,12 +714,8 @@ class PreloadAsyncOp(IRDLOperation):
     own: it is the same exchange permutation (pieces from the preload-state layout to
     the execute-state one) the all-on-chip program uses for a resting weight, priced,
     routed and contended with preloads alike. ``link_share`` (in (0, 1], absent: 1) paces
-    the load to at most that share of its busiest link, so operators' transfers meanwhile
-    keep the rest (ELK's artifact's NoC load threshold θ): it lasts longer where it would
-    take more. ``yields``: when an operator's transfers and the preloads meanwhile need
-    more link time than its window has, this preload yields the link (it and the loads
-    after it end later, ``irc.devices.topology.preload_yield``, ELK's artifact's
-    delay_comp=False) instead of the operator waiting for it."""
+    it to that share of its busiest link (ELK's artifact's NoC load threshold θ); with
+    ``yields`` it yields the link to a contending operator (``preload_yield``)."""
 
     name = "device.preload_async"
 
