@@ -714,9 +714,8 @@ class PreloadAsyncOp(IRDLOperation):
     own: it is the same exchange permutation (pieces from the preload-state layout to
     the execute-state one) the all-on-chip program uses for a resting weight, priced,
     routed and contended with preloads alike. ``link_share`` (in (0, 1], absent: 1) paces
-    the load to at most that share of its busiest link, so operators' transfers meanwhile
-    keep the rest (ELK's artifact's NoC load threshold θ): it lasts longer where it would
-    take more."""
+    it to that share of its busiest link (ELK's artifact's NoC load threshold θ); with
+    ``yields`` it yields the link to a contending operator (``preload_yield``)."""
 
     name = "device.preload_async"
 
@@ -724,6 +723,7 @@ class PreloadAsyncOp(IRDLOperation):
     buffer = operand_def(BufferType)
     origins = prop_def(CORE_TABLE)
     link_share = opt_prop_def(FloatAttr)
+    yields = opt_prop_def(UnitAttr)
 
     assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
     irdl_options = (ParsePropInAttrDict(),)

@@ -43,7 +43,7 @@ from types import SimpleNamespace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    ArrayAttr, DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr, TensorType, f64,
+    ArrayAttr, DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr, TensorType, UnitAttr, f64,
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
@@ -417,10 +417,13 @@ class RTensorPartition(ModulePass):
                 if i in inputs:   # one relayout per tensor and layout (irc.planner.relayout_sharing)
                     te_op.attributes[name] = ArrayAttr([StringAttr(n) for n in inputs[i]])
         hbm, exposed, contention = planned_offchip(elk.plan)
+        # ``yields``: contended loads yield the link to the ops (ELK's delay_comp=False)
+        yields = {"yields": UnitAttr()} if elk.plan is not None and elk.plan.yields else {}
         function.attributes[PRELOADED_ATTR] = DictionaryAttr({
             "design": StringAttr(self.preload), "split": StringAttr(self.split),
             "hbm_cycles": FloatAttr(hbm, f64), "exposed_cycles": FloatAttr(exposed, f64),
-            "contention_cycles": FloatAttr(contention, f64), "link_share": FloatAttr(elk.link_share, f64)})
+            "contention_cycles": FloatAttr(contention, f64), "link_share": FloatAttr(elk.link_share, f64),
+            **yields})
         return SimpleNamespace(seconds=elk.latency_cycles / cache.device.clock_hz, ops=elk.ops)
 
     def _plan_each_op_list(self, ops, device, cost):

@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, BlockArgument, Operation
 from xdsl.passes import ModulePass
@@ -352,10 +352,15 @@ class PreloadSchedule(ModulePass):
                 # a plan within SRAM: loads move ahead only as far as its own account allows
                 capacity = min(capacity, max(int(peak.value.data), peak_live_bytes(live_intervals(func))))
             share = _planned_link_share(func)
+            plan = func.attributes.get(PRELOADED_ATTR)
+            yields = isinstance(plan, DictionaryAttr) and "yields" in plan.data
             for block in func.body.blocks:
                 done = schedule_block(block, capacity, device.sram_bytes, within)
-                for preload in (o for o in block.ops if isinstance(o, PreloadAsyncOp) and share is not None):
-                    preload.properties["link_share"] = share
+                for preload in (o for o in block.ops if isinstance(o, PreloadAsyncOp)):
+                    if share is not None:
+                        preload.properties["link_share"] = share
+                    if yields:
+                        preload.properties["yields"] = UnitAttr()
                 # a plan's frontiers: ELK's stated ones, or those a plan within SRAM timed
                 narrowed += done.narrowed if done.planned or within else 0
                 fragmented += done.fragmented if done.planned or within else 0

@@ -424,6 +424,35 @@ def _overlap(a: float, b: float, intervals) -> float:
     return sum(max(0.0, min(b, end) - max(a, start)) for start, end in intervals)
 
 
+def _link_excess(busy, transfer_cycles: float, flows) -> float:
+    """The link time the operator's transfers and the preloads' traffic in its ``busy``
+    intervals need beyond the window's length."""
+    nominal = sum(e - s for s, e in busy)
+    return transfer_cycles - nominal + sum(p * _overlap(s, e, busy) for s, e, p in flows)
+
+
+def preload_yield(busy, transfer_cycles: float, flows) -> tuple[int, float] | None:
+    """ELK's artifact's other contention policy (``delay_comp=False``): the operator keeps
+    its window and the preloads yield the link to its transfers instead of the operator
+    waiting (``operator_contention``). The preload traffic that does not fit the window
+    (its excess link time X) is carried after it: the last preload streaming in the
+    window (``flows``: (start, end, pressure), serial in time) ends X / its pressure later,
+    as its pace takes, and every preload after it starts and ends as much later (HBM
+    loads are serial). Returns (that preload's index in ``flows``, the delay), or None
+    when the window's demand fits it or no preload streams in it (the operator's own
+    transfers overflow it: ``operator_contention`` then)."""
+    busy = [(s, e) for s, e in busy if e > s]
+    if not busy or transfer_cycles <= 0:
+        return None
+    streaming = [(s, e, p) for s, e, p in flows if e > s and p > 0]
+    excess = _link_excess(busy, transfer_cycles, streaming)
+    if excess <= 0:
+        return None
+    last = max((k for k, (s, e, p) in enumerate(flows) if e > s and p > 0 and _overlap(s, e, busy) > 0),
+               default=None)
+    return None if last is None else (last, excess / flows[last][2])
+
+
 def operator_contention(busy, transfer_cycles: float, flows) -> float:
     """ELK's interconnect contention for one operator (seeds/004 s3.3, s4.3: "to estimate
     the contention overhead on each interconnect link, ELK divides total traffic by link
@@ -440,10 +469,9 @@ def operator_contention(busy, transfer_cycles: float, flows) -> float:
     busy = [(s, e) for s, e in busy if e > s]
     if not busy or transfer_cycles <= 0:
         return 0.0
-    nominal = sum(e - s for s, e in busy)
     end = max(e for _, e in busy)
     flows = sorted((f for f in flows if f[1] > f[0] and f[2] > 0), key=lambda f: f[0])
-    excess = transfer_cycles - nominal + sum(p * _overlap(s, e, busy) for s, e, p in flows)
+    excess = _link_excess(busy, transfer_cycles, flows)
     profile, at = [], end
     for s, e, p in flows:
         if e <= at:

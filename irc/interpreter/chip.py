@@ -47,6 +47,7 @@ from irc.devices.topology import (
     on_mesh,
     operator_contention,
     paced_preload,
+    preload_yield,
     preload_pressure,
     preload_seconds,
 )
@@ -296,14 +297,15 @@ class Chip:
         self._record("host_io", name, cycles, cores, where)
 
     def preload(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str,
-                link_share: float = 1.0) -> None:
+                link_share: float = 1.0, yields: bool = False) -> None:
         """Start loading ``host`` (resting in off-chip memory) into ``buffer`` (ELK s4.5
         ``preload_async``): the data is in place at once, but the buffer may be read only
         after ``wait``. The load starts when the chip reaches it and the off-chip memory
         is done with the previous one (preloads are serial), and lasts the HBM roofline of
         the distinct tiles or the exchange's delivery of every core's tile, whichever is
         longer (``irc.devices.topology.preload_seconds``), paced to at most ``link_share``
-        of its busiest link (``irc.devices.topology.paced_preload``)."""
+        of its busiest link (``irc.devices.topology.paced_preload``); ``yields``: it yields
+        the link to a contending operator (``close_operator``)."""
         if self.device.offchip is None:
             raise self.fault(where, f"device.preload_async on {self.device.name}, which has no off-chip memory")
         self._gather_into(buffer, np.asarray(host), origins)
@@ -321,7 +323,7 @@ class Chip:
         if cycles > 0:
             rates = preload_link_rates(self.device, tile, cycles, hbm_bytes)
             event.links = rates   # the trace shows the preload on every link it loads
-            self.flows.append(PreloadFlow(start, start + cycles, rates, pressure, id(buffer), event))
+            self.flows.append(PreloadFlow(start, start + cycles, rates, pressure, id(buffer), event, yields))
 
     def wait(self, buffer: Buffer, where: str) -> None:
         """Stall until ``buffer``'s preload has arrived: the exposed (not overlapped) load time."""
@@ -583,19 +585,46 @@ class Chip:
         the preloads streaming meanwhile needed more link time than its window had, it
         waits for the link (``irc.devices.topology.operator_contention``, ELK s3.3, s4.3),
         recorded as ``contention``. The window is the operator's events since the last one
-        closed, waits for preloads and host I/O left out."""
+        closed, waits for preloads and host I/O left out. Where the last preload streaming
+        in it yields (``device.preload_async``'s ``yields``), the operator keeps its window
+        and that preload and those after it end later instead (``_delay_preloads``)."""
         busy = [(e.start, e.start + e.cycles) for e in self.events[self.operator_first:]
                 if e.category not in ("preload_wait", "host_io", "contention") and e.cycles > 0]
         transfers, self.operator_transfers = self.operator_transfers, 0.0
         first = min((s for s, _ in busy), default=self.now)
         self.flows = [flow for flow in self.flows if flow.end > first]
         if self.flows and transfers > 0:
-            extra = operator_contention(busy, transfers, [(f.start, f.end, f.pressure) for f in self.flows])
+            flows = [(f.start, f.end, f.pressure) for f in self.flows]
+            yielded = preload_yield(busy, transfers, flows)
+            if yielded is not None and self.flows[yielded[0]].yields:
+                self._delay_preloads(*yielded)
+                self.operator_first = len(self.events)
+                return
+            extra = operator_contention(busy, transfers, flows)
             if extra > 0:
                 self.cycles.setdefault("contention", 0.0)
                 cores = max((e.cores for e in self.events[self.operator_first:]), default=1)
                 self._record("contention", f"contention {name}".rstrip(), extra, cores, where)
         self.operator_first = len(self.events)
+
+    def _delay_preloads(self, first: int, delay: float) -> None:
+        """Preload ``first`` of ``flows`` ends ``delay`` cycles later, and every preload
+        after it (serial on the HBM) starts and ends as much later: their arrivals, their
+        ``hbm`` events and the HBM's next free cycle with them."""
+        yielding = self.flows[first]
+        old_end = yielding.end
+        for key, arrival in self.in_flight.items():
+            if arrival >= old_end:
+                self.in_flight[key] = arrival + delay
+        yielding.end += delay
+        if yielding.event is not None:
+            yielding.event.cycles += delay
+        for flow in self.flows[first + 1:]:
+            flow.start += delay
+            flow.end += delay
+            if flow.event is not None:
+                flow.event.start += delay
+        self.hbm_free += delay
 
     def sync(self, cores: int, where: str) -> None:
         cycles = self.cost.sync_cycles(self.device) * self._overhead(cores)

@@ -120,6 +120,8 @@ class PreloadFlow:
     pressure: float = 0.0
     buffer: int | None = None
     event: object = None
+    yields: bool = False
+    """It yields the link to a contending operator (``device.preload_async``'s ``yields``)."""
 
 
 def planned_lines(function, report) -> list[str]:

@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from irc.devices.topology import operator_contention, paced_preload, preloaded_contention
+from irc.devices.topology import operator_contention, paced_preload, preload_yield, preloaded_contention
 from irc.plans.errors import PlanError
 
 
@@ -633,7 +633,8 @@ def inductive_schedule(
 
 def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles: Sequence[float],
              load_cycles: Sequence[float], transfer_cycles: Sequence[float] | None = None,
-             pressure: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+             pressure: Sequence[float] | None = None,
+             yields: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Fixed decisions as they run, every activity as early as it may start (as the chip
     runs the program ``preload-schedule`` makes of them): (load_start, load_end,
     exec_start, exec_end). Edges: exec i -> exec i+1, load order[t] -> load order[t+1]
@@ -643,7 +644,9 @@ def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles:
     link its transfers share with the loads running meanwhile
     (``irc.devices.topology.operator_contention``, the interpreter's rule): every load
     that can start before op i ends is issued by then (a later one waits for op i or an
-    op after it)."""
+    op after it). With ``yields`` the loads yield the link instead
+    (``irc.devices.topology.preload_yield``, ELK's artifact's delay_comp=False): op i
+    keeps its length and the loads running in it, and the loads after them, end later."""
     pos, _ = _order_bounds(order)
     waits_for: dict[int, list[int]] = {}
     for i, q in enumerate(frontier):
@@ -673,7 +676,16 @@ def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles:
                 while running < t_load and not load_end[order[running]] > exec_start[i]:
                     running += 1
                 flows = [(load_start[order[t]], load_end[order[t]], pressure[order[t]]) for t in range(running, t_load)]
-                exec_end[i] += operator_contention([(exec_start[i], exec_end[i])], transfer_cycles[i], flows)
+                busy = [(exec_start[i], exec_end[i])]
+                yielded = preload_yield(busy, transfer_cycles[i], flows) if yields else None
+                if yielded is not None:
+                    first, delay = yielded
+                    load_end[order[running + first]] += delay
+                    for t in range(running + first + 1, t_load):
+                        load_start[order[t]] += delay
+                        load_end[order[t]] += delay
+                else:
+                    exec_end[i] += operator_contention(busy, transfer_cycles[i], flows)
             i_exec += 1
             continue
         raise ValueError("the decisions deadlock: a load waits for an op that waits for it")
@@ -682,11 +694,12 @@ def timeline(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles:
 
 def timeline_latency(n: int, order: Sequence[int], frontier: Sequence[int], exec_cycles: Sequence[float],
                      load_cycles: Sequence[float], transfer_cycles: Sequence[float] | None = None,
-                     pressure: Sequence[float] | None = None) -> float:
+                     pressure: Sequence[float] | None = None, yields: bool = False) -> float:
     """The latency of fixed decisions (``timeline``): the longest path through them."""
     if n == 0:
         return 0.0
-    _, load_end, _, exec_end = timeline(n, order, frontier, exec_cycles, load_cycles, transfer_cycles, pressure)
+    _, load_end, _, exec_end = timeline(n, order, frontier, exec_cycles, load_cycles, transfer_cycles, pressure,
+                                        yields)
     return float(max(load_end.max(), exec_end.max()))
 
 

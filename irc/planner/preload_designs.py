@@ -395,4 +395,4 @@ def _with_frontiers(plan: PreloadPlan, frontier: list[int]) -> PreloadPlan:
     resident = [tuple(k for k in s.order[:q] if k > i) for i, q in enumerate(frontier)]
     schedule = dataclasses.replace(s, frontier=frontier, resident=resident)
     return PreloadPlan(schedule, plan.exec_plan, plan.preload_plan, plan.exec_cycles, plan.load_cycles,
-                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure, plan.shared)
+                       plan.start, plan.cap, plan.transfer_cycles, plan.load_pressure, plan.shared, plan.yields)

@@ -48,6 +48,7 @@ class PreloadPlan:
     transfer_cycles: list[float] | None = None   # per op, its exchange transfers' cycles
     load_pressure: list[float] | None = None     # per op, its load's share of the link
     shared: tuple = ()   # the relayout copies its consumers share (`irc.planner.relayout_sharing`)
+    yields: bool = False  # contended loads yield the link to the ops (``timeline``'s ``yields``)
 
     def timeline(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(load_start, load_end, exec_start, exec_end) as the plan runs (``timeline``),
@@ -55,7 +56,7 @@ class PreloadPlan:
         if not hasattr(self, "_timeline"):
             s = self.schedule
             found = timeline(len(self.exec_plan), s.order, s.frontier, self.exec_cycles, self.load_cycles,
-                             self.transfer_cycles, self.load_pressure)
+                             self.transfer_cycles, self.load_pressure, self.yields)
             for array in found:
                 array.setflags(write=False)
             self._timeline = found

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from irc.devices.topology import paced_preload
+from irc.devices.topology import paced_preload, preload_yield
 from irc.planner.elk import DesignSearch
 from irc.planner.preload import PreloadOp, timeline_latency
 from irc.planner.preload_designs import overlap_bound
@@ -128,3 +128,36 @@ def test_pacing_paces_each_preload_and_execute_state_pairs_own_read():
     assert paced.load_time(0, 1) == pytest.approx(160.0)          # 0.6 of the link: under the cap
     assert paced.load_share(0, 0) == pytest.approx(0.7)
     assert op.most_pressure() == pytest.approx(1.0)
+
+
+def _yield_ops() -> list[PreloadOp]:
+    """A (100 cycles, 80 of them shifts), B (100 cycles of compute), C (10 cycles) whose
+    weights' preload takes 150 cycles at half of its busiest link."""
+    a = PreloadOp.simple("A", [(10.0, 100.0)], [(0.0, 0.0)], [0.0], transfer_cycles=[80.0])
+    b = PreloadOp.simple("B", [(10.0, 100.0)], [(0.0, 0.0)], [0.0])
+    c = PreloadOp.simple("C", [(10.0, 10.0)], [(10.0, 0.0)], [150.0], hbm_bytes=100.0, load_pressure=[0.5])
+    return [a, b, c]
+
+
+def test_preloads_yielding_beat_operators_waiting_by_hand():
+    """ELK's artifact's delay_comp=False (``preload_yield``). C's load, issued at 0, puts
+    0.5 x 100 = 50 cycles of link time into A's window beside A's 80 of shifts: 30 too
+    many. Delaying compute, A waits: 25 of the 30 are made up in the load's last 50
+    cycles at the 0.5 of the link it leaves, 5 after it; A ends at 155, B at 255, C at 265
+    (issued after A instead: the load ends at
+    250 and C at 260, Dyn's best). Delaying the load, A keeps its 100 and the load its
+    30 cycles of link time at its pace of 0.5 later: it ends at 150 + 60 = 210, B at 200,
+    C at 220."""
+    order, execs, transfers, pressure = [0, 1, 2], [100.0, 100.0, 10.0], [80.0, 0.0, 0.0], [0.0, 0.0, 0.5]
+    loads, early, after_a = [0.0, 0.0, 150.0], [3, 3, 3], [2, 3, 3]
+    assert timeline_latency(3, order, early, execs, loads, transfers, pressure) == pytest.approx(265.0)
+    assert timeline_latency(3, order, after_a, execs, loads, transfers, pressure) == pytest.approx(260.0)
+    assert timeline_latency(3, order, early, execs, loads, transfers, pressure, yields=True) == pytest.approx(220.0)
+    assert timeline_latency(3, order, after_a, execs, loads, transfers, pressure, yields=True) == pytest.approx(260.0)
+    assert preload_yield([(0.0, 100.0)], 80.0, [(0.0, 150.0, 0.5)]) == (0, pytest.approx(60.0))
+    assert preload_yield([(0.0, 100.0)], 40.0, [(0.0, 150.0, 0.5)]) is None   # it fits
+    # Dyn delays compute only; Full tries both at its order and keeps the loads yielding
+    search = DesignSearch(_yield_ops(), capacity=100.0)
+    assert search.result("dyn")[1] == pytest.approx(260.0) and not search.result("dyn")[0].yields
+    plan, value = search.result("full")[:2]
+    assert value == pytest.approx(220.0) and plan.yields
