@@ -172,12 +172,7 @@ def test_a_yielding_preload_leaves_the_operator_its_window_by_hand():
     for buffer in (preloaded, later):
         chip.preload(buffer, np.ones((16, 40), np.float32), np.stack([np.arange(16), np.zeros(16, int)], 1), "p:",
                      yields=True)
-    shifted = chip.alloc("A", (1, 16), np.float32, 16, 1024, "a:")
-    receive = chip.alloc("R", (1, 16), np.float32, 16, 2048, "r:")
-    chip.fill(shifted, 1.0, "f:")
-    alone = chip.cost.shift_cycles(chip.device, 64)
-    for _ in range(3):
-        chip.shift(shifted, receive, (np.arange(16) + 1) % 16, "s:")
+    _, _, alone = _three_ring_shifts(chip)
     chip.close_operator("k:")
     assert "contention" not in chip.cycles and chip.now == pytest.approx(3 * alone)
     hbm = [e for e in chip.hbm_events if e.category == "hbm"]
