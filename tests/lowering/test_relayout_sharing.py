@@ -11,12 +11,17 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects.func import FuncOp
 
+import irc.planner.preload_packing as packing
 from irc.compile import planned_model_cycles
+from irc.cost.registry import get_cost_model
 from irc.devices import load_device
 from irc.dialects.device import RelayoutOp
 from irc.dialects.target import TARGET_ATTR
+from irc.lowering.model_from_ir import argument_loads, function_model
 from irc.lowering.te_to_rtensor import PRELOADED_ATTR
 from irc.passes.pipelines import InferencePipeline
+from irc.planner.elk import plan_offchip
+from irc.planner.op_table import FrontierCache
 from irc.planner.relayout_sharing import SharedCopy, fitting_copies
 from irc.runner import find_function, parse_module, random_inputs, run, run_function
 from irc.target import target_attr
@@ -82,20 +87,12 @@ def test_a_copy_is_shared_only_where_the_ops_between_have_room():
 def test_the_packing_check_holds_a_shared_copy_from_its_holder_to_its_last_sharer(monkeypatch):
     """The buffers the planner checks for packing (`irc.planner.preload_packing`) are the
     program's: Q's relayouted input stays to V's end; K and V hold none of their own."""
-    from xdsl.dialects.func import FuncOp as Function
-
-    import irc.planner.preload_packing as packing
-    from irc.cost.registry import get_cost_model
-    from irc.lowering.model_from_ir import argument_loads, function_model
-    from irc.planner.elk import plan_offchip
-    from irc.planner.op_table import FrontierCache
-
     checked = []
     program_buffers = packing.program_buffers
     monkeypatch.setattr(packing, "program_buffers", lambda *a, **k: checked.append(program_buffers(*a, **k))
                         or checked[-1])
     chip = dataclasses.replace(load_device("tiny16-hbm"), name="tiny16-hbm-2048", sram_bytes=2048)
-    found = function_model(next(op for op in parse_module(QKV, "qkv.mlir").walk() if isinstance(op, Function)))
+    found = function_model(next(op for op in parse_module(QKV, "qkv.mlir").walk() if isinstance(op, FuncOp)))
     loads = argument_loads(found)
     decision = plan_offchip(found.model, FrontierCache(chip, get_cost_model("t10")), "full", "paper",
                             loads.hbm_bytes, loads.own)
