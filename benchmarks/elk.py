@@ -106,7 +106,7 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
         row["designs"][design] = {
             "latency_ms": decision.latency_cycles / clock * 1e3, "of_bound": decision.latency_cycles / bound,
             "utilisation": link_utilisation(study, decision, cache.device), "orders_tried": decision.orders_tried,
-            "kept": decision.kept, "link_share": decision.link_share,
+            "kept": decision.kept, "link_share": decision.link_share, "loads_yield": decision.loads_yield,
             "reorder_gain_ms": (None if decision.reorder_gain is None
                                                        else decision.reorder_gain / clock * 1e3),
         }
@@ -131,9 +131,11 @@ def reorder_note(full: dict) -> str:
 
 
 def pacing_note(designs: dict) -> str:
-    """The link share (θ) ELK-Dyn's and ELK-Full's preloads are paced to (issue 24 item 2)."""
+    """The link share (θ) ELK-Dyn's and ELK-Full's preloads are paced to, and whether
+    ELK-Full's yield a contended link to the operators (issue 24 item 2)."""
+    policy = "yield to" if designs["full"].get("loads_yield") else "make wait"
     return ("preloads paced to " + ", ".join(f"{LABELS[d]} {designs[d]['link_share']:g}" for d in ("dyn", "full"))
-            + " of a link (1: unpaced)")
+            + f" of a link (1: unpaced); ELK-Full's preloads {policy} the operators they contend with")
 
 
 def print_table(rows: list[dict], out=None) -> None:

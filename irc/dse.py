@@ -36,7 +36,7 @@ from irc.workloads.llm import MODELS, allreduce_bytes, decoder_te, dit_workload,
 
 TOPOLOGIES = ("all-to-all", "mesh-2d")
 COLUMNS = ("point", "hbm_gbps", "link_gbps", "topology", "cores", "design", "latency_ms", "of_ideal", "of_bound",
-           "link_share")
+           "link_share", "loads_yield")
 
 
 class DseError(ValueError):
@@ -213,7 +213,9 @@ def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
     """The CSV rows of one point (one per design); runs in a worker. Latencies are per
     token of a decode loop as the compiler plans it (`irc.planner.elk.offchip_study`,
     as benchmarks/elk.py reports them), ``of_bound`` each one's ratio to the overlap
-    bound, ``link_share`` the share of a link its preloads are paced to (θ; 1: unpaced)."""
+    bound, ``link_share`` the share of a link its preloads are paced to (θ; 1: unpaced),
+    ``loads_yield`` whether they yield a contended link to the operators (ELK's artifact's
+    delay_comp=False) rather than the operators waiting."""
     device = point_device(load_device(base_device), point)
     model, layer_of, loads, allreduce = workload_model(workload)
     cache = FrontierCache(device, workload.cost)
@@ -231,6 +233,7 @@ def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
         "design": design, "latency_ms": f"{cycles[design] / device.clock_hz * 1e3:.6g}",
         "of_ideal": f"{cycles['ideal'] / cycles[design]:.4f}", "of_bound": f"{cycles[design] / study.bound_cycles:.4f}",
         "link_share": f"{study.decisions[design].link_share:g}",
+        "loads_yield": str(study.decisions[design].loads_yield).lower(),
     } for design in workload.designs]
 
 

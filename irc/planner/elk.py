@@ -291,6 +291,12 @@ class ElkDecision:
     """Per op, its inputs whose relayouted copy it keeps for later consumers, and those
     it reads from such a copy (`irc.planner.relayout_sharing`)."""
 
+    @property
+    def loads_yield(self) -> bool:
+        """Whether its preloads yield a contended link to the operators (ELK's artifact's
+        delay_comp=False, ``PreloadPlan.yields``) rather than the operators waiting."""
+        return self.plan is not None and self.plan.yields
+
 
 def decisions_of(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
                  tables: Sequence[OpTable] | None = None) -> list[ElkOpDecision]:

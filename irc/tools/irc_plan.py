@@ -641,7 +641,7 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
     if args.json:
         print(json.dumps({"report": report, "design": design, "model": model.name, "device": device.name,
                           "cost_model": cache.cost.name, "seconds": latency, "orders_tried": elk.orders_tried,
-                          "link_share": elk.link_share,
+                          "link_share": elk.link_share, "loads_yield": elk.loads_yield,
                           "rows": _row_dicts(rows), "fallbacks": fallbacks, "wall_seconds": seconds},
                          indent=2, sort_keys=True, default=float))
         return 0
@@ -651,6 +651,7 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
           + (" (the model does not fit in SRAM)" if design == "full" else ""))
     _print_table(rows, "preload KiB")
     paced = f"; preloads paced to {elk.link_share:g} of a link" if elk.link_share < 1 else ""
+    paced += "; preloads yield a contended link to the operators" if elk.loads_yield else ""
     print(f"total: {latency * 1e6:.3f} us per run" + (f" ({elk.orders_tried} preload orders tried{paced})"
                                                        if design == "full" else f" ({paced[2:]})" if paced else ""))
     print_fallbacks(fallbacks)

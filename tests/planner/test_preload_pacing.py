@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from irc.devices.topology import paced_preload, preload_yield
-from irc.planner.elk import DesignSearch
+from irc.planner.elk import DesignSearch, ElkDecision
 from irc.planner.preload import PreloadOp, timeline_latency
 from irc.planner.preload_designs import overlap_bound
 
@@ -161,3 +161,7 @@ def test_preloads_yielding_beat_operators_waiting_by_hand():
     assert search.result("dyn")[1] == pytest.approx(260.0) and not search.result("dyn")[0].yields
     plan, value = search.result("full")[:2]
     assert value == pytest.approx(220.0) and plan.yields
+    # the decision says so (irc-dse's loads_yield column, irc-plan's and benchmarks/elk.py's notes)
+    assert ElkDecision("full", value, [], plan, [0, 1, 2]).loads_yield
+    assert not ElkDecision("dyn", 260.0, [], search.result("dyn")[0], [0, 1, 2]).loads_yield
+    assert not ElkDecision("ideal", 200.0, [], None, [0, 1, 2]).loads_yield

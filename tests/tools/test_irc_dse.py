@@ -18,7 +18,8 @@ def test_dask_cluster_sweep_equals_the_local_one(tmp_path, capsys):
         assert run(SWEEP + ["--csv", str(remote), "--scheduler", cluster.scheduler_address]) == 0
     assert remote.read_text() == local.read_text()
     lines = local.read_text().splitlines()
-    assert lines[0] == "point,hbm_gbps,link_gbps,topology,cores,design,latency_ms,of_ideal,of_bound,link_share"
+    assert lines[0] == ("point,hbm_gbps,link_gbps,topology,cores,design,latency_ms,of_ideal,of_bound,link_share,"
+                        "loads_yield")
     assert len(lines) == 1 + 4 * 2
     assert png.read_bytes()[:4] == b"\x89PNG"
     # more HBM bandwidth never hurts (Figure 19)
