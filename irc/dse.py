@@ -28,6 +28,7 @@ from irc.devices.topology import allreduce_cycles
 from irc.lowering.model_from_ir import ArgumentLoads
 from irc.model_sources import ModelSourceError, model_source, te_text_model
 from irc.output import write_atomically
+from irc.plotting import pyplot
 from irc.planner.elk import infer_layers, offchip_study, weight_bytes
 from irc.plans.errors import PlanError
 from irc.planner.model import ModelSpec, ModelSpecError
@@ -275,10 +276,7 @@ def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], e
 
 def plot(rows: list[dict], path: str) -> None:
     """Latency against HBM bandwidth, one line per design and topology (s6.4, Figure 19)."""
-    import matplotlib  # an optional extra ('.[plot]'): only a plot needs it
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # once the Agg backend is chosen
+    plt = pyplot()
 
     figure, axis = plt.subplots(figsize=(6, 4))
     keys = sorted({(row["design"], row["topology"], row["link_gbps"], row["cores"]) for row in rows})

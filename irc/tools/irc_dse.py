@@ -41,6 +41,7 @@ from irc.dse import (
 )
 from irc.output import OutputError, check_output, is_stream, same_output, write_atomically
 from irc.planner.elk import DESIGNS
+from irc.plotting import has_matplotlib
 from irc.progress import Progress
 from irc.workloads.llm import MODELS
 
@@ -143,10 +144,8 @@ def run(argv=None) -> int:
         # a model that cannot be built, has nothing to preload or cannot split: before any point
         allreduce_exec_cycles(point_device(base, sweep_points[0]), workload_model(workload)[3], chips_of(workload))
         if args.png:
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                raise DseToolError("--png needs matplotlib (pip install 'irc[plot]')") from None
+            if not has_matplotlib():
+                raise DseToolError("--png needs matplotlib (pip install 'irc[plot]')")
         executor, client = _executor(args, len(sweep_points))
     except (DseError, DeviceError, DseToolError, OutputError) as error:
         print(as_diagnostic(str(error)), file=sys.stderr)

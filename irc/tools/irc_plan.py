@@ -53,6 +53,7 @@ from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_express
 from irc.lowering.model_from_ir import plan_function
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 from irc.output import OutputError, check_output, is_stream, write_atomically
+from irc.plotting import has_matplotlib, pyplot
 from irc.planner import (
     Plan,
     PlanError,
@@ -510,10 +511,8 @@ def _check_model_args(args) -> None:
             raise PlanToolError(f"error: --{flag.replace('_', '-')} must be positive, got {value}")
     if args.plot is not None:
         _check_plot_path(args)
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib") from None
+        if not has_matplotlib():
+            raise PlanToolError("error: --plot needs matplotlib, which is not installed: pip install matplotlib")
 
 
 def _report_max_batch(args, source, device, cost, cache, started) -> int:
@@ -662,10 +661,7 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
 def _plot(args, model, decision, device, cost) -> None:
     """Two panels: the chosen op's (memory, time) Pareto frontier, and the model's
     (idle memory, end-to-end time) curve of the states Algorithm 1 explored."""
-    import matplotlib  # an optional extra ('.[plot]'): only a plot needs it
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # once the Agg backend is chosen
+    plt = pyplot()
 
 
     names = [op.name for op in model.ops]
