@@ -349,7 +349,6 @@ class DesignSearch:
         self.relayouts = relayouts
         self.token = self.ops if token is None else list(token)   # one token's ops (Ideal's)
         self.max_displacement, self.max_orders = max_displacement, max_orders
-        self.finish = self._finish
         self.metric = latency_of if metric is None else metric
         self.found: dict[str, tuple] = {}
         self._improved: dict[tuple, tuple[PreloadPlan, float]] = {}
@@ -362,7 +361,7 @@ class DesignSearch:
         search.relayouts, search.links = self.relayouts, self.links
         return search
 
-    def _finish(self, plan: PreloadPlan) -> PreloadPlan:
+    def finish(self, plan: PreloadPlan) -> PreloadPlan:
         """``plan`` as it runs: its relayouts charged (``Relayouts.finish``, sharing copies
         where they fit beside these ops), if any."""
         return plan if self.relayouts is None else self.relayouts.finish(plan, self.ops, self.capacity)
