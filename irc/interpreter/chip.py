@@ -286,15 +286,34 @@ class Chip:
         preloads in flight, and the HBM's next free cycle, move on by as much."""
         cycles = float(cycles)
         if cycles > 0 and self.hbm_free > self.now:
-            self.hbm_free += cycles
-            for key, arrival in self.in_flight.items():
-                if arrival > self.now:
-                    self.in_flight[key] = arrival + cycles
-            for flow in self.flows:
-                if flow.end > self.now:
-                    flow.start += cycles if flow.start >= self.now else 0.0
-                    flow.end += cycles
+            self._postpone_offchip(self.now, cycles)
         self._record("host_io", name, cycles, cores, where)
+
+    def _postpone_offchip(self, after: float, delay: float) -> None:
+        """The off-chip schedule stops for ``delay`` cycles at cycle ``after``: a preload
+        running then ends as much later, its ``hbm`` event with it and its per-link rates
+        lower by as much (its bytes are the same); every preload starting later starts
+        and ends as much later; so do the arrivals after ``after`` and the HBM's next
+        free cycle. One rule for host I/O (``_host_io``) and for a preload yielding the
+        link to an operator (``_delay_preloads``)."""
+        for key, arrival in self.in_flight.items():
+            if arrival > after:
+                self.in_flight[key] = arrival + delay
+        for flow in self.flows:
+            if flow.end <= after:
+                continue
+            if flow.start >= after:
+                flow.start += delay
+                if flow.event is not None:
+                    flow.event.start += delay
+            else:
+                stretch = (flow.end - flow.start) / (flow.end - flow.start + delay)
+                for link in flow.rates:   # the same dict as the event's links
+                    flow.rates[link] *= stretch
+                if flow.event is not None:
+                    flow.event.cycles += delay
+            flow.end += delay
+        self.hbm_free += delay
 
     def preload(self, buffer: Buffer, host: np.ndarray, origins: np.ndarray, where: str,
                 link_share: float = 1.0, yields: bool = False) -> None:
@@ -608,23 +627,11 @@ class Chip:
         self.operator_first = len(self.events)
 
     def _delay_preloads(self, first: int, delay: float) -> None:
-        """Preload ``first`` of ``flows`` ends ``delay`` cycles later, and every preload
-        after it (serial on the HBM) starts and ends as much later: their arrivals, their
-        ``hbm`` events and the HBM's next free cycle with them."""
+        """Preload ``first`` of ``flows`` yields the link: it ends ``delay`` cycles later,
+        and every preload after it (serial on the HBM) starts and ends as much later."""
         yielding = self.flows[first]
-        old_end = yielding.end
-        for key, arrival in self.in_flight.items():
-            if arrival >= old_end:
-                self.in_flight[key] = arrival + delay
-        yielding.end += delay
-        if yielding.event is not None:
-            yielding.event.cycles += delay
-        for flow in self.flows[first + 1:]:
-            flow.start += delay
-            flow.end += delay
-            if flow.event is not None:
-                flow.event.start += delay
-        self.hbm_free += delay
+        # any cycle inside the yielding load: it is the one preload running then
+        self._postpone_offchip((yielding.start + yielding.end) / 2, delay)
 
     def sync(self, cores: int, where: str) -> None:
         cycles = self.cost.sync_cycles(self.device) * self._overhead(cores)

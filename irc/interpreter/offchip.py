@@ -49,10 +49,32 @@ def _length(intervals: list[tuple[float, float]]) -> float:
     return sum(end - start for start, end in intervals)
 
 
+def _without(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of merged intervals ``a`` outside merged intervals ``b``."""
+    left: list[tuple[float, float]] = []
+    for start, end in a:
+        for cut_start, cut_end in b:
+            if cut_end <= start or cut_start >= end:
+                continue
+            if cut_start > start:
+                left.append((start, cut_start))
+            start = max(start, cut_end)
+        if end > start:
+            left.append((start, end))
+    return left
+
+
+def hbm_intervals(report) -> list[tuple[float, float]]:
+    """When the off-chip memory was loading: its ``hbm`` events, less the host I/O its
+    schedule pauses for (``Chip._host_io``)."""
+    hbm = _merge([(e.start, e.start + e.cycles) for e in report.hbm_events if e.category == "hbm"])
+    return _without(hbm, _merge([(e.start, e.start + e.cycles) for e in report.events if e.category == "host_io"]))
+
+
 def breakdown(report) -> dict[str, float]:
     """Cycles of each of Figure 18's four categories (they add up to the chip time spent
     busy or waiting for the HBM; host I/O counts as execution)."""
-    hbm = _merge([(e.start, e.start + e.cycles) for e in report.hbm_events if e.category == "hbm"])
+    hbm = hbm_intervals(report)
     stalled = [(e.start, e.start + e.cycles) for e in report.events if e.category == "preload_wait"]
     contended = _merge([(e.start, e.start + e.cycles) for e in report.events if e.category == "contention"])
     busy = _merge([(e.start, e.start + e.cycles) for e in report.events
@@ -69,7 +91,7 @@ def breakdown(report) -> dict[str, float]:
 def offchip_summary(report) -> dict:
     total = report.total_cycles
     seconds = total / report.clock_hz if report.clock_hz else 0.0
-    hbm_busy = _length(_merge([(e.start, e.start + e.cycles) for e in report.hbm_events if e.category == "hbm"]))
+    hbm_busy = _length(hbm_intervals(report))
     exchange = sum(report.cycles.get(k, 0.0) for k in EXCHANGE)
     parts = breakdown(report)
     return {

@@ -311,3 +311,40 @@ def test_the_trace_shows_a_preload_on_every_link_it_loads():
     for tid in links:
         (event,) = [e for e in trace if e.get("tid") == tid and e.get("ph") == "X"]
         assert event["name"].startswith("preload P") and event["dur"] > 0
+
+
+def _link_bytes(chip: Chip, name: str) -> float:
+    """Bytes the trace shows preload ``name`` putting on its links: rate x duration."""
+    (event,) = [e for e in chip.hbm_events if e.name == f"preload {name}"]
+    return sum(rate * event.cycles for rate in event.links.values())
+
+
+def test_a_preload_stopped_by_host_io_or_yielding_keeps_its_bytes_in_the_trace():
+    # host I/O in the middle of a preload pauses it (Chip._host_io); an operator it yields
+    # to stretches it (Chip._delay_preloads): either way its hbm event ends later, its
+    # per-link rates fall by as much (the bytes on each link are the preload's), the load
+    # behind it moves whole, and the HBM's busy time leaves the host I/O out
+    one = 80e-9 * 1.325e9
+    for stop in ("host_io", "yield"):
+        chip = Chip("tiny16-hbm")
+        preloaded = chip.alloc("P", (1, 40), np.float32, 16, 0, "p:")
+        later = chip.alloc("Q", (1, 40), np.float32, 16, 4096, "q:")
+        for buffer in (preloaded, later):
+            chip.preload(buffer, np.ones((16, 40), np.float32), np.stack([np.arange(16), np.zeros(16, int)], 1),
+                         "p:", yields=True)
+        alone = {name: _link_bytes(chip, name) for name in "PQ"}
+        if stop == "host_io":
+            chip._record("compute", "work", one / 2, 16, "c:")
+            host = chip.alloc("H", (1, 4), np.float32, 16, 8192, "h:")
+            chip.load(host, np.ones((16, 4), np.float32), np.stack([np.arange(16), np.zeros(16, int)], 1), "h:")
+            delay = chip.events[-1].cycles
+        else:
+            _, _, shift = _three_ring_shifts(chip)
+            chip.close_operator("k:")
+            delay = 3 * shift
+        hbm = [e for e in chip.hbm_events if e.category == "hbm"]
+        assert [(e.start, e.cycles) for e in hbm] == [(0.0, pytest.approx(one + delay)),
+                                                      (pytest.approx(one + delay), pytest.approx(one))], stop
+        assert {name: _link_bytes(chip, name) for name in "PQ"} == pytest.approx(alone), stop
+        busy = offchip_summary(chip.report())["hbm_busy_cycles"]
+        assert busy == pytest.approx(2 * one + (delay if stop == "yield" else 0.0)), stop
