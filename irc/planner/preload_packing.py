@@ -110,8 +110,8 @@ def chosen_buffers(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | Non
         first = min([anchor[k]] + [anchor[spans[(k, w)][0]] for w in model.ops[k].weights if (k, w) in spans])
         if input_anchor is None:
             loads.setdefault(first, []).append((k, True, True))
-        else:
-            loads.setdefault(first, []).append((k, True, False))
+        else:   # (the weights before the inputs loaded before the same op)
+            loads.setdefault(first, []).insert(sum(w for _, w, _ in loads.get(first, ())), (k, True, False))
             loads.setdefault(input_anchor[k], []).append((k, False, True))
     kept_copies, reads = copies
     buffers = _Buffers()
