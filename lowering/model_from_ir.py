@@ -390,13 +390,16 @@ def plan_function(
     ``fusion_points``: Algorithm 1 may run a fused pair unfused (`irc.planner.igo_choice`).
     The plan's buffers must pack in a core by `device-alloc`'s placement
     (`irc.planner.preload_packing.resident_deficit`): where they do not, the model is
-    planned again with the bytes the placement overflowed by kept free (issue 23, item 5).
+    planned again with the bytes the placement overflowed by kept free (issue 23, item 5;
+    a model with fused gradient pairs is not checked).
 
     Raises `irc.planner.model.ModelFitError` (bytes needed and available) when the model
     does not fit, or its buffers do not pack after ``PACKING_TRIES`` tries."""
     reserve, device = 0, cache.device
     for _ in range(PACKING_TRIES):
         decision = _decide(model, cache, direction, progress, per_op_plans, fusion_points, reserve)
+        if any(op.pair is not None for op in model.ops):
+            return decision   # a gradient pair's kernel holds its products' buffers: not modelled
         deficit = resident_deficit(model, [(op.active, op.idle) for op in decision.ops], decision.load_frontiers,
                                    own_inputs(model), device.sram_bytes)
         if deficit == 0:

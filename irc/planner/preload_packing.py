@@ -1,20 +1,25 @@
-"""Whether the device program an ELK plan makes packs in a core's SRAM (issue 23, item 5).
+"""Whether the device program a plan makes packs in a core's SRAM (issue 23, item 5).
 
-ELK's scheduler counts bytes: an op's execution space and the preload-state bytes of the
-ops resident while it runs (s4.2, s4.3). The compiled program holds the same bytes, but
-as buffers at fixed offsets, each from its alloc to its free; `preload-schedule` places
-them with `device-alloc`'s packing (`irc.planner.packing.place`) and narrows a frontier
-whose buffers do not pack, or fails where narrowing cannot help. ``program_buffers``
-states the buffers a plan's program holds, in its order, as the lowering makes them
+A plan counts bytes: ELK's scheduler an op's execution space and the preload-state bytes
+of the ops resident while it runs (s4.2, s4.3), Algorithm 1 the idle weights, the
+tensors kept across an op and its active plan. The compiled program holds the same bytes,
+but as buffers at fixed offsets, each from its alloc to its free; `device-alloc` places
+them (`irc.planner.packing.place`), and `preload-schedule` narrows a frontier whose
+buffers do not pack, or fails where narrowing cannot help. ``chosen_buffers`` states the
+buffers a program holds, in its order, as the lowering makes them
 (`irc.lowering.shift_to_device`, `irc.passes.preload_schedule`): per op, the loads
 anchored before it (each weight's preload-state buffer, each input it holds the one copy
-of, in its execute layout), then its execute buffers (its output, the partitions of its
-inputs not held in place, their rotation buffers), freed after it; an output read later
-kept, at its rounded size, to its last reader; a relayouted input several consumers
-share (the plan's ``shared``, `irc.planner.relayout_sharing`) kept by its holder to its
-last sharer, which hold no buffer of their own for it. ``packs`` places them with the same
-function. The account is the planner's, not the program itself: windows and relayout
-scratch are not stated.
+of, in its execute layout), then its execute buffers in the kernel's order (each weight's
+copy, unless a weight loaded for its op alone rests as it executes; its output; its
+other inputs' partitions, a window read with its halo; each rotating tensor's receive
+buffer), freed after it; an output read later kept, at its rounded size, to its last
+reader; a relayouted input several consumers share (`irc.planner.relayout_sharing`)
+kept by its holder to its last sharer, which hold no buffer of their own for it. These
+are every ``device.alloc`` the lowering makes: a relayout or setup writes its
+destination buffer (no scratch). ``program_buffers`` states an ELK plan's program
+(`irc.planner.elk.packed_decision` checks it), ``resident_buffers`` a plan within
+SRAM's (weights resting throughout; `irc.lowering.model_from_ir.plan_function` checks
+it), each placed with the same function.
 """
 
 from __future__ import annotations

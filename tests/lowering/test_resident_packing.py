@@ -118,3 +118,36 @@ def test_a_plan_within_sram_packs_and_runs_as_planned(text, base, sram, cores, f
     _, report = run(module)
     assert report.model_cycles == pytest.approx(planned_model_cycles(module), rel=1e-9)
     assert report.peak_sram_bytes == function.attributes[PLANNED_PEAK_ATTR].value.data
+
+
+WINDOWED = (   # inputs read through a window (a halo, a stride, a slice) or a gather's table
+    'func.func @main(%x: tensor<34x16xf32> {irc.name = "x"}, %w: tensor<16x16xf32> {irc.name = "w", irc.weight}, '
+    '%k: tensor<3x16x16xf32> {irc.name = "k", irc.weight}) -> tensor<14x16xf32> {\n'
+    '  %h = te.op "H[m,n] += X[m,k] * W[k,n]" (%x, %w) : (tensor<34x16xf32>, tensor<16x16xf32>) -> tensor<34x16xf32>\n'
+    '  %c = te.op "O[m,n] += A[2*m+r,c] * K[r,c,n]" (%h, %k) : (tensor<34x16xf32>, tensor<3x16x16xf32>) '
+    '-> tensor<16x16xf32>\n'
+    '  %y = te.op "O[m,n] += A[m+r,c] * K[r,c,n]" (%c, %k) : (tensor<16x16xf32>, tensor<3x16x16xf32>) '
+    '-> tensor<14x16xf32>\n'
+    '  func.return %y : tensor<14x16xf32>\n}\n',
+    'func.func @main(%i: tensor<8xi32> {irc.name = "i"}, %t: tensor<64x32xf32> {irc.name = "t", irc.weight}, '
+    '%w: tensor<32x96xf32> {irc.name = "w", irc.weight}) -> tensor<8x32xf32> {\n'
+    '  %g = te.op "O[m,n] = T[I[m],n]" (%t, %i) : (tensor<64x32xf32>, tensor<8xi32>) -> tensor<8x32xf32>\n'
+    '  %h = te.op "H[m,n] += X[m,k] * W[k,n]" (%g, %w) : (tensor<8x32xf32>, tensor<32x96xf32>) -> tensor<8x96xf32>\n'
+    '  %s = te.op "O[m,n] = A[m,n+32]" (%h) : (tensor<8x96xf32>) -> tensor<8x32xf32>\n'
+    '  func.return %s : tensor<8x32xf32>\n}\n',
+)
+
+
+@pytest.mark.parametrize("text", WINDOWED)
+@pytest.mark.parametrize("base, sram, cores", [("tiny16", 4096, 16), ("tiny16-hbm", 4096, 16), ("tiny16", 16384, 4)])
+def test_window_reads_and_gathers_hold_what_the_plan_states(text, base, sram, cores):
+    """An input read through a window (a convolution's halo, a strided window, a slice) or a
+    gather's table is held at its kernel's partition (halo included), which is what the
+    plan states (`irc.plans.evaluate.resident_elements`), and a relayout into it writes
+    that buffer (no scratch of its own): the planner's buffers are the program's."""
+    module, function, checked = compiled(text, base, sram, cores, first_fit=False)
+    assert module is not None
+    planned, _ = preload_packing.resident_buffers(*checked[:4])
+    program = live_intervals(function)
+    assert sorted(i.size for i in planned) == sorted(i.size for i in program)
+    assert peak_live_bytes(planned) == peak_live_bytes(program) == function.attributes[PLANNED_PEAK_ATTR].value.data
