@@ -20,6 +20,8 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from xdsl.context import Context
+from xdsl.utils.exceptions import DiagnosticException
 
 from irc.compile import planned_model_cycles
 from irc.lowering import model_from_ir
@@ -28,8 +30,11 @@ from irc.passes import device_alloc, preload_schedule
 from irc.passes.device_alloc import live_intervals
 from irc.planner import preload_packing
 from irc.planner.packing import first_over, online_first_fit, peak_live_bytes
-from irc.runner import run
-from tests.lowering.test_preload_packing import planned_on_chip
+from irc.dialects.target import TARGET_ATTR
+from irc.passes.pipelines import InferencePipeline
+from irc.runner import parse_module, run
+from irc.target import target_attr
+from tests.lowering.test_preload_packing import _chip, planned_on_chip
 from tests.lowering.test_resident_loads import models_with_inputs
 
 # first fit alone overflows these plans' programs unless the planner re-plans
@@ -151,3 +156,25 @@ def test_window_reads_and_gathers_hold_what_the_plan_states(text, base, sram, co
     program = live_intervals(function)
     assert sorted(i.size for i in planned) == sorted(i.size for i in program)
     assert peak_live_bytes(planned) == peak_live_bytes(program) == function.attributes[PLANNED_PEAK_ATTR].value.data
+
+
+def test_a_model_no_preload_order_fits_is_a_diagnostic():
+    """A model whose ops kept on chip together fit no preload order of ELK's is an error at
+    the function saying why, not a Python traceback (it was an uncaught ``OrderError``)."""
+    ty = "tensor<16x24xf16>"
+    add = 'te.op "Y[m,n] = A[m,n] + B[m,n]"'
+    text = ('func.func @main(%x: tensor<16x16xf16> {irc.name = "x"}, %a1: tensor<16x24xf16> {irc.name = "a1", '
+            f'irc.weight}}, %a2: tensor<24x24xf16> {{irc.name = "a2", irc.weight}}) -> {ty} {{\n'
+            f'  %v0 = {add} (%x, %x) : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf16>\n'
+            f'  %v1 = te.op "H[m,n] += X[m,k] * W[k,n]" (%v0, %a1) : (tensor<16x16xf16>, {ty}) -> {ty}\n'
+            f'  %v2 = {add} (%v1, %v1) : ({ty}, {ty}) -> {ty}\n'
+            f'  %v3 = te.op "H[m,n] += X[m,k] * W[k,n]" (%v2, %a2) : ({ty}, tensor<24x24xf16>) -> {ty}\n'
+            f'  %v4 = {add} (%v3, %v2) : ({ty}, {ty}) -> {ty}\n'
+            f'  %v5 = {add} (%v4, %v1) : ({ty}, {ty}) -> {ty}\n'
+            f'  func.return %v5 : {ty}\n}}\n')
+    module = parse_module(text, "order.mlir")
+    module.attributes[TARGET_ATTR] = target_attr(_chip(384, 16), "t10")
+    partition, *_ = InferencePipeline().passes()
+    with pytest.raises(DiagnosticException, match=r"order.mlir:1:1: error: .*@main cannot be planned on .*even with "
+                                                  r"preloading: preload order .* while op \d runs do not fit"):
+        partition.apply(Context(), module)
