@@ -64,7 +64,8 @@ from irc.plans.from_te import op_spec_from_expr
 from irc.planner.preload_ops import own_inputs
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
 from irc.planner.igo_pair import search_pair
-from irc.planner.model import ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
+from irc.planner.model import ModelFitError, ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
+from irc.planner.preload_packing import resident_deficit
 from irc.planner.resident_loads import held_bytes, load_waits
 from irc.planner.mtia import EmbeddingOp, EmbeddingSpec, MtiaModel, StreamOp, StreamSpec
 from irc.planner.op_table import FrontierCache
@@ -279,6 +280,7 @@ class ModelDecision:
     per_op_seconds: float
     per_op_peak_bytes: int
     load_wait_seconds: float = 0.0   # included in ``seconds``: on a chip with HBM, the waits for its loads
+    load_frontiers: tuple[int, ...] | None = None   # on a chip with HBM, where its loads are issued
 
     @property
     def idle_bytes(self) -> int:
@@ -371,6 +373,10 @@ def per_op_decision(model: ModelSpec, device, cost, plans: dict | None = None, c
     return decisions, sum(d.seconds for d in decisions), peak
 
 
+PACKING_TRIES = 4
+"""How many times ``plan_function`` plans again, keeping more bytes free, before it gives up."""
+
+
 def plan_function(
     model: ModelSpec,
     cache: FrontierCache,
@@ -382,17 +388,40 @@ def plan_function(
 ) -> ModelDecision:
     """Algorithm 1 over `model`, or the per-op plans when they fit and are faster.
     ``fusion_points``: Algorithm 1 may run a fused pair unfused (`irc.planner.igo_choice`).
+    The plan's buffers must pack in a core by `device-alloc`'s placement
+    (`irc.planner.preload_packing.resident_deficit`): where they do not, the model is
+    planned again with the bytes the placement overflowed by kept free (issue 23, item 5;
+    a model with fused gradient pairs is not checked).
 
     Raises `irc.planner.model.ModelFitError` (bytes needed and available) when the model
-    does not fit."""
+    does not fit, or its buffers do not pack after ``PACKING_TRIES`` tries."""
+    reserve, device = 0, cache.device
+    for _ in range(PACKING_TRIES):
+        decision = _decide(model, cache, direction, progress, per_op_plans, fusion_points, reserve)
+        if any(op.pair is not None for op in model.ops):
+            return decision   # a gradient pair's kernel holds its products' buffers: not modelled
+        deficit = resident_deficit(model, [(op.active, op.idle) for op in decision.ops], decision.load_frontiers,
+                                   own_inputs(model), device.sram_bytes)
+        if deficit == 0:
+            return decision
+        reserve += deficit
+    raise ModelFitError(
+        f"model {model.name!r}: the buffers of its plans do not pack in a core of {device.name} by device-alloc's "
+        f"placement, even with {reserve} bytes per core kept free", needed=device.sram_bytes + deficit,
+        available=device.sram_bytes)
+
+
+def _decide(model: ModelSpec, cache: FrontierCache, direction: str, progress, per_op_plans: dict | None,
+            fusion_points: bool, reserve: int) -> ModelDecision:
+    """``plan_function``'s decision with ``reserve`` bytes per core kept free."""
     device, cost = cache.device, cache.cost
     planned = plan_model(model, device, cost, direction=direction, cache=cache, progress=progress,
-                         fusion_points=fusion_points)
+                         fusion_points=fusion_points, reserve=reserve)
     try:
         per_op, per_op_seconds, per_op_peak = per_op_decision(model, device, cost, per_op_plans, cache)
     except PlanError:
         per_op, per_op_seconds, per_op_peak = None, math.inf, device.sram_bytes + 1
-    fits = per_op is not None and per_op_peak <= device.sram_bytes
+    fits = per_op is not None and per_op_peak <= device.sram_bytes - reserve
     if not fits:
         per_op_seconds = math.inf
     if fits and per_op_seconds < planned.seconds:
@@ -422,7 +451,7 @@ def with_load_waits(model: ModelSpec, decision: ModelDecision, device) -> ModelD
                        own_inputs(model), held_bytes(account, resting), decision.peak_bytes)
     seconds = waits.cycles / clock
     return replace(decision, seconds=decision.seconds + seconds, load_wait_seconds=seconds,
-                   peak_bytes=int(waits.peak_bytes))
+                   peak_bytes=int(waits.peak_bytes), load_frontiers=waits.frontiers)
 
 
 def decision_of(model: ModelSpec, planned: ModelPlan, cache: FrontierCache, per_op_seconds: float = math.inf,

@@ -76,7 +76,7 @@ from irc.planner import PlanError, search
 from irc.planner.elk import plan_offchip, planned_offchip
 from irc.planner.model import ModelFitError
 from irc.planner.op_table import FrontierCache
-from irc.planner.preload import PreloadFitError
+from irc.planner.preload import OrderError, PreloadFitError
 from irc.planner.relayout_sharing import HELD_ATTR, SHARED_ATTR
 from irc.progress import Progress
 from irc.target import TargetError, cost_of, device_of, resolve_target
@@ -408,6 +408,9 @@ class RTensorPartition(ModulePass):
         except PreloadFitError as error:
             culprit = next((t for t, m in zip(found.ops, found.model.ops) if m.name == error.op), function)
             raise _error(culprit, str(error)) from None
+        except OrderError as error:   # no preload order of the design fits the ops kept on chip together
+            raise _error(function, f"@{found.name} cannot be planned on {cache.device.name}, even with "
+                                   f"preloading: {error}") from None
         schedule = elk.plan.schedule
         slot = {k: t for t, k in enumerate(schedule.order)}
         for i, te_op in enumerate(found.ops):

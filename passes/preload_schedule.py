@@ -27,7 +27,8 @@ program is placed with `device-alloc`'s own placement (every buffer from its all
 free, fragmentation included), and an operator where a buffer does not fit has its
 frontier narrowed until everything does (the plan counts every buffer the program
 keeps, `irc.planner.elk.preload_ops`, and checks that the placement packs them,
-`irc.planner.preload_packing`; a plan made otherwise may not pack: the function's
+`irc.planner.preload_packing`, as it does for a plan within SRAM; a plan made otherwise
+may not pack: the function's
 ``irc.remark`` counts the narrowed frontiers and why). The bytes live are checked
 against a model-wide plan's account (``irc.planned_peak_bytes``), the packing against
 the core. Preloads keep their order (rule 2); a preload placed

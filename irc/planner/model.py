@@ -78,17 +78,17 @@ class _ModelProblem:
     """The tables, budgets and objective shared by the greedy and exhaustive searches."""
 
     def __init__(self, model: ModelSpec, cache: FrontierCache, progress: ProgressCallback | None,
-                 layouts: bool = False, fusion_points: bool = False) -> None:
+                 layouts: bool = False, fusion_points: bool = False, reserve: int = 0) -> None:
         """``layouts``: add to each cheap op's table the plans matching its neighbours'
         layouts (`irc.planner.layout_match`), for the relayout-aware choice (``refine``).
-        ``fusion_points``: a fused pair's table also holds the pair run unfused
-        (`irc.planner.igo_choice`), so fused or unfused is chosen per pair and budget."""
+        ``fusion_points``: a fused pair's table also holds the pair run unfused (`irc.planner.
+        igo_choice`), fused or unfused chosen per pair and budget; ``reserve``: bytes kept free."""
         self.model = model
         self.fusion_points = fusion_points
         self.cache = cache
         self.device = cache.device
         self.cost = cache.cost
-        self.sram = self.device.sram_bytes
+        self.sram = self.device.sram_bytes - reserve
         self.tables: list[OpTable] = []
         ids: dict[int, int] = {}
         self.signature_ids: list[int] = []
@@ -667,7 +667,7 @@ def plan_model(
     cache: FrontierCache | None = None,
     progress: ProgressCallback | None = None,
     refine: bool = True,
-    fusion_points: bool = False,
+    fusion_points: bool = False, reserve: int = 0,
 ) -> ModelPlan:
     """Plan ``model`` end to end (module docstring).
 
@@ -679,24 +679,24 @@ def plan_model(
     (``_ModelProblem.refine``); off, each op keeps its fastest plan in its budget, as T10 does.
     ``fusion_points``: fused gradient pairs may run unfused, chosen per pair and budget
     (`irc.planner.igo_choice`; an op whose plan is an ``UnfusedPoint`` runs unfused).
-    Raises ``ModelFitError`` (bytes needed and available) when the model cannot fit.
-    """
+    ``reserve``: bytes per core kept free (``_ModelProblem``). Raises ``ModelFitError``
+    (bytes needed and available) when the model cannot fit."""
     started = time.perf_counter()
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
     cache = _cache_for(cache, device, cost)
-    problem = _ModelProblem(model, cache, progress, fusion_points=fusion_points)
+    problem = _ModelProblem(model, cache, progress, fusion_points=fusion_points, reserve=reserve)
     problem.check_fits()
     planned = _solve(problem, direction, started, refine)
     if planned is None:
         raise ModelFitError(
             f"model {model.name!r}: no explored combination of idle plans lets every op execute on "
-            f"{cache.device.name}", needed=problem.least_needed(), available=cache.device.sram_bytes,
+            f"{cache.device.name}", needed=problem.least_needed(), available=problem.sram,
         )
     if refine:
         # the layout-matched candidates give the relayout-aware choice more to trade; its
         # descent is local, so the plan without them is kept where it is faster
-        matched = _ModelProblem(model, cache, None, layouts=True, fusion_points=fusion_points)
+        matched = _ModelProblem(model, cache, None, layouts=True, fusion_points=fusion_points, reserve=reserve)
         if any(a is not b for a, b in zip(matched.tables, problem.tables)):
             other = _solve(matched, direction, started, refine)
             if other is not None and other.seconds < planned.seconds:

@@ -1,31 +1,38 @@
-"""Whether the device program an ELK plan makes packs in a core's SRAM (issue 23, item 5).
+"""Whether the device program a plan makes packs in a core's SRAM (issue 23, item 5).
 
-ELK's scheduler counts bytes: an op's execution space and the preload-state bytes of the
-ops resident while it runs (s4.2, s4.3). The compiled program holds the same bytes, but
-as buffers at fixed offsets, each from its alloc to its free; `preload-schedule` places
-them with `device-alloc`'s packing (`irc.planner.packing.place`) and narrows a frontier
-whose buffers do not pack, or fails where narrowing cannot help. ``program_buffers``
-states the buffers a plan's program holds, in its order, as the lowering makes them
+A plan counts bytes: ELK's scheduler an op's execution space and the preload-state bytes
+of the ops resident while it runs (s4.2, s4.3), Algorithm 1 the idle weights, the
+tensors kept across an op and its active plan. The compiled program holds the same bytes,
+but as buffers at fixed offsets, each from its alloc to its free; `device-alloc` places
+them (`irc.planner.packing.place`), and `preload-schedule` narrows a frontier whose
+buffers do not pack, or fails where narrowing cannot help. ``chosen_buffers`` states the
+buffers a program holds, in its order, as the lowering makes them
 (`irc.lowering.shift_to_device`, `irc.passes.preload_schedule`): per op, the loads
 anchored before it (each weight's preload-state buffer, each input it holds the one copy
-of, in its execute layout), then its execute buffers (its output, the partitions of its
-inputs not held in place, their rotation buffers), freed after it; an output read later
-kept, at its rounded size, to its last reader; a relayouted input several consumers
-share (the plan's ``shared``, `irc.planner.relayout_sharing`) kept by its holder to its
-last sharer, which hold no buffer of their own for it. ``packs`` places them with the same
-function. The account is the planner's, not the program itself: windows and relayout
-scratch are not stated.
+of, in its execute layout), then its execute buffers in the kernel's order (each weight's
+copy, unless a weight loaded for its op alone rests as it executes; its output; its
+other inputs' partitions, a window read with its halo; each rotating tensor's receive
+buffer), freed after it; an output read later kept, at its rounded size, to its last
+reader; a relayouted input several consumers share (`irc.planner.relayout_sharing`)
+kept by its holder to its last sharer, which hold no buffer of their own for it. These
+are every ``device.alloc`` the lowering makes: a relayout or setup writes its
+destination buffer (no scratch). ``program_buffers`` states an ELK plan's program
+(`irc.planner.elk.packed_decision` checks it), ``resident_buffers`` a plan within
+SRAM's (weights resting throughout; `irc.lowering.model_from_ir.plan_function` checks
+it), each placed with the same function.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from irc.planner.idle import held_in_place
+from irc.planner.idle import IdlePlan, held_in_place
 from irc.planner.model import ModelSpec, _ModelProblem
-from irc.planner.op_table import FrontierCache
-from irc.planner.packing import Interval, place
+from irc.planner.model_spec import ModelOp, kept_bytes
+from irc.planner.op_table import FrontierCache, canonical_spec
+from irc.planner.packing import Interval, peak_live_bytes, place
 from irc.planner.preload_plan import PreloadPlan
+from irc.plans.plan import Plan
 
 
 def load_anchors(order: Sequence[int], frontier: Sequence[int]) -> list[int]:
@@ -73,40 +80,69 @@ def program_buffers(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
     """The buffers ``plan``'s device program holds (module docstring), in program order,
     and per position the op it belongs to (a load to the op it is issued before)."""
     problem = _ModelProblem(model, cache, None) if problem is None else problem
+    chosen = []
+    for op, table, j, r in zip(model.ops, problem.tables, plan.exec_plan, plan.preload_plan):
+        chosen.append((table.active[j], table.idle[table.idle_index[r, j]] if op.weights else None))
+    anchor = load_anchors(plan.schedule.order, plan.schedule.frontier)
+    return chosen_buffers(model, chosen, plan.schedule.order, anchor, own_inputs, _shared_copies(problem, plan))
+
+
+def chosen_buffers(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | None]], order: Sequence[int],
+                   anchor: Sequence[int], own_inputs: Sequence[Sequence[str]] | None = None,
+                   copies: tuple[dict, dict] = ({}, {}), input_anchor: Sequence[int] | None = None,
+                   resting: bool = False) -> tuple[list[Interval], list[int]]:
+    """The buffers of the program that runs each op with its ``chosen`` (active plan, idle
+    plan or None) (module docstring): op k's loads (its weights, then the inputs it holds
+    the copy of, ``own_inputs[k]``) issued before op ``anchor[k]``, in the load ``order``;
+    ``copies`` the shared relayout copies (``_shared_copies``); with ``input_anchor``, op k's
+    inputs are loaded apart from its weights, before op ``input_anchor[k]``. A weight loaded
+    for its op only is freed after it (or its last reader) and read where it rests when its
+    idle layout is its execute layout (`irc.planner.idle.held_in_place`); ``resting``:
+    each rests in its idle layout to the end instead, and its op gathers its own copy
+    (a plan within SRAM's). A plan may name its tensors as its op does or canonically."""
     n = len(model.ops)
     own_inputs = [()] * n if own_inputs is None else own_inputs
-    anchor = load_anchors(plan.schedule.order, plan.schedule.frontier)
     last_read: dict[tuple[int, str], int] = {}
-    for i, across in enumerate(problem.live):
-        for held in across:
+    for i, across in enumerate(model.live_across()):
+        for holder, name in across:
+            held = (holder, f"t{model.ops[holder].spec.tensor_index(name)}")
             last_read[held] = max(last_read.get(held, i), i)
     # a copy several ops read: loaded before the first, kept to the last (its holder's name)
     spans = {(home, name): (first, last) for weights in (False, True)
              for first, last, _, home, name in model.shared_spans(weights=weights)}
-    loads: dict[int, list[int]] = {}
-    for k in plan.schedule.order:
+    loads: dict[int, list[tuple[int, bool, bool]]] = {}   # before op i: (op k, its weights, its inputs)
+    for k in order:
         first = min([anchor[k]] + [anchor[spans[(k, w)][0]] for w in model.ops[k].weights if (k, w) in spans])
-        loads.setdefault(first, []).append(k)
-    kept_copies, reads = _shared_copies(problem, plan)
+        if input_anchor is None:
+            loads.setdefault(first, []).append((k, True, True))
+        else:   # (the weights before the inputs loaded before the same op)
+            loads.setdefault(first, []).insert(sum(w for _, w, _ in loads.get(first, ())), (k, True, False))
+            loads.setdefault(input_anchor[k], []).append((k, False, True))
+    kept_copies, reads = copies
     buffers = _Buffers()
     until: dict[int, list[Interval]] = {}
     for i in range(n):
         buffers.op = i
-        for k in loads.get(i, ()):
-            for interval, name in _preloaded(model, problem.tables, plan, k, own_inputs[k], buffers):
-                until.setdefault(spans.get((k, name), (k, k))[1], []).append(interval)
+        for k, weights, inputs in loads.get(i, ()):
+            names = own_inputs[k] if inputs else ()
+            for interval, name in _preloaded(model.ops[k], chosen[k] if weights else (chosen[k][0], None), k, names,
+                                             buffers):
+                if not (resting and interval.op[0] == "weight"):   # (a resting weight: to the end)
+                    until.setdefault(spans.get((k, name), (k, k))[1], []).append(interval)
         shared = {name for name in own_inputs[i] if (i, name) in spans}
-        freed, output = _execute(model, problem.tables, plan, i, set(own_inputs[i]) - shared, buffers,
-                                 reads.get(i, set()))
+        freed, output = _execute(model.ops[i], chosen[i], i, set(own_inputs[i]) - shared, buffers,
+                                 reads.get(i, set()), not resting)
         for interval in [f for f in freed if f.op[0] == "exec" and (i, f.op[2]) in kept_copies]:
             freed.remove(interval)   # a shared copy: kept to its last sharer
             until.setdefault(kept_copies[(i, interval.op[2])], []).append(interval)
         reduce = buffers.step()
-        name = model.ops[i].spec.output.name
-        canonical = f"t{model.ops[i].spec.tensor_index(name)}"
+        op = model.ops[i]
+        canonical = f"t{op.spec.tensor_index(op.spec.output.name)}"
         last = last_read.get((i, canonical), i)
         if output is not None and last > i:   # read later: kept, rounded at its reduce
-            held = problem.held_bytes(i, plan.exec_plan[i], canonical)
+            active = chosen[i][0]
+            key = _key(op, active, canonical)
+            held = kept_bytes(op.spec if key != canonical else canonical_spec(op.spec), active, key)
             if held < output.size:
                 output.shrink = (reduce, held)
             until.setdefault(last, []).append(output)
@@ -121,22 +157,26 @@ def program_buffers(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
     return buffers.intervals, buffers.op_at
 
 
-def _preloaded(model, tables, plan, k, names: Sequence[str], buffers: _Buffers) -> list[tuple[Interval, str]]:
+def _key(op: ModelOp, plan, canonical: str) -> str:
+    """The name ``plan`` (an active or idle plan of ``op``) gives op's tensor ``canonical``:
+    that one, or the op's own name for it."""
+    factors = plan.temporal_factors if isinstance(plan, Plan) else plan.weight_bytes
+    return canonical if canonical in factors else op.spec.tensors[int(canonical[1:])].name
+
+
+def _preloaded(op: ModelOp, chosen: tuple[Plan, IdlePlan | None], k: int, names: Sequence[str],
+               buffers: _Buffers) -> list[tuple[Interval, str]]:
     """Op ``k``'s loads, with the name each holds: each weight's preload-state buffer, then
     the inputs ``names`` it holds the copy of, in its execute layout."""
-    op = model.ops[k]
-    table = tables[k]
-    j, r = plan.exec_plan[k], plan.preload_plan[k]
+    active, idle = chosen
     found = []
-    if op.weights:
-        idle = table.idle[table.idle_index[r, j]]
-        for w in op.weights:
-            canonical = f"t{op.spec.tensor_index(w)}"
-            found.append((buffers.alloc(idle.weight_bytes.get(canonical, 0), ("weight", k, canonical)), w))
-    memory = table.active[j].score.memory
+    for w in op.weights if idle is not None else ():   # (no idle plan: the inputs only)
+        canonical = f"t{op.spec.tensor_index(w)}"
+        found.append((buffers.alloc(idle.weight_bytes.get(_key(op, idle, canonical), 0), ("weight", k, canonical)), w))
     for name in names:
         canonical = f"t{op.spec.tensor_index(name)}"
-        found.append((buffers.alloc(memory.partitions[canonical], ("input", k, canonical)), name))
+        size = active.score.memory.partitions[_key(op, active, canonical)]
+        found.append((buffers.alloc(size, ("input", k, canonical)), name))
     return [(interval, name) for interval, name in found if interval is not None]
 
 
@@ -154,29 +194,62 @@ def _shared_copies(problem: _ModelProblem, plan: PreloadPlan) -> tuple[dict[tupl
     return held, reads
 
 
-def _execute(model, tables, plan, i, loaded: set[str], buffers: _Buffers,
-             from_copies: set[str] = frozenset()) -> tuple[list[Interval], Interval | None]:
-    """Op ``i``'s execute buffers: its output, then each input's partition (not a weight held
-    in place, not an input already loaded into it, not one it reads from a shared copy,
-    ``from_copies``) and rotation buffer; returns those freed after it and the output."""
-    op = model.ops[i]
-    table = tables[i]
-    j, r = plan.exec_plan[i], plan.preload_plan[i]
-    active = table.active[j]
+def _execute(op: ModelOp, chosen: tuple[Plan, IdlePlan | None], i: int, loaded: set[str], buffers: _Buffers,
+             from_copies: set[str] = frozenset(), in_place: bool = True) -> tuple[list[Interval], Interval | None]:
+    """Op ``i``'s execute buffers in the order the kernel allocates them: each weight's (not
+    one held in place), then its output, each other input's partition (not one already
+    loaded into it, not one it reads from a shared copy, ``from_copies``), each tensor's
+    rotation buffer after it; returns those freed after it and the output."""
+    active, idle = chosen
     memory = active.score.memory
-    idle = table.idle[table.idle_index[r, j]] if op.weights else None
-    own = {f"t{op.spec.tensor_index(name)}" for name in loaded}
+    skip = {f"t{op.spec.tensor_index(name)}" for name in loaded} | set(from_copies)
+    weights = {f"t{op.spec.tensor_index(name)}" for name in op.weights} if idle is not None else set()
     output = f"t{op.spec.tensor_index(op.spec.output.name)}"
-    kept, freed = None, []
-    for position, tensor in enumerate(op.spec.tensors):   # the output first, as the kernel allocates them
+    freed = []
+    for canonical in sorted(weights, key=lambda t: int(t[1:])):
+        key = _key(op, active, canonical)
+        if not (in_place and held_in_place(idle, active, _key(op, idle, canonical))):
+            freed.append(buffers.alloc(memory.partitions.get(key, 0), ("exec", i, canonical)))
+    kept = None
+    for position in range(len(op.spec.tensors)):
         canonical = f"t{position}"
-        in_place = idle is not None and canonical in idle.weight_bytes and held_in_place(idle, active, canonical)
+        key = _key(op, active, canonical)
         if canonical == output:
-            kept = buffers.alloc(memory.partitions[canonical], ("output", i))
-        elif not in_place and canonical not in own and canonical not in from_copies:
-            freed.append(buffers.alloc(memory.partitions.get(canonical, 0), ("exec", i, canonical)))
-        freed.append(buffers.alloc(memory.rotation_buffers.get(canonical, 0), ("recv", i, canonical)))
+            kept = buffers.alloc(memory.partitions[key], ("output", i))
+        elif canonical not in weights and canonical not in skip:
+            freed.append(buffers.alloc(memory.partitions.get(key, 0), ("exec", i, canonical)))
+        freed.append(buffers.alloc(memory.rotation_buffers.get(key, 0), ("recv", i, canonical)))
     return [f for f in freed if f is not None], kept
+
+
+def resident_buffers(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | None]],
+                     frontiers: Sequence[int] | None, own_inputs: Sequence[Sequence[str]]
+                     ) -> tuple[list[Interval], list[int]]:
+    """The buffers of the program a plan within SRAM makes (``chosen_buffers``): on a chip
+    with off-chip memory its loads in program order, each issued as far ahead as its
+    ``frontiers`` (`irc.planner.resident_loads`) let `preload-schedule` issue it; without
+    (``frontiers`` None), every weight loaded into its idle layout at the start and each
+    input an op holds the copy of loaded right before that op
+    (`irc.lowering.shift_to_device.lower_block`)."""
+    n = len(model.ops)
+    if frontiers is not None:
+        return chosen_buffers(model, chosen, range(n), load_anchors(range(n), frontiers), own_inputs, resting=True)
+    # an input one op reads is loaded among its execute buffers; a shared one's copy before its first reader
+    homes = {(home, name) for _, _, _, home, name in model.shared_spans()}
+    own = [tuple(name for name in names if (k, name) in homes) for k, names in enumerate(own_inputs)]
+    return chosen_buffers(model, chosen, range(n), [0] * n, own, input_anchor=range(n), resting=True)
+
+
+def resident_deficit(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | None]],
+                     frontiers: Sequence[int] | None, own_inputs: Sequence[Sequence[str]], capacity: int) -> int:
+    """0 when the buffers of the program a plan within SRAM makes (``resident_buffers``)
+    pack in ``capacity`` bytes per core by `device-alloc`'s placement, else how many bytes
+    past the core's end its first fit places a buffer (or the live bytes exceed it by)."""
+    intervals, _ = resident_buffers(model, chosen, frontiers, own_inputs)
+    offsets, culprit = place(intervals, capacity)
+    if culprit is None:
+        return 0
+    return max(1, max(offsets[i.op] + i.size for i in intervals) - capacity, peak_live_bytes(intervals) - capacity)
 
 
 def packing_deficit(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan, capacity: int,

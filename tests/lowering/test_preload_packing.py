@@ -99,19 +99,19 @@ def models(draw):
             f"  func.return {value} : {ty(tokens, width)}\n}}\n")
 
 
-def _chip(sram: int, cores: int):
-    """tiny16-hbm with ``cores`` cores of ``sram`` bytes each."""
-    base = load_device("tiny16-hbm")
-    return dataclasses.replace(base, name=f"tiny{cores}-hbm-{sram}", sram_bytes=sram, cores=cores,
+def _chip(sram: int, cores: int, base: str = "tiny16-hbm"):
+    """``base`` (tiny16-hbm) with ``cores`` cores of ``sram`` bytes each."""
+    device = load_device(base)
+    return dataclasses.replace(device, name=f"{base}-{cores}-{sram}", sram_bytes=sram, cores=cores,
                                cores_per_chip=cores)
 
 
-def planned_on_chip(text: str, sram: int, cores: int, preloaded: bool):
-    """``text`` compiled by the inference pipeline for a small chip with HBM (``_chip``)
-    when rtensor-partition plans it and plans it with ELK's preloads (``preloaded``) or
-    within SRAM (not): the module and its function, else (None, None)."""
+def planned_on_chip(text: str, sram: int, cores: int, preloaded: bool, base: str = "tiny16-hbm"):
+    """``text`` compiled by the inference pipeline for a small chip (``_chip``: with HBM
+    by default) when rtensor-partition plans it and plans it with ELK's preloads
+    (``preloaded``) or within SRAM (not): the module and its function, else (None, None)."""
     module = parse_module(text, "random.mlir")
-    module.attributes[TARGET_ATTR] = target_attr(_chip(sram, cores), "t10")
+    module.attributes[TARGET_ATTR] = target_attr(_chip(sram, cores, base), "t10")
     partition, *rest = InferencePipeline().passes()
     try:
         partition.apply(Context(), module)
