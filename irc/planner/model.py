@@ -369,16 +369,16 @@ class _ModelProblem:
                 return rows
 
     def _raise_no_room(self, i: int, rows: Sequence[int], budget: float) -> None:
-        op, least = self.model.ops[i], self.least_hot[i]
-        larger = len(self.tables[i].cold) > rows[i] + 1
+        op, least, larger = self.model.ops[i], self.least_hot[i], len(self.tables[i].cold) > rows[i] + 1
         idle = self.idle_total(rows)
         live = int(self.sram - idle - budget)
         needed = idle + live + int(least[rows[i]])
+        held = f"the idle weights ({idle} bytes, its own included) and the tensors kept on chip across it ({live} bytes)"
+        room = (f"only {int(budget)} of the {self.sram} bytes of SRAM are left after {held}" if budget >= 0
+                else f"{held} already take {int(-budget)} bytes more than the {self.sram} bytes of SRAM")
         raise ModelFitError(
             f"model {self.model.name!r} does not fit on {self.device.name}: op {i} ({op.name}) needs "
-            f"{int(least[rows[i]])} bytes per core to execute, but only {int(budget)} of the {self.sram} bytes "
-            f"of SRAM are left after the idle weights ({idle} bytes, its own included) and the "
-            f"tensors kept on chip across it ({live} bytes): {needed} bytes needed"
+            f"{int(least[rows[i]])} bytes per core to execute, but {room}: {needed} bytes needed"
             + (" (no larger idle plan of it pairs with an active plan that fits)" if larger else ""),
             needed=needed, available=self.sram,
         )
