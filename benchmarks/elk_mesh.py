@@ -199,13 +199,18 @@ class Planner:
         mine.device = device
         return mine
 
+    def device(self, topology: str, hbm_tbps: float, noc_tbps: float):
+        """One chip at the paper's 4-chip HBM and NoC bandwidths: an all-to-all core port at
+        the NoC's per-core rate, a mesh link at it times ``mesh_scale`` (``--mesh-links``)."""
+        rate = link_rate(noc_tbps, self.base.cores_per_chip) * (self.mesh_scale if topology == "mesh-2d" else 1.0)
+        return point_device(self.base, Point(0, per_chip(hbm_tbps), rate, topology, self.base.cores_per_chip))
+
     def point(self, name: str, topology: str, hbm_tbps: float, noc_tbps: float) -> dict:
         """Every design of ``name`` on ``topology`` at the paper's 4-chip HBM and NoC
         bandwidths: latencies, ratios to the overlap bound and Ideal, contention share,
         utilisation per link class, and the exchange's HBM delivery cap."""
         started = time.perf_counter()
-        rate = link_rate(noc_tbps, self.base.cores_per_chip) * (self.mesh_scale if topology == "mesh-2d" else 1.0)
-        device = point_device(self.base, Point(0, per_chip(hbm_tbps), rate, topology, self.base.cores_per_chip))
+        device = self.device(topology, hbm_tbps, noc_tbps)
         model, layer_of, loads, allreduce, chips = self.model(name)
         study = offchip_study(model, self.cache(device), DESIGNS, **offchip_inputs(loads), layer_of=layer_of,
                               max_orders=self.sweep.max_orders, loop=True,
@@ -213,6 +218,7 @@ class Planner:
         clock = device.clock_hz
         cap, capped_by, worst = delivery_cap(device)
         row = {"model": name, "topology": topology, "hbm_tbps": hbm_tbps, "noc_tbps": noc_tbps,
+               "link_gbps": device.link_bytes_per_s / 1e9,
                "bound_ms": study.bound_cycles / clock * 1e3, "delivery_tbps": cap * PAPER_CHIPS / 1e12,
                "delivery_capped_by": capped_by, "delivery_link_load": worst, "designs": {}}
         for design, decision in study.decisions.items():
@@ -333,17 +339,43 @@ def figure19(rows, models, hbm, noc, out) -> None:
             else:
                 print(f"  {model}, {topology}: doubling the HBM bandwidth gains < 10% past {shown} (the paper "
                       f"states a knee for Llama2-70B only)", file=out)
+    figure19_topologies(rows, models, default, noc, out)
+
+
+def _gap(mesh, a2a) -> str:
+    """What separates ELK-Full from Ideal on each topology, measured: the gap in ms, the
+    contention share, and each Ideal with the link rate its operators exchange at."""
+    def one(row):
+        full = row["designs"]["full"]
+        return (f"{full['latency_ms'] - _latency(row, 'ideal'):.4f} ms ({100 * full['contention']:.1f}% contention) "
+                f"on {row['topology']}")
+    rates = "" if "link_gbps" not in mesh else (
+        f"; the mesh's links ({mesh['link_gbps']:.3g} GB/s) are {mesh['link_gbps'] / a2a['link_gbps']:.2f}x an "
+        f"all-to-all port ({a2a['link_gbps']:.3g} GB/s), so its operators execute faster: Ideal "
+        f"{_latency(mesh, 'ideal'):.4f} ms against {_latency(a2a, 'ideal'):.4f} ms")
+    return f"ELK-Full's gap to Ideal: {one(mesh)}, {one(a2a)}{rates}"
+
+
+def figure19_topologies(rows, models, default, noc, out) -> None:
+    """Figure 19's statements comparing the topologies at the default HBM bandwidth: the
+    mesh's higher contention, and ELK-Full further from Ideal on it."""
     for model in models:
         a2a, mesh = (_find(rows, model=model, topology=t, hbm_tbps=default, noc_tbps=noc) for t in TOPOLOGIES)
+        higher = [d for d in ("basic", "static", "dyn")
+                  if mesh["designs"][d]["contention"] >= a2a["designs"][d]["contention"]]
+        compare(f"{model} at {default:g} TB/s: interconnect contention on the mesh against all-to-all",
+                "\"since mesh-based network takes multiple hops to deliver HBM data to cores, it suffers higher "
+                "interconnect contention than all-to-all network\" (Basic, Static, ELK-Dyn)",
+                ", ".join(f"{elk.LABELS[d]} {100 * mesh['designs'][d]['contention']:.1f}% vs "
+                          f"{100 * a2a['designs'][d]['contention']:.1f}%" for d in ("basic", "static", "dyn"))
+                + " of latency (mesh vs all-to-all)", len(higher) == 3, reason(mesh, "dyn"), out)
         kind = "GQA" if model in GQA else "non-GQA"
-        ideal_lines = mesh["designs"]["ideal"]["utilisation"]["lines"]
         compare(f"{model} ({kind}) at {default:g} TB/s: ELK-Full further from Ideal on the mesh",
                 "\"it is harder for ELK-Full to match with Ideal on mesh, especially for non-GQA models\"",
                 f"ELK-Full {100 * a2a['designs']['full']['of_ideal']:.1f}% of Ideal all-to-all, "
                 f"{100 * mesh['designs']['full']['of_ideal']:.1f}% on the mesh",
                 mesh["designs"]["full"]["of_ideal"] < a2a["designs"]["full"]["of_ideal"],
-                reason(mesh) + f"; Ideal's own preload lines are {100 * ideal_lines:.0f}% busy (Ideal is no faster "
-                               f"than the mesh's delivery)", out)
+                reason(mesh) + "; " + _gap(mesh, a2a), out)
 
 
 def figure20(rows, models, hbm, noc, out) -> None:
@@ -477,7 +509,7 @@ def parse(argv):
                         help="Figure 22's HBM TB/s of 4 chips")
     parser.add_argument("--max-orders", type=int, default=8,
                         help="ELK-Full plans at most this many preload orders per point (-1: s4.4's whole tree)")
-    parser.add_argument("--mesh-links", default="hbm-cut", choices=MESH_LINKS,
+    parser.add_argument("--mesh-links", default="hbm-cut",
                         help="a mesh link's rate at a NoC bandwidth: hbm-cut (default; the mesh at the default NoC "
                              "delivers the base chip's HBM into its interior) or core (an all-to-all port's rate)")
     parser.add_argument("--scale", type=int, default=1, help="divide every model's widths by this")
@@ -503,6 +535,9 @@ def main(argv=None) -> int:
         figures = set()
     if not figures or not figures <= {19, 20, 21, 22}:
         print(f"error: --figures: a comma-separated choice of 19, 20, 21, 22, got {args.figures!r}", file=sys.stderr)
+        return 1
+    if args.mesh_links not in MESH_LINKS:
+        print(f"error: --mesh-links: one of {', '.join(MESH_LINKS)}, got {args.mesh_links!r}", file=sys.stderr)
         return 1
     models = [m for m in args.models.split(",") if m]
     unknown = [m for m in models if m not in CONFIGS]
