@@ -83,6 +83,9 @@ def test_the_default_mesh_links_carry_the_hbm_share_through_the_edge_cut():
     # the 5.5 GB/s reading needs the same links, 5.6 times faster than it has them
     slow = load_device("ipu-mk2-hbm-mesh-5g5")
     assert hbm_cut_link_bytes_per_s(slow) == pytest.approx(needed) and needed / slow.link_bytes_per_s > 5.55
+    # tiny16-hbm-mesh: each controller enters a line from its nearer end, so a link next to
+    # the edge carries half of one core's bytes: 0.5 x 32e9 / 16 = 1 GB/s, under its 5.5
+    assert hbm_cut_link_bytes_per_s(load_device("tiny16-hbm-mesh")) == pytest.approx(0.5 * 32e9 / 16)
     with pytest.raises(ValueError, match="has no mesh"):
         hbm_cut_link_bytes_per_s(load_device("ipu-mk2-hbm"))
 
