@@ -351,8 +351,10 @@ def _gap(mesh, a2a) -> str:
         return (f"{full['latency_ms'] - _latency(row, 'ideal'):.4f} ms ({100 * full['contention']:.1f}% contention) "
                 f"on {row['topology']}")
     use = a2a["designs"]["full"]["utilisation"]
+    carried = ("enough to carry the HBM inward" if mesh["delivery_tbps"] >= mesh["hbm_tbps"] * (1 - 1e-6) else
+               f"delivering at most {mesh['delivery_tbps']:.2f} of the HBM's {mesh['hbm_tbps']:g} TB/s")
     rates = "" if "link_gbps" not in mesh else (
-        f"; the mesh's links ({mesh['link_gbps']:.3g} GB/s, sized to carry the HBM inward) are "
+        f"; the mesh's links ({mesh['link_gbps']:.3g} GB/s, {carried}) are "
         f"{mesh['link_gbps'] / a2a['link_gbps']:.2f}x an all-to-all port ({a2a['link_gbps']:.3g} GB/s)")
     return (f"ELK-Full's gap to Ideal: {one(mesh)}, {one(a2a)}{rates}; Ideal {_latency(mesh, 'ideal'):.4f} ms on "
             f"the mesh against {_latency(a2a, 'ideal'):.4f} ms; on all-to-all the preloads cross the core ports the "
