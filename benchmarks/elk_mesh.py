@@ -6,10 +6,17 @@ utilisation) and, for Llama2-70B, the interconnect (NoC) bandwidth at several HB
 bandwidths (Figure 22). irc plans one chip's share of each model split over the 4 chips
 (tensor parallel, all-reduces priced; ``benchmarks/elk.py``'s setting) on ``ipu-mk2-hbm``
 or its 32 x 46 mesh (``irc.dse.point_device``), so every bandwidth below is the paper's
-4-chip figure: HBM x TB/s is x/4 per chip, NoC y TB/s is y / 5,888 cores per core link (the
-paper's 8 TB/s per chip is 1,472 x 5.5 GB/s; it does not say how it counts a mesh's NoC
-bandwidth: here the same per-core rate, on each of a mesh core's links). Op tables do not
-depend on the HBM, so each (topology, link rate) searches them once.
+4-chip figure: HBM x TB/s is x/4 per chip, NoC y TB/s is y / 5,888 cores per all-to-all
+core port (the paper's 8 TB/s per chip is 1,472 x 5.5 GB/s). The paper gives no mesh link
+rate nor says how it counts a mesh's NoC bandwidth; with ``--mesh-links hbm-cut`` (the
+default, as ``ipu-mk2-hbm-mesh``) the mesh at the base chip's own NoC has links as fast as
+it takes to deliver the base chip's HBM bandwidth into its interior
+(``irc.devices.topology.hbm_cut_link_bytes_per_s``: 30.57 GB/s for ipu-mk2-hbm's 4 TB/s,
+at least a core's port), and a NoC of y TB/s scales them by y over the default (32.384
+TB/s): mesh link = 30.57 GB/s x y / 32.384, the mesh whose edge cut carries y / 32.384 x
+16 TB/s of HBM. ``--mesh-links core`` reads every mesh link at the all-to-all's port rate
+(5.5 GB/s at the default, as ``ipu-mk2-hbm-mesh-5g5``). Op tables do not depend on the
+HBM, so each (topology, link rate) searches them once.
 
 Printed per figure: irc's numbers (ms/token per design, overlap bound, utilisation per
 link class: the cores' own exchange, the HBM controllers' egress, the controllers' links
@@ -24,7 +31,7 @@ measured cause.
     PYTHONPATH=. python benchmarks/elk_mesh.py [--figures 19,20,21,22]
         [--models llama2-13b,gemma2-27b,opt-30b,llama2-70b] [--layers 2]
         [--hbm 2,4,8,16,32] [--noc 16.2,32.4,40,64.8] [--noc-hbm 8,16,32]
-        [--max-orders 8] [--json out.json]
+        [--mesh-links hbm-cut|core] [--max-orders 8] [--json out.json]
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ from pathlib import Path
 
 from irc.devices import DeviceError, load_device
 from irc.output import write_atomically
-from irc.devices.topology import link_bytes_per_s, multicast_link_bytes, replication
+from irc.devices.topology import hbm_cut_link_bytes_per_s, link_bytes_per_s, multicast_link_bytes, replication
 from irc.dse import (DseError, Point, Workload, allreduce_exec_cycles, chips_of, offchip_inputs, point_device,
                      workload_model)
 from irc.planner.elk import DESIGNS, offchip_study
@@ -81,6 +88,22 @@ def per_chip(tbps: float) -> float:
 def link_rate(noc_tbps: float, cores: int) -> float:
     """A core's link rate (bytes/s) at the paper's 4-chip NoC bandwidth ``noc_tbps``."""
     return noc_tbps * 1e12 / (PAPER_CHIPS * cores)
+
+
+MESH_LINKS = ("hbm-cut", "core")
+"""How a NoC bandwidth maps to a mesh link rate (``mesh_link_scale``)."""
+
+
+def mesh_link_scale(base, links: str = "hbm-cut") -> float:
+    """A mesh link's rate over an all-to-all core port's at the same NoC bandwidth: with
+    ``hbm-cut``, the least mesh link rate that delivers ``base``'s own HBM bandwidth into its
+    mesh (``hbm_cut_link_bytes_per_s``; at least a port) over ``base``'s port rate (a NoC y
+    TB/s then has mesh links at that rate times y over the default NoC); ``core``: 1."""
+    if links == "core":
+        return 1.0
+    mesh = point_device(base, Point(0, base.offchip.bytes_per_s / base.chips, base.link_bytes_per_s, "mesh-2d",
+                                    base.cores_per_chip))
+    return max(1.0, hbm_cut_link_bytes_per_s(mesh) / base.link_bytes_per_s)
 
 
 def default_noc_tbps(base) -> float:
@@ -146,6 +169,7 @@ class Sweep:
     max_orders: int | None = 8
     base: str = "ipu-mk2-hbm"
     scale: int = 1   # every model's widths divided by this (the tests' small chips)
+    mesh_links: str = "hbm-cut"   # how a NoC bandwidth maps to a mesh link rate (MESH_LINKS)
 
 
 class Planner:
@@ -154,6 +178,7 @@ class Planner:
     def __init__(self, sweep: Sweep):
         self.sweep = sweep
         self.base = load_device(sweep.base)
+        self.mesh_scale = mesh_link_scale(self.base, sweep.mesh_links)
         self.caches: dict[tuple, FrontierCache] = {}
         self.models: dict[str, tuple] = {}
 
@@ -174,13 +199,18 @@ class Planner:
         mine.device = device
         return mine
 
+    def device(self, topology: str, hbm_tbps: float, noc_tbps: float):
+        """One chip at the paper's 4-chip HBM and NoC bandwidths: an all-to-all core port at
+        the NoC's per-core rate, a mesh link at it times ``mesh_scale`` (``--mesh-links``)."""
+        rate = link_rate(noc_tbps, self.base.cores_per_chip) * (self.mesh_scale if topology == "mesh-2d" else 1.0)
+        return point_device(self.base, Point(0, per_chip(hbm_tbps), rate, topology, self.base.cores_per_chip))
+
     def point(self, name: str, topology: str, hbm_tbps: float, noc_tbps: float) -> dict:
         """Every design of ``name`` on ``topology`` at the paper's 4-chip HBM and NoC
         bandwidths: latencies, ratios to the overlap bound and Ideal, contention share,
         utilisation per link class, and the exchange's HBM delivery cap."""
         started = time.perf_counter()
-        rate = link_rate(noc_tbps, self.base.cores_per_chip)
-        device = point_device(self.base, Point(0, per_chip(hbm_tbps), rate, topology, self.base.cores_per_chip))
+        device = self.device(topology, hbm_tbps, noc_tbps)
         model, layer_of, loads, allreduce, chips = self.model(name)
         study = offchip_study(model, self.cache(device), DESIGNS, **offchip_inputs(loads), layer_of=layer_of,
                               max_orders=self.sweep.max_orders, loop=True,
@@ -188,6 +218,7 @@ class Planner:
         clock = device.clock_hz
         cap, capped_by, worst = delivery_cap(device)
         row = {"model": name, "topology": topology, "hbm_tbps": hbm_tbps, "noc_tbps": noc_tbps,
+               "link_gbps": device.link_bytes_per_s / 1e9,
                "bound_ms": study.bound_cycles / clock * 1e3, "delivery_tbps": cap * PAPER_CHIPS / 1e12,
                "delivery_capped_by": capped_by, "delivery_link_load": worst, "designs": {}}
         for design, decision in study.decisions.items():
@@ -291,7 +322,7 @@ def figure19(rows, models, hbm, noc, out) -> None:
             compare(f"{model}, {topology}: ELK-Full's latency against HBM bandwidth",
                     "\"Higher HBM bandwidth improves the per-token latency, but the benefit will diminish\" "
                     "(never slower)", "slower at " + ", ".join(f"{b['hbm_tbps']:g} than at {a['hbm_tbps']:g} TB/s "
-                                                             f"({_latency(b) / _latency(a):.2f}x)" for a, b in rises)
+                                                             f"({_latency(b) / _latency(a):.3f}x)" for a, b in rises)
                     if rises else "never slower with more HBM bandwidth", not rises,
                     reason(rises[0][1]) + f"; ELK-Full's contention {100 * rises[0][0]['designs']['full']['contention']:.0f}%"
                     f" -> {100 * rises[0][1]['designs']['full']['contention']:.0f}% of its latency (a faster preload "
@@ -308,17 +339,48 @@ def figure19(rows, models, hbm, noc, out) -> None:
             else:
                 print(f"  {model}, {topology}: doubling the HBM bandwidth gains < 10% past {shown} (the paper "
                       f"states a knee for Llama2-70B only)", file=out)
+    figure19_topologies(rows, models, default, noc, out)
+
+
+def _gap(mesh, a2a) -> str:
+    """What separates ELK-Full from Ideal on each topology, measured: the gap in ms, the
+    contention share, each Ideal, the link rates, and on all-to-all the core ports the
+    preloads share with the operators' exchange."""
+    def one(row):
+        full = row["designs"]["full"]
+        return (f"{full['latency_ms'] - _latency(row, 'ideal'):.4f} ms ({100 * full['contention']:.1f}% contention) "
+                f"on {row['topology']}")
+    use = a2a["designs"]["full"]["utilisation"]
+    carried = ("enough to carry the HBM inward" if mesh["delivery_tbps"] >= mesh["hbm_tbps"] * (1 - 1e-6) else
+               f"delivering at most {mesh['delivery_tbps']:.2f} of the HBM's {mesh['hbm_tbps']:g} TB/s")
+    rates = "" if "link_gbps" not in mesh else (
+        f"; the mesh's links ({mesh['link_gbps']:.3g} GB/s, {carried}) are "
+        f"{mesh['link_gbps'] / a2a['link_gbps']:.2f}x an all-to-all port ({a2a['link_gbps']:.3g} GB/s)")
+    return (f"ELK-Full's gap to Ideal: {one(mesh)}, {one(a2a)}{rates}; Ideal {_latency(mesh, 'ideal'):.4f} ms on "
+            f"the mesh against {_latency(a2a, 'ideal'):.4f} ms; on all-to-all the preloads cross the core ports the "
+            f"operators exchange over ({100 * use['lines']:.0f}% and {100 * use['core']:.0f}% busy)")
+
+
+def figure19_topologies(rows, models, default, noc, out) -> None:
+    """Figure 19's statements comparing the topologies at the default HBM bandwidth: the
+    mesh's higher contention, and ELK-Full further from Ideal on it."""
     for model in models:
         a2a, mesh = (_find(rows, model=model, topology=t, hbm_tbps=default, noc_tbps=noc) for t in TOPOLOGIES)
+        higher = [d for d in ("basic", "static", "dyn")
+                  if mesh["designs"][d]["contention"] >= a2a["designs"][d]["contention"]]
+        compare(f"{model} at {default:g} TB/s: interconnect contention on the mesh against all-to-all",
+                "\"since mesh-based network takes multiple hops to deliver HBM data to cores, it suffers higher "
+                "interconnect contention than all-to-all network\" (Basic, Static, ELK-Dyn)",
+                ", ".join(f"{elk.LABELS[d]} {100 * mesh['designs'][d]['contention']:.1f}% vs "
+                          f"{100 * a2a['designs'][d]['contention']:.1f}%" for d in ("basic", "static", "dyn"))
+                + " of latency (mesh vs all-to-all)", len(higher) == 3, reason(mesh, "dyn"), out)
         kind = "GQA" if model in GQA else "non-GQA"
-        ideal_lines = mesh["designs"]["ideal"]["utilisation"]["lines"]
         compare(f"{model} ({kind}) at {default:g} TB/s: ELK-Full further from Ideal on the mesh",
                 "\"it is harder for ELK-Full to match with Ideal on mesh, especially for non-GQA models\"",
                 f"ELK-Full {100 * a2a['designs']['full']['of_ideal']:.1f}% of Ideal all-to-all, "
                 f"{100 * mesh['designs']['full']['of_ideal']:.1f}% on the mesh",
                 mesh["designs"]["full"]["of_ideal"] < a2a["designs"]["full"]["of_ideal"],
-                reason(mesh) + f"; Ideal's own preload lines are {100 * ideal_lines:.0f}% busy (Ideal is no faster "
-                               f"than the mesh's delivery)", out)
+                reason(mesh) + "; " + _gap(mesh, a2a), out)
 
 
 def figure20(rows, models, hbm, noc, out) -> None:
@@ -452,6 +514,9 @@ def parse(argv):
                         help="Figure 22's HBM TB/s of 4 chips")
     parser.add_argument("--max-orders", type=int, default=8,
                         help="ELK-Full plans at most this many preload orders per point (-1: s4.4's whole tree)")
+    parser.add_argument("--mesh-links", default="hbm-cut",
+                        help="a mesh link's rate at a NoC bandwidth: hbm-cut (default; the mesh at the default NoC "
+                             "delivers the base chip's HBM into its interior) or core (an all-to-all port's rate)")
     parser.add_argument("--scale", type=int, default=1, help="divide every model's widths by this")
     parser.add_argument("--json", default=None, help="write every point's numbers here")
     parser.add_argument("--replay", default=None, metavar="JSON",
@@ -476,6 +541,9 @@ def main(argv=None) -> int:
     if not figures or not figures <= {19, 20, 21, 22}:
         print(f"error: --figures: a comma-separated choice of 19, 20, 21, 22, got {args.figures!r}", file=sys.stderr)
         return 1
+    if args.mesh_links not in MESH_LINKS:
+        print(f"error: --mesh-links: one of {', '.join(MESH_LINKS)}, got {args.mesh_links!r}", file=sys.stderr)
+        return 1
     models = [m for m in args.models.split(",") if m]
     unknown = [m for m in models if m not in CONFIGS]
     if unknown or not models:
@@ -486,7 +554,8 @@ def main(argv=None) -> int:
         hbm, noc, noc_hbm = (_numbers(args.hbm, "--hbm"), _numbers(args.noc, "--noc"),
                              _numbers(args.noc_hbm, "--noc-hbm"))
         planner = Planner(Sweep(None if args.layers < 0 else args.layers, args.batch, args.seq,
-                                None if args.max_orders < 0 else args.max_orders, args.device, args.scale))
+                                None if args.max_orders < 0 else args.max_orders, args.device, args.scale,
+                                args.mesh_links))
     except DseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -497,7 +566,8 @@ def main(argv=None) -> int:
     wanted = figure_points(figures, models, hbm, noc, noc_hbm, noc_default)
     mesh = point_device(planner.base, Point(0, 1.0, 1.0, "mesh-2d", planner.base.cores_per_chip)).mesh
     sweep = {"base": planner.base.name, "mesh": list(mesh), "layers": args.layers, "batch": args.batch,
-             "seq": args.seq, "noc_default": noc_default, "figures": sorted(figures), "models": models,
+             "seq": args.seq, "noc_default": noc_default, "mesh_links": args.mesh_links,
+             "mesh_link_gbps": planner.base.link_bytes_per_s * planner.mesh_scale / 1e9, "figures": sorted(figures), "models": models,
              "hbm": hbm, "noc_hbm": noc_hbm, "seconds": 0.0, "peak_rss_mib": 0.0, "rows": []}
     started = time.perf_counter()
     with Progress(len(wanted), "ELK s6.4 sweep") as bar:
@@ -532,6 +602,9 @@ def report(sweep: dict, out) -> None:
     print(f"ELK s6.4 in irc: {len(rows)} points on {sweep['base']} (all-to-all) and its "
           f"{'x'.join(map(str, sweep['mesh']))} mesh, {sweep['layers'] if sweep['layers'] >= 0 else 'all'} layers, "
           f"batch {sweep['batch']}, KV cache {sweep['seq']}; the NoC of Figures 19-21: {noc:g} TB/s", file=out)
+    if "mesh_links" in sweep:
+        print(f"mesh links ({sweep['mesh_links']}): {sweep['mesh_link_gbps']:.4g} GB/s each at that NoC, "
+              f"each NoC bandwidth scaling them in proportion", file=out)
     print_points(rows, out)
     if hbm and 19 in figures:
         figure19(rows, models, hbm, noc, out)

@@ -207,6 +207,21 @@ def _preload_table(device: Device):
             np.array([_core_side(device, link) for link in links], dtype=bool))
 
 
+def hbm_cut_link_bytes_per_s(device: Device) -> float:
+    """The least mesh link rate at which the exchange delivers the chip's HBM share into
+    its interior: when every core receives its own bytes from the HBM (evenly over the
+    controllers, ``preload_link_shares``), the most loaded mesh link (on ipu-mk2-hbm-mesh a
+    row link out of the left or right edge column, carrying a quarter of 45 of its row's
+    46 cores' bytes) carries its share of ``offchip.bytes_per_s`` (the rate the mesh devices
+    state as ``interconnect.link_bytes_per_s``; ``benchmarks/elk_mesh.py`` scales it with
+    the NoC bandwidth)."""
+    if not on_mesh(device):
+        raise ValueError(f"device '{device.name}' has no mesh (interconnect.topology \"mesh-2d\")")
+    links, shares, _, _, _ = _preload_table(device)
+    busiest = max(share for link, share in zip(links, shares) if link[0] == "mesh")
+    return float(busiest) * device.offchip.bytes_per_s / device.cores_per_chip
+
+
 def replication(device: Device, bytes_per_core: float, hbm_bytes: float) -> float:
     """How many cores receive each byte a preload reads from HBM on average (its bytes to
     every core over its distinct bytes; at least 1)."""

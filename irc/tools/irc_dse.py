@@ -70,7 +70,9 @@ def _arguments(argv):
                         help=f"a built-in model ({', '.join(MODELS)}) or an .onnx or .mlir file")
     parser.add_argument("--device", default="ipu-mk2-hbm", help="base device with off-chip memory")
     parser.add_argument("--hbm", default="4000", help="HBM bandwidths in GB/s, comma-separated")
-    parser.add_argument("--link", default="5.5", help="per-core link bandwidths in GB/s, comma-separated")
+    parser.add_argument("--link", default="5.5",
+                        help="link bandwidths in GB/s, comma-separated: an all-to-all core's port, or each link of "
+                             "a mesh (ipu-mk2-hbm-mesh's 30.6 carry 4 TB/s of HBM into its 32 x 46 mesh)")
     parser.add_argument("--topology", default="all-to-all", help="all-to-all and/or mesh-2d, comma-separated")
     parser.add_argument("--cores", default="1472", help="core counts, comma-separated")
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"of {', '.join(DESIGNS)}")

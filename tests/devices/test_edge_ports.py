@@ -12,7 +12,8 @@ from xdsl.dialects.func import FuncOp
 
 from irc.compile import compile_and_run
 from irc.devices import DEVICE_DIR, DeviceError, load_device
-from irc.devices.topology import edge_port_bytes_per_s, preload_link_shares, preload_seconds, preload_seconds_per_byte
+from irc.devices.topology import (edge_port_bytes_per_s, hbm_cut_link_bytes_per_s, link_bytes_per_s,
+                                  preload_link_shares, preload_seconds, preload_seconds_per_byte)
 from irc.interpreter.offchip import offchip_summary
 from tests.programs import mlp
 
@@ -41,12 +42,52 @@ def test_the_default_lets_each_controller_send_its_share_of_the_hbm(tmp_path):
     text = (DEVICE_DIR / "ipu_mk2_hbm_mesh.toml").read_text().replace("edge_port_bytes_per_s = 31.25e9\n", "")
     derived = load_device(_variant(tmp_path, text))
     assert derived.offchip.edge_port_bytes_per_s is None and edge_port_bytes_per_s(derived) == 31.25e9
-    # then the edges no longer cap delivery: the 32 links from the left (and right) column
-    # inward do, each carrying a quarter of 45 of its row's 46 cores' bytes, at 5.5 GB/s
-    assert preload_seconds_per_byte(mk2) == pytest.approx((45 / 4) / 5.5e9)
+    # then the edges deliver exactly the chip's 4 TB/s (a left or right edge port feeds its
+    # row of 46 cores a quarter of their bytes each: 11.5 B per byte to every core) and the
+    # mesh's links (hbm_cut_link_bytes_per_s) no less
+    assert preload_seconds_per_byte(mk2) == pytest.approx((46 / 4) / 31.25e9)
+    assert 1472 / preload_seconds_per_byte(mk2) == pytest.approx(4e12)
+    # on the 5.5 GB/s reading the edges no longer cap delivery: the 32 links from the left
+    # (and right) column inward do, each carrying a quarter of 45 of its row's 46 cores'
+    # bytes at 5.5 GB/s: the chip gets 0.72 of its 4 TB/s
+    slow = load_device("ipu-mk2-hbm-mesh-5g5")
+    assert slow.offchip.edge_port_bytes_per_s == 31.25e9 and slow.link_bytes_per_s == 5.5e9
+    assert preload_seconds_per_byte(slow) == pytest.approx((45 / 4) / 5.5e9)
+    assert 1472 / preload_seconds_per_byte(slow) == pytest.approx(1472 * 5.5e9 / 11.25) == pytest.approx(0.7196e12, 1e-4)
     # tiny16-hbm-mesh: each controller's 16 GB/s over its 8 ports is 2 GB/s, below a mesh
     # link, so its ports run at the link rate
     assert edge_port_bytes_per_s(load_device("tiny16-hbm-mesh")) == 5.5e9
+
+
+def test_the_default_mesh_links_carry_the_hbm_share_through_the_edge_cut():
+    # ipu-mk2-hbm-mesh's link rate is the least at which the most loaded links of the
+    # preload routes (every core receiving its own bytes, a quarter from each controller)
+    # carry the chip's 4 TB/s: the 32 + 32 row links out of the left and right edge
+    # columns, each a quarter of 45 of its row's 46 cores' bytes (the column links out of
+    # the top and bottom rows carry 31 / 4)
+    mk2 = load_device("ipu-mk2-hbm-mesh")
+    mesh = {link: load for link, load in preload_link_shares(mk2).items() if link[0] == "mesh"}
+    busiest = max(mesh.values())
+    assert busiest == pytest.approx(45 / 4)
+    assert sorted(link[1:] for link, load in mesh.items() if load == busiest) == sorted(
+        [(46 * r, 46 * r + 1) for r in range(32)] + [(46 * r + 45, 46 * r + 44) for r in range(32)])
+    assert max(load for (_, a, b), load in mesh.items() if b - a in (46, -46)) == pytest.approx(31 / 4)
+    needed = hbm_cut_link_bytes_per_s(mk2)
+    assert needed == pytest.approx(45 / 4 * 4e12 / 1472)   # 30.57 GB/s
+    # the file's rate is that, rounded up by less than 0.2%, and its shifts are priced at it
+    assert needed <= mk2.link_bytes_per_s <= 1.002 * needed
+    assert mk2.shift_cycles_per_byte == pytest.approx(0.28 * 5.5e9 / mk2.link_bytes_per_s, rel=1e-5)
+    # so the cut from the edge ring inward delivers the HBM share: every mesh link's
+    # seconds per byte to every core within the HBM's
+    assert max(load / link_bytes_per_s(mk2, link) for link, load in mesh.items()) <= 1472 / mk2.offchip.bytes_per_s
+    # the 5.5 GB/s reading needs the same links, 5.6 times faster than it has them
+    slow = load_device("ipu-mk2-hbm-mesh-5g5")
+    assert hbm_cut_link_bytes_per_s(slow) == pytest.approx(needed) and needed / slow.link_bytes_per_s > 5.55
+    # tiny16-hbm-mesh: each controller enters a line from its nearer end, so a link next to
+    # the edge carries half of one core's bytes: 0.5 x 32e9 / 16 = 1 GB/s, under its 5.5
+    assert hbm_cut_link_bytes_per_s(load_device("tiny16-hbm-mesh")) == pytest.approx(0.5 * 32e9 / 16)
+    with pytest.raises(ValueError, match="has no mesh"):
+        hbm_cut_link_bytes_per_s(load_device("ipu-mk2-hbm"))
 
 
 def test_delivery_time_follows_from_the_port_rate_by_hand(tmp_path):
