@@ -63,9 +63,10 @@ from irc.plans.errors import PlanError, SpecError
 from irc.plans.from_te import op_spec_from_expr
 from irc.planner.preload_ops import own_inputs
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
+from irc.planner.igo_choice import UnfusedPoint
 from irc.planner.igo_pair import search_pair
 from irc.planner.model import ModelFitError, ModelOp, ModelPlan, ModelSpec, kept_bytes, plan_model
-from irc.planner.preload_packing import resident_deficit
+from irc.planner.preload_packing import input_loads, loaded_inputs, resident_deficit
 from irc.planner.resident_loads import held_bytes, load_waits
 from irc.planner.mtia import EmbeddingOp, EmbeddingSpec, MtiaModel, StreamOp, StreamSpec
 from irc.planner.op_table import FrontierCache
@@ -391,17 +392,18 @@ def plan_function(
     The plan's buffers must pack in a core by `device-alloc`'s placement
     (`irc.planner.preload_packing.resident_deficit`): where they do not, the model is
     planned again with the bytes the placement overflowed by kept free (issue 23, item 5;
-    a model with fused gradient pairs is not checked).
+    a fused pair's kernel holds its five tensors and both gradients; a plan with a pair
+    at an unfused point is not checked: it is planned again as two operators).
 
     Raises `irc.planner.model.ModelFitError` (bytes needed and available) when the model
     does not fit, or its buffers do not pack after ``PACKING_TRIES`` tries."""
     reserve, device = 0, cache.device
     for _ in range(PACKING_TRIES):
         decision = _decide(model, cache, direction, progress, per_op_plans, fusion_points, reserve)
-        if any(op.pair is not None for op in model.ops):
-            return decision   # a gradient pair's kernel holds its products' buffers: not modelled
+        if any(isinstance(op.active, UnfusedPoint) for op in decision.ops):
+            return decision   # a pair at an unfused point is planned again as two operators (decide_fusion)
         deficit = resident_deficit(model, [(op.active, op.idle) for op in decision.ops], decision.load_frontiers,
-                                   own_inputs(model), device.sram_bytes)
+                                   loaded_inputs(model, own_inputs(model)), device.sram_bytes)
         if deficit == 0:
             return decision
         reserve += deficit
@@ -448,7 +450,8 @@ def with_load_waits(model: ModelSpec, decision: ModelDecision, device) -> ModelD
     waits = load_waits(device, model.ops, [(op.active, op.idle) for op in decision.ops],
                        [op.seconds * clock for op in decision.ops],
                        [(op.setup_seconds + op.relayout_seconds) * clock for op in decision.ops],
-                       own_inputs(model), held_bytes(account, resting), decision.peak_bytes)
+                       input_loads(model, loaded_inputs(model, own_inputs(model))), held_bytes(account, resting),
+                       decision.peak_bytes)
     seconds = waits.cycles / clock
     return replace(decision, seconds=decision.seconds + seconds, load_wait_seconds=seconds,
                    peak_bytes=int(waits.peak_bytes), load_frontiers=waits.frontiers)

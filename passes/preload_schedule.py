@@ -63,11 +63,12 @@ from irc.target import TargetError, device_of, require_target
 
 def operator_segments(ops: list[Operation]) -> list[int]:
     """Per op of a block, the index of the operator (kernel) it belongs to: a kernel ends
-    with its ``device.reduce`` and the stores and frees right after it (the last one with
-    the rest of the block)."""
+    with its ``device.reduce`` (a kernel of several products, a fused gradient pair, with
+    its last: one per product, with stores between) and the stores and frees right after
+    it (the last one with the rest of the block)."""
     segment, current, closing = [], 0, False
     for op in ops:
-        if closing and not isinstance(op, (StoreOp, FreeOp)):
+        if closing and not isinstance(op, (StoreOp, FreeOp, ReduceOp)):
             current += 1
             closing = False
         segment.append(current)

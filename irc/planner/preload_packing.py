@@ -9,11 +9,14 @@ buffers do not pack, or fails where narrowing cannot help. ``chosen_buffers`` st
 buffers a program holds, in its order, as the lowering makes them
 (`irc.lowering.shift_to_device`, `irc.passes.preload_schedule`): per op, the loads
 anchored before it (each weight's preload-state buffer, each input it holds the one copy
-of, in its execute layout), then its execute buffers in the kernel's order (each weight's
-copy, unless a weight loaded for its op alone rests as it executes; its output; its
-other inputs' partitions, a window read with its halo; each rotating tensor's receive
-buffer), freed after it; an output read later kept, at its rounded size, to its last
-reader; a relayouted input several consumers share (`irc.planner.relayout_sharing`)
+of, in its execute layout, and the copy of a shared input it is the first to read, in
+its holder's layout: a fused gradient pair reads a copy it never holds), then its
+execute buffers in the kernel's order (each weight's copy, unless a weight loaded for
+its op alone rests as it executes; its outputs, a fused pair's dX and dW; its other
+inputs' partitions, a window read with its halo, a fused pair's inputs from outside
+loaded into it; each rotating tensor's receive buffer), freed after it; each output read
+later kept, at its rounded size, to its last reader; a relayouted input several
+consumers share (`irc.planner.relayout_sharing`)
 kept by its holder to its last sharer, which hold no buffer of their own for it. These
 are every ``device.alloc`` the lowering makes: a relayout or setup writes its
 destination buffer (no scratch). ``program_buffers`` states an ELK plan's program
@@ -90,18 +93,24 @@ def program_buffers(model: ModelSpec, cache: FrontierCache, plan: PreloadPlan,
 def chosen_buffers(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | None]], order: Sequence[int],
                    anchor: Sequence[int], own_inputs: Sequence[Sequence[str]] | None = None,
                    copies: tuple[dict, dict] = ({}, {}), input_anchor: Sequence[int] | None = None,
-                   resting: bool = False) -> tuple[list[Interval], list[int]]:
+                   resting: bool = False, input_loads: Sequence[Sequence[tuple[int, str]]] | None = None
+                   ) -> tuple[list[Interval], list[int]]:
     """The buffers of the program that runs each op with its ``chosen`` (active plan, idle
     plan or None) (module docstring): op k's loads (its weights, then the inputs it holds
-    the copy of, ``own_inputs[k]``) issued before op ``anchor[k]``, in the load ``order``;
-    ``copies`` the shared relayout copies (``_shared_copies``); with ``input_anchor``, op k's
-    inputs are loaded apart from its weights, before op ``input_anchor[k]``. A weight loaded
-    for its op only is freed after it (or its last reader) and read where it rests when its
-    idle layout is its execute layout (`irc.planner.idle.held_in_place`); ``resting``:
-    each rests in its idle layout to the end instead, and its op gathers its own copy
-    (a plan within SRAM's). A plan may name its tensors as its op does or canonically."""
+    the copy of, ``own_inputs[k]``; or ``input_loads[k]``: (holder op, its name) of each
+    input loaded before op k, in the holder's execute layout) issued before op
+    ``anchor[k]``, in the load ``order``; ``copies`` the shared relayout copies
+    (``_shared_copies``); with ``input_anchor``, op k's inputs are loaded apart from its
+    weights, before op ``input_anchor[k]``. A weight loaded for its op only is freed after
+    it (or its last reader) and read where it rests when its idle layout is its execute
+    layout (`irc.planner.idle.held_in_place`); ``resting``: each rests in its idle layout
+    to the end instead, and its op gathers its own copy (a plan within SRAM's). Each
+    output (a fused pair's dX and dW) is reduced in turn. A plan may name its tensors as
+    its op does or canonically."""
     n = len(model.ops)
-    own_inputs = [()] * n if own_inputs is None else own_inputs
+    if input_loads is None:
+        own = [()] * n if own_inputs is None else own_inputs
+        input_loads = [[(k, name) for name in names] for k, names in enumerate(own)]
     last_read: dict[tuple[int, str], int] = {}
     for i, across in enumerate(model.live_across()):
         for holder, name in across:
@@ -110,51 +119,64 @@ def chosen_buffers(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | Non
     # a copy several ops read: loaded before the first, kept to the last (its holder's name)
     spans = {(home, name): (first, last) for weights in (False, True)
              for first, last, _, home, name in model.shared_spans(weights=weights)}
-    loads: dict[int, list[tuple[int, bool, bool]]] = {}   # before op i: (op k, its weights, its inputs)
-    for k in order:
-        first = min([anchor[k]] + [anchor[spans[(k, w)][0]] for w in model.ops[k].weights if (k, w) in spans])
-        if input_anchor is None:
-            loads.setdefault(first, []).append((k, True, True))
-        else:   # (the weights before the inputs loaded before the same op)
-            loads.setdefault(first, []).insert(sum(w for _, w, _ in loads.get(first, ())), (k, True, False))
-            loads.setdefault(input_anchor[k], []).append((k, False, True))
+    loads = _issued_loads(model, order, anchor, input_loads, spans, input_anchor)
     kept_copies, reads = copies
     buffers = _Buffers()
     until: dict[int, list[Interval]] = {}
     for i in range(n):
         buffers.op = i
-        for k, weights, inputs in loads.get(i, ()):
-            names = own_inputs[k] if inputs else ()
-            for interval, name in _preloaded(model.ops[k], chosen[k] if weights else (chosen[k][0], None), k, names,
-                                             buffers):
+        for k, weights, entries in loads.get(i, ()):
+            for interval, holder, name in _preloaded(model, chosen, k, weights, entries, buffers):
                 if not (resting and interval.op[0] == "weight"):   # (a resting weight: to the end)
-                    until.setdefault(spans.get((k, name), (k, k))[1], []).append(interval)
-        shared = {name for name in own_inputs[i] if (i, name) in spans}
-        freed, output = _execute(model.ops[i], chosen[i], i, set(own_inputs[i]) - shared, buffers,
-                                 reads.get(i, set()), not resting)
+                    until.setdefault(spans.get((holder, name), (holder, holder))[1], []).append(interval)
+        loaded = {name for holder, name in input_loads[i] if holder == i and (i, name) not in spans}
+        freed, outputs = _execute(model.ops[i], chosen[i], i, loaded, buffers, reads.get(i, set()), not resting)
         for interval in [f for f in freed if f.op[0] == "exec" and (i, f.op[2]) in kept_copies]:
             freed.remove(interval)   # a shared copy: kept to its last sharer
             until.setdefault(kept_copies[(i, interval.op[2])], []).append(interval)
-        reduce = buffers.step()
-        op = model.ops[i]
-        canonical = f"t{op.spec.tensor_index(op.spec.output.name)}"
-        last = last_read.get((i, canonical), i)
-        if output is not None and last > i:   # read later: kept, rounded at its reduce
-            active = chosen[i][0]
-            key = _key(op, active, canonical)
-            held = kept_bytes(op.spec if key != canonical else canonical_spec(op.spec), active, key)
-            if held < output.size:
-                output.shrink = (reduce, held)
-            until.setdefault(last, []).append(output)
-        elif output is not None:
-            freed.append(output)
+        for canonical, output in outputs:   # each reduced in turn; read later: kept, rounded at its reduce
+            reduce = buffers.step()
+            last = last_read.get((i, canonical), i)
+            if last > i:
+                _round_kept(model.ops[i], chosen[i][0], canonical, output, reduce)
+                until.setdefault(last, []).append(output)
+            else:
+                freed.append(output)
+        if not outputs:
+            buffers.step()
         for interval in freed + until.pop(i, []):
-            interval.end = reduce + 1
+            interval.end = buffers.position
         buffers.step()
     for interval in buffers.intervals:
         if interval.end < 0:
             interval.end = buffers.position
     return buffers.intervals, buffers.op_at
+
+
+def _issued_loads(model: ModelSpec, order: Sequence[int], anchor: Sequence[int],
+                  input_loads: Sequence[Sequence[tuple[int, str]]], spans: dict,
+                  input_anchor: Sequence[int] | None) -> dict[int, list[tuple[int, bool, Sequence]]]:
+    """Per op, the loads issued before it (``chosen_buffers``), in the load order: (op k,
+    whether its weights are loaded, the inputs loaded for it). A shared weight is loaded
+    before its first reader's anchor."""
+    loads: dict[int, list[tuple[int, bool, Sequence]]] = {}
+    for k in order:
+        first = min([anchor[k]] + [anchor[spans[(k, w)][0]] for w in model.ops[k].weights if (k, w) in spans])
+        if input_anchor is None:
+            loads.setdefault(first, []).append((k, True, input_loads[k]))
+        else:   # (the weights before the inputs loaded before the same op)
+            loads.setdefault(first, []).insert(sum(w for _, w, _ in loads.get(first, ())), (k, True, ()))
+            loads.setdefault(input_anchor[k], []).append((k, False, input_loads[k]))
+    return loads
+
+
+def _round_kept(op: ModelOp, active, canonical: str, output: Interval, reduce: int) -> None:
+    """An output kept for later readers shrinks to its rounded size at its reduce (an
+    accumulator wider than its type: `irc.planner.model_spec.kept_bytes`)."""
+    key = _key(op, active, canonical)
+    held = kept_bytes(op.spec if key != canonical else canonical_spec(op.spec), active, key)
+    if held < output.size:
+        output.shrink = (reduce, held)
 
 
 def _key(op: ModelOp, plan, canonical: str) -> str:
@@ -164,20 +186,24 @@ def _key(op: ModelOp, plan, canonical: str) -> str:
     return canonical if canonical in factors else op.spec.tensors[int(canonical[1:])].name
 
 
-def _preloaded(op: ModelOp, chosen: tuple[Plan, IdlePlan | None], k: int, names: Sequence[str],
-               buffers: _Buffers) -> list[tuple[Interval, str]]:
-    """Op ``k``'s loads, with the name each holds: each weight's preload-state buffer, then
-    the inputs ``names`` it holds the copy of, in its execute layout."""
-    active, idle = chosen
+def _preloaded(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | None]], k: int, weights: bool,
+               entries: Sequence[tuple[int, str]], buffers: _Buffers) -> list[tuple[Interval, int, str]]:
+    """Loads issued for op ``k``, with the op holding each and its name there: each of its
+    weights' preload-state buffer (with ``weights``), then each input of ``entries``
+    ((holder op, its name): in the holder's execute layout; the holder is op k, or the
+    later op whose layout holds the copy of an input op k reads first)."""
+    op, (active, idle) = model.ops[k], chosen[k]
     found = []
-    for w in op.weights if idle is not None else ():   # (no idle plan: the inputs only)
+    for w in op.weights if weights and idle is not None else ():   # (no idle plan: the inputs only)
         canonical = f"t{op.spec.tensor_index(w)}"
-        found.append((buffers.alloc(idle.weight_bytes.get(_key(op, idle, canonical), 0), ("weight", k, canonical)), w))
-    for name in names:
-        canonical = f"t{op.spec.tensor_index(name)}"
-        size = active.score.memory.partitions[_key(op, active, canonical)]
-        found.append((buffers.alloc(size, ("input", k, canonical)), name))
-    return [(interval, name) for interval, name in found if interval is not None]
+        found.append((buffers.alloc(idle.weight_bytes.get(_key(op, idle, canonical), 0), ("weight", k, canonical)),
+                      k, w))
+    for holder, name in entries:
+        held, plan = model.ops[holder], chosen[holder][0]
+        canonical = f"t{held.spec.tensor_index(name)}"
+        size = plan.score.memory.partitions[_key(held, plan, canonical)]
+        found.append((buffers.alloc(size, ("input", holder, canonical)), holder, name))
+    return [(interval, holder, name) for interval, holder, name in found if interval is not None]
 
 
 def _shared_copies(problem: _ModelProblem, plan: PreloadPlan) -> tuple[dict[tuple[int, str], int], dict[int, set[str]]]:
@@ -195,31 +221,33 @@ def _shared_copies(problem: _ModelProblem, plan: PreloadPlan) -> tuple[dict[tupl
 
 
 def _execute(op: ModelOp, chosen: tuple[Plan, IdlePlan | None], i: int, loaded: set[str], buffers: _Buffers,
-             from_copies: set[str] = frozenset(), in_place: bool = True) -> tuple[list[Interval], Interval | None]:
+             from_copies: set[str] = frozenset(), in_place: bool = True
+             ) -> tuple[list[Interval], list[tuple[str, Interval]]]:
     """Op ``i``'s execute buffers in the order the kernel allocates them: each weight's (not
-    one held in place), then its output, each other input's partition (not one already
-    loaded into it, not one it reads from a shared copy, ``from_copies``), each tensor's
-    rotation buffer after it; returns those freed after it and the output."""
+    one held in place), then each tensor's (its outputs: a fused pair's dX and dW; each
+    input's partition, not one already loaded into it, not one it reads from a shared
+    copy, ``from_copies``), each tensor's rotation buffer after it; returns those freed
+    after it and its outputs (canonical name, buffer)."""
     active, idle = chosen
     memory = active.score.memory
     skip = {f"t{op.spec.tensor_index(name)}" for name in loaded} | set(from_copies)
     weights = {f"t{op.spec.tensor_index(name)}" for name in op.weights} if idle is not None else set()
-    output = f"t{op.spec.tensor_index(op.spec.output.name)}"
+    outputs = {f"t{op.spec.tensor_index(name)}" for name in op.outputs}
     freed = []
     for canonical in sorted(weights, key=lambda t: int(t[1:])):
         key = _key(op, active, canonical)
         if not (in_place and held_in_place(idle, active, _key(op, idle, canonical))):
             freed.append(buffers.alloc(memory.partitions.get(key, 0), ("exec", i, canonical)))
-    kept = None
+    kept = []
     for position in range(len(op.spec.tensors)):
         canonical = f"t{position}"
         key = _key(op, active, canonical)
-        if canonical == output:
-            kept = buffers.alloc(memory.partitions[key], ("output", i))
+        if canonical in outputs:
+            kept.append((canonical, buffers.alloc(memory.partitions[key], ("output", i, canonical))))
         elif canonical not in weights and canonical not in skip:
             freed.append(buffers.alloc(memory.partitions.get(key, 0), ("exec", i, canonical)))
         freed.append(buffers.alloc(memory.rotation_buffers.get(key, 0), ("recv", i, canonical)))
-    return [f for f in freed if f is not None], kept
+    return [f for f in freed if f is not None], [(c, interval) for c, interval in kept if interval is not None]
 
 
 def resident_buffers(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | None]],
@@ -230,14 +258,47 @@ def resident_buffers(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | N
     ``frontiers`` (`irc.planner.resident_loads`) let `preload-schedule` issue it; without
     (``frontiers`` None), every weight loaded into its idle layout at the start and each
     input an op holds the copy of loaded right before that op
-    (`irc.lowering.shift_to_device.lower_block`)."""
+    (`irc.lowering.shift_to_device.lower_block`). ``own_inputs``: ``loaded_inputs``'."""
     n = len(model.ops)
+    loads = input_loads(model, own_inputs, every=frontiers is not None)
     if frontiers is not None:
-        return chosen_buffers(model, chosen, range(n), load_anchors(range(n), frontiers), own_inputs, resting=True)
-    # an input one op reads is loaded among its execute buffers; a shared one's copy before its first reader
-    homes = {(home, name) for _, _, _, home, name in model.shared_spans()}
-    own = [tuple(name for name in names if (k, name) in homes) for k, names in enumerate(own_inputs)]
-    return chosen_buffers(model, chosen, range(n), [0] * n, own, input_anchor=range(n), resting=True)
+        return chosen_buffers(model, chosen, range(n), load_anchors(range(n), frontiers), input_loads=loads,
+                              resting=True)
+    return chosen_buffers(model, chosen, range(n), [0] * n, input_anchor=range(n), resting=True, input_loads=loads)
+
+
+def loaded_inputs(model: ModelSpec, own_inputs: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
+    """Per op, the inputs from outside a plan within SRAM's program loads straight into its
+    execute layout: ``own_inputs`` (`irc.planner.preload_ops.own_inputs`) and a fused
+    gradient pair's inputs that are neither produced nor read from another op's copy (it
+    loads its weight too: it has no idle plan)."""
+    found = []
+    for op, own in zip(model.ops, own_inputs):
+        if op.pair is not None:
+            own = tuple(t.name for t in op.spec.inputs
+                        if t.name not in op.outputs and t.name not in op.producers and t.name not in op.shared_reads)
+        found.append(tuple(own))
+    return found
+
+
+def input_loads(model: ModelSpec, own_inputs: Sequence[Sequence[str]], every: bool = True
+                ) -> list[list[tuple[int, str]]]:
+    """Per op, the inputs loaded before it, as (the op whose execute layout holds each, its
+    name there): the copies of shared inputs its first reader loads, in its operand order
+    (one whose holder runs later included: a fused pair reads a copy it never holds,
+    `irc.lowering.shift_to_device._load_home`), then its ``own_inputs`` loaded into its
+    own layout (``every`` False: only the copies; the others are among its execute buffers)."""
+    homes = {(home, name): first for first, _, _, home, name in model.shared_spans()}
+    found = []
+    for i, op in enumerate(model.ops):
+        copies = []
+        for tensor in op.spec.inputs:
+            home = op.shared_reads.get(tensor.name, (i, tensor.name))
+            if homes.get(home) == i and (home[0] != i or tensor.name in own_inputs[i]) and home not in copies:
+                copies.append(home)
+        rest = [(i, name) for name in own_inputs[i] if (i, name) not in homes] if every else []
+        found.append(copies + rest)
+    return found
 
 
 def resident_deficit(model: ModelSpec, chosen: Sequence[tuple[Plan, IdlePlan | None]],

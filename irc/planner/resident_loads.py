@@ -23,11 +23,13 @@ from typing import Sequence
 from irc.devices import Device
 from irc.devices.topology import preload_pressure, preload_seconds
 from irc.planner.idle import IdlePlan, read_bytes
+from irc.planner.igo_choice import UnfusedPoint
 from irc.planner.model_spec import ModelOp
 from irc.planner.op_table import canonical_spec
 from irc.planner.preload import timeline
 from irc.planner.preload_designs import widest_frontiers
 from irc.planner.relayout import tensor_elements
+from irc.plans.pair import PairScore
 from irc.plans.plan import Plan
 
 
@@ -52,11 +54,33 @@ def op_loads(device: Device, op: ModelOp, active: Plan, idle: IdlePlan | None,
         key = name if name in idle.weight_bytes else f"t{op.spec.tensor_index(name)}"
         renamed = op.spec if key == name else canonical_spec(op.spec)
         loads.append((float(idle.weight_bytes[key]), float(read_bytes(renamed, idle, key))))
+    return loads + [input_load(op, active, name) for name in own]
+
+
+def input_load(op: ModelOp, active: Plan, name: str) -> tuple[float, float]:
+    """(bytes per core, distinct bytes read from HBM) of ``op``'s input ``name`` loaded
+    into ``active``'s layout: each distinct partition read once, the cores over its
+    replicas (a fused pair's plan states them as an operator's does; an unfused point
+    loads it into each product reading it)."""
+    if isinstance(active, UnfusedPoint):
+        canonical = f"t{op.spec.tensor_index(name)}"   # (its products name the pair's tensors so)
+        found = [input_load(op, plan, canonical) for _, plan in active.readers(canonical)]
+        return sum(tile for tile, _ in found), sum(distinct for _, distinct in found)
     score = active.score
-    for name in own:
-        tile = float(_by_name(score.memory.partitions, name, op))
-        loads.append((tile, score.cores // _by_name(score.replicas, name, op) * tile))
-    return loads
+    tile = float(_by_name(score.memory.partitions, name, op))
+    return tile, score.cores // _by_name(score.replicas, name, op) * tile
+
+
+def exchange_cycles(active: Plan | UnfusedPoint) -> float:
+    """The cycles an active plan shifts in: an operator's, a fused gradient pair's two
+    products' (`irc.plans.pair.PairScore`: dX's carries the exchange), an unfused point's
+    two plans' (`irc.planner.igo_choice.UnfusedPoint`)."""
+    if isinstance(active, UnfusedPoint):
+        return exchange_cycles(active.dx) + exchange_cycles(active.dw)
+    score = active.score
+    if isinstance(score, PairScore):
+        return float(score.dx.shift) + float(score.dw.shift)
+    return float(score.cost.shift)
 
 
 def resident_frontiers(held_bytes: Sequence[float], preload_bytes: Sequence[float], capacity: float) -> list[int]:
@@ -98,10 +122,12 @@ def resident_peak(held: Sequence[float], preload_bytes: Sequence[float], frontie
 
 
 def load_waits(device: Device, ops: Sequence[ModelOp], chosen: Sequence[tuple[Plan, IdlePlan | None]],
-               exec_cycles: Sequence[float], moved_cycles: Sequence[float], own: Sequence[Sequence[str]],
+               exec_cycles: Sequence[float], moved_cycles: Sequence[float], own: Sequence[Sequence[tuple[int, str]]],
                held: Sequence[float], capacity: float) -> LoadWaits:
     """How ``ops`` run with the ``chosen`` (active, idle) plans beyond ``exec_cycles``
-    (each op's execute, setup and relayout cycles): their loads issued at the frontiers
+    (each op's execute, setup and relayout cycles): their loads (each op's weights and
+    ``own[i]``: (the op whose execute layout holds it, its name there) of each input loaded
+    before op i, `irc.planner.preload_packing.input_loads`) issued at the frontiers
     ``resident_frontiers`` gives within ``capacity`` (the plan's peak) beside the bytes
     each op holds (``held``: ``held_bytes``), an op's exchange transfers (its shifts
     and ``moved_cycles``: its setup's distribution and its inputs' relayouts) contending
@@ -109,16 +135,16 @@ def load_waits(device: Device, ops: Sequence[ModelOp], chosen: Sequence[tuple[Pl
     (``irc.devices.topology.operator_contention``)."""
     clock = device.clock_hz
     load_cycles, shares, transfers, tiles = [], [], [], []
-    for op, (active, idle), names, moved in zip(ops, chosen, own, moved_cycles):
+    for op, (active, idle), entries, moved in zip(ops, chosen, own, moved_cycles):
         cycles = link = 0.0
-        loads = op_loads(device, op, active, idle, names)
+        loads = op_loads(device, op, active, idle, ()) + [input_load(ops[h], chosen[h][0], name) for h, name in entries]
         for tile, distinct in loads:
             load = preload_seconds(device, tile, distinct) * clock if (tile or distinct) else 0.0
             cycles += load
             link += preload_pressure(device, tile, load, distinct) * load
         load_cycles.append(cycles)
         shares.append(link / cycles if cycles > 0 else 0.0)
-        transfers.append(float(active.score.cost.shift) + float(moved))
+        transfers.append(exchange_cycles(active) + float(moved))
         tiles.append(sum(tile for tile, _ in loads))
     n = len(load_cycles)
     if n == 0:
@@ -131,4 +157,4 @@ def load_waits(device: Device, ops: Sequence[ModelOp], chosen: Sequence[tuple[Pl
     return LoadWaits(max(0.0, float(exec_end[-1]) - float(sum(exec_cycles))), tuple(frontiers), peak)
 
 
-__all__ = ["LoadWaits", "held_bytes", "load_waits", "op_loads", "resident_frontiers", "resident_peak"]
+__all__ = ["LoadWaits", "exchange_cycles", "held_bytes", "input_load", "load_waits", "op_loads", "resident_frontiers", "resident_peak"]
