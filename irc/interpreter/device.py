@@ -306,5 +306,17 @@ class DeviceFunctions(InterpreterFunctions):
         )
         chip = self.chip_for(interpreter, op)
         result = chip.reduce(buffer, op.group_table(), op.combiner.data, work, where(op), rounded)
-        chip.close_operator(where(op), buffer.name)   # a kernel ends with its reduce
+        if not _reduce_follows(op):   # a kernel ends with its (last) reduce
+            chip.close_operator(where(op), buffer.name)
         return () if result is None else (result,)
+
+
+def _reduce_follows(op: ReduceOp) -> bool:
+    """Whether another ``device.reduce`` of the same kernel follows ``op`` (a kernel of
+    several products, a fused gradient pair, reduces each product's output in turn, with
+    stores and frees between): the operator ends with the last, as `preload-schedule`
+    and the planner's timeline count it (`irc.passes.preload_schedule.operator_segments`)."""
+    after = op.next_op
+    while isinstance(after, (StoreOp, FreeOp)):
+        after = after.next_op
+    return isinstance(after, ReduceOp)
