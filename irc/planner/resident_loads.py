@@ -157,4 +157,5 @@ def load_waits(device: Device, ops: Sequence[ModelOp], chosen: Sequence[tuple[Pl
     return LoadWaits(max(0.0, float(exec_end[-1]) - float(sum(exec_cycles))), tuple(frontiers), peak)
 
 
-__all__ = ["LoadWaits", "exchange_cycles", "held_bytes", "input_load", "load_waits", "op_loads", "resident_frontiers", "resident_peak"]
+__all__ = ["LoadWaits", "exchange_cycles", "held_bytes", "input_load", "load_waits", "op_loads", "resident_frontiers",
+           "resident_peak"]

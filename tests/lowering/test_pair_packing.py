@@ -62,7 +62,8 @@ def training_mlps(draw):
                      f'({ty(tokens, width)}, {ty(width, wide)}) -> {ty(tokens, wide)}')
         value, width = f"%h{i}", wide
         if draw(st.booleans()):
-            lines.append(f'%r{i} = te.op "Y[m,n] = relu(X[m,n])" ({value}) : ({ty(tokens, width)}) -> {ty(tokens, width)}')
+            lines.append(f'%r{i} = te.op "Y[m,n] = relu(X[m,n])" ({value}) : '
+                         f'({ty(tokens, width)}) -> {ty(tokens, width)}')
             value = f"%r{i}"
     lines.append(f'%l = te.op "L[] += Y[m,n] * Y[m,n] * 0.5" ({value}) : ({ty(tokens, width)}) -> tensor<{dtype}>')
     body = "\n  ".join(lines)
