@@ -344,6 +344,7 @@ class DesignSearch:
         self.link_shares = tuple(link_shares)
         self._paced: dict[float, list[PreloadOp]] = {1.0: self.ops}
         self._elk_own: dict[str, tuple] = {}   # ``elk_own``'s results
+        self._dyn_raw: dict[float, PreloadPlan] = {}   # Dyn's own plan at each link share it tried
         self.weaker = WEAKER if weaker is None else weaker
         self.links = None if relayouts is None else relayouts.links()
         self.relayouts = relayouts
@@ -442,15 +443,25 @@ class DesignSearch:
         for share in shares:
             ops = self.paced(share)
             raw, order, tried, _ = self.own(design, ops, **rank)
-            if design == "dyn" and not rank:
-                rank = dict(start="exposed", caps=[raw.cap]) if raw.start == "exposed" else dict(
-                    start=raw.start, caps=[raw.cap])
+            if design == "dyn":
+                self._dyn_raw[share] = raw
+                if not rank:
+                    rank = dict(start="exposed", caps=[raw.cap]) if raw.start == "exposed" else dict(
+                        start=raw.start, caps=[raw.cap])
             # ELK's artifact's Full also tries delay_comp=False at its order: the loads yield
-            yielding = design == "full" and raw.transfer_cycles is not None
-            for candidate in (raw, dataclasses.replace(raw, yields=True)) if yielding else (raw,):
-                plan, value = self.improved(candidate, ops)
-                if best is None or value < best[1]:
-                    best = (plan, value, order, tried, share)
+            candidates = [(raw, ops, order)]
+            if design == "full":
+                # Dyn picked its share with the operators waiting; yielding loads may prefer
+                # another (opt-30b at 32 TB/s: 0.7 for Dyn, 0.9 or 1 yielding): Dyn's plan at
+                # each share it tried yields too
+                candidates += [(dyn_raw, self.paced(other), list(range(len(ops))))
+                               for other, dyn_raw in self._dyn_raw.items() if other != share]
+            for plan_raw, plan_ops, plan_order in candidates:
+                yielding = design == "full" and plan_raw.transfer_cycles is not None
+                for candidate in (plan_raw, dataclasses.replace(plan_raw, yields=True)) if yielding else (plan_raw,):
+                    plan, value = self.improved(candidate, plan_ops)
+                    if best is None or value < best[1]:
+                        best = (plan, value, plan_order, tried, plan_ops[0].link_share if plan_ops else 1.0)
         self._elk_own[design] = best
         return best
 
