@@ -360,6 +360,7 @@ class DesignSearch:
         self.metric = latency_of if metric is None else metric
         self.found: dict[str, tuple] = {}
         self._improved: dict[tuple, tuple[PreloadPlan, float]] = {}
+        self._refined: dict[tuple, list[PreloadPlan]] = {}   # ``improved``'s finished plans, yields aside
         self.memos: dict[float, dict] = {}   # per link share: Dyn's and Full's allocations and plans
 
     def with_ops(self, ops: Sequence[PreloadOp]) -> "DesignSearch":
@@ -425,13 +426,18 @@ class DesignSearch:
         key = (tuple(s.order), tuple(s.frontier), tuple(raw.exec_plan), tuple(raw.preload_plan),
                tuple(op.link_share for op in ops), raw.yields)
         if key not in self._improved:
-            plan = self.finish(raw)
-            value = self.metric(plan)
-            if self.relayouts is not None:
-                for capacity in (None, self.capacity):   # (two ways: neither always wins)
-                    refined = self.finish(self.relayouts.refine(raw, ops, capacity))
-                    if self.metric(refined) < value:
-                        plan, value = refined, self.metric(refined)
+            # the finished and refined plans do not depend on ``yields``: made once for both
+            if key[:-1] not in self._refined:
+                found = [self.finish(raw)]
+                if self.relayouts is not None:
+                    found += [self.finish(self.relayouts.refine(raw, ops, capacity))
+                              for capacity in (None, self.capacity)]   # (two ways: neither always wins)
+                self._refined[key[:-1]] = found
+            plan, value = None, np.inf
+            for candidate in self._refined[key[:-1]]:
+                candidate = dataclasses.replace(candidate, yields=raw.yields)
+                if self.metric(candidate) < value:
+                    plan, value = candidate, self.metric(candidate)
             plan = hide_loads(plan, ops, self.capacity, self.metric)
             self._improved[key] = (plan, self.metric(plan))
         return self._improved[key]
@@ -645,6 +651,13 @@ def packed_decision(search: DesignSearch, model: ModelSpec, cache: FrontierCache
     return decision
 
 
+def _same_tables(one: Sequence[OpTable] | None, other: Sequence[OpTable]) -> bool:
+    """Whether a plan's state indices into ``one`` mean the same states in ``other``: the
+    same tables, or equal ones (the layout-matched tables are made again for each study)."""
+    return one is not None and len(one) == len(other) and all(
+        a is b or (a.active == b.active and np.array_equal(a.cold, b.cold)) for a, b in zip(one, other))
+
+
 def _same_plan(one: PreloadPlan | None, other: PreloadPlan | None) -> bool:
     return one is not None and other is not None and one.exec_plan == other.exec_plan \
         and one.preload_plan == other.preload_plan and list(one.schedule.frontier) == list(other.schedule.frontier) \
@@ -723,9 +736,7 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
                           extra_exec_cycles=extra_exec_cycles, input_loads=input_loads, problem=problem)
         mine = {design: (decision.plan, decision.link_share) for design, decision in (seeds or {}).items()
-                if decision.plan is not None and decision.tables is not None
-                and len(decision.tables) == len(problem.tables)
-                and all(a is b for a, b in zip(decision.tables, problem.tables))}   # its states index these tables
+                if decision.plan is not None and _same_tables(decision.tables, problem.tables)}
         return DesignSearch(ops, float(cache.device.sram_bytes), split, max_displacement, max_orders,
                             Relayouts(model, cache, problem), metric, token=ops[prefix:], weaker=weaker,
                             seeds=mine), ops
