@@ -181,6 +181,7 @@ class Planner:
         self.mesh_scale = mesh_link_scale(self.base, sweep.mesh_links)
         self.caches: dict[tuple, FrontierCache] = {}
         self.models: dict[str, tuple] = {}
+        self.planned: dict[tuple, dict[float, dict]] = {}   # (model, topology, NoC) -> HBM -> decisions
 
     def model(self, name: str):
         """(model, layers, extra HBM bytes, all-reduce bytes, chips) of a built-in model."""
@@ -212,9 +213,14 @@ class Planner:
         started = time.perf_counter()
         device = self.device(topology, hbm_tbps, noc_tbps)
         model, layer_of, loads, allreduce, chips = self.model(name)
+        # the nearest slower HBM's choices are candidates here: more bandwidth is never slower
+        planned = self.planned.setdefault((name, topology, noc_tbps), {})
+        slower = max((h for h in planned if h < hbm_tbps), default=None)
         study = offchip_study(model, self.cache(device), DESIGNS, **offchip_inputs(loads), layer_of=layer_of,
                               max_orders=self.sweep.max_orders, loop=True,
-                              extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips))
+                              extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips),
+                              seeds=None if slower is None else planned[slower])
+        planned[hbm_tbps] = study.decisions
         clock = device.clock_hz
         cap, capped_by, worst = delivery_cap(device)
         row = {"model": name, "topology": topology, "hbm_tbps": hbm_tbps, "noc_tbps": noc_tbps,

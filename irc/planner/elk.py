@@ -285,7 +285,9 @@ class ElkDecision:
     preload_ops: list[PreloadOp] | None = None
     tables: list[OpTable] | None = None
     link_share: float = 1.0
-    """The share of its busiest link each preload may take (θ, ``PreloadOp.paced``; 1: unpaced)."""
+    """The share of its busiest link each preload may take (θ, ``PreloadOp.paced``; 1:
+    unpaced); the most of any op's where they differ (a slower HBM's plan retimed,
+    ``DesignSearch.retimed``: each of ``preload_ops`` has its own)."""
     held_inputs: dict[int, list[str]] = dataclasses.field(default_factory=dict)
     shared_inputs: dict[int, list[str]] = dataclasses.field(default_factory=dict)
     """Per op, its inputs whose relayouted copy it keeps for later consumers, and those
@@ -333,17 +335,23 @@ class DesignSearch:
     finished plans. ELK-Dyn also tries each preload link share (θ) of ``link_shares``
     that paces some load (``PreloadOp.paced``, ELK's artifact's NoC load threshold) and
     keeps the best; ELK-Full reorders at Dyn's best share (and keeps Dyn's plan where no
-    order beats it, so its space includes Dyn's)."""
+    order beats it, so its space includes Dyn's) and lets Dyn's plan at each share yield.
+    ``seeds`` (per design, a plan and its link share chosen on a slower HBM) are
+    candidates too (``retimed``): a sweep passing each point's choices to the next faster
+    HBM's search never gets slower where the retimed plan is not."""
 
     def __init__(self, ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
                  max_displacement: int | None = None, max_orders: int | None = None,
                  relayouts: "Relayouts | None" = None, metric: Metric | None = None,
                  token: Sequence[PreloadOp] | None = None, weaker: dict[str, str] | None = None,
-                 link_shares: Sequence[float] = LINK_SHARES) -> None:
+                 link_shares: Sequence[float] = LINK_SHARES,
+                 seeds: dict[str, tuple[PreloadPlan, float]] | None = None) -> None:
         self.ops, self.capacity, self.split = list(ops), capacity, split
+        self.seeds = {} if seeds is None else dict(seeds)   # design -> (plan, link share) to retime
         self.link_shares = tuple(link_shares)
         self._paced: dict[float, list[PreloadOp]] = {1.0: self.ops}
         self._elk_own: dict[str, tuple] = {}   # ``elk_own``'s results
+        self._dyn_raw: dict[float, PreloadPlan] = {}   # Dyn's own plan at each link share it tried
         self.weaker = WEAKER if weaker is None else weaker
         self.links = None if relayouts is None else relayouts.links()
         self.relayouts = relayouts
@@ -352,6 +360,7 @@ class DesignSearch:
         self.metric = latency_of if metric is None else metric
         self.found: dict[str, tuple] = {}
         self._improved: dict[tuple, tuple[PreloadPlan, float]] = {}
+        self._refined: dict[tuple, list[PreloadPlan]] = {}   # ``improved``'s finished plans, yields aside
         self.memos: dict[float, dict] = {}   # per link share: Dyn's and Full's allocations and plans
 
     def with_ops(self, ops: Sequence[PreloadOp]) -> "DesignSearch":
@@ -414,16 +423,21 @@ class DesignSearch:
         plan is often Dyn's: done once per plan."""
         ops = self.ops if ops is None else ops
         s = raw.schedule
-        key = (tuple(s.order), tuple(s.frontier), tuple(raw.exec_plan), tuple(raw.preload_plan), ops[0].link_share,
-               raw.yields)
+        key = (tuple(s.order), tuple(s.frontier), tuple(raw.exec_plan), tuple(raw.preload_plan),
+               tuple(op.link_share for op in ops), raw.yields)
         if key not in self._improved:
-            plan = self.finish(raw)
-            value = self.metric(plan)
-            if self.relayouts is not None:
-                for capacity in (None, self.capacity):   # (two ways: neither always wins)
-                    refined = self.finish(self.relayouts.refine(raw, ops, capacity))
-                    if self.metric(refined) < value:
-                        plan, value = refined, self.metric(refined)
+            # the finished and refined plans do not depend on ``yields``: made once for both
+            if key[:-1] not in self._refined:
+                found = [self.finish(raw)]
+                if self.relayouts is not None:
+                    found += [self.finish(self.relayouts.refine(raw, ops, capacity))
+                              for capacity in (None, self.capacity)]   # (two ways: neither always wins)
+                self._refined[key[:-1]] = found
+            plan, value = None, np.inf
+            for candidate in self._refined[key[:-1]]:
+                candidate = dataclasses.replace(candidate, yields=raw.yields)
+                if self.metric(candidate) < value:
+                    plan, value = candidate, self.metric(candidate)
             plan = hide_loads(plan, ops, self.capacity, self.metric)
             self._improved[key] = (plan, self.metric(plan))
         return self._improved[key]
@@ -442,15 +456,25 @@ class DesignSearch:
         for share in shares:
             ops = self.paced(share)
             raw, order, tried, _ = self.own(design, ops, **rank)
-            if design == "dyn" and not rank:
-                rank = dict(start="exposed", caps=[raw.cap]) if raw.start == "exposed" else dict(
-                    start=raw.start, caps=[raw.cap])
+            if design == "dyn":
+                self._dyn_raw[share] = raw
+                if not rank:
+                    rank = dict(start="exposed", caps=[raw.cap]) if raw.start == "exposed" else dict(
+                        start=raw.start, caps=[raw.cap])
             # ELK's artifact's Full also tries delay_comp=False at its order: the loads yield
-            yielding = design == "full" and raw.transfer_cycles is not None
-            for candidate in (raw, dataclasses.replace(raw, yields=True)) if yielding else (raw,):
-                plan, value = self.improved(candidate, ops)
-                if best is None or value < best[1]:
-                    best = (plan, value, order, tried, share)
+            candidates = [(raw, ops, order)]
+            if design == "full":
+                # Dyn picked its share with the operators waiting; yielding loads may prefer
+                # another (opt-30b at 32 TB/s: 0.7 for Dyn, 0.9 or 1 yielding): Dyn's plan at
+                # each share it tried yields too
+                candidates += [(dyn_raw, self.paced(other), list(range(len(ops))))
+                               for other, dyn_raw in self._dyn_raw.items() if other != share]
+            for plan_raw, plan_ops, plan_order in candidates:
+                yielding = design == "full" and plan_raw.transfer_cycles is not None
+                for candidate in (plan_raw, dataclasses.replace(plan_raw, yields=True)) if yielding else (plan_raw,):
+                    plan, value = self.improved(candidate, plan_ops)
+                    if best is None or value < best[1]:
+                        best = (plan, value, plan_order, tried, plan_ops[0].link_share if plan_ops else 1.0)
         self._elk_own[design] = best
         return best
 
@@ -465,6 +489,11 @@ class DesignSearch:
                 plan, order, tried, space = self.own(design)
                 plan = self.finish(plan)
                 value = self.metric(plan)
+            ops = self.paced(share)
+            if design in self.seeds:
+                seeded, seeded_value, seeded_ops = self.retimed(design, *self.seeds[design])
+                if seeded_value < value:
+                    plan, value, order, ops = seeded, seeded_value, list(seeded.schedule.order), seeded_ops
             kept, gain = "", None
             weaker = self.weaker.get(design)
             other = None
@@ -478,9 +507,43 @@ class DesignSearch:
                     gain = max(0.0, other[1] - value)
                 if other[1] < value:
                     plan, value, order, space, kept = other[0], other[1], other[2], other[4], other[5] or weaker
-                    share = other[7]
-            self.found[design] = (plan, value, order, tried, space, kept, gain, share)
+                    ops = other[8]
+            share = max((op.link_share for op in ops), default=1.0)
+            self.found[design] = (plan, value, order, tried, space, kept, gain, share, ops)
         return self.found[design]
+
+    def retimed(self, design: str, plan: PreloadPlan, share: float) -> tuple[PreloadPlan, float, list[PreloadOp]]:
+        """``plan`` (its order, frontiers and states: a slower HBM's choice for these ops,
+        its loads paced to ``share``) as it runs on these ops: (plan, metric, ops paced).
+        Its decisions hold at any HBM bandwidth (its bytes are the same) and a load can be
+        paced down to the link share it took then (``PreloadOp.paced``), which makes it
+        last as long as it did: the link time a load takes does not depend on the HBM.
+        So the plan with each op paced so (``paced_as``) runs as it did, and a search seeded
+        with a slower HBM's choices is never slower than that choice. Also tried: every
+        op paced alike, at each share the design searches (Basic and Static: unpaced), the
+        best kept; ELK's designs' plans improved (``improved``)."""
+        if len(self.ops) != len(plan.exec_plan):
+            raise ValueError(f"a seed plan of {len(plan.exec_plan)} ops for a search of {len(self.ops)}")
+        shares = dict.fromkeys([share] + self.shares()) if design in ELK_DESIGNS else (1.0,)
+        best = None
+        for ops in [self.paced(theta) for theta in shares] + [self.paced_as(plan)]:
+            raw = dataclasses.replace(_as_run(ops, plan.schedule, list(plan.exec_plan), list(plan.preload_plan)),
+                                      start=plan.start, cap=plan.cap, yields=plan.yields)
+            if design in ELK_DESIGNS:
+                found, value = self.improved(raw, ops)
+            else:
+                found = self.finish(raw)
+                value = self.metric(found)
+            if best is None or value < best[1]:
+                best = (found, value, ops)
+        return best
+
+    def paced_as(self, plan: PreloadPlan) -> list[PreloadOp]:
+        """The ops, each paced to the link share its load took in ``plan`` (planned on a
+        slower HBM) where it would now take more: each load as long as it was then."""
+        pressure = plan.load_pressure or [1.0] * len(self.ops)
+        return [op.paced(p) if 0.0 < p < op.load_share(r, j) else op
+                for op, r, j, p in zip(self.ops, plan.preload_plan, plan.exec_plan, pressure)]
 
     def decision(self, model: ModelSpec, cache: FrontierCache, design: str, loop: bool = False,
                  tables: Sequence[OpTable] | None = None) -> ElkDecision:
@@ -491,10 +554,10 @@ class DesignSearch:
             latency = ideal_loop_latency(self.token) if loop else ideal_latency(self.token)
             return ElkDecision("ideal", latency, [], None, list(range(len(self.ops))),
                                preload_ops=self.ops, tables=tables)
-        plan, value, order, tried, space, kept, gain, share = self.result(design)
+        plan, value, order, tried, space, kept, gain, share, ops = self.result(design)
         held, shared = ({}, {}) if self.relayouts is None else held_and_shared(self.relayouts.problem, plan.shared)
         return ElkDecision(design, value, decisions_of(model, cache, plan, tables), plan, order, tried, space, kept,
-                           gain, self.paced(share), tables, share, held, shared)
+                           gain, ops, tables, share, held, shared)
 
 
 def loop_model(model: ModelSpec, layer_of: Sequence[int | None] | None) -> tuple[ModelSpec, list[int | None], int]:
@@ -588,6 +651,13 @@ def packed_decision(search: DesignSearch, model: ModelSpec, cache: FrontierCache
     return decision
 
 
+def _same_tables(one: Sequence[OpTable] | None, other: Sequence[OpTable]) -> bool:
+    """Whether a plan's state indices into ``one`` mean the same states in ``other``: the
+    same tables, or equal ones (the layout-matched tables are made again for each study)."""
+    return one is not None and len(one) == len(other) and all(
+        a is b or (a.active == b.active and np.array_equal(a.cold, b.cold)) for a, b in zip(one, other))
+
+
 def _same_plan(one: PreloadPlan | None, other: PreloadPlan | None) -> bool:
     return one is not None and other is not None and one.exec_plan == other.exec_plan \
         and one.preload_plan == other.preload_plan and list(one.schedule.frontier) == list(other.schedule.frontier) \
@@ -629,7 +699,8 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
                   extra_hbm_bytes: Sequence[float] | None = None, layer_of: Sequence[int | None] | None = None,
                   max_orders: int | None = REORDER_BUDGET, max_displacement: int | None = None,
                   extra_exec_cycles: Sequence[float] | None = None, loop: bool = False,
-                  input_loads: Sequence[Sequence[str]] | None = None, layouts: bool = True) -> OffchipStudy:
+                  input_loads: Sequence[Sequence[str]] | None = None, layouts: bool = True,
+                  seeds: dict[str, ElkDecision] | None = None) -> OffchipStudy:
     """ELK's ``designs`` for ``model`` as the compiler plans it: every preload reading an
     op's weights and ``extra_hbm_bytes`` from HBM, the activations kept on chip across each
     op counted in its execution space (``preload_ops``' ``resting``), identical layers as
@@ -639,7 +710,10 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
     into its execute-state layout (``preload_ops``), one ``DesignSearch`` for all designs. With
     ``loop``, latencies are per token of a decode loop (``loop_model``, ``loop_period``;
     Ideal's is ``ideal_loop_latency``). With ``layouts``, ELK's designs also plan with the
-    layout-matched op tables (`irc.planner.layout_match`) and keep the faster."""
+    layout-matched op tables (`irc.planner.layout_match`) and keep the faster. ``seeds``:
+    the decisions of the same study on a slower HBM (a sweep's previous point), each a
+    candidate of its design here (``DesignSearch.retimed``): latency never grows with the
+    HBM bandwidth along such a sweep."""
     if cache.device.offchip is None:
         raise ValueError(f"device '{cache.device.name}' has no off-chip memory")
     for design in designs:
@@ -661,8 +735,11 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
     def search(problem: _ModelProblem, weaker: dict[str, str] | None = None) -> tuple[DesignSearch, list[PreloadOp]]:
         ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
                           extra_exec_cycles=extra_exec_cycles, input_loads=input_loads, problem=problem)
+        mine = {design: (decision.plan, decision.link_share) for design, decision in (seeds or {}).items()
+                if decision.plan is not None and _same_tables(decision.tables, problem.tables)}
         return DesignSearch(ops, float(cache.device.sram_bytes), split, max_displacement, max_orders,
-                            Relayouts(model, cache, problem), metric, token=ops[prefix:], weaker=weaker), ops
+                            Relayouts(model, cache, problem), metric, token=ops[prefix:], weaker=weaker,
+                            seeds=mine), ops
 
     plain = _ModelProblem(model, cache, None)
     first, ops = search(plain)

@@ -62,8 +62,10 @@ def test_pacing_a_preload_beats_running_it_unpaced_by_hand():
     assert value == pytest.approx(224.2857142857) and search.result("dyn")[7] == 0.7
     assert plan.load_cycles[2] == pytest.approx(150.0 / 0.7) and plan.load_pressure[2] == pytest.approx(0.7)
     assert DesignSearch(_ops(), 100.0, link_shares=()).result("dyn")[1] == pytest.approx(260.0)
-    # ELK-Full reorders at Dyn's share: nothing to reorder here, it is Dyn's plan
-    assert search.result("full")[1] == pytest.approx(value) and search.result("full")[7] == 0.7
+    # ELK-Full also lets Dyn's plan at each share yield the link (delay_comp=False): unpaced,
+    # C's load yields A its 20 cycles of shifts and ends at 170, B at 200, C at 210
+    full = search.result("full")
+    assert full[1] == pytest.approx(210.0) and full[7] == 1.0 and full[0].yields
 
 
 def test_an_op_paces_each_of_its_loads():
