@@ -47,7 +47,8 @@ class PreloadFitError(PlanError):
     def __init__(self, op: str, needed: float, available: float) -> None:
         super().__init__(
             f"op '{op}' cannot run even with preloading: its smallest plan needs {int(needed)} bytes per core "
-            f"(execute state), the chip has {int(available)}"
+            f"(its execute state and the tensors kept on chip across it, each at the most its holder's "
+            f"plans place), the chip has {int(available)}"
         )
         self.op, self.needed, self.available = op, needed, available
 
