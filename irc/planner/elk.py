@@ -48,6 +48,16 @@ from irc.planner.relayout_sharing import (
 DESIGNS = ("basic", "static", "dyn", "full", "ideal")
 
 
+class LeastKeptFitError(PreloadFitError):
+    """ELK counting the tensors kept on chip across each op at the least their holders'
+    plans place (``offchip_study``'s fallback) still finds no room: names the op and
+    the bytes ``needed`` per core of ``available``, and what they count (``reason``)."""
+
+    def __init__(self, op: str, needed: float, available: float, reason: str) -> None:
+        PlanError.__init__(self, f"op '{op}' cannot run even with preloading: {reason}")
+        self.op, self.needed, self.available = op, needed, available
+
+
 class OffchipFitError(PreloadFitError):
     """A model whose weights do not fit the chip's off-chip memory (HBM); ``op`` is empty:
     no one op is at fault."""
@@ -651,6 +661,20 @@ def packed_decision(search: DesignSearch, model: ModelSpec, cache: FrontierCache
     return decision
 
 
+def _check_packs(model: ModelSpec, cache: FrontierCache, decision: ElkDecision,
+                 input_loads: Sequence[Sequence[str]] | None, problem: _ModelProblem) -> None:
+    """A ``LeastKeptFitError`` where ``decision``'s program does not pack in a core (ELK
+    planned it counting the kept tensors at the least their holders' plans place, and
+    ``packed_decision`` found no plan that packs): rather than `preload-schedule` failing."""
+    sram = int(cache.device.sram_bytes)
+    deficit, at = packing_deficit(model, cache, decision.plan, sram, input_loads, problem)
+    if deficit:
+        raise LeastKeptFitError(model.ops[at].name, sram + deficit, sram, (
+            f"the tensors kept on chip across the ops fit only at the least their holders' plans "
+            f"place, and the program of the plans chosen so does not pack in a core: its buffers "
+            f"allocated at this op end {deficit} bytes past the core's {sram}"))
+
+
 def _same_tables(one: Sequence[OpTable] | None, other: Sequence[OpTable]) -> bool:
     """Whether a plan's state indices into ``one`` mean the same states in ``other``: the
     same tables, or equal ones (the layout-matched tables are made again for each study)."""
@@ -732,9 +756,12 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         input_loads = None if input_loads is None else list(input_loads) + list(input_loads[:prefix])
         metric = lambda plan: loop_period(plan, prefix)  # noqa: E731
 
+    least = False   # the kept activations at the most their holders' plans place, else the least
+
     def search(problem: _ModelProblem, weaker: dict[str, str] | None = None) -> tuple[DesignSearch, list[PreloadOp]]:
         ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
-                          extra_exec_cycles=extra_exec_cycles, input_loads=input_loads, problem=problem)
+                          extra_exec_cycles=extra_exec_cycles, input_loads=input_loads, problem=problem,
+                          least_kept=least)
         mine = {design: (decision.plan, decision.link_share) for design, decision in (seeds or {}).items()
                 if decision.plan is not None and _same_tables(decision.tables, problem.tables)}
         return DesignSearch(ops, float(cache.device.sram_bytes), split, max_displacement, max_orders,
@@ -743,7 +770,23 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
 
     plain = _ModelProblem(model, cache, None)
     first, ops = search(plain)
-    decisions = {design: first.decision(model, cache, design, loop, plain.tables) for design in designs}
+    try:
+        decisions = {design: first.decision(model, cache, design, loop, plain.tables) for design in designs}
+    except PreloadFitError as most:
+        if loop:
+            raise
+        # counted at the most any plan places (a whole tensor on one core), the tensors kept
+        # across an op may leave it no room; at the least, the packing check below holds
+        # the program the chosen plans make to the core's bytes
+        least = True
+        first, ops = search(plain)
+        try:
+            decisions = {design: first.decision(model, cache, design, loop, plain.tables) for design in designs}
+        except PreloadFitError as error:
+            raise LeastKeptFitError(error.op, error.needed, error.available, (
+                f"its smallest plan needs {int(error.needed)} bytes per core with the tensors kept on chip "
+                f"across it at the least their holders' plans place (at the most, op '{most.op}' needed "
+                f"{int(most.needed)}), the chip has {int(error.available)}")) from None
     made = {design: (first, plain) for design in designs}   # the search and tables each decision came from
     # ELK's own designs also plan with the layout-matched candidates of the cheap ops
     # (`irc.planner.layout_match`), which the relayout-aware allocations (``OutgoingLinks``)
@@ -766,11 +809,13 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         for design, decision in decisions.items():
             chosen, problem = made[design]
             decisions[design] = packed_decision(chosen, model, cache, decision, input_loads, problem)
+            if least:   # planned on the least bytes: only the packing check holds it to the core
+                _check_packs(model, cache, decisions[design], input_loads, problem)
     # the matched tables' plans include the frontier's: their fastest bound every design
     bound = overlap_bound(ops[prefix:], cache.device.clock_hz / cache.device.offchip.bytes_per_s)
     return OffchipStudy(decisions, bound, ops, loop, prefix)
 
 
 __all__ = ["DESIGNS", "REORDER_BUDGET", "DesignSearch", "ElkDecision", "ElkOpDecision", "OffchipFitError",
-           "OffchipStudy", "PreloadFitError", "elk_plan", "hide_loads", "infer_layers", "loop_model", "offchip_study",
+           "LeastKeptFitError", "OffchipStudy", "PreloadFitError", "elk_plan", "hide_loads", "infer_layers", "loop_model", "offchip_study",
            "own_inputs", "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]

@@ -29,7 +29,7 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
                 extra_hbm_bytes: Sequence[float] | None = None, resting: bool = False,
                 extra_exec_cycles: Sequence[float] | None = None,
                 input_loads: Sequence[Sequence[str]] | None = None,
-                problem: _ModelProblem | None = None) -> list[PreloadOp]:
+                problem: _ModelProblem | None = None, least_kept: bool = False) -> list[PreloadOp]:
     """One ``PreloadOp`` per model op (identical ops share their table). ``extra_hbm_bytes``
     adds data an op reads from HBM beside its weights (a KV cache); ``input_loads`` names,
     per op, its inputs that are not weights and that the device program preloads straight
@@ -39,7 +39,10 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
     ``extra_exec_cycles`` adds cycles to every execute state of an op (the all-reduce of
     its partial sums over the chips that split the model, ``allreduce_cycles``); ``problem``
     (a `_ModelProblem` of ``model``) gives the ops' tables (default: each op's frontier;
-    ``layouts=True``: with the layout-matched plans, `irc.planner.layout_match`)."""
+    ``layouts=True``: with the layout-matched plans, `irc.planner.layout_match`);
+    ``least_kept``: the kept activations at the least their producers' plans place
+    instead (the packing check, `irc.planner.preload_packing`, then holds the program
+    to its bytes at the plans chosen)."""
     device = cache.device
     kept = [0] * len(model.ops)
     if resting and problem is None:
@@ -47,7 +50,9 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
     tables = ([cache.table(op.spec, op.weights) for op in model.ops] if problem is None
               else problem.tables)
     if resting:
-        kept = [problem.live_bytes(i, []) for i in range(len(model.ops))]
+        kept = [sum(min(problem.held_bytes(h, j, t) for j in range(len(problem.tables[h].active)))
+                    for h, t in problem.live[i]) if least_kept else problem.live_bytes(i, [])
+                for i in range(len(model.ops))]
         for first, last, _, home, name in model.shared_spans(weights=True):
             # a weight several ops read: its holder's preload-state copy stays from the
             # first reader to the last (at most its largest idle slice)
