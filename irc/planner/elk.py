@@ -40,22 +40,13 @@ from irc.planner.preload_designs import (
     static_sweep,
 )
 from irc.planner.preload_ops import own_inputs, preload_ops, weight_bytes   # re-exported: ELK's ops are priced there
+from irc.planner.least_kept import LeastKeptFitError, check_packs, least_kept_fallback
 from irc.planner.preload_packing import packing_deficit
 from irc.planner.relayout_sharing import (
     SharedPricing, edge_cycles, fitting_copies, held_and_shared, shareable_copies,
 )
 
 DESIGNS = ("basic", "static", "dyn", "full", "ideal")
-
-
-class LeastKeptFitError(PreloadFitError):
-    """ELK counting the tensors kept on chip across each op at the least their holders'
-    plans place (``offchip_study``'s fallback) still finds no room: names the op and
-    the bytes ``needed`` per core of ``available``, and what they count (``reason``)."""
-
-    def __init__(self, op: str, needed: float, available: float, reason: str) -> None:
-        PlanError.__init__(self, f"op '{op}' cannot run even with preloading: {reason}")
-        self.op, self.needed, self.available = op, needed, available
 
 
 class OffchipFitError(PreloadFitError):
@@ -661,20 +652,6 @@ def packed_decision(search: DesignSearch, model: ModelSpec, cache: FrontierCache
     return decision
 
 
-def _check_packs(model: ModelSpec, cache: FrontierCache, decision: ElkDecision,
-                 input_loads: Sequence[Sequence[str]] | None, problem: _ModelProblem) -> None:
-    """A ``LeastKeptFitError`` where ``decision``'s program does not pack in a core (ELK
-    planned it counting the kept tensors at the least their holders' plans place, and
-    ``packed_decision`` found no plan that packs): rather than `preload-schedule` failing."""
-    sram = int(cache.device.sram_bytes)
-    deficit, at = packing_deficit(model, cache, decision.plan, sram, input_loads, problem)
-    if deficit:
-        raise LeastKeptFitError(model.ops[at].name, sram + deficit, sram, (
-            f"the tensors kept on chip across the ops fit only at the least their holders' plans "
-            f"place, and the program of the plans chosen so does not pack in a core: its buffers "
-            f"allocated at this op end {deficit} bytes past the core's {sram}"))
-
-
 def _same_tables(one: Sequence[OpTable] | None, other: Sequence[OpTable]) -> bool:
     """Whether a plan's state indices into ``one`` mean the same states in ``other``: the
     same tables, or equal ones (the layout-matched tables are made again for each study)."""
@@ -756,9 +733,8 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         input_loads = None if input_loads is None else list(input_loads) + list(input_loads[:prefix])
         metric = lambda plan: loop_period(plan, prefix)  # noqa: E731
 
-    least = False   # the kept activations at the most their holders' plans place, else the least
-
-    def search(problem: _ModelProblem, weaker: dict[str, str] | None = None) -> tuple[DesignSearch, list[PreloadOp]]:
+    def search(problem: _ModelProblem, weaker: dict[str, str] | None = None,
+               least: bool = False) -> tuple[DesignSearch, list[PreloadOp]]:
         ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
                           extra_exec_cycles=extra_exec_cycles, input_loads=input_loads, problem=problem,
                           least_kept=least)
@@ -769,31 +745,16 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
                             seeds=mine), ops
 
     plain = _ModelProblem(model, cache, None)
-    first, ops = search(plain)
-    try:
-        decisions = {design: first.decision(model, cache, design, loop, plain.tables) for design in designs}
-    except PreloadFitError as most:
-        if loop:
-            raise
-        # counted at the most any plan places (a whole tensor on one core), the tensors kept
-        # across an op may leave it no room; at the least, the packing check below holds
-        # the program the chosen plans make to the core's bytes
-        least = True
-        first, ops = search(plain)
-        try:
-            decisions = {design: first.decision(model, cache, design, loop, plain.tables) for design in designs}
-        except PreloadFitError as error:
-            raise LeastKeptFitError(error.op, error.needed, error.available, (
-                f"its smallest plan needs {int(error.needed)} bytes per core with the tensors kept on chip "
-                f"across it at the least their holders' plans place (at the most, op '{most.op}' needed "
-                f"{int(most.needed)}), the chip has {int(error.available)}")) from None
+    first, ops, decisions, least = least_kept_fallback(
+        search, lambda first: {design: first.decision(model, cache, design, loop, plain.tables) for design in designs},
+        plain, loop)
     made = {design: (first, plain) for design in designs}   # the search and tables each decision came from
     # ELK's own designs also plan with the layout-matched candidates of the cheap ops
     # (`irc.planner.layout_match`), which the relayout-aware allocations (``OutgoingLinks``)
     # may prefer; the greedy split is not monotone in its candidates, so the faster is kept
     matched = _ModelProblem(model, cache, None, layouts=True) if layouts else plain
     if any(a is not b for a, b in zip(matched.tables, plain.tables)):
-        second, ops = search(matched, ELK_WEAKER)
+        second, ops = search(matched, ELK_WEAKER, least)
         try:
             # Full's reorder is most of the planning time: it runs again only where the
             # matched tables' Dyn wins (else the first Full, <= the first Dyn, stands)
@@ -810,7 +771,7 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
             chosen, problem = made[design]
             decisions[design] = packed_decision(chosen, model, cache, decision, input_loads, problem)
             if least:   # planned on the least bytes: only the packing check holds it to the core
-                _check_packs(model, cache, decisions[design], input_loads, problem)
+                check_packs(model, cache, decisions[design].plan, input_loads, problem)
     # the matched tables' plans include the frontier's: their fastest bound every design
     bound = overlap_bound(ops[prefix:], cache.device.clock_hz / cache.device.offchip.bytes_per_s)
     return OffchipStudy(decisions, bound, ops, loop, prefix)
