@@ -777,6 +777,6 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
     return OffchipStudy(decisions, bound, ops, loop, prefix)
 
 
-__all__ = ["DESIGNS", "REORDER_BUDGET", "DesignSearch", "ElkDecision", "ElkOpDecision", "OffchipFitError",
-           "LeastKeptFitError", "OffchipStudy", "PreloadFitError", "elk_plan", "hide_loads", "infer_layers", "loop_model", "offchip_study",
-           "own_inputs", "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]
+__all__ = ["DESIGNS", "REORDER_BUDGET", "DesignSearch", "ElkDecision", "ElkOpDecision", "LeastKeptFitError",
+           "OffchipFitError", "OffchipStudy", "PreloadFitError", "elk_plan", "hide_loads", "infer_layers", "loop_model",
+           "offchip_study", "own_inputs", "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]

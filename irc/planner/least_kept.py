@@ -31,7 +31,6 @@ class LeastKeptFitError(PreloadFitError):
         self.op, self.needed, self.available = op, needed, available
 
 
-
 def least_kept_fallback(search: Callable, decide: Callable, plain: _ModelProblem, loop: bool) -> tuple:
     """(the search, its ops, ``decide``'s decisions of it, whether the kept tensors were
     counted at the least): ``search(plain)``, else, where an op has no room and not
