@@ -24,6 +24,7 @@ import sys
 import zipfile
 
 import numpy as np
+from xdsl.context import Context
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -32,6 +33,7 @@ from irc.frontend.loss import LossError, append_loss, append_output_gradients
 from irc.frontend.onnx_import import OnnxImportError, import_onnx, parse_shape_overrides
 from irc.frontend.weights import attach_weights, save_weights, weights_path_for
 from irc.output import OutputError, check_output, is_stream, npz_name_problem, same_output, write_atomically
+from irc.passes.te_autodiff import TeAutodiff
 
 
 class TranslateError(Exception):
@@ -61,16 +63,12 @@ def _arguments(argv):
 
 
 def _train(module, loss: str | None, output_gradient: bool) -> None:
-    # startup: only a training step needs the pass and the runner's context (which loads the interpreter)
-    from irc.passes.te_autodiff import TeAutodiff
-    from irc.runner import make_context
-
     try:
         if loss:
             append_loss(module, loss)
         else:
             append_output_gradients(module)
-        TeAutodiff().apply(make_context(), module)
+        TeAutodiff().apply(Context(), module)   # the pass parses nothing: no dialects needed
     except (LossError, DiagnosticException) as error:
         raise TranslateError(str(error).removeprefix("loc(unknown): error: ")) from None
 
