@@ -101,3 +101,45 @@ def model_feeds(module, seed: int = 0, vocabulary: int = SMALL_VOCABULARY) -> di
             feeds[name] = mask
     return feeds
 
+
+
+class TeFunction:
+    """A te function's text built op by op on ``tokens`` x ``width`` activations of
+    ``dtype`` from an argument ``%x`` (the random-model builders of the lowering tests)."""
+
+    def __init__(self, tokens: int, width: int, dtype: str) -> None:
+        self.tokens, self.width, self.dtype = tokens, width, dtype
+        self.args = [f'%x: {self.ty(tokens, width)} {{irc.name = "x"}}']
+        self.lines: list[str] = []
+        self.value = "%x"
+
+    def ty(self, *shape: int) -> str:
+        return f"tensor<{'x'.join(map(str, shape))}x{self.dtype}>"
+
+    def argument(self, prefix: str, *shape: int, weight: bool = True) -> str:
+        """A new argument ``%<prefix><n>`` of ``shape`` (marked ``irc.weight`` if ``weight``)."""
+        name = f"{prefix}{len(self.args)}"
+        self.args.append(f'%{name}: {self.ty(*shape)} {{irc.name = "{name}"{", irc.weight" if weight else ""}}}')
+        return f"%{name}"
+
+    def op(self, out: str, expr: str, operands: str, types: str, result: str) -> None:
+        """``out = te.op expr (operands) : (types) -> result``, the function's value after it."""
+        self.lines.append(f'{out} = te.op "{expr}" ({operands}) : ({types}) -> {result}')
+        self.value = out
+
+    def linear(self, out: str, prefix: str, wide: int) -> None:
+        """The value times a new weight of ``width`` x ``wide``."""
+        weight, act = self.argument(prefix, self.width, wide), self.ty(self.tokens, self.width)
+        self.op(out, "H[m,n] += X[m,k] * W[k,n]", f"{self.value}, {weight}", f"{act}, {self.ty(self.width, wide)}",
+                self.ty(self.tokens, wide))
+        self.width = wide
+
+    def bias(self, out: str, prefix: str) -> None:
+        """relu of the value plus a new bias weight."""
+        bias, act = self.argument(prefix, self.width), self.ty(self.tokens, self.width)
+        self.op(out, "A[m,n] = relu(H[m,n] + B[n])", f"{self.value}, {bias}", f"{act}, {self.ty(self.width)}", act)
+
+    def text(self) -> str:
+        result, body = self.ty(self.tokens, self.width), "\n  ".join(self.lines)
+        return (f"func.func @main({', '.join(self.args)}) -> {result} {{\n  {body}\n"
+                f"  func.return {self.value} : {result}\n}}\n")

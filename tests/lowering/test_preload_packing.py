@@ -25,6 +25,7 @@ from irc.lowering.te_to_rtensor import PRELOADED_ATTR
 from irc.passes.pipelines import InferencePipeline
 from irc.runner import parse_module, run
 from irc.target import target_attr
+from tests.programs import TeFunction
 
 WIDTHS = (16, 32, 48, 64)
 
@@ -60,43 +61,21 @@ def models(draw):
     """A te function of 3-6 ops on tokens x width: linear layers and biases (weights marked
     ``irc.weight``), RMS-style norms (an input read by two ops) and residual adds."""
     tokens = draw(st.sampled_from((4, 8, 16)))
-    dtype = draw(st.sampled_from(("f16", "f32")))
-    width = WIDTHS[1]
-    args = [f'%x: tensor<{tokens}x{width}x{dtype}> {{irc.name = "x"}}']
-    lines, value = [], "%x"
-
-    def ty(*shape):
-        return f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
-
-    def weight(*shape):
-        name = f"%w{len(args)}"
-        args.append(f'{name}: {ty(*shape)} {{irc.name = "w{len(args)}", irc.weight}}')
-        return name
-
+    function = TeFunction(tokens, WIDTHS[1], draw(st.sampled_from(("f16", "f32"))))
     for index in range(draw(st.integers(3, 6))):
         kind = draw(st.sampled_from(("linear", "linear", "bias", "norm", "residual")))
-        out = f"%v{index}"
+        out, act = f"%v{index}", function.ty(tokens, function.width)
         if kind == "linear":
-            wide = draw(st.sampled_from(WIDTHS))
-            w = weight(width, wide)
-            lines.append(f'{out} = te.op "H[m,n] += X[m,k] * W[k,n]" ({value}, {w}) : '
-                         f'({ty(tokens, width)}, {ty(width, wide)}) -> {ty(tokens, wide)}')
-            width = wide
+            function.linear(out, "w", draw(st.sampled_from(WIDTHS)))
         elif kind == "bias":
-            b = weight(width)
-            lines.append(f'{out} = te.op "A[m,n] = relu(H[m,n] + B[n])" ({value}, {b}) : '
-                         f'({ty(tokens, width)}, {ty(width)}) -> {ty(tokens, width)}')
+            function.bias(out, "w")
         elif kind == "norm":
-            lines.append(f'{out}s = te.op "N[m] += X[m,n] * X[m,n]" ({value}) : ({ty(tokens, width)}) -> {ty(tokens)}')
-            lines.append(f'{out} = te.op "Y[m,n] = X[m,n] * N[m]" ({value}, {out}s) : '
-                         f'({ty(tokens, width)}, {ty(tokens)}) -> {ty(tokens, width)}')
+            value = function.value
+            function.op(f"{out}s", "N[m] += X[m,n] * X[m,n]", value, act, function.ty(tokens))
+            function.op(out, "Y[m,n] = X[m,n] * N[m]", f"{value}, {out}s", f"{act}, {function.ty(tokens)}", act)
         else:
-            lines.append(f'{out} = te.op "Y[m,n] = A[m,n] + B[m,n]" ({value}, {value}) : '
-                         f'({ty(tokens, width)}, {ty(tokens, width)}) -> {ty(tokens, width)}')
-        value = out
-    body = "\n  ".join(lines)
-    return (f"func.func @main({', '.join(args)}) -> {ty(tokens, width)} {{\n  {body}\n"
-            f"  func.return {value} : {ty(tokens, width)}\n}}\n")
+            function.op(out, "Y[m,n] = A[m,n] + B[m,n]", f"{function.value}, {function.value}", f"{act}, {act}", act)
+    return function.text()
 
 
 def _chip(sram: int, cores: int, base: str = "tiny16-hbm"):

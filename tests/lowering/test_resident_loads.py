@@ -15,6 +15,7 @@ from irc.compile import planned_model_cycles
 from irc.lowering.te_to_rtensor import PLANNED_PEAK_ATTR
 from irc.runner import run
 from tests.lowering.test_preload_packing import models, planned_on_chip
+from tests.programs import TeFunction
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -61,32 +62,20 @@ def models_with_inputs(draw):
     at their op: at an earlier op at the peak they wait for it to end)."""
     tokens = draw(st.sampled_from((4, 8, 16)))
     dtype = draw(st.sampled_from(("f16", "f32")))
-    width = draw(st.sampled_from((16, 40, 64)))
-    ty = lambda *shape: f"tensor<{'x'.join(map(str, shape))}x{dtype}>"   # noqa: E731
-    args = [f'%x: {ty(tokens, width)} {{irc.name = "x"}}']
-    lines, value = [], "%x"
+    function = TeFunction(tokens, draw(st.sampled_from((16, 40, 64))), dtype)
     for index in range(draw(st.integers(2, 5))):
         kind = draw(st.sampled_from(("linear", "bias", "gate", "residual")))
-        name, out = f"a{len(args)}", f"%v{index}"
+        out = f"%v{index}"
         if kind == "linear":
-            wide = draw(st.sampled_from((16, 24, 40, 64)))
-            args.append(f'%{name}: {ty(width, wide)} {{irc.name = "{name}", irc.weight}}')
-            lines.append(f'{out} = te.op "H[m,n] += X[m,k] * W[k,n]" ({value}, %{name}) : '
-                         f'({ty(tokens, width)}, {ty(width, wide)}) -> {ty(tokens, wide)}')
-            width = wide
+            function.linear(out, "a", draw(st.sampled_from((16, 24, 40, 64))))
         elif kind == "bias":
-            args.append(f'%{name}: {ty(width)} {{irc.name = "{name}", irc.weight}}')
-            lines.append(f'{out} = te.op "A[m,n] = relu(H[m,n] + B[n])" ({value}, %{name}) : '
-                         f'({ty(tokens, width)}, {ty(width)}) -> {ty(tokens, width)}')
+            function.bias(out, "a")
         else:
-            args.append(f'%{name}: {ty(tokens, width)} {{irc.name = "{name}"}}')
+            act = function.ty(tokens, function.width)
+            other = function.argument("a", tokens, function.width, weight=False)
             expr = "Y[m,n] = A[m,n] * B[m,n]" if kind == "gate" else "Y[m,n] = A[m,n] + B[m,n]"
-            lines.append(f'{out} = te.op "{expr}" ({value}, %{name}) : '
-                         f'({ty(tokens, width)}, {ty(tokens, width)}) -> {ty(tokens, width)}')
-        value = out
-    body = "\n  ".join(lines)
-    return (f"func.func @main({', '.join(args)}) -> {ty(tokens, width)} {{\n  {body}\n"
-            f"  func.return {value} : {ty(tokens, width)}\n}}\n")
+            function.op(out, expr, f"{function.value}, {other}", f"{act}, {act}", act)
+    return function.text()
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
