@@ -337,18 +337,18 @@ class DesignSearch:
     that paces some load (``PreloadOp.paced``, ELK's artifact's NoC load threshold) and
     keeps the best; ELK-Full reorders at Dyn's best share (and keeps Dyn's plan where no
     order beats it, so its space includes Dyn's) and lets Dyn's plan at each share yield.
-    ``seeds`` (per design, a plan and its link share chosen on a slower HBM) are
-    candidates too (``retimed``): a sweep passing each point's choices to the next faster
-    HBM's search never gets slower where the retimed plan is not."""
+    ``seeds`` (per design, a plan chosen on a slower HBM, its link share and the ops it
+    was planned on, or only the first two) are candidates too (``retimed``): a sweep
+    passing each point's choices to the next faster HBM's search never gets slower."""
 
     def __init__(self, ops: Sequence[PreloadOp], capacity: float, split: str = "paper",
                  max_displacement: int | None = None, max_orders: int | None = None,
                  relayouts: "Relayouts | None" = None, metric: Metric | None = None,
                  token: Sequence[PreloadOp] | None = None, weaker: dict[str, str] | None = None,
                  link_shares: Sequence[float] = LINK_SHARES,
-                 seeds: dict[str, tuple[PreloadPlan, float]] | None = None) -> None:
+                 seeds: dict[str, tuple] | None = None) -> None:
         self.ops, self.capacity, self.split = list(ops), capacity, split
-        self.seeds = {} if seeds is None else dict(seeds)   # design -> (plan, link share) to retime
+        self.seeds = {} if seeds is None else dict(seeds)   # design -> (plan, link share[, its ops]) to retime
         self.link_shares = tuple(link_shares)
         self._paced: dict[float, list[PreloadOp]] = {1.0: self.ops}
         self._elk_own: dict[str, tuple] = {}   # ``elk_own``'s results
@@ -425,7 +425,7 @@ class DesignSearch:
         ops = self.ops if ops is None else ops
         s = raw.schedule
         key = (tuple(s.order), tuple(s.frontier), tuple(raw.exec_plan), tuple(raw.preload_plan),
-               tuple(op.link_share for op in ops), raw.yields)
+               tuple((op.link_share, op.part_shares) for op in ops), raw.yields)
         if key not in self._improved:
             # the finished and refined plans do not depend on ``yields``: made once for both
             if key[:-1] not in self._refined:
@@ -513,13 +513,15 @@ class DesignSearch:
             self.found[design] = (plan, value, order, tried, space, kept, gain, share, ops)
         return self.found[design]
 
-    def retimed(self, design: str, plan: PreloadPlan, share: float) -> tuple[PreloadPlan, float, list[PreloadOp]]:
+    def retimed(self, design: str, plan: PreloadPlan, share: float,
+                seed_ops: Sequence[PreloadOp] | None = None) -> tuple[PreloadPlan, float, list[PreloadOp]]:
         """``plan`` (its order, frontiers and states: a slower HBM's choice for these ops,
         its loads paced to ``share``) as it runs on these ops: (plan, metric, ops paced).
         Its decisions hold at any HBM bandwidth (its bytes are the same) and a load can be
         paced down to the link share it took then (``PreloadOp.paced``), which makes it
         last as long as it did: the link time a load takes does not depend on the HBM.
-        So the plan with each op paced so (``paced_as``) runs as it did, and a search seeded
+        So the plan with each op paced so (``paced_as``, each load of an op to its own
+        share given ``seed_ops``, the ops it was planned on) runs as it did, and a search seeded
         with a slower HBM's choices is never slower than that choice. Also tried: every
         op paced alike, at each share the design searches (Basic and Static: unpaced), the
         best kept; ELK's designs' plans improved (``improved``)."""
@@ -527,7 +529,7 @@ class DesignSearch:
             raise ValueError(f"a seed plan of {len(plan.exec_plan)} ops for a search of {len(self.ops)}")
         shares = dict.fromkeys([share] + self.shares()) if design in ELK_DESIGNS else (1.0,)
         best = None
-        for ops in [self.paced(theta) for theta in shares] + [self.paced_as(plan)]:
+        for ops in [self.paced(theta) for theta in shares] + [self.paced_as(plan, seed_ops)]:
             raw = dataclasses.replace(_as_run(ops, plan.schedule, list(plan.exec_plan), list(plan.preload_plan)),
                                       start=plan.start, cap=plan.cap, yields=plan.yields)
             if design in ELK_DESIGNS:
@@ -539,9 +541,15 @@ class DesignSearch:
                 best = (found, value, ops)
         return best
 
-    def paced_as(self, plan: PreloadPlan) -> list[PreloadOp]:
+    def paced_as(self, plan: PreloadPlan, seed_ops: Sequence[PreloadOp] | None = None) -> list[PreloadOp]:
         """The ops, each paced to the link share its load took in ``plan`` (planned on a
-        slower HBM) where it would now take more: each load as long as it was then."""
+        slower HBM) where it would now take more: each load as long as it was then. With
+        ``seed_ops`` (``plan``'s ops), each part of an op's load (its weights', each
+        input's) to the share it took (``PreloadOp.paced_like``); else all of an op's
+        parts to their average share (exact for an op loading one part only)."""
+        if seed_ops is not None:
+            return [op.paced_like(seed, r, j)
+                    for op, seed, r, j in zip(self.ops, seed_ops, plan.preload_plan, plan.exec_plan)]
         pressure = plan.load_pressure or [1.0] * len(self.ops)
         return [op.paced(p) if 0.0 < p < op.load_share(r, j) else op
                 for op, r, j, p in zip(self.ops, plan.preload_plan, plan.exec_plan, pressure)]
@@ -738,7 +746,8 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
                           extra_exec_cycles=extra_exec_cycles, input_loads=input_loads, problem=problem,
                           least_kept=least)
-        mine = {design: (decision.plan, decision.link_share) for design, decision in (seeds or {}).items()
+        mine = {design: (decision.plan, decision.link_share, decision.preload_ops)
+                for design, decision in (seeds or {}).items()
                 if decision.plan is not None and _same_tables(decision.tables, problem.tables)}
         return DesignSearch(ops, float(cache.device.sram_bytes), split, max_displacement, max_orders,
                             Relayouts(model, cache, problem), metric, token=ops[prefix:], weaker=weaker,

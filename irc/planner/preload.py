@@ -109,6 +109,9 @@ class PreloadOp:
     program preloads on its own (None: ``input_loads`` is one load); ``paced`` paces each."""
     link_share: float = 1.0
     """The share of its busiest link each of its preloads may take (``paced``)."""
+    part_shares: tuple | None = None
+    """Where its loads are paced each to its own share (``paced_like``): (its weights',
+    each input's); None: all to ``link_share``."""
     _memo: dict = field(default_factory=dict, init=False, repr=False)   # the allocations ask the same again
 
     def __post_init__(self) -> None:
@@ -137,22 +140,54 @@ class PreloadOp:
         (``irc.devices.topology.paced_preload``, ELK's artifact's NoC load threshold θ):
         its weights' load in each preload state and each input load, as the chip times
         the ``device.preload_async``s that carry ``link_share``."""
-        if self.link_share < 1.0:
+        if self.link_share < 1.0 or self.part_shares is not None:
             raise ValueError(f"op '{self.name}' is paced already (link share {self.link_share})")
         if share >= 1.0:
             return self
-        loads, pressure = zip(*(paced_preload(c, p, share) for c, p in zip(self.load_cycles, self.load_pressure))) \
+        return self._paced_parts(share, [share] * len(self._parts()))
+
+    def paced_like(self, seed: "PreloadOp", r: int, j: int) -> "PreloadOp":
+        """The op with each of its loads (its weights', each input's) paced to the link
+        share that load took in ``seed`` (the same op planned on a slower HBM, maybe
+        paced) for preload state r and execute state j, where it would now take more:
+        each part's link time does not depend on the HBM, so each lasts as long as it did
+        then, and the pair's load takes the cycles and link share it took
+        (``load_time``, ``load_share``). Pacing every part at their average share
+        instead would stretch the parts above it and leave those below it shorter."""
+        (seed_weights, seed_inputs), (weights, inputs) = seed.shares_of_parts(r, j), self.shares_of_parts(r, j)
+        if len(seed_inputs) != len(inputs):
+            raise ValueError(f"op '{self.name}' loads {len(inputs)} inputs apart, its seed {len(seed_inputs)}")
+        if not any(0.0 < then < now for then, now in zip((seed_weights, *seed_inputs), (weights, *inputs))):
+            return self
+        taken = [then for then in (seed_weights, *seed_inputs) if then > 0]   # a part with no link time: unpaced
+        return self._paced_parts(seed_weights if seed_weights > 0 else 1.0,
+                                 [then if then > 0 else 1.0 for then in seed_inputs], max(taken, default=1.0))
+
+    def shares_of_parts(self, r: int, j: int) -> tuple[float, tuple[float, ...]]:
+        """The link shares of the load of preload state r for execute state j: its
+        weights' and each input's (``input_parts``)."""
+        weights = self.load_pressure[r] if self.pair_pressure is None else self.pair_pressure[r, j]
+        return float(weights), tuple(float(shares[j]) for _, shares in self._parts())
+
+    def _parts(self) -> tuple:
+        """The ([J] cycles, [J] link share) of each input load (``input_parts``)."""
+        if self.input_parts is not None:
+            return self.input_parts
+        return ((self.input_loads, self.input_pressure),) if self.input_loads.any() else ()
+
+    def _paced_parts(self, weights: float, inputs: Sequence[float], per_part: float | None = None) -> "PreloadOp":
+        """The op with its weights' loads paced to ``weights`` and its input loads each
+        to its share of ``inputs`` (``paced``; ``per_part``: ``paced_like``'s, its
+        ``link_share``)."""
+        loads, pressure = zip(*(paced_preload(c, p, weights) for c, p in zip(self.load_cycles, self.load_pressure))) \
             if len(self.load_cycles) else ((), ())
-        parts = self.input_parts
-        if parts is None:
-            parts = ((self.input_loads, self.input_pressure),) if self.input_loads.any() else ()
         paced_parts = []
-        for cycles, shares in parts:
+        for (cycles, shares), share in zip(self._parts(), inputs):
             both = [paced_preload(c, p, share) for c, p in zip(cycles, shares)]
             paced_parts.append((np.array([c for c, _ in both]), np.array([p for _, p in both])))
         pair_loads, pair_pressure = self.pair_loads, self.pair_pressure
         if pair_loads is not None:   # each (preload state, execute state) pair's own read, paced alike
-            both = [paced_preload(c, p, share) for c, p in zip(pair_loads.ravel(), pair_pressure.ravel())]
+            both = [paced_preload(c, p, weights) for c, p in zip(pair_loads.ravel(), pair_pressure.ravel())]
             pair_loads = np.array([c for c, _ in both]).reshape(self.pair_loads.shape)
             pair_pressure = np.array([p for _, p in both]).reshape(self.pair_pressure.shape)
         total = sum((c for c, _ in paced_parts), np.zeros_like(self.exec_cycles))
@@ -160,12 +195,14 @@ class PreloadOp:
         share_of = np.divide(link, total, out=np.zeros_like(total), where=total > 0)
         return dataclasses.replace(self, load_cycles=np.array(loads, dtype=np.float64),
                                    load_pressure=np.array(pressure, dtype=np.float64), input_loads=total,
-                                   input_pressure=share_of, input_parts=tuple(paced_parts), link_share=share,
-                                   pair_loads=pair_loads, pair_pressure=pair_pressure)
+                                   input_pressure=share_of, input_parts=tuple(paced_parts),
+                                   link_share=weights if per_part is None else per_part, pair_loads=pair_loads,
+                                   pair_pressure=pair_pressure,
+                                   part_shares=None if per_part is None else (weights, tuple(inputs)))
 
     def most_pressure(self) -> float:
         """The largest link share any of its loads takes (pacing below it changes nothing)."""
-        parts = self.input_parts or ((self.input_loads, self.input_pressure),)
+        parts = self._parts()
         pairs = [] if self.pair_pressure is None else [float(self.pair_pressure.max(initial=0.0))]
         return float(max([0.0, *self.load_pressure, *pairs] + [float(p[c > 0].max(initial=0.0)) for c, p in parts]))
 
