@@ -3,11 +3,16 @@
 A sweep is the cross product of HBM bandwidths, exchange (link) bandwidths, topologies
 (all-to-all, 2D mesh) and core counts; each point is a device derived from a base device
 (``point_device``) on which one workload (``irc.workloads.llm``) is planned with the chosen
-designs of ELK s6.1 (``irc.planner.elk``). Points are independent, so they run through any
+designs of ELK s6.1 (``irc.planner.elk``). The points differing only in their HBM
+bandwidth form a *series* (``hbm_series``), planned in one task in increasing HBM order,
+each point seeded with the previous one's decisions (``offchip_study``'s ``seeds``: a
+plan chosen on a slower HBM runs at least as fast on a faster one, so no design's latency
+grows with the HBM bandwidth along a series) and sharing its op tables (they do not
+price the HBM). Series are independent, so they run through any
 ``concurrent.futures.Executor`` (a local process pool, or a Dask cluster's executor);
 the CSV is rewritten (all at once, `irc.output.write_atomically`) with every finished
-point as each one finishes, in point order, so a sweep that stops early keeps the points
-it finished and the final CSV is the same whatever ran it.
+point as each series finishes, in point order, so a sweep that stops early keeps the
+points it finished and the final CSV is the same whatever ran it.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from irc.lowering.model_from_ir import ArgumentLoads
 from irc.model_sources import ModelSourceError, model_source, te_text_model
 from irc.output import write_atomically
 from irc.plotting import pyplot
-from irc.planner.elk import infer_layers, offchip_study, weight_bytes
+from irc.planner.elk import OffchipStudy, infer_layers, offchip_study, weight_bytes
 from irc.plans.errors import PlanError
 from irc.planner.model import ModelSpec, ModelSpecError
 from irc.planner.op_table import FrontierCache
@@ -210,23 +215,44 @@ def offchip_inputs(loads: ArgumentLoads | None) -> dict:
     return {} if loads is None else {"extra_hbm_bytes": loads.hbm_bytes, "input_loads": loads.own}
 
 
-def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
-    """The CSV rows of one point (one per design); runs in a worker. Latencies are per
-    token of a decode loop as the compiler plans it (`irc.planner.elk.offchip_study`,
-    as benchmarks/elk.py reports them), ``of_bound`` each one's ratio to the overlap
-    bound, ``link_share`` the share of a link its preloads are paced to (θ; 1: unpaced),
-    ``loads_yield`` whether they yield a contended link to the operators (ELK's artifact's
-    delay_comp=False) rather than the operators waiting."""
+def hbm_series(sweep_points: Sequence[Point]) -> list[list[Point]]:
+    """The points of a sweep grouped by all but their HBM bandwidth (link rate, topology,
+    cores): each group in increasing HBM bandwidth (equal ones in point order), the groups
+    in the order of their first points."""
+    groups: dict[tuple, list[Point]] = {}
+    for point in sweep_points:
+        groups.setdefault((point.link_bytes_per_s, point.topology, point.cores), []).append(point)
+    return [sorted(group, key=lambda point: (point.hbm_bytes_per_s, point.index)) for group in groups.values()]
+
+
+def plan_point(base_device: str, workload: Workload, point: Point, seeds: dict | None = None,
+               cache: FrontierCache | None = None) -> tuple[Device, OffchipStudy, FrontierCache]:
+    """(device, study, cache) of one point: its designs and Ideal planned per token of a
+    decode loop as the compiler plans it (`irc.planner.elk.offchip_study`), ``seeds`` the
+    decisions of the same series at a slower HBM (or None), ``cache`` the op tables of
+    another point of the series (they price the exchange, never the HBM; None: new)."""
     device = point_device(load_device(base_device), point)
     model, layer_of, loads, allreduce = workload_model(workload)
-    cache = FrontierCache(device, workload.cost)
+    if cache is None:
+        cache = FrontierCache(device, workload.cost)
+    cache.device = device
     try:
         study = offchip_study(model, cache, tuple(dict.fromkeys(workload.designs + ("ideal",))),
                               **offchip_inputs(loads), layer_of=layer_of, max_orders=None,
                               max_displacement=workload.max_displacement, loop=True,
-                              extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips_of(workload)))
+                              extra_exec_cycles=allreduce_exec_cycles(device, allreduce, chips_of(workload)),
+                              seeds=seeds)
     except PlanError as error:   # as a plain ValueError: a planner error's own arguments do not pickle back
         raise ValueError(str(error)) from None
+    return device, study, cache
+
+
+def point_rows(point: Point, device: Device, study: OffchipStudy, designs: Sequence[str]) -> list[dict]:
+    """The CSV rows of one planned point (one per design). Latencies are per token of a
+    decode loop (as benchmarks/elk.py reports them), ``of_bound`` each one's ratio to the
+    overlap bound, ``link_share`` the share of a link its preloads are paced to (θ; 1:
+    unpaced), ``loads_yield`` whether they yield a contended link to the operators (ELK's
+    artifact's delay_comp=False) rather than the operators waiting."""
     cycles = {design: decision.latency_cycles for design, decision in study.decisions.items()}
     return [{
         "point": point.index, "hbm_gbps": f"{point.hbm_bytes_per_s / 1e9:g}",
@@ -235,7 +261,39 @@ def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
         "of_ideal": f"{cycles['ideal'] / cycles[design]:.4f}", "of_bound": f"{cycles[design] / study.bound_cycles:.4f}",
         "link_share": f"{study.decisions[design].link_share:g}",
         "loads_yield": str(study.decisions[design].loads_yield).lower(),
-    } for design in workload.designs]
+    } for design in designs]
+
+
+def evaluate(base_device: str, workload: Workload, point: Point) -> list[dict]:
+    """The CSV rows of one point planned alone (``plan_point``, ``point_rows``)."""
+    device, study, _ = plan_point(base_device, workload, point)
+    return point_rows(point, device, study, workload.designs)
+
+
+@dataclass
+class SeriesRun:
+    """What a series' task returns (``evaluate_series``): the rows of each point it
+    finished, in its order, and the point that failed and why (None: none did)."""
+
+    rows: list[list[dict]]
+    failed: Point | None = None
+    error: Exception | None = None
+
+
+def evaluate_series(base_device: str, workload: Workload, series: Sequence[Point], seeded: bool = True) -> SeriesRun:
+    """The rows of a series' points (``hbm_series``) planned in its order on shared op
+    tables, each point (with ``seeded``) seeded with the previous one's decisions; runs in
+    a worker. A point that fails ends the series, the rows before it kept."""
+    rows: list[list[dict]] = []
+    seeds, cache = None, None
+    for point in series:
+        try:
+            device, study, cache = plan_point(base_device, workload, point, seeds if seeded else None, cache)
+            rows.append(point_rows(point, device, study, workload.designs))
+        except Exception as error:   # a point's failure is reported with the points before it
+            return SeriesRun(rows, point, error)
+        seeds = study.decisions
+    return SeriesRun(rows)
 
 
 def csv_text(rows: list[dict]) -> str:
@@ -248,29 +306,34 @@ def csv_text(rows: list[dict]) -> str:
 
 
 def sweep(base_device: str, workload: Workload, sweep_points: Sequence[Point], executor: Executor,
-          csv_path: str | None, advance: Callable[[str], None] | None = None) -> list[dict]:
-    """Run every point on ``executor``; the CSV (``csv_path``; None: the caller writes
-    it at the end) holds the finished points, in point order, after each one. A failed
-    point cancels the points not yet started and raises `PointFailed`; the CSV keeps what
-    finished (an existing CSV is left as it was when no point finished)."""
+          csv_path: str | None, advance: Callable[[str], None] | None = None, seeded: bool = True) -> list[dict]:
+    """Run every series of points (``hbm_series``, ``evaluate_series``; ``seeded`` as
+    there) on ``executor``; the CSV (``csv_path``; None: the caller writes it at the end)
+    holds the finished points, in point order, after each series. A failed point cancels
+    the series not yet started and raises `PointFailed`; the CSV keeps what finished
+    (an existing CSV is left as it was when no point finished)."""
     rows: list[dict] = []
-    futures = {executor.submit(evaluate, base_device, workload, point): point for point in sweep_points}
+    futures = {executor.submit(evaluate_series, base_device, workload, series, seeded): series
+               for series in hbm_series(sweep_points)}
     finished = 0
     for future in as_completed(futures):
-        point = futures[future]
+        series = futures[future]
         try:
-            found = future.result()
-        except BaseException as error:
+            run = future.result()
+        except BaseException as error:   # the worker or the cluster failed: at the series' first point
+            run = SeriesRun([], series[0], error)
+        for point, found in zip(series, run.rows):
+            finished += 1
+            rows.extend(found)
+            if advance is not None:
+                advance(f"point {point.index}")
+        rows.sort(key=lambda row: (row["point"], workload.designs.index(row["design"])))
+        if csv_path is not None and run.rows:
+            write_atomically(csv_path, csv_text(rows))
+        if run.failed is not None:
             for other in futures:
                 other.cancel()
-            raise PointFailed(point, error, finished) from error
-        finished += 1
-        rows.extend(found)
-        rows.sort(key=lambda row: (row["point"], workload.designs.index(row["design"])))
-        if csv_path is not None:
-            write_atomically(csv_path, csv_text(rows))
-        if advance is not None:
-            advance(f"point {point.index}")
+            raise PointFailed(run.failed, run.error, finished) from run.error
     return rows
 
 

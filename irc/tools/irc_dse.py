@@ -10,9 +10,11 @@ arguments a file's ops read are loaded from HBM too (a KV cache), identical laye
 found by their op signatures, and ``--batch`` sets an ONNX file's symbolic dimension.
 
 Each point plans the workload on the base device (``--device``, default ipu-mk2-hbm) with
-the point's bandwidths, topology and cores, for each design of ELK s6.1 (``irc.dse``).
-Points run in a local process pool (``--workers``) or on a Dask cluster (``--scheduler``,
-the ``dist`` extra); the CSV holds the finished points as they finish. ``--png`` (the
+the point's bandwidths, topology and cores, for each design of ELK s6.1 (``irc.dse``); the
+points differing only in HBM bandwidth run as one series, in increasing HBM order, each
+seeded with the previous point's plans (no design gets slower with more HBM bandwidth).
+Series run in a local process pool (``--workers``) or on a Dask cluster (``--scheduler``,
+the ``dist`` extra); the CSV holds the finished points as their series finish. ``--png`` (the
 ``plot`` extra) draws latency against HBM bandwidth. Every failure is one ``error:`` line
 and exit status 1; a sweep that fails midway keeps the CSV of the points it finished.
 """
@@ -33,6 +35,7 @@ from irc.dse import (
     allreduce_exec_cycles,
     chips_of,
     csv_text,
+    hbm_series,
     plot,
     point_device,
     points,
@@ -148,7 +151,7 @@ def run(argv=None) -> int:
         if args.png:
             if not has_matplotlib():
                 raise DseToolError("--png needs matplotlib (pip install 'irc[plot]')")
-        executor, client = _executor(args, len(sweep_points))
+        executor, client = _executor(args, len(hbm_series(sweep_points)))   # a worker per series at most
     except (DseError, DeviceError, DseToolError, OutputError) as error:
         print(as_diagnostic(str(error)), file=sys.stderr)
         return 1

@@ -102,7 +102,7 @@ def test_an_internal_failure_of_a_point_is_an_internal_error(tmp_path, capsys, m
         raise KeyError("latency")
 
     monkeypatch.delenv("IRC_TRACEBACK", raising=False)
-    monkeypatch.setattr("irc.dse.evaluate", broken)
+    monkeypatch.setattr("irc.dse.plan_point", broken)   # what each series' task runs per point
     monkeypatch.setattr(irc_dse, "_executor", lambda args, count: (ThreadPoolExecutor(1), None))
     assert guarded_main(lambda: run(SWEEP + ["--csv", str(tmp_path / "s.csv")])) == 1
     err = capsys.readouterr().err
@@ -242,3 +242,44 @@ def test_a_bad_model_or_chip_count_names_the_option_and_keeps_the_csv(tmp_path, 
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --") and message.format(path=path) in err and err.count("\n") == 0, err
     assert out.read_text() == "point,hbm_gbps\n0,16\n"
+
+
+def test_points_differing_only_in_hbm_form_one_series_in_increasing_hbm():
+    from irc.dse import hbm_series, points
+
+    found = hbm_series(points([64, 16, 32], [5.5, 2], ["all-to-all"], [16]))
+    assert [[(p.index, p.hbm_bytes_per_s / 1e9, p.link_bytes_per_s / 1e9) for p in series] for series in found] == [
+        [(2, 16, 5.5), (4, 32, 5.5), (0, 64, 5.5)], [(3, 16, 2), (5, 32, 2), (1, 64, 2)]]
+
+
+def test_a_sweep_never_slows_a_design_with_more_hbm_where_points_planned_alone_do(tmp_path, monkeypatch):
+    """A scaled-down Llama2-13B layer at 32 and 64 GB/s of HBM: planned alone (as irc-dse
+    planned every point before issue 24), Static's search is slower at 64 (its inductive
+    frontiers at each swept split pick loads that press the link while the ops shift);
+    in a sweep the 64 GB/s point is seeded with the 32 GB/s point's plans, so no design
+    is slower there, the designs still dominate at each point (Full <= Dyn <= Static <=
+    Basic) and the rows stay in point order. (A worker thread: no process to start.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from irc.dse import Point, Workload, evaluate
+    from irc.tools import irc_dse
+
+    monkeypatch.setattr(irc_dse, "_executor", lambda args, count: (ThreadPoolExecutor(1), None))
+    out = tmp_path / "sweep.csv"
+    args = SWEEP + ["--csv", str(out)]
+    for flag, value in (("--seq", "128"), ("--hbm", "64,32"), ("--topology", "all-to-all"),
+                        ("--designs", "basic,static,dyn,full")):
+        args[args.index(flag) + 1] = value
+    assert run(args) == 0
+    rows = [line.split(",") for line in out.read_text().splitlines()[1:]]
+    assert [(r[0], r[1], r[5]) for r in rows] == [(p, h, d) for p, h in (("0", "64"), ("1", "32"))
+                                                 for d in ("basic", "static", "dyn", "full")]
+    latency = {(r[1], r[5]): float(r[6]) for r in rows}
+    for design in ("basic", "static", "dyn", "full"):
+        assert latency[("64", design)] <= latency[("32", design)], design
+    for hbm in ("32", "64"):
+        assert latency[(hbm, "full")] <= latency[(hbm, "dyn")] <= latency[(hbm, "static")] <= latency[(hbm, "basic")]
+    # the faster point planned alone (the slower one has no seed in the sweep either)
+    alone = evaluate("tiny16-hbm", Workload("llama2-13b", 4, 128, 1, 1, 32, ("static",)),
+                     Point(0, 64e9, 5.5e9, "all-to-all", 16))
+    assert float(alone[0]["latency_ms"]) > latency[("32", "static")]
