@@ -40,7 +40,7 @@ from irc.planner.preload_designs import (
     static_sweep,
 )
 from irc.planner.preload_ops import own_inputs, preload_ops, weight_bytes   # re-exported: ELK's ops are priced there
-from irc.planner.least_kept import LeastKeptFitError, check_packs, least_kept_fallback
+from irc.planner.kept_spread import SpreadFitError, check_packs, spread_fallback, spread_search
 from irc.planner.preload_packing import packing_deficit
 from irc.planner.relayout_sharing import (
     SharedPricing, edge_cycles, fitting_copies, held_and_shared, shareable_copies,
@@ -742,10 +742,10 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         metric = lambda plan: loop_period(plan, prefix)  # noqa: E731
 
     def search(problem: _ModelProblem, weaker: dict[str, str] | None = None,
-               least: bool = False) -> tuple[DesignSearch, list[PreloadOp]]:
+               masks: list | None = None) -> tuple[DesignSearch, list[PreloadOp]]:
         ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
                           extra_exec_cycles=extra_exec_cycles, input_loads=input_loads, problem=problem,
-                          least_kept=least)
+                          masks=masks)
         mine = {design: (decision.plan, decision.link_share, decision.preload_ops)
                 for design, decision in (seeds or {}).items()
                 if decision.plan is not None and _same_tables(decision.tables, problem.tables)}
@@ -753,17 +753,18 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
                             Relayouts(model, cache, problem), metric, token=ops[prefix:], weaker=weaker,
                             seeds=mine), ops
 
-    plain = _ModelProblem(model, cache, None)
-    first, ops, decisions, least = least_kept_fallback(
+    plain, room = _ModelProblem(model, cache, None), float(cache.device.sram_bytes)
+    first, ops, decisions, spread = spread_fallback(
         search, lambda first: {design: first.decision(model, cache, design, loop, plain.tables) for design in designs},
-        plain, loop)
+        model, plain, room, loop)
     made = {design: (first, plain) for design in designs}   # the search and tables each decision came from
     # ELK's own designs also plan with the layout-matched candidates of the cheap ops
     # (`irc.planner.layout_match`), which the relayout-aware allocations (``OutgoingLinks``)
     # may prefer; the greedy split is not monotone in its candidates, so the faster is kept
     matched = _ModelProblem(model, cache, None, layouts=True) if layouts else plain
     if any(a is not b for a, b in zip(matched.tables, plain.tables)):
-        second, ops = search(matched, ELK_WEAKER, least)
+        second, ops = spread_search(search, model, matched, room, ELK_WEAKER)[:2] if spread else \
+            search(matched, ELK_WEAKER)
         try:
             # Full's reorder is most of the planning time: it runs again only where the
             # matched tables' Dyn wins (else the first Full, <= the first Dyn, stands)
@@ -779,13 +780,13 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         for design, decision in decisions.items():
             chosen, problem = made[design]
             decisions[design] = packed_decision(chosen, model, cache, decision, input_loads, problem)
-            if least:   # planned on the least bytes: only the packing check holds it to the core
+            if spread:   # holders spread: a plan that does not pack is refused here
                 check_packs(model, cache, decisions[design].plan, input_loads, problem)
     # the matched tables' plans include the frontier's: their fastest bound every design
     bound = overlap_bound(ops[prefix:], cache.device.clock_hz / cache.device.offchip.bytes_per_s)
     return OffchipStudy(decisions, bound, ops, loop, prefix)
 
 
-__all__ = ["DESIGNS", "REORDER_BUDGET", "DesignSearch", "ElkDecision", "ElkOpDecision", "LeastKeptFitError",
-           "OffchipFitError", "OffchipStudy", "PreloadFitError", "elk_plan", "hide_loads", "infer_layers", "loop_model",
+__all__ = ["DESIGNS", "REORDER_BUDGET", "DesignSearch", "ElkDecision", "ElkOpDecision", "OffchipFitError",
+           "OffchipStudy", "PreloadFitError", "SpreadFitError", "elk_plan", "hide_loads", "infer_layers", "loop_model",
            "offchip_study", "own_inputs", "plan_offchip", "planned_offchip", "preload_ops", "weight_bytes"]

@@ -14,6 +14,7 @@ import numpy as np
 
 from irc.devices.topology import preload_pressure, preload_seconds
 from irc.planner.idle import in_place_bytes, read_bytes
+from irc.planner.kept_spread import Masks, kept_across, states_of
 from irc.planner.model import ModelSpec, _ModelProblem
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadOp
@@ -29,7 +30,7 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
                 extra_hbm_bytes: Sequence[float] | None = None, resting: bool = False,
                 extra_exec_cycles: Sequence[float] | None = None,
                 input_loads: Sequence[Sequence[str]] | None = None,
-                problem: _ModelProblem | None = None, least_kept: bool = False) -> list[PreloadOp]:
+                problem: _ModelProblem | None = None, masks: Masks | None = None) -> list[PreloadOp]:
     """One ``PreloadOp`` per model op (identical ops share their table). ``extra_hbm_bytes``
     adds data an op reads from HBM beside its weights (a KV cache); ``input_loads`` names,
     per op, its inputs that are not weights and that the device program preloads straight
@@ -40,35 +41,28 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
     its partial sums over the chips that split the model, ``allreduce_cycles``); ``problem``
     (a `_ModelProblem` of ``model``) gives the ops' tables (default: each op's frontier;
     ``layouts=True``: with the layout-matched plans, `irc.planner.layout_match`);
-    ``least_kept``: the kept activations at the least their producers' plans place
-    instead (the packing check, `irc.planner.preload_packing`, then holds the program
-    to its bytes at the plans chosen)."""
+    ``masks``: per op, None or the [R, J] (preload, execute) states it may take (the
+    holders of kept tensors spread, `irc.planner.kept_spread`), each kept tensor then at
+    the most the states its holder may take place, one an op holds itself at its state's."""
     device = cache.device
     kept = [0] * len(model.ops)
     if resting and problem is None:
         problem = _ModelProblem(model, cache, None)
     tables = ([cache.table(op.spec, op.weights) for op in model.ops] if problem is None
               else problem.tables)
-    if resting:
-        kept = [sum(min(problem.held_bytes(h, j, t) for j in range(len(problem.tables[h].active)))
-                    for h, t in problem.live[i]) if least_kept else problem.live_bytes(i, [])
-                for i in range(len(model.ops))]
-        for first, last, _, home, name in model.shared_spans(weights=True):
-            # a weight several ops read: its holder's preload-state copy stays from the
-            # first reader to the last (at most its largest idle slice)
-            table = tables[home]
-            canonical = f"t{model.ops[home].spec.tensor_index(name)}"
-            most = max(idle.weight_bytes[canonical] for idle in table.idle)
-            for i in range(first, last + 1):
-                if i != home:
-                    kept[i] += most
+    if resting:   # (and a weight several ops read: its holder's preload-state copy, first reader to last)
+        kept = kept_across(model, problem, masks)
     ops = []
     for i, (op, table) in enumerate(zip(model.ops, tables)):
         hbm = weight_bytes(op) + (extra_hbm_bytes[i] if extra_hbm_bytes is not None else 0.0)
         own = () if input_loads is None else tuple(input_loads[i])
         inputs, input_pressure, parts = own_input_loads(device, op, table, own, parts=True)
         cold = np.asarray(table.cold, dtype=np.float64)
-        distribute = np.where(np.isfinite(table.table), table.setup, np.inf)
+        mask = None if masks is None else masks[i]
+        distribute = np.where(states_of(table, mask), table.setup, np.inf)
+        hot = np.asarray(table.hot, dtype=np.float64) + kept[i]
+        if mask is not None:   # a state it may not take has no room
+            hot = np.where(mask.any(axis=0), hot, np.inf)
         pair_loads, pair_pressure = weight_loads(device, table, weight_bytes(op), hbm - weight_bytes(op))
         least = (np.where(np.isfinite(distribute), pair_loads, np.inf).argmin(axis=1), np.arange(len(cold)))
         loads, pressure = pair_loads[least[1], least[0]], pair_pressure[least[1], least[0]]   # each row's least
@@ -76,17 +70,22 @@ def preload_ops(model: ModelSpec, cache: FrontierCache, layer_of: Sequence[int |
                              for p in table.active])   # cycles the exchange carries the op's own traffic
         shifts = np.array([float(p.score.cost.shift) for p in table.active])   # what preloads contend with
         extra = float(extra_exec_cycles[i]) if extra_exec_cycles is not None else 0.0
+        signature = (id(table), _key(kept[i]), extra, own) + (() if mask is None else (mask.tobytes(),))
         ops.append(PreloadOp(
             op.name, float(hbm + sum(tensor_elements(op.spec, t) * op.spec.bytes_of(t) for t in own)),
-            np.asarray(table.hot, dtype=np.float64) + kept[i],
-            np.asarray(table.active_cycles, dtype=np.float64) + extra, cold,
-            distribute, loads, exchange, signature=(id(table), kept[i], extra, own),
+            hot, np.asarray(table.active_cycles, dtype=np.float64) + extra, cold,
+            distribute, loads, exchange, signature=signature,
             layer=None if layer_of is None else layer_of[i], transfer_cycles=shifts, load_pressure=pressure,
             own_bytes=own_preload_bytes(table), input_loads=inputs, input_pressure=input_pressure,
             pair_loads=pair_loads, pair_pressure=pair_pressure,
             input_parts=parts,
         ))
     return ops
+
+
+def _key(kept) -> object:
+    """A hashable form of an op's kept bytes (a number, or per execute state)."""
+    return kept.tobytes() if isinstance(kept, np.ndarray) else kept
 
 
 def weight_loads(device, table, whole: float, extra_bytes: float) -> tuple[np.ndarray, np.ndarray]:
