@@ -346,17 +346,25 @@ class RTensorPartition(ModulePass):
                         found = self._unfuse_pairs(function, found, pairs, error, device)
                         decision = plan_function(found.model, cache, per_op_plans=searched)
                 except ModelFitError as error:
-                    self._raise_unplaceable_op(found, cache)
-                    if device.offchip is None:
-                        raise _error(function, self._fit_message(found, error, device)) from None
-                    decision = self._plan_preloading(found, cache, function)
+                    decision = self._plan_beyond_sram(found, cache, function, error)
                     preloaded.add(function)
                 except CostModelError as error:
                     raise _error(function, str(error)) from None
             if found.pairs and function not in preloaded:  # fusion inside the model-wide plan (issue 25)
                 before = found
-                function, found, decision = self._decide_fusion(function, found, decision, pairs, cache, searched)
-                if found is not before:   # a clone replaced the function: its ops carry the remarks
+                try:
+                    function, found, decision = self._decide_fusion(function, found, decision, pairs, cache,
+                                                                    searched)
+                except ModelFitError as error:
+                    # the plan with fusion points fit, but neither its choice realized as ops
+                    # nor all fused nor all unfused does: planned as two operators each
+                    found = self._unfuse_pairs(function, found, pairs, error, device)
+                    try:
+                        decision = plan_function(found.model, cache, per_op_plans=searched)
+                    except ModelFitError as unfused:   # (as decide_fusion found) says what does not fit
+                        decision = self._plan_beyond_sram(found, cache, function, unfused)
+                        preloaded.add(function)
+                if found is not before:   # a clone replaced the function (or its pairs were unfused)
                     for te_op in before.fallbacks:
                         fallbacks.pop(te_op, None)
                     fallbacks.update(found.fallbacks)
@@ -396,6 +404,14 @@ class RTensorPartition(ModulePass):
             return function_model(function, strict=self.strict, pairs=pairs)
         except ModelIRError as failure:
             raise _error(failure.op, failure.message) from None
+
+    def _plan_beyond_sram(self, found, cache, function, error: ModelFitError):
+        """``found``, which does not fit in SRAM (``error``), planned with ELK's preloading
+        on a chip with off-chip memory; else the diagnostic naming what does not fit."""
+        self._raise_unplaceable_op(found, cache)
+        if cache.device.offchip is None:
+            raise _error(function, self._fit_message(found, error, cache.device)) from None
+        return self._plan_preloading(found, cache, function)
 
     def _plan_preloading(self, found, cache, function):
         """A model larger than the chip's SRAM on a chip with off-chip memory: ELK's plans

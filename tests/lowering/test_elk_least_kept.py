@@ -47,6 +47,8 @@ def _train(m: int, k: int = 256, n: int = 256, o: int = 256):
 
 
 @pytest.mark.parametrize("m", [
+    16,   # before: 'internal error: no choice of fused and unfused pairs plans' (the plan with fusion
+          # points fit, none of its realizations in SRAM did); now planned with ELK, pairs unfused
     32,   # before: planned at the least kept bytes (a count the plans chosen did not keep), 148,603 cycles
     48,   # before: refused (the plans chosen at the least kept bytes did not pack)
     64,   # before: refused ('op5' needed 77,824 B even at the least kept bytes)
@@ -94,3 +96,12 @@ def test_a_training_mlp_near_the_chip_runs_as_planned_or_is_refused_by_the_plann
         return
     _, report = run(module, seed=3)
     assert report.model_cycles == pytest.approx(planned_model_cycles(module), rel=1e-9)
+
+
+def test_a_training_mlp_whose_fusion_choice_does_not_realize_says_what_does_not_fit_without_hbm():
+    """16x256 on tiny16 (no off-chip memory): the plan with fusion points fits, but neither
+    its choice realized as ops nor all fused nor all unfused does. The error names the op
+    that does not fit (before: 'internal error: no choice of fused and unfused pairs plans')."""
+    module = parse_module(MLP.format(m=16, k=256, n=256, o=256), "mlp.mlir")
+    with pytest.raises(DiagnosticException, match=r"does not fit on tiny16: op \d+ \(\w+\) needs \d+ bytes per core"):
+        TrainingPipeline(device="tiny16").apply(Context(), module)
