@@ -202,8 +202,8 @@ def decide_fusion(function, found, decision, pairs: dict, plan, cache):
     (`irc.planner.igo_choice`), so Algorithm 1 chose per pair and budget; the pairs at an
     unfused point go back to two te ops saying why and the function is planned again
     (until no pair is at an unfused point), so what is lowered is planned exactly. The
-    result is kept unless running every pair unfused, every pair fused (when some went
-    back), or any one pair alone unfused and the others fused plans faster: never slower
+    result is kept unless running every pair unfused, every pair fused (on fused
+    plans only), or any one pair alone unfused and the others fused plans faster: never slower
     than any of them (one more plan per pair, from the tables the first plan cached). ``plan(function, kept, points) ->
     (found, decision)`` models and plans a function whose fused pairs are ``kept``.
     Returns (function, found, decision): a clone inserted in place of ``function`` when
@@ -230,11 +230,12 @@ def decide_fusion(function, found, decision, pairs: dict, plan, cache):
             realized = frozenset(o for o in originals if twin[o] not in kept)
         except (ModelFitError, PlanError, DiagnosticException):   # as two operators it does not plan
             pass
-        fused_only = _planned_or_none(plan, function, {o: pairs[o] for o in originals})
-        # a tie goes to fusing: the model prices no arrival of the function's arguments, which
-        # the unfused pair receives twice
-        if fused_only is not None and (best is None or fused_only[1].seconds <= best[2].seconds * (1 + 1e-12)):
-            best, best_pairs = (function, *fused_only), {o: pairs[o] for o in originals}
+    # every pair fused, on fused plans only (the plan with points, all fused, may have walked
+    # elsewhere). A tie goes to fusing: the model prices no arrival of the function's
+    # arguments, which the unfused pair receives twice
+    fused_only = _planned_or_none(plan, function, {o: pairs[o] for o in originals})
+    if fused_only is not None and (best is None or fused_only[1].seconds <= best[2].seconds * (1 + 1e-12)):
+        best, best_pairs = (function, *fused_only), {o: pairs[o] for o in originals}
     if len(originals) > 1:   # each pair alone unfused (one pair: that is every pair unfused, below)
         best, best_pairs = _each_alone_unfused(function, originals, pairs, plan, best, best_pairs, realized)
     if best is None or best[1].pairs:   # every pair unfused

@@ -166,8 +166,9 @@ def function_model(function: FuncOp, *, strict: bool = False, name: str | None =
     kernels = [op for op in in_order if (op in plannable and op not in movements) or op in pairs]
     index_of = {op: i for i, op in enumerate(kernels)}
     homes = input_homes(kernels, set(kernels), movements, {op for op in kernels if op not in pairs})
-    singles = {op for op in kernels if op not in pairs}   # a fused pair loads its weight itself
-    homes.update(input_homes(kernels, singles, movements, singles, weights=True))
+    singles = {op for op in kernels if op not in pairs}   # a fused pair loads its weight itself,
+    # but reads a weight's holder for the relayout only its unfused point pays (ModelOp.unfused_reads)
+    homes.update(input_homes(kernels, set(kernels), movements, singles, weights=True))
     model_ops: list[ModelOp] = []
     for i, op in enumerate(kernels):
         pair = pair_spec_of(op) if op in pairs else None
@@ -187,12 +188,16 @@ def _model_op(op, i: int, spec, pair, kernels: list, index_of: dict, model_ops: 
     whether the two ends see different extents (a window), data movements on the way
     and what the reader sees through them. ``model_ops``: the kernels before ``i``."""
     weights, producers, windows, moved, views, shared, produced_as = [], {}, set(), set(), {}, {}, {}
+    unfused = {}
     for position, value in enumerate(op.operands):
         bound, tensor = operand_read(op, position)
         origin, chain = through_movements(value, movements)
         if is_weight(origin) and (pair is not None or (op, position) not in homes):
             if pair is None:   # a fused pair has no idle plan: its weight is loaded from the host
                 weights.append(tensor)
+            elif (op, position) in homes:   # unfused, its dX receives it from the holder's idle copy
+                home, home_position = homes[(op, position)]
+                unfused[tensor] = (index_of[home], operand_read(home, home_position)[1])
             continue
         source = None
         if origin.owner in index_of:
@@ -219,7 +224,7 @@ def _model_op(op, i: int, spec, pair, kernels: list, index_of: dict, model_ops: 
             if view is not None:
                 views[tensor] = view
     return ModelOp(_kernel_label(op, i), spec, tuple(weights), producers,
-                   frozenset(windows - moved), frozenset(moved), views, shared, produced_as, pair)
+                   frozenset(windows - moved), frozenset(moved), views, shared, produced_as, pair, unfused)
 
 
 def _written(value: SSAValue) -> tuple[BoundExpr, str]:

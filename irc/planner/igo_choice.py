@@ -13,18 +13,24 @@ fused plans need more than its budget runs as two products in less.
 An unfused point, as the model prices it:
 
 - time: dX's cycles plus dW's, and the relayouts of its edges (`point_relayout`): dY
-  arrives once into each product's layout (twice in all), W into dX's, X into dW's; dX
+  arrives once into each product's layout (twice in all), W into dX's (from the idle copy
+  of the op holding it at rest, as the two te ops receive it: `irc.planner.model_spec.
+  ModelSpec.unfused_edges`; a fused plan loads it from the host), X into dW's; dX
   leaves from dX's layout, dW from dW's;
 - memory while it runs: the larger of dX's plan and dW's plan plus dX's output kept for
   its readers (dX runs first);
 - what it keeps for later ops (`kept_bytes`): dX's partition under dX's plan, dW's under
   dW's.
 
-Like the fused pair's, its weight W is loaded into its active layout (no idle plan).
-The model as two operators gives W an idle plan and keeps each product's tensors
-separately, so the point is the choice, not the final accounting: `rtensor-partition`
-puts a pair whose point is unfused back as two operators and plans the function again
-(`irc.lowering.igo_pair_partition.decide_fusion`), so what it lowers is planned exactly.
+Like the fused pair's, its weight W has no idle plan of its own: it rests in its holder's.
+`rtensor-partition` puts a pair whose point is unfused back as two operators and plans
+the function again (`irc.lowering.igo_pair_partition.decide_fusion`), so what it lowers
+is planned exactly. The point prices what those two operators are planned at: dX's plan
+keeps its output across dW as the point counts it, since Algorithm 1 gives dX no plan
+that leaves dW no room (`irc.planner.model_room`), and W's move from its holder is priced
+(16x256 training MLP on tiny16: the point's 95,196 cycles and 22,528 bytes per core are
+the two operators' own; before, dX took its 22,528-byte plan keeping 4,096 bytes of its
+output, which left dW 18,432 of its 19,456, and W's 4,824-cycle move was unpriced).
 """
 
 from __future__ import annotations
@@ -106,10 +112,15 @@ class UnfusedPoint:
 
 
 def point_relayout(producer_spec: OpSpec, producer_plan, consumer_spec: OpSpec, consumer_plan, tensor: str,
-                   device, cost, *, producer_tensor: str, whole: bool = False, view=None) -> tuple[int, float]:
+                   device, cost, *, producer_tensor: str, whole: bool = False, view=None,
+                   unfused_only: bool = False) -> tuple[int, float]:
     """`irc.planner.relayout.relayout_cost` between two points of the model's tables,
     either of which may be an `UnfusedPoint`: from the product holding the tensor, into
-    every product reading it (dY into both)."""
+    every product reading it (dY into both). ``unfused_only``: a fused pair's weight held
+    at rest by another op (`irc.planner.model_spec.ModelSpec.unfused_edges`), nothing
+    into a fused plan (loaded from the host)."""
+    if unfused_only and not isinstance(consumer_plan, UnfusedPoint):
+        return 0, 0.0
     if isinstance(producer_plan, UnfusedPoint):
         producer_spec, producer_plan = producer_plan.holder(producer_tensor)
     targets = consumer_plan.readers(tensor) if isinstance(consumer_plan, UnfusedPoint) else \
@@ -123,10 +134,12 @@ def point_relayout(producer_spec: OpSpec, producer_plan, consumer_spec: OpSpec, 
 
 
 def unfused_points(pair: PairSpec, cache: FrontierCache, relaxed: bool = False) -> list[UnfusedPoint]:
-    """The pair run unfused at every (memory, time) trade-off worth having: each product's
-    frontier (its op table as an operator without weights at rest) combined, the
-    Pareto-optimal combinations, memory ascending. Tensors carry `canonical_pair`'s names
-    (t0 dX, t1 dW, t2 dY, t3 W, t4 X)."""
+    """The pair run unfused: every combination of the products' frontiers (each its op
+    table as an operator without weights at rest), memory ascending. Not only the
+    (memory, time) Pareto-optimal ones: the relayout-aware choice (`irc.planner.model.
+    _ModelProblem.refine`) trades the two products' layouts as it does the two operators'
+    (6 of 21 small training MLPs on tiny16 realized 625 cycles faster than a Pareto-only
+    point). Tensors carry `canonical_pair`'s names (t0 dX, t1 dW, t2 dY, t3 W, t4 X)."""
     canon = canonical_pair(pair)
     plans = []
     for spec in (canon.dx, canon.dw):
@@ -134,12 +147,7 @@ def unfused_points(pair: PairSpec, cache: FrontierCache, relaxed: bool = False) 
         plans.append([cache.named_plan(spec, p) for p in table.active])
     points = [UnfusedPoint(canon.dx, canon.dw, a, b) for a in plans[0] for b in plans[1]]
     points.sort(key=lambda p: (p.memory_per_core, p.cycles))
-    kept, fastest = [], np.inf
-    for point in points:
-        if point.cycles < fastest:
-            kept.append(point)
-            fastest = point.cycles
-    return kept
+    return points
 
 
 def choice_table(pair: PairSpec, fused: OpTable, cache: FrontierCache, relaxed: bool = False) -> OpTable:

@@ -64,6 +64,7 @@ from irc.planner.igo_choice import UnfusedPoint, choice_table, named_point, poin
 from irc.planner.op_table import FrontierCache, OpTable
 from irc.planner.layout_match import matched_tables
 from irc.planner.model_result import ModelPlan, PlannedOp
+from irc.planner.model_room import LaterRoom
 from irc.planner.model_spec import (  # noqa: F401 (re-exported: the planner's model vocabulary)
     Edge, ModelFitError, ModelOp, ModelSpec, ModelSpecError, kept_bytes, resting_activation_bytes,
 )
@@ -122,7 +123,7 @@ class _ModelProblem:
         self.edges = [
             Edge(e.consumer, canonical(e.consumer, e.tensor), e.producer, canonical(e.producer, e.source),
                  e.moved, e.view)
-            for e in model.edges()
+            for e in (*model.edges(), *(model.unfused_edges() if fusion_points else ()))
         ]
         if layouts:
             kinds = ["pair" if op.pair is not None else op.spec.kind for op in model.ops]
@@ -137,6 +138,7 @@ class _ModelProblem:
         self._live_lists: list | None = None   # _live_earlier
         self._lookup_lists: tuple[list, list] | None = None   # _table_lists
         self._start: list[int] | None = None
+        self.room = LaterRoom(self)   # evaluate's picks leave later ops room (irc.planner.model_room)
 
     # ----------------------------------------------------------------- objective
     def held_bytes(self, holder: int, plan: int, tensor: str) -> int:
@@ -163,12 +165,13 @@ class _ModelProblem:
 
     def relayout(self, edge: "Edge", j_consumer: int, j_producer: int):
         tc, tp = self.tables[edge.consumer], self.tables[edge.producer]
-        key = (id(tp), j_producer, id(tc), j_consumer, edge.tensor, edge.source, edge.moved, edge.view)
+        key = (id(tp), j_producer, id(tc), j_consumer, edge.tensor, edge.source, edge.moved, edge.view,
+               edge.unfused_only)
         hit = self._relayout.get(key)
         if hit is None:
             hit = point_relayout(   # relayout_cost, from or into a pair's unfused point too
                 tp.spec, tp.active[j_producer], tc.spec, tc.active[j_consumer], edge.tensor, self.device, self.cost,
-                producer_tensor=edge.source, whole=edge.moved, view=edge.view,
+                producer_tensor=edge.source, whole=edge.moved, view=edge.view, unfused_only=edge.unfused_only,
             )
             self._relayout[key] = hit
         return hit
@@ -178,15 +181,16 @@ class _ModelProblem:
         fitting what the idle weights and the tensors kept across it leave, the chosen
         plan indices and the budgets; total is inf (and choice None) when some op fits no
         active plan (the budgets of the ops after it then assume their producers' largest
-        plans). Algorithm 1 calls this once per step over the whole model: the loop
-        reads memoised tables only (``_live_earlier``, ``OpTable.best_lists``, the
-        per-edge relayout cycles)."""
+        plans). A pick that leaves a later op it keeps tensors across no room gives way to
+        the fastest that does (`irc.planner.model_room`). Algorithm 1 calls this once per
+        step over the whole model: the loop reads memoised tables only (``_live_earlier``,
+        ``OpTable.best_lists``, the per-edge relayout cycles)."""
         free = self.sram - self.idle_total(rows)
         budgets: list[int] = []
         total = 0.0
         failed = False
         choice: list[int] = []
-        bisect_right = bisect.bisect_right
+        bisect_right, room = bisect.bisect_right, self.room
         for i, (table, row, earlier, (hot, found)) in enumerate(
                 zip(self.tables, rows, self._live_earlier(), self._table_lists()[0])):
             if earlier is None:
@@ -207,8 +211,10 @@ class _ModelProblem:
                 failed = True
                 choice.append(-1)
                 continue
-            total += times[row]
-            choice.append(picks[row])
+            # the fastest pick, unless it leaves a later op no room where another would not
+            j = picks[row] if not room.later[i] else room.pick(i, row, budget, rows, choice, free, picks[row])
+            total += times[row] if j == picks[row] else table.table[row, j]
+            choice.append(j)
         budgets = np.array(budgets, dtype=np.float64)
         if failed:
             return math.inf, None, budgets
@@ -263,6 +269,7 @@ class _ModelProblem:
         # forget what op i's old table decided: its tensors' bytes, the live tables
         # listing them, the relayouts of its edges (one relax per op: not O(ops) each)
         self._bytes.pop(i, None)
+        self.room = LaterRoom(self)
         self._relayout.clear()
         for edge, k in zip(self.edges, range(len(self.edges))):
             if i in (edge.consumer, edge.producer):
@@ -741,30 +748,20 @@ def _cache_for(cache: FrontierCache | None, device, cost) -> FrontierCache:
         return FrontierCache(device, cost)
     device, cost = load_device(device), get_cost_model(cost)
     if device != cache.device or cost.name != cache.cost.name:
-        raise ValueError(
-            f"the frontier cache is for {cache.device.name} / {cache.cost.name}, "
-            f"not {device.name} / {cost.name}"
-        )
+        raise ValueError(f"the frontier cache is for {cache.device.name} / {cache.cost.name}, "
+                         f"not {device.name} / {cost.name}")
     return cache
 
 
-def check_fits(
-    model: ModelSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
-    cache: FrontierCache | None = None,
-) -> None:
+def check_fits(model: ModelSpec, device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL, *,
+               cache: FrontierCache | None = None) -> None:
     """Raise ``ModelFitError`` unless the model fits with every op at its smallest idle plan."""
     problem = _ModelProblem(model, _cache_for(cache, device, cost), None)
     problem.check_fits()
 
 
-def max_batch(
-    build: Callable[[int], ModelSpec],
-    device: Device | str,
-    cost: CostModel | str = DEFAULT_COST_MODEL,
-    *,
-    limit: int = 4096,
-    cache: FrontierCache | None = None,
-) -> int:
+def max_batch(build: Callable[[int], ModelSpec], device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL,
+              *, limit: int = 4096, cache: FrontierCache | None = None) -> int:
     """The largest batch b <= ``limit`` for which ``build(b)`` fits (``check_fits``).
 
     Doubles the batch until it no longer fits (T10 s6.1), then bisects between the last

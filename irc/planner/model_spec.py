@@ -69,6 +69,11 @@ class ModelOp:
     output, dW a second output) and whose active plans are the pair's frontier
     (`irc.planner.op_table.build_pair_table`). It has no weights at rest: its weight is
     loaded from the host into its active layout."""
+    unfused_reads: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    """For a fused pair: its weights another op holds at rest (by index, and its name for
+    the tensor). Fused, the pair loads them from the host; run unfused (a point of
+    `irc.planner.igo_choice`), its dX receives the whole partition from that op's idle
+    copy, as the two te ops it becomes do (``unfused_edges``)."""
 
     @property
     def outputs(self) -> tuple[str, ...]:
@@ -187,6 +192,12 @@ class ModelSpec:
                     found.append(Edge(i, tensor, home, name, tensor in op.moved_reads, op.read_views.get(tensor)))
         return found
 
+    def unfused_edges(self) -> list["Edge"]:
+        """The relayouts only a fused pair's unfused point pays (``ModelOp.unfused_reads``):
+        its weights from their holders' idle layouts, the whole partition moved."""
+        return [Edge(i, tensor, home, name, True, None, unfused_only=True)
+                for i, op in enumerate(self.ops) for tensor, (home, name) in op.unfused_reads.items()]
+
     def shared_spans(self, weights: bool = False) -> list[tuple[int, int, set[int], int, str]]:
         """Per input shared by several ops: (first reader, last reader, readers, the op
         whose layout the copy has, its name there): the one copy on chip lives from the
@@ -227,6 +238,7 @@ class Edge:
     source: str
     moved: bool = False
     view: tuple[int | None, ...] | None = None
+    unfused_only: bool = False   # paid only by a fused pair's unfused point (``unfused_edges``)
 
 
 def resting_activation_bytes(model: ModelSpec, device: Device) -> list[int]:

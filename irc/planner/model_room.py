@@ -1,0 +1,86 @@
+"""Room left for later operators by an operator's pick in Algorithm 1's evaluation
+(`irc.planner.model._ModelProblem.evaluate`; issue 25, item 4).
+
+``evaluate`` gives each op, in program order, its fastest active plan within its budget.
+An op whose output (or shared copy) stays on chip across later ops chooses, by that, how
+many bytes those ops lose: its fastest plan may keep a partition larger than another
+plan's (an output replicated over more cores) and leave a later op no room for even its
+smallest plan, where a slower plan of the same op would have let every op run. A layer's
+dX before its dW is such a pair: dX's output is kept across dW (16x256 training MLP on
+tiny16: dX's fastest plan within 22,528 bytes keeps 4,096 bytes of its output, leaving
+dW 18,432 of the 19,456 it needs; its 20,480-byte plan keeps 2,048 and dW fits).
+
+So a pick that leaves some later op across which it keeps tensors less than that op's
+least plan needs, counting the ops in between at their least-keeping plans and those
+after at their most (``evaluate``'s rule), gives way to the fastest plan of the op that
+leaves every such op its room. Where the fastest pick leaves room (every state Algorithm 1
+could evaluate before), nothing changes; where no plan does, the fastest is kept and the
+state fails as before.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+
+class LaterRoom:
+    """Per op of a ``_ModelProblem``: the later ops its tensors are kept across, and the
+    check of a pick against their least plans (module docstring)."""
+
+    def __init__(self, problem) -> None:
+        self.problem = problem
+        count = len(problem.tables)
+        self.later = [[k for k in problem._held_across.get(i, ()) if k > i] for i in range(count)]
+        self._least_held: dict[tuple[int, str], int] = {}
+
+    def least_held(self, holder: int, tensor: str) -> int:
+        """The fewest bytes per core any plan of ``holder`` keeps of ``tensor``."""
+        key = (holder, tensor)
+        if key not in self._least_held:
+            problem = self.problem
+            self._least_held[key] = min(problem.held_bytes(holder, j, tensor)
+                                        for j in range(len(problem.tables[holder].active)))
+        return self._least_held[key]
+
+    def leaves_room(self, i: int, j: int, rows: Sequence[int], choice: Sequence[int], free: float) -> bool:
+        """Whether op ``i`` at active plan ``j`` (after ``choice`` for the ops before it)
+        leaves every later op it keeps tensors across the bytes of its least plan."""
+        problem = self.problem
+        for k in self.later[i]:
+            least = problem.least_hot[k][rows[k]]
+            if not math.isfinite(least):
+                continue   # no plan of op k runs in its idle row: no pick of op i helps
+            live = 0
+            for h, tensor in problem.live[k]:
+                if h < i:
+                    live += problem.held_bytes(h, choice[h], tensor)
+                elif h == i:
+                    live += problem.held_bytes(i, j, tensor)
+                elif h < k:
+                    live += self.least_held(h, tensor)
+                else:
+                    live += problem.held_bytes(h, -1, tensor)
+            if free - live < least:
+                return False
+        return True
+
+    def pick(self, i: int, row: int, budget: float, rows: Sequence[int], choice: Sequence[int], free: float,
+             fastest: int) -> int:
+        """Op ``i``'s plan in idle row ``row`` within ``budget``: ``fastest`` (its fastest
+        there) when it leaves the later ops room, else the fastest that does (``fastest``
+        when none does)."""
+        if fastest < 0 or not self.later[i] or self.leaves_room(i, fastest, rows, choice, free):
+            return fastest
+        table = self.problem.tables[i]
+        cycles = table.table[row]
+        usable = [j for j in range(len(table.active))
+                  if table.hot[j] <= budget and math.isfinite(cycles[j])
+                  and (table.searched is None or table.searched[j])]
+        for j in sorted(usable, key=lambda j: cycles[j]):
+            if self.leaves_room(i, j, rows, choice, free):
+                return j
+        return fastest
+
+
+__all__ = ["LaterRoom"]
