@@ -15,11 +15,14 @@ it takes to deliver the base chip's HBM bandwidth into its interior
 at least a core's port), and a NoC of y TB/s scales them by y over the default (32.384
 TB/s): mesh link = 30.57 GB/s x y / 32.384, the mesh whose edge cut carries y / 32.384 x
 16 TB/s of HBM. ``--mesh-links core`` reads every mesh link at the all-to-all's port rate
-(5.5 GB/s at the default, as ``ipu-mk2-hbm-mesh-5g5``). The mesh's ops shift at its link
-rate (``--mesh-shifts link``, the IPU's measured 0.28 cycles per byte at 5.5 GB/s scaled
-to it) or at the all-to-all port's (``port``: only the preloads use the faster links, as
-ELK's artifact prices a mesh's shifts). Op tables do not depend on the HBM, so each
-(topology, link and shift rate) searches them once.
+(5.5 GB/s at the default, as ``ipu-mk2-hbm-mesh-5g5``). The mesh's ops shift at the
+all-to-all port's rate at the same NoC (``--mesh-shifts port``, the default: s6.1 keeps
+each core and link as the emulator's, only irc's hbm-cut links are faster, to carry the
+HBM inward, and ELK's artifact prices a mesh's shifts as the all-to-all's,
+IPU_COST_FACTS s6) or at the mesh link's (``link``: the IPU's measured 0.28 cycles per
+byte at 5.5 GB/s scaled to it, as ``irc.dse.point_device`` and ``ipu-mk2-hbm-mesh`` do).
+Op tables do not depend on the HBM, so each (topology, link and shift rate) searches
+them once.
 
 Printed per figure: irc's numbers (ms/token per design, overlap bound, utilisation per
 link class: the cores' own exchange, the HBM controllers' egress, the controllers' links
@@ -34,7 +37,7 @@ measured cause.
     PYTHONPATH=. python benchmarks/elk_mesh.py [--figures 19,20,21,22]
         [--models llama2-13b,gemma2-27b,opt-30b,llama2-70b] [--layers 2]
         [--hbm 2,4,8,16,32] [--noc 16.2,32.4,40,64.8] [--noc-hbm 8,16,32]
-        [--mesh-links hbm-cut|core] [--mesh-shifts link|port] [--max-orders 8] [--json out.json]
+        [--mesh-links hbm-cut|core] [--mesh-shifts port|link] [--max-orders 8] [--json out.json]
 """
 
 from __future__ import annotations
@@ -96,12 +99,12 @@ def link_rate(noc_tbps: float, cores: int) -> float:
 
 MESH_LINKS = ("hbm-cut", "core")
 """How a NoC bandwidth maps to a mesh link rate (``mesh_link_scale``)."""
-MESH_SHIFTS = ("link", "port")
-"""The shift rate of a mesh's ops (``Planner.device``): at its link rate (``link``, as
-``irc.dse.point_device`` scales the IPU's measured 0.28 cycles per byte at 5.5 GB/s), or
-at the all-to-all port's at the same NoC bandwidth (``port``: the cores exchange as fast
-as on the all-to-all, only the preloads use the mesh's faster links, as ELK's artifact
-prices a mesh's shifts, IPU_COST_FACTS s6)."""
+MESH_SHIFTS = ("port", "link")
+"""The shift rate of a mesh's ops (``Planner.device``): at the all-to-all port's at the
+same NoC bandwidth (``port``, the default: the cores exchange as fast as on the
+all-to-all, only the preloads use the mesh's faster links, as ELK's artifact prices a
+mesh's shifts, IPU_COST_FACTS s6), or at its link rate (``link``, as
+``irc.dse.point_device`` scales the IPU's measured 0.28 cycles per byte at 5.5 GB/s)."""
 
 
 def mesh_link_scale(base, links: str = "hbm-cut") -> float:
@@ -198,7 +201,7 @@ class Sweep:
     base: str = "ipu-mk2-hbm"
     scale: int = 1   # every model's widths divided by this (the tests' small chips)
     mesh_links: str = "hbm-cut"   # how a NoC bandwidth maps to a mesh link rate (MESH_LINKS)
-    mesh_shifts: str = "link"     # the rate a mesh's ops shift at (MESH_SHIFTS)
+    mesh_shifts: str = "port"     # the rate a mesh's ops shift at (MESH_SHIFTS)
 
 
 class Planner:
@@ -652,9 +655,9 @@ def parse(argv):
     parser.add_argument("--mesh-links", default="hbm-cut",
                         help="a mesh link's rate at a NoC bandwidth: hbm-cut (default; the mesh at the default NoC "
                              "delivers the base chip's HBM into its interior) or core (an all-to-all port's rate)")
-    parser.add_argument("--mesh-shifts", default="link",
-                        help="the rate a mesh's ops shift at: link (default; the IPU's measured rate scaled to the "
-                             "mesh link) or port (the all-to-all port's at the same NoC, only preloads faster)")
+    parser.add_argument("--mesh-shifts", default="port",
+                        help="the rate a mesh's ops shift at: port (default; the all-to-all port's at the same NoC, "
+                             "only preloads use the faster links) or link (the IPU's measured rate scaled to the link)")
     parser.add_argument("--scale", type=int, default=1, help="divide every model's widths by this")
     parser.add_argument("--json", default=None, help="write every point's numbers here")
     parser.add_argument("--replay", default=None, metavar="JSON",
@@ -745,7 +748,7 @@ def report(sweep: dict, out) -> None:
           f"batch {sweep['batch']}, KV cache {sweep['seq']}; the NoC of Figures 19-21: {noc:g} TB/s", file=out)
     if "mesh_links" in sweep:
         shifts = ("the ops shifting at the all-to-all port's rate" if sweep.get("mesh_shifts") == "port"
-                  else "the ops shifting at the link rate")
+                  else "the ops shifting at the link rate")   # a sweep before --mesh-shifts: at the link rate
         print(f"mesh links ({sweep['mesh_links']}): {sweep['mesh_link_gbps']:.4g} GB/s each at that NoC, "
               f"each NoC bandwidth scaling them in proportion; {shifts}", file=out)
     print_points(rows, out)

@@ -74,7 +74,7 @@ def test_a_noc_bandwidth_maps_to_mesh_links_that_carry_the_hbm_inward():
     # ipu-mk2-hbm-mesh's links before rounding: the least rate at which its edge cut carries
     # the chip's 4 TB/s (16 TB/s of 4 chips); a NoC bandwidth scales them in proportion;
     # --mesh-links core reads them at the all-to-all's port rate
-    planner = sweep.Planner(sweep.Sweep())
+    planner = sweep.Planner(sweep.Sweep(mesh_shifts="link"))
     default = sweep.default_noc_tbps(planner.base)
     assert default == pytest.approx(1472 * 4 * 5.5e9 / 1e12)
     mesh_file = load_device("ipu-mk2-hbm-mesh")
@@ -90,8 +90,9 @@ def test_a_noc_bandwidth_maps_to_mesh_links_that_carry_the_hbm_inward():
     assert core.device("mesh-2d", 16.0, default).link_bytes_per_s == pytest.approx(5.5e9)
     # a chip whose mesh at the port rate already carries its HBM keeps the port rate
     assert sweep.mesh_link_scale(load_device("tiny16-hbm")) == 1.0
-    # --mesh-shifts port: the mesh's links as fast, its ops shifting at the all-to-all's rate
-    port = sweep.Planner(sweep.Sweep(mesh_shifts="port"))
+    # --mesh-shifts port (the default): the mesh's links as fast, its ops shifting at the
+    # all-to-all's rate (--mesh-shifts link: at the link rate, as ipu-mk2-hbm-mesh)
+    port = sweep.Planner(sweep.Sweep())
     for noc in (default, 2 * default):
         mesh_port = port.device("mesh-2d", 16.0, noc)
         assert mesh_port.link_bytes_per_s == planner.device("mesh-2d", 16.0, noc).link_bytes_per_s
@@ -128,7 +129,7 @@ def test_roofline_knee_by_hand():
     (["--noc", "fast"], "error: --noc: a comma-separated list of TB/s, got 'fast'"),
     (["--device", "nodev"], "error: --device: unknown device 'nodev'"),
     (["--mesh-links", "fast"], "error: --mesh-links: one of hbm-cut, core, got 'fast'"),
-    (["--mesh-shifts", "fast"], "error: --mesh-shifts: one of link, port, got 'fast'"),
+    (["--mesh-shifts", "fast"], "error: --mesh-shifts: one of port, link, got 'fast'"),
     (["--replay", "missing.json"], "error: --replay: missing.json: not a sweep this script wrote"),
 ])
 def test_bad_options_are_one_error_naming_the_option(args, message, capsys):
