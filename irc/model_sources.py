@@ -9,6 +9,7 @@ frontend; batch-parametric when a dimension is symbolic). Each becomes the plann
 from __future__ import annotations
 
 import os
+import re
 
 from xdsl.utils.exceptions import ParseError
 
@@ -129,6 +130,11 @@ def te_text_model(text: str, where: str):
     return _spec_of_function(_function_of(module, None, where), where)
 
 
+def _input_shape_flag(error) -> str:
+    """The importer's message with irc-translate's ``--shape`` named as irc-plan spells it."""
+    return re.sub(r"(?<![\w-])--shape\b", "--input-shape", str(error))
+
+
 def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
     # startup: only an ONNX model needs the importer (and onnx)
     from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
@@ -137,7 +143,7 @@ def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
         onnx_model = load_model(path)
         fixed = parse_shape_overrides(input_shapes)
     except OnnxImportError as error:
-        raise ModelSourceError(f"error: {path}: {error}") from None
+        raise ModelSourceError(f"error: {path}: {_input_shape_flag(error)}") from None
     initializers = {t.name for t in onnx_model.graph.initializer}
     symbolic = {}
     for info in onnx_model.graph.input:
@@ -156,7 +162,7 @@ def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
         try:
             result = import_model(onnx_model, shapes)
         except OnnxImportError as error:
-            raise ModelSourceError(f"error: {path}: {error}") from None
+            raise ModelSourceError(f"error: {path}: {_input_shape_flag(error)}") from None
         function = _function_of(result.module, entry, path)
         return _spec_of_function(function, path, stem, family)
 
@@ -175,7 +181,16 @@ def model_source(path: str, *, entry: str | None = None, input_shapes=(), layers
                  seq: int | None = None) -> ModelSource:
     """The model ``path`` names: a built-in model, a .mlir file of te ops or an .onnx file."""
     if path in BUILTIN_MODELS:
+        if input_shapes:
+            raise ModelSourceError(f"error: --input-shape fixes an ONNX input's shape; {path} is a built-in model "
+                                   f"(--batch, --seq and --layers set its size)")
         return _builtin_source(path, layers, seq)
+    for flag, value in (("--seq", seq), ("--layers", layers)):
+        if value is not None:
+            raise ModelSourceError(f"error: {flag} sets the size of a built-in model "
+                                   f"({', '.join(BUILTIN_MODELS)}), not of {path}")
+    if input_shapes and not path.endswith(".onnx"):
+        raise ModelSourceError(f"error: --input-shape fixes an ONNX input's shape; {path} is not an .onnx file")
     if path.endswith(".mlir"):
         return _mlir_source(path, entry)
     if path.endswith(".onnx"):

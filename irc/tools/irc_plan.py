@@ -107,7 +107,7 @@ def _arguments(argv):
                        help="Algorithm 1 as in the paper (grow idle memory) or as the T10 artifact (shrink)")
     model.add_argument("--plot", metavar="PNG", help="draw an op's Pareto frontier and the memory/time curve")
     model.add_argument("--plot-op", metavar="NAME", help="the op whose frontier --plot draws (default: the slowest)")
-    parser.add_argument("--dtype", default="f16", help=f"element type ({', '.join(DTYPE_BYTES)}; default f16)")
+    parser.add_argument("--dtype", help=f"element type ({', '.join(DTYPE_BYTES)}; default f16)")
     parser.add_argument("--device", default="ipu-mk2", help="device name or .toml file (default ipu-mk2)")
     parser.add_argument("--cost", help="cost model (t10, seed003, engdesign or a plug-in's; mtia on an MTIA device; "
                                        "igo on an NPU; default t10, igo on an NPU)")
@@ -125,7 +125,32 @@ def _arguments(argv):
         parser.error("give either --expr (one operator) or --model (a whole model)")
     if args.expr is not None and args.shape is None:
         parser.error("--expr needs --shape (axis extents, e.g. m=32,k=5120,n=15360)")
+    _refuse_other_mode_options(parser, args)
+    if args.expr is not None and args.dtype is None:
+        args.dtype = "f16"
     return args
+
+
+OPERATOR_ONLY = ("shape", "dtype", "pareto", "explain")
+MODEL_ONLY = ("entry", "baseline", "max_batch", "batch", "seq", "layers", "input_shape", "plot", "plot_op")
+
+
+def _refuse_other_mode_options(parser, args) -> None:
+    """An option of the other mode (--expr's with --model, or --model's with --expr) is a
+    usage error rather than silently ignored: `--shape input_ids=1x8` with --model, as
+    irc-translate spells it, would otherwise plan the model at its default shapes."""
+    if args.model is not None:
+        given = [name for name in OPERATOR_ONLY if getattr(args, name) not in (None, False)]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            hint = "; fix an ONNX input's shape with --input-shape NAME=DIMS" if given[0] == "shape" else ""
+            parser.error(f"{flag} applies to --expr (one operator), not to --model{hint}")
+    else:
+        given = [name for name in MODEL_ONLY if getattr(args, name) not in (None, False)]
+        if args.direction != "paper":
+            given.append("direction")
+        if given:
+            parser.error(f"--{given[0].replace('_', '-')} applies to --model (a whole model), not to --expr")
 
 
 # ---------------------------------------------------------------------------

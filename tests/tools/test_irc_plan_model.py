@@ -171,6 +171,46 @@ def test_bad_requests_are_one_line(capsys, mlp_file):
         assert status == 1 and message in err, (args, err)
 
 
+def test_options_of_the_other_mode_are_refused_not_ignored(capsys, mlp_file, tmp_path):
+    """irc-translate's `--shape input_ids=1x8` given to irc-plan --model used to be
+    ignored (the model planned at its default shapes), as were --expr's options with
+    --model, --model's with --expr, and a built-in model's --seq/--layers with a file."""
+    for args, message in [
+        (("--model", mlp_file, "--shape", "x=2x8"), "--shape applies to --expr (one operator), not to --model; "
+                                                     "fix an ONNX input's shape with --input-shape NAME=DIMS"),
+        (("--model", mlp_file, "--pareto"), "--pareto applies to --expr"),
+        (("--model", mlp_file, "--dtype", "f32"), "--dtype applies to --expr"),
+        (("--expr", "C[i] = A[i]", "--shape", "i=4", "--batch", "2"), "--batch applies to --model"),
+        (("--expr", "C[i] = A[i]", "--shape", "i=4", "--input-shape", "x=2"), "--input-shape applies to --model"),
+        (("--expr", "C[i] = A[i]", "--shape", "i=4", "--direction", "artifact"), "--direction applies to --model"),
+    ]:
+        with pytest.raises(SystemExit) as caught:
+            run([str(a) for a in args])
+        assert caught.value.code == 1
+        err = capsys.readouterr().err
+        assert message in err and err.count("error:") == 1, (args, err)
+    for args, message in [
+        (("--model", mlp_file, "--seq", "4"), "--seq sets the size of a built-in model"),
+        (("--model", mlp_file, "--input-shape", "x=2x32"), "is not an .onnx file"),
+        (("--model", "bert-tiny", "--input-shape", "x=2"), "bert-tiny is a built-in model"),
+    ]:
+        status, _, err = plan_tool(capsys, *args)
+        assert status == 1 and message in err, (args, err)
+
+
+def test_onnx_shape_errors_name_the_input_shape_flag(capsys, tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    path = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    status, _, err = plan_tool(capsys, "--model", path, "--input-shape", "z=2")
+    assert status == 1 and "--input-shape names 'z', which is not a graph input" in err, err
+
+
 @pytest.mark.slow
 def test_plot_without_matplotlib_says_how_to_get_it(capsys, mlp_file, tmp_path):
     try:
