@@ -220,6 +220,28 @@ def test_shape_arithmetic_and_constant_subgraphs_fold():
     np.testing.assert_array_equal(got["y"], x.reshape(2, 12) * 7)
 
 
+@pytest.mark.parametrize("opset", [13, 15])
+def test_batch_norm_of_constants_folds_in_inference_mode(opset):
+    """onnx.reference's BatchNormalization of opsets 9-13 normalises by the batch's own
+    statistics (it fills in the default momentum); a folded BatchNormalization must use
+    the running mean and variance, as the converter does for a computed input."""
+    rng = np.random.default_rng(0)
+    x, scale, bias, mean = (rng.standard_normal(s).astype(np.float32) for s in [(2, 3, 4), 3, 3, 3])
+    var = (rng.random(3) + 0.5).astype(np.float32)
+    values = {"x": x, "scale": scale, "bias": bias, "mean": mean, "var": var}
+    nodes = [helper.make_node("BatchNormalization", list(values), ["bn"]),
+             helper.make_node("Add", ["bn", "other"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("other", TensorProto.FLOAT, [2, 3, 4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   [numpy_helper.from_array(v, k) for k, v in values.items()], opset=opset)
+    other = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    result, got = _run_onnx(model, {"other": other})
+    assert len([op for op in result.module.walk() if isinstance(op, TensorOp)]) == 1  # only the Add is left
+    per_channel = lambda v: v[:, None]  # noqa: E731
+    want = (x - per_channel(mean)) / np.sqrt(per_channel(var) + 1e-5) * per_channel(scale) + per_channel(bias) + other
+    np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_cumsum_is_a_contraction_with_a_triangle(exclusive, reverse):
     model = _model(
