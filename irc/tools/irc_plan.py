@@ -67,7 +67,7 @@ from irc.planner import (
 from irc.planner.baselines_model import fastest_bound, roller_plan, t10_plan, vgm_plan
 from irc.planner.elk import plan_offchip
 from irc.plans.from_te import op_spec_from_expr, reading_order
-from irc.planner.model import ModelFitError, max_batch
+from irc.planner.model import ModelFitError, check_fits, max_batch
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
 from irc.progress import Progress
@@ -544,9 +544,10 @@ def _report_max_batch(args, source, device, cost, cache, started) -> int:
     """``--max-batch``: the largest batch of the model whose model-wide plan fits."""
     if not source.batched:
         raise PlanToolError(f"error: --max-batch: {source.why_not_batched}")
+    check = None if device.offchip is None else _offchip_check(source, cache)
     try:
-        best = max_batch(lambda b: source.build(b)[0], device, cost, cache=cache)
-    except ModelFitError as error:
+        best = max_batch(lambda b: source.build(b)[0], device, cost, cache=cache, check=check)
+    except (ModelFitError, PreloadFitError) as error:
         raise PlanToolError(f"error: {source.name} does not fit even at batch 1: {error}") from None
     seconds = time.perf_counter() - started
     if args.json:
@@ -556,6 +557,20 @@ def _report_max_batch(args, source, device, cost, cache, started) -> int:
         print(f"largest batch of {source.name} that fits on {device.name}: {best} "
               f"(batch {best + 1} does not; {seconds:.1f} s)")
     return 0
+
+
+def _offchip_check(source, cache):
+    """On a chip with off-chip memory a batch fits as ``--batch`` plans it: in SRAM
+    (Algorithm 1), or else with ELK-Full streaming the weights from HBM; raises
+    `PreloadFitError` (or `ModelFitError`) when neither can run it."""
+    def check(batch: int) -> None:
+        model, _, loads = source.build(batch)
+        try:
+            check_fits(model, cache.device, cache.cost, cache=cache)
+        except ModelFitError:
+            plan_offchip(model, cache, "full", "paper", *(() if loads is None else (loads.hbm_bytes, loads.own)))
+
+    return check
 
 
 def _report_decision(args, model, decision, fallbacks, device, cost, cache, started) -> None:

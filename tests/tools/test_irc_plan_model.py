@@ -149,6 +149,37 @@ def test_max_batch_of_an_onnx_model_with_a_symbolic_batch(capsys, tmp_path):
     assert status == 1 and "does not fit on tiny4" in err
 
 
+def _onnx_chain(path, width, layers, inputs_shape):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32), f"w{i}")
+             for i in range(layers)]
+    names = ["x"] + [f"h{i}" for i in range(layers - 1)] + ["y"]
+    nodes = [helper.make_node("MatMul", [names[i], f"w{i}"], [names[i + 1]]) for i in range(layers)]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, inputs_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_max_batch_on_a_chip_with_hbm_is_what_batch_plans(capsys, tmp_path):
+    """On a chip with off-chip memory a model larger than SRAM is planned with ELK (as
+    --batch does); --max-batch used to test only the SRAM fit and say such a model does
+    not fit even at batch 1."""
+    pytest.importorskip("onnx")
+    path = _onnx_chain(tmp_path / "chain.onnx", 256, 4, ["N", 256])   # 1 MiB of weights: tiny16-hbm's SRAM
+    status, out, err = plan_tool(capsys, "--model", path, "--device", "tiny16-hbm", "--max-batch", "--json")
+    assert status == 0, err
+    best = json.loads(out)["max_batch"]
+    assert best >= 1
+    status, out, _ = plan_tool(capsys, "--model", path, "--device", "tiny16-hbm", "--batch", best)
+    assert status == 0 and "per run" in out   # ELK's plan
+    status, _, err = plan_tool(capsys, "--model", path, "--device", "tiny16-hbm", "--batch", best + 1)
+    assert status == 1 and "cannot run" in err, err
+
+
 def test_max_batch_needs_a_batch_parametric_source(capsys, mlp_file):
     status, _, err = plan_tool(capsys, "--model", mlp_file, "--max-batch")
     assert status == 1
