@@ -145,15 +145,20 @@ def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
     except OnnxImportError as error:
         raise ModelSourceError(f"error: {path}: {_input_shape_flag(error)}") from None
     initializers = {t.name for t in onnx_model.graph.initializer}
+    inputs = {info.name for info in onnx_model.graph.input}
+    # `--input-shape seq=128` fixes a dimension symbol wherever it occurs
+    named = {name: shape[0] for name, shape in fixed.items() if name not in inputs and len(shape) == 1}
     symbolic = {}
+    symbols = set()
     for info in onnx_model.graph.input:
         if info.name in initializers or info.name in fixed or not info.type.HasField("tensor_type"):
             continue
-        dims = info.type.tensor_type.shape.dim
-        if any(not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
-            symbolic[info.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in dims]
-    symbols = sorted({d.dim_param or "?" for info in onnx_model.graph.input if info.name in symbolic
-                      for d in info.type.tensor_type.shape.dim if not d.HasField("dim_value") or d.dim_value <= 0})
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else named.get(d.dim_param)
+                for d in info.type.tensor_type.shape.dim]
+        if None in dims:
+            symbolic[info.name] = dims
+            symbols |= {d.dim_param or "?" for d, value in zip(info.type.tensor_type.shape.dim, dims) if value is None}
+    symbols = sorted(symbols)
 
     def build(batch: int, family: str = "ipu"):
         shapes = dict(fixed)
@@ -162,7 +167,9 @@ def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
         try:
             result = import_model(onnx_model, shapes)
         except OnnxImportError as error:
-            raise ModelSourceError(f"error: {path}: {_input_shape_flag(error)}") from None
+            # every symbolic dimension takes the batch: say so, it may be why the graph broke
+            at = f" (imported with {', '.join(symbols)} = {batch})" if symbols else ""
+            raise ModelSourceError(f"error: {path}: {_input_shape_flag(error)}{at}") from None
         function = _function_of(result.module, entry, path)
         return _spec_of_function(function, path, stem, family)
 

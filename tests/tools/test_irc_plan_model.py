@@ -180,6 +180,24 @@ def test_max_batch_on_a_chip_with_hbm_is_what_batch_plans(capsys, tmp_path):
     assert status == 1 and "cannot run" in err, err
 
 
+def test_input_shape_fixes_a_dimension_symbol(capsys, tmp_path):
+    """`--input-shape seq=8` fixes that symbol; the others take the batch (it used to be
+    dropped: every symbol took the batch), and an import failure says what they took."""
+    pytest.importorskip("onnx")
+    path = _onnx_chain(tmp_path / "chain.onnx", 8, 1, ["batch", "seq", 8])
+
+    def rows(*flags):
+        status, out, err = plan_tool(capsys, "--model", path, "--device", "tiny16", "--json", *flags)
+        assert status == 0, err
+        return json.loads(out)["rows"]
+
+    assert rows("--input-shape", "seq=4", "--batch", "2") == rows("--input-shape", "x=2x4x8")
+    assert rows("--input-shape", "seq=4", "--batch", "2") != rows("--batch", "2")
+    bad = _onnx_chain(tmp_path / "bad.onnx", 8, 1, ["batch", 7])   # 7 columns meet an 8-row weight
+    status, _, err = plan_tool(capsys, "--model", bad, "--device", "tiny16", "--batch", "3")
+    assert status == 1 and "(imported with batch = 3)" in err, err
+
+
 def test_max_batch_needs_a_batch_parametric_source(capsys, mlp_file):
     status, _, err = plan_tool(capsys, "--model", mlp_file, "--max-batch")
     assert status == 1
