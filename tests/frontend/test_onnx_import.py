@@ -176,6 +176,26 @@ def test_old_opset_and_dynamic_dims(tmp_path, capsys):
     assert "rank 3" in err
 
 
+def test_shape_restates_a_model_exported_at_fixed_shapes():
+    """A model exported at fixed shapes states its intermediates' and outputs' shapes
+    (value_info); --shape giving its input another batch used to fail in shape inference
+    ('Inferred shape and existing shape differ'). A zero-size input dimension is named
+    as such, with a fix that can be typed (not '--shape x=0x3', which is refused)."""
+    model = _model([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    model.graph.value_info.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 8]))
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    _, got = _run_onnx(model, {"x": x}, shapes={"x": (3, 8)})
+    np.testing.assert_array_equal(got["y"], -np.maximum(x, 0))
+    empty = _model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [0, 3])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [0, 3])])
+    with pytest.raises(OnnxImportError, match=r"input 'x' has a dimension of size 0 .*--shape x=Nx3"):
+        import_model(empty)
+    _, got = _run_onnx(empty, {"x": x[:1, :3]}, shapes={"x": (1, 3)})
+    np.testing.assert_array_equal(got["y"], np.maximum(x[:1, :3], 0))
+
+
 def test_never_overwrites_the_input(tmp_path, capsys):
     path = tmp_path / "model.onnx"
     onnx.save(_mlp(), path)
