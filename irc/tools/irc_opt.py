@@ -30,6 +30,7 @@ from irc.diagnostics import (
     location_of,
     verify_located,
 )
+from irc.frontend.weights import module_weights_file
 from irc.target import TargetError, check_targets
 from irc.output import Collected, OutputError, check_output, write_atomically
 
@@ -108,6 +109,10 @@ class IrcOptMain(xDSLOptMain):
         return super().parse_chunk(chunk, file_extension, start_offset)
 
     def apply_passes(self, prog: ModuleOp):
+        path = self.args.input_file
+        weights = module_weights_file(prog, os.path.dirname(os.path.abspath(path)) if path else None)
+        if weights is not None and hasattr(self, "_weights_files"):
+            self._weights_files.append((weights, "the module's weights file (irc.weights)"))
         # Verify once with locations before the pipeline, so that errors in the
         # input point at the user's text; the pipeline re-verifies after each pass.
         if not self.args.disable_verify:
@@ -155,9 +160,11 @@ class IrcOptMain(xDSLOptMain):
 
     def run(self):
         output = self.args.output_file
+        inputs = [(self.args.input_file, "the input"), *self._option_files()]
+        self._weights_files: list[tuple[str, str]] = []
         if output is not None:
             try:
-                check_output(output, "-o", [(self.args.input_file, "the input"), *self._option_files()])
+                check_output(output, "-o", inputs)
             except OutputError as error:
                 raise _Diagnostic(f"error: {error}") from None
         try:
@@ -165,6 +172,10 @@ class IrcOptMain(xDSLOptMain):
         except ParseError as error:
             raise _Diagnostic(format_parse_error(error)) from None
         if output is not None:
+            try:  # the weights file the module names is known once it is parsed
+                check_output(output, "-o", inputs + self._weights_files)
+            except OutputError as error:
+                raise _Diagnostic(f"error: {error}") from None
             collected = self._collected
             text = getattr(collected, "text", None)
             try:

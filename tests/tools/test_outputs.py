@@ -204,6 +204,19 @@ def test_irc_run_never_writes_over_the_modules_weights_file(tmp_path):
     assert done.returncode == 0 and set(np.load(tmp_path / "out.npz")) == {"y"}
 
 
+def test_irc_opt_never_writes_over_the_modules_weights_file(tmp_path):
+    """irc-opt reads no weights, but the module it is given names them (irc.weights):
+    `-o m.weights.npz` used to replace the only copy of an imported model's weights."""
+    weights = _weighted_model(tmp_path)
+    before = weights.read_bytes()
+    for args in (["m.mlir", "-o", "w.npz"], ["m.mlir", "-p", "inference{device=tiny16}", "-o", str(weights)]):
+        done = _tool("irc-opt", *args, cwd=tmp_path)
+        assert done.returncode == 1 and "-o" in done.stderr and \
+            "would overwrite the module's weights file (irc.weights)" in done.stderr, (args, done.stderr)
+    assert weights.read_bytes() == before
+    assert _tool("irc-opt", "m.mlir", "-o", "copy.mlir", cwd=tmp_path).returncode == 0
+
+
 def test_irc_run_reads_only_the_weights_and_inputs_it_uses(tmp_path, monkeypatch):
     """Unused members of an npz were inflated too: a 2 MB archive became 2.1 GB. Members
     the function does not read are never loaded (counted at numpy's reader)."""

@@ -202,7 +202,24 @@ def _dense(sparse: onnx.SparseTensorProto) -> np.ndarray:
     return dense.reshape(dims)
 
 
+def _fold_batch_norm(node, x, scale, bias, mean, var, *_):
+    """BatchNormalization in inference mode, as its converter computes it (onnx.reference's
+    opset 9-13 kernel fills in the schema's default momentum and so normalises by the
+    batch's own statistics, a training step: wrong for an exported model's constant)."""
+    if attr(node, "training_mode", 0):
+        raise NodeError("attribute training_mode=1 is not supported (inference only)")
+    if x.ndim == 0:
+        raise NodeError("needs an input of rank 1 or more (N, C, ...), got a scalar")
+    epsilon = np.float32(attr(node, "epsilon", 1e-5))
+    compute = np.float64 if x.dtype == np.float64 else np.float32
+    channel = (-1,) + (1,) * (x.ndim - 2) if x.ndim > 1 else (-1,)
+    scale, bias, mean, var = (np.asarray(v, compute).reshape(channel) for v in (scale, bias, mean, var))
+    y = (x.astype(compute) - mean) / np.sqrt(var + epsilon) * scale + bias
+    return [y.astype(x.dtype)]
+
+
 NUMPY_FOLDERS = {
+    "BatchNormalization": _fold_batch_norm,
     "GatherElements": _fold_gather_elements,
     "Range": _fold_range,
     "ConstantOfShape": _fold_constant_of_shape,
