@@ -50,7 +50,7 @@ from irc.cost import DEFAULT_COST_MODEL, CostModelError, get_cost_model
 from irc.devices import FAMILIES, DeviceError, family_of, load_device
 from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesting_error
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
-from irc.lowering.model_from_ir import plan_function
+from irc.lowering.model_from_ir import faster_offchip, plan_function
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 from irc.output import OutputError, check_output, is_stream, write_atomically
 from irc.plotting import has_matplotlib, pyplot
@@ -522,6 +522,10 @@ def _ipu_model(args, request: ModelRequest) -> int:
             decision = None
     if decision is None:   # larger than SRAM on a chip with HBM: ELK, as rtensor-partition plans it
         return _report_elk(args, model, fallbacks, loads, device, cache, started, "full")
+    elk = faster_offchip(model, cache, decision.seconds, "full", "paper", loads)
+    if elk is not None:   # within SRAM, but faster streaming its weights: as rtensor-partition plans it
+        return _report_elk(args, model, fallbacks, loads, device, cache, started, "full",
+                           (elk, f"faster than the {decision.seconds * 1e6:.3f} us of its plan within SRAM"))
     _report_decision(args, model, decision, fallbacks, device, cost, cache, started)
     if args.plot is not None:
         _plot(args, model, decision, device, cost)
@@ -645,11 +649,12 @@ ELK_DESIGNS = {
 }
 
 
-def _report_elk(args, model, fallbacks, loads, device, cache, started, design: str) -> int:
+def _report_elk(args, model, fallbacks, loads, device, cache, started, design: str, picked=None) -> int:
     """A model on a chip with off-chip memory under one of ELK's designs: per op its
     execute-state plan, its preload state (the idle layout its weights arrive in), its
     share of the latency (the time from the previous op's end to its own, stalls for its
-    loads included) and its bytes per core."""
+    loads included) and its bytes per core. ``picked``: (the plan, why irc chose it) for
+    a model within SRAM that ELK runs faster."""
     if device.offchip is None:
         raise PlanToolError(
             f"error: --baseline {design}: ELK's designs stream weights from off-chip memory and {device.name} "
@@ -659,7 +664,8 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
     with _progress(1, f"ELK {design}") as bar:
         try:
             # the non-weight arguments priced as rtensor-partition prices them (ArgumentLoads)
-            elk = plan_offchip(model, cache, design, "paper", *(() if loads is None else (loads.hbm_bytes, loads.own)))
+            elk = picked[0] if picked is not None else \
+                plan_offchip(model, cache, design, "paper", *(() if loads is None else (loads.hbm_bytes, loads.own)))
         except PreloadFitError as error:
             raise PlanToolError(f"error: {ELK_DESIGNS[design].split(':')[0]} cannot run {model.name} on "
                                 f"{device.name}: {error}") from None
@@ -679,6 +685,7 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
     report = "irc" if design == "full" else design
     if args.json:
         print(json.dumps({"report": report, "design": design, "model": model.name, "device": device.name,
+                          **({"why": picked[1]} if picked is not None else {}),
                           "cost_model": cache.cost.name, "seconds": latency, "orders_tried": elk.orders_tried,
                           "link_share": elk.link_share, "loads_yield": elk.loads_yield,
                           "rows": _row_dicts(rows), "fallbacks": fallbacks, "wall_seconds": seconds},
@@ -687,7 +694,8 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
     print(f"model {model.name}: {len(model.ops)} ops, {model.weight_bytes()} B of weights, on {device.name} "
           f"({device.cores} cores, {device.sram_bytes} B SRAM per core, off-chip memory), cost model {cache.cost.name}")
     print(("irc plan: " if design == "full" else f"{design} baseline: ") + ELK_DESIGNS[design]
-          + (" (the model does not fit in SRAM)" if design == "full" else ""))
+          + ((f" ({picked[1]})" if picked is not None else " (the model does not fit in SRAM)")
+             if design == "full" else ""))
     _print_table(rows, "preload KiB")
     paced = f"; preloads paced to {elk.link_share:g} of a link" if elk.link_share < 1 else ""
     paced += "; preloads yield a contended link to the operators" if elk.loads_yield else ""
