@@ -30,7 +30,7 @@ from irc.diagnostics import (
     location_of,
     verify_located,
 )
-from irc.frontend.weights import module_weights_file
+from irc.frontend.weights import WEIGHTS_ATTR, attach_weights, module_weights_file
 from irc.target import TargetError, check_targets
 from irc.output import Collected, OutputError, check_output, write_atomically
 
@@ -113,6 +113,11 @@ class IrcOptMain(xDSLOptMain):
         weights = module_weights_file(prog, os.path.dirname(os.path.abspath(path)) if path else None)
         if weights is not None and hasattr(self, "_weights_files"):
             self._weights_files.append((weights, "the module's weights file (irc.weights)"))
+        output = self.args.output_file
+        if weights is not None and output is not None and not os.path.isabs(prog.attributes[WEIGHTS_ATTR].data):
+            # a relative irc.weights is read beside the IR file: beside the output, it names
+            # the same file (irc-run of the output finds the weights in another folder too)
+            attach_weights(prog, os.path.relpath(weights, os.path.dirname(os.path.abspath(output))))
         # Verify once with locations before the pipeline, so that errors in the
         # input point at the user's text; the pipeline re-verifies after each pass.
         if not self.args.disable_verify:
