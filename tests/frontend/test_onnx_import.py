@@ -262,6 +262,25 @@ def test_batch_norm_of_constants_folds_in_inference_mode(opset):
     np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("folded", [True, False])
+def test_a_cast_of_floats_to_integers_saturates_folded_or_at_run_time(folded):
+    """A Cast of floats to int8 computes the same values whether its input is a constant
+    (folded at import) or computed at run time: truncated toward zero, NaN as 0, beyond
+    the type its extremes (before: folded through onnx.reference, 300.0 wrapped to 44)."""
+    values = np.array([300.0, -300.0, np.nan, 2.7, -2.7, np.inf, 127.5, -128.5], np.float32)
+    nodes = [helper.make_node("Cast", ["c"], ["i"], to=TensorProto.INT8),
+             helper.make_node("Cast", ["i"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["f", "zero"], ["y"])]
+    inputs = [helper.make_tensor_value_info("zero", TensorProto.FLOAT, [8])]
+    if not folded:
+        inputs.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, [8]))
+    model = _model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   [numpy_helper.from_array(values, "c")] if folded else [])
+    feeds = {"zero": np.zeros(8, np.float32), **({} if folded else {"c": values})}
+    _, got = _run_onnx(model, feeds)
+    np.testing.assert_array_equal(got["y"], [127, -128, 0, 2, -2, 127, 127, -128])
+
+
 @pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_cumsum_is_a_contraction_with_a_triangle(exclusive, reverse):
     model = _model(

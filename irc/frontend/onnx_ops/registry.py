@@ -233,11 +233,27 @@ NUMPY_FOLDERS = {
 copy what must stay the same tensor)."""
 
 
+def _saturating_cast(node, value) -> np.ndarray | None:
+    """A Cast of floats to an integer type as irc computes it at run time (README,
+    numerics: truncated toward zero, NaN as 0, beyond the type its extremes), where
+    numpy and onnx.reference wrap (300.0 to int8: 44, not 127); None for other casts."""
+    value = np.asarray(value)
+    target = np.dtype(helper.tensor_dtype_to_np_dtype(attr(node, "to"))) if attr(node, "to") else None
+    if value.dtype.kind != "f" or target is None or target.kind not in "iu":
+        return None
+    info, wide = np.iinfo(target), value.astype(np.float64)
+    inside = np.trunc(np.where(np.isnan(wide) | (wide >= float(info.max)) | (wide <= float(info.min)), 0.0, wide))
+    return np.where(wide >= float(info.max), info.max,
+                    np.where(wide <= float(info.min), info.min, inside.astype(target))).astype(target)
+
+
 def fold(im: Importer, node, inputs) -> list[np.ndarray]:
     """Evaluate a node with constant inputs at import time (onnx.reference, or numpy for
-    the ops in ``NUMPY_FOLDERS``)."""
+    the ops in ``NUMPY_FOLDERS`` and a Cast of floats to integers)."""
     if node.op_type in NUMPY_FOLDERS:
         return [np.asarray(v) for v in NUMPY_FOLDERS[node.op_type](node, *inputs)]
+    if node.op_type == "Cast" and inputs and (cast := _saturating_cast(node, inputs[0])) is not None:
+        return [cast]
     if node.op_type == "Constant" and attr(node, "sparse_value") is not None:
         return [_dense(attr(node, "sparse_value"))]
 
