@@ -16,7 +16,7 @@ from typing import IO, get_type_hints
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.arg_spec import _convert_arg_to_type, parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from irc import universe
@@ -71,6 +71,9 @@ class IrcOptMain(xDSLOptMain):
             raise _Diagnostic(_pipeline_syntax_error(str(error.args[0]), self.args.passes)) from None
         except (ValueError, TypeError):
             raise _Diagnostic(self._pipeline_error()) from None
+        checked = self.pipeline.callback
+        if checked is not None:
+            self.pipeline = dataclasses.replace(self.pipeline, callback=_naming_the_pass(checked))
 
     def _pipeline_error(self) -> str:
         """What is wrong with ``-p`` (a pass or option xDSL would report by its own
@@ -204,6 +207,21 @@ class _LocatedTargetError(DiagnosticException):
 
 
 _KINDS = {str: "a string", bool: "a boolean (true or false)", int: "an integer", float: "a number"}
+
+
+def _naming_the_pass(callback):
+    """xDSL's between-passes ``callback`` (it verifies the module), a failure there
+    naming the pass whose output does not verify, as `mlir-opt` does: the user's input
+    was verified before the pipeline, so the pass made the bad IR."""
+    def named(previous, module, following):
+        try:
+            callback(previous, module, following)
+        except VerifyException as error:
+            if previous is None:
+                raise
+            raise VerifyException(f"the IR pass '{previous.name}' produced does not verify (a bug in the pass; "
+                                  f"please report it): {str(error).strip()}") from None
+    return named
 
 
 def _pipeline_syntax_error(text: str, spec: str) -> str:
