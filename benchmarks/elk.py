@@ -18,11 +18,17 @@ kept on chip across each op, relayouts between the chosen plans charged; ELK-Dyn
 ELK-Full also plan with the layout-matched candidates of the cheap ops,
 ``irc.planner.layout_match``, and keep the faster, as the compiler's own ELK plan,
 ``plan_offchip``, does). Columns:
-latency (ms/token), % of Ideal, ratio to the overlap bound (max of the HBM's bytes at
-its bandwidth and every op's fastest execution: no schedule beats it), and utilisation
-per resource (each a busy time over the latency, never above 100%): the HBM, the core
-links (the ops' own shifts, distribution phases and relayouts) and the links from the
-HBM controllers (preload delivery, replicas broadcast); then ELK-Full's speedup over
+latency (ms/token), % of Ideal, % of Ideal+R (Ideal paying the relayouts between ops the
+design's plans pay: the paper's Ideal is the roofline of the same execution,
+``ideal_with_relayouts``), ratio to the overlap bound (max of the HBM's bytes at its
+bandwidth and every op's fastest execution: no schedule beats it), and utilisation per
+resource (each a busy time over the latency, never above 100%): the HBM, the core links
+(the ops' own shifts, syncs and output shuffles, distribution phases and relayouts), the
+links from the HBM controllers (preload delivery, replicas broadcast), and "ic util",
+ELK's interconnect utilisation (s6.3: 89.52% for ELK-Full): one link carrying both the
+ops' transfers and the preloads, a core's port on an all-to-all
+(``interconnect_utilisation``; none for Ideal, whose two interconnects the paper does not
+compare); then ELK-Full's speedup over
 Basic and Static, what its reorder search found, compile time and peak RSS. The paper
 reports 94.84% of Ideal and 1.87x / 1.37x over Basic / Static on average (on an
 emulated IPU-POD4).
@@ -45,17 +51,20 @@ bounded reordering, IPU_COST_FACTS s6).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
 import sys
 import time
+from functools import lru_cache
 
 from irc.devices import DeviceError
 from irc.devices.topology import preload_seconds_per_byte, replication
 from irc.dse import DseError, Workload, allreduce_exec_cycles, chips_of, offchip_inputs, workload_model
 from irc.planner.elk import DESIGNS, REORDER_BUDGET, offchip_study
 from irc.planner.op_table import FrontierCache
+from irc.plans.evaluate import check_plan
 from irc.workloads.llm import MODELS
 
 LABELS = {"basic": "Basic", "static": "Static", "dyn": "ELK-Dyn", "full": "ELK-Full", "ideal": "Ideal"}
@@ -87,6 +96,111 @@ def link_utilisation(study, decision, device) -> dict[str, float]:
     return {"hbm": hbm / latency, "core_links": core / latency, "hbm_links": links / latency}
 
 
+@lru_cache(maxsize=64)
+def _free_barriers(device) -> tuple:
+    """``device`` with free barriers, at its shift rate and at twice it
+    (``shuffle_transfer_cycles``)."""
+    free = dataclasses.replace(device, sync_cycles=0)
+    return free, dataclasses.replace(free, shift_cycles_per_byte=2 * device.shift_cycles_per_byte)
+
+
+def shuffle_transfer_cycles(spec, plan, device) -> float:
+    """Cycles an op's output shuffle moves data over the exchange (IPU_COST_FACTS s5: the
+    resident output and the gathered partial sums, at the shift rate): the cost model's
+    ``reduction`` term less its barriers and its partial-sum adds. That term is linear in
+    the shift rate, so pricing the plan with free barriers at twice the rate adds exactly
+    its transfers once more."""
+    once, twice = _free_barriers(device)
+    return (check_plan(spec, plan, twice, "t10").cost.reduction
+            - check_plan(spec, plan, once, "t10").cost.reduction)
+
+
+def shared_link_busy(windows, transfers, loads) -> float:
+    """Cycles one link carrying both the operators' exchange and the preloads is busy: in
+    each op's window ((start, end)) its own transfers (``transfers``, cycles) and the
+    preload traffic streaming meanwhile, at most the window's length (a link carries no
+    more; what does not fit is demand the schedule did not charge), plus the preload
+    traffic outside every window. ``loads``: (start, end, link cycles, counted), each
+    load's link cycles spread evenly over its interval; only the ``counted`` ones add
+    their traffic outside the windows (the windows take every load's)."""
+    def overlap(a0, a1, b0, b1):
+        return max(0.0, min(a1, b1) - max(a0, b0))
+
+    busy = 0.0
+    for (start, end), own in zip(windows, transfers):
+        streamed = sum(cycles * overlap(s, e, start, end) / (e - s) for s, e, cycles, _ in loads if e > s)
+        busy += min(end - start, own + streamed)
+    for s, e, cycles, counted in loads:
+        if counted and e > s:
+            inside = sum(overlap(s, e, start, end) for start, end in windows)
+            busy += cycles * max(0.0, e - s - inside) / (e - s)
+    return busy
+
+
+def interconnect_utilisation(study, decision, device, specs) -> float | None:
+    """ELK's interconnect utilisation (s6.3, Figure 18 (c), Figure 21; s3.3's per-core
+    demand, inter-core transfer volume plus HBM-to-core volume, over time): the share of
+    a design's per-token latency one link is busy with both flows it carries, the ops'
+    own transfers (shifts, distribution phases, relayouts, output shuffles) and the
+    preloads' delivery; the paper sums them on one interconnect, which is why it does
+    not compare Ideal's two. The link: a core's port on an all-to-all exchange, the
+    busiest link on a mesh (both flows' busiest, as the scheduler prices contention).
+    ``specs``: the model's op specs by name (a decode loop's next-token copies are named
+    ``next.<op>``, ``irc.planner.elk.loop_model``). None for Ideal; never above 1."""
+    plan = decision.plan
+    if plan is None:
+        return None
+    prefix = study.prefix
+    load_start, load_end, exec_start, exec_end = plan.timeline()
+    transfers = plan.transfer_cycles or [0.0] * len(plan.exec_plan)
+    pressure = plan.load_pressure or [0.0] * len(plan.exec_plan)
+    own = []
+    for i in range(prefix, len(plan.exec_plan)):
+        op = decision.ops[i]
+        spec = specs.get(op.name) or specs.get(op.name.removeprefix("next."))
+        shuffle = 0.0 if spec is None else shuffle_transfer_cycles(spec, op.active, device)
+        own.append(transfers[i] + shuffle)
+    windows = list(zip(exec_start[prefix:], exec_end[prefix:]))
+    loads = [(load_start[k], load_end[k], pressure[k] * plan.load_cycles[k], k >= prefix)
+             for k in range(len(plan.exec_plan))]
+    # the token's traffic (its ops' loads, wherever they run) over its period; a first
+    # token's loads can run before the period starts, hence the bound
+    return min(1.0, shared_link_busy(windows, own, loads) / decision.latency_cycles)
+
+
+def ideal_with_relayouts(study, decision) -> float:
+    """Ideal's latency over the design's, Ideal paying the relayouts of activations
+    between ops that the design's plans pay (``irc.planner.elk.with_relayouts``): irc's
+    Ideal runs every op at its fastest plan with no relayout (``ideal_loop_latency``),
+    while the paper's Ideal is the roofline of the same execution (ELK's artifact pays no
+    relayouts, each op an output shuffle instead, which irc's Ideal pays too) without
+    contention, memory limits or distribution phases. The larger of the design's ops'
+    least loads and fastest executions plus its relayouts; at most 1."""
+    if decision.plan is None:
+        return 1.0
+    ops = (study.ops if decision.preload_ops is None else decision.preload_ops)[study.prefix:]
+    executions = sum(float(op.exec_cycles.min()) for op in ops) + relayout_cycles(study, decision)
+    return min(1.0, max(sum(op.least_load() for op in ops), executions) / decision.latency_cycles)
+
+
+def relayout_cycles(study, decision) -> float:
+    """Cycles a token's ops spend relayouting activations between the design's plans:
+    each op's cycles in the plan less its execute state's own and its distribution phase
+    (what ``with_relayouts`` added; 0 for Ideal)."""
+    plan = decision.plan
+    if plan is None:
+        return 0.0
+    ops = study.ops if decision.preload_ops is None else decision.preload_ops
+    return sum(plan.exec_cycles[i] - float(ops[i].exec_cycles[plan.exec_plan[i]])
+               - float(ops[i].distribute[plan.preload_plan[i], plan.exec_plan[i]])
+               for i in range(study.prefix, len(ops)))
+
+
+def op_specs(model) -> dict:
+    """A model's op specs by op name (``interconnect_utilisation``)."""
+    return {op.name: op.spec for op in model.ops if op.pair is None}
+
+
 def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, cost: str = "t10",
               displacement: int | None = None, max_orders: int | None = None, chips: int | None = None,
               scale: int = 1) -> dict:
@@ -102,10 +216,13 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
     clock = cache.device.clock_hz
     bound = study.bound_cycles
     row["bound_ms"] = bound / clock * 1e3
+    specs = op_specs(model)
     for design, decision in study.decisions.items():
         row["designs"][design] = {
             "latency_ms": decision.latency_cycles / clock * 1e3, "of_bound": decision.latency_cycles / bound,
             "utilisation": link_utilisation(study, decision, cache.device), "orders_tried": decision.orders_tried,
+            "interconnect": interconnect_utilisation(study, decision, cache.device, specs),
+            "of_ideal_relayouts": ideal_with_relayouts(study, decision),
             "kept": decision.kept, "link_share": decision.link_share, "loads_yield": decision.loads_yield,
             "reorder_gain_ms": (None if decision.reorder_gain is None
                                                        else decision.reorder_gain / clock * 1e3),
@@ -144,16 +261,17 @@ def pacing_note(designs: dict) -> str:
 
 def print_table(rows: list[dict], out=None) -> None:
     out = sys.stdout if out is None else out
-    header = (f"{'model':<12} {'design':<9} {'ms/token':>9} {'% Ideal':>8} {'x bound':>8} {'HBM':>6} "
-              f"{'core lk':>7} {'HBM lk':>7}")
+    header = (f"{'model':<12} {'design':<9} {'ms/token':>9} {'% Ideal':>8} {'%Ideal+R':>8} {'x bound':>8} {'HBM':>6} "
+              f"{'core lk':>7} {'HBM lk':>7} {'ic util':>7}")
     print(header, file=out)
     print("-" * len(header), file=out)
     for row in rows:
         for design, data in row["designs"].items():
-            use = data["utilisation"]
+            use, shared = data["utilisation"], data.get("interconnect")
             print(f"{row['model']:<12} {LABELS[design]:<9} {data['latency_ms']:>9.4f} {100 * data['of_ideal']:>7.2f}% "
+                  f"{100 * data.get('of_ideal_relayouts', data['of_ideal']):>7.2f}% "
                   f"{data['of_bound']:>7.3f}x {100 * use['hbm']:>5.1f}% {100 * use['core_links']:>6.1f}% "
-                  f"{100 * use['hbm_links']:>6.1f}%", file=out)
+                  f"{100 * use['hbm_links']:>6.1f}% " + ("      -" if shared is None else f"{100 * shared:>6.1f}%"), file=out)
         print(f"{'':<12} on {row['device']} ({row['topology']}): overlap bound {row['bound_ms']:.4f} ms/token (max of the HBM's bytes at its bandwidth and "
               f"the ops' fastest executions); {reorder_note(row['designs']['full'])}; "
               f"{pacing_note(row['designs'])}", file=out)

@@ -74,6 +74,7 @@ from irc.dialects.device_checks import (  # noqa: F401 (BufferType and the movem
     check_windows,
     moves_properties,
     movements_of,
+    ops_after,
     verify_moves,
 )
 from irc.dialects.dtypes import element_bytes  # noqa: F401 (re-exported to the chip's users)
@@ -693,14 +694,6 @@ class ReduceOp(IRDLOperation):
                 )
 
 
-def _block_after(op: IRDLOperation):
-    """The ops after ``op`` in its block, in order (empty when it has no block)."""
-    current = op.next_op
-    while current is not None:
-        yield current
-        current = current.next_op
-
-
 @irdl_op_definition
 class PreloadAsyncOp(IRDLOperation):
     """Start loading a tensor from off-chip memory (HBM) into a buffer, asynchronously
@@ -715,7 +708,8 @@ class PreloadAsyncOp(IRDLOperation):
     the execute-state one) the all-on-chip program uses for a resting weight, priced,
     routed and contended with preloads alike. ``link_share`` (in (0, 1], absent: 1) paces
     it to that share of its busiest link (ELK's artifact's NoC load threshold θ); with
-    ``yields`` it yields the link to a contending operator (``preload_yield``)."""
+    ``yields`` it yields the link to a contending operator (``preload_yield``). ``moves``
+    and ``moved_shapes`` are the transfer's data movements, as on ``device.load``."""
 
     name = "device.preload_async"
 
@@ -724,18 +718,23 @@ class PreloadAsyncOp(IRDLOperation):
     origins = prop_def(CORE_TABLE)
     link_share = opt_prop_def(FloatAttr)
     yields = opt_prop_def(UnitAttr)
+    moves = opt_prop_def(ArrayAttr)
+    moved_shapes = opt_prop_def(ArrayAttr)
 
     assembly_format = "$source `into` $buffer attr-dict `:` type($source) `,` type($buffer)"
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, source: SSAValue, buffer: SSAValue, origins):
+    def __init__(self, source: SSAValue, buffer: SSAValue, origins, moves: Sequence[tuple[str, Sequence[int]]] = ()):
         if not isinstance(origins, (AffineMapAttr, DenseArrayBase)):
             origins = table_attr(origins)
-        super().__init__(operands=[source, buffer], properties={"origins": origins})
+        super().__init__(operands=[source, buffer], properties={"origins": origins, **moves_properties(moves)})
+
+    def movements(self) -> list[tuple[ExprAttr, tuple[int, ...]]]:
+        return movements_of(self)
 
     def verify_(self) -> None:
         type_ = buffer_of(self.buffer, "the destination")
-        rank = len(self.source.type.get_shape())
+        rank = len(verify_moves(self, tuple(self.source.type.get_shape())))
         if rank != len(type_.get_shape()):
             raise VerifyException(f"cannot preload a rank-{rank} tensor into a rank-{len(type_.get_shape())} buffer")
         if self.source.type.get_element_type() != type_.element_type:
@@ -751,7 +750,7 @@ class PreloadAsyncOp(IRDLOperation):
             raise VerifyException(f"link_share must be in (0, 1], got {share.value.data}")
         if self.parent is None:
             return
-        for later in _block_after(self):
+        for later in ops_after(self):
             if self.buffer in later.operands:
                 if isinstance(later, WaitOp):
                     return

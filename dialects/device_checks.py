@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import irdl_attr_definition
 from xdsl.utils.exceptions import VerifyException
 
@@ -101,3 +101,11 @@ def check_windows(expr, tile: dict[str, int], buffers: Sequence[SSAValue], table
                 f"core {core}: the window of {name} at {table[core].tolist()} with extent {need} "
                 f"lies outside its buffer of shape {list(shape)}"
             )
+
+
+def ops_after(op: Operation):
+    """The ops after ``op`` in its block, in order (empty when it has no block)."""
+    current = op.next_op
+    while current is not None:
+        yield current
+        current = current.next_op

@@ -9,6 +9,7 @@ frontend; batch-parametric when a dimension is symbolic). Each becomes the plann
 from __future__ import annotations
 
 import os
+import re
 
 from xdsl.utils.exceptions import ParseError
 
@@ -129,6 +130,11 @@ def te_text_model(text: str, where: str):
     return _spec_of_function(_function_of(module, None, where), where)
 
 
+def _input_shape_flag(error) -> str:
+    """The importer's message with irc-translate's ``--shape`` named as irc-plan spells it."""
+    return re.sub(r"(?<![\w-])--shape\b", "--input-shape", str(error))
+
+
 def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
     # startup: only an ONNX model needs the importer (and onnx)
     from irc.frontend import OnnxImportError, import_model, load_model, parse_shape_overrides
@@ -137,17 +143,22 @@ def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
         onnx_model = load_model(path)
         fixed = parse_shape_overrides(input_shapes)
     except OnnxImportError as error:
-        raise ModelSourceError(f"error: {path}: {error}") from None
+        raise ModelSourceError(f"error: {path}: {_input_shape_flag(error)}") from None
     initializers = {t.name for t in onnx_model.graph.initializer}
+    inputs = {info.name for info in onnx_model.graph.input}
+    # `--input-shape seq=128` fixes a dimension symbol wherever it occurs
+    named = {name: shape[0] for name, shape in fixed.items() if name not in inputs and len(shape) == 1}
     symbolic = {}
+    symbols = set()
     for info in onnx_model.graph.input:
         if info.name in initializers or info.name in fixed or not info.type.HasField("tensor_type"):
             continue
-        dims = info.type.tensor_type.shape.dim
-        if any(not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
-            symbolic[info.name] = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in dims]
-    symbols = sorted({d.dim_param or "?" for info in onnx_model.graph.input if info.name in symbolic
-                      for d in info.type.tensor_type.shape.dim if not d.HasField("dim_value") or d.dim_value <= 0})
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else named.get(d.dim_param)
+                for d in info.type.tensor_type.shape.dim]
+        if None in dims:
+            symbolic[info.name] = dims
+            symbols |= {d.dim_param or "?" for d, value in zip(info.type.tensor_type.shape.dim, dims) if value is None}
+    symbols = sorted(symbols)
 
     def build(batch: int, family: str = "ipu"):
         shapes = dict(fixed)
@@ -156,7 +167,9 @@ def _onnx_source(path: str, entry: str | None, input_shapes) -> ModelSource:
         try:
             result = import_model(onnx_model, shapes)
         except OnnxImportError as error:
-            raise ModelSourceError(f"error: {path}: {error}") from None
+            # every symbolic dimension takes the batch: say so, it may be why the graph broke
+            at = f" (imported with {', '.join(symbols)} = {batch})" if symbols else ""
+            raise ModelSourceError(f"error: {path}: {_input_shape_flag(error)}{at}") from None
         function = _function_of(result.module, entry, path)
         return _spec_of_function(function, path, stem, family)
 
@@ -175,7 +188,16 @@ def model_source(path: str, *, entry: str | None = None, input_shapes=(), layers
                  seq: int | None = None) -> ModelSource:
     """The model ``path`` names: a built-in model, a .mlir file of te ops or an .onnx file."""
     if path in BUILTIN_MODELS:
+        if input_shapes:
+            raise ModelSourceError(f"error: --input-shape fixes an ONNX input's shape; {path} is a built-in model "
+                                   f"(--batch, --seq and --layers set its size)")
         return _builtin_source(path, layers, seq)
+    for flag, value in (("--seq", seq), ("--layers", layers)):
+        if value is not None:
+            raise ModelSourceError(f"error: {flag} sets the size of a built-in model "
+                                   f"({', '.join(BUILTIN_MODELS)}), not of {path}")
+    if input_shapes and not path.endswith(".onnx"):
+        raise ModelSourceError(f"error: --input-shape fixes an ONNX input's shape; {path} is not an .onnx file")
     if path.endswith(".mlir"):
         return _mlir_source(path, entry)
     if path.endswith(".onnx"):

@@ -61,6 +61,8 @@ from irc.lowering.te_graph import (  # noqa: F401 (the graph's helpers, re-expor
 )
 from irc.plans.errors import PlanError, SpecError
 from irc.plans.from_te import op_spec_from_expr
+from irc.planner.elk import OffchipFitError, plan_offchip
+from irc.planner.preload import OrderError, PreloadFitError
 from irc.planner.preload_ops import own_inputs
 from irc.planner.idle import IdlePlan, active_idle_plan, setup_cycles
 from irc.planner.igo_choice import UnfusedPoint
@@ -416,6 +418,22 @@ def plan_function(
         f"model {model.name!r}: the buffers of its plans do not pack in a core of {device.name} by device-alloc's "
         f"placement, even with {reserve} bytes per core kept free", needed=device.sram_bytes + deficit,
         available=device.sram_bytes)
+
+
+def faster_offchip(model: ModelSpec, cache: FrontierCache, seconds: float, design: str = "full",
+                   split: str = "paper", loads: "ArgumentLoads | None" = None):
+    """ELK's ``design`` for ``model`` (`irc.planner.elk.plan_offchip`) on a chip with
+    off-chip memory when it runs faster than ``seconds``, the model's plan within SRAM
+    (its argument loads from HBM waited for); else None. A model that fits may still run
+    faster streaming each weight into its op's execute layout than resting it in an idle
+    layout and relayouting it (issue 23, item 2: no baseline, ELK's included, wins)."""
+    if cache.device.offchip is None:
+        return None
+    try:
+        elk = plan_offchip(model, cache, design, split, *(() if loads is None else (loads.hbm_bytes, loads.own)))
+    except (OffchipFitError, OrderError, PreloadFitError):   # no ELK schedule: the plan within SRAM stands
+        return None
+    return elk if elk.latency_cycles / cache.device.clock_hz < seconds * (1 - 1e-9) else None
 
 
 def _decide(model: ModelSpec, cache: FrontierCache, direction: str, progress, per_op_plans: dict | None,

@@ -70,7 +70,9 @@ from irc.dialects.target import TARGET_ATTR
 from irc.dialects.te import TensorOp
 from irc.dialects.te_expr import AffineIndex, ExprError
 from irc.lowering.igo_pair_partition import PartitionGradPair, decide_fusion, plan_pairs, unfuse
-from irc.lowering.model_from_ir import ModelIRError, argument_loads, describe, function_model, plan_function
+from irc.lowering.model_from_ir import (
+    ModelIRError, argument_loads, describe, faster_offchip, function_model, plan_function,
+)
 from irc.lowering.rtensor_plan import relayout_onto
 from irc.planner import PlanError, search
 from irc.planner.elk import plan_offchip, planned_offchip
@@ -368,6 +370,8 @@ class RTensorPartition(ModulePass):
                     for te_op in before.fallbacks:
                         fallbacks.pop(te_op, None)
                     fallbacks.update(found.fallbacks)
+            if function not in preloaded and not found.pairs and device.offchip is not None:
+                decision = self._faster_preloading(found, cache, function, decision, preloaded)
             planned[function] = (decision.seconds * device.clock_hz,
                                  None if function in preloaded else int(decision.peak_bytes))
             model_ops = decision.model_plan.ops if getattr(decision, "source", "") == "algorithm1" else None
@@ -413,14 +417,30 @@ class RTensorPartition(ModulePass):
             raise _error(function, self._fit_message(found, error, cache.device)) from None
         return self._plan_preloading(found, cache, function)
 
-    def _plan_preloading(self, found, cache, function):
-        """A model larger than the chip's SRAM on a chip with off-chip memory: ELK's plans
+    def _faster_preloading(self, found, cache, function, decision, preloaded: set):
+        """``decision`` (a plan within SRAM on a chip with off-chip memory), or ELK's plan
+        where it runs faster (`irc.lowering.model_from_ir.faster_offchip`), the cycles of
+        the plan within SRAM it beat in its ``irc.preloaded`` (``within_sram_cycles``)."""
+        elk = faster_offchip(found.model, cache, decision.seconds, self.preload, self.split, argument_loads(found))
+        if elk is None:
+            return decision
+        preloaded.add(function)
+        planned = self._plan_preloading(found, cache, function, elk)
+        function.attributes[PRELOADED_ATTR] = DictionaryAttr({   # what it beat, in the plan's own record
+            **function.attributes[PRELOADED_ATTR].data,
+            "within_sram_cycles": FloatAttr(decision.seconds * cache.device.clock_hz, f64)})
+        return planned
+
+    def _plan_preloading(self, found, cache, function, elk=None):
+        """A model larger than the chip's SRAM on a chip with off-chip memory (or ``elk``,
+        a faster plan for one within it): ELK's plans
         (seeds/004 s4.2-s4.4: each op's execute-state plan, the preload state its weights
         rest in while earlier ops run, the preload order and each op's frontier, recorded
         as ``irc.preload`` for ``preload-schedule``)."""
         try:
             loads = argument_loads(found)   # the own inputs are priced per execute layout
-            elk = plan_offchip(found.model, cache, self.preload, self.split, loads.hbm_bytes, loads.own)
+            if elk is None:
+                elk = plan_offchip(found.model, cache, self.preload, self.split, loads.hbm_bytes, loads.own)
         except PreloadFitError as error:
             culprit = next((t for t, m in zip(found.ops, found.model.ops) if m.name == error.op), function)
             raise _error(culprit, str(error)) from None

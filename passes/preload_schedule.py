@@ -289,7 +289,8 @@ def _rewrite(block: Block, shape: _Block, anchors: dict[LoadOp, int], planned: b
         alloc, anchor = load.buffer.owner, shape.anchor[anchors[load]]
         alloc.detach()
         block.insert_op_before(alloc, anchor)
-        preload = PreloadAsyncOp(load.source, load.buffer, load.origins)
+        preload = PreloadAsyncOp(load.source, load.buffer, load.origins,
+                                 [(expr.data, shape) for expr, shape in load.movements()])
         preload.location = load.location
         block.insert_op_before(preload, anchor)
     for load in shape.ordered_loads:

@@ -149,6 +149,7 @@ def _fix_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ..
             f"--shape names '{name}', which is not a graph input (inputs: {known}{more})"
         )
     shapes = {n: s for n, s in shapes.items() if n in inputs}
+    restated = False
     for name, value_info in inputs.items():
         tensor_type = value_info.type.tensor_type
         if name in shapes:
@@ -158,6 +159,8 @@ def _fix_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ..
                     f"--shape gives input '{name}' rank {len(shape)} but the model "
                     f"declares rank {len(tensor_type.shape.dim)}"
                 )
+            restated |= any(d.HasField("dim_value") and d.dim_value != size
+                            for d, size in zip(tensor_type.shape.dim, shape))
             tensor_type.shape.Clear()
             for size in shape:
                 tensor_type.shape.dim.add().dim_value = size
@@ -166,19 +169,23 @@ def _fix_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ..
             raise OnnxImportError(f"input '{name}' has no shape; give one with --shape {name}=2x3")
         for dim in tensor_type.shape.dim:
             if not dim.HasField("dim_value") or dim.dim_value <= 0:
-                symbol = dim.dim_param or "?"
                 dims = "x".join(
-                    str(d.dim_value) if d.HasField("dim_value") else "N"
+                    str(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else "N"
                     for d in tensor_type.shape.dim
                 )
-                raise OnnxImportError(
-                    f"input '{name}' has a dynamic dimension '{symbol}'; fix it with "
-                    f"--shape {name}={dims}"
-                )
+                what = (f"a dimension of size {dim.dim_value} (irc imports tensors of positive sizes)"
+                        if dim.HasField("dim_value") else f"a dynamic dimension '{dim.dim_param or '?'}'")
+                raise OnnxImportError(f"input '{name}' has {what}; fix it with --shape {name}={dims}")
             if dim.dim_value > MAX_DIMENSION:
                 raise OnnxImportError(
                     f"input '{name}' has a dimension of {dim.dim_value}, more than the {MAX_DIMENSION} irc plans"
                 )
+    if restated:
+        # a model exported at fixed shapes states its intermediates' and outputs' shapes at
+        # those: stale under the new input shape, they are left to shape inference
+        for info in (*model.graph.value_info, *model.graph.output):
+            if info.type.HasField("tensor_type"):
+                info.type.tensor_type.ClearField("shape")
 
 
 def _check_single_assignment(model: onnx.ModelProto) -> None:

@@ -150,7 +150,8 @@ class DeviceFunctions(InterpreterFunctions):
         host, buffer = args
         origins = core_table(op.origins, len(buffer.shape), buffer.cores, "origins")
         share = 1.0 if op.link_share is None else float(op.link_share.value.data)
-        self.chip_for(interpreter, op).preload(buffer, np.asarray(host), origins, where(op), share,
+        host = moved(op.movements(), np.asarray(host))
+        self.chip_for(interpreter, op).preload(buffer, host, origins, where(op), share,
                                                op.yields is not None)
         return ()
 

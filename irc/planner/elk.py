@@ -704,6 +704,14 @@ class OffchipStudy:
     prefix: int = 0
 
 
+def _seeds_for(seeds: dict[str, ElkDecision] | None, tables) -> dict:
+    """The seed decisions planned from ``tables`` (others index other plans), each as
+    ``DesignSearch``'s seeds take it: (plan, link share, the ops it ran on)."""
+    return {design: (decision.plan, decision.link_share, decision.preload_ops)
+            for design, decision in (seeds or {}).items()
+            if decision.plan is not None and _same_tables(decision.tables, tables)}
+
+
 def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str], *, split: str = "paper",
                   extra_hbm_bytes: Sequence[float] | None = None, layer_of: Sequence[int | None] | None = None,
                   max_orders: int | None = REORDER_BUDGET, max_displacement: int | None = None,
@@ -746,12 +754,9 @@ def offchip_study(model: ModelSpec, cache: FrontierCache, designs: Sequence[str]
         ops = preload_ops(model, cache, layers, extra_hbm_bytes=extra_hbm_bytes, resting=True,
                           extra_exec_cycles=extra_exec_cycles, input_loads=input_loads, problem=problem,
                           masks=masks)
-        mine = {design: (decision.plan, decision.link_share, decision.preload_ops)
-                for design, decision in (seeds or {}).items()
-                if decision.plan is not None and _same_tables(decision.tables, problem.tables)}
         return DesignSearch(ops, float(cache.device.sram_bytes), split, max_displacement, max_orders,
                             Relayouts(model, cache, problem), metric, token=ops[prefix:], weaker=weaker,
-                            seeds=mine), ops
+                            seeds=_seeds_for(seeds, problem.tables)), ops
 
     plain, room = _ModelProblem(model, cache, None), float(cache.device.sram_bytes)
     first, ops, decisions, spread = spread_fallback(

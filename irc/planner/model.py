@@ -761,24 +761,26 @@ def check_fits(model: ModelSpec, device: Device | str, cost: CostModel | str = D
 
 
 def max_batch(build: Callable[[int], ModelSpec], device: Device | str, cost: CostModel | str = DEFAULT_COST_MODEL,
-              *, limit: int = 4096, cache: FrontierCache | None = None) -> int:
-    """The largest batch b <= ``limit`` for which ``build(b)`` fits (``check_fits``).
+              *, limit: int = 4096, cache: FrontierCache | None = None,
+              check: Callable[[int], None] | None = None) -> int:
+    """The largest batch b <= ``limit`` for which ``check(b)`` (default: ``check_fits`` of
+    ``build(b)``) raises no `PlanError` (such as ``ModelFitError``).
 
     Doubles the batch until it no longer fits (T10 s6.1), then bisects between the last
     fitting and the first failing size; assumes a larger batch never needs less memory.
-    Raises ``ModelFitError`` when batch 1 does not fit.
-    """
+    Raises what ``check`` raises when batch 1 does not fit."""
     cache = _cache_for(cache, device, cost)
+    check = check or (lambda batch: check_fits(build(batch), cache.device, cache.cost, cache=cache))
 
     def fits(batch: int) -> bool:
         try:
-            check_fits(build(batch), cache.device, cache.cost, cache=cache)
-        except ModelFitError:
+            check(batch)
+        except PlanError:
             return False
         return True
 
     if not fits(1):
-        check_fits(build(1), cache.device, cache.cost, cache=cache)   # raises with the numbers
+        check(1)   # raises with the numbers
     good, bad = 1, None
     while bad is None:
         nxt = min(good * 2, limit)

@@ -16,7 +16,7 @@ from typing import IO, get_type_hints
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.arg_spec import _convert_arg_to_type, parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from irc import universe
@@ -30,6 +30,7 @@ from irc.diagnostics import (
     location_of,
     verify_located,
 )
+from irc.frontend.weights import WEIGHTS_ATTR, attach_weights, module_weights_file
 from irc.target import TargetError, check_targets
 from irc.output import Collected, OutputError, check_output, write_atomically
 
@@ -70,6 +71,9 @@ class IrcOptMain(xDSLOptMain):
             raise _Diagnostic(_pipeline_syntax_error(str(error.args[0]), self.args.passes)) from None
         except (ValueError, TypeError):
             raise _Diagnostic(self._pipeline_error()) from None
+        checked = self.pipeline.callback
+        if checked is not None:
+            self.pipeline = dataclasses.replace(self.pipeline, callback=_naming_the_pass(checked))
 
     def _pipeline_error(self) -> str:
         """What is wrong with ``-p`` (a pass or option xDSL would report by its own
@@ -108,6 +112,15 @@ class IrcOptMain(xDSLOptMain):
         return super().parse_chunk(chunk, file_extension, start_offset)
 
     def apply_passes(self, prog: ModuleOp):
+        path = self.args.input_file
+        weights = module_weights_file(prog, os.path.dirname(os.path.abspath(path)) if path else None)
+        if weights is not None and hasattr(self, "_weights_files"):
+            self._weights_files.append((weights, "the module's weights file (irc.weights)"))
+        output = self.args.output_file
+        if weights is not None and output is not None and not os.path.isabs(prog.attributes[WEIGHTS_ATTR].data):
+            # a relative irc.weights is read beside the IR file: beside the output, it names
+            # the same file (irc-run of the output finds the weights in another folder too)
+            attach_weights(prog, os.path.relpath(weights, os.path.dirname(os.path.abspath(output))))
         # Verify once with locations before the pipeline, so that errors in the
         # input point at the user's text; the pipeline re-verifies after each pass.
         if not self.args.disable_verify:
@@ -155,9 +168,11 @@ class IrcOptMain(xDSLOptMain):
 
     def run(self):
         output = self.args.output_file
+        inputs = [(self.args.input_file, "the input"), *self._option_files()]
+        self._weights_files: list[tuple[str, str]] = []
         if output is not None:
             try:
-                check_output(output, "-o", [(self.args.input_file, "the input"), *self._option_files()])
+                check_output(output, "-o", inputs)
             except OutputError as error:
                 raise _Diagnostic(f"error: {error}") from None
         try:
@@ -165,6 +180,10 @@ class IrcOptMain(xDSLOptMain):
         except ParseError as error:
             raise _Diagnostic(format_parse_error(error)) from None
         if output is not None:
+            try:  # the weights file the module names is known once it is parsed
+                check_output(output, "-o", inputs + self._weights_files)
+            except OutputError as error:
+                raise _Diagnostic(f"error: {error}") from None
             collected = self._collected
             text = getattr(collected, "text", None)
             try:
@@ -188,6 +207,21 @@ class _LocatedTargetError(DiagnosticException):
 
 
 _KINDS = {str: "a string", bool: "a boolean (true or false)", int: "an integer", float: "a number"}
+
+
+def _naming_the_pass(callback):
+    """xDSL's between-passes ``callback`` (it verifies the module), a failure there
+    naming the pass whose output does not verify, as `mlir-opt` does: the user's input
+    was verified before the pipeline, so the pass made the bad IR."""
+    def named(previous, module, following):
+        try:
+            callback(previous, module, following)
+        except VerifyException as error:
+            if previous is None:
+                raise
+            raise VerifyException(f"the IR pass '{previous.name}' produced does not verify (a bug in the pass; "
+                                  f"please report it): {str(error).strip()}") from None
+    return named
 
 
 def _pipeline_syntax_error(text: str, spec: str) -> str:

@@ -50,7 +50,7 @@ from irc.cost import DEFAULT_COST_MODEL, CostModelError, get_cost_model
 from irc.devices import FAMILIES, DeviceError, family_of, load_device
 from irc.diagnostics import ArgumentParser, as_diagnostic, exit_tool, json_nesting_error
 from irc.dialects.te_expr import BoundExpr, ExprError, TensorExpr, parse_expression
-from irc.lowering.model_from_ir import plan_function
+from irc.lowering.model_from_ir import faster_offchip, plan_function
 from irc.model_sources import BUILTIN_MODELS, ModelSourceError, model_source
 from irc.output import OutputError, check_output, is_stream, write_atomically
 from irc.plotting import has_matplotlib, pyplot
@@ -67,7 +67,7 @@ from irc.planner import (
 from irc.planner.baselines_model import fastest_bound, roller_plan, t10_plan, vgm_plan
 from irc.planner.elk import plan_offchip
 from irc.plans.from_te import op_spec_from_expr, reading_order
-from irc.planner.model import ModelFitError, max_batch
+from irc.planner.model import ModelFitError, check_fits, max_batch
 from irc.planner.op_table import FrontierCache
 from irc.planner.preload import PreloadFitError
 from irc.progress import Progress
@@ -107,7 +107,7 @@ def _arguments(argv):
                        help="Algorithm 1 as in the paper (grow idle memory) or as the T10 artifact (shrink)")
     model.add_argument("--plot", metavar="PNG", help="draw an op's Pareto frontier and the memory/time curve")
     model.add_argument("--plot-op", metavar="NAME", help="the op whose frontier --plot draws (default: the slowest)")
-    parser.add_argument("--dtype", default="f16", help=f"element type ({', '.join(DTYPE_BYTES)}; default f16)")
+    parser.add_argument("--dtype", help=f"element type ({', '.join(DTYPE_BYTES)}; default f16)")
     parser.add_argument("--device", default="ipu-mk2", help="device name or .toml file (default ipu-mk2)")
     parser.add_argument("--cost", help="cost model (t10, seed003, engdesign or a plug-in's; mtia on an MTIA device; "
                                        "igo on an NPU; default t10, igo on an NPU)")
@@ -125,7 +125,32 @@ def _arguments(argv):
         parser.error("give either --expr (one operator) or --model (a whole model)")
     if args.expr is not None and args.shape is None:
         parser.error("--expr needs --shape (axis extents, e.g. m=32,k=5120,n=15360)")
+    _refuse_other_mode_options(parser, args)
+    if args.expr is not None and args.dtype is None:
+        args.dtype = "f16"
     return args
+
+
+OPERATOR_ONLY = ("shape", "dtype", "pareto", "explain")
+MODEL_ONLY = ("entry", "baseline", "max_batch", "batch", "seq", "layers", "input_shape", "plot", "plot_op")
+
+
+def _refuse_other_mode_options(parser, args) -> None:
+    """An option of the other mode (--expr's with --model, or --model's with --expr) is a
+    usage error rather than silently ignored: `--shape input_ids=1x8` with --model, as
+    irc-translate spells it, would otherwise plan the model at its default shapes."""
+    if args.model is not None:
+        given = [name for name in OPERATOR_ONLY if getattr(args, name) not in (None, False)]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            hint = "; fix an ONNX input's shape with --input-shape NAME=DIMS" if given[0] == "shape" else ""
+            parser.error(f"{flag} applies to --expr (one operator), not to --model{hint}")
+    else:
+        given = [name for name in MODEL_ONLY if getattr(args, name) not in (None, False)]
+        if args.direction != "paper":
+            given.append("direction")
+        if given:
+            parser.error(f"--{given[0].replace('_', '-')} applies to --model (a whole model), not to --expr")
 
 
 # ---------------------------------------------------------------------------
@@ -497,6 +522,10 @@ def _ipu_model(args, request: ModelRequest) -> int:
             decision = None
     if decision is None:   # larger than SRAM on a chip with HBM: ELK, as rtensor-partition plans it
         return _report_elk(args, model, fallbacks, loads, device, cache, started, "full")
+    elk = faster_offchip(model, cache, decision.seconds, "full", "paper", loads)
+    if elk is not None:   # within SRAM, but faster streaming its weights: as rtensor-partition plans it
+        return _report_elk(args, model, fallbacks, loads, device, cache, started, "full",
+                           (elk, f"faster than the {decision.seconds * 1e6:.3f} us of its plan within SRAM"))
     _report_decision(args, model, decision, fallbacks, device, cost, cache, started)
     if args.plot is not None:
         _plot(args, model, decision, device, cost)
@@ -519,9 +548,10 @@ def _report_max_batch(args, source, device, cost, cache, started) -> int:
     """``--max-batch``: the largest batch of the model whose model-wide plan fits."""
     if not source.batched:
         raise PlanToolError(f"error: --max-batch: {source.why_not_batched}")
+    check = None if device.offchip is None else _offchip_check(source, cache)
     try:
-        best = max_batch(lambda b: source.build(b)[0], device, cost, cache=cache)
-    except ModelFitError as error:
+        best = max_batch(lambda b: source.build(b)[0], device, cost, cache=cache, check=check)
+    except (ModelFitError, PreloadFitError) as error:
         raise PlanToolError(f"error: {source.name} does not fit even at batch 1: {error}") from None
     seconds = time.perf_counter() - started
     if args.json:
@@ -531,6 +561,20 @@ def _report_max_batch(args, source, device, cost, cache, started) -> int:
         print(f"largest batch of {source.name} that fits on {device.name}: {best} "
               f"(batch {best + 1} does not; {seconds:.1f} s)")
     return 0
+
+
+def _offchip_check(source, cache):
+    """On a chip with off-chip memory a batch fits as ``--batch`` plans it: in SRAM
+    (Algorithm 1), or else with ELK-Full streaming the weights from HBM; raises
+    `PreloadFitError` (or `ModelFitError`) when neither can run it."""
+    def check(batch: int) -> None:
+        model, _, loads = source.build(batch)
+        try:
+            check_fits(model, cache.device, cache.cost, cache=cache)
+        except ModelFitError:
+            plan_offchip(model, cache, "full", "paper", *(() if loads is None else (loads.hbm_bytes, loads.own)))
+
+    return check
 
 
 def _report_decision(args, model, decision, fallbacks, device, cost, cache, started) -> None:
@@ -605,11 +649,12 @@ ELK_DESIGNS = {
 }
 
 
-def _report_elk(args, model, fallbacks, loads, device, cache, started, design: str) -> int:
+def _report_elk(args, model, fallbacks, loads, device, cache, started, design: str, picked=None) -> int:
     """A model on a chip with off-chip memory under one of ELK's designs: per op its
     execute-state plan, its preload state (the idle layout its weights arrive in), its
     share of the latency (the time from the previous op's end to its own, stalls for its
-    loads included) and its bytes per core."""
+    loads included) and its bytes per core. ``picked``: (the plan, why irc chose it) for
+    a model within SRAM that ELK runs faster."""
     if device.offchip is None:
         raise PlanToolError(
             f"error: --baseline {design}: ELK's designs stream weights from off-chip memory and {device.name} "
@@ -619,7 +664,8 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
     with _progress(1, f"ELK {design}") as bar:
         try:
             # the non-weight arguments priced as rtensor-partition prices them (ArgumentLoads)
-            elk = plan_offchip(model, cache, design, "paper", *(() if loads is None else (loads.hbm_bytes, loads.own)))
+            elk = picked[0] if picked is not None else \
+                plan_offchip(model, cache, design, "paper", *(() if loads is None else (loads.hbm_bytes, loads.own)))
         except PreloadFitError as error:
             raise PlanToolError(f"error: {ELK_DESIGNS[design].split(':')[0]} cannot run {model.name} on "
                                 f"{device.name}: {error}") from None
@@ -639,6 +685,7 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
     report = "irc" if design == "full" else design
     if args.json:
         print(json.dumps({"report": report, "design": design, "model": model.name, "device": device.name,
+                          **({"why": picked[1]} if picked is not None else {}),
                           "cost_model": cache.cost.name, "seconds": latency, "orders_tried": elk.orders_tried,
                           "link_share": elk.link_share, "loads_yield": elk.loads_yield,
                           "rows": _row_dicts(rows), "fallbacks": fallbacks, "wall_seconds": seconds},
@@ -647,7 +694,8 @@ def _report_elk(args, model, fallbacks, loads, device, cache, started, design: s
     print(f"model {model.name}: {len(model.ops)} ops, {model.weight_bytes()} B of weights, on {device.name} "
           f"({device.cores} cores, {device.sram_bytes} B SRAM per core, off-chip memory), cost model {cache.cost.name}")
     print(("irc plan: " if design == "full" else f"{design} baseline: ") + ELK_DESIGNS[design]
-          + (" (the model does not fit in SRAM)" if design == "full" else ""))
+          + ((f" ({picked[1]})" if picked is not None else " (the model does not fit in SRAM)")
+             if design == "full" else ""))
     _print_table(rows, "preload KiB")
     paced = f"; preloads paced to {elk.link_share:g} of a link" if elk.link_share < 1 else ""
     paced += "; preloads yield a contended link to the operators" if elk.loads_yield else ""

@@ -176,6 +176,26 @@ def test_old_opset_and_dynamic_dims(tmp_path, capsys):
     assert "rank 3" in err
 
 
+def test_shape_restates_a_model_exported_at_fixed_shapes():
+    """A model exported at fixed shapes states its intermediates' and outputs' shapes
+    (value_info); --shape giving its input another batch used to fail in shape inference
+    ('Inferred shape and existing shape differ'). A zero-size input dimension is named
+    as such, with a fix that can be typed (not '--shape x=0x3', which is refused)."""
+    model = _model([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    model.graph.value_info.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 8]))
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    _, got = _run_onnx(model, {"x": x}, shapes={"x": (3, 8)})
+    np.testing.assert_array_equal(got["y"], -np.maximum(x, 0))
+    empty = _model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [0, 3])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [0, 3])])
+    with pytest.raises(OnnxImportError, match=r"input 'x' has a dimension of size 0 .*--shape x=Nx3"):
+        import_model(empty)
+    _, got = _run_onnx(empty, {"x": x[:1, :3]}, shapes={"x": (1, 3)})
+    np.testing.assert_array_equal(got["y"], np.maximum(x[:1, :3], 0))
+
+
 def test_never_overwrites_the_input(tmp_path, capsys):
     path = tmp_path / "model.onnx"
     onnx.save(_mlp(), path)
@@ -218,6 +238,47 @@ def test_shape_arithmetic_and_constant_subgraphs_fold():
     ]
     assert result.weights == {}
     np.testing.assert_array_equal(got["y"], x.reshape(2, 12) * 7)
+
+
+@pytest.mark.parametrize("opset", [13, 15])
+def test_batch_norm_of_constants_folds_in_inference_mode(opset):
+    """onnx.reference's BatchNormalization of opsets 9-13 normalises by the batch's own
+    statistics (it fills in the default momentum); a folded BatchNormalization must use
+    the running mean and variance, as the converter does for a computed input."""
+    rng = np.random.default_rng(0)
+    x, scale, bias, mean = (rng.standard_normal(s).astype(np.float32) for s in [(2, 3, 4), 3, 3, 3])
+    var = (rng.random(3) + 0.5).astype(np.float32)
+    values = {"x": x, "scale": scale, "bias": bias, "mean": mean, "var": var}
+    nodes = [helper.make_node("BatchNormalization", list(values), ["bn"]),
+             helper.make_node("Add", ["bn", "other"], ["y"])]
+    model = _model(nodes, [helper.make_tensor_value_info("other", TensorProto.FLOAT, [2, 3, 4])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   [numpy_helper.from_array(v, k) for k, v in values.items()], opset=opset)
+    other = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    result, got = _run_onnx(model, {"other": other})
+    assert len([op for op in result.module.walk() if isinstance(op, TensorOp)]) == 1  # only the Add is left
+    per_channel = lambda v: v[:, None]  # noqa: E731
+    want = (x - per_channel(mean)) / np.sqrt(per_channel(var) + 1e-5) * per_channel(scale) + per_channel(bias) + other
+    np.testing.assert_allclose(got["y"], want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("folded", [True, False])
+def test_a_cast_of_floats_to_integers_saturates_folded_or_at_run_time(folded):
+    """A Cast of floats to int8 computes the same values whether its input is a constant
+    (folded at import) or computed at run time: truncated toward zero, NaN as 0, beyond
+    the type its extremes (before: folded through onnx.reference, 300.0 wrapped to 44)."""
+    values = np.array([300.0, -300.0, np.nan, 2.7, -2.7, np.inf, 127.5, -128.5], np.float32)
+    nodes = [helper.make_node("Cast", ["c"], ["i"], to=TensorProto.INT8),
+             helper.make_node("Cast", ["i"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Add", ["f", "zero"], ["y"])]
+    inputs = [helper.make_tensor_value_info("zero", TensorProto.FLOAT, [8])]
+    if not folded:
+        inputs.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, [8]))
+    model = _model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   [numpy_helper.from_array(values, "c")] if folded else [])
+    feeds = {"zero": np.zeros(8, np.float32), **({} if folded else {"c": values})}
+    _, got = _run_onnx(model, feeds)
+    np.testing.assert_array_equal(got["y"], [127, -128, 0, 2, -2, 127, 127, -128])
 
 
 @pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])

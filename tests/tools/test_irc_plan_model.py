@@ -149,6 +149,55 @@ def test_max_batch_of_an_onnx_model_with_a_symbolic_batch(capsys, tmp_path):
     assert status == 1 and "does not fit on tiny4" in err
 
 
+def _onnx_chain(path, width, layers, inputs_shape):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32), f"w{i}")
+             for i in range(layers)]
+    names = ["x"] + [f"h{i}" for i in range(layers - 1)] + ["y"]
+    nodes = [helper.make_node("MatMul", [names[i], f"w{i}"], [names[i + 1]]) for i in range(layers)]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, inputs_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_max_batch_on_a_chip_with_hbm_is_what_batch_plans(capsys, tmp_path):
+    """On a chip with off-chip memory a model larger than SRAM is planned with ELK (as
+    --batch does); --max-batch used to test only the SRAM fit and say such a model does
+    not fit even at batch 1."""
+    pytest.importorskip("onnx")
+    path = _onnx_chain(tmp_path / "chain.onnx", 256, 4, ["N", 256])   # 1 MiB of weights: tiny16-hbm's SRAM
+    status, out, err = plan_tool(capsys, "--model", path, "--device", "tiny16-hbm", "--max-batch", "--json")
+    assert status == 0, err
+    best = json.loads(out)["max_batch"]
+    assert best >= 1
+    status, out, _ = plan_tool(capsys, "--model", path, "--device", "tiny16-hbm", "--batch", best)
+    assert status == 0 and "per run" in out   # ELK's plan
+    status, _, err = plan_tool(capsys, "--model", path, "--device", "tiny16-hbm", "--batch", best + 1)
+    assert status == 1 and "cannot run" in err, err
+
+
+def test_input_shape_fixes_a_dimension_symbol(capsys, tmp_path):
+    """`--input-shape seq=8` fixes that symbol; the others take the batch (it used to be
+    dropped: every symbol took the batch), and an import failure says what they took."""
+    pytest.importorskip("onnx")
+    path = _onnx_chain(tmp_path / "chain.onnx", 8, 1, ["batch", "seq", 8])
+
+    def rows(*flags):
+        status, out, err = plan_tool(capsys, "--model", path, "--device", "tiny16", "--json", *flags)
+        assert status == 0, err
+        return json.loads(out)["rows"]
+
+    assert rows("--input-shape", "seq=4", "--batch", "2") == rows("--input-shape", "x=2x4x8")
+    assert rows("--input-shape", "seq=4", "--batch", "2") != rows("--batch", "2")
+    bad = _onnx_chain(tmp_path / "bad.onnx", 8, 1, ["batch", 7])   # 7 columns meet an 8-row weight
+    status, _, err = plan_tool(capsys, "--model", bad, "--device", "tiny16", "--batch", "3")
+    assert status == 1 and "(imported with batch = 3)" in err, err
+
+
 def test_max_batch_needs_a_batch_parametric_source(capsys, mlp_file):
     status, _, err = plan_tool(capsys, "--model", mlp_file, "--max-batch")
     assert status == 1
@@ -169,6 +218,46 @@ def test_bad_requests_are_one_line(capsys, mlp_file):
     ]:
         status, _, err = plan_tool(capsys, *args)
         assert status == 1 and message in err, (args, err)
+
+
+def test_options_of_the_other_mode_are_refused_not_ignored(capsys, mlp_file, tmp_path):
+    """irc-translate's `--shape input_ids=1x8` given to irc-plan --model used to be
+    ignored (the model planned at its default shapes), as were --expr's options with
+    --model, --model's with --expr, and a built-in model's --seq/--layers with a file."""
+    for args, message in [
+        (("--model", mlp_file, "--shape", "x=2x8"), "--shape applies to --expr (one operator), not to --model; "
+                                                     "fix an ONNX input's shape with --input-shape NAME=DIMS"),
+        (("--model", mlp_file, "--pareto"), "--pareto applies to --expr"),
+        (("--model", mlp_file, "--dtype", "f32"), "--dtype applies to --expr"),
+        (("--expr", "C[i] = A[i]", "--shape", "i=4", "--batch", "2"), "--batch applies to --model"),
+        (("--expr", "C[i] = A[i]", "--shape", "i=4", "--input-shape", "x=2"), "--input-shape applies to --model"),
+        (("--expr", "C[i] = A[i]", "--shape", "i=4", "--direction", "artifact"), "--direction applies to --model"),
+    ]:
+        with pytest.raises(SystemExit) as caught:
+            run([str(a) for a in args])
+        assert caught.value.code == 1
+        err = capsys.readouterr().err
+        assert message in err and err.count("error:") == 1, (args, err)
+    for args, message in [
+        (("--model", mlp_file, "--seq", "4"), "--seq sets the size of a built-in model"),
+        (("--model", mlp_file, "--input-shape", "x=2x32"), "is not an .onnx file"),
+        (("--model", "bert-tiny", "--input-shape", "x=2"), "bert-tiny is a built-in model"),
+    ]:
+        status, _, err = plan_tool(capsys, *args)
+        assert status == 1 and message in err, (args, err)
+
+
+def test_onnx_shape_errors_name_the_input_shape_flag(capsys, tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    path = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    status, _, err = plan_tool(capsys, "--model", path, "--input-shape", "z=2")
+    assert status == 1 and "--input-shape names 'z', which is not a graph input" in err, err
 
 
 @pytest.mark.slow

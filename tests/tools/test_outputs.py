@@ -204,6 +204,34 @@ def test_irc_run_never_writes_over_the_modules_weights_file(tmp_path):
     assert done.returncode == 0 and set(np.load(tmp_path / "out.npz")) == {"y"}
 
 
+def test_irc_opt_never_writes_over_the_modules_weights_file(tmp_path):
+    """irc-opt reads no weights, but the module it is given names them (irc.weights):
+    `-o m.weights.npz` used to replace the only copy of an imported model's weights."""
+    weights = _weighted_model(tmp_path)
+    before = weights.read_bytes()
+    for args in (["m.mlir", "-o", "w.npz"], ["m.mlir", "-p", "inference{device=tiny16}", "-o", str(weights)]):
+        done = _tool("irc-opt", *args, cwd=tmp_path)
+        assert done.returncode == 1 and "-o" in done.stderr and \
+            "would overwrite the module's weights file (irc.weights)" in done.stderr, (args, done.stderr)
+    assert weights.read_bytes() == before
+    assert _tool("irc-opt", "m.mlir", "-o", "copy.mlir", cwd=tmp_path).returncode == 0
+
+
+def test_irc_opt_output_in_another_folder_still_names_the_weights(tmp_path):
+    """A relative irc.weights is read beside the IR file: `irc-opt m.mlir -o out/x.mlir`
+    left it as it was, so `irc-run out/x.mlir` said the weights file does not exist."""
+    _weighted_model(tmp_path)
+    (tmp_path / "out").mkdir()
+    assert _tool("irc-opt", "m.mlir", "-p", "inference{device=tiny16}", "-o", "out/x.mlir", cwd=tmp_path).returncode == 0
+    assert 'irc.weights = "../w.npz"' in (tmp_path / "out" / "x.mlir").read_text()
+    np.savez(tmp_path / "in.npz", x=np.ones((2, 3), np.float32))
+    done = _tool("irc-run", "out/x.mlir", "--inputs", "in.npz", "--output", "y.npz", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "y.npz")["y"], np.ones((2, 3)) @ np.arange(12.0).reshape(3, 4))
+    assert _tool("irc-opt", "m.mlir", "-o", "same.mlir", cwd=tmp_path).returncode == 0   # beside it: unchanged
+    assert 'irc.weights = "w.npz"' in (tmp_path / "same.mlir").read_text()
+
+
 def test_irc_run_reads_only_the_weights_and_inputs_it_uses(tmp_path, monkeypatch):
     """Unused members of an npz were inflated too: a 2 MB archive became 2.1 GB. Members
     the function does not read are never loaded (counted at numpy's reader)."""

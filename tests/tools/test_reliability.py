@@ -876,3 +876,37 @@ def test_an_empty_output_is_named_at_its_node(tmp_path):
                         output_type=TensorProto.DOUBLE)
     _one_diagnostic(run_tool("irc-translate", "--import-onnx", model),
                     "error: node 'pool' (AveragePool, opset 17): output 'y' would have no elements")
+
+
+def test_a_pass_whose_output_does_not_verify_is_named(tmp_path, capsys):
+    """The input is verified before the pipeline, so IR that fails to verify after a
+    pass is that pass's bug: irc-opt names it (before: the verifier's message alone, with
+    no location and no pass, as a preload-schedule bug surfaced)."""
+    from dataclasses import dataclass
+
+    from xdsl.dialects import arith, builtin
+    from xdsl.passes import ModulePass
+
+    from irc.tools.irc_opt import IrcOptMain, run_tool
+
+    @dataclass(frozen=True)
+    class BreakIR(ModulePass):
+        name = "break-ir"
+
+        def apply(self, ctx, op: builtin.ModuleOp) -> None:
+            # an addition of an i32 and an i64 constant: arith.addi's verifier refuses it
+            left, right = arith.ConstantOp.from_int_and_width(1, 32), arith.ConstantOp.from_int_and_width(1, 64)
+            add = arith.AddiOp(left, right, result_type=builtin.i32)
+            op.body.block.add_ops([left, right, add])
+
+    class WithBreakIR(IrcOptMain):
+        def register_all_passes(self):
+            super().register_all_passes()
+            self.register_pass("break-ir", lambda: BreakIR)
+
+    program = tmp_path / "empty.mlir"
+    program.write_text("builtin.module {}\n")
+    assert run_tool(WithBreakIR, [str(program), "-p", "break-ir"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: the IR pass 'break-ir' produced does not verify (a bug in the pass"), err
+    assert "Traceback" not in err

@@ -202,7 +202,24 @@ def _dense(sparse: onnx.SparseTensorProto) -> np.ndarray:
     return dense.reshape(dims)
 
 
+def _fold_batch_norm(node, x, scale, bias, mean, var, *_):
+    """BatchNormalization in inference mode, as its converter computes it (onnx.reference's
+    opset 9-13 kernel fills in the schema's default momentum and so normalises by the
+    batch's own statistics, a training step: wrong for an exported model's constant)."""
+    if attr(node, "training_mode", 0):
+        raise NodeError("attribute training_mode=1 is not supported (inference only)")
+    if x.ndim == 0:
+        raise NodeError("needs an input of rank 1 or more (N, C, ...), got a scalar")
+    epsilon = np.float32(attr(node, "epsilon", 1e-5))
+    compute = np.float64 if x.dtype == np.float64 else np.float32
+    channel = (-1,) + (1,) * (x.ndim - 2) if x.ndim > 1 else (-1,)
+    scale, bias, mean, var = (np.asarray(v, compute).reshape(channel) for v in (scale, bias, mean, var))
+    y = (x.astype(compute) - mean) / np.sqrt(var + epsilon) * scale + bias
+    return [y.astype(x.dtype)]
+
+
 NUMPY_FOLDERS = {
+    "BatchNormalization": _fold_batch_norm,
     "GatherElements": _fold_gather_elements,
     "Range": _fold_range,
     "ConstantOfShape": _fold_constant_of_shape,
@@ -216,11 +233,27 @@ NUMPY_FOLDERS = {
 copy what must stay the same tensor)."""
 
 
+def _saturating_cast(node, value) -> np.ndarray | None:
+    """A Cast of floats to an integer type as irc computes it at run time (README,
+    numerics: truncated toward zero, NaN as 0, beyond the type its extremes), where
+    numpy and onnx.reference wrap (300.0 to int8: 44, not 127); None for other casts."""
+    value = np.asarray(value)
+    target = np.dtype(helper.tensor_dtype_to_np_dtype(attr(node, "to"))) if attr(node, "to") else None
+    if value.dtype.kind != "f" or target is None or target.kind not in "iu":
+        return None
+    info, wide = np.iinfo(target), value.astype(np.float64)
+    inside = np.trunc(np.where(np.isnan(wide) | (wide >= float(info.max)) | (wide <= float(info.min)), 0.0, wide))
+    return np.where(wide >= float(info.max), info.max,
+                    np.where(wide <= float(info.min), info.min, inside.astype(target))).astype(target)
+
+
 def fold(im: Importer, node, inputs) -> list[np.ndarray]:
     """Evaluate a node with constant inputs at import time (onnx.reference, or numpy for
-    the ops in ``NUMPY_FOLDERS``)."""
+    the ops in ``NUMPY_FOLDERS`` and a Cast of floats to integers)."""
     if node.op_type in NUMPY_FOLDERS:
         return [np.asarray(v) for v in NUMPY_FOLDERS[node.op_type](node, *inputs)]
+    if node.op_type == "Cast" and inputs and (cast := _saturating_cast(node, inputs[0])) is not None:
+        return [cast]
     if node.op_type == "Constant" and attr(node, "sparse_value") is not None:
         return [_dense(attr(node, "sparse_value"))]
 
