@@ -211,8 +211,9 @@ class _ModelProblem:
                 failed = True
                 choice.append(-1)
                 continue
-            # the fastest pick, unless it leaves a later op no room where another would not
-            j = picks[row] if not room.later[i] else room.pick(i, row, budget, rows, choice, free, picks[row])
+            j = picks[row]
+            if room.later[i] and not room.keeps_least(i, j):   # room left for later ops (model_room)
+                j = room.pick(i, row, budget, rows, choice, free, j)
             total += times[row] if j == picks[row] else table.table[row, j]
             choice.append(j)
         budgets = np.array(budgets, dtype=np.float64)

@@ -33,6 +33,8 @@ class LaterRoom:
         count = len(problem.tables)
         self.later = [[k for k in problem._held_across.get(i, ()) if k > i] for i in range(count)]
         self._least_held: dict[tuple[int, str], int] = {}
+        self._keeps_least: dict[tuple[int, int], bool] = {}
+        self._checks_memo: dict[int, list] = {}
 
     def least_held(self, holder: int, tensor: str) -> int:
         """The fewest bytes per core any plan of ``holder`` keeps of ``tensor``."""
@@ -43,25 +45,49 @@ class LaterRoom:
                                         for j in range(len(problem.tables[holder].active)))
         return self._least_held[key]
 
+    def keeps_least(self, i: int, j: int) -> bool:
+        """Whether op ``i``'s plan ``j`` keeps the fewest bytes of every tensor op ``i``
+        holds across later ops: then no other plan of it leaves them more room."""
+        found = self._keeps_least.get((i, j))
+        if found is None:
+            held = {t for k in self.later[i] for h, t in self.problem.live[k] if h == i}
+            found = self._keeps_least[(i, j)] = all(
+                self.problem.held_bytes(i, j, t) == self.least_held(i, t) for t in held)
+        return found
+
+    def _checks(self, i: int) -> list:
+        """Per later op ``k`` op ``i`` keeps tensors across: ``(k, bytes of the holders
+        after op i, the earlier holders' bytes per plan, op i's own per plan, the earlier
+        holders' most bytes)``."""
+        found = self._checks_memo.get(i)
+        if found is None:
+            problem, found = self.problem, []
+            for k in self.later[i]:
+                problem.live_bytes(k, [])   # fills its table: per live tensor, bytes per plan, the most last
+                static, earlier, own = 0, [], []
+                for (h, tensor), (_, held) in zip(problem.live[k], problem._live_tables[k]):
+                    if h < i:
+                        earlier.append((h, held))
+                    elif h == i:
+                        own.append(held)
+                    else:   # between op i and op k at their least, from op k on at their most
+                        static += self.least_held(h, tensor) if h < k else held[-1]
+                found.append((k, static, earlier, own, sum(held[-1] for _, held in earlier)))
+            self._checks_memo[i] = found
+        return found
+
     def leaves_room(self, i: int, j: int, rows: Sequence[int], choice: Sequence[int], free: float) -> bool:
         """Whether op ``i`` at active plan ``j`` (after ``choice`` for the ops before it)
         leaves every later op it keeps tensors across the bytes of its least plan."""
-        problem = self.problem
-        for k in self.later[i]:
-            least = problem.least_hot[k][rows[k]]
+        least_hot = self.problem.least_hot
+        for k, static, earlier, own, most_earlier in self._checks(i):
+            least = least_hot[k][rows[k]]
             if not math.isfinite(least):
                 continue   # no plan of op k runs in its idle row: no pick of op i helps
-            live = 0
-            for h, tensor in problem.live[k]:
-                if h < i:
-                    live += problem.held_bytes(h, choice[h], tensor)
-                elif h == i:
-                    live += problem.held_bytes(i, j, tensor)
-                elif h < k:
-                    live += self.least_held(h, tensor)
-                else:
-                    live += problem.held_bytes(h, -1, tensor)
-            if free - live < least:
+            live = static + sum(held[j] for held in own)
+            if free - live - most_earlier >= least:
+                continue   # room even with the earlier holders at their most
+            if free - live - sum(held[choice[h]] for h, held in earlier) < least:
                 return False
         return True
 
@@ -70,7 +96,7 @@ class LaterRoom:
         """Op ``i``'s plan in idle row ``row`` within ``budget``: ``fastest`` (its fastest
         there) when it leaves the later ops room, else the fastest that does (``fastest``
         when none does)."""
-        if fastest < 0 or not self.later[i] or self.leaves_room(i, fastest, rows, choice, free):
+        if fastest < 0 or self.leaves_room(i, fastest, rows, choice, free):   # (evaluate checks keeps_least)
             return fastest
         table = self.problem.tables[i]
         cycles = table.table[row]
