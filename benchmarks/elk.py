@@ -211,8 +211,10 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
     study = offchip_study(model, cache, DESIGNS, **offchip_inputs(loads), layer_of=layer_of,
                           max_orders=max_orders, max_displacement=displacement, loop=True,
                           extra_exec_cycles=allreduce_exec_cycles(cache.device, allreduce, chips_of(workload)))
+    # compile time is the planning; the report's link accounting below is the benchmark's own
+    planned = time.perf_counter()
     row = {"model": os.path.basename(name), "device": cache.device.name, "topology": cache.device.topology,
-           "ops": len(model.ops), "searches": cache.searches, "designs": {}}
+           "ops": len(model.ops), "searches": cache.searches, "designs": {}, "compile_seconds": planned - started}
     clock = cache.device.clock_hz
     bound = study.bound_cycles
     row["bound_ms"] = bound / clock * 1e3
@@ -235,7 +237,7 @@ def run_model(name: str, device: str, batch: int, seq: int, layers: int | None, 
     full = designs["full"]["latency_ms"]
     row["speedup_over_basic"] = designs["basic"]["latency_ms"] / full
     row["speedup_over_static"] = designs["static"]["latency_ms"] / full
-    row["compile_seconds"] = time.perf_counter() - started
+    row["report_seconds"] = time.perf_counter() - planned
     row["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return row
 
@@ -277,7 +279,8 @@ def print_table(rows: list[dict], out=None) -> None:
               f"{pacing_note(row['designs'])}", file=out)
         print(f"{'':<12} ELK-Full over Basic {row['speedup_over_basic']:.2f}x, over Static "
               f"{row['speedup_over_static']:.2f}x; {row['ops']} ops, {row['searches']} plan searches, compile "
-              f"{row['compile_seconds']:.1f} s, peak RSS {row['peak_rss_mib']:.0f} MiB", file=out)
+              f"{row['compile_seconds']:.1f} s (this report's link accounting "
+              f"{row.get('report_seconds', 0.0):.1f} s more), peak RSS {row['peak_rss_mib']:.0f} MiB", file=out)
     if rows:
         n = len(rows)
         mean = lambda key: sum(r[key] for r in rows) / n  # noqa: E731
@@ -330,7 +333,8 @@ def main(argv=None) -> int:
         except DseError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        print(f"{name} on {device}: done in {rows[-1]['compile_seconds']:.1f} s", file=sys.stderr)
+        print(f"{name} on {device}: done in {rows[-1]['compile_seconds'] + rows[-1]['report_seconds']:.1f} s",
+              file=sys.stderr)
     print_table(rows)
     if args.json:
         with open(args.json, "w") as stream:
