@@ -37,6 +37,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+try:
+    import resource   # POSIX only: the peak resident memory the report states
+except ImportError:   # not on every platform
+    resource = None
+
 import numpy as np
 from xdsl.interpreter import InterpretationError
 
@@ -127,9 +132,7 @@ class Buffer:
 
 def _peak_resident_bytes() -> int:
     """This process's peak resident memory (Linux reports it in KiB)."""
-    try:
-        import resource  # POSIX only
-    except ImportError:  # not on every platform
+    if resource is None:
         return 0
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
