@@ -63,3 +63,17 @@ def element_type(dtype) -> Attribute:
     if dtype.kind in "iu":
         return IntegerType(dtype.itemsize * 8, Signedness.UNSIGNED if dtype.kind == "u" else Signedness.SIGNLESS)
     raise UnsupportedTypeError(f"numpy dtype {dtype} has no element type here")
+
+
+def float_to_int(values: np.ndarray, dtype) -> np.ndarray:
+    """Floats as integers of ``dtype``: truncated toward zero, NaN as 0, beyond the
+    type's range its extremes (numpy leaves those cases undefined): how the IR stores a
+    float in an integer type, wherever it is computed (interpreters, import-time folding)."""
+    dtype = np.dtype(dtype)
+    values = np.asarray(values, dtype=np.float64)
+    info = np.iinfo(dtype)
+    truncated = np.trunc(np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0))
+    # ``float(info.max)`` of a 64-bit type rounds up to 2**63: compare before converting
+    high, low = values >= float(info.max), values <= float(info.min)
+    inside = np.where(high | low, 0.0, truncated).astype(dtype)
+    return np.where(high, info.max, np.where(low, info.min, inside)).astype(dtype)

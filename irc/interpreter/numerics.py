@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from irc.dialects.dtypes import float_to_int
+
 ORDERED = ("max=", "min=")
 """The combiners that select one of their values rather than summing them."""
 
@@ -106,19 +108,6 @@ def fix_scattered_zeros(combiner: str, output: np.ndarray, zeros: np.ndarray, re
     if zero.any():
         positive = zeros if combiner == "max=" else ~zeros
         output[zero] = np.where(positive[zero], output.dtype.type(0.0), output.dtype.type(-0.0))
-
-
-def float_to_int(values: np.ndarray, dtype) -> np.ndarray:
-    """Floats as integers of ``dtype``: truncated toward zero, NaN as 0, beyond the
-    type's range its extremes."""
-    dtype = np.dtype(dtype)
-    values = np.asarray(values, dtype=np.float64)
-    info = np.iinfo(dtype)
-    truncated = np.trunc(np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0))
-    # ``float(info.max)`` of a 64-bit type rounds up to 2**63: compare before converting
-    high, low = values >= float(info.max), values <= float(info.min)
-    inside = np.where(high | low, 0.0, truncated).astype(dtype)
-    return np.where(high, info.max, np.where(low, info.min, inside)).astype(dtype)
 
 
 def convert(values: np.ndarray, dtype) -> np.ndarray:

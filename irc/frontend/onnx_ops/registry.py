@@ -9,6 +9,7 @@ import onnx
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
+from irc.dialects.dtypes import float_to_int
 from irc.frontend.onnx_attributes import check_axes
 from irc.frontend.onnx_graph import MAX_CONSTANT_BYTES, MAX_DIMENSION, Importer, NodeError, Tensor, shape_of
 
@@ -234,17 +235,14 @@ copy what must stay the same tensor)."""
 
 
 def _saturating_cast(node, value) -> np.ndarray | None:
-    """A Cast of floats to an integer type as irc computes it at run time (README,
-    numerics: truncated toward zero, NaN as 0, beyond the type its extremes), where
-    numpy and onnx.reference wrap (300.0 to int8: 44, not 127); None for other casts."""
+    """A Cast of floats to an integer type as irc computes it at run time
+    (`irc.dialects.dtypes.float_to_int`), where numpy and onnx.reference wrap (300.0 to
+    int8: 44, not 127); None for other casts."""
     value = np.asarray(value)
     target = np.dtype(helper.tensor_dtype_to_np_dtype(attr(node, "to"))) if attr(node, "to") else None
     if value.dtype.kind != "f" or target is None or target.kind not in "iu":
         return None
-    info, wide = np.iinfo(target), value.astype(np.float64)
-    inside = np.trunc(np.where(np.isnan(wide) | (wide >= float(info.max)) | (wide <= float(info.min)), 0.0, wide))
-    return np.where(wide >= float(info.max), info.max,
-                    np.where(wide <= float(info.min), info.min, inside.astype(target))).astype(target)
+    return float_to_int(value, target)
 
 
 def fold(im: Importer, node, inputs) -> list[np.ndarray]:
