@@ -438,8 +438,8 @@ class RTensorPartition(ModulePass):
         rest in while earlier ops run, the preload order and each op's frontier, recorded
         as ``irc.preload`` for ``preload-schedule``)."""
         try:
-            loads = argument_loads(found)   # the own inputs are priced per execute layout
             if elk is None:
+                loads = argument_loads(found)   # the own inputs are priced per execute layout
                 elk = plan_offchip(found.model, cache, self.preload, self.split, loads.hbm_bytes, loads.own)
         except PreloadFitError as error:
             culprit = next((t for t, m in zip(found.ops, found.model.ops) if m.name == error.op), function)
